@@ -1,0 +1,36 @@
+"""jitlens: why did my jitted function compile again?
+
+Counts calls, traces, compilations and cache hits of every ``nnx.jit`` /
+``jax.jit`` / ``nnx.cached_partial`` function, names the culprit of every
+recompilation with a fix, and guards tests with a compile budget.
+"""
+
+from ._errors import ConfigError as ConfigError
+from ._errors import JitlensError as JitlensError
+from ._errors import RecompileError as RecompileError
+from ._errors import RecompileWarning as RecompileWarning
+from ._errors import ReportError as ReportError
+from ._errors import StaleCacheWarning as StaleCacheWarning
+from ._exercise import jit_forward as jit_forward
+from ._report import Event as Event
+from ._report import FunctionReport as FunctionReport
+from ._report import Reason as Reason
+from ._report import Report as Report
+from ._report import load_report as load_report
+from ._version import __version__ as __version__
+
+__all__ = [
+    "ConfigError",
+    "Event",
+    "FunctionReport",
+    "JitlensError",
+    "Reason",
+    "RecompileError",
+    "RecompileWarning",
+    "Report",
+    "ReportError",
+    "StaleCacheWarning",
+    "__version__",
+    "jit_forward",
+    "load_report",
+]

@@ -1,0 +1,31 @@
+"""Every exception and warning jitlens raises, under one base class."""
+
+from __future__ import annotations
+
+
+class JitlensError(Exception):
+    """Base class of every error raised by jitlens."""
+
+
+class ReportError(JitlensError, ValueError):
+    """A report file or object is not one jitlens can read (wrong schema, truncated, edited)."""
+
+
+class RecompileError(JitlensError, AssertionError):
+    """A jitted function was traced more often than its budget allows."""
+
+
+class ConfigError(JitlensError, ValueError):
+    """A jitlens setting has a value outside the valid ones."""
+
+
+class RecompileWarning(UserWarning):
+    """A jitted function exceeded its trace budget (``on_exceed="warn"``)."""
+
+
+class StaleCacheWarning(UserWarning):
+    """``nnx.cached_partial`` served a call with a static attribute it did not see change."""
+
+
+class JitlensInternalWarning(RuntimeWarning):
+    """jitlens itself failed; it stepped aside and the program went on unchanged."""
