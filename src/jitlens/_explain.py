@@ -1,0 +1,213 @@
+"""Key diff -> :class:`Reason` objects: the culprit of a recompilation, and its fix.
+
+``explain(new, previous)`` picks the compiled key closest to the new one and
+lists every difference, most decisive first, each with a message (what
+changed and why JAX cares) and a fix that works in the installed versions.
+The wording lives in ``_messages``; this module decides *what* differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import _messages as M
+from ._report import REASON_KINDS, Reason
+from ._signature import Entry, Key, Path, StaticVal, render_path
+
+_ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
+
+
+def _arg(path: Path) -> str:
+    return str(path[0][1]) if path else ""
+
+
+def _parent_in(path: Path, paths: set[Path]) -> bool:
+    return any(path[:i] in paths for i in range(1, len(path)))
+
+
+def diff_keys(old: Key, new: Key) -> list[Reason]:
+    """Every difference between two keys, most decisive first."""
+    reasons: list[Reason] = []
+    old_cfg, new_cfg = dict(old.config), dict(new.config)
+    for name in sorted(set(old_cfg) | set(new_cfg)):
+        if old_cfg.get(name) != new_cfg.get(name):
+            reasons.append(M.config(name, old_cfg.get(name, "unset"), new_cfg.get(name, "unset")))
+
+    o, n = old.entries, new.entries
+    added = {p for p in n if p not in o}
+    removed = {p for p in o if p not in n}
+    changed_roots: set[Path] = set()
+    for p in sorted(set(o) & set(n), key=len):
+        if _parent_in(p, changed_roots):
+            continue
+        eo, en = o[p], n[p]
+        if eo.same(en):
+            continue
+        r = _diff_entry(p, eo, en)
+        if r is not None:
+            reasons.extend(r)
+            if (
+                eo.kind != en.kind
+                or (eo.kind == "node" and eo.type_name != en.type_name)
+                or (eo.kind in ("node", "var") and not _types_equal(eo, en))
+            ):
+                changed_roots.add(p)
+    for p in sorted(added, key=lambda q: (len(q), render_path(q))):
+        if _parent_in(p, added) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
+            continue
+        reasons.append(_structure(p, None, n[p], n))
+    for p in sorted(removed, key=lambda q: (len(q), render_path(q))):
+        if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
+            continue
+        reasons.append(_structure(p, o[p], None, o))
+    reasons.sort(key=lambda r: _ORDER.get(r.kind, len(_ORDER)))
+    return reasons
+
+
+def _types_equal(a: Entry, b: Entry) -> bool:
+    ta = a.type_ref() if a.type_ref is not None else None
+    tb = b.type_ref() if b.type_ref is not None else None
+    return ta is tb
+
+
+def _structure(
+    p: Path, before: Entry | None, after: Entry | None, entries: dict[Path, Entry]
+) -> Reason:
+    e = after if after is not None else before
+    assert e is not None
+    parent = entries.get(p[:-1])
+    in_graph = e.in_graph or (parent is not None and parent.in_graph)
+    if len(p) == 1:
+        return M.argument_added_removed(_arg(p), before is None)
+    what = e.type_name if e.kind in ("node", "var") else _short(e)
+    if in_graph:
+        return M.graph_attribute(
+            _arg(p),
+            render_path(p),
+            what,
+            added=before is None,
+            var_type=e.type_name if e.kind == "var" else "",
+        )
+    return M.pytree_key(_arg(p), render_path(p), what, added=before is None)
+
+
+def _short(e: Entry) -> str:
+    if e.kind == "aval" and e.aval is not None:
+        return e.aval.short()
+    if e.kind == "static" and e.static is not None:
+        return e.static.display()
+    if e.kind == "none":
+        return "None"
+    if e.kind == "ref":
+        return f"shared reference to {e.target or 'an earlier node'}"
+    if e.kind in ("node", "var"):
+        return e.type_name
+    return e.target or e.kind
+
+
+def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
+    arg, path = _arg(p), render_path(p)
+    if p[-1][0] == "passed":
+        return [M.signature(arg, eo.target, en.target)]
+    if eo.kind != en.kind:
+        if eo.in_graph or en.in_graph:
+            return [M.graph_kind_change(arg, path, _short(eo), _short(en))]
+        return [M.pytree_kind_change(arg, path, _short(eo), _short(en))]
+    if eo.kind == "aval":
+        a, b = eo.aval, en.aval
+        assert a is not None and b is not None
+        out = []
+        if a.shape != b.shape:
+            out.append(M.shape(arg, path, a.short(), b.short()))
+        if a.dtype != b.dtype:
+            out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
+        if a.weak != b.weak:
+            out.append(M.weak_type(arg, path, a.short(), b.short(), a.dtype, now_weak=b.weak))
+        if a.sharding != b.sharding:
+            out.append(
+                M.sharding(
+                    arg,
+                    path,
+                    a.sharding or "uncommitted (default device)",
+                    b.sharding or "uncommitted (default device)",
+                )
+            )
+        return out
+    if eo.kind == "static":
+        assert eo.static is not None and en.static is not None
+        return [_static(arg, path, p, eo.static, en.static, en.in_graph)]
+    if eo.kind == "node":
+        if not _types_equal(eo, en):
+            if eo.type_name == en.type_name:
+                return [M.class_redefined(arg, path, eo.type_name)]
+            return [
+                M.graph_kind_change(arg, path, eo.type_name, en.type_name)
+                if (eo.in_graph or en.in_graph)
+                else M.pytree_kind_change(arg, path, eo.type_name, en.type_name)
+            ]
+        out = []
+        for (k, v1), (_k2, v2) in zip(eo.meta, en.meta, strict=False):
+            if not v1.same(v2):
+                out.append(_static(arg, path, p, v1, v2, en.in_graph, aux=k))
+        return out or None
+    if eo.kind == "var":
+        if not _types_equal(eo, en):
+            return [M.graph_kind_change(arg, path, eo.type_name, en.type_name)]
+        mo, mn = dict(eo.meta), dict(en.meta)
+        out = []
+        for k in sorted(set(mo) | set(mn)):
+            v1, v2 = mo.get(k), mn.get(k)
+            if v1 is None or v2 is None or not v1.same(v2):
+                out.append(
+                    M.variable_metadata(
+                        arg,
+                        path,
+                        k,
+                        v1.display() if v1 else "unset",
+                        v2.display() if v2 else "unset",
+                        en.type_name,
+                    )
+                )
+        return out or None
+    if eo.kind == "ref":
+        return [M.graph_kind_change(arg, path, _short(eo), _short(en))]
+    return [M.unknown(arg, path, _short(eo), _short(en))]
+
+
+def _static(
+    arg: str, path: str, p: Path, old: StaticVal, new: StaticVal, in_graph: bool, aux: str = ""
+) -> Reason:
+    attr = str(p[-1][1]) if len(p) > 1 else arg
+    if old.identity or new.identity or old.text == new.text:
+        return M.identity_static(arg, path, attr, old, new, in_graph=in_graph)
+    return M.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux)
+
+
+def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:
+    """The previous key with the fewest differences (ties: most recent) and the diff."""
+    best: tuple[int, int] | None = None
+    best_key: Key | None = None
+    best_reasons: list[Reason] = []
+    for i, k in enumerate(previous):
+        rs = diff_keys(k, new)
+        score = (len(rs), -i)
+        if best is None or score < best:
+            best, best_key, best_reasons = score, k, rs
+    return best_key, best_reasons
+
+
+def explain(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> list[Reason]:
+    """Reasons for a retrace of ``new`` given the keys compiled before.
+
+    ``live`` are keys that should still be in JAX's cache; ``cleared`` those
+    compiled before a ``clear_cache()`` jitlens saw.
+    """
+    if live:
+        _k, rs = closest(new, live)
+        if rs:
+            return rs
+        return [M.cache_evicted()]
+    if cleared:
+        _k, rs = closest(new, cleared)
+        return [M.cache_cleared(), *rs]
+    return []

@@ -1,0 +1,564 @@
+"""Installing hooks: monitoring listeners, nnx wrapper patches and a tracked ``jax.jit``.
+
+Design (see the research notes): misses are detected for free by
+``jax.monitoring`` events, which fire only on trace / lower / compile; a
+call's key is described at the *trace-start* event, while the user's objects
+are still in their pre-call state; the per-call path only publishes the call
+in a thread-local slot and compares an event counter. Nothing is hashed,
+flattened or described on a cache hit.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import jax
+from jax import monitoring
+
+from . import _compat, _explain, _messages
+from ._errors import JitlensInternalWarning
+from ._records import MAX_CALL_TIMES, MAX_EVENTS, EventBuilder, Record
+from ._signature import describe_call
+
+log = logging.getLogger("jitlens")
+
+
+class _TLS(threading.local):
+    def __init__(self) -> None:
+        self.current: tuple[Record, tuple[Any, ...], dict[str, Any], int] | None = None
+        self.nevents = 0
+        self.building: EventBuilder | None = None
+        self.busy = False
+
+
+tls = _TLS()
+
+
+class Registry:
+    """Process-wide state: active flag, records, listeners and patches."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.lock = threading.RLock()
+        self.records: list[Record] = []
+        self.by_wrapper: dict[int, tuple[Any, Record]] = {}
+        self.by_fun: dict[int, tuple[Any, Record]] = {}
+        self.by_code: dict[Any, list[Record]] = {}
+        self.t0 = time.perf_counter()
+        self.depth = 0
+        self.include_internal_keys = False
+        self.on_trace: list[Callable[[Record, EventBuilder], None]] = []
+        self.on_stale: list[Callable[[Record, Any], None]] = []
+        self._originals: list[tuple[Any, str, Any]] = []
+        self._warned: set[str] = set()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def activate(self) -> None:
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:
+                return
+            monitoring.register_scalar_listener(_on_scalar)
+            monitoring.register_event_duration_secs_listener(_on_duration)
+            monitoring.register_event_listener(_on_event)
+            self._patch()
+            self.active = True
+
+    def deactivate(self) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth > 0:
+                return
+            self.active = False
+            for unreg, cb in (
+                ("unregister_scalar_listener", _on_scalar),
+                ("unregister_event_duration_secs_listener", _on_duration),
+                ("unregister_event_listener", _on_event),
+            ):
+                try:
+                    getattr(monitoring, unreg)(cb)
+                except Exception:
+                    pass
+            for owner, attr, original in reversed(self._originals):
+                setattr(owner, attr, original)
+            self._originals.clear()
+
+    def _set(self, owner: Any, attr: str, value: Any) -> None:
+        self._originals.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, value)
+
+    def _patch(self) -> None:
+        for cls, _kind in _compat.NNX_WRAPPERS:
+            self._set(cls, "__call__", _make_nnx_call(cls.__call__))
+        self._set(jax, "jit", _make_tracked_jit(jax.jit))
+        try:
+            from flax import nnx
+            from flax.nnx import graphlib
+
+            patched = _make_cached_partial(graphlib.cached_partial)
+            self._set(nnx, "cached_partial", patched)
+            self._set(graphlib, "cached_partial", patched)
+        except Exception:
+            pass
+
+    def warn_internal(self, what: str, exc: BaseException) -> None:
+        """jitlens failed: warn once per cause, log, and let the program go on."""
+        key = f"{what}:{type(exc).__name__}"
+        log.debug("jitlens internal failure in %s", what, exc_info=exc)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        warnings.warn(
+            f"jitlens: {what} failed ({type(exc).__name__}: {exc}); tracking of this call was "
+            "skipped, your program is unaffected.",
+            JitlensInternalWarning,
+            stacklevel=2,
+        )
+
+    # ------------------------------------------------------------ records
+
+    def _register(self, rec: Record) -> Record:
+        with self.lock:
+            self.records.append(rec)
+            self.by_code.setdefault(rec.code_key, []).append(rec)
+        return rec
+
+    def record_for_wrapper(self, wrapper: Any, kind: str, cached: bool) -> Record:
+        key = id(wrapper) * 2 + cached
+        hit = self.by_wrapper.get(key)
+        if hit is not None and hit[0]() is wrapper:
+            return hit[1]
+        name, qualname, where = _compat.definition_site(wrapper)
+        user_fn = _compat.user_function(wrapper)
+        jitted = getattr(wrapper, "jitted_fn", None)
+        rec = Record(
+            kind="nnx.cached_partial" if cached else kind,
+            name=name,
+            qualname=qualname,
+            defined_at=where,
+            internal=not _is_user_where(user_fn),
+            code_key=_code_key(user_fn),
+            wrapper=wrapper,
+            user_fn=user_fn,
+            inner_fun=getattr(jitted, "__wrapped__", None),
+            jax_name=name,
+        )
+        ref = _weak(wrapper)
+        if ref is not None:
+            self.by_wrapper[key] = (ref, rec)
+            _finalize(wrapper, self.by_wrapper.pop, key)
+        if rec.inner_fun_ref is not None:
+            inner = rec.inner_fun_ref()
+            self.by_fun[id(inner)] = (rec.inner_fun_ref, rec)
+            _finalize(inner, self.by_fun.pop, id(inner))
+        return self._register(rec)
+
+    def record_for_jax_jit(self, fun: Any, jitted: Any, options: dict[str, Any]) -> Record:
+        name, qualname, where = _compat.definition_site(fun)
+        user_fn = _compat.user_function(fun)
+        rec = Record(
+            kind="jax.jit",
+            name=name,
+            qualname=qualname,
+            defined_at=where,
+            internal=not _is_user_where(user_fn),
+            code_key=_code_key(user_fn) if not isinstance(fun, functools.partial) else _code_key(fun.func),
+            user_fn=fun,
+            inner_fun=fun,
+            jax_name=getattr(fun, "__name__", name),
+        )
+        sa = options.get("static_argnums")
+        rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
+        sn = options.get("static_argnames")
+        rec.static_argnames = (sn,) if isinstance(sn, str) else tuple(sn or ())
+        ref = _weak(fun)
+        if ref is not None:
+            self.by_fun[id(fun)] = (ref, rec)
+            _finalize(fun, self.by_fun.pop, id(fun))
+        return self._register(rec)
+
+    def record_for_untracked(self, fun: Any, fun_name: str, dbg: Any) -> Record:
+        """A jit seen only through monitoring: created before tracking, or internal."""
+        if fun is not None:
+            hit = self.by_fun.get(id(fun))
+            if hit is not None and hit[0]() is fun:
+                return hit[1]
+            ctx = getattr(fun, "ctxtag", None)
+            if ctx is not None and isinstance(ctx, tuple(c for c, _ in _compat.NNX_WRAPPERS)):
+                return self.record_for_wrapper(ctx, _compat.nnx_kind(ctx), False)
+        info = _compat.src_info(dbg)
+        if info is not None:
+            name, where_abs = info
+            file, _, line = where_abs.rpartition(":")
+            internal = not _compat.is_user_file(file)
+            where = f"{_compat.short_path(file)}:{line}"
+        else:
+            name, where, internal = fun_name, "?", True
+        user_fn = _compat.user_function(fun) if fun is not None else None
+        rec = Record(
+            kind="jax.jit",
+            name=name,
+            qualname=getattr(user_fn, "__qualname__", name),
+            defined_at=where,
+            internal=internal,
+            code_key=_code_key(user_fn) if user_fn is not None else ("name", fun_name),
+            user_fn=user_fn,
+            inner_fun=fun,
+            counts_calls=False,
+            jax_name=fun_name,
+        )
+        if fun is not None:
+            ref = _weak(fun)
+            if ref is not None:
+                self.by_fun[id(fun)] = (ref, rec)
+                _finalize(fun, self.by_fun.pop, id(fun))
+        return self._register(rec)
+
+
+REGISTRY = Registry()
+
+
+def _weak(obj: Any) -> Any:
+    import weakref
+
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None
+
+
+def _finalize(obj: Any, pop: Callable[..., Any], key: Any) -> None:
+    import weakref
+
+    try:
+        weakref.finalize(obj, pop, key, None)
+    except TypeError:
+        pass
+
+
+def _code_key(fn: Any) -> Any:
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return code
+    return ("obj", type(fn).__qualname__, getattr(fn, "__qualname__", None))
+
+
+def _is_user_where(fn: Any) -> bool:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True
+    return _compat.is_user_file(code.co_filename)
+
+
+# ------------------------------------------------------------------ call path
+
+
+def _first_call(rec: Record) -> None:
+    rec.first_call_site = _compat.user_call_site(sys._getframe(2))
+
+
+def _light(args: tuple[Any, ...]) -> Any:
+    return tuple(getattr(a, "shape", type(a)) for a in args)
+
+
+def _after_call(rec: Record, idx: int, n0: int, prev: Any, args: tuple[Any, ...]) -> None:
+    tls.current = prev
+    if tls.nevents != n0:
+        b = tls.building
+        with rec.lock:
+            rec.miss_calls += 1
+            if b is not None and b.record is rec and idx < MAX_CALL_TIMES:
+                rec.entry_by_light[_light(args)] = b.entry
+    elif prev is not None:
+        with rec.lock:
+            rec.inlined_calls += 1
+    if idx < MAX_CALL_TIMES:
+        rec.call_times.append(time.perf_counter())
+        rec.call_entries.append(rec.entry_by_light.get(_light(args), -1))
+
+
+def _make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not REGISTRY.active or tls.busy:
+            return original(self, *args, **kwargs)
+        try:
+            cached = _compat.in_cached_partial()
+            rec = REGISTRY.record_for_wrapper(self, _compat.nnx_kind(self), cached)
+            idx = next(rec.calls_counter)
+            if idx == 0:
+                _first_call(rec)
+        except Exception as exc:
+            REGISTRY.warn_internal("recording an nnx.jit call", exc)
+            return original(self, *args, **kwargs)
+        prev = tls.current
+        tls.current = (rec, args, kwargs, idx)
+        n0 = tls.nevents
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _after_call(rec, idx, n0, prev, args)
+
+    __call__.__jitlens_original__ = original  # type: ignore[attr-defined]
+    return __call__
+
+
+class TrackedJit:
+    """What ``jax.jit`` returns while jitlens tracks: the jitted function, counted.
+
+    Behaves like the ``jax.jit`` object it wraps (``lower``, ``trace``,
+    ``eval_shape``, ``clear_cache`` ... are forwarded); calls go straight
+    through once tracking has stopped.
+    """
+
+    def __init__(self, jitted: Any, record: Record) -> None:
+        self.__dict__["_jitted"] = jitted
+        self.__dict__["_record"] = record
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            try:
+                self.__dict__[attr] = getattr(jitted, attr)
+            except AttributeError:
+                pass
+        self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not REGISTRY.active or tls.busy:
+            return self._jitted(*args, **kwargs)
+        rec = self._record
+        idx = next(rec.calls_counter)
+        if idx == 0:
+            _first_call(rec)
+        prev = tls.current
+        tls.current = (rec, args, kwargs, idx)
+        n0 = tls.nevents
+        try:
+            return self._jitted(*args, **kwargs)
+        finally:
+            _after_call(rec, idx, n0, prev, args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_jitted"], name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def clear_cache(self) -> Any:
+        self._record.mark_cleared()
+        return self._jitted.clear_cache()
+
+    def __repr__(self) -> str:
+        return f"<jitlens-tracked {self._jitted!r}>"
+
+
+def _make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def jit(fun: Any = None, /, **options: Any) -> Any:
+        if fun is None:
+            return lambda f: jit(f, **options)
+        jitted = original(fun, **options)
+        if not REGISTRY.active or isinstance(fun, _compat.NNX_INNER_FNS):
+            return jitted
+        try:
+            rec = REGISTRY.record_for_jax_jit(fun, jitted, options)
+            return TrackedJit(jitted, rec)
+        except Exception as exc:
+            REGISTRY.warn_internal("wrapping jax.jit", exc)
+            return jitted
+
+    jit.__jitlens_original__ = original  # type: ignore[attr-defined]
+    return jit
+
+
+def _make_cached_partial(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def cached_partial(f: Any, *cached_args: Any, **kw: Any) -> Any:
+        out = original(f, *cached_args, **kw)
+        if not REGISTRY.active:
+            return out
+        try:
+            from ._stale import watch_cached_partial
+
+            return watch_cached_partial(out, f, cached_args)
+        except Exception as exc:
+            REGISTRY.warn_internal("watching nnx.cached_partial", exc)
+            return out
+
+    return cached_partial
+
+
+# ------------------------------------------------------------------ listeners
+
+
+def _on_scalar(event: str, value: float, **kw: Any) -> None:
+    if event == _compat.TRACE_EVENT:
+        tls.nevents += 1
+        if tls.busy:
+            return
+        try:
+            _trace_start(kw.get("fun_name", "?"))
+        except _PassThrough as exc:
+            raise exc.error from None
+        except Exception as exc:
+            REGISTRY.warn_internal("describing a trace", exc)
+    elif event == _compat.COMPILE_EVENT or event == _compat.LOWER_EVENT:
+        tls.nevents += 1
+
+
+class _PassThrough(Exception):
+    """Carries a guard's error out of the listener's failure net."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _trace_start(fun_name: str) -> None:
+    now = time.perf_counter()
+    frame = _compat.find_trace_frame(sys._getframe(2))
+    info = _compat.trace_frame_info(frame) if frame is not None else None
+    fun = info["fun"] if info else None
+    cur = tls.current
+    if cur is not None and cur[0].matches(fun, fun_name):
+        rec, call_index = cur[0], cur[3]
+        args, kwargs = cur[1], cur[2]
+    else:
+        rec = REGISTRY.record_for_untracked(fun, fun_name, info["dbg"] if info else None)
+        call_index = None
+        args = tuple(info["args"]) if info else ()
+        kwargs = dict(info["kwargs"]) if info else {}
+    site = _compat.user_call_site(frame) if frame is not None else "?"
+    first = rec.traces == 0
+    b = EventBuilder(rec, "trace", call_index, site, now)
+    b.jax_name = fun_name
+    tls.building = b
+    with rec.lock:
+        rec.traces += 1
+        if len(rec.events) < MAX_EVENTS:
+            rec.events.append(b)
+    if rec.internal and not REGISTRY.include_internal_keys:
+        return
+    t = time.perf_counter()
+    tls.busy = True
+    try:
+        user_fn = rec.user_fn()
+        names_fn = user_fn if user_fn is not None else getattr(fun, "f", fun)
+        statics = info["static_argnums"] if info else rec.static_argnums
+        snames = info["static_argnames"] if info else rec.static_argnames
+        key = describe_call(names_fn, args, kwargs, statics, snames, _compat.trace_context())
+        b.signature = key.signature
+        b.key = key
+        live, cleared = rec.live_and_cleared()
+        reasons: list[Any] = []
+        if first:
+            reasons = _new_function_reasons(rec, key)
+        else:
+            reasons = _explain.explain(key, live, cleared)
+        if reasons:
+            b.kind = "retrace"
+            b.reasons = tuple(reasons)
+        b.entry = rec.add_key(key)
+    finally:
+        tls.busy = False
+    b.explain_seconds = time.perf_counter() - t
+    if b.kind == "retrace" and REGISTRY.on_trace:
+        for cb in list(REGISTRY.on_trace):
+            try:
+                cb(rec, b)
+            except Exception as err:
+                raise _PassThrough(err) from None
+    if b.kind == "retrace":
+        _log_retrace(rec, b)
+
+
+def _new_function_reasons(rec: Record, key: Any) -> list[Any]:
+    """First trace of a record: a retrace when another wrapper of this code compiled."""
+    siblings = REGISTRY.by_code.get(rec.code_key, ())
+    wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
+    same_cache = [r for r in siblings if r is not rec and wrapper is not None and r.wrapper_ref is not None and r.wrapper_ref() is wrapper]
+    if same_cache:
+        # nnx.cached_partial and plain calls of one nnx.jit wrapper share its cache.
+        keys = [k for r in same_cache for k in r.keys]
+        return _explain.explain(key, [k for k in keys if not k.cleared], [k for k in keys if k.cleared])
+    others = [r for r in siblings if r is not rec and r.keys and r.kind == rec.kind]
+    if not others:
+        return []
+    keys = [k for r in others for k in r.keys]
+    _k, diffs = _explain.closest(key, keys)
+    name = rec.name
+    kind = "nnx.jit" if rec.kind.startswith("nnx") else "jax.jit"
+    is_lambda = name == "<lambda>" or "<locals>" in rec.qualname and rec.kind == "jax.jit"
+    head = _messages.new_function(name, kind, rec.defined_at, len(others), not diffs, is_lambda)
+    return [head, *diffs]
+
+
+def _log_retrace(rec: Record, b: EventBuilder) -> None:
+    if not log.isEnabledFor(logging.INFO):
+        return
+    r = b.reasons[0]
+    log.info(
+        "%s retraced at %s: %s [%s] %s -> %s. Fix: %s",
+        rec.qualname, b.call_site, r.path or r.argument, r.kind, r.before, r.after, r.fix,
+    )
+
+
+def _on_duration(event: str, secs: float, **kw: Any) -> None:
+    b = tls.building
+    if b is None:
+        if event == _compat.COMPILE_EVENT:
+            _compile_only(kw.get("fun_name", "?"), secs)
+        return
+    if event == _compat.TRACE_EVENT:
+        b.trace_seconds += secs
+    elif event == _compat.LOWER_EVENT:
+        if _same_fun(b, kw.get("fun_name", "")):
+            b.lower_seconds += secs
+    elif event == _compat.COMPILE_EVENT:
+        if _same_fun(b, kw.get("fun_name", "")):
+            b.compile_seconds += secs
+            b.compiled = True
+            if not b.persistent_cache_hit:
+                with b.record.lock:
+                    b.record.compiles += 1
+            tls.building = None
+        else:
+            _compile_only(kw.get("fun_name", "?"), secs)
+
+
+def _same_fun(b: EventBuilder, fun_name: str) -> bool:
+    return fun_name in (f"jit({b.jax_name})", b.jax_name, f"pjit({b.jax_name})")
+
+
+def _compile_only(fun_name: str, secs: float) -> None:
+    """A compile with no trace before it (AOT ``.compile()``, evicted executable)."""
+    name = fun_name[4:-1] if fun_name.startswith("jit(") else fun_name
+    rec = None
+    with REGISTRY.lock:
+        for r in reversed(REGISTRY.records):
+            if r.jax_name == name:
+                rec = r
+                break
+    if rec is None:
+        rec = REGISTRY.record_for_untracked(None, name, None)
+    b = EventBuilder(rec, "compile", None, _compat.user_call_site(sys._getframe(2)), time.perf_counter() - secs)
+    b.compile_seconds = secs
+    b.compiled = True
+    b.jax_name = name
+    with rec.lock:
+        rec.compiles += 1
+        rec.events.append(b)
+
+
+def _on_event(event: str, **kw: Any) -> None:
+    if event == _compat.PCACHE_HIT_EVENT:
+        b = tls.building
+        if b is not None:
+            b.persistent_cache_hit = True
+            with b.record.lock:
+                b.record.persistent_hits += 1

@@ -1,0 +1,192 @@
+"""Per-function records: the mutable counters and keys behind a FunctionReport.
+
+One record per jitted callable object (an ``nnx.jit`` wrapper, a
+``jax.jit`` wrapper, a ``cached_partial``), process-wide. Trackers are views
+over windows of these records. Records hold weak references to the user's
+functions and wrappers, and keys that hold no arrays.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import weakref
+from typing import Any
+
+from ._report import Event, Reason, StaleHit
+from ._signature import Key
+
+#: Keys remembered per record (oldest dropped first): bounds memory and the
+#: cost of finding the closest key on a miss.
+MAX_KEYS = 64
+#: Call times remembered per record, for the timeline.
+MAX_CALL_TIMES = 20_000
+#: Events remembered per record.
+MAX_EVENTS = 10_000
+
+_ids = itertools.count(1)
+
+
+class EventBuilder:
+    """A trace in progress: durations arrive from monitoring after it starts."""
+
+    __slots__ = (
+        "call_index",
+        "call_site",
+        "compile_seconds",
+        "compiled",
+        "entry",
+        "explain_seconds",
+        "jax_name",
+        "key",
+        "kind",
+        "lower_seconds",
+        "persistent_cache_hit",
+        "reasons",
+        "record",
+        "signature",
+        "thread",
+        "time",
+        "trace_seconds",
+    )
+
+    def __init__(self, record: Record, kind: str, call_index: int | None, call_site: str, t: float) -> None:
+        self.record = record
+        self.kind = kind
+        self.call_index = call_index
+        self.call_site = call_site
+        self.time = t
+        self.signature = ""
+        self.reasons: tuple[Reason, ...] = ()
+        self.trace_seconds = 0.0
+        self.lower_seconds = 0.0
+        self.compile_seconds = 0.0
+        self.explain_seconds = 0.0
+        self.compiled = False
+        self.persistent_cache_hit = False
+        self.entry = 0
+        self.key: Key | None = None
+        self.jax_name = ""
+        self.thread = threading.current_thread().name
+
+    def freeze(self, t0: float) -> Event:
+        return Event(
+            call_index=self.call_index,
+            kind=self.kind,
+            call_site=self.call_site,
+            signature=self.signature,
+            reasons=self.reasons,
+            time=max(0.0, self.time - t0),
+            trace_seconds=self.trace_seconds,
+            lower_seconds=self.lower_seconds,
+            compile_seconds=self.compile_seconds,
+            explain_seconds=self.explain_seconds,
+            compiled=self.compiled,
+            persistent_cache_hit=self.persistent_cache_hit,
+            entry=self.entry,
+            thread=self.thread,
+        )
+
+
+class Record:
+    """Mutable figures of one jitted callable object."""
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        name: str,
+        qualname: str,
+        defined_at: str,
+        internal: bool,
+        code_key: Any,
+        wrapper: Any = None,
+        user_fn: Any = None,
+        inner_fun: Any = None,
+        counts_calls: bool = True,
+        jax_name: str = "",
+    ) -> None:
+        self.id = next(_ids)
+        self.kind = kind
+        self.name = name
+        self.qualname = qualname
+        self.defined_at = defined_at
+        self.internal = internal
+        self.code_key = code_key
+        self.counts_calls = counts_calls
+        self.jax_name = jax_name or name
+        self.wrapper_ref = _weak(wrapper)
+        self.user_fn_ref = _weak(user_fn)
+        self.inner_fun_ref = _weak(inner_fun)
+        self.created = time.perf_counter()
+        self.first_call_site = ""
+        self.calls_counter = itertools.count()
+        self.miss_calls = 0
+        self.inlined_calls = 0
+        self.traces = 0
+        self.compiles = 0
+        self.persistent_hits = 0
+        self.events: list[EventBuilder] = []
+        self.keys: list[Key] = []
+        self.stale_hits: list[StaleHit] = []
+        self.call_times: list[float] = []
+        self.call_entries: list[int] = []
+        self.entry_by_light: dict[Any, int] = {}
+        self.n_entries = 0
+        self.lock = threading.Lock()
+        self.static_argnums: tuple[int, ...] = ()
+        self.static_argnames: tuple[str, ...] = ()
+
+    @property
+    def calls(self) -> int:
+        # itertools.count is advanced atomically under the GIL by next();
+        # its repr is the only public read of the current value.
+        return int(repr(self.calls_counter)[6:-1])
+
+    def matches(self, fun: Any, fun_name: str) -> bool:
+        """Is ``fun`` (seen by JAX at trace time) the callable behind this record?"""
+        inner = self.inner_fun_ref() if self.inner_fun_ref is not None else None
+        if inner is not None and fun is not None:
+            return inner is fun
+        return fun_name == self.jax_name
+
+    def user_fn(self) -> Any:
+        return self.user_fn_ref() if self.user_fn_ref is not None else None
+
+    def live_and_cleared(self) -> tuple[list[Key], list[Key]]:
+        live = [k for k in self.keys if not k.cleared]
+        cleared = [k for k in self.keys if k.cleared]
+        return live, cleared
+
+    def add_key(self, key: Key) -> int:
+        """Remember ``key``; return its entry index (equal keys share an entry)."""
+        from ._explain import diff_keys
+
+        for k in reversed(self.keys):
+            if k.fingerprint == key.fingerprint and not diff_keys(k, key):
+                idx = getattr(k, "entry", 0)
+                key.entry = idx  # type: ignore[attr-defined]
+                k.cleared = False
+                return idx
+        idx = self.n_entries
+        self.n_entries += 1
+        key.entry = idx  # type: ignore[attr-defined]
+        self.keys.append(key)
+        if len(self.keys) > MAX_KEYS:
+            del self.keys[0]
+        return idx
+
+    def mark_cleared(self) -> None:
+        for k in self.keys:
+            k.cleared = True
+        self.entry_by_light.clear()
+
+
+def _weak(obj: Any) -> Any:
+    if obj is None:
+        return None
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None

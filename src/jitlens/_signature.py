@@ -1,0 +1,579 @@
+"""Abstract cache keys of a call: avals, statics and NNX graphs, flattened to user paths.
+
+A :class:`Key` is what jitlens remembers of one compiled entry: a flat mapping
+from a path the user would write (``model.layers[3].avg_pool``, ``batch['x']``)
+to what JAX compares there (an aval, a static value, a node type, Variable
+metadata). It holds no arrays, no models and no functions: statics that
+compare by identity are kept as weak references.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import inspect
+import keyword
+import re
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from . import _compat
+
+#: A path part: ("arg", name) at the root, ("attr", name) for graph/object
+#: attributes, ("item", key) for dict keys and sequence indices.
+PathPart = tuple[str, Any]
+Path = tuple[PathPart, ...]
+
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+_REPR_MAX = 120
+
+
+def short_repr(value: Any, limit: int = _REPR_MAX) -> str:
+    """A one-line repr, shortened (a failing ``__repr__`` never raises)."""
+    try:
+        if isinstance(value, functools.partial):
+            parts = [getattr(value.func, "__name__", repr(value.func))]
+            parts += [short_repr(a, 40) for a in value.args]
+            parts += [f"{k}={short_repr(v, 40)}" for k, v in value.keywords.items()]
+            text = f"{type(value).__module__}.{type(value).__qualname__}({', '.join(parts)})"
+            text = text.replace("functools.partial", "functools.partial")
+        elif isinstance(value, type):
+            text = f"<class '{value.__qualname__}'>"
+        elif inspect.isfunction(value) or inspect.isbuiltin(value):
+            text = f"<function {value.__qualname__}>"
+        else:
+            text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__} object>"
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+def compares_by_identity(value: Any) -> bool:
+    """True when ``==`` on this value is ``is`` (no value-based ``__eq__``)."""
+    eq = getattr(type(value), "__eq__", None)
+    return eq is object.__eq__ or (isinstance(value, type) and type(value).__eq__ is type.__eq__)
+
+
+class StaticVal:
+    """A static as JAX compares it, without keeping identity-compared objects alive."""
+
+    __slots__ = ("_ref", "_strong", "addr", "identity", "text", "type_name")
+
+    def __init__(self, value: Any) -> None:
+        self.identity = compares_by_identity(value)
+        self.type_name = _type_name(value)
+        self.text = short_repr(value)
+        self.addr = id(value)
+        self._ref: Any = None
+        self._strong: Any = None
+        if self.identity:
+            try:
+                self._ref = weakref.ref(value)
+            except TypeError:
+                self._ref = None  # compared by id below
+        else:
+            self._strong = value
+
+    def same(self, other: StaticVal) -> bool:
+        if self.identity != other.identity:
+            return False
+        if self.identity:
+            if self._ref is not None and other._ref is not None:
+                a, b = self._ref(), other._ref()
+                return a is not None and a is b
+            return self.addr == other.addr and self.type_name == other.type_name
+        try:
+            return bool(self._strong == other._strong)
+        except Exception:
+            return False
+
+    def value(self) -> Any:
+        """The value if still alive (identity statics may have been collected)."""
+        if self._ref is not None:
+            return self._ref()
+        return self._strong
+
+    def display(self) -> str:
+        if self.identity and " at 0x" not in self.text:
+            return f"{self.text} at {hex(self.addr)}"
+        return self.text
+
+
+def _type_name(value: Any) -> str:
+    t = type(value)
+    mod = t.__module__
+    return t.__qualname__ if mod in ("builtins", "__main__") else f"{mod}.{t.__qualname__}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Aval:
+    shape: tuple[int, ...]
+    dtype: str
+    weak: bool
+    sharding: str
+
+    def short(self) -> str:
+        s = f"{self.dtype}[{','.join(map(str, self.shape))}]"
+        if self.weak:
+            s += "{weak}"
+        return s
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One position of a key. ``kind`` says what JAX compares there."""
+
+    kind: str  # aval | static | none | node | var | ref | passed | opaque
+    aval: Aval | None = None
+    static: StaticVal | None = None
+    type_name: str = ""
+    type_ref: Any = None  # weakref to a node class
+    meta: tuple[tuple[str, StaticVal], ...] = ()
+    target: str = ""
+    in_graph: bool = False
+
+    def same(self, other: Entry) -> bool:
+        if self.kind != other.kind:
+            return False
+        if self.kind == "aval":
+            return self.aval == other.aval
+        if self.kind == "static":
+            assert self.static is not None and other.static is not None
+            return self.static.same(other.static)
+        if self.kind in ("node", "var"):
+            if self.type_name != other.type_name or not _same_type(self, other):
+                return False
+            if len(self.meta) != len(other.meta):
+                return False
+            return all(
+                k1 == k2 and v1.same(v2)
+                for (k1, v1), (k2, v2) in zip(self.meta, other.meta, strict=True)
+            )
+        if self.kind in ("ref", "passed", "opaque"):
+            return self.target == other.target
+        return True
+
+
+def _same_type(a: Entry, b: Entry) -> bool:
+    ta = a.type_ref() if a.type_ref is not None else None
+    tb = b.type_ref() if b.type_ref is not None else None
+    if ta is None or tb is None:
+        return a.type_ref is None and b.type_ref is None
+    return ta is tb
+
+
+@dataclasses.dataclass
+class Key:
+    """The abstract cache key of one call, flattened to user paths."""
+
+    entries: dict[Path, Entry]
+    config: tuple[tuple[str, str], ...]
+    signature: str
+    fingerprint: str
+    cleared: bool = False
+
+
+# --------------------------------------------------------------------------
+# Rendering paths
+# --------------------------------------------------------------------------
+
+
+def render_path(path: Path) -> str:
+    out = []
+    for kind, name in path:
+        if kind == "arg":
+            out.append(str(name))
+        elif (
+            kind == "attr"
+            and isinstance(name, str)
+            and name.isidentifier()
+            and not keyword.iskeyword(name)
+        ):
+            out.append(f".{name}")
+        else:
+            out.append(f"[{name!r}]")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------
+# Describing values
+# --------------------------------------------------------------------------
+
+
+def _aval_of(x: Any) -> Aval | None:
+    if isinstance(x, jax.core.Tracer):
+        a = x.aval
+    else:
+        try:
+            a = jax.typeof(x)
+        except Exception:
+            return None
+    shape = tuple(int(d) if isinstance(d, int) else d for d in getattr(a, "shape", ()))
+    try:
+        dtype = a.str_short(short_dtypes=True).split("[")[0]
+    except Exception:
+        dtype = str(getattr(a, "dtype", "?"))
+    return Aval(shape, dtype, bool(getattr(a, "weak_type", False)), _sharding_of(x))
+
+
+def _sharding_of(x: Any) -> str:
+    """Where an input lives, in the words of the sharding part of the key."""
+    sh = getattr(x, "sharding", None)
+    if sh is None or isinstance(x, jax.core.Tracer):
+        return ""
+    committed = bool(getattr(x, "committed", getattr(x, "_committed", False)))
+    name = type(sh).__name__
+    try:
+        if name == "SingleDeviceSharding":
+            if not committed:
+                return ""
+            dev = next(iter(sh.device_set))
+            return f"committed to {dev.platform}:{dev.id}"
+        if name == "NamedSharding":
+            mesh = sh.mesh
+            axes = ", ".join(
+                f"'{n}': {s}" for n, s in zip(mesh.axis_names, mesh.axis_sizes, strict=False)
+            )
+            spec = "P(" + ", ".join(repr(p) for p in sh.spec) + ")"
+            return f"NamedSharding(mesh({axes}), {spec})"
+        return short_repr(sh, 100)
+    except Exception:
+        return name
+
+
+def _is_array_like(x: Any) -> bool:
+    return isinstance(x, (jax.Array, jax.core.Tracer, bool, int, float, complex)) or (
+        hasattr(x, "__array__") and hasattr(x, "dtype")
+    )
+
+
+def _leaf_value(v: Any) -> Any:
+    if isinstance(v, jax.Array) or isinstance(v, jax.core.Tracer):
+        return v
+    for getter in ("get_raw_value", "get_value"):
+        g = getattr(v, getter, None)
+        if callable(g):
+            try:
+                return g()
+            except Exception:
+                pass
+    return v
+
+
+def _node_entry(nodedef: Any, in_graph: bool) -> Entry:
+    t = getattr(nodedef, "type", None)
+    meta = getattr(nodedef, "metadata", None)
+    metas: tuple[tuple[str, StaticVal], ...] = ()
+    if meta is not None and meta is not t:
+        metas = (("metadata", StaticVal(meta)),)
+    try:
+        ref = weakref.ref(t) if t is not None else None
+    except TypeError:
+        ref = None
+    tn = getattr(t, "__qualname__", str(t))
+    return Entry("node", type_name=tn, type_ref=ref, meta=metas, in_graph=in_graph)
+
+
+def _var_entry(vardef: Any) -> Entry:
+    t = vardef.type
+    md = getattr(vardef, "metadata", None) or {}
+    try:
+        items = sorted(dict(md).items())
+    except Exception:
+        items = []
+    metas = tuple((str(k), StaticVal(v)) for k, v in items)
+    return Entry(
+        "var",
+        type_name=getattr(t, "__qualname__", str(t)),
+        type_ref=weakref.ref(t),
+        meta=metas,
+        in_graph=True,
+    )
+
+
+_MAPPING_NODES = ("Dict",)
+_SEQUENCE_NODES = ("List", "Sequential")
+
+
+def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]) -> None:
+    """Flatten a GraphDef into ``out`` in the pre-order nnx unflattens it."""
+    nodes = iter(gd.nodes)
+    attrs = iter(gd.attributes)
+    leaf_it = iter(leaves)
+    index_path: dict[Any, Path] = {}
+
+    def leaf_entry(path: Path) -> None:
+        v = _leaf_value(next(leaf_it, None))
+        if v is None:
+            out[path] = Entry("opaque", target="", in_graph=True)
+            return
+        a = _aval_of(v) if _is_array_like(v) else None
+        if a is not None:
+            out[path] = Entry("aval", aval=a, in_graph=True)
+        else:
+            # a Variable holding a pytree (e.g. the tuple ``Module.sow`` appends to)
+            describe_value(v, path, out, None)
+
+    def visit(nd: Any, path: Path) -> None:
+        kind = type(nd).__name__
+        if kind == "NodeRef":
+            out[path] = Entry(
+                "ref", target=render_path(index_path.get(nd.index, ())), in_graph=True
+            )
+            return
+        if kind == "VariableDef":
+            out[path] = _var_entry(nd)
+            index_path[nd.index] = path
+            ard = getattr(nd, "array_refdef", None)
+            if ard is not None and type(ard).__name__ == "NodeRef":
+                return
+            leaf_entry((*path, ("attr", "value")))
+            return
+        if kind == "ArrayRefDef":
+            leaf_entry(path)
+            return
+        out[path] = _node_entry(nd, in_graph=True)
+        if getattr(nd, "index", None) is not None:
+            index_path[nd.index] = path
+        tname = getattr(nd.type, "__name__", "")
+        item = tname in _MAPPING_NODES or tname in _SEQUENCE_NODES
+        for _ in range(nd.num_attributes):
+            k, v = next(attrs)
+            if isinstance(k, str) and k.startswith("_pytree__"):
+                # nnx bookkeeping: its changes show up as the attribute they describe.
+                if type(v).__name__ == "NodeAttr":
+                    _skip(next(nodes))
+                continue
+            child = (*path, ("item" if item or not isinstance(k, str) else "attr", k))
+            vk = type(v).__name__
+            if vk == "Static":
+                out[child] = Entry("static", static=StaticVal(v.value), in_graph=True)
+            elif vk == "LeafAttr":
+                leaf_entry(child)
+            elif vk == "NodeAttr":
+                visit(next(nodes), child)
+            elif vk == "NodeRef":
+                out[child] = Entry(
+                    "ref", target=render_path(index_path.get(v.index, ())), in_graph=True
+                )
+            else:
+                out[child] = Entry("opaque", target=vk, in_graph=True)
+
+    def _skip(nd: Any) -> None:
+        # A bookkeeping node (``_pytree__state``): consume its attributes and children.
+        if type(nd).__name__ != "NodeDef":
+            return
+        for _ in range(nd.num_attributes):
+            _k, v = next(attrs)
+            if type(v).__name__ == "NodeAttr":
+                _skip(next(nodes))
+            elif type(v).__name__ == "LeafAttr":
+                next(leaf_it, None)
+
+    visit(next(nodes), root)
+
+
+def describe_value(
+    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, depth: int = 0
+) -> None:
+    """Flatten one argument (pytree, graph node, array, None) into ``out``."""
+    if depth > 64:
+        out[path] = Entry("opaque", target="(too deep)")
+        return
+    if x is None:
+        out[path] = Entry("none")
+        return
+    if _compat.NODE_STATES is not None and isinstance(x, _compat.NODE_STATES):
+        leaves = [
+            leaf for st in x.states for leaf in (st if isinstance(st, (list, tuple)) else [st])
+        ]
+        walk_graphdef(x._graphdef, leaves, path, out)
+        return
+    if _compat.is_graph_node(x):
+        flat = _compat.flatten_node(x, ref_index)
+        if flat is not None:
+            walk_graphdef(flat[0], flat[1], path, out)
+            return
+    if (
+        isinstance(x, (jax.Array, jax.core.Tracer))
+        or hasattr(x, "__array__")
+        and hasattr(x, "dtype")
+    ):
+        a = _aval_of(x)
+        out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
+        return
+    if isinstance(x, (bool, int, float, complex)):
+        a = _aval_of(x)
+        out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
+        return
+    try:
+        children, treedef = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
+    except Exception:
+        out[path] = Entry("opaque", target=_type_name(x))
+        return
+    if treedef.num_nodes == 1 and treedef.num_leaves == 1 and not children[0][0]:
+        a = _aval_of(x)
+        out[path] = Entry("aval", aval=a) if a else Entry("static", static=StaticVal(x))
+        return
+    node_type, aux = _node_data(treedef)
+    metas: tuple[tuple[str, StaticVal], ...] = ()
+    if aux is not None and not isinstance(x, (dict, list, tuple)):
+        metas = (("aux", StaticVal(aux)),)
+    out[path] = Entry(
+        "node",
+        type_name=getattr(node_type, "__qualname__", str(node_type)),
+        type_ref=_weak(node_type),
+        meta=metas,
+    )
+    for kp, child in children:
+        describe_value(child, (*path, *(_key_part(k) for k in kp)), out, ref_index, depth + 1)
+
+
+def _weak(t: Any) -> Any:
+    try:
+        return weakref.ref(t)
+    except TypeError:
+        return None
+
+
+def _node_data(treedef: Any) -> tuple[Any, Any]:
+    try:
+        nd = treedef.node_data()
+        if nd is None:
+            return type(None), None
+        return nd
+    except Exception:
+        return object, None
+
+
+def _key_part(k: Any) -> PathPart:
+    if hasattr(k, "key"):
+        return ("item", k.key)
+    if hasattr(k, "idx"):
+        return ("item", k.idx)
+    if hasattr(k, "name"):
+        return ("attr", k.name)
+    return ("item", str(k))
+
+
+# --------------------------------------------------------------------------
+# Keys of calls
+# --------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=512)
+def _param_names(fn: Callable[..., Any]) -> tuple[str, ...] | None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    return tuple(
+        p.name
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ) + tuple(p.name for p in sig.parameters.values() if p.kind == p.VAR_POSITIONAL)
+
+
+def arg_names(user_fn: Any, nargs: int) -> list[str]:
+    names = None
+    try:
+        names = _param_names(user_fn)
+    except TypeError:  # unhashable callable
+        names = None
+    out = []
+    for i in range(nargs):
+        if names and i < len(names):
+            out.append(names[i])
+        else:
+            out.append(f"args[{i}]")
+    return out
+
+
+def describe_call(
+    user_fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    static_argnums: tuple[int, ...] = (),
+    static_argnames: tuple[str, ...] = (),
+    config: tuple[tuple[str, Any], ...] | None = None,
+) -> Key:
+    """The key of a call from the user's arguments (or nnx's pure arguments)."""
+    out: dict[Path, Entry] = {}
+    names = arg_names(user_fn, len(args))
+    ref_index = _compat.new_ref_map()
+    nstatic = {i if i >= 0 else len(args) + i for i in static_argnums}
+    for i, (name, a) in enumerate(zip(names, args, strict=True)):
+        p: Path = (("arg", name),)
+        out[(*p, ("passed", ""))] = Entry("passed", target="positional")
+        if i in nstatic:
+            out[p] = Entry("static", static=StaticVal(a))
+        else:
+            describe_value(a, p, out, ref_index)
+    for name in sorted(kwargs):
+        p = (("arg", name),)
+        out[(*p, ("passed", ""))] = Entry("passed", target="keyword")
+        if name in static_argnames:
+            out[p] = Entry("static", static=StaticVal(kwargs[name]))
+        else:
+            describe_value(kwargs[name], p, out, ref_index)
+    cfg = tuple((str(k), short_repr(v, 80)) for k, v in (config or ()))
+    sig = signature_text(out, names + sorted(kwargs))
+    fp = hashlib.blake2b(
+        _ADDR.sub(
+            "", sig + repr(sorted((render_path(p), _entry_text(e)) for p, e in out.items()))
+        ).encode(),
+        digest_size=4,
+    ).hexdigest()
+    return Key(entries=out, config=cfg, signature=sig, fingerprint=fp)
+
+
+def _entry_text(e: Entry) -> str:
+    if e.kind == "aval" and e.aval is not None:
+        return e.aval.short() + (f"@{e.aval.sharding}" if e.aval.sharding else "")
+    if e.kind == "static" and e.static is not None:
+        return e.static.text
+    if e.kind in ("node", "var"):
+        return e.type_name + "".join(f"{k}={v.text}" for k, v in e.meta)
+    return f"{e.kind}:{e.target}"
+
+
+def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
+    """``model: CNN<graph 3f2a>, x: f32[1,28,28,1]`` — short, human, address-free."""
+    parts = []
+    for name in names:
+        root: Path = (("arg", name),)
+        e = entries.get(root)
+        if e is None:
+            continue
+        if e.kind == "aval" and e.aval is not None:
+            parts.append(f"{name}: {e.aval.short()}")
+        elif e.kind == "static" and e.static is not None:
+            parts.append(
+                f"{name}={short_repr(e.static.value(), 40) if e.static.value() is not None else e.static.text}"
+            )
+        elif e.kind == "none":
+            parts.append(f"{name}: None")
+        elif e.in_graph or e.kind == "var":
+            sub = sorted(
+                render_path(p) + _entry_text(v)
+                for p, v in entries.items()
+                if p[: len(root)] == root and len(p) > 1 and p[1][0] != "passed"
+            )
+            h = hashlib.blake2b(_ADDR.sub("", "|".join(sub)).encode(), digest_size=2).hexdigest()
+            parts.append(f"{name}: {e.type_name}<graph {h}>")
+        else:
+            leaves = [
+                v.aval.short()
+                for p, v in entries.items()
+                if p[: len(root)] == root and v.kind == "aval" and v.aval is not None
+            ]
+            shown = ", ".join(leaves[:3]) + (", ..." if len(leaves) > 3 else "")
+            parts.append(f"{name}: {e.type_name}({shown})")
+    return ", ".join(parts)
