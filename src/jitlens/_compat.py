@@ -192,6 +192,8 @@ def _framework_roots() -> tuple[str, ...]:
     return tuple(dict.fromkeys(roots))
 
 
+#: jitlens' own examples of user code (the demo, the exercise) count as user code.
+_USER_CODE_IN_JITLENS = (os.sep + "jitlens" + os.sep + "_demo.py", os.sep + "jitlens" + os.sep + "_exercise.py")
 _ROOTS: tuple[str, ...] | None = None
 _USER_CACHE: dict[str, bool] = {}
 
@@ -212,7 +214,7 @@ def is_user_file(filename: str) -> bool:
         in_framework_pkg = site in path and any(
             (site + p + os.sep) in path for p in _FRAMEWORK_PACKAGES
         )
-        result = not (path.startswith(_ROOTS) or in_framework_pkg)
+        result = not (path.startswith(_ROOTS) or in_framework_pkg) or path.endswith(_USER_CODE_IN_JITLENS)
     _USER_CACHE[filename] = result
     return result
 

@@ -34,6 +34,14 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
             reasons.append(M.config(name, old_cfg.get(name, "unset"), new_cfg.get(name, "unset")))
 
     o, n = old.entries, new.entries
+    var_values = _variable_value_changes(o, n)
+    for vp, (var_type, before, after) in var_values.items():
+        reasons.append(
+            M.variable_value_structure(_arg(vp), render_path(vp), var_type, before, after)
+        )
+    skip = {(*vp, ("attr", "value")) for vp in var_values}
+    o = {p: e for p, e in o.items() if not _under(p, skip)}
+    n = {p: e for p, e in n.items() if not _under(p, skip)}
     added = {p for p in n if p not in o}
     removed = {p for p in o if p not in n}
     changed_roots: set[Path] = set()
@@ -62,6 +70,36 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
         reasons.append(_structure(p, o[p], None, o))
     reasons.sort(key=lambda r: _ORDER.get(r.kind, len(_ORDER)))
     return reasons
+
+
+def _under(p: Path, roots: set[Path]) -> bool:
+    return any(p[: len(r)] == r for r in roots)
+
+
+def _variable_value_changes(
+    o: dict[Path, Entry], n: dict[Path, Entry]
+) -> dict[Path, tuple[str, str, str]]:
+    """Variables (both present) whose value is a pytree whose *structure* changed."""
+    out = {}
+    for vp, ev in n.items():
+        if ev.kind != "var" or vp not in o:
+            continue
+        root = (*vp, ("attr", "value"))
+        so = {p[len(root) :]: e for p, e in o.items() if p[: len(root)] == root}
+        sn = {p[len(root) :]: e for p, e in n.items() if p[: len(root)] == root}
+        if set(so) != set(sn) or any(so[k].kind != sn[k].kind for k in so):
+            out[vp] = (ev.type_name, _value_summary(so), _value_summary(sn))
+    return out
+
+
+def _value_summary(sub: dict[Path, Entry]) -> str:
+    top = sub.get(())
+    if top is None:
+        return "absent"
+    if top.kind == "node":
+        n = sum(1 for p in sub if len(p) == 1)
+        return f"{top.type_name} of {n}"
+    return _short(top)
 
 
 def _types_equal(a: Entry, b: Entry) -> bool:
@@ -140,11 +178,9 @@ def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
         if not _types_equal(eo, en):
             if eo.type_name == en.type_name:
                 return [M.class_redefined(arg, path, eo.type_name)]
-            return [
-                M.graph_kind_change(arg, path, eo.type_name, en.type_name)
-                if (eo.in_graph or en.in_graph)
-                else M.pytree_kind_change(arg, path, eo.type_name, en.type_name)
-            ]
+            if eo.in_graph or en.in_graph:
+                return [M.node_type_change(arg, path, eo.type_name, en.type_name)]
+            return [M.pytree_kind_change(arg, path, eo.type_name, en.type_name)]
         out = []
         for (k, v1), (_k2, v2) in zip(eo.meta, en.meta, strict=False):
             if not v1.same(v2):

@@ -315,7 +315,12 @@ def _identity_fix(
 def _qualified(func: Any) -> str:
     """The name a user would write for ``func`` (``nnx.avg_pool``, ``jnp.mean``)."""
     name = getattr(func, "__name__", "f")
-    for prefix, modname in (("nnx", "flax.nnx"), ("jnp", "jax.numpy"), ("jax.nn", "jax.nn"), ("jax.lax", "jax.lax")):
+    for prefix, modname in (
+        ("nnx", "flax.nnx"),
+        ("jnp", "jax.numpy"),
+        ("jax.nn", "jax.nn"),
+        ("jax.lax", "jax.lax"),
+    ):
         mod = sys.modules.get(modname)
         if mod is not None and getattr(mod, name, None) is func:
             return f"{prefix}.{name}"
@@ -379,9 +384,32 @@ NODE_TYPE_MSG = "{path} is now a {after}, before a {before}: a different class i
 NODE_TYPE_FIX = "Pass the same class on every call; if a factory builds the model, define each class once at module level."
 
 
+VAR_VALUE_MSG = "{path} ({var}) holds a value whose structure changed {before} -> {after} (e.g. Module.sow appending every call); its structure is part of the key."
+
+
+def variable_value_structure(arg: str, path: str, var: str, before: str, after: str) -> Reason:
+    fix = SOW_FIX.format(arg=arg) if var == "Intermediate" else GRAPH_FIX
+    return _reason(
+        "graph_structure",
+        arg,
+        path,
+        before,
+        after,
+        VAR_VALUE_MSG.format(path=f"`{path}`", var=var, before=before, after=after),
+        fix,
+    )
+
+
 def node_type_change(arg: str, path: str, before: str, after: str) -> Reason:
-    return _reason("graph_structure", arg, path, before, after,
-                   NODE_TYPE_MSG.format(path=f"`{path}`", before=before, after=after), NODE_TYPE_FIX)
+    return _reason(
+        "graph_structure",
+        arg,
+        path,
+        before,
+        after,
+        NODE_TYPE_MSG.format(path=f"`{path}`", before=before, after=after),
+        NODE_TYPE_FIX,
+    )
 
 
 def graph_kind_change(arg: str, path: str, before: str, after: str) -> Reason:

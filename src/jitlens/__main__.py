@@ -1,0 +1,7 @@
+"""``python -m jitlens``: the same as the ``jitlens`` command."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())
