@@ -260,13 +260,13 @@ def _identity_fix(
             if "tree_util" in tname or tname == "Partial":
                 desc += " (without arrays inside, still a static attribute)"
             call = f"`{fq}(x{', ' + kws if kws else ''})`"
-            alt = ""
+            fix = f"Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
             if _module_level(func) and _equal_when_rebuilt(value):
-                alt = f", or `self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
-            return (
-                desc,
-                f"Call {call} in `__call__` instead of storing a partial, or build one partial at module level and assign that{alt}.",
-            )
+                data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
+                if len(fix) + len(data) + 6 > LIMIT:
+                    data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
+                fix += f", or {data}"
+            return desc, fix + "."
         return (
             desc,
             f"Build the partial once, outside the loop, and pass that same object; or pass `{fq}`'s arguments as statics instead.",
