@@ -17,6 +17,8 @@ from ._report import FunctionReport as FunctionReport
 from ._report import Reason as Reason
 from ._report import Report as Report
 from ._report import load_report as load_report
+from ._tracker import Tracker as Tracker
+from ._tracker import track as track
 from ._version import __version__ as __version__
 
 __all__ = [
@@ -30,7 +32,9 @@ __all__ = [
     "Report",
     "ReportError",
     "StaleCacheWarning",
+    "Tracker",
     "__version__",
     "jit_forward",
     "load_report",
+    "track",
 ]

@@ -170,7 +170,9 @@ class Registry:
             qualname=qualname,
             defined_at=where,
             internal=not _is_user_where(user_fn),
-            code_key=_code_key(user_fn) if not isinstance(fun, functools.partial) else _code_key(fun.func),
+            code_key=_code_key(user_fn)
+            if not isinstance(fun, functools.partial)
+            else _code_key(fun.func),
             user_fn=fun,
             inner_fun=fun,
             jax_name=getattr(fun, "__name__", name),
@@ -304,6 +306,9 @@ def _make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
         n0 = tls.nevents
         try:
             return original(self, *args, **kwargs)
+        except _PassThrough as exc:
+            __tracebackhide__ = True
+            raise exc.error.with_traceback(None) from None
         finally:
             _after_call(rec, idx, n0, prev, args)
 
@@ -341,6 +346,9 @@ class TrackedJit:
         n0 = tls.nevents
         try:
             return self._jitted(*args, **kwargs)
+        except _PassThrough as exc:
+            __tracebackhide__ = True
+            raise exc.error.with_traceback(None) from None
         finally:
             _after_call(rec, idx, n0, prev, args)
 
@@ -405,15 +413,21 @@ def _on_scalar(event: str, value: float, **kw: Any) -> None:
         try:
             _trace_start(kw.get("fun_name", "?"))
         except _PassThrough as exc:
-            raise exc.error from None
+            if tls.current is None:  # no tracked wrapper above to re-raise it cleanly
+                raise exc.error from None
+            raise
         except Exception as exc:
             REGISTRY.warn_internal("describing a trace", exc)
     elif event == _compat.COMPILE_EVENT or event == _compat.LOWER_EVENT:
         tls.nevents += 1
 
 
-class _PassThrough(Exception):
-    """Carries a guard's error out of the listener's failure net."""
+class _PassThrough(BaseException):
+    """Carries a guard's error (``RecompileError``) from a listener up to the call.
+
+    The tracked wrapper re-raises the error itself, so the traceback ends at
+    the user's call instead of deep inside JAX's tracing machinery.
+    """
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
@@ -467,7 +481,7 @@ def _trace_start(fun_name: str) -> None:
     finally:
         tls.busy = False
     b.explain_seconds = time.perf_counter() - t
-    if b.kind == "retrace" and REGISTRY.on_trace:
+    if REGISTRY.on_trace:
         for cb in list(REGISTRY.on_trace):
             try:
                 cb(rec, b)
@@ -481,11 +495,20 @@ def _new_function_reasons(rec: Record, key: Any) -> list[Any]:
     """First trace of a record: a retrace when another wrapper of this code compiled."""
     siblings = REGISTRY.by_code.get(rec.code_key, ())
     wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
-    same_cache = [r for r in siblings if r is not rec and wrapper is not None and r.wrapper_ref is not None and r.wrapper_ref() is wrapper]
+    same_cache = [
+        r
+        for r in siblings
+        if r is not rec
+        and wrapper is not None
+        and r.wrapper_ref is not None
+        and r.wrapper_ref() is wrapper
+    ]
     if same_cache:
         # nnx.cached_partial and plain calls of one nnx.jit wrapper share its cache.
         keys = [k for r in same_cache for k in r.keys]
-        return _explain.explain(key, [k for k in keys if not k.cleared], [k for k in keys if k.cleared])
+        return _explain.explain(
+            key, [k for k in keys if not k.cleared], [k for k in keys if k.cleared]
+        )
     others = [r for r in siblings if r is not rec and r.keys and r.kind == rec.kind]
     if not others:
         return []
@@ -504,7 +527,13 @@ def _log_retrace(rec: Record, b: EventBuilder) -> None:
     r = b.reasons[0]
     log.info(
         "%s retraced at %s: %s [%s] %s -> %s. Fix: %s",
-        rec.qualname, b.call_site, r.path or r.argument, r.kind, r.before, r.after, r.fix,
+        rec.qualname,
+        b.call_site,
+        r.path or r.argument,
+        r.kind,
+        r.before,
+        r.after,
+        r.fix,
     )
 
 
@@ -546,7 +575,9 @@ def _compile_only(fun_name: str, secs: float) -> None:
                 break
     if rec is None:
         rec = REGISTRY.record_for_untracked(None, name, None)
-    b = EventBuilder(rec, "compile", None, _compat.user_call_site(sys._getframe(2)), time.perf_counter() - secs)
+    b = EventBuilder(
+        rec, "compile", None, _compat.user_call_site(sys._getframe(2)), time.perf_counter() - secs
+    )
     b.compile_seconds = secs
     b.compiled = True
     b.jax_name = name
