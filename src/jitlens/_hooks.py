@@ -35,6 +35,7 @@ class _TLS(threading.local):
         self.current: tuple[Record, tuple[Any, ...], dict[str, Any], int] | None = None
         self.nevents = 0
         self.building: EventBuilder | None = None
+        self.last_built: EventBuilder | None = None
         self.busy = False
 
 
@@ -271,10 +272,10 @@ def _light(args: tuple[Any, ...]) -> Any:
     return tuple(getattr(a, "shape", type(a)) for a in args)
 
 
-def _after_call(rec: Record, idx: int, n0: int, prev: Any, args: tuple[Any, ...]) -> None:
+def _after_call(rec: Record, idx: int, n0: int, prev: Any, args: tuple[Any, ...], t: float) -> None:
     tls.current = prev
     if tls.nevents != n0:
-        b = tls.building
+        b = tls.last_built
         with rec.lock:
             rec.miss_calls += 1
             if b is not None and b.record is rec and idx < MAX_CALL_TIMES:
@@ -283,7 +284,7 @@ def _after_call(rec: Record, idx: int, n0: int, prev: Any, args: tuple[Any, ...]
         with rec.lock:
             rec.inlined_calls += 1
     if idx < MAX_CALL_TIMES:
-        rec.call_times.append(time.perf_counter())
+        rec.call_times.append(t)
         rec.call_entries.append(rec.entry_by_light.get(_light(args), -1))
 
 
@@ -304,13 +305,14 @@ def _make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
         prev = tls.current
         tls.current = (rec, args, kwargs, idx)
         n0 = tls.nevents
+        t = time.perf_counter()
         try:
             return original(self, *args, **kwargs)
         except _PassThrough as exc:
             __tracebackhide__ = True
             raise exc.error.with_traceback(None) from None
         finally:
-            _after_call(rec, idx, n0, prev, args)
+            _after_call(rec, idx, n0, prev, args, t)
 
     __call__.__jitlens_original__ = original  # type: ignore[attr-defined]
     return __call__
@@ -344,13 +346,14 @@ class TrackedJit:
         prev = tls.current
         tls.current = (rec, args, kwargs, idx)
         n0 = tls.nevents
+        t = time.perf_counter()
         try:
             return self._jitted(*args, **kwargs)
         except _PassThrough as exc:
             __tracebackhide__ = True
             raise exc.error.with_traceback(None) from None
         finally:
-            _after_call(rec, idx, n0, prev, args)
+            _after_call(rec, idx, n0, prev, args, t)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_jitted"], name)
@@ -478,6 +481,7 @@ def _trace_start(fun_name: str) -> None:
             b.kind = "retrace"
             b.reasons = tuple(reasons)
         b.entry = rec.add_key(key)
+        tls.last_built = b
     finally:
         tls.busy = False
     b.explain_seconds = time.perf_counter() - t
@@ -514,9 +518,15 @@ def _new_function_reasons(rec: Record, key: Any) -> list[Any]:
         return []
     keys = [k for r in others for k in r.keys]
     _k, diffs = _explain.closest(key, keys)
+    # The new wrapper is the cause when another wrapper of this code compiled
+    # this very key, or when every earlier wrapper was used for one call only
+    # (the jit-in-a-loop pattern). Otherwise this is simply a new key seen by
+    # a new wrapper: a first trace, not a retrace.
+    if diffs and not all(r.calls <= 1 for r in others):
+        return []
     name = rec.name
     kind = "nnx.jit" if rec.kind.startswith("nnx") else "jax.jit"
-    is_lambda = name == "<lambda>" or "<locals>" in rec.qualname and rec.kind == "jax.jit"
+    is_lambda = name == "<lambda>" or ("<locals>" in rec.qualname and rec.kind == "jax.jit")
     head = _messages.new_function(name, kind, rec.defined_at, len(others), not diffs, is_lambda)
     return [head, *diffs]
 

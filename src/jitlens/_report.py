@@ -116,12 +116,15 @@ class FunctionReport:
     stale_hits: tuple[StaleHit, ...] = ()
     internal: bool = False
     id: int = 0
-    #: Time (relative to the report start) of each call, hit or miss, when
-    #: known; capped (see ``_tracker.MAX_CALL_TIMES``).
+    #: Start time (seconds since the report started) of each call, hit or
+    #: miss, when known; capped (see ``_records.MAX_CALL_TIMES``).
     call_times: tuple[float, ...] = ()
     #: For each entry of ``call_times``: the compiled entry (index into the
     #: distinct signatures, ``Event.entry``) the call went to.
     call_entries: tuple[int, ...] = ()
+    #: ``Event.call_index`` of the call at ``call_times[0]`` (calls made
+    #: before the tracker opened are not in this report).
+    first_call_index: int = 0
 
     @property
     def retraces(self) -> int:
@@ -336,8 +339,9 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
 def fold_reasons(events: Iterable[Event]) -> list[tuple[Reason, int, Event]]:
     """Identical reasons over many retraces folded into (reason, count, first event).
 
-    Two reasons are identical when kind, argument, path and message agree
-    (``before``/``after`` may differ, e.g. a counter 3 -> 4 then 4 -> 5).
+    Two reasons are identical when kind, argument, path and fix agree
+    (``before``/``after`` and the message quoting them may differ, e.g. a
+    counter 3 -> 4 then 4 -> 5).
     """
     folded: dict[tuple[str, str, str, str], list[Any]] = {}
     for e in events:

@@ -181,6 +181,7 @@ class Tracker:
             id=r.id,
             call_times=tuple(round(max(0.0, t - t0), 6) for t in times),
             call_entries=tuple(entries),
+            first_call_index=base.calls,
         )
 
     def stats(self, fn: Callable[..., Any] | str) -> FunctionReport:

@@ -1,0 +1,27 @@
+"""Shared fixtures: jitlens' tests keep models tiny and compile as little as possible."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CASES = ROOT / "tests" / "cases"
+
+
+def run_python(args: list[str], *, cwd: pathlib.Path | None = None, env: dict[str, str] | None = None,
+               timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Run ``python ARGS`` in a fresh process (JAX state must not leak between tests)."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.setdefault("JAX_PLATFORMS", "cpu")
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def run_py():
+    return run_python

@@ -1,0 +1,222 @@
+"""The HTML report: self-contained, escaped, and with countable marks for every call."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+
+import html_dom
+import pytest
+import report_samples
+
+from jitlens._render_html import render_html
+from jitlens._report import Event, Report
+
+XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return render_html(report_samples.sample_report())
+
+
+@pytest.fixture(scope="module")
+def dom(page: str) -> html_dom.Node:
+    return html_dom.parse(page)
+
+
+def _timeline(dom: html_dom.Node, name: str) -> html_dom.Node:
+    return dom.find("svg", "timeline", data_function=name)
+
+
+def test_self_contained(page: str) -> None:
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)=["']?(https?:|//)""", page)
+    assert "@import" not in page and "url(" not in page
+
+
+def test_user_strings_are_escaped(page: str, dom: html_dom.Node) -> None:
+    assert report_samples.XSS not in page
+    assert page.count(XSS_ESCAPED) == 2  # argv and the reason's before value
+    assert len(dom.find_all("script")) == 1
+    assert report_samples.XSS in dom.find("article", "retrace", id="fn1-ev1").text()
+
+
+def test_names_in_attributes_are_escaped() -> None:
+    report = report_samples.sample_report()
+    forward = dataclasses.replace(report.function("forward"), qualname='<lambda> "x"')
+    page = render_html(dataclasses.replace(report, functions=(forward,)))
+    assert 'data-function="&lt;lambda&gt; &quot;x&quot;"' in page
+    dom = html_dom.parse(page)
+    assert dom.find("section", "function").attrs["data-function"] == '<lambda> "x"'
+
+
+def test_function_table(dom: html_dom.Node) -> None:
+    rows = dom.find("table", "functions").find_all("tr", data_function="step")
+    assert [c.text() for c in rows[0].find_all("td")][:7] == [
+        "step", "jax.jit", "?", "3", "3", "?", "?",
+    ]  # fmt: skip
+    body = dom.find("table", "functions").find("tbody")
+    names = [r.attrs["data-function"] for r in body.find_all("tr")]
+    assert names == ["Trainer.loss", "step", "forward", "evaluate", "nnx.graph._split_merge"]
+    assert "internal" in body.find_all("tr")[-1].classes
+
+
+@pytest.mark.parametrize(
+    ("name", "hits", "traces", "retraces"),
+    [("Trainer.loss", 2, 1, 4), ("forward", 0, 1, 2), ("evaluate", 3, 1, 0), ("step", 0, 1, 2)],
+)
+def test_timeline_has_one_mark_per_call(
+    dom: html_dom.Node, name: str, hits: int, traces: int, retraces: int
+) -> None:
+    svg = _timeline(dom, name)
+    assert len(svg.find_all("circle", "mark hit")) == hits
+    assert len(svg.find_all("rect", "mark trace")) == traces
+    assert len(svg.find_all("rect", "mark retrace")) == retraces
+    bars = svg.find_all("rect", "bar")
+    assert len(svg.find_all("rect", "trace-bar")) == traces + retraces
+    assert len(bars) >= traces + retraces
+
+
+def test_retrace_marks_link_to_their_explanation(dom: html_dom.Node) -> None:
+    ids = {a.attrs["id"] for a in dom.find_all("article", "retrace") if "id" in a.attrs}
+    links = [a.attrs["href"][1:] for a in _timeline(dom, "forward").find_all("a")]
+    assert links == ["fn2-ev1", "fn2-ev1"]  # both retraces are explained by the first
+    assert set(links) <= ids
+
+
+def test_shape_specialization_matrix(dom: html_dom.Node) -> None:
+    table = dom.find("table", "entries", data_function="Trainer.loss")
+    rows = table.find_all("tr", "entry")
+    assert [r.find("code").text() for r in rows] == [
+        "x: f32[4,4]", "x: f32[2,4]", "x: f32[5,4]", "x: f32[6,4]", "x: bf16[4,4]",
+    ]  # fmt: skip
+    calls = [[int(d.attrs["data-call"]) for d in r.find_all("circle", "dot")] for r in rows]
+    assert calls == [[0, 1, 5], [2], [3], [4], [6]]
+    assert len(rows[0].find_all("circle", "dot hit")) == 2
+    step = dom.find("table", "entries", data_function="step")
+    assert "not recorded" in step.text()
+
+
+def test_aot_compiles_and_unknown_entries() -> None:
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    aot = Event(
+        None, "compile", "aot.py:3", "x: f32[9,4]", time=1.49, compile_seconds=0.01, entry=5
+    )
+    entries = (*loss.call_entries[:-2], -1, -1)  # a hit and a retrace the tracker could not tie
+    loss = dataclasses.replace(loss, events=(*loss.events, aot), call_entries=entries)
+    dom = html_dom.parse(render_html(dataclasses.replace(report, functions=(loss,))))
+    svg = _timeline(dom, "Trainer.loss")
+    assert len(svg.find_all("circle", "mark hit")) == 2  # the AOT compile took no call
+    assert len(svg.find_all("rect", "mark compile")) == 1
+    rows = dom.find("table", "entries").find_all("tr", "entry")
+    assert [r.attrs["data-entry"] for r in rows] == ["0", "1", "2", "3", "4", "5", "-1"]
+    assert [int(d.attrs["data-call"]) for d in rows[-1].find_all("circle", "dot")] == [5]
+    assert [int(d.attrs["data-call"]) for d in rows[4].find_all("circle", "dot")] == [6]
+    assert "could not tie" in rows[-1].text()
+
+
+def test_reasons_fixes_and_paths(dom: html_dom.Node) -> None:
+    forward = dom.find("section", "function", data_function="forward")
+    reason = forward.find("li", "reason")
+    assert reason.find_all("mark", "path")[0].text() == "model.avg_pool"
+    assert "in 2 retraces" in reason.text()
+    assert "fix call nnx.avg_pool(x, window_shape=(2, 2)" in reason.text()
+    assert reason.find("code", "before").find("del").text() == "e8b8"  # 0x7f3a1d2e8b80
+    step = dom.find("section", "function", data_function="step")
+    more = step.find("article", id="fn1-ev2")
+    assert len(more.find_all("li", "reason")) == 5
+    assert more.text().count("pad the batch") == 1  # one fix for five alike reasons
+
+
+def test_many_reasons_fold_into_details() -> None:
+    report = report_samples.sample_report()
+    step = report.function("step")
+    reasons = tuple(
+        dataclasses.replace(r, path=f"{r.path}[{i}]")
+        for i in range(3)
+        for r in step.events[2].reasons
+    )
+    many = dataclasses.replace(step.events[2], reasons=reasons)
+    step = dataclasses.replace(step, events=(*step.events[:2], many))
+    dom = html_dom.parse(render_html(dataclasses.replace(report, functions=(step,))))
+    article = dom.find("article", id="fn0-ev2")
+    assert "… and 8 more differences" in article.find("summary").text()
+
+
+def test_unexplained_and_partly_repeated_retraces() -> None:
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    silent = dataclasses.replace(loss.events[1], reasons=())
+    both = dataclasses.replace(
+        loss.events[4], reasons=(*loss.events[2].reasons, *loss.events[4].reasons)
+    )
+    events = (loss.events[0], silent, loss.events[2], silent, both)
+    dom = html_dom.parse(
+        render_html(
+            dataclasses.replace(report, functions=(dataclasses.replace(loss, events=events),))
+        )
+    )
+    articles = dom.find_all("article", "retrace")
+    assert len(articles) == 3
+    assert "(2 retraces)" in articles[0].text()
+    assert "+1 difference(s) shown above" in articles[2].find("h4").text()
+    assert len(articles[2].find_all("li", "reason")) == 1
+
+
+def test_stale_hit_is_a_warning(dom: html_dom.Node) -> None:
+    stale = dom.find("section", "function", data_function="evaluate").find("article", "stale")
+    assert "stale cache hit at eval.py:40 (call #2)" in stale.text()
+    assert "model.dropout.deterministic" in stale.find("mark", "path").text()
+
+
+def test_empty_report() -> None:
+    page = render_html(report_samples.empty_report())
+    assert "<b>0</b><span>jitted functions</span>" in page and "</html>" in page
+
+
+def test_internal_failure_falls_back_and_logs(caplog: pytest.LogCaptureFixture) -> None:
+    report = report_samples.sample_report()
+    broken: Report = dataclasses.replace(report, functions=(*report.functions, None))  # type: ignore[arg-type]
+    with caplog.at_level(logging.ERROR, logger="jitlens"):
+        page = render_html(broken)
+    assert page.startswith("<!DOCTYPE html>") and "<pre>" in page
+    assert report_samples.XSS not in page
+    assert any("HTML report failed" in r.message for r in caplog.records)
+
+
+def test_repr_html_is_the_page() -> None:
+    report = report_samples.sample_report()
+    assert report._repr_html_() == render_html(report)
+
+
+def test_odd_but_possible_data_renders_without_falling_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from jitlens._render_perfetto import render_trace_events
+    from jitlens._render_text import render_text
+
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    huge = dataclasses.replace(
+        loss.events[1].reasons[0], kind="something_new", before="x" * 100_000, path=""
+    )
+    events = (
+        dataclasses.replace(loss.events[0], time=-1.0, trace_seconds=float("nan")),
+        dataclasses.replace(loss.events[1], reasons=(huge,), entry=99, call_index=None),
+        dataclasses.replace(loss.events[2], time=float("inf")),
+    )
+    odd = dataclasses.replace(
+        loss, qualname="", events=events, call_entries=loss.call_entries[:3], calls=0
+    )
+    report = dataclasses.replace(report, functions=(odd,), duration_seconds=float("nan"))
+    with caplog.at_level(logging.ERROR, logger="jitlens"):
+        page = render_html(report)
+        text = render_text(report, color=False, width=80)
+        trace = render_trace_events(report)
+    assert not caplog.records
+    assert "<pre>" not in page and "could not render" not in text
+    assert len(page) < 50_000 and len(text) < 5_000
+    assert len(trace["traceEvents"]) > 4

@@ -1,0 +1,205 @@
+"""Golden text of the terminal renderer: colour off, width 100, addresses normalised."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+
+import pytest
+import report_samples
+
+from jitlens._render_text import MAX_LINES_PER_RETRACE, render_retrace, render_text
+from jitlens._report import Event, Reason
+
+GOLDEN = """\
+jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidden)
+ function      kind                calls  traces  compiles  hits  hit %  trace s  compile s  lost s
+────────────────────────────────────────────────────────────────────────────────────────────────────
+ Trainer.loss  jax.jit                 7       5         5     2    29%     0.15       0.40    0.47
+ step          jax.jit                 ?       3         3     ?      ?     0.16       0.34    0.35
+ forward       nnx.jit                 3       3         3     0     0%     0.26       0.21    0.31
+ evaluate      nnx.cached_partial      4       1         1     3    75%     0.04       0.01    0.00
+cpu on devbox, process 0/1, 4.2 s; hits = cache hits, lost s = seconds spent on retraces
+
+Trainer.loss  retraced 4x, 0.47 s lost   (defined at train.py:30)
+  train.py:88  retrace #1, 0.10 s (call #12)
+    x.shape[0]  shape  (in 3 retraces)
+      4 -> 2 | 4 -> 5 | 5 -> 6
+      the last batch is ragged: 2 rows instead of 4.
+      fix: pad the batch to a fixed size (drop_remainder=True) or mark the dimension dynamic.
+  train.py:88  retrace #4, 0.14 s (call #16)
+    x  dtype
+      float32 -> bfloat16
+      a new dtype compiles a new program.
+      fix: cast once where the data is loaded: x.astype(jnp.float32).
+
+step  retraced 2x, 0.35 s lost   (defined at loop.py:5)
+  loop.py:19  retrace #1, 0.16 s
+    mode  static_value
+      <script>alert(1)</script> -> 'eval'
+      static argument 'mode' changed value.
+      fix: pass mode as a traced flag, or compile both once up front.
+  loop.py:12  retrace #2, 0.19 s
+    batch['tokens']  shape
+      f32[32,128] -> f32[17,128]
+      a new shape compiles a new program.
+      fix: pad the batch to a fixed size (drop_remainder=True) or mark the dimension dynamic.
+    batch['mask']  shape: f32[32,128] -> f32[17,128]
+    batch['labels']  shape: f32[32,128] -> f32[17,128]
+    … and 2 more differences (batch['weights'], batch['positions'])
+
+forward  retraced 2x, 0.31 s lost   (defined at case.py:44)
+  case.py:54  retrace #1, 0.15 s (call #1)
+    model.avg_pool  identity_static  (in 2 retraces)
+      functools.partial(<function avg_po… strides=(2, 2)) at 0x… ->
+      functools.partial(<function avg_po… strides=(2, 2)) at 0x…
+      functools.partial compares by identity; every new model holds a new one, so its GraphDef never
+      equals the cached one.
+      fix: call nnx.avg_pool(x, window_shape=(2, 2), strides=(2, 2)) in __call__ instead of storing
+      the partial on the module.
+
+evaluate  1 stale cache hit(s)   (defined at eval.py:31)
+  warning: stale cache hit at eval.py:40 (call #2)
+    model.dropout.deterministic: False -> True
+      nnx.cached_partial served a call whose static attribute changed after caching.
+      fix: call nnx.cached_partial(evaluate, model) again after model.eval().
+"""
+
+GOLDEN_RETRACE = """\
+step (jax.jit) loop.py:12  retrace #2, 0.19 s
+  batch['tokens']  shape
+    f32[32,128] -> f32[17,128]
+    a new shape compiles a new program.
+    fix: pad the batch to a fixed size (drop_remainder=True) or mark the dimension dynamic.
+  batch['mask']  shape: f32[32,128] -> f32[17,128]
+  batch['labels']  shape: f32[32,128] -> f32[17,128]
+  … and 2 more differences (batch['weights'], batch['positions'])"""
+
+
+def _normalised(text: str) -> str:
+    return re.sub(r"0x[0-9a-f]+", "0x…", text)
+
+
+def _reason(i: int) -> Reason:
+    return Reason("shape", "batch", f"batch[{i}]", "f32[8]", "f32[3]", "new shape.", f"fix {i}")
+
+
+def test_golden_report() -> None:
+    text = render_text(report_samples.sample_report(), color=False, width=100)
+    assert _normalised(text) == GOLDEN
+
+
+def test_golden_retrace_is_capped_at_eight_lines() -> None:
+    step = report_samples.sample_report().function("step")
+    text = render_retrace(step, step.events[2])
+    assert text == GOLDEN_RETRACE
+    assert len(text.splitlines()) <= MAX_LINES_PER_RETRACE
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8, 9, 40])
+def test_any_number_of_reasons_fits_eight_lines(n: int) -> None:
+    step = report_samples.sample_report().function("step")
+    event = dataclasses.replace(step.events[2], reasons=tuple(_reason(i) for i in range(n)))
+    lines = render_retrace(step, event).splitlines()
+    assert len(lines) <= MAX_LINES_PER_RETRACE
+    shown = sum(1 for line in lines if line.lstrip().startswith("batch["))
+    more = [line for line in lines if "more differences" in line]
+    hidden = int(more[0].split("and ")[1].split()[0]) if more else 0
+    assert shown + hidden == n
+
+
+def test_report_section_caps_every_retrace() -> None:
+    report = report_samples.sample_report()
+    step = report.function("step")
+    wide = dataclasses.replace(step.events[2], reasons=tuple(_reason(i) for i in range(30)))
+    step = dataclasses.replace(step, events=(*step.events[:2], wide))
+    report = dataclasses.replace(report, functions=(step,))
+    lines = render_text(report, color=False, width=100).splitlines()
+    start = next(i for i, line in enumerate(lines) if "retrace #2" in line)
+    block = lines[start:]
+    assert len(block) <= MAX_LINES_PER_RETRACE
+    assert "… and" in block[-1]
+
+
+def test_identical_reasons_fold_into_one_line_with_a_count() -> None:
+    text = render_text(report_samples.sample_report(), color=False, width=100)
+    assert text.count("model.avg_pool  identity_static") == 1
+    assert "model.avg_pool  identity_static  (in 2 retraces)" in text
+    assert "case.py:54  retrace #1" in text and "case.py:54  retrace #2" not in text
+
+
+def test_unknown_calls_show_a_question_mark() -> None:
+    text = render_text(report_samples.sample_report(), color=False, width=100)
+    row = next(line for line in text.splitlines() if line.startswith(" step "))
+    assert row.split()[2:4] == ["?", "3"]
+
+
+def test_sorted_by_seconds_lost_then_traces() -> None:
+    text = render_text(report_samples.sample_report(), color=False, width=100)
+    names = [line.split()[0] for line in text.splitlines()[3:7]]
+    assert names == ["Trainer.loss", "step", "forward", "evaluate"]
+
+
+def test_internal_functions_only_on_request() -> None:
+    report = report_samples.sample_report()
+    assert "_split_merge" not in render_text(report, color=False, width=100)
+    shown = render_text(report, color=False, width=100, include_internal=True)
+    assert "nnx.graph._split_merge" in shown and "(internal)" in shown
+    assert "(1 internal hidden)" not in shown
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100, 140])
+def test_no_line_is_wider_than_the_width(width: int) -> None:
+    text = render_text(report_samples.sample_report(), color=False, width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "Trainer.loss" in text and "lost" in text
+
+
+def test_colour_on_request_off_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    report = report_samples.sample_report()
+    assert "\x1b[" in render_text(report, color=True, width=100)
+    assert "\x1b[" not in render_text(report, color=False, width=100)
+    assert "\x1b[" not in render_text(report, width=100)  # pytest's stdout is not a TTY
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in render_text(report, width=100)
+
+
+def test_str_of_a_report_is_the_plain_text() -> None:
+    report = report_samples.sample_report()
+    assert str(report) == render_text(report, color=False, width=100)
+
+
+def test_empty_report() -> None:
+    text = render_text(report_samples.empty_report(), color=False)
+    assert text == "jitlens: no jitted function was called (cpu on devbox, 0.5 s).\n"
+
+
+def test_retrace_without_reasons_says_so() -> None:
+    forward = report_samples.sample_report().function("forward")
+    event = Event(1, "retrace", "case.py:54", "x: f32[2]", time=1.0, compile_seconds=0.5)
+    text = render_retrace(forward, event)
+    assert text.startswith("forward (nnx.jit) case.py:54  retrace #3, 0.50 s (call #1)")
+    assert "no difference found" in text
+
+
+def test_user_strings_are_not_markup() -> None:
+    report = report_samples.sample_report()
+    step = report.function("step")
+    odd = Reason("static_value", "mode", "mode", "[bold]x[/bold]", ":smile:", "m", "f")
+    step = dataclasses.replace(
+        step, events=(*step.events[:1], dataclasses.replace(step.events[1], reasons=(odd,)))
+    )
+    text = render_text(dataclasses.replace(report, functions=(step,)), color=True, width=100)
+    assert "[bold]x[/bold] -> :smile:" in text
+
+
+def test_internal_failure_returns_raw_data_and_logs(caplog: pytest.LogCaptureFixture) -> None:
+    report = report_samples.sample_report()
+    broken = dataclasses.replace(report, functions=(*report.functions, "not a function"))
+    with caplog.at_level(logging.ERROR, logger="jitlens"):
+        text = render_text(broken, color=False)  # type: ignore[arg-type]
+    assert "could not render" in text and "not a function" in text
+    assert any("text report failed" in r.message for r in caplog.records)
+    assert "could not render" in render_retrace(None, None)  # type: ignore[arg-type]
