@@ -59,6 +59,7 @@ class Registry:
         self.on_stale: list[Callable[[Record, Any], None]] = []
         self._originals: list[tuple[Any, str, Any]] = []
         self._warned: set[str] = set()
+        self._listening = False
 
     # ------------------------------------------------------------ lifecycle
 
@@ -67,9 +68,14 @@ class Registry:
             self.depth += 1
             if self.depth > 1:
                 return
-            monitoring.register_scalar_listener(_on_scalar)
-            monitoring.register_event_duration_secs_listener(_on_duration)
-            monitoring.register_event_listener(_on_event)
+            if not self._listening:
+                # Registered once per process and never removed: jax.monitoring
+                # has no way to check what is registered, and an idle listener
+                # costs one attribute read per trace/compile (never per call).
+                monitoring.register_scalar_listener(_on_scalar)
+                monitoring.register_event_duration_secs_listener(_on_duration)
+                monitoring.register_event_listener(_on_event)
+                self._listening = True
             self._patch()
             self.active = True
 
@@ -79,15 +85,6 @@ class Registry:
             if self.depth > 0:
                 return
             self.active = False
-            for unreg, cb in (
-                ("unregister_scalar_listener", _on_scalar),
-                ("unregister_event_duration_secs_listener", _on_duration),
-                ("unregister_event_listener", _on_event),
-            ):
-                try:
-                    getattr(monitoring, unreg)(cb)
-                except Exception:
-                    pass
             for owner, attr, original in reversed(self._originals):
                 setattr(owner, attr, original)
             self._originals.clear()
@@ -409,6 +406,8 @@ def _make_cached_partial(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _on_scalar(event: str, value: float, **kw: Any) -> None:
+    if not REGISTRY.active:
+        return
     if event == _compat.TRACE_EVENT:
         tls.nevents += 1
         if tls.busy:
@@ -548,6 +547,8 @@ def _log_retrace(rec: Record, b: EventBuilder) -> None:
 
 
 def _on_duration(event: str, secs: float, **kw: Any) -> None:
+    if not REGISTRY.active:
+        return
     b = tls.building
     if b is None:
         if event == _compat.COMPILE_EVENT:
@@ -597,7 +598,7 @@ def _compile_only(fun_name: str, secs: float) -> None:
 
 
 def _on_event(event: str, **kw: Any) -> None:
-    if event == _compat.PCACHE_HIT_EVENT:
+    if REGISTRY.active and event == _compat.PCACHE_HIT_EVENT:
         b = tls.building
         if b is not None:
             b.persistent_cache_hit = True
