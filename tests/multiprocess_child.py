@@ -1,0 +1,87 @@
+"""One process of the two-process loopback job driven by test_multiprocess.py.
+
+Settings come from the environment (so the script runs unchanged under
+``jitlens run``): ``JITLENS_MP_PORT``, ``JITLENS_MP_PROCESS_ID``,
+``JITLENS_MP_MODE`` (``same`` or ``diverge``) and ``JITLENS_MP_WATCHDOG``
+(seconds before the process gives up on itself).
+
+Each process owns one CPU device of a 2-device mesh. ``normalize`` is
+elementwise, so XLA partitions it without any cross-process collective;
+``loss`` reduces over the global batch, an all-reduce over gloo. In
+``diverge`` mode process 1 feeds a 6-row batch instead of 4 from step 1 on:
+``normalize`` retraces on process 1 only, the divergence jitlens must report.
+``loss`` then runs only at step 0, where shapes still agree: in a real program
+the next ``loss`` call is where the two processes would wait for each other
+forever, which a test must not do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import jax
+
+PORT = int(os.environ["JITLENS_MP_PORT"])
+PROCESS_ID = int(os.environ["JITLENS_MP_PROCESS_ID"])
+MODE = os.environ.get("JITLENS_MP_MODE", "same")
+WATCHDOG_SECONDS = float(os.environ.get("JITLENS_MP_WATCHDOG", "40"))
+STEPS = 3
+ROWS, FEATURES = 4, 3
+
+
+def _watchdog() -> None:
+    """Never outlive the test: a wedged collective or coordinator ends the process."""
+    time.sleep(WATCHDOG_SECONDS)
+    print(f"process {PROCESS_ID}: watchdog fired after {WATCHDOG_SECONDS} s", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(3)
+
+
+threading.Thread(target=_watchdog, daemon=True).start()
+
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+jax.distributed.initialize(
+    coordinator_address=f"127.0.0.1:{PORT}",
+    coordinator_bind_address=f"127.0.0.1:{PORT}",
+    num_processes=2,
+    process_id=PROCESS_ID,
+    initialization_timeout=30,
+    heartbeat_timeout_seconds=10,
+    shutdown_timeout_seconds=10,
+)
+
+import jax.numpy as jnp  # noqa: E402  (after distributed.initialize, as JAX asks)
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+assert jax.process_count() == 2 and jax.device_count() == 2, jax.devices()
+mesh = Mesh(np.array(jax.devices()), ("data",))
+rows_sharded = NamedSharding(mesh, P("data"))
+replicated = NamedSharding(mesh, P())
+
+
+@jax.jit
+def normalize(batch: jax.Array) -> jax.Array:
+    return (batch - 1.0) * 2.0
+
+
+@jax.jit
+def loss(w: jax.Array, batch: jax.Array) -> jax.Array:
+    return jnp.mean((batch @ w) ** 2)
+
+
+w = jax.device_put(jnp.ones((FEATURES,)), replicated)
+for step in range(STEPS):
+    rows = ROWS + 2 if MODE == "diverge" and PROCESS_ID == 1 and step >= 1 else ROWS
+    local = np.full((rows, FEATURES), PROCESS_ID + 1, np.float32)
+    batch = normalize(jax.make_array_from_process_local_data(rows_sharded, local))
+    shapes_agree = MODE == "same" or step == 0
+    if shapes_agree:
+        value = float(loss(w, batch))
+        print(f"process {PROCESS_ID} step {step}: batch {batch.shape} loss {value}", flush=True)
+    else:
+        print(f"process {PROCESS_ID} step {step}: batch {batch.shape} (loss skipped)", flush=True)

@@ -1,0 +1,167 @@
+"""Two real JAX processes on loopback, tracked by `jitlens run`, merged by `jitlens merge`.
+
+The processes join with ``jax.distributed.initialize`` over 127.0.0.1 and use
+gloo CPU collectives, one device each (see multiprocess_child.py). Everything
+is bounded: the children carry a watchdog, each pair has a deadline, and both
+children are killed in a ``finally`` whatever happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jitlens._merge import MergedReport, cli_main, merge_reports
+from jitlens._report import load_report
+
+# One group: under `pytest -n N --dist loadgroup` the two pairs of processes start only once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("multiprocess")]
+
+CHILD = Path(__file__).with_name("multiprocess_child.py")
+REPORT_TEMPLATE = "report-{process_index}.json"
+#: Deadline of both pairs of processes (start, compile, run, write the reports);
+#: about 10 s on an idle 2-core machine.
+RUN_TIMEOUT = 45.0
+#: The children end themselves a little after the parent would give up on them.
+WATCHDOG_SECONDS = RUN_TIMEOUT + 5
+FAILED = "{what}\n" + "\n".join(f"--- process {i} log ---\n{{log{i}}}" for i in (0, 1))
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _env(port: int, process_id: int, mode: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env.update(
+        JAX_PLATFORMS="cpu",
+        JITLENS_MP_PORT=str(port),
+        JITLENS_MP_PROCESS_ID=str(process_id),
+        JITLENS_MP_MODE=mode,
+        JITLENS_MP_WATCHDOG=str(WATCHDOG_SECONDS),
+    )
+    return env
+
+
+def _failure(workdir: Path, what: str) -> str:
+    logs = {
+        f"log{i}": (workdir / f"process-{i}.log").read_text(errors="replace")[-4000:]
+        for i in (0, 1)
+    }
+    return FAILED.format(what=what, **logs)
+
+
+@contextlib.contextmanager
+def _children(workdir: Path, mode: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Both processes, started together and always killed on the way out."""
+    port = _free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for i in (0, 1):
+            with open(workdir / f"process-{i}.log", "wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable, "-m", "jitlens", "run",
+                            "--json", REPORT_TEMPLATE, str(CHILD),
+                        ],
+                        cwd=workdir, env=_env(port, i, mode),
+                        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    )
+                )  # fmt: skip
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+
+
+def _wait(workdir: Path, mode: str, procs: list[subprocess.Popen[bytes]], deadline: float) -> None:
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pytest.fail(_failure(workdir, f"{mode}: the processes ran over {RUN_TIMEOUT} s"))
+    codes = [proc.returncode for proc in procs]
+    if codes != [0, 0]:
+        pytest.fail(_failure(workdir, f"{mode}: exit statuses {codes}"))
+
+
+def _merge(workdir: Path) -> MergedReport:
+    paths = [workdir / REPORT_TEMPLATE.format(process_index=i) for i in (0, 1)]
+    return merge_reports([load_report(p) for p in paths], sources=[p.name for p in paths])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, MergedReport]]:
+    """Both pairs at once (their start-up is mostly waiting), each in its own directory."""
+    root = tmp_path_factory.mktemp("multiprocess")
+    modes = ("same", "diverge")
+    with contextlib.ExitStack() as stack:
+        started = {}
+        for mode in modes:
+            (root / mode).mkdir()
+            started[mode] = stack.enter_context(_children(root / mode, mode))
+        deadline = time.monotonic() + RUN_TIMEOUT
+        for mode in modes:
+            _wait(root / mode, mode, started[mode], deadline)
+    return {mode: (root / mode, _merge(root / mode)) for mode in modes}
+
+
+def test_reports_carry_their_process_index(runs: dict[str, tuple[Path, MergedReport]]) -> None:
+    for _, merged in runs.values():
+        assert merged.process_indices == (0, 1)
+        assert merged.process_count == 2
+        assert merged.missing_processes == ()
+
+
+def test_identical_processes_are_consistent(runs: dict[str, tuple[Path, MergedReport]]) -> None:
+    _, merged = runs["same"]
+    assert merged.consistent, str(merged)
+    by_name = {f.name: f for f in merged.functions}
+    assert {"normalize", "loss"} <= set(by_name)
+    for name, calls in (("normalize", 3), ("loss", 3)):
+        for rec in by_name[name].reports:
+            assert rec is not None and (rec.calls, rec.traces) == (calls, 1)
+
+
+def test_a_different_batch_shape_on_one_process_is_a_divergence(
+    runs: dict[str, tuple[Path, MergedReport]],
+) -> None:
+    _, merged = runs["diverge"]
+    assert not merged.consistent
+    (div,) = merged.divergences
+    assert (div.kind, div.name, div.processes, div.call_index) == ("traces", "normalize", (0, 1), 1)
+    quiet, retraced = div.branches
+    assert (quiet.processes, quiet.kind) == ((0,), "none")
+    assert (retraced.processes, retraced.kind, retraced.call_index) == ((1,), "retrace", 1)
+    assert "12" in retraced.signature
+    shape = [r for r in retraced.reasons if r.kind == "shape"]
+    assert shape and "12" in shape[0].after, retraced.reasons
+    loss = next(f for f in merged.functions if f.name == "loss")
+    assert not loss.diverged
+
+
+def test_cli_merge_exit_status(
+    runs: dict[str, tuple[Path, MergedReport]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for mode, expected in (("same", 0), ("diverge", 1)):
+        workdir, _ = runs[mode]
+        paths = [str(workdir / REPORT_TEMPLATE.format(process_index=i)) for i in (0, 1)]
+        html = workdir / "merged.html"
+        assert cli_main([*paths, "--html", str(html)]) == expected
+        assert html.read_text().startswith("<!DOCTYPE html>")
+    out = capsys.readouterr().out
+    assert "consistent" in out and "DIVERGED" in out
