@@ -12,6 +12,12 @@ from ._errors import RecompileWarning as RecompileWarning
 from ._errors import ReportError as ReportError
 from ._errors import StaleCacheWarning as StaleCacheWarning
 from ._exercise import jit_forward as jit_forward
+from ._lint import LintFinding as LintFinding
+from ._lint import lint_paths as lint_paths
+from ._lint import lint_source as lint_source
+from ._merge import MergedReport as MergedReport
+from ._merge import find_divergence as find_divergence
+from ._merge import merge_reports as merge_reports
 from ._report import Event as Event
 from ._report import FunctionReport as FunctionReport
 from ._report import Reason as Reason
@@ -26,6 +32,8 @@ __all__ = [
     "Event",
     "FunctionReport",
     "JitlensError",
+    "LintFinding",
+    "MergedReport",
     "Reason",
     "RecompileError",
     "RecompileWarning",
@@ -34,7 +42,11 @@ __all__ = [
     "StaleCacheWarning",
     "Tracker",
     "__version__",
+    "find_divergence",
     "jit_forward",
+    "lint_paths",
+    "lint_source",
     "load_report",
+    "merge_reports",
     "track",
 ]

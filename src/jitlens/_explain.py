@@ -8,6 +8,7 @@ The wording lives in ``_messages``; this module decides *what* differs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from . import _messages as M
@@ -15,6 +16,7 @@ from ._report import REASON_KINDS, Reason
 from ._signature import Entry, Key, Path, StaticVal, render_path
 
 _ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
 
 
 def _arg(path: Path) -> str:
@@ -214,7 +216,9 @@ def _static(
     arg: str, path: str, p: Path, old: StaticVal, new: StaticVal, in_graph: bool, aux: str = ""
 ) -> Reason:
     attr = str(p[-1][1]) if len(p) > 1 else arg
-    if old.identity or new.identity or old.text == new.text:
+    # Values that print alike but for memory addresses (a NamedTuple of
+    # closures such as an optax transform) compare by identity somewhere inside.
+    if old.identity or new.identity or _ADDR.sub("", old.text) == _ADDR.sub("", new.text):
         return M.identity_static(arg, path, attr, old, new, in_graph=in_graph)
     return M.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux)
 

@@ -334,23 +334,34 @@ class TrackedJit:
         self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not REGISTRY.active or tls.busy:
-            return self._jitted(*args, **kwargs)
+        # The hit path: publish the call, compare an event counter. Nothing is
+        # hashed or flattened; past the timeline window a hit costs a few
+        # attribute reads.
         rec = self._record
+        local = tls
+        if not REGISTRY.active or local.busy:
+            return self._jitted(*args, **kwargs)
         idx = next(rec.calls_counter)
         if idx == 0:
             _first_call(rec)
-        prev = tls.current
-        tls.current = (rec, args, kwargs, idx)
-        n0 = tls.nevents
-        t = time.perf_counter()
+        prev = local.current
+        local.current = (rec, args, kwargs, idx)
+        n0 = local.nevents
+        t = time.perf_counter() if idx < MAX_CALL_TIMES else 0.0
         try:
-            return self._jitted(*args, **kwargs)
+            out = self._jitted(*args, **kwargs)
         except _PassThrough as exc:
+            _after_call(rec, idx, n0, prev, args, t)
             __tracebackhide__ = True
             raise exc.error.with_traceback(None) from None
-        finally:
+        except BaseException:
             _after_call(rec, idx, n0, prev, args, t)
+            raise
+        if local.nevents == n0 and prev is None and idx >= MAX_CALL_TIMES:
+            local.current = None
+            return out
+        _after_call(rec, idx, n0, prev, args, t)
+        return out
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_jitted"], name)
@@ -416,7 +427,8 @@ def _on_scalar(event: str, value: float, **kw: Any) -> None:
             _trace_start(kw.get("fun_name", "?"))
         except _PassThrough as exc:
             if tls.current is None:  # no tracked wrapper above to re-raise it cleanly
-                raise exc.error from None
+                __tracebackhide__ = True
+                raise exc.error.with_traceback(None) from None
             raise
         except Exception as exc:
             REGISTRY.warn_internal("describing a trace", exc)

@@ -315,12 +315,7 @@ def _identity_fix(
 def _qualified(func: Any) -> str:
     """The name a user would write for ``func`` (``nnx.avg_pool``, ``jnp.mean``)."""
     name = getattr(func, "__name__", "f")
-    for prefix, modname in (
-        ("nnx", "flax.nnx"),
-        ("jnp", "jax.numpy"),
-        ("jax.nn", "jax.nn"),
-        ("jax.lax", "jax.lax"),
-    ):
+    for prefix, modname in (("jnp", "jax.numpy"), ("jax.nn", "jax.nn"), ("jax.lax", "jax.lax"), ("nnx", "flax.nnx")):
         mod = sys.modules.get(modname)
         if mod is not None and getattr(mod, name, None) is func:
             return f"{prefix}.{name}"

@@ -20,8 +20,9 @@ from ._signature import Key
 #: Keys remembered per record (oldest dropped first): bounds memory and the
 #: cost of finding the closest key on a miss.
 MAX_KEYS = 64
-#: Call times remembered per record, for the timeline.
-MAX_CALL_TIMES = 20_000
+#: Calls per record whose start time and compiled entry are remembered for
+#: the timeline; later calls are only counted (the cheapest hit path).
+MAX_CALL_TIMES = 2_000
 #: Events remembered per record.
 MAX_EVENTS = 10_000
 
@@ -51,7 +52,9 @@ class EventBuilder:
         "trace_seconds",
     )
 
-    def __init__(self, record: Record, kind: str, call_index: int | None, call_site: str, t: float) -> None:
+    def __init__(
+        self, record: Record, kind: str, call_index: int | None, call_site: str, t: float
+    ) -> None:
         self.record = record
         self.kind = kind
         self.call_index = call_index

@@ -1,0 +1,569 @@
+"""Tests of ``jitlens lint``: every rule on a positive and a negative snippet, the shared cases, the CLI."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+from jitlens._lint import CODES, LintFinding, LintSkipWarning, cli_main, lint_paths, lint_source
+
+ROOT = Path(__file__).resolve().parents[1]
+MARK = "# <-"  # marks each line a snippet expects a finding on
+
+
+CASES_DIR = ROOT / "tests" / "cases"
+
+
+def _lint(source: str) -> list[LintFinding]:
+    return lint_source(textwrap.dedent(source), "snippet.py")
+
+
+def _marked(source: str) -> list[int]:
+    lines = textwrap.dedent(source).splitlines()
+    return [i for i, line in enumerate(lines, 1) if MARK in line]
+
+
+HEADER = """\
+import functools
+from functools import partial
+import jax
+import jax.numpy as jnp
+from flax import nnx
+"""
+
+#: code -> (source with findings on the marked lines, source with no finding)
+RULE_EXAMPLES: dict[str, tuple[str, str]] = {
+    "JL001": (
+        HEADER
+        + """
+def train_step(model, batch):
+    return model(batch)
+
+def evaluate(model, x):
+    @nnx.jit  # <-
+    def forward(m, v):
+        return m(v)
+    return forward(model, x)
+
+for batch in loader:
+    nnx.jit(train_step)(model, batch)  # <-
+    jax.jit(lambda x: x * 2)(batch)  # <-
+    jax.jit(partial(train_step, model))(batch)  # <-
+    evaluate(model, batch)
+""",
+        HEADER
+        + """
+def train_step(model, batch):
+    return model(batch)
+
+@nnx.jit
+def forward(m, v):
+    return m(v)
+
+train_step_jit = nnx.jit(train_step)
+double = jax.jit(lambda x: x * 2)
+
+class Trainer:
+    def __init__(self):
+        self.step = jax.jit(self._step)
+
+    def _step(self, x):
+        return x
+
+@jax.jit
+def outer(x):
+    return jax.jit(lambda v: v + 1)(x)  # traced once per compile of outer
+
+for batch in loader:
+    train_step_jit(model, batch)
+    double(batch)
+    jax.jit(train_step)(model, batch)  # same function object: jax's cache hits
+    forward(model, batch)
+jitted = {name: jax.jit(partial(train_step, name)) for name in names}  # built once each
+for n in (1, 2, 4):  # a deliberate sweep over three variants
+    jax.jit(partial(train_step, n))(batch)
+""",
+    ),
+    "JL002": (
+        HEADER
+        + """
+class CNN(nnx.Module):
+    def __init__(self, rngs):
+        self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2))  # <-
+        self.act = lambda x: nnx.relu(x)  # <-
+        self.pool = jax.tree_util.Partial(nnx.max_pool, window_shape=(2, 2))  # <-
+
+class Deeper(CNN):
+    def __init__(self, rngs):
+        super().__init__(rngs)
+        def gelu(x):
+            return x
+        self.act = gelu  # <-
+""",
+        HEADER
+        + """
+POOL = partial(nnx.avg_pool, window_shape=(2, 2))
+
+class CNN(nnx.Module):
+    def __init__(self, rngs):
+        self.pool = POOL
+        self.act = nnx.relu
+        self.max_pool = nnx.data(jax.tree_util.Partial(nnx.max_pool, window_shape=(2, 2)))
+
+    def __call__(self, x):
+        return nnx.avg_pool(self.act(x), window_shape=(2, 2))
+
+class Loader:  # not a Module: attributes are not part of any cache key
+    def __init__(self):
+        self.collate = partial(jnp.stack, axis=0)
+""",
+    ),
+    "JL003": (
+        HEADER
+        + """
+class Model(nnx.Module):
+    def __init__(self, rngs):
+        self.step = 0
+        self.scale = 1.0
+
+    def __call__(self, x):
+        self.step += 1  # <-
+        return x * self.scale
+
+model = Model(nnx.Rngs(0))
+for lr in schedule:
+    model.scale = lr  # <-
+""",
+        HEADER
+        + """
+class Model(nnx.Module):
+    def __init__(self, rngs):
+        self.step = nnx.Variable(jnp.array(0))
+        self.scale = 1.0
+        self.calls = 0
+
+    def __call__(self, x):
+        self.step[...] += 1
+        return x * self.scale
+
+    def reset(self):
+        self.calls = 0
+
+class Counter:  # not a Module
+    def __init__(self):
+        self.n = 0
+
+    def tick(self):
+        self.n += 1
+""",
+    ),
+    "JL004": (
+        HEADER
+        + """
+def make_model(hidden, seed):
+    class MLP(nnx.Module):  # <-
+        def __init__(self, rngs):
+            self.l1 = nnx.Linear(3, hidden, rngs=rngs)
+    return MLP(nnx.Rngs(seed))
+""",
+        HEADER
+        + """
+class MLP(nnx.Module):
+    def __init__(self, hidden, rngs):
+        self.l1 = nnx.Linear(3, hidden, rngs=rngs)
+
+def make_config(hidden):
+    class Config:  # not a Module
+        size = hidden
+    return Config
+
+def test_tiny_module():
+    class Tiny(nnx.Module):  # a test runs once
+        pass
+""",
+    ),
+    "JL005": (
+        HEADER
+        + """
+@functools.partial(jax.jit, static_argnames="temperature")
+def softmax_t(logits, temperature):
+    return jax.nn.softmax(logits / temperature)
+
+@partial(jax.jit, static_argnums=(1,))
+def apply(x, config):
+    return x
+
+class Config:
+    pass
+
+for step in range(4):
+    softmax_t(x, temperature=1.0 / (step + 1))  # <-
+apply(x, Config())  # <-
+apply(x, jnp.array([1, 2]))  # <-
+""",
+        HEADER
+        + """
+import dataclasses
+
+@functools.partial(jax.jit, static_argnames="temperature")
+def softmax_t(logits, temperature):
+    return jax.nn.softmax(logits / temperature)
+
+@partial(jax.jit, static_argnums=(1,))
+def apply(x, config):
+    return x
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    size: int = 3
+
+for step in range(4):
+    softmax_t(x, temperature=0.5)
+    apply(step * x, Config())
+    apply(batch, batch.shape[0])
+for t in (0.5, 1.0, 2.0):  # a deliberate sweep over three values
+    softmax_t(x, temperature=t)
+""",
+    ),
+    "JL006": (
+        HEADER
+        + """
+@nnx.jit
+def step(model, x):
+    return model(x)
+
+for i in range(4):
+    model.w.set_metadata(last_update=i)  # <-
+    step(model, x)
+""",
+        HEADER
+        + """
+@nnx.jit
+def step(model, x):
+    return model(x)
+
+for path, variable in nnx.iter_graph(model):  # one-time setup, a different Variable each time
+    variable.set_metadata(sharding=rules[path])
+for i in range(4):
+    step(model, x)
+""",
+    ),
+}
+
+
+def test_every_rule_has_an_example() -> None:
+    assert sorted(RULE_EXAMPLES) == list(CODES)
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_rule_flags_the_marked_lines(code: str) -> None:
+    bad, _ = RULE_EXAMPLES[code]
+    findings = _lint(bad)
+    assert [(f.line, f.code) for f in findings] == [(n, code) for n in _marked(bad)]
+    assert all(f.fix for f in findings)
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_rule_is_silent_on_the_fixed_code(code: str) -> None:
+    _, good = RULE_EXAMPLES[code]
+    assert _lint(good) == []
+
+
+#: case file prefix -> the (line, code) findings it must produce, nothing more
+CASES = {
+    "01": [(13, "JL002"), (24, "JL002")],
+    "06": [(15, "JL003")],
+    "09": [],
+    "11": [(33, "JL006")],
+    "13": [(10, "JL004")],
+    "14": [],
+    "15": [],
+    "17": [],
+    "18": [],
+    "19": [(31, "JL005")],
+    "21": [(26, "JL001")],
+    "24": [],
+    "27": [],
+    "30": [(27, "JL001")],
+    "31": [],
+    "32": [],
+    "33": [],
+}
+
+
+def test_every_case_has_its_expected_findings() -> None:
+    assert sorted(p.name[:2] for p in CASES_DIR.glob("[0-9][0-9]_*.py")) == sorted(CASES)
+
+
+@pytest.mark.parametrize("prefix", sorted(CASES))
+def test_shared_cases_flag_exactly_the_buggy_lines(prefix: str) -> None:
+    (path,) = CASES_DIR.glob(f"{prefix}_*.py")
+    assert [(f.line, f.code) for f in lint_paths([path])] == CASES[prefix]
+
+
+def test_messages_name_the_users_code() -> None:
+    (path,) = CASES_DIR.glob("01_*.py")
+    first = lint_paths([path])[0]
+    assert first.message == (
+        "`Buggy.avg_pool` is assigned a new `functools.partial(nnx.avg_pool, ...)` in "
+        "`__init__`; NNX keeps it as a static attribute compared by identity, so every new "
+        "`Buggy` is a new cache key and jitted calls with it trace and compile again"
+    )
+    assert first.fix == (
+        "call `nnx.avg_pool(x, window_shape=(2, 2), strides=(2, 2))` in `__call__`, or store "
+        "one module-level partial, or wrap with `nnx.data(jax.tree_util.Partial(...))`"
+    )
+    (path,) = CASES_DIR.glob("30_*.py")
+    assert lint_paths([path])[0].fix == (
+        "wrap once, outside the loop: `train_step_jit = nnx.jit(train_step)` (or decorate "
+        "`def train_step` with `@nnx.jit`), and call `train_step_jit(...)` there"
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import jax as J\nfor i in r:\n    J.jit(lambda x: x)(i)\n",
+        "from jax import jit\nfor i in r:\n    jit(lambda x: x)(i)\n",
+        "import flax.nnx\nfor i in r:\n    flax.nnx.jit(f)(i)\n",
+        "from flax.nnx import jit as njit\nfor i in r:\n    njit(f)(i)\n",
+        "import functools, jax\nfor i in r:\n    functools.partial(jax.jit, donate_argnums=0)(lambda x: x)(i)\n",
+        "from flax import nnx\ndef g(x):\n    return nnx.cached_partial(lambda m: m, x)()\nfor i in r:\n    g(i)\n",
+    ],
+)
+def test_jit_is_recognised_through_aliases(source: str) -> None:
+    assert [f.code for f in lint_source(source)] == ["JL001"]
+
+
+QUIET = {
+    "factory named like a step": """
+        from flax import nnx
+        def make_train_step(model):
+            @nnx.jit
+            def train_step(m, x):
+                return m(x)
+            return train_step
+        for cfg in configs:
+            make_train_step(cfg)
+    """,
+    "cached factory": """
+        import functools, jax
+        @functools.lru_cache
+        def compiled(n):
+            return jax.jit(lambda x: x * n)
+        for i in range(3):
+            compiled(2)(i)
+    """,
+    "linen module": """
+        import functools
+        import flax.linen as nn
+        class M(nn.Module):
+            def setup(self):
+                self.pool = functools.partial(nn.avg_pool, window_shape=(2, 2))
+                self.count = 0
+            def __call__(self, x):
+                self.count += 1
+                return x
+    """,
+    "class attribute in a classmethod": """
+        from flax import nnx
+        class M(nnx.Module):
+            @classmethod
+            def configure(cls):
+                cls.act = lambda x: x
+    """,
+    "same name on a plain class in a loop": """
+        from flax import nnx
+        class M(nnx.Module):
+            def __init__(self):
+                self.step = 0
+        class Trainer:
+            def __init__(self):
+                self.step = 0
+            def fit(self, data):
+                for batch in data:
+                    self.step += 1
+    """,
+    "boolean and remainder statics": """
+        import functools, jax
+        @functools.partial(jax.jit, static_argnames=("training", "phase"))
+        def f(x, training, phase):
+            return x
+        for i in range(100):
+            f(i, training=i % 10 == 0, phase=i % 3)
+    """,
+    "jit on a function parameter": """
+        import jax
+        def bench(fn, x):
+            return jax.jit(fn)(x)
+        for i in range(3):
+            bench(g, i)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUIET))
+def test_no_finding_on_common_correct_code(name: str) -> None:
+    assert _lint(QUIET[name]) == []
+
+
+def test_a_self_incrementing_name_changes_every_iteration() -> None:
+    source = """
+        import functools, jax
+        @functools.partial(jax.jit, static_argnums=1)
+        def f(x, n):
+            return x
+        n = 0
+        while n < 10:
+            n = n + 1
+            f(1.0, n)
+    """
+    (finding,) = _lint(source)
+    assert finding.code == "JL005"
+    assert "the `while` loop at line 7" in finding.message
+
+
+def test_a_local_name_shadowing_jit_is_not_jax() -> None:
+    source = "def jit(f):\n    return f\nfor i in r:\n    jit(lambda x: x)(i)\n"
+    assert lint_source(source) == []
+
+
+def test_step_functions_count_as_repeated() -> None:
+    source = "import jax\ndef train_step(x):\n    return jax.jit(lambda v: v)(x)\n"
+    (finding,) = lint_source(source)
+    assert "on every call of `train_step` (a step function, by its name)" in finding.message
+
+
+def test_noqa_suppresses_the_named_code_or_everything() -> None:
+    source = "import jax\nfor i in r:\n    jax.jit(lambda x: x)(i){}\n"
+    assert lint_source(source.format("  # noqa: JL001")) == []
+    assert lint_source(source.format("  # noqa")) == []
+    assert lint_source(source.format("  # NOQA:JL005,JL001")) == []
+    assert len(lint_source(source.format("  # noqa: E501"))) == 1
+
+
+def test_columns_are_one_based_characters() -> None:
+    source = 'import jax\nfor i in r:\n    s = "é"; jax.jit(lambda x: x)(i)\n'
+    (finding,) = lint_source(source)
+    assert (finding.line, finding.col) == (3, 14)
+
+
+def test_lint_source_raises_on_bad_syntax() -> None:
+    with pytest.raises(SyntaxError):
+        lint_source("def (:\n")
+
+
+def test_lint_paths_walks_directories_and_skips_hidden_and_venvs(tmp_path: Path) -> None:
+    bad = "import jax\nfor i in r:\n    jax.jit(lambda x: x)(i)\n"
+    for rel in (
+        "pkg/a.py",
+        ".hidden/b.py",
+        "__pycache__/c.py",
+        "venv/d.py",
+        "env2/e.py",
+        "pkg/f.txt",
+    ):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(bad)
+    (tmp_path / "env2" / "pyvenv.cfg").write_text("home = /usr\n")
+    assert [Path(f.path).relative_to(tmp_path).as_posix() for f in lint_paths([tmp_path])] == [
+        "pkg/a.py"
+    ]
+    assert lint_paths(str(tmp_path)) == lint_paths([tmp_path])  # one path needs no list
+
+
+def test_lint_paths_warns_and_goes_on_after_a_syntax_error(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("def (:\n")
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    with pytest.warns(LintSkipWarning, match=r"broken\.py:1:5: warning: cannot parse"):
+        assert lint_paths([tmp_path]) == []
+
+
+def test_lint_paths_rejects_a_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="path not found"):
+        lint_paths([tmp_path / "nope.py"])
+
+
+def test_jitlens_own_source_is_clean() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        findings = lint_paths([ROOT / "src" / "jitlens"])
+    # jitlens demo shows the seed discussion's partial-on-a-Module trap on purpose
+    deliberate = [f for f in findings if Path(f.path).name == "_demo.py" and f.code == "JL002"]
+    assert len(deliberate) <= 1
+    assert [f for f in findings if f not in deliberate] == []
+
+
+# -- command line -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "bad.py").write_text("import jax\nfor i in r:\n    jax.jit(lambda x: x)(i)\n")
+    (tmp_path / "good.py").write_text("import jax\nf = jax.jit(lambda x: x)\n")
+    return tmp_path
+
+
+def test_cli_text_output_and_exit_status(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main([str(project)]) == 1
+    out = capsys.readouterr().out.replace(str(project), "P").splitlines()
+    assert out == [
+        "P/bad.py:3:5: JL001 `jax.jit(lambda ...)` runs on every iteration of the loop at line 2 "
+        "and wraps a lambda, a new function object each time; jit caches compiled code per "
+        "function object, so every run traces and compiles again",
+        "    fix: define the function once at module level and apply `jax.jit` to it once, "
+        "outside the loop; pass changing values as arguments instead of closing over them",
+        "Found 1 recompile trap in 1 file.",
+    ]
+    assert cli_main([str(project / "good.py")]) == 0
+    assert capsys.readouterr().out == "No recompile traps found in 1 file.\n"
+
+
+def test_cli_json_output(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["--format", "json", str(project)]) == 1
+    (item,) = json.loads(capsys.readouterr().out)
+    assert sorted(item) == ["code", "col", "fix", "line", "message", "path"]
+    assert (item["code"], item["line"], item["col"]) == ("JL001", 3, 5)
+    assert cli_main(["--format", "json", str(project / "good.py")]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_cli_select_and_ignore(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["--select", "JL002,JL003", str(project)]) == 0
+    assert cli_main(["--ignore", "jl001", str(project)]) == 0
+    assert cli_main(["--select", "JL001", str(project)]) == 1
+    capsys.readouterr()
+    assert cli_main(["--select", "JL999", str(project)]) == 2
+    assert "unknown rule code 'JL999'; valid codes: JL001" in capsys.readouterr().err
+
+
+def test_cli_missing_path_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_main([str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: jitlens lint")
+    assert f"jitlens lint: error: path not found: {tmp_path / 'nope'}" in err
+    assert cli_main([]) == 2
+
+
+def test_cli_syntax_error_is_a_warning_not_a_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken.py").write_text("x = (\n")
+    assert cli_main([str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"{tmp_path / 'broken.py'}:1:")
+    assert "warning: cannot parse" in captured.err
+    assert captured.out == "No recompile traps found in 0 files.\n"
+
+
+def test_cli_help_lists_the_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: jitlens lint")
+    assert all(code in out for code in CODES)
