@@ -47,8 +47,10 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
     added = {p for p in n if p not in o}
     removed = {p for p in o if p not in n}
     changed_roots: set[Path] = set()
-    for p in sorted(set(o) & set(n), key=len):
-        if _parent_in(p, changed_roots):
+    # Entries are in pre-order (parents first), so a changed node is seen
+    # before its children, which are then skipped as its consequences.
+    for p in o:
+        if p not in n or (changed_roots and _parent_in(p, changed_roots)):
             continue
         eo, en = o[p], n[p]
         if eo.same(en):
@@ -82,15 +84,28 @@ def _variable_value_changes(
     o: dict[Path, Entry], n: dict[Path, Entry]
 ) -> dict[Path, tuple[str, str, str]]:
     """Variables (both present) whose value is a pytree whose *structure* changed."""
+    roots = {
+        (*vp, ("attr", "value")): vp
+        for vp, ev in n.items()
+        if ev.kind == "var" and vp in o and o[vp].kind == "var"
+    }
+    if not roots:
+        return {}
+    sub_o: dict[Path, dict[Path, Entry]] = {}
+    sub_n: dict[Path, dict[Path, Entry]] = {}
+    for entries, sub in ((o, sub_o), (n, sub_n)):
+        for p, e in entries.items():
+            # a Variable's value sits right below it: find the nearest root prefix
+            for k in range(len(p), 1, -1):
+                root = p[:k]
+                if root in roots:
+                    sub.setdefault(root, {})[p[k:]] = e
+                    break
     out = {}
-    for vp, ev in n.items():
-        if ev.kind != "var" or vp not in o:
-            continue
-        root = (*vp, ("attr", "value"))
-        so = {p[len(root) :]: e for p, e in o.items() if p[: len(root)] == root}
-        sn = {p[len(root) :]: e for p, e in n.items() if p[: len(root)] == root}
+    for root, vp in roots.items():
+        so, sn = sub_o.get(root, {}), sub_n.get(root, {})
         if set(so) != set(sn) or any(so[k].kind != sn[k].kind for k in so):
-            out[vp] = (ev.type_name, _value_summary(so), _value_summary(sn))
+            out[vp] = (n[vp].type_name, _value_summary(so), _value_summary(sn))
     return out
 
 

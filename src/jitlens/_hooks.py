@@ -456,6 +456,10 @@ def _trace_start(fun_name: str) -> None:
     if cur is not None and cur[0].matches(fun, fun_name):
         rec, call_index = cur[0], cur[3]
         args, kwargs = cur[1], cur[2]
+        if info is not None and _compat.NNX_INNER_FNS and isinstance(fun, _compat.NNX_INNER_FNS[0]):
+            # Default nnx.jit mode: nnx already split each graph node into its
+            # GraphDef and leaves (NodeStates); describe those, don't split again.
+            args, kwargs = tuple(info["args"]), dict(info["kwargs"])
     else:
         rec = REGISTRY.record_for_untracked(fun, fun_name, info["dbg"] if info else None)
         call_index = None

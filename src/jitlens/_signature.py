@@ -525,10 +525,9 @@ def describe_call(
             describe_value(kwargs[name], p, out, ref_index)
     cfg = tuple((str(k), short_repr(v, 80)) for k, v in (config or ()))
     sig = signature_text(out, names + sorted(kwargs))
+    # Entries are in walk order (deterministic), so no sorting is needed.
     fp = hashlib.blake2b(
-        _ADDR.sub(
-            "", sig + repr(sorted((render_path(p), _entry_text(e)) for p, e in out.items()))
-        ).encode(),
+        _ADDR.sub("", sig + "|".join(f"{p!r}={_entry_text(e)}" for p, e in out.items())).encode(),
         digest_size=4,
     ).hexdigest()
     return Key(entries=out, config=cfg, signature=sig, fingerprint=fp)
@@ -561,11 +560,11 @@ def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
         elif e.kind == "none":
             parts.append(f"{name}: None")
         elif e.in_graph or e.kind == "var":
-            sub = sorted(
-                render_path(p) + _entry_text(v)
+            sub = [
+                f"{p!r}{_entry_text(v)}"
                 for p, v in entries.items()
-                if p[: len(root)] == root and len(p) > 1 and p[1][0] != "passed"
-            )
+                if p[0] == root[0] and len(p) > 1 and p[1][0] != "passed"
+            ]
             h = hashlib.blake2b(_ADDR.sub("", "|".join(sub)).encode(), digest_size=2).hexdigest()
             parts.append(f"{name}: {e.type_name}<graph {h}>")
         else:

@@ -79,7 +79,13 @@ def _static_diffs(old_gd: Any, new_gd: Any, arg: str) -> list[tuple[str, str, st
     for p in sorted(set(a) | set(b), key=len):
         ea, eb = a.get(p), b.get(p)
         if ea is None or eb is None:
-            out.append((render_path(p), "absent" if ea is None else ea.type_name, "absent" if eb is None else eb.type_name))
+            out.append(
+                (
+                    render_path(p),
+                    "absent" if ea is None else ea.type_name,
+                    "absent" if eb is None else eb.type_name,
+                )
+            )
         elif not ea.same(eb) and ea.kind == "static" and ea.static and eb.static:
             out.append((render_path(p), ea.static.text, eb.static.text))
     return out
