@@ -130,6 +130,9 @@ def _structure(
 ) -> Reason:
     e = after if after is not None else before
     assert e is not None
+    if p[0][0] == "jit":
+        shown = e.static.display() if e.static is not None else "set"
+        return M.jit_option(str(p[0][1]), "default" if before is None else shown, shown if before is None else "default")
     parent = entries.get(p[:-1])
     in_graph = e.in_graph or (parent is not None and parent.in_graph)
     if len(p) == 1:
@@ -162,6 +165,9 @@ def _short(e: Entry) -> str:
 
 def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
     arg, path = _arg(p), render_path(p)
+    if p[0][0] == "jit":
+        assert eo.static is not None and en.static is not None
+        return [M.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
     if p[-1][0] == "passed":
         return [M.signature(arg, eo.target, en.target)]
     if eo.kind != en.kind:

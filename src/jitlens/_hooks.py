@@ -149,6 +149,9 @@ class Registry:
             inner_fun=getattr(jitted, "__wrapped__", None),
             jax_name=name,
         )
+        rec.options = _options_of(
+            {k: getattr(wrapper, k, None) for k in ("in_shardings", "out_shardings", "static_argnums")}
+        )
         ref = _weak(wrapper)
         if ref is not None:
             self.by_wrapper[key] = (ref, rec)
@@ -179,6 +182,7 @@ class Registry:
         rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
         sn = options.get("static_argnames")
         rec.static_argnames = (sn,) if isinstance(sn, str) else tuple(sn or ())
+        rec.options = _options_of(options)
         ref = _weak(fun)
         if ref is not None:
             self.by_fun[id(fun)] = (ref, rec)
@@ -242,6 +246,25 @@ def _finalize(obj: Any, pop: Callable[..., Any], key: Any) -> None:
         weakref.finalize(obj, pop, key, None)
     except TypeError:
         pass
+
+
+#: jit options that change what a wrapper compiles (and so its cache).
+_KEY_OPTIONS = (
+    "in_shardings", "out_shardings", "static_argnums", "static_argnames", "donate_argnums",
+    "donate_argnames", "device", "backend", "keep_unused", "inline", "compiler_options",
+)
+
+
+def _options_of(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    out = []
+    for k in _KEY_OPTIONS:
+        v = options.get(k)
+        if v is None or v == () or v is False or type(v).__name__ == "UnspecifiedValue":
+            continue
+        if isinstance(v, list):
+            v = tuple(v)
+        out.append((k, v))
+    return tuple(out)
 
 
 def _code_key(fn: Any) -> Any:
@@ -483,7 +506,9 @@ def _trace_start(fun_name: str) -> None:
         names_fn = user_fn if user_fn is not None else getattr(fun, "f", fun)
         statics = info["static_argnums"] if info else rec.static_argnums
         snames = info["static_argnames"] if info else rec.static_argnames
-        key = describe_call(names_fn, args, kwargs, statics, snames, _compat.trace_context())
+        key = describe_call(
+            names_fn, args, kwargs, statics, snames, _compat.trace_context(), rec.options
+        )
         b.signature = key.signature
         b.key = key
         live, cleared = rec.live_and_cleared()
@@ -592,22 +617,47 @@ def _same_fun(b: EventBuilder, fun_name: str) -> bool:
 
 
 def _compile_only(fun_name: str, secs: float) -> None:
-    """A compile with no trace before it (AOT ``.compile()``, evicted executable)."""
+    """A compile with no trace before it (AOT ``.compile()``, a new placement, an evicted executable).
+
+    JAX's trace cache ignores some parts of the full key (e.g. which device a
+    committed input lives on): those recompile without re-running Python. When
+    the compile happens inside a tracked call, its key is described and
+    explained like a retrace's.
+    """
     name = fun_name[4:-1] if fun_name.startswith("jit(") else fun_name
-    rec = None
-    with REGISTRY.lock:
-        for r in reversed(REGISTRY.records):
-            if r.jax_name == name:
-                rec = r
-                break
+    cur = tls.current
+    rec = cur[0] if cur is not None and cur[0].jax_name == name else None
+    if rec is None:
+        with REGISTRY.lock:
+            for r in reversed(REGISTRY.records):
+                if r.jax_name == name:
+                    rec = r
+                    break
     if rec is None:
         rec = REGISTRY.record_for_untracked(None, name, None)
-    b = EventBuilder(
-        rec, "compile", None, _compat.user_call_site(sys._getframe(2)), time.perf_counter() - secs
-    )
+    frame = sys._getframe(2)
+    b = EventBuilder(rec, "compile", cur[3] if cur is not None and cur[0] is rec else None,
+                     _compat.user_call_site(frame), time.perf_counter() - secs)
     b.compile_seconds = secs
     b.compiled = True
     b.jax_name = name
+    if cur is not None and cur[0] is rec and not rec.internal:
+        t = time.perf_counter()
+        tls.busy = True
+        try:
+            user_fn = rec.user_fn()
+            key = describe_call(user_fn, cur[1], cur[2], rec.static_argnums, rec.static_argnames,
+                                _compat.trace_context(), rec.options)
+            live, cleared = rec.live_and_cleared()
+            b.reasons = tuple(_explain.explain(key, live, cleared)) if live or cleared else ()
+            b.signature = key.signature
+            b.entry = rec.add_key(key)
+            tls.last_built = b
+        except Exception as exc:
+            REGISTRY.warn_internal("explaining a compile", exc)
+        finally:
+            tls.busy = False
+        b.explain_seconds = time.perf_counter() - t
     with rec.lock:
         rec.compiles += 1
         rec.events.append(b)

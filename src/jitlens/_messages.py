@@ -481,6 +481,16 @@ def signature(arg: str, before: str, after: str) -> Reason:
     )
 
 
+JIT_OPTION_MSG = "The jit wrapper's `{name}` differs from the earlier wrapper's: {before} -> {after}; each wrapper's options are part of its cache."
+JIT_OPTION_FIX = "Create one jitted function with the `{name}` you need and reuse it, instead of re-wrapping with different options."
+
+
+def jit_option(name: str, before: str, after: str) -> Reason:
+    kind = "sharding" if "sharding" in name or name in ("device", "backend") else "config"
+    return _reason(kind, "", f"jit({name}=...)", before, after,
+                   JIT_OPTION_MSG.format(name=name, before=before, after=after), JIT_OPTION_FIX.format(name=name))
+
+
 def config(name: str, before: str, after: str) -> Reason:
     return _reason(
         "config",

@@ -140,6 +140,8 @@ class Record:
         self.lock = threading.Lock()
         self.static_argnums: tuple[int, ...] = ()
         self.static_argnames: tuple[str, ...] = ()
+        #: The wrapper's jit options that shape its cache (in_shardings, donation...).
+        self.options: tuple[tuple[str, Any], ...] = ()
 
     @property
     def calls(self) -> int:

@@ -190,6 +190,8 @@ def render_path(path: Path) -> str:
     for kind, name in path:
         if kind == "arg":
             out.append(str(name))
+        elif kind == "jit":
+            out.append(f"jit({name}=...)")
         elif (
             kind == "attr"
             and isinstance(name, str)
@@ -503,9 +505,17 @@ def describe_call(
     static_argnums: tuple[int, ...] = (),
     static_argnames: tuple[str, ...] = (),
     config: tuple[tuple[str, Any], ...] | None = None,
+    options: tuple[tuple[str, Any], ...] = (),
 ) -> Key:
-    """The key of a call from the user's arguments (or nnx's pure arguments)."""
+    """The key of a call from the user's arguments (or nnx's pure arguments).
+
+    ``options`` are the jit wrapper's own settings (``in_shardings``,
+    ``donate_argnums``, ...): fixed per wrapper, they matter when a new
+    wrapper of the same function is compared with an earlier one.
+    """
     out: dict[Path, Entry] = {}
+    for name, value in options:
+        out[(("jit", name),)] = Entry("static", static=StaticVal(value))
     names = arg_names(user_fn, len(args))
     ref_index = _compat.new_ref_map()
     nstatic = {i if i >= 0 else len(args) + i for i in static_argnums}

@@ -1,0 +1,85 @@
+"""Sharding-caused retraces, explained precisely, on 8 forced host CPU devices (in a subprocess)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_sharding_subprocess import run_with_devices
+
+SNIPPET = """
+import json
+import jax, jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P
+from flax import nnx
+import jitlens
+
+def reasons(t, f):
+    s = t.stats(f)
+    return [[(r.kind, r.path, r.before, r.after) for r in e.reasons] for e in s.events if e.kind != "trace"]
+
+out = {}
+mesh = jax.make_mesh((4,), ("data",))
+mesh2 = jax.make_mesh((2, 2), ("data", "model"))
+x = jnp.ones((8, 4))
+with jitlens.track() as t:
+    f = jax.jit(lambda x: x * 2)
+    f(jax.device_put(x, NamedSharding(mesh, P("data"))))
+    f(jax.device_put(x, NamedSharding(mesh, P(None))))
+    f(jax.device_put(x, NamedSharding(mesh2, P("data", "model"))))
+    f(x)                                   # uncommitted, default device
+    f(jax.device_put(x, jax.devices()[1]))  # committed to cpu:1
+out["placement"] = reasons(t, f)
+
+def g(x):
+    return x + 1
+
+with jitlens.track() as t:
+    for sh in (NamedSharding(mesh, P("data")), NamedSharding(mesh, P(None))):
+        w = jax.jit(g, in_shardings=sh)
+        w(x)
+    for donate in ((), (0,)):
+        w = jax.jit(g, donate_argnums=donate)
+        w(jnp.ones(3))
+out["wrapper"] = [r for f in t.report().functions for e in f.events for r in [(x.kind, x.path, x.before, x.after) for x in e.reasons]]
+
+model = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+@nnx.jit
+def fwd(m, x):
+    return m(x)
+with jitlens.track() as t:
+    fwd(model, x)
+    fwd(model, jax.device_put(x, NamedSharding(mesh, P("data"))))
+out["nnx"] = reasons(t, fwd)
+print("JSON" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def sharding_out():
+    out = run_with_devices(SNIPPET, devices=8, timeout=180)
+    line = next(ln for ln in out.splitlines() if ln.startswith("JSON"))
+    return json.loads(line[4:])
+
+
+def test_named_sharding_and_placement_changes(sharding_out):
+    got = sharding_out["placement"]
+    assert got[0] == [["sharding", "x", "NamedSharding(mesh('data': 4), P('data'))",
+                       "NamedSharding(mesh('data': 4), P(None))"]]
+    assert got[1][0][0] == "sharding"
+    assert "mesh('data': 2, 'model': 2)" in got[1][0][3]
+    assert got[2][0][3] == "uncommitted (default device)"
+    assert got[3] == [["sharding", "x", "uncommitted (default device)", "committed to cpu:1"]]
+
+
+def test_wrapper_in_shardings_and_donation(sharding_out):
+    got = sharding_out["wrapper"]
+    kinds = {(k, p) for k, p, _b, _a in got}
+    assert ("new_function", "g") in kinds
+    assert ("sharding", "jit(in_shardings=...)") in kinds
+    assert ("config", "jit(donate_argnums=...)") in kinds
+
+
+def test_nnx_input_sharding(sharding_out):
+    assert sharding_out["nnx"][0][0][:2] == ["sharding", "x"]
