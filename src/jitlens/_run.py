@@ -129,7 +129,7 @@ def _run_program(args: argparse.Namespace) -> int:
             sys.path[0] = script_dir
         else:
             sys.path.insert(0, script_dir)
-        return _guarded(lambda: _exec_script(script), os.path.abspath(script))
+        return _guarded(lambda: _exec_script(os.path.abspath(script)), os.path.abspath(script))
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:

@@ -1,0 +1,124 @@
+"""``jitlens run`` runs a program as ``python`` would, with tracking in place before its imports."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import run_python
+
+PROGRAM = """
+import sys
+import helper_mod          # imported from sys.path[0], the script's folder
+print("argv", sys.argv)
+print("name", __name__)
+print("path0_is_script_dir", sys.path[0] == __import__("os").path.dirname(__file__))
+helper_mod.work()
+if "--fail" in sys.argv:
+    raise KeyError("boom")
+sys.exit(int(sys.argv[-1]) if sys.argv[-1].isdigit() else 0)
+"""
+
+HELPER = """
+import jax, jax.numpy as jnp
+
+T = [0]
+
+@jax.jit          # decorated at import time, in an imported module
+def double(x):
+    T[0] += 1
+    return x * 2
+
+def work():
+    for n in (2, 2, 3):
+        double(jnp.ones(n))
+    print("TRACES", T[0])
+"""
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    d = tmp_path_factory.mktemp("prog")
+    (d / "main.py").write_text(textwrap.dedent(PROGRAM))
+    (d / "helper_mod.py").write_text(textwrap.dedent(HELPER))
+    return d
+
+
+def test_same_argv_name_path_exit_code_and_counts(program, tmp_path):
+    report = tmp_path / "r.json"
+    proc = run_python(["-m", "jitlens", "run", "--json", str(report), "main.py", "a", "7"], cwd=program)
+    assert proc.returncode == 7, proc.stderr
+    assert "argv ['main.py', 'a', '7']" in proc.stdout
+    assert "name __main__" in proc.stdout
+    assert "path0_is_script_dir True" in proc.stdout
+    data = json.loads(report.read_text())
+    (double,) = [f for f in data["functions"] if f["name"] == "double"]
+    assert (double["calls"], double["traces"], double["cache_hits"]) == (3, 2, 1)
+    assert double["defined_at"] == "helper_mod.py:6"
+    assert double["first_call_site"] == "helper_mod.py:13"
+    assert "TRACES 2" in proc.stdout
+    assert "double" in proc.stderr  # the summary table goes to stderr
+
+
+def test_exceptions_keep_their_traceback_and_exit_code(program):
+    proc = run_python(["-m", "jitlens", "run", "main.py", "--fail"], cwd=program)
+    assert proc.returncode == 1
+    assert "KeyError: 'boom'" in proc.stderr
+    assert 'main.py", line 9, in <module>' in proc.stderr
+    assert "_run.py" not in proc.stderr  # jitlens' own frames are not shown
+
+
+def test_module_mode_and_html(program, tmp_path):
+    (program / "pkgmod.py").write_text("import helper_mod\nif __name__ == '__main__':\n    helper_mod.work()\n")
+    html = tmp_path / "r.html"
+    proc = run_python(["-m", "jitlens", "run", "--html", str(html), "-m", "pkgmod"], cwd=program)
+    assert proc.returncode == 0, proc.stderr
+    assert "TRACES 2" in proc.stdout
+    assert html.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_missing_script_is_a_clear_error(tmp_path):
+    proc = run_python(["-m", "jitlens", "run", "nope.py"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "cannot open 'nope.py'" in proc.stderr
+
+
+def test_persistent_cache_loads_are_not_compiles(tmp_path):
+    """Second process with a warm on-disk cache: persistent_cache_hits, compiles 0."""
+    script = tmp_path / "pc.py"
+    script.write_text(textwrap.dedent(f"""
+        import jax, jax.numpy as jnp
+        jax.config.update("jax_compilation_cache_dir", {str(tmp_path / 'cache')!r})
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+        @jax.jit
+        def f(x):
+            return jnp.sin(x) * 2 + 1
+
+        f(jnp.ones(8)).block_until_ready()
+    """))
+    reports = []
+    for i in range(2):
+        out = tmp_path / f"r{i}.json"
+        proc = run_python(["-m", "jitlens", "run", "-q", "--json", str(out), str(script)], cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        (f,) = [x for x in json.loads(out.read_text())["functions"] if x["name"] == "f"]
+        reports.append(f)
+    first, second = reports
+    assert (first["traces"], first["compiles"], first["persistent_cache_hits"]) == (1, 1, 0)
+    assert (second["traces"], second["compiles"], second["persistent_cache_hits"]) == (1, 0, 1)
+
+
+def test_report_command_validates_input(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1, "functions": [')
+    proc = run_python(["-m", "jitlens", "report", str(bad)])
+    assert proc.returncode == 2
+    assert "not valid JSON" in proc.stderr and "Traceback" not in proc.stderr
+    other = tmp_path / "v2.json"
+    other.write_text(json.dumps({"schema_version": 2, "functions": []}))
+    proc = run_python(["-m", "jitlens", "report", str(other)])
+    assert proc.returncode == 2 and "schema_version 2 is not supported" in proc.stderr
