@@ -531,8 +531,6 @@ def _trace_start(fun_name: str) -> None:
                 cb(rec, b)
             except Exception as err:
                 raise _PassThrough(err) from None
-    if b.kind == "retrace":
-        _log_retrace(rec, b)
 
 
 def _new_function_reasons(rec: Record, key: Any) -> list[Any]:
@@ -572,19 +570,23 @@ def _new_function_reasons(rec: Record, key: Any) -> list[Any]:
 
 
 def _log_retrace(rec: Record, b: EventBuilder) -> None:
+    """Log a retrace (logger ``jitlens``, INFO) once its compile time is known."""
     if not log.isEnabledFor(logging.INFO):
         return
-    r = b.reasons[0]
-    log.info(
-        "%s retraced at %s: %s [%s] %s -> %s. Fix: %s",
-        rec.qualname,
-        b.call_site,
-        r.path or r.argument,
-        r.kind,
-        r.before,
-        r.after,
-        r.fix,
+    from ._render_text import render_retrace
+    from ._report import FunctionReport
+
+    with rec.lock:
+        events = tuple(e.freeze(REGISTRY.t0) for e in rec.events)
+    fn = FunctionReport(
+        name=rec.name, qualname=rec.qualname, kind=rec.kind, defined_at=rec.defined_at,
+        first_call_site=rec.first_call_site, calls=None, traces=rec.traces, compiles=rec.compiles,
+        cache_hits=None, persistent_cache_hits=rec.persistent_hits, trace_seconds=0.0,
+        lower_seconds=0.0, compile_seconds=0.0, events=events,
     )
+    event = next((e for e, raw in zip(events, rec.events, strict=False) if raw is b), None)
+    if event is not None:
+        log.info("jitlens: %s", render_retrace(fn, event))
 
 
 def _on_duration(event: str, secs: float, **kw: Any) -> None:
@@ -608,6 +610,11 @@ def _on_duration(event: str, secs: float, **kw: Any) -> None:
                 with b.record.lock:
                     b.record.compiles += 1
             tls.building = None
+            if b.kind == "retrace":
+                try:
+                    _log_retrace(b.record, b)
+                except Exception as exc:
+                    REGISTRY.warn_internal("logging a retrace", exc)
         else:
             _compile_only(kw.get("fun_name", "?"), secs)
 

@@ -32,7 +32,7 @@ NEW_LAMBDA_FIX = (
 )
 SHAPE_MSG = "{path} changed shape {before} -> {after}; every distinct shape is compiled separately."
 SHAPE_FIX = (
-    "Keep shapes fixed: pad the ragged batch to {before} (and mask the padding), or bucket "
+    "Keep shapes fixed: pad smaller batches to {before} (and mask the padding), or bucket "
     "lengths to a few sizes so each compiles once."
 )
 DTYPE_MSG = "{path} changed dtype {before} -> {after}; each dtype is a separate compilation."
@@ -137,16 +137,22 @@ def new_function(
 
 
 def shape(arg: str, path: str, before: str, after: str) -> Reason:
-    return _reason(
-        "shape",
-        arg,
-        path,
-        before,
-        after,
-        SHAPE_MSG.format(path=f"`{path}`", before=before, after=after),
-        SHAPE_FIX.format(before=before),
-    )
+    return _reason("shape", arg, path, before, after,
+                   SHAPE_MSG.format(path=f"`{path}`", before=before, after=after),
+                   SHAPE_FIX.format(before=_larger(before, after)))
 
+
+def _larger(a: str, b: str) -> str:
+    """The aval with more elements (what a smaller batch would be padded to)."""
+
+    def size(s: str) -> int:
+        dims = s.split("[", 1)[-1].split("]", 1)[0]
+        n = 1
+        for d in dims.split(","):
+            n *= int(d) if d.strip().isdigit() else 1
+        return n
+
+    return a if size(a) >= size(b) else b
 
 def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtype: str) -> Reason:
     return _reason(

@@ -1,0 +1,68 @@
+"""Settings: explicit argument > scoped override > ``JITLENS_*`` environment variable > default.
+
+A bad value fails at once with the list of valid ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from ._errors import ConfigError
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+#: name -> (environment variable, default, valid values or None for free text)
+SETTINGS: dict[str, tuple[str, Any, tuple[str, ...] | None]] = {
+    "enabled": ("JITLENS", False, _TRUE + _FALSE),
+    "log_level": ("JITLENS_LOG", "info", ("debug", "info", "warning", "off")),
+    "report": ("JITLENS_REPORT", "", None),
+    "html": ("JITLENS_HTML", "", None),
+    "include_internal": ("JITLENS_INCLUDE_INTERNAL", False, _TRUE + _FALSE),
+}
+
+_overrides: list[dict[str, Any]] = []
+
+
+def _parse(name: str, raw: Any) -> Any:
+    env, default, valid = SETTINGS[name]
+    if isinstance(default, bool):
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text not in (valid or ()):
+            raise ConfigError(f"{env}={raw!r} is not valid; use one of: 1, 0, true, false, yes, no, on, off")
+        return text in _TRUE
+    text = str(raw).strip()
+    if valid is not None and text.lower() not in valid:
+        raise ConfigError(f"{env}={raw!r} is not valid; use one of: {', '.join(valid)}")
+    return text.lower() if valid is not None else text
+
+
+def get(name: str, explicit: Any = None) -> Any:
+    """The value of setting ``name``, by precedence."""
+    if name not in SETTINGS:
+        raise ConfigError(f"unknown jitlens setting {name!r}; known: {', '.join(SETTINGS)}")
+    if explicit is not None:
+        return _parse(name, explicit)
+    for scope in reversed(_overrides):
+        if name in scope:
+            return _parse(name, scope[name])
+    env, default, _valid = SETTINGS[name]
+    raw = os.environ.get(env)
+    return default if raw is None else _parse(name, raw)
+
+
+@contextlib.contextmanager
+def override(**settings: Any) -> Iterator[None]:
+    """Scoped settings, e.g. ``with jitlens.config.override(log_level="info"):``."""
+    for name, value in settings.items():
+        get(name, value)  # validate now
+    _overrides.append(settings)
+    try:
+        yield
+    finally:
+        _overrides.remove(settings)
