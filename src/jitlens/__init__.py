@@ -5,6 +5,9 @@ Counts calls, traces, compilations and cache hits of every ``nnx.jit`` /
 recompilation with a fix, and guards tests with a compile budget.
 """
 
+from ._audit import AuditFinding as AuditFinding
+from ._audit import AuditResult as AuditResult
+from ._audit import audit as audit
 from ._errors import ConfigError as ConfigError
 from ._errors import JitlensError as JitlensError
 from ._errors import RecompileError as RecompileError
@@ -28,6 +31,8 @@ from ._tracker import track as track
 from ._version import __version__ as __version__
 
 __all__ = [
+    "AuditFinding",
+    "AuditResult",
     "ConfigError",
     "Event",
     "FunctionReport",
@@ -42,6 +47,7 @@ __all__ = [
     "StaleCacheWarning",
     "Tracker",
     "__version__",
+    "audit",
     "find_divergence",
     "jit_forward",
     "lint_paths",

@@ -220,14 +220,22 @@ def is_user_file(filename: str) -> bool:
 
 
 def short_path(filename: str) -> str:
-    """A path relative to the working directory when below it, else as given."""
+    """A path relative to the working directory when below it; package-relative for installed code."""
     if filename.startswith("<"):
         return filename
     try:
         rel = os.path.relpath(filename)
     except ValueError:
-        return filename
-    return filename if rel.startswith(".." + os.sep + "..") else rel
+        rel = filename
+    if not rel.startswith(".." + os.sep):
+        return rel
+    here = os.path.dirname(os.path.abspath(__file__))
+    if filename.startswith(here + os.sep):
+        return "jitlens" + filename[len(here):]
+    site = os.sep + "site-packages" + os.sep
+    if site in filename:
+        return filename.split(site, 1)[1]
+    return filename
 
 
 def user_call_site(frame: FrameType | None) -> str:

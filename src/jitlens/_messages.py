@@ -249,6 +249,8 @@ def _identity_fix(
     value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal
 ) -> tuple[str, str]:
     """Describe an identity-compared static and a fix checked to work."""
+    if not attr.isidentifier():  # a list item or dict key: name things generically
+        attr = "fn"
     tname = sv.type_name
     if isinstance(value, functools.partial) or tname in (
         "functools.partial",

@@ -43,6 +43,9 @@ def short_repr(value: Any, limit: int = _REPR_MAX) -> str:
             text = text.replace("functools.partial", "functools.partial")
         elif isinstance(value, type):
             text = f"<class '{value.__qualname__}'>"
+        elif inspect.ismethod(value):
+            owner = type(value.__self__).__name__
+            text = f"<bound method {value.__func__.__qualname__} of {owner}>"
         elif inspect.isfunction(value) or inspect.isbuiltin(value):
             text = f"<function {value.__qualname__}>"
         else:
@@ -57,6 +60,8 @@ def short_repr(value: Any, limit: int = _REPR_MAX) -> str:
 
 def compares_by_identity(value: Any) -> bool:
     """True when ``==`` on this value is ``is`` (no value-based ``__eq__``)."""
+    if value is None or value is Ellipsis or value is NotImplemented:
+        return False  # singletons: identity is their value
     eq = getattr(type(value), "__eq__", None)
     return eq is object.__eq__ or (isinstance(value, type) and type(value).__eq__ is type.__eq__)
 
@@ -301,7 +306,7 @@ def _var_entry(vardef: Any) -> Entry:
 
 
 _MAPPING_NODES = ("Dict",)
-_SEQUENCE_NODES = ("List", "Sequential")
+_SEQUENCE_NODES = ("List",)
 
 
 def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]) -> None:
