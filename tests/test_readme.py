@@ -1,0 +1,37 @@
+"""The README opens with the two fresh-machine commands, and CI runs the second one verbatim."""
+
+from __future__ import annotations
+
+import re
+
+import jitlens
+from conftest import ROOT
+
+
+def _commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```bash\n(.+?)\n```", text[:1500])
+
+
+def test_readme_opens_with_demo_and_test_commands():
+    demo, tests = _commands()[:2]
+    assert demo.startswith("python -m pip install .") and demo.endswith("jitlens demo")
+    assert "[test]" in tests and "pytest" in tests
+
+
+def test_ci_runs_the_readme_test_command():
+    _demo, tests = _commands()[:2]
+    assert tests in (ROOT / ".ci" / "run").read_text()
+
+
+def test_public_names_are_pinned():
+    assert sorted(jitlens.__all__) == sorted([
+        "AuditFinding", "AuditResult", "ConfigError", "Event", "FunctionReport", "JitlensError",
+        "LintFinding", "MergedReport", "Reason", "RecompileError", "RecompileWarning", "Report",
+        "ReportError", "StaleCacheWarning", "Tracker", "__version__", "audit", "find_divergence",
+        "jit_forward", "lint_paths", "lint_source", "load_report", "merge_reports", "track",
+    ])
+    for name in jitlens.__all__:
+        assert getattr(jitlens, name) is not None
+    assert issubclass(jitlens.RecompileError, (jitlens.JitlensError, AssertionError))
+    assert issubclass(jitlens.ReportError, ValueError)
