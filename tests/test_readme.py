@@ -26,9 +26,9 @@ def test_ci_runs_the_readme_test_command():
 
 def test_public_names_are_pinned():
     assert sorted(jitlens.__all__) == sorted([
-        "AuditFinding", "AuditResult", "ConfigError", "Event", "FunctionReport", "JitlensError",
+        "AuditFinding", "AuditResult", "CheckResult", "ConfigError", "Event", "FunctionReport", "JitlensError",
         "LintFinding", "MergedReport", "Reason", "RecompileError", "RecompileWarning", "Report",
-        "ReportError", "StaleCacheWarning", "Tracker", "__version__", "audit", "find_divergence",
+        "ReportError", "StaleCacheWarning", "Tracker", "__version__", "audit", "check_jit_forward", "find_divergence",
         "jit_forward", "lint_paths", "lint_source", "load_report", "merge_reports", "track",
     ])
     for name in jitlens.__all__:

@@ -8,6 +8,8 @@ recompilation with a fix, and guards tests with a compile budget.
 from ._audit import AuditFinding as AuditFinding
 from ._audit import AuditResult as AuditResult
 from ._audit import audit as audit
+from ._check import CheckResult as CheckResult
+from ._check import check_jit_forward as check_jit_forward
 from ._errors import ConfigError as ConfigError
 from ._errors import JitlensError as JitlensError
 from ._errors import RecompileError as RecompileError
@@ -33,6 +35,7 @@ from ._version import __version__ as __version__
 __all__ = [
     "AuditFinding",
     "AuditResult",
+    "CheckResult",
     "ConfigError",
     "Event",
     "FunctionReport",
@@ -48,6 +51,7 @@ __all__ = [
     "Tracker",
     "__version__",
     "audit",
+    "check_jit_forward",
     "find_divergence",
     "jit_forward",
     "lint_paths",

@@ -1,0 +1,454 @@
+"""``jitlens check``: each example's exact verdict, the sandbox's failure modes, the CLI, the text.
+
+Every grading runs a child process (JAX import + compiles), so all of them are
+started at once by one module-scoped fixture and shared by the asserts.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import importlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import jitlens
+from jitlens._check import (
+    BAD_INPUTS,
+    BadInput,
+    CheckCase,
+    CheckError,
+    CheckResult,
+    _locate,
+    check_jit_forward,
+    cli_main,
+    default_cases,
+)
+from jitlens._check_criteria import CheckFinding, CriterionResult
+from jitlens._render_check import render_check
+
+# One worker grades everything (the fixture is module-scoped): CI runs `--dist loadgroup`.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check")]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "exercise"
+FIXTURES = ROOT / "tests" / "fixtures"
+REQUIRED = ("numbers", "jit_used", "calls_repeated", "cache_hits")
+
+#: Status of numbers / JIT used / calls repeated / cache hits on each default case.
+VERDICTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "solution": {k: ("pass",) * 6 for k in REQUIRED},
+    "eager_shortcut": {"numbers": ("pass",) * 6} | {k: ("fail",) * 6 for k in REQUIRED[1:]},
+    "single_call": {k: ("pass",) * 6 for k in REQUIRED}
+    | {"calls_repeated": ("fail",) * 4 + ("pass", "fail")},
+    "wrapper_in_loop": {k: ("pass",) * 6 for k in REQUIRED}
+    | {"cache_hits": ("fail",) * 4 + ("pass", "fail")},
+    "wrong_initializer": {k: ("pass",) * 6 for k in REQUIRED} | {"numbers": ("fail",) * 6},
+    "unflattened": {k: ("pass",) * 6 for k in REQUIRED} | {"numbers": ("fail",) * 6},
+    "raw_jax_jit": {k: ("pass",) * 6 for k in REQUIRED} | {"jit_used": ("fail",) * 6},
+}
+
+#: ``(features, numbers status, evidence fragment)``: hostile.py misbehaves per ``features``.
+HOSTILE: tuple[tuple[int, str, str], ...] = (
+    (1, "pass", "max |error|"),
+    (2, "fail", "raised RuntimeError: deliberate failure"),
+    (3, "fail", "timed out after 8 s wall time (killed with its process group)"),
+    (1, "pass", "max |error|"),
+    (4, "fail", "CPU-time limit of 1 s (SIGXCPU)"),
+    (5, "fail", "max |error| "),
+    (6, "fail", "raised SystemExit: 3 (sys.exit() was called"),
+    (7, "fail", "exited with status 0 before reporting"),
+    (1, "pass", "max |error|"),
+    (8, "fail", "raised MemoryError"),
+    (9, "fail", "killed with SIGKILL"),
+    (10, "pass", "max |error|"),
+    (11, "fail", "something other than the grader wrote to the grader's report pipe"),
+    (1, "pass", "max |error|"),
+)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Every grading of this module, started together; values are futures."""
+    tmp = tmp_path_factory.mktemp("check")
+    pidfile = tmp / "grandchild.pid"
+    old = os.environ.get("JITLENS_TEST_PIDFILE")
+    os.environ["JITLENS_TEST_PIDFILE"] = str(pidfile)
+    json_path = tmp / "solution.json"
+    code = "import sys; from jitlens._check import cli_main; sys.exit(cli_main(sys.argv[1:]))"
+    cli = subprocess.Popen(
+        [sys.executable, "-c", code, "examples/exercise/solution.py", "--json", str(json_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    small = default_cases()[:1]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        jobs: dict[str, Any] = {
+            "hostile": pool.submit(
+                check_jit_forward,
+                FIXTURES / "hostile.py",
+                cases=[CheckCase(2, 3, f, 0, 2, 0) for f, _, _ in HOSTILE],
+                bad_inputs=(),
+                timeout=8,
+                cpu_seconds=1,
+                memory_bytes=3 << 30,
+            )
+        }
+        # The examples share the default cases: compute their references once, here,
+        # while the CLI and the hostile run are already running.
+        from jitlens import _check
+        from jitlens._check_child import encode, reference
+
+        for case in default_cases():
+            refs = reference(dataclasses.asdict(case))
+            _check._REFERENCES[case.reference_key] = {k: encode(v) for k, v in refs.items()}
+        for name in VERDICTS:  # solution.py: graded by the CLI, below
+            if name != "solution":
+                jobs[name] = pool.submit(check_jit_forward, EXAMPLES / f"{name}.py", bad_inputs=())
+        # naive_solution.py as a function (the child imports its module by name).
+        sys.path.insert(0, str(FIXTURES))
+        naive = importlib.import_module("naive_solution")
+        jobs["naive"] = pool.submit(check_jit_forward, naive.jit_forward, bad_inputs=BAD_INPUTS[:6])
+        for name in ("hostile_import", "no_jit_forward"):
+            jobs[name] = pool.submit(check_jit_forward, FIXTURES / f"{name}.py", cases=small)
+        out, err = cli.communicate(timeout=300)
+        jobs["cli"] = (cli.returncode, out, err, json_path)
+        solution = concurrent.futures.Future()
+        if json_path.exists():
+            solution.set_result(CheckResult.from_dict(json.loads(json_path.read_text())))
+        else:
+            solution.set_exception(AssertionError(f"the CLI wrote no JSON: {err}"))
+        jobs["solution"] = solution
+        jobs["pidfile"] = pidfile
+        yield jobs
+    sys.path.remove(str(FIXTURES))
+    if old is None:
+        os.environ.pop("JITLENS_TEST_PIDFILE", None)
+    else:
+        os.environ["JITLENS_TEST_PIDFILE"] = old
+
+
+def statuses(result: CheckResult, key: str) -> tuple[str, ...]:
+    return tuple(f.status for f in result.criterion(key).findings)
+
+
+# ---------------------------------------------------------------- examples
+
+
+@pytest.mark.parametrize("name", sorted(VERDICTS))
+def test_example_verdict(graded: dict[str, Any], name: str) -> None:
+    result = graded[name].result()
+    assert result.load_error is None
+    assert {k: statuses(result, k) for k in REQUIRED} == VERDICTS[name]
+    assert result.passed is (name == "solution")
+    assert result.exit_code == (0 if name == "solution" else 1)
+    assert result.processes == 1
+    assert [c.status for c in result.criteria][-1] == ("pass" if name == "solution" else "skip")
+
+
+def test_solution_passes_everything(graded: dict[str, Any]) -> None:
+    result = graded["solution"].result()
+    assert [c.status for c in result.criteria] == ["pass"] * 5
+    assert result.verdict == (
+        "PASS: solution.py meets all 4 criteria on 6 cases; bad input: 22/22 rejected."
+    )
+    hits = result.criterion("cache_hits").findings[0]
+    assert hits.evidence == "1 trace in 5 calls, 4 cache hits"
+    assert hits.measured == {
+        "calls": 5,
+        "traces": 1,
+        "cache_hits": 4,
+        "wrappers": 1,
+        "kind": "nnx.jit",
+        "function": "jit_forward.<locals>.fwd",
+    }
+    numbers = result.criterion("numbers").findings[3]
+    assert numbers.subject == f"4x256->1024 seed={result.cases[3].seed} num_calls=2"
+    assert numbers.measured["shape"] == [4096] and numbers.measured["max_abs_error"] < 1e-6
+
+
+def test_eager_shortcut_says_no_jit(graded: dict[str, Any]) -> None:
+    finding = graded["eager_shortcut"].result().criterion("jit_used").findings[0]
+    assert finding.evidence.startswith("no jitted function was called: the output was computed")
+
+
+def test_single_call_names_the_count(graded: dict[str, Any]) -> None:
+    finding = graded["single_call"].result().criterion("calls_repeated").findings[0]
+    assert finding.evidence.startswith("`fwd` called once, expected num_calls = 5: call it")
+
+
+def test_wrapper_in_loop_quotes_the_explainer(graded: dict[str, Any]) -> None:
+    finding = graded["wrapper_in_loop"].result().criterion("cache_hits").findings[0]
+    assert finding.evidence == (
+        "5 traces in 5 calls, 0 cache hits: `forward` was wrapped 5 times, once per call"
+    )
+    assert finding.cause.startswith("`forward` is a new nnx.jit object: its first call compiled")
+    assert finding.fix.startswith("Create the jitted function once, outside the loop")
+    assert finding.message == f"{finding.evidence}. {finding.cause} Fix: {finding.fix}"
+    assert finding.measured["wrappers"] == 5
+
+
+def test_wrong_numbers_are_recognised(graded: dict[str, Any]) -> None:
+    zero = graded["wrong_initializer"].result().criterion("numbers").findings[0]
+    assert "the output is what a zero kernel gives: keep nnx.Linear's default" in zero.evidence
+    flat = graded["unflattened"].result().criterion("numbers").findings[0]
+    assert flat.evidence == (
+        "shape (1, 4), expected (4,) = (N * features,); "
+        "the values are right: flatten with out.reshape(-1)"
+    )
+
+
+def test_raw_jax_jit_is_not_nnx_jit(graded: dict[str, Any]) -> None:
+    finding = graded["raw_jax_jit"].result().criterion("jit_used").findings[0]
+    assert finding.evidence.startswith("only jax.jit was used (`fwd` at ")
+    assert "raw_jax_jit.py:18, 5 calls); the exercise asks for nnx.jit" in finding.evidence
+
+
+def test_bad_input_is_a_warning_not_a_failure(graded: dict[str, Any]) -> None:
+    result = graded["naive"].result()
+    bad = result.criterion("bad_input")
+    assert (bad.status, bad.summary) == ("warn", "2/6 rejected")
+    assert statuses(result, "bad_input") == ("warn", "warn", "pass", "pass", "warn", "warn")
+    assert bad.findings[0].evidence == (
+        "returned shape (8,) float32: 1.5 is not integer-valued; raise ValueError, "
+        "seed must be a non-negative integer-valued scalar"
+    )
+    assert result.passed and result.exit_code == 0
+
+
+def test_a_function_is_imported_by_module_name(graded: dict[str, Any]) -> None:
+    assert graded["naive"].result().solution == "naive_solution.jit_forward"
+    assert _locate(jitlens.jit_forward) == (
+        {"module": "jitlens._exercise", "qualname": "jit_forward"},
+        "jitlens._exercise.jit_forward",
+    )
+
+
+# ---------------------------------------------------------------- sandbox
+
+
+def test_hostile_cases_fail_alone(graded: dict[str, Any]) -> None:
+    result = graded["hostile"].result()
+    numbers = result.criterion("numbers").findings
+    got = [
+        (f.status, expected in f.evidence)
+        for f, (_, _, expected) in zip(numbers, HOSTILE, strict=True)
+    ]
+    assert got == [(status, True) for _, status, _ in HOSTILE], "\n".join(
+        f.evidence for f in numbers
+    )
+    # hang, spin, os._exit, SIGKILL and forging each cost a fresh child.
+    assert result.processes == 6
+    assert result.load_error is None and result.exit_code == 1
+
+
+def test_nothing_is_left_behind(graded: dict[str, Any]) -> None:
+    graded["hostile"].result()
+    pid = int(graded["pidfile"].read_text())
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z", "X")
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    cmd = fh.read()
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if ppid == os.getpid() and b"_check_child" in cmd:
+                children.append(entry)
+    for job in graded.values():  # children still running belong to gradings not yet finished
+        if isinstance(job, concurrent.futures.Future):
+            job.result()
+    assert not [p for p in children if os.path.exists(f"/proc/{p}/cmdline")]
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("hostile_import", "while importing it, the process exited with status 7 before"),
+        ("no_jit_forward", "it has no callable jit_forward (found nothing); define `def jit_"),
+    ],
+)
+def test_unloadable_in_the_child(graded: dict[str, Any], name: str, error: str) -> None:
+    result = graded[name].result()
+    assert result.exit_code == 2 and result.load_error.startswith(error)
+    assert result.verdict.startswith(f"ERROR: cannot load {name}.py: {error}")
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("tests/fixtures/nope.py", "no such file; pass the path of a Python file"),
+        ("tests/fixtures", "it is a directory; pass the path of a Python file"),
+        ("tests/fixtures/bad_syntax.py", "it does not compile: expected ':' (line 4); fix"),
+    ],
+)
+def test_unloadable_before_any_child(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], path: str, error: str
+) -> None:
+    monkeypatch.chdir(ROOT)
+    assert cli_main([path]) == 2
+    out = capsys.readouterr().out
+    assert f"ERROR: cannot load {os.path.basename(path)}: {error}" in out
+    assert ", 0 processes)" in out
+
+
+def test_uncheckable_arguments() -> None:
+    with pytest.raises(CheckError, match="a lambda cannot be imported there"):
+        check_jit_forward(lambda seed, x, features, num_calls: x)
+
+    def nested(seed: float, x: Any, features: float, num_calls: float) -> Any:
+        return x
+
+    with pytest.raises(CheckError, match="function defined inside another function"):
+        check_jit_forward(nested)
+    with pytest.raises(CheckError, match="timeout must be a positive number"):
+        check_jit_forward(EXAMPLES / "solution.py", timeout=0)
+    assert issubclass(CheckError, jitlens.JitlensError)
+
+
+# ---------------------------------------------------------------- reference
+
+
+def test_reference_is_x_at_kernel_plus_bias() -> None:
+    from flax import nnx
+
+    from jitlens._check_child import make_x, reference
+
+    for case in default_cases(seed=3):
+        got = reference(dataclasses.asdict(case))["reference"]
+        model = nnx.Linear(case.d_in, case.features, rngs=nnx.Rngs(case.seed))
+        x = make_x(dataclasses.asdict(case)).astype(np.float64)
+        want = x @ np.asarray(model.kernel[...], np.float64) + np.asarray(model.bias[...])
+        np.testing.assert_allclose(got, want.reshape(-1), rtol=1e-5, atol=1e-6)
+        assert got.dtype == np.float32 and got.shape == (case.n * case.features,)
+
+
+def test_default_cases_cover_the_edges() -> None:
+    cases = default_cases()
+    assert {c.num_calls for c in cases} == {1, 2, 5}
+    assert min(c.n for c in cases) == min(c.d_in for c in cases) == 1
+    assert min(c.features for c in cases) == 1 and max(c.features for c in cases) >= 512
+    assert len({c.seed for c in cases}) == len(cases)
+    assert default_cases(1) != cases and default_cases(0) == cases
+    assert len(BAD_INPUTS) == 22 and BadInput("x", "NaN") in BAD_INPUTS
+
+
+# ---------------------------------------------------------------- CLI and text
+
+
+def test_cli_end_to_end(graded: dict[str, Any]) -> None:
+    code, out, err, json_path = graded["cli"]
+    assert code == 0, err
+    assert "\x1b[" not in out  # not a TTY: plain text
+    lines = out.splitlines()
+    assert lines[0].startswith("jitlens check examples/exercise/solution.py (seed 0, 6 cases")
+    assert "1. Numbers: PASS (6/6 cases pass)" in lines
+    assert "5. Bad input: PASS (22/22 rejected; advisory, never a failure)" in lines
+    assert lines[-1] == (
+        "PASS: solution.py meets all 4 criteria on 6 cases; bad input: 22/22 rejected."
+    )
+    data = json.loads(json_path.read_text())
+    assert data["passed"] is True and data["exit_code"] == 0
+    assert [c["key"] for c in data["criteria"]] == [*REQUIRED, "bad_input"]
+    assert data["criteria"][3]["findings"][0]["measured"]["cache_hits"] == 4
+
+
+def test_cli_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["--bogus"]) == 2
+    assert "usage: jitlens check" in capsys.readouterr().err
+
+
+def _sample() -> CheckResult:
+    cases = (CheckCase(1, 3, 4, 0, 5, 7), CheckCase(2, 3, 1, 9, 2, 8))
+    subjects = ("1x3->4 seed=0 num_calls=5", "2x3->1 seed=9 num_calls=2")
+    ok = [CheckFinding(s, "pass", "shape (4,) float32, max |error| 0.0e+00") for s in subjects]
+    jit = [CheckFinding(s, "pass", "nnx.jit `fwd` at sol.py:9: 5 calls") for s in subjects]
+    calls = [CheckFinding(s, "pass", "`fwd` called 5 times = num_calls") for s in subjects]
+    cause, fix = "`fwd` is a new nnx.jit object.", "Create it once."
+    hits = [
+        CheckFinding(s, "fail", f"{n} traces: `fwd` was wrapped {n} times", {}, cause, fix)
+        for s, n in zip(subjects, (5, 2), strict=True)
+    ]
+    probes = (BadInput("seed", "1.5"), BadInput("seed", "nan"), BadInput("x", "1-D"))
+    bad = (
+        CheckFinding("seed=1.5", "warn", "returned shape (8,) float32: 1.5 is not integer-valued"),
+        CheckFinding("seed=nan", "pass", "raised ValueError: seed must be finite"),
+        CheckFinding("x 1-D", "pass", "raised ValueError: x must be 2-D"),
+    )
+    criteria = (
+        CriterionResult("numbers", "Numbers", True, "pass", "2/2 cases pass", tuple(ok)),
+        CriterionResult("jit_used", "JIT used", True, "pass", "2/2 cases pass", tuple(jit)),
+        CriterionResult(
+            "calls_repeated", "Calls repeated", True, "pass", "2/2 cases pass", tuple(calls)
+        ),
+        CriterionResult("cache_hits", "Cache hits", True, "fail", "0/2 cases pass", tuple(hits)),
+        CriterionResult("bad_input", "Bad input", False, "warn", "2/3 rejected", bad),
+    )
+    return CheckResult("sol.py", 0, cases, probes, criteria, None, 1.25, 1)
+
+
+GOLDEN = """\
+jitlens check sol.py (seed 0, 2 cases, 3 bad inputs, 1.2 s, 1 process)
+
+1. Numbers: PASS (2/2 cases pass)
+case                      | result | evidence
+--------------------------+--------+--------------------------------------------
+1x3->4 seed=0 num_calls=5 | pass   | shape (4,) float32, max |error| 0.0e+00
+2x3->1 seed=9 num_calls=2 | pass   | shape (4,) float32, max |error| 0.0e+00
+
+2. JIT used: PASS (2/2 cases pass)
+case                      | result | evidence
+--------------------------+--------+--------------------------------------------
+1x3->4 seed=0 num_calls=5 | pass   | nnx.jit `fwd` at sol.py:9: 5 calls
+2x3->1 seed=9 num_calls=2 | pass   | nnx.jit `fwd` at sol.py:9: 5 calls
+
+3. Calls repeated: PASS (2/2 cases pass)
+case                      | result | evidence
+--------------------------+--------+--------------------------------------------
+1x3->4 seed=0 num_calls=5 | pass   | `fwd` called 5 times = num_calls
+2x3->1 seed=9 num_calls=2 | pass   | `fwd` called 5 times = num_calls
+
+4. Cache hits: FAIL (0/2 cases pass)
+case                      | result | evidence
+--------------------------+--------+--------------------------------------------
+1x3->4 seed=0 num_calls=5 | fail   | 5 traces: `fwd` was wrapped 5 times. `fwd`
+                          |        | is a new nnx.jit object. Fix: Create it
+                          |        | once.
+2x3->1 seed=9 num_calls=2 | fail   | 2 traces: `fwd` was wrapped 2 times (same
+                          |        | cause and fix as above)
+
+5. Bad input: WARN (2/3 rejected; advisory, never a failure)
+input          | result | evidence
+---------------+--------+-------------------------------------------------------
+seed=1.5       | warn   | returned shape (8,) float32: 1.5 is not integer-valued
+2 other inputs | pass   | each raised an exception (ValueError 2); details in
+               |        | the JSON
+
+FAIL: sol.py fails Cache hits (0/2 cases pass); passes Numbers, JIT used, Calls repeated; bad input: 2/3 rejected (a warning).
+"""
+
+
+def test_render_golden() -> None:
+    result = _sample()
+    assert render_check(result, color=False, width=80) == GOLDEN
+    assert str(result) == render_check(result, color=False, width=100)
+    assert "\x1b[" in render_check(result, color=True, width=70)
+    assert json.loads(result.to_json())["verdict"] == result.verdict
