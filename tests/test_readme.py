@@ -28,8 +28,9 @@ def test_public_names_are_pinned():
     assert sorted(jitlens.__all__) == sorted([
         "AuditFinding", "AuditResult", "CheckResult", "ConfigError", "Event", "FunctionReport", "JitlensError",
         "LintFinding", "MergedReport", "Reason", "RecompileError", "RecompileWarning", "Report",
-        "ReportError", "StaleCacheWarning", "Tracker", "__version__", "audit", "check_jit_forward", "find_divergence",
-        "jit_forward", "lint_paths", "lint_source", "load_report", "merge_reports", "track",
+        "ReportError", "StaleCacheWarning", "Tracker", "__version__", "audit", "check_jit_forward", "find_divergence", "get_num_traces",
+        "jit_forward", "lint_paths", "lint_source", "load_report", "max_traces", "merge_reports",
+        "no_retrace", "reset", "track",
     ])
     for name in jitlens.__all__:
         assert getattr(jitlens, name) is not None

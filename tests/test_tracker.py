@@ -131,8 +131,10 @@ def test_aot_lower_compile_is_counted_once():
 
 def test_jax_jit_created_before_tracking_sees_traces_not_calls():
     truth = Counter()
+    # the real jax.jit, even if a guard elsewhere in this process keeps the hooks installed
+    raw_jit = getattr(jax.jit, "__jitlens_original__", jax.jit)
 
-    @jax.jit
+    @raw_jit
     def early(x):
         truth()
         return x * 2
@@ -207,6 +209,9 @@ def test_results_exceptions_and_passthrough_after_exit():
             raise ValueError("empty input")
         return x * 3
 
+    from jitlens._hooks import REGISTRY
+
+    outermost = REGISTRY.depth == 0  # a guard elsewhere may keep the hooks installed
     with jitlens.track():
         f = jax.jit(g)
         assert jnp.array_equal(f(jnp.arange(3.0)), jnp.arange(3.0) * 3)
@@ -214,8 +219,8 @@ def test_results_exceptions_and_passthrough_after_exit():
             f(jnp.ones(0))
     # The wrapper created while tracking keeps working (untracked) afterwards.
     assert jnp.array_equal(f(jnp.arange(3.0)), jnp.arange(3.0) * 3)
-    assert jax.jit is not type(f)  # jax.jit restored
-    assert getattr(jax.jit, "__jitlens_original__", None) is None
+    if outermost:
+        assert getattr(jax.jit, "__jitlens_original__", None) is None  # jax.jit restored
 
 
 def test_nested_trackers_see_their_own_window():

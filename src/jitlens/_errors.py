@@ -29,3 +29,10 @@ class StaleCacheWarning(UserWarning):
 
 class JitlensInternalWarning(RuntimeWarning):
     """jitlens itself failed; it stepped aside and the program went on unchanged."""
+
+
+# Tracebacks and reprs name the public spelling: ``jitlens.RecompileError``.
+for _cls in (JitlensError, ReportError, RecompileError, ConfigError, RecompileWarning,
+             StaleCacheWarning, JitlensInternalWarning):
+    _cls.__module__ = "jitlens"
+del _cls

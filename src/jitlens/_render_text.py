@@ -56,7 +56,7 @@ NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {du
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
-RETRACE_HEADER = "{call_site}  {label}, {seconds:.2f} s{call}{also}"
+RETRACE_HEADER = "{call_site}  {label}{seconds}{call}{also}"
 RETRACE_LABELS = {"trace": "first trace", "retrace": "retrace #{number}", "compile": "recompile"}
 CALL_SUFFIX = " (call #{index})"
 ALSO_SUFFIX = ", +{n} difference(s) shown above"
@@ -137,7 +137,8 @@ def retrace_lines(
     header = RETRACE_HEADER.format(
         call_site=event.call_site or fn.first_call_site,
         label=label,
-        seconds=event.seconds,
+        # a guard reports at trace start, before anything was timed
+        seconds=f", {event.seconds:.2f} s" if event.seconds else "",
         call=CALL_SUFFIX.format(index=event.call_index) if event.call_index is not None else "",
         also=ALSO_SUFFIX.format(n=also) if also else "",
     )

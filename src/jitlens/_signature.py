@@ -475,17 +475,28 @@ def _key_part(k: Any) -> PathPart:
 # --------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=512)
+_PARAM_NAMES: weakref.WeakKeyDictionary[Any, tuple[str, ...] | None] = weakref.WeakKeyDictionary()
+
+
 def _param_names(fn: Callable[..., Any]) -> tuple[str, ...] | None:
+    """Positional parameter names of ``fn``, cached without keeping ``fn`` alive."""
+    try:
+        return _PARAM_NAMES[fn]
+    except (KeyError, TypeError):
+        pass
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return None
-    return tuple(
-        p.name
-        for p in sig.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ) + tuple(p.name for p in sig.parameters.values() if p.kind == p.VAR_POSITIONAL)
+        names = None
+    else:
+        params = sig.parameters.values()
+        names = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        names += tuple(p.name for p in params if p.kind == p.VAR_POSITIONAL)
+    try:
+        _PARAM_NAMES[fn] = names
+    except TypeError:
+        pass
+    return names
 
 
 def arg_names(user_fn: Any, nargs: int) -> list[str]:

@@ -1,0 +1,253 @@
+"""pytest plugin: the ``max_traces`` marker, the ``jit_tracker`` fixture and session reports.
+
+Loaded through the ``pytest11`` entry point in every pytest run, so it
+imports nothing of JAX or of jitlens' core until a test uses the marker or
+the fixture, or a ``--jitlens*`` option is given. PYTEST_DONT_REWRITE: it
+asserts nothing, and may be imported before pytest could rewrite it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ._report import Report
+    from ._tracker import Tracker
+
+GROUP = "jitlens"
+GROUP_HELP = "jitlens: count and explain recompilations of jitted functions"
+MARKER = (
+    "max_traces(n, on_exceed='raise'): fail the test when a jitted function it calls is "
+    "traced more than n times, with the reason (jitlens)"
+)
+HELP_SUMMARY = "after the session, list the jitted functions that retraced and why."
+HELP_MAX_TRACES = (
+    "fail the test that traces a jitted function for the (N+1)th time in the session "
+    "(per function, per process)."
+)
+HELP_REPORT = "write the session's jitlens report (JSON) to PATH."
+HEADER = "jitlens: tracking jitted functions ({what})"
+HEADER_PARTS = {
+    "summary": "summary at the end",
+    "budget": "at most {n} trace(s) per function",
+    "report": "report to {path}",
+}
+SECTION = "jitlens"
+NO_RETRACES = "jitlens: {n} jitted function(s) traced, none retraced."
+WROTE = "jitlens: wrote the report to {path}"
+MARKER_SOURCE = "@pytest.mark.max_traces"
+OPTION_SOURCE = "--jitlens-max-traces"
+BAD_MARKER = (
+    "@pytest.mark.max_traces needs a budget: @pytest.mark.max_traces(n) with n an int >= 0 "
+    "(and on_exceed='raise' or 'warn'), got args={args!r} kwargs={kwargs!r}"
+)
+SWALLOWED = "the test caught this error, but the budget was exceeded all the same:\n{message}"
+BAD_INT = "expected an int >= 0, got {value!r}"
+#: Key of the report a pytest-xdist worker sends back to the controller.
+WORKER_KEY = "jitlens_report"
+WORKER_TAG = "{qualname} [{worker}]"
+
+
+def _non_negative_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(BAD_INT.format(value=value))
+    return n
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup(GROUP, GROUP_HELP)
+    group.addoption("--jitlens", action="store_true", dest="jitlens_summary", help=HELP_SUMMARY)
+    group.addoption(
+        "--jitlens-max-traces",
+        dest="jitlens_max_traces",
+        type=_non_negative_int,
+        metavar="N",
+        default=None,
+        help=HELP_MAX_TRACES,
+    )
+    group.addoption(
+        "--jitlens-report", dest="jitlens_report", metavar="PATH", default=None, help=HELP_REPORT
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    session = _Session.from_config(config)
+    if session is not None:
+        config.pluginmanager.register(session, "jitlens-session")
+
+
+# ------------------------------------------------------------------ marker and fixture
+
+
+def _marker_budget(marker: pytest.Mark) -> tuple[int, str]:
+    args, kwargs = marker.args, dict(marker.kwargs)
+    n = args[0] if args else kwargs.pop("n", None)
+    on_exceed = kwargs.pop("on_exceed", "raise")
+    from ._budget import ON_EXCEED
+
+    ok = isinstance(n, int) and not isinstance(n, bool) and n >= 0 and on_exceed in ON_EXCEED
+    if not ok or len(args) > 1 or kwargs:
+        pytest.fail(BAD_MARKER.format(args=marker.args, kwargs=marker.kwargs), pytrace=False)
+    return n, on_exceed
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    marker = item.get_closest_marker("max_traces")
+    if marker is None:
+        return (yield)
+    n, on_exceed = _marker_budget(marker)
+    from ._scopes import budget_scope
+
+    with budget_scope(n, source=MARKER_SOURCE, on_exceed=on_exceed) as scope:
+        result = yield
+    if scope.violations and on_exceed == "raise":
+        pytest.fail(SWALLOWED.format(message=scope.violations[0]), pytrace=False)
+    return result
+
+
+@pytest.fixture
+def jit_tracker() -> Iterator[Tracker]:
+    """A ``jitlens.track()`` open for the test: ``jit_tracker.stats(fn)``, ``.report()``."""
+    from ._tracker import track
+
+    with track() as tracker:
+        yield tracker
+
+
+# ------------------------------------------------------------------ session options
+
+
+@dataclasses.dataclass(eq=False)
+class _Session:
+    """The session-wide tracker, budget and report, when a ``--jitlens*`` option is given."""
+
+    config: pytest.Config
+    summary: bool
+    budget: int | None
+    path: str | None
+    worker: str | None
+    controller: bool
+    report: Report | None = None
+    _tracker: Any = None
+    _scope: Any = None
+    _worker_reports: list[Report] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> _Session | None:
+        summary = bool(config.getoption("jitlens_summary"))
+        budget = config.getoption("jitlens_max_traces")
+        path = config.getoption("jitlens_report")
+        if not summary and budget is None and path is None:
+            return None
+        workerinput = getattr(config, "workerinput", None)
+        worker = workerinput.get("workerid") if workerinput is not None else None
+        numprocesses = getattr(config.option, "numprocesses", None)
+        dist = getattr(config.option, "dist", "no")
+        controller = worker is None and bool(numprocesses) and dist != "no"
+        return cls(config, summary, budget, path, worker, controller)
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        parts = []
+        if self.summary:
+            parts.append(HEADER_PARTS["summary"])
+        if self.budget is not None:
+            parts.append(HEADER_PARTS["budget"].format(n=self.budget))
+        if self.path is not None:
+            parts.append(HEADER_PARTS["report"].format(path=self.path))
+        return HEADER.format(what=", ".join(parts))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.controller:
+            return  # the workers run the tests and send their reports back
+        from ._scopes import budget_scope
+        from ._tracker import track
+
+        self._tracker = track()
+        self._tracker.start()
+        if self.budget is not None:
+            self._scope = budget_scope(self.budget, source=OPTION_SOURCE)
+            self._scope.__enter__()
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """pytest-xdist (controller): a worker finished; keep its report."""
+        text = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+        if text is None:
+            return
+        from ._report import Report
+
+        report = Report.from_dict(json.loads(text))
+        worker = getattr(node, "workerinput", {}).get("workerid", "?")
+        functions = tuple(
+            dataclasses.replace(f, qualname=WORKER_TAG.format(qualname=f.qualname, worker=worker))
+            for f in report.functions
+        )
+        self._worker_reports.append(dataclasses.replace(report, functions=functions))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.controller:
+            self.report = _combine(self._worker_reports)
+        else:
+            self.report = self._stop()
+            if self.worker is not None:
+                self.config.workeroutput[WORKER_KEY] = self.report.to_json(indent=None)  # type: ignore[attr-defined]
+                return
+        if self.path is not None and self.report is not None:
+            from ._report import write_atomic
+
+            write_atomic(self.path, self.report.to_json())
+
+    def _stop(self) -> Report:
+        if self._scope is not None:
+            self._scope.__exit__(None, None, None)
+            self._scope = None
+        self._tracker.stop()
+        report: Report = self._tracker.report()
+        return report
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report is None or self.worker is not None:
+            return
+        if self.summary:
+            terminalreporter.write_sep("=", SECTION)
+            terminalreporter.write(_summary(self.report, terminalreporter.hasmarkup))
+        if self.path is not None:
+            terminalreporter.write_line(WROTE.format(path=self.path))
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._tracker is not None and self.report is None:
+            self._stop()
+
+
+def _combine(reports: list[Report]) -> Report | None:
+    """One report of the xdist workers' reports: their functions side by side."""
+    if not reports:
+        return None
+    first = min(reports, key=lambda r: r.started_at)
+    return dataclasses.replace(
+        first,
+        duration_seconds=max(r.started_at + r.duration_seconds for r in reports) - first.started_at,
+        functions=tuple(f for r in reports for f in r.functions),
+    )
+
+
+def _summary(report: Report, color: bool) -> str:
+    from ._render_text import render_text
+
+    retraced = tuple(f for f in report.user_functions() if f.retraces or f.stale_hits)
+    if not retraced:
+        return NO_RETRACES.format(n=len(report.user_functions())) + "\n"
+    return render_text(dataclasses.replace(report, functions=retraced), color=color)

@@ -1,0 +1,209 @@
+"""The pytest plugin through pytester: marker, fixture, session options, header line and xdist.
+
+Each pytester run imports JAX and compiles, so the checks are grouped into a
+few runs: one with every session option, one with the marker alone, one under
+pytest-xdist.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import sys
+from pathlib import Path
+
+import pytest
+
+from jitlens import pytest_plugin
+from jitlens._report import load_report
+
+pytest_plugins = ["pytester"]
+
+CASES = """
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+
+
+class Net(nnx.Module):
+    def __init__(self):
+        self.avg_pool = functools.partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))
+
+    def __call__(self, x):
+        return self.avg_pool(x)
+
+
+@nnx.jit
+def forward(model, x):
+    return model(x)
+
+
+@jax.jit
+def scale(x):
+    return x * 2
+
+
+X = jnp.ones((1, 4, 4, 1))
+
+
+@pytest.mark.max_traces(1)
+def test_within_budget():
+    model = Net()
+    forward(model, X)
+    forward(model, X)
+
+
+@pytest.mark.max_traces(1)
+def test_over_budget():
+    forward(Net(), X)
+    forward(Net(), X)
+
+
+@pytest.mark.max_traces(1)
+def test_swallowed():
+    with pytest.raises(Exception):
+        forward(Net(), X)
+        forward(Net(), X)
+
+
+@pytest.mark.max_traces(1, on_exceed="warn")
+def test_warn():
+    scale(jnp.ones(3))
+    scale(jnp.ones(5))
+
+
+def test_fixture(jit_tracker):
+    scale(jnp.ones(7))
+    scale(jnp.ones(7))
+    stats = jit_tracker.stats(scale)
+    assert (stats.calls, stats.traces) == (2, 1)
+
+
+def test_session_budget():
+    shift = jax.jit(lambda x: x + 1)
+    for n in range(1, 7):
+        shift(jnp.ones(n))
+
+
+@pytest.mark.max_traces()
+def test_bad_marker():
+    pass
+"""
+
+XDIST_CASES = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+
+@jax.jit
+def double(x):
+    return x * 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_shapes(n):
+    double(jnp.ones(n))
+"""
+
+
+def _line(needle: str, nth: int = 0) -> int:
+    """Line number, in the written test file, of the ``nth`` line of CASES holding ``needle``."""
+    return [i for i, line in enumerate(CASES.split("\n")) if needle in line][nth]
+
+
+def _plugin_args() -> list[str]:
+    """Load the plugin once: by its entry point when installed, else by module name.
+
+    pytest-benchmark, when installed, is kept out: it warns inside xdist workers.
+    """
+    entry_points = importlib.metadata.entry_points(group="pytest11")
+    installed = any(ep.value == pytest_plugin.__name__ for ep in entry_points)
+    return ["-p", "no:benchmark"] + ([] if installed else ["-p", pytest_plugin.__name__])
+
+
+def test_marker_fixture_and_every_session_option(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_budgeted=CASES)
+    result = pytester.runpytest_inprocess(
+        *_plugin_args(),
+        "--jitlens",
+        "--jitlens-max-traces=5",
+        "--jitlens-report=out/report.json",
+    )
+    result.assert_outcomes(passed=3, failed=4, warnings=1)
+    out = result.stdout.str()
+    over = _line("forward(Net(), X)", 1)
+    result.stdout.fnmatch_lines(
+        [
+            "jitlens: tracking jitted functions (summary at the end, at most 5 trace(s) per "
+            "function, report to out/report.json)",
+            "*_ test_over_budget _*",
+            ">       forward(Net(), X)",
+            "E       jitlens*RecompileError: jitlens: `forward` was traced 2 times, over its "
+            "budget of 1 (@pytest.mark.max_traces).",
+            f"E         forward (nnx.jit) test_budgeted.py:{over}  retrace #*",
+            "E           model.avg_pool  identity_static",
+            "*fix: Call `nnx.avg_pool(x, window_shape=(2, 2), strides=(2, 2))`*",
+            f"test_budgeted.py:{over}: RecompileError",
+            "*_ test_swallowed _*",
+            "the test caught this error, but the budget was exceeded all the same:",
+            "jitlens: `forward` was traced 2 times, over its budget of 1 (@pytest.mark.max_traces).",
+            "*_ test_session_budget _*",
+            "E * jitlens*RecompileError: jitlens: `test_session_budget.<locals>.<lambda>` was "
+            "traced 6 times, over its budget of 5 (--jitlens-max-traces).",
+            "*_ test_bad_marker _*",
+            "@pytest.mark.max_traces needs a budget*",
+            f"*test_budgeted.py:{_line('scale(jnp.ones(5))')}: RecompileWarning: jitlens: `scale` was traced 2 times, over its "
+            "budget of 1 (@pytest.mark.max_traces).",
+            "*= jitlens =*",
+            "jitlens: 3 jitted functions, * traces, * s lost to retraces",
+            "forward  retraced 4x*",
+            "jitlens: wrote the report to out/report.json",
+        ]
+    )
+    assert "/jitlens/" not in out.split("test_over_budget")[1].split("test_swallowed")[0]
+
+    report = load_report(pytester.path / "out" / "report.json")
+    traces = {f.qualname: f.traces for f in report.functions}
+    assert traces["forward"] == 5 and traces["scale"] == 3
+
+
+def test_marker_alone_needs_no_option_and_prints_nothing_else(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_budgeted=CASES)
+    result = pytester.runpytest_inprocess(*_plugin_args(), "-k", "within_budget or over_budget")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["E           model.avg_pool  identity_static"])
+    result.stdout.no_fnmatch_line("jitlens: tracking*")
+    result.stdout.no_fnmatch_line("*= jitlens =*")
+
+
+@pytest.mark.slow
+def test_xdist_workers_send_their_reports_to_the_controller(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_budgeted=XDIST_CASES)
+    result = pytester.runpytest_subprocess(
+        *_plugin_args(), "-n", "1", "--jitlens", "--jitlens-report=report.json"
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*= jitlens =*", " double [[]gw0[]] *"])
+    report = load_report(pytester.path / "report.json")
+    assert [(f.qualname, f.traces) for f in report.functions] == [("double [gw0]", 4)]
+
+
+def test_plugin_module_imports_neither_jax_nor_jitlens_core() -> None:
+    """Loaded in every pytest run by its entry point: it must cost nothing when unused."""
+    tree = ast.parse(Path(pytest_plugin.__file__).read_text())
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    names = {a.name.split(".")[0] for n in top if isinstance(n, ast.Import) for a in n.names}
+    names |= {
+        (n.module or "").split(".")[0]
+        for n in top
+        if isinstance(n, ast.ImportFrom) and n.level == 0
+    }
+    assert names <= {"__future__", "pytest", *sys.stdlib_module_names}, names
+    assert not [n for n in top if isinstance(n, ast.ImportFrom) and n.level], "no jitlens module"
