@@ -33,7 +33,7 @@ class Block(nnx.Module):
     def __init__(self, rngs: nnx.Rngs, with_partial: bool) -> None:
         self.lin = nnx.Linear(4, 4, rngs=rngs)
         if with_partial:
-            self.act = functools.partial(jax.nn.leaky_relu, negative_slope=0.1)  # noqa: JL002
+            self.act = functools.partial(jax.nn.leaky_relu, negative_slope=0.1)
 
     def __call__(self, x: jax.Array) -> jax.Array:
         y = self.lin(x)
@@ -59,7 +59,11 @@ def jitlens_misses(layers: int, models: int) -> list[tuple[float, float, str]]:
         for seed in range(models):
             fwd(Deep(layers, nnx.Rngs(seed)), jnp.ones((1, 4)))
     s = t.stats(fwd)
-    return [(e.explain_seconds, e.seconds, render_retrace(s, e)) for e in s.events if e.kind == "retrace"]
+    return [
+        (e.explain_seconds, e.seconds, render_retrace(s, e))
+        for e in s.events
+        if e.kind == "retrace"
+    ]
 
 
 def jax_misses(layers: int, models: int, explain: bool) -> list[tuple[float, str]]:
@@ -102,11 +106,19 @@ def main() -> None:
     text = ours[0][2]
     jax_text = theirs[0][1]
     print(f"{args.layers}-layer model, partial in layer 150, {len(ours)} explained retraces")
-    print(f"  jitlens explain / (trace+lower+compile): median {statistics.median(frac):.4f}, max {max(frac):.4f}")
-    print(f"  jax_explain_cache_misses extra time / (trace+lower+compile): {max(jax_extra, 0.0) / miss:.4f}")
-    print(f"  jitlens explain vs JAX explainer time: {statistics.median(e for e, _, _ in ours) / max(jax_extra, 1e-9):.3f}x")
-    print(f"  explanation size: jitlens {len(text.splitlines())} lines / {len(text)} chars; "
-          f"JAX {len(jax_text.splitlines())} lines / {len(jax_text)} chars")
+    print(
+        f"  jitlens explain / (trace+lower+compile): median {statistics.median(frac):.4f}, max {max(frac):.4f}"
+    )
+    print(
+        f"  jax_explain_cache_misses extra time / (trace+lower+compile): {max(jax_extra, 0.0) / miss:.4f}"
+    )
+    print(
+        f"  jitlens explain vs JAX explainer time: {statistics.median(e for e, _, _ in ours) / max(jax_extra, 1e-9):.3f}x"
+    )
+    print(
+        f"  explanation size: jitlens {len(text.splitlines())} lines / {len(text)} chars; "
+        f"JAX {len(jax_text.splitlines())} lines / {len(jax_text)} chars"
+    )
     print("  jitlens says:\n    " + text.replace("\n", "\n    "))
 
 

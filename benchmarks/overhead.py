@@ -32,8 +32,14 @@ def _per_call(fn: Callable[[], object], calls: int) -> float:
     return (time.perf_counter() - t) / calls
 
 
-def compare(name: str, untracked: Callable[[], object], tracked: Callable[[], object],
-            tracker: jitlens.Tracker, rounds: int, calls: int) -> tuple[float, float]:
+def compare(
+    name: str,
+    untracked: Callable[[], object],
+    tracked: Callable[[], object],
+    tracker: jitlens.Tracker,
+    rounds: int,
+    calls: int,
+) -> tuple[float, float]:
     for f in (untracked, tracked):  # warm up: compile, fill caches
         _per_call(f, 50)
     a, b = [], []
@@ -48,8 +54,10 @@ def compare(name: str, untracked: Callable[[], object], tracked: Callable[[], ob
                 acc.append(_per_call(fn, calls))
     med = statistics.median(b) / statistics.median(a)
     best = min(b) / min(a)
-    print(f"{name:34s} untracked {statistics.median(a) * 1e6:8.1f} us/call   "
-          f"tracked/untracked: median {med:.3f}x, min {best:.3f}x")
+    print(
+        f"{name:34s} untracked {statistics.median(a) * 1e6:8.1f} us/call   "
+        f"tracked/untracked: median {med:.3f}x, min {best:.3f}x"
+    )
     return med, best
 
 
@@ -67,8 +75,14 @@ def main() -> None:
 
     nnx_fwd = nnx.jit(fwd)  # the same wrapper, tracked or not (its class is patched)
     t = jitlens.track()
-    compare("nnx.jit(Linear(3, 4))", lambda: nnx_fwd(model, x), lambda: nnx_fwd(model, x), t,
-            args.rounds, max(200, args.calls // 10))
+    compare(
+        "nnx.jit(Linear(3, 4))",
+        lambda: nnx_fwd(model, x),
+        lambda: nnx_fwd(model, x),
+        t,
+        args.rounds,
+        max(200, args.calls // 10),
+    )
 
     w, b = jnp.ones((3, 4)), jnp.ones((4,))
 
@@ -79,8 +93,14 @@ def main() -> None:
     with jitlens.track():
         tracked = jax.jit(affine)  # a jitlens TrackedJit around the same jax.jit
     t2 = jitlens.track()
-    compare("jax.jit(x @ W + b)", lambda: raw(x, w, b), lambda: tracked(x, w, b), t2,
-            args.rounds, args.calls)
+    compare(
+        "jax.jit(x @ W + b)",
+        lambda: raw(x, w, b),
+        lambda: tracked(x, w, b),
+        t2,
+        args.rounds,
+        args.calls,
+    )
 
 
 if __name__ == "__main__":

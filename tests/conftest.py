@@ -13,13 +13,24 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "cases"
 
 
-def run_python(args: list[str], *, cwd: pathlib.Path | None = None, env: dict[str, str] | None = None,
-               timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def run_python(
+    args: list[str],
+    *,
+    cwd: pathlib.Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 240,
+) -> subprocess.CompletedProcess[str]:
     """Run ``python ARGS`` in a fresh process (JAX state must not leak between tests)."""
     full_env = {**os.environ, **(env or {})}
     full_env.setdefault("JAX_PLATFORMS", "cpu")
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture

@@ -9,8 +9,11 @@ from conftest import CASES, run_python
 
 def test_env_switch_logs_retraces_and_writes_the_report(tmp_path):
     report = tmp_path / "r.json"
-    proc = run_python([str(next(CASES.glob("17_*.py")))], cwd=tmp_path,
-                      env={"JITLENS": "1", "JITLENS_REPORT": str(report)})
+    proc = run_python(
+        [str(next(CASES.glob("17_*.py")))],
+        cwd=tmp_path,
+        env={"JITLENS": "1", "JITLENS_REPORT": str(report)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "TRACES=5" in proc.stdout
     # one log record per retrace as it happens, then the summary at exit

@@ -18,7 +18,12 @@ from conftest import CASES, run_python
 #: How the printed ground-truth counters add up to all user traces of the
 #: process (most scripts reset the counter per variant; case 27 does not).
 TOTAL = {
-    "01": ["FIXED_TRACES", "NNX_DATA_TREE_UTIL_PARTIAL_TRACES", "PLAIN_TREE_UTIL_PARTIAL_TRACES", "TRACES"],
+    "01": [
+        "FIXED_TRACES",
+        "NNX_DATA_TREE_UTIL_PARTIAL_TRACES",
+        "PLAIN_TREE_UTIL_PARTIAL_TRACES",
+        "TRACES",
+    ],
     "06": ["FIXED_TRACES", "TRACES"],
     "09": ["FIXED_TRACES", "TRACES"],
     "11": ["FIXED_TRACES", "TRACES"],
@@ -66,7 +71,9 @@ def case_runs(tmp_path_factory):
     for num in sorted(TOTAL):
         path = _case(num)
         report = tmp / f"{num}.json"
-        proc = run_python(["-m", "jitlens", "run", "--quiet", "--json", str(report), str(path)], cwd=tmp)
+        proc = run_python(
+            ["-m", "jitlens", "run", "--quiet", "--json", str(report), str(path)], cwd=tmp
+        )
         out[num] = (proc, json.loads(report.read_text()) if report.exists() else None)
     return out
 
@@ -82,7 +89,10 @@ def test_traces_equal_ground_truth(case_runs, num):
     printed = _printed(proc.stdout)
     truth = sum(printed[k] for k in TOTAL[num])
     user = [f for f in report["functions"] if not f["internal"]]
-    assert sum(f["traces"] for f in user) == truth, (printed, [(f["qualname"], f["traces"]) for f in user])
+    assert sum(f["traces"] for f in user) == truth, (
+        printed,
+        [(f["qualname"], f["traces"]) for f in user],
+    )
     for f in user:
         if f["calls"] is not None:  # every tracked call is a hit, a miss or inlined
             assert f["cache_hits"] <= f["calls"]
@@ -101,7 +111,9 @@ def test_culprit_named(case_runs, num):
         if e["kind"] == "retrace"
         for r in e["reasons"]
     ]
-    assert any(r["kind"] == kind and (word in r["path"] or word in r["message"]) for r in reasons), reasons
+    assert any(
+        r["kind"] == kind and (word in r["path"] or word in r["message"]) for r in reasons
+    ), reasons
     for r in reasons:
         assert r["kind"] != "unknown", r
         assert len(r["message"]) <= 240 and len(r["fix"]) <= 240, r
@@ -136,7 +148,9 @@ def test_fixed_variant_has_no_explanation(case_runs, num):
     name, first_calls = FIXED[num]
     user = [f for f in report["functions"] if not f["internal"]]
     fn = user[0] if name is None else next(f for f in user if f["qualname"] == name)
-    events = [e for e in fn["events"] if first_calls is None or (e["call_index"] or 0) < first_calls]
+    events = [
+        e for e in fn["events"] if first_calls is None or (e["call_index"] or 0) < first_calls
+    ]
     assert events and all(e["kind"] == "trace" and not e["reasons"] for e in events), events
     assert len(events) == 1
 

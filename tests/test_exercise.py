@@ -16,7 +16,12 @@ import jitlens
 
 @pytest.mark.parametrize(
     "seed, shape, features, num_calls",
-    [(0.0, (1, 3), 4.0, 1.0), (1.0, (2, 1), 1.0, 2.0), (7.0, (5, 8), 3.0, 5.0), (3.0, (4, 64), 128.0, 3.0)],
+    [
+        (0.0, (1, 3), 4.0, 1.0),
+        (1.0, (2, 1), 1.0, 2.0),
+        (7.0, (5, 8), 3.0, 5.0),
+        (3.0, (4, 64), 128.0, 3.0),
+    ],
 )
 def test_matches_eager_linear(seed, shape, features, num_calls):
     x = np.random.default_rng(int(seed)).normal(size=shape).astype(np.float32)

@@ -17,7 +17,9 @@ import jitlens
 from jitlens._report import REASON_KINDS
 
 
-def reasons_of(make_calls: Callable[[], Any]) -> tuple[jitlens.FunctionReport, list[jitlens.Reason]]:
+def reasons_of(
+    make_calls: Callable[[], Any],
+) -> tuple[jitlens.FunctionReport, list[jitlens.Reason]]:
     """Run ``make_calls`` under tracking; return the single user function and its reasons."""
     with jitlens.track() as t:
         fn = make_calls()
@@ -132,7 +134,7 @@ def test_new_function_lambda_in_loop():
             out(jnp.ones(3))
         return out
 
-    s, rs = reasons_of(calls)
+    _s, rs = reasons_of(calls)
     assert first(rs)[0] == "new_function"
     assert "lambda" in rs[0].fix
 
@@ -372,7 +374,6 @@ def test_optax_transform_per_optimizer_and_fix():
 
 
 def test_explain_is_cheap_relative_to_trace_and_compile():
-    traces, _rs = fresh_models(WithPartial, 3)
     with jitlens.track() as t:
         for seed in range(3):
             forward(WithPartial(nnx.Rngs(seed)), jnp.ones((1, 2)))

@@ -6,9 +6,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-import merge_samples as s
 import pytest
 
+import merge_samples as s
 from jitlens._errors import ReportError
 from jitlens._merge import cli_main, find_divergence, merge_reports
 from jitlens._render_merge import render_merged_html, render_merged_text

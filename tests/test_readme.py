@@ -25,13 +25,40 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_public_names_are_pinned():
-    assert sorted(jitlens.__all__) == sorted([
-        "AuditFinding", "AuditResult", "CheckResult", "ConfigError", "Event", "FunctionReport", "JitlensError",
-        "LintFinding", "MergedReport", "Reason", "RecompileError", "RecompileWarning", "Report",
-        "ReportError", "StaleCacheWarning", "Tracker", "__version__", "audit", "check_jit_forward", "find_divergence", "get_num_traces",
-        "jit_forward", "lint_paths", "lint_source", "load_report", "max_traces", "merge_reports",
-        "no_retrace", "reset", "track",
-    ])
+    assert sorted(jitlens.__all__) == sorted(
+        [
+            "AuditFinding",
+            "AuditResult",
+            "CheckResult",
+            "ConfigError",
+            "Event",
+            "FunctionReport",
+            "JitlensError",
+            "LintFinding",
+            "MergedReport",
+            "Reason",
+            "RecompileError",
+            "RecompileWarning",
+            "Report",
+            "ReportError",
+            "StaleCacheWarning",
+            "Tracker",
+            "__version__",
+            "audit",
+            "check_jit_forward",
+            "find_divergence",
+            "get_num_traces",
+            "jit_forward",
+            "lint_paths",
+            "lint_source",
+            "load_report",
+            "max_traces",
+            "merge_reports",
+            "no_retrace",
+            "reset",
+            "track",
+        ]
+    )
     for name in jitlens.__all__:
         assert getattr(jitlens, name) is not None
     assert issubclass(jitlens.RecompileError, (jitlens.JitlensError, AssertionError))

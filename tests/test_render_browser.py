@@ -7,10 +7,10 @@ import struct
 import subprocess
 from pathlib import Path
 
-import html_dom
 import pytest
-import report_samples
 
+import html_dom
+import report_samples
 from jitlens._render_html import render_html
 
 CHROMIUM = "/usr/bin/chromium"

@@ -6,10 +6,10 @@ import dataclasses
 import logging
 import re
 
-import html_dom
 import pytest
-import report_samples
 
+import html_dom
+import report_samples
 from jitlens._render_html import render_html
 from jitlens._report import Event, Report
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import report_samples
 
+import report_samples
 from jitlens import _render_perfetto
 from jitlens._render_perfetto import render_trace_events, write_trace
 

@@ -7,8 +7,8 @@ import logging
 import re
 
 import pytest
-import report_samples
 
+import report_samples
 from jitlens._render_text import MAX_LINES_PER_RETRACE, render_retrace, render_text
 from jitlens._report import Event, Reason
 

@@ -48,7 +48,9 @@ def program(tmp_path_factory):
 
 def test_same_argv_name_path_exit_code_and_counts(program, tmp_path):
     report = tmp_path / "r.json"
-    proc = run_python(["-m", "jitlens", "run", "--json", str(report), "main.py", "a", "7"], cwd=program)
+    proc = run_python(
+        ["-m", "jitlens", "run", "--json", str(report), "main.py", "a", "7"], cwd=program
+    )
     assert proc.returncode == 7, proc.stderr
     assert "argv ['main.py', 'a', '7']" in proc.stdout
     assert "name __main__" in proc.stdout
@@ -71,7 +73,9 @@ def test_exceptions_keep_their_traceback_and_exit_code(program):
 
 
 def test_module_mode_and_html(program, tmp_path):
-    (program / "pkgmod.py").write_text("import helper_mod\nif __name__ == '__main__':\n    helper_mod.work()\n")
+    (program / "pkgmod.py").write_text(
+        "import helper_mod\nif __name__ == '__main__':\n    helper_mod.work()\n"
+    )
     html = tmp_path / "r.html"
     proc = run_python(["-m", "jitlens", "run", "--html", str(html), "-m", "pkgmod"], cwd=program)
     assert proc.returncode == 0, proc.stderr
@@ -88,9 +92,10 @@ def test_missing_script_is_a_clear_error(tmp_path):
 def test_persistent_cache_loads_are_not_compiles(tmp_path):
     """Second process with a warm on-disk cache: persistent_cache_hits, compiles 0."""
     script = tmp_path / "pc.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import jax, jax.numpy as jnp
-        jax.config.update("jax_compilation_cache_dir", {str(tmp_path / 'cache')!r})
+        jax.config.update("jax_compilation_cache_dir", {str(tmp_path / "cache")!r})
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
@@ -99,11 +104,14 @@ def test_persistent_cache_loads_are_not_compiles(tmp_path):
             return jnp.sin(x) * 2 + 1
 
         f(jnp.ones(8)).block_until_ready()
-    """))
+    """)
+    )
     reports = []
     for i in range(2):
         out = tmp_path / f"r{i}.json"
-        proc = run_python(["-m", "jitlens", "run", "-q", "--json", str(out), str(script)], cwd=tmp_path)
+        proc = run_python(
+            ["-m", "jitlens", "run", "-q", "--json", str(out), str(script)], cwd=tmp_path
+        )
         assert proc.returncode == 0, proc.stderr
         (f,) = [x for x in json.loads(out.read_text())["functions"] if x["name"] == "f"]
         reports.append(f)

@@ -65,8 +65,14 @@ def sharding_out():
 
 def test_named_sharding_and_placement_changes(sharding_out):
     got = sharding_out["placement"]
-    assert got[0] == [["sharding", "x", "NamedSharding(mesh('data': 4), P('data'))",
-                       "NamedSharding(mesh('data': 4), P(None))"]]
+    assert got[0] == [
+        [
+            "sharding",
+            "x",
+            "NamedSharding(mesh('data': 4), P('data'))",
+            "NamedSharding(mesh('data': 4), P(None))",
+        ]
+    ]
     assert got[1][0][0] == "sharding"
     assert "mesh('data': 2, 'model': 2)" in got[1][0][3]
     assert got[2][0][3] == "uncommitted (default device)"

@@ -108,7 +108,10 @@ def test_jax_jit_statics_and_donation():
     s = t.stats(f)
     assert (s.calls, s.traces, s.cache_hits) == (4, truth.n, 1)
     kinds = [(r.kind, r.path, r.before, r.after) for e in s.events for r in e.reasons]
-    assert kinds == [("static_value", "scale", "2", "3"), ("static_value", "mode", "'mul'", "'add'")]
+    assert kinds == [
+        ("static_value", "scale", "2", "3"),
+        ("static_value", "mode", "'mul'", "'add'"),
+    ]
 
 
 def test_aot_lower_compile_is_counted_once():
@@ -161,7 +164,10 @@ def test_function_created_in_loop_is_one_record_per_wrapper(linear):
             nnx.jit(step)(linear, jnp.ones((1, 3)))
     recs = [f for f in t.report().functions if f.name == "step"]
     assert len(recs) == 3 and sum(f.traces for f in recs) == truth.n == 3
-    assert [e.reasons[0].kind for f in recs[1:] for e in f.events] == ["new_function", "new_function"]
+    assert [e.reasons[0].kind for f in recs[1:] for e in f.events] == [
+        "new_function",
+        "new_function",
+    ]
 
 
 def test_internal_functions_filtered_unless_asked():
@@ -172,7 +178,9 @@ def test_internal_functions_filtered_unless_asked():
         nnx.Linear(7, 9, rngs=nnx.Rngs(2))  # new shapes: the helpers trace again
     internal = t2.report().functions
     assert internal and all(f.internal for f in internal)
-    assert not any("site-packages" in f.first_call_site for f in internal if f.first_call_site != "?")
+    assert not any(
+        "site-packages" in f.first_call_site for f in internal if f.first_call_site != "?"
+    )
 
 
 def test_two_threads_all_calls_counted():

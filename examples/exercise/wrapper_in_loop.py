@@ -18,6 +18,6 @@ def jit_forward(seed, x, features, num_calls):
     model = nnx.Linear(x.shape[-1], int(features), rngs=nnx.Rngs(int(seed)))
     out = None
     for _ in range(int(num_calls)):
-        fwd = nnx.jit(forward)  # a new wrapper each iteration: a new cache each time
+        fwd = nnx.jit(forward)
         out = fwd(model, x)
     return out.reshape(-1)

@@ -47,7 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command = args[0]
     if command not in COMMANDS:
-        print(f"jitlens: unknown command {command!r}; choose one of: {', '.join(COMMANDS)}", file=sys.stderr)
+        print(
+            f"jitlens: unknown command {command!r}; choose one of: {', '.join(COMMANDS)}",
+            file=sys.stderr,
+        )
         return 2
     module, func = COMMANDS[command]
     try:
@@ -71,11 +74,17 @@ def _demo_main(argv: list[str]) -> int:
 def _report_main(argv: list[str]) -> int:
     from ._run import add_output_options
 
-    p = argparse.ArgumentParser(prog="jitlens report", description="Show a saved jitlens JSON report.")
+    p = argparse.ArgumentParser(
+        prog="jitlens report", description="Show a saved jitlens JSON report."
+    )
     p.add_argument("report", help="a report written by `jitlens run --json`")
     add_output_options(p)
-    p.add_argument("--include-internal", action="store_true", help="also show JAX's and Flax's own helpers")
-    p.add_argument("--width", type=int, default=None, help="terminal width (default: detected, 100 when piped)")
+    p.add_argument(
+        "--include-internal", action="store_true", help="also show JAX's and Flax's own helpers"
+    )
+    p.add_argument(
+        "--width", type=int, default=None, help="terminal width (default: detected, 100 when piped)"
+    )
     args = p.parse_args(argv)
     from ._errors import ReportError
     from ._report import load_report

@@ -193,7 +193,10 @@ def _framework_roots() -> tuple[str, ...]:
 
 
 #: jitlens' own examples of user code (the demo, the exercise) count as user code.
-_USER_CODE_IN_JITLENS = (os.sep + "jitlens" + os.sep + "_demo.py", os.sep + "jitlens" + os.sep + "_exercise.py")
+_USER_CODE_IN_JITLENS = (
+    os.sep + "jitlens" + os.sep + "_demo.py",
+    os.sep + "jitlens" + os.sep + "_exercise.py",
+)
 _ROOTS: tuple[str, ...] | None = None
 _USER_CACHE: dict[str, bool] = {}
 
@@ -214,7 +217,9 @@ def is_user_file(filename: str) -> bool:
         in_framework_pkg = site in path and any(
             (site + p + os.sep) in path for p in _FRAMEWORK_PACKAGES
         )
-        result = not (path.startswith(_ROOTS) or in_framework_pkg) or path.endswith(_USER_CODE_IN_JITLENS)
+        result = not (path.startswith(_ROOTS) or in_framework_pkg) or path.endswith(
+            _USER_CODE_IN_JITLENS
+        )
     _USER_CACHE[filename] = result
     return result
 
@@ -231,7 +236,7 @@ def short_path(filename: str) -> str:
         return rel
     here = os.path.dirname(os.path.abspath(__file__))
     if filename.startswith(here + os.sep):
-        return "jitlens" + filename[len(here):]
+        return "jitlens" + filename[len(here) :]
     site = os.sep + "site-packages" + os.sep
     if site in filename:
         return filename.split(site, 1)[1]
@@ -267,8 +272,8 @@ def definition_site(fn: Any) -> tuple[str, str, str]:
     qualname = getattr(target, "__qualname__", None) or name
     code = getattr(target, "__code__", None)
     if code is None:
-        call = getattr(type(target), "__call__", None)
-        code = getattr(call, "__code__", None)
+        # a callable object: where its class's __call__ is defined
+        code = getattr(vars(type(target)).get("__call__"), "__code__", None)
     if code is not None:
         where = f"{short_path(code.co_filename)}:{code.co_firstlineno}"
     else:

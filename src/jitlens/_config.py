@@ -34,7 +34,9 @@ def _parse(name: str, raw: Any) -> Any:
             return raw
         text = str(raw).strip().lower()
         if text not in (valid or ()):
-            raise ConfigError(f"{env}={raw!r} is not valid; use one of: 1, 0, true, false, yes, no, on, off")
+            raise ConfigError(
+                f"{env}={raw!r} is not valid; use one of: 1, 0, true, false, yes, no, on, off"
+            )
         return text in _TRUE
     text = str(raw).strip()
     if valid is not None and text.lower() not in valid:

@@ -36,7 +36,7 @@ class CNN(nnx.Module):
     def __init__(self, *, rngs: nnx.Rngs) -> None:
         self.conv1 = nnx.Conv(1, 32, kernel_size=(3, 3), rngs=rngs)
         self.conv2 = nnx.Conv(32, 64, kernel_size=(3, 3), rngs=rngs)
-        self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))  # noqa: JL002
+        self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))
         self.linear1 = nnx.Linear(3136, 256, rngs=rngs)
         self.linear2 = nnx.Linear(256, 10, rngs=rngs)
 
@@ -96,13 +96,31 @@ def run_demo(out: TextIO = sys.stdout) -> int:
         x = jnp.arange(6, dtype=jnp.float32).reshape(2, 3)
         y = jit_forward(0.0, x, 4.0, 5.0)
     for key, step, label in (
-        ("buggy", foo_step, "\n1. CNN storing functools.partial(nnx.avg_pool, ...), two freshly built instances:"),
-        ("fixed", fixed_step, "\n2. The fixed CNN (nnx.avg_pool called in __call__), two freshly built instances:"),
+        (
+            "buggy",
+            foo_step,
+            "\n1. CNN storing functools.partial(nnx.avg_pool, ...), two freshly built instances:",
+        ),
+        (
+            "fixed",
+            fixed_step,
+            "\n2. The fixed CNN (nnx.avg_pool called in __call__), two freshly built instances:",
+        ),
     ):
         s = t.stats(step)
         ok &= s.traces == TRACES[key]
-        print(VARIANT.format(label=label, name=s.name, calls=s.calls, traces=s.traces,
-                             compiles=s.compiles, hits=s.cache_hits, truth=TRACES[key]), file=out)
+        print(
+            VARIANT.format(
+                label=label,
+                name=s.name,
+                calls=s.calls,
+                traces=s.traces,
+                compiles=s.compiles,
+                hits=s.cache_hits,
+                truth=TRACES[key],
+            ),
+            file=out,
+        )
         for e in s.events:
             if e.kind == "retrace":
                 print("  why it compiled again:", file=out)
@@ -110,7 +128,18 @@ def run_demo(out: TextIO = sys.stdout) -> int:
     fwd = [f for f in t.report().functions if f.name == "fwd"]
     if fwd:
         f = fwd[-1]
-        print("\n3. " + EXERCISE.format(n=x.shape[0], d=x.shape[1], shape=tuple(y.shape), dtype=y.dtype,
-                                        calls=f.calls, traces=f.traces, hits=f.cache_hits), file=out)
+        print(
+            "\n3. "
+            + EXERCISE.format(
+                n=x.shape[0],
+                d=x.shape[1],
+                shape=tuple(y.shape),
+                dtype=y.dtype,
+                calls=f.calls,
+                traces=f.traces,
+                hits=f.cache_hits,
+            ),
+            file=out,
+        )
         ok &= f.traces == 1
     return 0 if ok else 1

@@ -32,7 +32,14 @@ class JitlensInternalWarning(RuntimeWarning):
 
 
 # Tracebacks and reprs name the public spelling: ``jitlens.RecompileError``.
-for _cls in (JitlensError, ReportError, RecompileError, ConfigError, RecompileWarning,
-             StaleCacheWarning, JitlensInternalWarning):
+for _cls in (
+    JitlensError,
+    ReportError,
+    RecompileError,
+    ConfigError,
+    RecompileWarning,
+    StaleCacheWarning,
+    JitlensInternalWarning,
+):
     _cls.__module__ = "jitlens"
 del _cls

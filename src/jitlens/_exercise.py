@@ -62,7 +62,9 @@ def _matrix(x: Any) -> np.ndarray:
     try:
         arr = np.asarray(x)
     except Exception as exc:
-        raise TypeError(_X_MSG.format(what=f"a {type(x).__name__} that NumPy cannot read ({exc})"))
+        raise TypeError(
+            _X_MSG.format(what=f"a {type(x).__name__} that NumPy cannot read ({exc})")
+        ) from None
     if arr.dtype == object:
         raise TypeError(_X_MSG.format(what=f"a ragged or non-numeric {type(x).__name__}"))
     if arr.dtype == np.bool_ or not (

@@ -132,7 +132,11 @@ def _structure(
     assert e is not None
     if p[0][0] == "jit":
         shown = e.static.display() if e.static is not None else "set"
-        return M.jit_option(str(p[0][1]), "default" if before is None else shown, shown if before is None else "default")
+        return M.jit_option(
+            str(p[0][1]),
+            "default" if before is None else shown,
+            shown if before is None else "default",
+        )
     parent = entries.get(p[:-1])
     in_graph = e.in_graph or (parent is not None and parent.in_graph)
     if len(p) == 1:

@@ -150,7 +150,10 @@ class Registry:
             jax_name=name,
         )
         rec.options = _options_of(
-            {k: getattr(wrapper, k, None) for k in ("in_shardings", "out_shardings", "static_argnums")}
+            {
+                k: getattr(wrapper, k, None)
+                for k in ("in_shardings", "out_shardings", "static_argnums")
+            }
         )
         ref = _weak(wrapper)
         if ref is not None:
@@ -250,8 +253,17 @@ def _finalize(obj: Any, pop: Callable[..., Any], key: Any) -> None:
 
 #: jit options that change what a wrapper compiles (and so its cache).
 _KEY_OPTIONS = (
-    "in_shardings", "out_shardings", "static_argnums", "static_argnames", "donate_argnums",
-    "donate_argnames", "device", "backend", "keep_unused", "inline", "compiler_options",
+    "in_shardings",
+    "out_shardings",
+    "static_argnums",
+    "static_argnames",
+    "donate_argnums",
+    "donate_argnames",
+    "device",
+    "backend",
+    "keep_unused",
+    "inline",
+    "compiler_options",
 )
 
 
@@ -579,10 +591,20 @@ def _log_retrace(rec: Record, b: EventBuilder) -> None:
     with rec.lock:
         events = tuple(e.freeze(REGISTRY.t0) for e in rec.events)
     fn = FunctionReport(
-        name=rec.name, qualname=rec.qualname, kind=rec.kind, defined_at=rec.defined_at,
-        first_call_site=rec.first_call_site, calls=None, traces=rec.traces, compiles=rec.compiles,
-        cache_hits=None, persistent_cache_hits=rec.persistent_hits, trace_seconds=0.0,
-        lower_seconds=0.0, compile_seconds=0.0, events=events,
+        name=rec.name,
+        qualname=rec.qualname,
+        kind=rec.kind,
+        defined_at=rec.defined_at,
+        first_call_site=rec.first_call_site,
+        calls=None,
+        traces=rec.traces,
+        compiles=rec.compiles,
+        cache_hits=None,
+        persistent_cache_hits=rec.persistent_hits,
+        trace_seconds=0.0,
+        lower_seconds=0.0,
+        compile_seconds=0.0,
+        events=events,
     )
     event = next((e for e, raw in zip(events, rec.events, strict=False) if raw is b), None)
     if event is not None:
@@ -643,8 +665,13 @@ def _compile_only(fun_name: str, secs: float) -> None:
     if rec is None:
         rec = REGISTRY.record_for_untracked(None, name, None)
     frame = sys._getframe(2)
-    b = EventBuilder(rec, "compile", cur[3] if cur is not None and cur[0] is rec else None,
-                     _compat.user_call_site(frame), time.perf_counter() - secs)
+    b = EventBuilder(
+        rec,
+        "compile",
+        cur[3] if cur is not None and cur[0] is rec else None,
+        _compat.user_call_site(frame),
+        time.perf_counter() - secs,
+    )
     b.compile_seconds = secs
     b.compiled = True
     b.jax_name = name
@@ -653,8 +680,15 @@ def _compile_only(fun_name: str, secs: float) -> None:
         tls.busy = True
         try:
             user_fn = rec.user_fn()
-            key = describe_call(user_fn, cur[1], cur[2], rec.static_argnums, rec.static_argnames,
-                                _compat.trace_context(), rec.options)
+            key = describe_call(
+                user_fn,
+                cur[1],
+                cur[2],
+                rec.static_argnums,
+                rec.static_argnames,
+                _compat.trace_context(),
+                rec.options,
+            )
             live, cleared = rec.live_and_cleared()
             b.reasons = tuple(_explain.explain(key, live, cleared)) if live or cleared else ()
             b.signature = key.signature

@@ -137,9 +137,15 @@ def new_function(
 
 
 def shape(arg: str, path: str, before: str, after: str) -> Reason:
-    return _reason("shape", arg, path, before, after,
-                   SHAPE_MSG.format(path=f"`{path}`", before=before, after=after),
-                   SHAPE_FIX.format(before=_larger(before, after)))
+    return _reason(
+        "shape",
+        arg,
+        path,
+        before,
+        after,
+        SHAPE_MSG.format(path=f"`{path}`", before=before, after=after),
+        SHAPE_FIX.format(before=_larger(before, after)),
+    )
 
 
 def _larger(a: str, b: str) -> str:
@@ -153,6 +159,7 @@ def _larger(a: str, b: str) -> str:
         return n
 
     return a if size(a) >= size(b) else b
+
 
 def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtype: str) -> Reason:
     return _reason(
@@ -323,7 +330,12 @@ def _identity_fix(
 def _qualified(func: Any) -> str:
     """The name a user would write for ``func`` (``nnx.avg_pool``, ``jnp.mean``)."""
     name = getattr(func, "__name__", "f")
-    for prefix, modname in (("jnp", "jax.numpy"), ("jax.nn", "jax.nn"), ("jax.lax", "jax.lax"), ("nnx", "flax.nnx")):
+    for prefix, modname in (
+        ("jnp", "jax.numpy"),
+        ("jax.nn", "jax.nn"),
+        ("jax.lax", "jax.lax"),
+        ("nnx", "flax.nnx"),
+    ):
         mod = sys.modules.get(modname)
         if mod is not None and getattr(mod, name, None) is func:
             return f"{prefix}.{name}"
@@ -495,8 +507,15 @@ JIT_OPTION_FIX = "Create one jitted function with the `{name}` you need and reus
 
 def jit_option(name: str, before: str, after: str) -> Reason:
     kind = "sharding" if "sharding" in name or name in ("device", "backend") else "config"
-    return _reason(kind, "", f"jit({name}=...)", before, after,
-                   JIT_OPTION_MSG.format(name=name, before=before, after=after), JIT_OPTION_FIX.format(name=name))
+    return _reason(
+        kind,
+        "",
+        f"jit({name}=...)",
+        before,
+        after,
+        JIT_OPTION_MSG.format(name=name, before=before, after=after),
+        JIT_OPTION_FIX.format(name=name),
+    )
 
 
 def config(name: str, before: str, after: str) -> Reason:

@@ -29,15 +29,35 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         description="Run a Python program with every jitted function tracked; print why each retrace happened.",
     )
     add_output_options(p)
-    p.add_argument("--include-internal", action="store_true", help="also report JAX's and Flax's own jitted helpers")
-    p.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr (report files are still written)")
-    p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script, like python -m")
-    p.add_argument("target", nargs=argparse.REMAINDER, help="SCRIPT.py [ARGS...] (or ARGS... after -m MODULE)")
+    p.add_argument(
+        "--include-internal",
+        action="store_true",
+        help="also report JAX's and Flax's own jitted helpers",
+    )
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no summary on stderr (report files are still written)",
+    )
+    p.add_argument(
+        "-m",
+        dest="module",
+        metavar="MODULE",
+        help="run a library module as a script, like python -m",
+    )
+    p.add_argument(
+        "target", nargs=argparse.REMAINDER, help="SCRIPT.py [ARGS...] (or ARGS... after -m MODULE)"
+    )
     return p
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", metavar="PATH", help="write the JSON report; {process_index}, {host}, {pid} are filled in")
+    p.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write the JSON report; {process_index}, {host}, {pid} are filled in",
+    )
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     p.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace-event JSON")
 
@@ -102,7 +122,9 @@ def _finish(tracker: Any, args: argparse.Namespace, code: int) -> int:
         if not args.quiet:
             from ._render_text import render_text
 
-            sys.stderr.write("\n" + render_text(report, include_internal=args.include_internal) + "\n")
+            sys.stderr.write(
+                "\n" + render_text(report, include_internal=args.include_internal) + "\n"
+            )
             for path in written:
                 sys.stderr.write(f"jitlens: wrote {path}\n")
     except Exception as exc:  # never turn a program's result into a jitlens failure
@@ -121,7 +143,9 @@ def _run_program(args: argparse.Namespace) -> int:
                 sys.path[0] = ""
             else:
                 sys.path.insert(0, "")
-            return _guarded(lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True), None)
+            return _guarded(
+                lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True), None
+            )
         script = args.target[0]
         sys.argv = list(args.target)
         script_dir = os.path.dirname(os.path.abspath(script))

@@ -408,10 +408,8 @@ def describe_value(
         if flat is not None:
             walk_graphdef(flat[0], flat[1], path, out)
             return
-    if (
-        isinstance(x, (jax.Array, jax.core.Tracer))
-        or hasattr(x, "__array__")
-        and hasattr(x, "dtype")
+    if isinstance(x, (jax.Array, jax.core.Tracer)) or (
+        hasattr(x, "__array__") and hasattr(x, "dtype")
     ):
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
@@ -490,7 +488,9 @@ def _param_names(fn: Callable[..., Any]) -> tuple[str, ...] | None:
         names = None
     else:
         params = sig.parameters.values()
-        names = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        names = tuple(
+            p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        )
         names += tuple(p.name for p in params if p.kind == p.VAR_POSITIONAL)
     try:
         _PARAM_NAMES[fn] = names
