@@ -33,7 +33,7 @@ class Block(nnx.Module):
     def __init__(self, rngs: nnx.Rngs, with_partial: bool) -> None:
         self.lin = nnx.Linear(4, 4, rngs=rngs)
         if with_partial:
-            self.act = functools.partial(jax.nn.leaky_relu, negative_slope=0.1)
+            self.act = functools.partial(jax.nn.leaky_relu, negative_slope=0.1)  # noqa: JL002
 
     def __call__(self, x: jax.Array) -> jax.Array:
         y = self.lin(x)

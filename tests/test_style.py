@@ -15,7 +15,9 @@ from jitlens._lint import lint_paths
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is in the [test] extra")
 @pytest.mark.parametrize("args", [["check", "."], ["format", "--check", "."]])
 def test_ruff(args):
-    proc = subprocess.run([sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -18,6 +18,6 @@ def jit_forward(seed, x, features, num_calls):
     model = nnx.Linear(x.shape[-1], int(features), rngs=nnx.Rngs(int(seed)))
     out = None
     for _ in range(int(num_calls)):
-        fwd = nnx.jit(forward)
+        fwd = nnx.jit(forward)  # noqa: JL001 - the deliberate mistake this example shows
         out = fwd(model, x)
     return out.reshape(-1)

@@ -36,7 +36,7 @@ class CNN(nnx.Module):
     def __init__(self, *, rngs: nnx.Rngs) -> None:
         self.conv1 = nnx.Conv(1, 32, kernel_size=(3, 3), rngs=rngs)
         self.conv2 = nnx.Conv(32, 64, kernel_size=(3, 3), rngs=rngs)
-        self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))
+        self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))  # noqa: JL002
         self.linear1 = nnx.Linear(3136, 256, rngs=rngs)
         self.linear2 = nnx.Linear(256, 10, rngs=rngs)
 
