@@ -172,3 +172,29 @@ def test_sow_case_names_the_intermediate(case_runs):
     kinds = [e["reasons"][0]["kind"] for e in buggy["events"]]
     assert kinds == ["new_function", "graph_structure", "graph_structure", "graph_structure"]
     assert all("nnx.pop" in e["reasons"][0]["fix"] for e in buggy["events"][1:])
+
+
+@pytest.mark.parametrize("num", sorted(TOTAL))
+def test_every_case_report_renders(case_runs, num, tmp_path):
+    """Terminal, HTML and Perfetto views of each real report (round-tripped through JSON)."""
+    import html
+
+    from jitlens import Report
+    from jitlens._render_html import render_html
+    from jitlens._render_perfetto import render_trace_events
+    from jitlens._render_text import render_text
+
+    _proc, data = case_runs[num]
+    report = Report.from_dict(data)
+    assert report.to_dict() == data
+    text = render_text(report, color=False, width=100)
+    page = render_html(report)
+    trace = render_trace_events(report)
+    json.dumps(trace)
+    for f in report.user_functions():
+        assert f.qualname in text
+        assert html.escape(f.qualname) in page
+        for e in f.events:
+            for r in e.reasons:
+                assert html.escape(r.path) in page
+    assert any(ev.get("ph") == "X" for ev in trace["traceEvents"])
