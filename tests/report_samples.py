@@ -63,7 +63,7 @@ def _forward() -> FunctionReport:
 def _loss() -> FunctionReport:
     shapes = ("f32[4,4]", "f32[4,4]", "f32[2,4]", "f32[5,4]", "f32[6,4]", "f32[4,4]", "bf16[4,4]")
     entries = (0, 0, 1, 2, 3, 0, 4)
-    # When each call returned; a tracing call returns after its trace and compile.
+    # When each call started; a tracing call's trace begins just after.
     times = (1.48, 1.52, 1.70, 1.93, 2.15, 2.30, 2.56)
     reasons = {
         2: (_shape("x.shape[0]", "4", "2", "the last batch is ragged: 2 rows instead of 4."),),
@@ -79,7 +79,7 @@ def _loss() -> FunctionReport:
         Event(
             call_index=10 + i, kind="trace" if i == 0 else "retrace", call_site="train.py:88",
             signature=f"x: {shapes[i]}", reasons=reasons.get(i, ()),
-            time=round(times[i] - 0.085 - 0.01 * i, 3),
+            time=round(times[i] + 0.002, 3),
             trace_seconds=0.03, lower_seconds=0.01, compile_seconds=0.04 + 0.01 * i,
             compiled=True, entry=entries[i], thread="MainThread",
         )
@@ -91,7 +91,7 @@ def _loss() -> FunctionReport:
         persistent_cache_hits=0, trace_seconds=sum(e.trace_seconds for e in events),
         lower_seconds=sum(e.lower_seconds for e in events),
         compile_seconds=sum(e.compile_seconds for e in events), events=events, id=2,
-        call_times=times, call_entries=entries,
+        call_times=times, call_entries=entries, first_call_index=10,
     )  # fmt: skip
 
 

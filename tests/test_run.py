@@ -130,3 +130,24 @@ def test_report_command_validates_input(tmp_path):
     other.write_text(json.dumps({"schema_version": 2, "functions": []}))
     proc = run_python(["-m", "jitlens", "report", str(other)])
     assert proc.returncode == 2 and "schema_version 2 is not supported" in proc.stderr
+
+
+def test_example_script_under_jitlens_run(tmp_path):
+    """examples/recompiles.py: the three recompiles it shows are counted and explained."""
+    from conftest import ROOT
+
+    report = tmp_path / "r.json"
+    proc = run_python(
+        ["-m", "jitlens", "run", "-q", "--json", str(report), "examples/recompiles.py"], cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    fns = {f["name"]: f for f in json.loads(report.read_text())["functions"]}
+    assert {k: (f["calls"], f["traces"]) for k, f in fns.items()} == {
+        "predict": (3, 3),
+        "mse": (3, 2),
+        "accumulate": (3, 2),
+    }
+    first = {k: f["events"][1]["reasons"][0] for k, f in fns.items()}
+    assert (first["predict"]["kind"], first["predict"]["path"]) == ("identity_static", "model.pool")
+    assert (first["mse"]["kind"], first["mse"]["path"]) == ("shape", "batch")
+    assert (first["accumulate"]["kind"], first["accumulate"]["path"]) == ("weak_type", "total")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Mapping
 from html import escape
@@ -20,7 +19,7 @@ STRIP_WIDTH = 560
 #: Report times are rounded to microseconds; a call may seem to end just before its trace began.
 TIME_SLACK = 2e-6
 
-HIT_TITLE = "call returned at {time} s: cache hit{entry}"
+HIT_TITLE = "call at {time} s: cache hit{entry}"
 EVENT_TITLE = "call #{call} at {time} s: {kind}{entry}, trace {trace} s + lower {lower} s + compile {compile} s"
 BAR_TITLE = "{phase} {seconds} s (from {start} s)"
 ENTRY_SUFFIX = " → entry #{entry}"
@@ -56,25 +55,19 @@ def time_span(functions: tuple[FunctionReport, ...], duration: float) -> float:
 
 
 def call_events(fn: FunctionReport) -> dict[int, Event]:
-    """The call (index into ``call_times``) that ran each trace, by time.
+    """The call (index into ``call_times``) that ran each trace.
 
-    A call's time is taken when it returns, so the call that traced is the first
-    one to return after the trace began. Events with no ``call_index`` came from no
-    tracked call (an AOT compile, a wrapper made before tracking) and match none;
-    neither does one whose call recorded a different compiled entry.
+    ``Event.call_index`` counts the wrapper's calls from its creation and
+    ``call_times[0]`` is call ``first_call_index``, so the match is exact.
+    Events with no ``call_index`` came from no tracked call (an AOT compile, a
+    wrapper made before tracking) and match none.
     """
-    order = sorted(range(len(fn.call_times)), key=lambda i: _finite(fn.call_times[i]))
-    ends = [_finite(fn.call_times[i]) for i in order]
     matched: dict[int, Event] = {}
-    for event in sorted(fn.events, key=lambda e: _finite(e.time)):
+    for event in fn.events:
         if event.call_index is None:
             continue
-        at = bisect.bisect_left(ends, _finite(event.time) - TIME_SLACK)
-        if at == len(ends) or order[at] in matched:
-            continue
-        call = order[at]
-        entry = fn.call_entries[call] if call < len(fn.call_entries) else -1
-        if entry < 0 or entry == event.entry:
+        call = event.call_index - fn.first_call_index
+        if 0 <= call < len(fn.call_times) and call not in matched:
             matched[call] = event
     return matched
 

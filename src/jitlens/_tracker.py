@@ -139,7 +139,7 @@ class Tracker:
             started_at=self._start_wall,
             duration_seconds=max(0.0, end - self._start_t),
             functions=tuple(functions),
-            argv=tuple(sys.argv),
+            argv=(os.path.basename(sys.argv[0]), *sys.argv[1:]) if sys.argv else (),
         )
 
     def _function(self, r: Record) -> FunctionReport | None:
