@@ -35,7 +35,7 @@ def _start() -> None:
         log.addHandler(handler)
         log.setLevel(getattr(logging, level.upper()))
         log.propagate = False
-    tracker = Tracker(include_internal=_config.get("include_internal"))
+    tracker = Tracker(include_internal=_config.get("include_internal"), timeline=True)
     tracker.start()
     atexit.register(_finish, tracker)
 

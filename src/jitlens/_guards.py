@@ -79,7 +79,7 @@ class _Watch:
                 name=rec.qualname, count=count, budget=self.budget, source=SOURCE
             )
             text = _budget.message(head, rec, b)
-            if self.body and _hooks.tls.current is None:
+            if self.body and not _hooks.tls.in_tracked_call:
                 # No tracked wrapper above to re-raise it cleanly: the guarded
                 # function raises it from its own frame, the last one shown.
                 self._local.pending = (b, text)

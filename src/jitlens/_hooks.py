@@ -32,7 +32,8 @@ log = logging.getLogger("jitlens")
 
 class _TLS(threading.local):
     def __init__(self) -> None:
-        self.current: tuple[Record, tuple[Any, ...], dict[str, Any], int] | None = None
+        self.depth = 0  # traces in progress in this thread (a tracked call inside one is inlined)
+        self.in_tracked_call = False
         self.nevents = 0
         self.building: EventBuilder | None = None
         self.last_built: EventBuilder | None = None
@@ -60,31 +61,41 @@ class Registry:
         self._originals: list[tuple[Any, str, Any]] = []
         self._warned: set[str] = set()
         self._listening = False
+        self.timelines = 0
 
     # ------------------------------------------------------------ lifecycle
 
-    def activate(self) -> None:
+    def activate(self, timeline: bool = False) -> None:
+        """Install the hooks (reference-counted); ``timeline`` also times each call."""
         with self.lock:
             self.depth += 1
+            self.timelines += bool(timeline)
+            _WINDOW[0] = MAX_CALL_TIMES if self.timelines else 0
+            _update_threshold()
             if self.depth > 1:
                 return
             if not self._listening:
                 # Registered once per process and never removed: jax.monitoring
                 # has no way to check what is registered, and an idle listener
-                # costs one attribute read per trace/compile (never per call).
+                # costs one list read per trace/compile (never per call).
                 monitoring.register_scalar_listener(_on_scalar)
                 monitoring.register_event_duration_secs_listener(_on_duration)
                 monitoring.register_event_listener(_on_event)
                 self._listening = True
             self._patch()
             self.active = True
+            _STATE[0] = True
 
-    def deactivate(self) -> None:
+    def deactivate(self, timeline: bool = False) -> None:
         with self.lock:
             self.depth -= 1
+            self.timelines = max(0, self.timelines - bool(timeline))
+            _WINDOW[0] = MAX_CALL_TIMES if self.timelines else 0
+            _update_threshold()
             if self.depth > 0:
                 return
             self.active = False
+            _STATE[0] = False
             for owner, attr, original in reversed(self._originals):
                 setattr(owner, attr, original)
             self._originals.clear()
@@ -129,11 +140,13 @@ class Registry:
             self.by_code.setdefault(rec.code_key, []).append(rec)
         return rec
 
-    def record_for_wrapper(self, wrapper: Any, kind: str, cached: bool) -> Record:
+    def record_for_wrapper(self, wrapper: Any, kind: str | None, cached: bool) -> Record:
         key = id(wrapper) * 2 + cached
         hit = self.by_wrapper.get(key)
         if hit is not None and hit[0]() is wrapper:
             return hit[1]
+        if kind is None:
+            kind = _compat.nnx_kind(wrapper)
         name, qualname, where = _compat.definition_site(wrapper)
         user_fn = _compat.user_function(wrapper)
         jitted = getattr(wrapper, "jitted_fn", None)
@@ -231,6 +244,17 @@ class Registry:
 
 
 REGISTRY = Registry()
+#: What the hit path reads, as items of one global list (the cheapest reads):
+#: [hooks active, calls below this index take the detailed path]. The
+#: threshold is the timeline window (0 when off), or "every call" while any
+#: thread traces (a tracked call inside a trace is inlined, not a hit).
+_STATE: list[Any] = [False, 0]
+_WINDOW = [0]
+_TRACING = [0]
+
+
+def _update_threshold() -> None:
+    _STATE[1] = sys.maxsize if _TRACING[0] > 0 else _WINDOW[0]
 
 
 def _weak(obj: Any) -> Any:
@@ -297,54 +321,78 @@ def _is_user_where(fn: Any) -> bool:
 
 
 def _first_call(rec: Record) -> None:
-    rec.first_call_site = _compat.user_call_site(sys._getframe(2))
+    # _first_call <- _call_detailed <- the wrapper's __call__ <- the user's call
+    rec.first_call_site = _compat.user_call_site(sys._getframe(3))
 
 
 def _light(args: tuple[Any, ...]) -> Any:
-    return tuple(getattr(a, "shape", type(a)) for a in args)
+    """A cheap per-call signature (top-level shapes and types) to file hits under entries."""
+    return tuple(
+        (a.shape, a.dtype) if hasattr(type(a), "shape") and hasattr(type(a), "dtype") else type(a)
+        for a in args
+    )
 
 
-def _after_call(rec: Record, idx: int, n0: int, prev: Any, args: tuple[Any, ...], t: float) -> None:
-    tls.current = prev
-    if tls.nevents != n0:
-        b = tls.last_built
-        with rec.lock:
-            rec.miss_calls += 1
-            if b is not None and b.record is rec and idx < MAX_CALL_TIMES:
-                rec.entry_by_light[_light(args)] = b.entry
-    elif prev is not None:
-        with rec.lock:
-            rec.inlined_calls += 1
-    if idx < MAX_CALL_TIMES:
-        rec.call_times.append(t)
-        rec.call_entries.append(rec.entry_by_light.get(_light(args), -1))
+def _call_detailed(
+    fn: Any, rec: Record, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """A call within the timeline window (or inside another trace): timed and filed."""
+    __tracebackhide__ = True
+    if n == 0:
+        _first_call(rec)
+    local = tls
+    if local.busy:
+        return fn(*args, **kwargs)
+    inside = local.depth > 0
+    n0 = local.nevents
+    t = time.perf_counter()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        if inside:  # called while another function traces: JAX inlines it
+            with rec.lock:
+                rec.inlined_calls += 1
+        if n < _WINDOW[0]:
+            if (
+                local.nevents != n0
+                and local.last_built is not None
+                and local.last_built.record is rec
+            ):
+                entry = local.last_built.entry
+                rec.entry_by_light[_light(args)] = entry
+            else:
+                entry = rec.entry_by_light.get(_light(args), -1)
+            rec.call_times.append(t)
+            rec.call_entries.append(entry)
 
 
 def _make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not REGISTRY.active or tls.busy:
-            return original(self, *args, **kwargs)
-        try:
-            cached = _compat.in_cached_partial()
-            rec = REGISTRY.record_for_wrapper(self, _compat.nnx_kind(self), cached)
-            idx = next(rec.calls_counter)
-            if idx == 0:
-                _first_call(rec)
-        except Exception as exc:
-            REGISTRY.warn_internal("recording an nnx.jit call", exc)
-            return original(self, *args, **kwargs)
-        prev = tls.current
-        tls.current = (rec, args, kwargs, idx)
-        n0 = tls.nevents
-        t = time.perf_counter()
-        try:
-            return original(self, *args, **kwargs)
-        except _PassThrough as exc:
-            __tracebackhide__ = True
-            raise exc.error.with_traceback(None) from None
-        finally:
-            _after_call(rec, idx, n0, prev, args, t)
+        __tracebackhide__ = True  # pytest: show the user's frame, not this one
+        if _STATE[0]:
+            try:
+                cached = _compat.in_cached_partial()
+                # the wrapper's records ride on the wrapper: one dict read per call
+                recs = self.__dict__.get("_jitlens_records")
+                rec = recs[cached] if recs is not None else None
+                if rec is None:
+                    rec = REGISTRY.record_for_wrapper(self, None, cached)
+                    recs = list(recs or (None, None))
+                    recs[cached] = rec
+                    self.__dict__["_jitlens_records"] = tuple(recs)
+            except Exception as exc:
+                REGISTRY.warn_internal("recording an nnx.jit call", exc)
+                return original(self, *args, **kwargs)
+            n = next(rec.calls_counter)
+            try:
+                if n < _STATE[1]:  # timeline window, or another trace in progress
+                    return _call_detailed(original.__get__(self), rec, n, args, kwargs)
+                return original(self, *args, **kwargs)
+            except _PassThrough as exc:
+                __tracebackhide__ = True
+                raise exc.error.with_traceback(None) from None
+        return original(self, *args, **kwargs)
 
     __call__.__jitlens_original__ = original  # type: ignore[attr-defined]
     return __call__
@@ -358,9 +406,12 @@ class TrackedJit:
     through once tracking has stopped.
     """
 
+    __slots__ = ("__dict__", "__weakref__", "_counter", "_jitted", "_record")
+
     def __init__(self, jitted: Any, record: Record) -> None:
-        self.__dict__["_jitted"] = jitted
-        self.__dict__["_record"] = record
+        self._jitted = jitted
+        self._record = record
+        self._counter = record.calls_counter
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             try:
                 self.__dict__[attr] = getattr(jitted, attr)
@@ -369,37 +420,18 @@ class TrackedJit:
         self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # The hit path: publish the call, compare an event counter. Nothing is
-        # hashed or flattened; past the timeline window a hit costs a few
-        # attribute reads.
-        rec = self._record
-        local = tls
-        if not REGISTRY.active or local.busy:
-            return self._jitted(*args, **kwargs)
-        idx = next(rec.calls_counter)
-        if idx == 0:
-            _first_call(rec)
-        prev = local.current
-        local.current = (rec, args, kwargs, idx)
-        n0 = local.nevents
-        t = time.perf_counter() if idx < MAX_CALL_TIMES else 0.0
+        # The hit path: count the call, nothing else. A miss is found by the
+        # trace-start listener, which walks up to this frame for `self`, `n`,
+        # `args` and `kwargs`; nothing is hashed, flattened or published here.
         try:
-            out = self._jitted(*args, **kwargs)
+            if _STATE[0]:
+                n = next(self._counter)
+                if n < _STATE[1]:  # timeline window, or another trace in progress
+                    return _call_detailed(self._jitted, self._record, n, args, kwargs)
+            return self._jitted(*args, **kwargs)
         except _PassThrough as exc:
-            _after_call(rec, idx, n0, prev, args, t)
-            __tracebackhide__ = True
+            __tracebackhide__ = True  # pytest: show the user's frame, not this one
             raise exc.error.with_traceback(None) from None
-        except BaseException:
-            _after_call(rec, idx, n0, prev, args, t)
-            raise
-        if local.nevents == n0 and prev is None and idx >= MAX_CALL_TIMES:
-            local.current = None
-            return out
-        _after_call(rec, idx, n0, prev, args, t)
-        return out
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["_jitted"], name)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
@@ -410,6 +442,55 @@ class TrackedJit:
 
     def __repr__(self) -> str:
         return f"<jitlens-tracked {self._jitted!r}>"
+
+
+def _forward(name: str) -> property:
+    return property(lambda self: getattr(self._jitted, name), doc=f"The jax.jit object's `{name}`.")
+
+
+# Forward the jax.jit object's API as properties: a ``__getattr__`` hook would
+# slow down every attribute read on the hit path.
+for _name in dir(type(jax.jit(lambda x: x))):
+    if not (_name.startswith("__") and _name.endswith("__")) and not hasattr(TrackedJit, _name):
+        setattr(TrackedJit, _name, _forward(_name))
+del _name
+
+
+#: Code objects of the frames that carry a tracked call (`rec`, `n`, `args`, `kwargs`).
+_CALL_CODES = frozenset(
+    {
+        _call_detailed.__code__,
+        TrackedJit.__call__.__code__,
+        _make_nnx_call(lambda self: None).__code__,
+    }
+)
+
+
+def _find_call(frame: Any) -> tuple[Record, int, tuple[Any, ...], dict[str, Any], Any] | None:
+    """The tracked call a trace belongs to, found by walking up from the trace frame."""
+    f = frame
+    for _ in range(40):
+        if f is None:
+            return None
+        if f.f_code in _CALL_CODES:
+            loc = f.f_locals
+            rec = loc.get("rec")
+            if rec is None and isinstance(loc.get("self"), TrackedJit):
+                rec = loc["self"]._record
+            if isinstance(rec, Record):
+                n = loc.get("n", 0)
+                # the call index makes the call unique (frame ids are reused)
+                return rec, n, loc.get("args", ()), loc.get("kwargs", {}), (id(f), n)
+        f = f.f_back
+    return None
+
+
+def _note_miss(rec: Record, frame_id: Any) -> None:
+    """Count one call as a miss, however many trace/compile events it had."""
+    with rec.lock:
+        if rec.last_miss_frame != frame_id:
+            rec.last_miss_frame = frame_id
+            rec.miss_calls += 1
 
 
 def _make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -456,19 +537,30 @@ def _on_scalar(event: str, value: float, **kw: Any) -> None:
         return
     if event == _compat.TRACE_EVENT:
         tls.nevents += 1
+        tls.depth += 1
+        _TRACING[0] += 1
+        _update_threshold()
         if tls.busy:
             return
         try:
             _trace_start(kw.get("fun_name", "?"))
-        except _PassThrough as exc:
-            if tls.current is None:  # no tracked wrapper above to re-raise it cleanly
-                __tracebackhide__ = True
-                raise exc.error.with_traceback(None) from None
+        except _PassThrough:
+            _end_trace()
             raise
         except Exception as exc:
+            if type(exc).__module__ == "jitlens":  # a guard's error, no wrapper above
+                _end_trace()
+                __tracebackhide__ = True
+                raise exc.with_traceback(None) from None
             REGISTRY.warn_internal("describing a trace", exc)
     elif event == _compat.COMPILE_EVENT or event == _compat.LOWER_EVENT:
         tls.nevents += 1
+
+
+def _end_trace() -> None:
+    tls.depth = max(0, tls.depth - 1)
+    _TRACING[0] = max(0, _TRACING[0] - 1)
+    _update_threshold()
 
 
 class _PassThrough(BaseException):
@@ -482,20 +574,22 @@ class _PassThrough(BaseException):
         self.error = error
 
 
-def _trace_start(fun_name: str) -> None:
+def _trace_start(fun_name: str) -> bool:
+    """Describe and explain a trace at its start; True when a tracked call was found."""
     now = time.perf_counter()
     frame = _compat.find_trace_frame(sys._getframe(2))
     info = _compat.trace_frame_info(frame) if frame is not None else None
     fun = info["fun"] if info else None
-    cur = tls.current
-    if cur is not None and cur[0].matches(fun, fun_name):
-        rec, call_index = cur[0], cur[3]
-        args, kwargs = cur[1], cur[2]
+    call = _find_call(frame) if frame is not None else None
+    if call is not None and call[0].matches(fun, fun_name):
+        rec, call_index, args, kwargs, frame_id = call
+        _note_miss(rec, frame_id)
         if info is not None and _compat.NNX_INNER_FNS and isinstance(fun, _compat.NNX_INNER_FNS[0]):
             # Default nnx.jit mode: nnx already split each graph node into its
             # GraphDef and leaves (NodeStates); describe those, don't split again.
             args, kwargs = tuple(info["args"]), dict(info["kwargs"])
     else:
+        call = None
         rec = REGISTRY.record_for_untracked(fun, fun_name, info["dbg"] if info else None)
         call_index = None
         args = tuple(info["args"]) if info else ()
@@ -510,7 +604,7 @@ def _trace_start(fun_name: str) -> None:
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
     if rec.internal and not REGISTRY.include_internal_keys:
-        return
+        return call is not None
     t = time.perf_counter()
     tls.busy = True
     try:
@@ -537,12 +631,16 @@ def _trace_start(fun_name: str) -> None:
     finally:
         tls.busy = False
     b.explain_seconds = time.perf_counter() - t
+    tls.in_tracked_call = call is not None  # read by guards deciding where to raise
     if REGISTRY.on_trace:
         for cb in list(REGISTRY.on_trace):
             try:
                 cb(rec, b)
             except Exception as err:
+                if call is None:  # no tracked wrapper above to re-raise it cleanly
+                    raise
                 raise _PassThrough(err) from None
+    return call is not None
 
 
 def _new_function_reasons(rec: Record, key: Any) -> list[Any]:
@@ -616,10 +714,13 @@ def _on_duration(event: str, secs: float, **kw: Any) -> None:
         return
     b = tls.building
     if b is None:
+        if event == _compat.TRACE_EVENT:
+            _end_trace()
         if event == _compat.COMPILE_EVENT:
             _compile_only(kw.get("fun_name", "?"), secs)
         return
     if event == _compat.TRACE_EVENT:
+        _end_trace()
         b.trace_seconds += secs
     elif event == _compat.LOWER_EVENT:
         if _same_fun(b, kw.get("fun_name", "")):
@@ -654,8 +755,11 @@ def _compile_only(fun_name: str, secs: float) -> None:
     explained like a retrace's.
     """
     name = fun_name[4:-1] if fun_name.startswith("jit(") else fun_name
-    cur = tls.current
-    rec = cur[0] if cur is not None and cur[0].jax_name == name else None
+    found = _find_call(sys._getframe(2))
+    cur = found if found is not None and found[0].jax_name == name else None
+    rec = cur[0] if cur is not None else None
+    if cur is not None:
+        _note_miss(cur[0], cur[4])
     if rec is None:
         with REGISTRY.lock:
             for r in reversed(REGISTRY.records):
@@ -668,7 +772,7 @@ def _compile_only(fun_name: str, secs: float) -> None:
     b = EventBuilder(
         rec,
         "compile",
-        cur[3] if cur is not None and cur[0] is rec else None,
+        cur[1] if cur is not None and cur[0] is rec else None,
         _compat.user_call_site(frame),
         time.perf_counter() - secs,
     )
@@ -682,8 +786,8 @@ def _compile_only(fun_name: str, secs: float) -> None:
             user_fn = rec.user_fn()
             key = describe_call(
                 user_fn,
-                cur[1],
                 cur[2],
+                cur[3],
                 rec.static_argnums,
                 rec.static_argnames,
                 _compat.trace_context(),

@@ -126,6 +126,7 @@ class Record:
         self.first_call_site = ""
         self.calls_counter = itertools.count()
         self.miss_calls = 0
+        self.last_miss_frame: object = None
         self.inlined_calls = 0
         self.traces = 0
         self.compiles = 0

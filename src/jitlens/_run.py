@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
             return 2
     from ._tracker import Tracker
 
-    tracker = Tracker(include_internal=args.include_internal)
+    tracker = Tracker(include_internal=args.include_internal, timeline=True)
     code = 0
     tracker.start()
     try:

@@ -65,8 +65,9 @@ class Tracker:
         the program under ``jitlens run`` to see those too.
     """
 
-    def __init__(self, *, include_internal: bool = False) -> None:
+    def __init__(self, *, include_internal: bool = False, timeline: bool = False) -> None:
         self.include_internal = include_internal
+        self.timeline = timeline
         self._base: dict[int, _Base] = {}
         self._start_t = 0.0
         self._start_wall = 0.0
@@ -84,7 +85,7 @@ class Tracker:
     def start(self) -> None:
         if self._open:
             return
-        REGISTRY.activate()
+        REGISTRY.activate(self.timeline)
         with REGISTRY.lock:
             self._base = {r.id: _snapshot(r) for r in REGISTRY.records}
         self._start_t = time.perf_counter()
@@ -99,7 +100,7 @@ class Tracker:
             self._final = {r.id: _snapshot(r) for r in REGISTRY.records}
         self._end_t = time.perf_counter()
         self._open = False
-        REGISTRY.deactivate()
+        REGISTRY.deactivate(self.timeline)
 
     @staticmethod
     def _check_stale() -> None:
@@ -231,12 +232,16 @@ def _backend() -> str:
         return "?"
 
 
-def track(*, include_internal: bool = False) -> Tracker:
+def track(*, include_internal: bool = False, timeline: bool = False) -> Tracker:
     """Track every jitted function while the block runs.
 
     Args:
       include_internal: also report JAX's and Flax's own jitted helpers
         (``_threefry_seed``, ``convert_element_type`` ...), hidden by default.
+      timeline: also record the start time and compiled entry of each of the
+        first 2,000 calls of every function (the HTML timeline and
+        shape-specialization view); costs ~1 us per such call. ``jitlens run``
+        turns it on.
 
     Returns:
       A :class:`Tracker`; use it as a context manager, then ``t.report()``
@@ -257,7 +262,7 @@ def track(*, include_internal: bool = False) -> Tracker:
       function; ``chex.assert_max_traces`` fails past a budget. Prefer
       jitlens when you also want hits, compiles and the reason of each retrace.
     """
-    return Tracker(include_internal=include_internal)
+    return Tracker(include_internal=include_internal, timeline=timeline)
 
 
 def _env_flag(name: str) -> bool:
