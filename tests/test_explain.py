@@ -380,3 +380,86 @@ def test_explain_is_cheap_relative_to_trace_and_compile():
     for e in t.stats(forward).events:
         # generous bound: explaining must stay a small fraction of what it explains
         assert e.explain_seconds < 0.5 * max(e.seconds, 1e-3)
+
+
+class TrainEval(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(2, 2, rngs=rngs)
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+    def __call__(self, x):
+        return self.drop(self.lin(x))
+
+
+def test_train_eval_switch_is_named_as_a_mode_and_compiles_once_per_mode():
+    @nnx.jit
+    def fwd(model, x):
+        return model(x)
+
+    model = TrainEval(nnx.Rngs(0))
+    with jitlens.track() as t:
+        for mode in ("train", "eval", "train", "eval"):
+            getattr(model, mode)()
+            fwd(model, jnp.ones((1, 2)))
+    s = t.stats(fwd)
+    assert s.traces == 2  # one per mode; switching back is a hit
+    (r,) = [r for e in s.events for r in e.reasons]
+    assert (r.kind, r.path, r.before, r.after) == (
+        "static_value",
+        "model.drop.deterministic",
+        "False",
+        "True",
+    )
+    assert "train/eval" in r.message and "Variable" not in r.fix
+
+
+def test_static_dataclass_field_is_named():
+    from flax import struct
+
+    @struct.dataclass
+    class Batch:
+        x: jax.Array
+        mode: str = struct.field(pytree_node=False)
+
+    def calls():
+        f = jax.jit(lambda b: b.x * 2)
+        f(Batch(jnp.ones(2), "a"))
+        f(Batch(jnp.ones(2), "b"))
+        return f
+
+    _s, rs = reasons_of(calls)
+    assert first(rs) == ("static_value", "b.mode")
+    assert "data field" in rs[0].fix
+
+
+def test_rngs_stream_added():
+    class WithRngs(nnx.Module):
+        def __init__(self, rngs):
+            self.rngs = rngs
+
+        def __call__(self, x):
+            return x
+
+    def calls():
+        f = nnx.jit(lambda m, x: m(x))
+        f(WithRngs(nnx.Rngs(0)), jnp.ones(2))
+        f(WithRngs(nnx.Rngs(0, dropout=1)), jnp.ones(2))
+        return f
+
+    _s, rs = reasons_of(calls)
+    assert first(rs) == ("graph_structure", "m.rngs.dropout")
+
+
+def test_mesh_context_is_a_config_change():
+    mesh = jax.make_mesh((1,), ("d",))
+
+    def calls():
+        f = jax.jit(lambda x: x + 1)
+        f(jnp.ones(2))
+        with jax.set_mesh(mesh):
+            f(jnp.ones(2))
+        return f
+
+    _s, rs = reasons_of(calls)
+    kind, path = first(rs)
+    assert kind == "config" and "mesh" in path and "jax.set_mesh" in rs[0].fix

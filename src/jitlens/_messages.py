@@ -219,15 +219,40 @@ def _jnp_dtype(short: str) -> str:
 # ---------------------------------------------------------------- statics
 
 
+MODE_MSG = (
+    "static `{path}` flipped {before} -> {after} (a train/eval switch such as "
+    "model.eval() / model.train()): each mode compiles once."
+)
+MODE_FIX = (
+    "Expected once per mode. If it flips every step, switch modes outside the hot loop, or "
+    "keep one jitted function per mode; don't toggle `{attr}` inside the step."
+)
+STATIC_FIELD_FIX = (
+    "Keep `{path}` constant between calls (each value compiles once), or make `{attr}` a data "
+    "field (a pytree child, e.g. drop `pytree_node=False` / `static=True`) if it must change."
+)
+STATIC_OTHER_FIX = (
+    "Keep `{path}` constant between calls: each distinct value compiles once. If it must vary, "
+    "limit it to a few values, or pass it as an array argument instead."
+)
+
+
 def static_value(
     arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool, aux: str = ""
 ) -> Reason:
     what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
     msg = STATIC_MSG.format(what=what, before=old.text, after=new.text)
-    if aux:
+    if isinstance(old.value(), bool) and isinstance(new.value(), bool):
+        msg = MODE_MSG.format(path=path, before=old.text, after=new.text)
+        fix = MODE_FIX.format(attr=attr)
+    elif aux:
         fix = STATIC_AUX_FIX.format(path=path)
+    elif in_graph and _is_number(old):
+        fix = STATIC_GRAPH_FIX.format(attr=attr, before=old.text)
     elif in_graph:
-        fix = STATIC_GRAPH_FIX.format(attr=attr, before=old.text if _is_number(old) else "0")
+        fix = STATIC_OTHER_FIX.format(path=path)
+    elif path != arg:  # a static field inside an argument (flax.struct / equinox dataclass)
+        fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
     else:
         fix = STATIC_ARG_FIX.format(arg=arg)
     return _reason("static_value", arg, path, old.text, new.text, msg, fix)
@@ -518,16 +543,15 @@ def jit_option(name: str, before: str, after: str) -> Reason:
     )
 
 
+MESH_FIX = "Enter the mesh once around the whole loop (`with jax.set_mesh(mesh):`) so every call sees the same one."
+
+
 def config(name: str, before: str, after: str) -> Reason:
+    fix = MESH_FIX if "mesh" in name else CONFIG_FIX.format(name=name)
     return _reason(
-        "config",
-        "",
-        name,
-        before,
-        after,
-        CONFIG_MSG.format(name=name, before=before, after=after),
-        CONFIG_FIX.format(name=name),
-    )
+        "config", "", name, before, after,
+        CONFIG_MSG.format(name=name, before=before, after=after), fix,
+    )  # fmt: skip
 
 
 def cache_evicted() -> Reason:

@@ -429,7 +429,12 @@ def describe_value(
         return
     node_type, aux = _node_data(treedef)
     metas: tuple[tuple[str, StaticVal], ...] = ()
-    if aux is not None and not isinstance(x, (dict, list, tuple)):
+    static_fields = _static_fields(x)
+    if static_fields:
+        # a dataclass pytree (flax.struct, equinox): name each static field
+        for name in static_fields:
+            out[(*path, ("attr", name))] = Entry("static", static=StaticVal(getattr(x, name, None)))
+    elif aux is not None and not isinstance(x, (dict, list, tuple)):
         metas = (("aux", StaticVal(aux)),)
     out[path] = Entry(
         "node",
@@ -439,6 +444,20 @@ def describe_value(
     )
     for kp, child in children:
         describe_value(child, (*path, *(_key_part(k) for k in kp)), out, ref_index, depth + 1)
+
+
+def _static_fields(x: Any) -> tuple[str, ...]:
+    """Names of a dataclass pytree's static (aux-data) fields, if it declares them."""
+    if not dataclasses.is_dataclass(x) or isinstance(x, type):
+        return ()
+    try:
+        return tuple(
+            f.name
+            for f in dataclasses.fields(x)
+            if f.metadata.get("pytree_node", True) is False or f.metadata.get("static") is True
+        )
+    except TypeError:
+        return ()
 
 
 def _weak(t: Any) -> Any:
