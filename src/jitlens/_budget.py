@@ -13,8 +13,6 @@ from . import _compat
 from ._errors import ConfigError, RecompileError, RecompileWarning
 from ._hooks import REGISTRY
 from ._records import EventBuilder, Record
-from ._render_text import render_retrace
-from ._report import FunctionReport
 
 OnExceed = Literal["raise", "warn"]
 
@@ -63,32 +61,9 @@ def deref(ref: Any) -> Any:
     return ref() if ref is not None else None
 
 
-def _function_report(rec: Record, b: EventBuilder) -> FunctionReport:
-    """What ``render_retrace`` needs of a record, while its trace is starting."""
-    earlier = [e for e in list(rec.events) if e is not b and e.kind == "retrace"]
-    return FunctionReport(
-        name=rec.name,
-        qualname=rec.qualname,
-        kind=rec.kind,
-        defined_at=rec.defined_at,
-        first_call_site=rec.first_call_site,
-        calls=rec.calls if rec.counts_calls else None,
-        traces=rec.traces,
-        compiles=rec.compiles,
-        cache_hits=None,
-        persistent_cache_hits=rec.persistent_hits,
-        trace_seconds=0.0,
-        lower_seconds=0.0,
-        compile_seconds=0.0,
-        events=tuple(e.freeze(REGISTRY.t0) for e in earlier),
-        internal=rec.internal,
-        id=rec.id,
-    )
-
-
 def message(head: str, rec: Record, b: EventBuilder, *tail: str) -> str:
     """``head``, then the trace explained (call site, what changed, fix), indented."""
-    explained = render_retrace(_function_report(rec, b), b.freeze(REGISTRY.t0))
+    explained = rec.explain_retrace(b, REGISTRY.t0)
     return "\n".join([head, *("  " + line for line in explained.splitlines()), *tail])
 
 

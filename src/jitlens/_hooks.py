@@ -681,32 +681,8 @@ def _new_function_reasons(rec: Record, key: Any) -> list[Any]:
 
 def _log_retrace(rec: Record, b: EventBuilder) -> None:
     """Log a retrace (logger ``jitlens``, INFO) once its compile time is known."""
-    if not log.isEnabledFor(logging.INFO):
-        return
-    from ._render_text import render_retrace
-    from ._report import FunctionReport
-
-    with rec.lock:
-        events = tuple(e.freeze(REGISTRY.t0) for e in rec.events)
-    fn = FunctionReport(
-        name=rec.name,
-        qualname=rec.qualname,
-        kind=rec.kind,
-        defined_at=rec.defined_at,
-        first_call_site=rec.first_call_site,
-        calls=None,
-        traces=rec.traces,
-        compiles=rec.compiles,
-        cache_hits=None,
-        persistent_cache_hits=rec.persistent_hits,
-        trace_seconds=0.0,
-        lower_seconds=0.0,
-        compile_seconds=0.0,
-        events=events,
-    )
-    event = next((e for e, raw in zip(events, rec.events, strict=False) if raw is b), None)
-    if event is not None:
-        log.info("jitlens: %s", render_retrace(fn, event))
+    if log.isEnabledFor(logging.INFO):
+        log.info("jitlens: %s", rec.explain_retrace(b, REGISTRY.t0))
 
 
 def _on_duration(event: str, secs: float, **kw: Any) -> None:

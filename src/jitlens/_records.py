@@ -14,7 +14,7 @@ import time
 import weakref
 from typing import Any
 
-from ._report import Event, Reason, StaleHit
+from ._report import Event, FunctionReport, Reason, StaleHit
 from ._signature import Key
 
 #: Keys remembered per record (oldest dropped first): bounds memory and the
@@ -182,6 +182,37 @@ class Record:
         if len(self.keys) > MAX_KEYS:
             del self.keys[0]
         return idx
+
+    def explain_retrace(self, b: EventBuilder, t0: float) -> str:
+        """One trace of this record as text (call site, reasons, fixes), for logs and errors.
+
+        Usable while the trace is still running: only the events so far count.
+        """
+        from ._render_text import render_retrace
+
+        with self.lock:
+            raw = list(self.events)
+        events = tuple(e.freeze(t0) for e in raw)
+        fn = FunctionReport(
+            name=self.name,
+            qualname=self.qualname,
+            kind=self.kind,
+            defined_at=self.defined_at,
+            first_call_site=self.first_call_site,
+            calls=self.calls if self.counts_calls else None,
+            traces=self.traces,
+            compiles=self.compiles,
+            cache_hits=None,
+            persistent_cache_hits=self.persistent_hits,
+            trace_seconds=0.0,
+            lower_seconds=0.0,
+            compile_seconds=0.0,
+            events=events,
+            internal=self.internal,
+            id=self.id,
+        )
+        event = next((e for e, r in zip(events, raw, strict=True) if r is b), b.freeze(t0))
+        return render_retrace(fn, event)
 
     def mark_cleared(self) -> None:
         for k in self.keys:

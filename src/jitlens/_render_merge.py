@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import io
 import logging
 import os
 import re
@@ -12,12 +11,12 @@ import sys
 from collections.abc import Sequence
 
 from rich import box
-from rich.console import Console
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from ._merge import Branch, Divergence, MergedFunction, MergedReport
+from ._render_text import make_console
 
 LOG = logging.getLogger("jitlens")
 
@@ -206,17 +205,7 @@ def _width(width: int | None) -> int:
 
 
 def _render(merged: MergedReport, color: bool, width: int) -> str:
-    console = Console(
-        file=io.StringIO(),
-        record=True,
-        width=width,
-        color_system="standard" if color else None,
-        force_terminal=color,
-        no_color=not color,
-        markup=False,
-        highlight=False,
-        emoji=False,
-    )
+    console = make_console(width, color)
     for indent, text, style in merged_lines(merged):
         console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
     if merged.functions:

@@ -309,8 +309,9 @@ def _width(width: int | None) -> int:
     return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _is_tty() else DEFAULT_WIDTH
 
 
-def _render(report: Report, color: bool, width: int, include_internal: bool) -> str:
-    console = Console(
+def make_console(width: int, color: bool) -> Console:
+    """A recording console that never reads user strings as rich markup."""
+    return Console(
         file=io.StringIO(),
         record=True,
         width=width,
@@ -321,6 +322,10 @@ def _render(report: Report, color: bool, width: int, include_internal: bool) -> 
         highlight=False,
         emoji=False,
     )
+
+
+def _render(report: Report, color: bool, width: int, include_internal: bool) -> str:
+    console = make_console(width, color)
     functions = sorted_functions(report, include_internal)
     if not functions:
         duration = report.duration_seconds
