@@ -255,7 +255,8 @@ def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]
     best_reasons: list[Reason] = []
     for i, k in enumerate(previous):
         rs = diff_keys(k, new)
-        score = (len(rs), -i)
+        # an argument added or removed weighs more than a few values inside one
+        score = (sum(3 if r.kind == "signature" else 1 for r in rs), -i)
         if best is None or score < best:
             best, best_key, best_reasons = score, k, rs
     return best_key, best_reasons

@@ -208,6 +208,8 @@ class Registry:
     def record_for_untracked(self, fun: Any, fun_name: str, dbg: Any) -> Record:
         """A jit seen only through monitoring: created before tracking, or internal."""
         if fun is not None:
+            if isinstance(fun, TrackedJit):  # traced by make_jaxpr / eval_shape / grad
+                return fun._record
             hit = self.by_fun.get(id(fun))
             if hit is not None and hit[0]() is fun:
                 return hit[1]
@@ -348,6 +350,9 @@ def _call_detailed(
     t = time.perf_counter()
     try:
         return fn(*args, **kwargs)
+    except BaseException:
+        _forget_failed_trace(rec, n)
+        raise
     finally:
         if inside:  # called while another function traces: JAX inlines it
             with rec.lock:
@@ -432,6 +437,10 @@ class TrackedJit:
         except _PassThrough as exc:
             __tracebackhide__ = True  # pytest: show the user's frame, not this one
             raise exc.error.with_traceback(None) from None
+        except BaseException:
+            if _STATE[0]:
+                _forget_failed_trace(self._record, None)
+            raise
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
@@ -464,6 +473,21 @@ _CALL_CODES = frozenset(
         _make_nnx_call(lambda self: None).__code__,
     }
 )
+
+
+def _forget_failed_trace(rec: Record, n: int | None) -> None:
+    """A call raised: a key its trace added was never compiled, so forget it.
+
+    Otherwise the retry would be explained against a key JAX never cached.
+    """
+    b = tls.last_built
+    if b is None or b.record is not rec or b.compiled or (n is not None and b.call_index != n):
+        return
+    with rec.lock:
+        if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
+            rec.keys.remove(b.key)
+            rec.n_entries -= 1
+    tls.last_built = None
 
 
 def _find_call(frame: Any) -> tuple[Record, int, tuple[Any, ...], dict[str, Any], Any] | None:
@@ -770,7 +794,10 @@ def _compile_only(fun_name: str, secs: float) -> None:
                 rec.options,
             )
             live, cleared = rec.live_and_cleared()
-            b.reasons = tuple(_explain.explain(key, live, cleared)) if live or cleared else ()
+            reasons = _explain.explain(key, live, cleared) if live or cleared else []
+            # An equal key compiled again without a trace is usually a transformed
+            # (grad/vmap) or AOT variant of it, not an eviction: claim nothing.
+            b.reasons = tuple(r for r in reasons if r.kind != "cache_cleared")
             b.signature = key.signature
             b.entry = rec.add_key(key)
             tls.last_built = b

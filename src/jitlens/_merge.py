@@ -2,41 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import re
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from ._errors import ReportError
-from ._report import Event, FunctionReport, Reason, Report, _to_jsonable, load_report, write_atomic
-
-MERGE_SCHEMA = "jitlens.merge"
-MERGE_SCHEMA_VERSION = 1
-
-#: ``Divergence.kind``: the function exists in some processes only; the
-#: processes traced/compiled it differently (different count, signatures,
-#: reasons or call indices); same compiled programs but different ones ran at
-#: the same call; or the same programs in the same order but a different
-#: number of calls.
-DIVERGENCE_KINDS: tuple[str, ...] = ("missing", "traces", "dispatch", "calls")
-
-#: ``Branch.kind`` beyond the event kinds: ``none`` (no further trace or
-#: compile), ``hit`` (the call ran an already compiled program), ``calls``
-#: (a different number of calls), ``present`` / ``absent`` (the function
-#: exists in these processes / does not).
-BRANCH_KINDS: tuple[str, ...] = (
-    "trace",
-    "retrace",
-    "compile",
-    "none",
-    "hit",
-    "calls",
-    "present",
-    "absent",
-)
+from ._merge_cli import cli_main as cli_main
+from ._merge_model import BRANCH_KINDS as BRANCH_KINDS
+from ._merge_model import DIVERGENCE_KINDS as DIVERGENCE_KINDS
+from ._merge_model import MERGE_SCHEMA as MERGE_SCHEMA
+from ._merge_model import MERGE_SCHEMA_VERSION as MERGE_SCHEMA_VERSION
+from ._merge_model import Branch as Branch
+from ._merge_model import Divergence as Divergence
+from ._merge_model import MergedFunction as MergedFunction
+from ._merge_model import MergedReport as MergedReport
+from ._report import Event, FunctionReport, Report
 
 NO_REPORTS = "jitlens merge needs at least one report"
 DUPLICATE_INDEX = (
@@ -75,156 +56,6 @@ FIXES: dict[str, str] = {
 }
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-
-
-@dataclasses.dataclass(frozen=True)
-class Branch:
-    """What one group of processes did at the point where the processes parted."""
-
-    processes: tuple[int, ...]
-    kind: str
-    call_index: int | None = None
-    signature: str = ""
-    reasons: tuple[Reason, ...] = ()
-    calls: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Divergence:
-    """One function that did not run the same compiled programs on every process."""
-
-    kind: str
-    name: str
-    qualname: str
-    defined_at: str
-    occurrence: int
-    branches: tuple[Branch, ...]
-    message: str
-    fix: str
-    #: Position in the trace/compile sequence where the processes parted.
-    event_index: int | None = None
-    #: First call (0-based) at which the processes ran different programs, when known.
-    call_index: int | None = None
-    #: Wall-clock time (seconds since the epoch) of the parting, when known.
-    time: float | None = None
-
-    @property
-    def processes(self) -> tuple[int, ...]:
-        return tuple(sorted(p for b in self.branches for p in b.processes))
-
-
-@dataclasses.dataclass(frozen=True)
-class MergedFunction:
-    """One jitted function matched across processes (``None`` where a process lacks it)."""
-
-    name: str
-    qualname: str
-    defined_at: str
-    kind: str
-    occurrence: int
-    internal: bool
-    #: Aligned with ``MergedReport.process_indices``.
-    reports: tuple[FunctionReport | None, ...]
-    diverged: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class MergedReport:
-    """The reports of every process of one run, matched up, with their divergences."""
-
-    process_count: int
-    reports: tuple[Report, ...]
-    functions: tuple[MergedFunction, ...]
-    #: Most likely cause of a hang first (earliest parting in wall-clock time).
-    divergences: tuple[Divergence, ...]
-    sources: tuple[str, ...] = ()
-
-    @property
-    def process_indices(self) -> tuple[int, ...]:
-        return tuple(r.process_index for r in self.reports)
-
-    @property
-    def missing_processes(self) -> tuple[int, ...]:
-        """Processes of the job whose report was not given."""
-        given = set(self.process_indices)
-        return tuple(i for i in range(self.process_count) if i not in given)
-
-    @property
-    def consistent(self) -> bool:
-        return not self.divergences
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form: per-process figures and divergences (full reports stay in their files)."""
-        return {
-            "schema": MERGE_SCHEMA,
-            "schema_version": MERGE_SCHEMA_VERSION,
-            "consistent": self.consistent,
-            "process_count": self.process_count,
-            "missing_processes": list(self.missing_processes),
-            "processes": [
-                _process_dict(r, s) for r, s in zip(self.reports, self._sources(), strict=True)
-            ],
-            "divergences": _to_jsonable(self.divergences),
-            "functions": [_function_dict(f, self.process_indices) for f in self.functions],
-        }
-
-    def to_json(self, indent: int | None = 1) -> str:
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-
-    def _sources(self) -> tuple[str, ...]:
-        return self.sources if len(self.sources) == len(self.reports) else ("",) * len(self.reports)
-
-    def __str__(self) -> str:
-        from ._render_merge import render_merged_text
-
-        return render_merged_text(self, color=False)
-
-
-def _process_dict(report: Report, source: str) -> dict[str, Any]:
-    return {
-        "process_index": report.process_index,
-        "host": report.host,
-        "backend": report.backend,
-        "jax_version": report.jax_version,
-        "jitlens_version": report.jitlens_version,
-        "started_at": report.started_at,
-        "duration_seconds": report.duration_seconds,
-        "source": source,
-    }
-
-
-def _function_dict(fn: MergedFunction, indices: Sequence[int]) -> dict[str, Any]:
-    per_process = []
-    for index, rec in zip(indices, fn.reports, strict=True):
-        if rec is None:
-            per_process.append({"process_index": index, "present": False})
-            continue
-        per_process.append(
-            {
-                "process_index": index,
-                "present": True,
-                "calls": rec.calls,
-                "traces": rec.traces,
-                "compiles": rec.compiles,
-                "cache_hits": rec.cache_hits,
-                "signatures": [e.signature for e in rec.events],
-            }
-        )
-    return {
-        "name": fn.name,
-        "qualname": fn.qualname,
-        "defined_at": fn.defined_at,
-        "kind": fn.kind,
-        "occurrence": fn.occurrence,
-        "internal": fn.internal,
-        "diverged": fn.diverged,
-        "per_process": per_process,
-    }
-
-
-# --------------------------------------------------------------------------
-# Matching and divergence
-# --------------------------------------------------------------------------
 
 
 def _validate(reports: Sequence[Report], sources: Sequence[str]) -> tuple[Report, ...]:
@@ -542,62 +373,3 @@ def merge_reports(
         divergences=_order(divergences),
         sources=tuple(sources),
     )
-
-
-# --------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------
-
-WROTE = "jitlens: wrote {what} to {path}"
-BAD_INPUT = "jitlens merge: {error}"
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="jitlens merge",
-        description=(
-            "Combine the reports of the processes of one multi-host run and flag the functions "
-            "they traced, compiled or called differently (the usual cause of a hang). "
-            "Exit status: 0 consistent, 1 divergence found, 2 bad input."
-        ),
-    )
-    parser.add_argument("reports", nargs="+", metavar="REPORT", help="per-process JSON reports")
-    parser.add_argument("--json", metavar="OUT", help="write the merged view as JSON")
-    parser.add_argument("--html", metavar="OUT", help="write the merged view as one HTML file")
-    parser.add_argument(
-        "--include-internal", action="store_true", help="also compare jitlens-internal functions"
-    )
-    color = parser.add_mutually_exclusive_group()
-    color.add_argument("--color", dest="color", action="store_true", default=None)
-    color.add_argument("--no-color", dest="color", action="store_false")
-    return parser
-
-
-def cli_main(argv: Sequence[str] | None = None) -> int:
-    """``jitlens merge REPORT... [--json OUT] [--html OUT]``; returns the exit status."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    from ._render_merge import render_merged_html, render_merged_text
-
-    try:
-        reports = [load_report(path) for path in args.reports]
-        merged = merge_reports(
-            reports, sources=list(args.reports), include_internal=args.include_internal
-        )
-    except ReportError as exc:
-        print(BAD_INPUT.format(error=exc), file=sys.stderr)
-        return 2
-    sys.stdout.write(render_merged_text(merged, color=args.color))
-    try:
-        if args.json:
-            write_atomic(args.json, merged.to_json() + "\n")
-            print(WROTE.format(what="JSON", path=args.json), file=sys.stderr)
-        if args.html:
-            write_atomic(args.html, render_merged_html(merged))
-            print(WROTE.format(what="HTML", path=args.html), file=sys.stderr)
-    except OSError as exc:
-        print(BAD_INPUT.format(error=f"cannot write: {exc}"), file=sys.stderr)
-        return 2
-    return 0 if merged.consistent else 1

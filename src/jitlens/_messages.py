@@ -36,7 +36,9 @@ SHAPE_FIX = (
     "lengths to a few sizes so each compiles once."
 )
 DTYPE_MSG = "{path} changed dtype {before} -> {after}; each dtype is a separate compilation."
-DTYPE_FIX = "Cast before the call so it is always one dtype: `{arg} = {arg}.astype(jnp.{dtype})`."
+DTYPE_FIX = (
+    "Cast once where it is made, so it is always one dtype: `.astype(jnp.{dtype})` on `{arg}`."
+)
 WEAK_MSG = (
     "{path} changed weak type {before} -> {after}: a Python scalar is weakly typed, a jax.Array "
     "(e.g. the jitted output fed back) is not, and the two are different keys."
@@ -161,16 +163,22 @@ def _larger(a: str, b: str) -> str:
     return a if size(a) >= size(b) else b
 
 
+KEY_FIX = (
+    "Use one kind of PRNG key everywhere: typed keys (`jax.random.key(0)`) or legacy uint32 ones "
+    "(`jax.random.PRNGKey(0)`); convert with `jax.random.key_data` / `jax.random.wrap_key_data`."
+)
+
+
 def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtype: str) -> Reason:
-    return _reason(
-        "dtype",
-        arg,
-        path,
-        before,
-        after,
-        DTYPE_MSG.format(path=f"`{path}`", before=before, after=after),
-        DTYPE_FIX.format(arg=path, dtype=_jnp_dtype(old_dtype)),
+    fix = (
+        KEY_FIX
+        if "key<" in old_dtype + new_dtype
+        else DTYPE_FIX.format(arg=path, dtype=_jnp_dtype(old_dtype))
     )
+    return _reason(
+        "dtype", arg, path, before, after,
+        DTYPE_MSG.format(path=f"`{path}`", before=before, after=after), fix,
+    )  # fmt: skip
 
 
 def weak_type(arg: str, path: str, before: str, after: str, dtype: str, now_weak: bool) -> Reason:
@@ -219,6 +227,18 @@ def _jnp_dtype(short: str) -> str:
 # ---------------------------------------------------------------- statics
 
 
+#: Flags that flax layers (and common user code) flip between train and eval.
+MODE_FLAGS = frozenset(
+    {
+        "deterministic",
+        "use_running_average",
+        "training",
+        "train",
+        "is_training",
+        "eval_mode",
+        "decode",
+    }
+)
 MODE_MSG = (
     "static `{path}` flipped {before} -> {after} (a train/eval switch such as "
     "model.eval() / model.train()): each mode compiles once."
@@ -242,7 +262,7 @@ def static_value(
 ) -> Reason:
     what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
     msg = STATIC_MSG.format(what=what, before=old.text, after=new.text)
-    if isinstance(old.value(), bool) and isinstance(new.value(), bool):
+    if isinstance(old.value(), bool) and isinstance(new.value(), bool) and attr in MODE_FLAGS:
         msg = MODE_MSG.format(path=path, before=old.text, after=new.text)
         fix = MODE_FIX.format(attr=attr)
     elif aux:

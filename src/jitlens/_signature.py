@@ -306,6 +306,13 @@ def _var_entry(vardef: Any) -> Entry:
 
 
 _MAPPING_NODES = ("Dict",)
+
+
+def _is_flax_type(t: Any) -> bool:
+    """Flax's own node classes: their private attributes (``nnx.List._length``) are not the user's."""
+    return (getattr(t, "__module__", "") or "").startswith("flax.")
+
+
 _SEQUENCE_NODES = ("List",)
 
 
@@ -353,7 +360,9 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
         item = tname in _MAPPING_NODES or tname in _SEQUENCE_NODES
         for _ in range(nd.num_attributes):
             k, v = next(attrs)
-            if isinstance(k, str) and k.startswith("_pytree__"):
+            if isinstance(k, str) and (
+                k.startswith("_pytree__") or (k.startswith("_") and _is_flax_type(nd.type))
+            ):
                 # nnx bookkeeping: its changes show up as the attribute they describe.
                 if type(v).__name__ == "NodeAttr":
                     _skip(next(nodes))
@@ -525,9 +534,20 @@ def arg_names(user_fn: Any, nargs: int) -> list[str]:
     except TypeError:  # unhashable callable
         names = None
     out = []
+    npos, varargs = len(names or ()), None
+    fn = user_fn
+    try:
+        params = inspect.signature(fn).parameters.values()
+        varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+        if varargs is not None and names:
+            npos = len(names) - 1  # _param_names appends the *args name last
+    except (TypeError, ValueError):
+        pass
     for i in range(nargs):
-        if names and i < len(names):
+        if names and i < npos:
             out.append(names[i])
+        elif varargs is not None:
+            out.append(f"{varargs}[{i - npos}]")
         else:
             out.append(f"args[{i}]")
     return out
@@ -620,4 +640,4 @@ def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
             ]
             shown = ", ".join(leaves[:3]) + (", ..." if len(leaves) > 3 else "")
             parts.append(f"{name}: {e.type_name}({shown})")
-    return ", ".join(parts)
+    return _ADDR.sub("", ", ".join(parts))
