@@ -8,8 +8,10 @@ The wording lives in ``_messages``; this module decides *what* differs.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from . import _messages as M
 from ._report import REASON_KINDS, Reason
@@ -182,7 +184,10 @@ def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
         a, b = eo.aval, en.aval
         assert a is not None and b is not None
         out = []
-        if a.shape != b.shape:
+        key_change = a.dtype != b.dtype and "key<" in a.dtype + b.dtype
+        if (
+            a.shape != b.shape and not key_change
+        ):  # a typed key and its raw data differ in shape too
             out.append(M.shape(arg, path, a.short(), b.short()))
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
@@ -240,12 +245,42 @@ def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
 def _static(
     arg: str, path: str, p: Path, old: StaticVal, new: StaticVal, in_graph: bool, aux: str = ""
 ) -> Reason:
+    field = _dataclass_field_diff(old.value(), new.value())
+    if field is not None:  # name the field of a static config dataclass that differs
+        name, a, b = field
+        p = (*p, ("attr", name))
+        path = render_path(p)
+        old, new = StaticVal(a), StaticVal(b)
     attr = str(p[-1][1]) if len(p) > 1 else arg
     # Values that print alike but for memory addresses (a NamedTuple of
     # closures such as an optax transform) compare by identity somewhere inside.
     if old.identity or new.identity or _ADDR.sub("", old.text) == _ADDR.sub("", new.text):
         return M.identity_static(arg, path, attr, old, new, in_graph=in_graph)
     return M.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux)
+
+
+def _dataclass_field_diff(a: Any, b: Any, depth: int = 0) -> tuple[str, Any, Any] | None:
+    """The dotted name and values of the first field where two dataclasses differ."""
+    if (
+        depth > 8
+        or a is None
+        or type(a) is not type(b)
+        or not dataclasses.is_dataclass(a)
+        or isinstance(a, type)
+    ):
+        return None
+    for f in dataclasses.fields(a):
+        va, vb = getattr(a, f.name, None), getattr(b, f.name, None)
+        try:
+            equal = bool(va == vb)
+        except Exception:
+            equal = False
+        if not equal:
+            deeper = _dataclass_field_diff(va, vb, depth + 1)
+            if deeper is not None:
+                return f"{f.name}.{deeper[0]}", deeper[1], deeper[2]
+            return f.name, va, vb
+    return None
 
 
 def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:

@@ -187,9 +187,7 @@ class Registry:
             qualname=qualname,
             defined_at=where,
             internal=not _is_user_where(user_fn),
-            code_key=_code_key(user_fn)
-            if not isinstance(fun, functools.partial)
-            else _code_key(fun.func),
+            code_key=_code_key(fun),
             user_fn=fun,
             inner_fun=fun,
             jax_name=getattr(fun, "__name__", name),
@@ -306,10 +304,27 @@ def _options_of(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 def _code_key(fn: Any) -> Any:
-    code = getattr(fn, "__code__", None)
-    if code is not None:
-        return code
-    return ("obj", type(fn).__qualname__, getattr(fn, "__qualname__", None))
+    """What makes two jitted callables "the same code": the innermost function's
+    code plus every wrapper on the way (``jax.grad(loss)`` is not ``loss``)."""
+    chain: list[Any] = []
+    target = fn
+    for _ in range(8):
+        if isinstance(target, functools.partial):
+            chain.append("partial")
+            target = target.func
+            continue
+        inner = getattr(target, "__wrapped__", None)
+        if inner is None or inner is target:
+            break
+        chain.append(getattr(target, "__code__", type(target)))
+        target = inner
+    code = getattr(target, "__code__", None)
+    base = (
+        code
+        if code is not None
+        else ("obj", type(target).__qualname__, getattr(target, "__qualname__", None))
+    )
+    return (base, *chain) if chain else base
 
 
 def _is_user_where(fn: Any) -> bool:
@@ -699,7 +714,11 @@ def _new_function_reasons(rec: Record, key: Any) -> list[Any]:
     name = rec.name
     kind = "nnx.jit" if rec.kind.startswith("nnx") else "jax.jit"
     is_lambda = name == "<lambda>" or ("<locals>" in rec.qualname and rec.kind == "jax.jit")
-    head = _messages.new_function(name, kind, rec.defined_at, len(others), not diffs, is_lambda)
+    bound = rec.user_fn()
+    if isinstance(bound, functools.partial):  # a partial rebuilt per call: name what it binds
+        head = _messages.new_partial(name, rec.defined_at, len(others), bound)
+    else:
+        head = _messages.new_function(name, kind, rec.defined_at, len(others), not diffs, is_lambda)
     return [head, *diffs]
 
 

@@ -135,6 +135,27 @@ def new_function(
     return _reason("new_function", "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix)
 
 
+NEW_PARTIAL_MSG = (
+    "`{name}` is jitted through a new functools.partial each time; each new partial is a new "
+    "function to jax.jit, so it compiles again ({count} earlier wrapper(s) of `{name}`, defined at {defined_at})."
+)
+NEW_PARTIAL_FIX = (
+    "Jit `{name}` once and pass {bound} as arguments instead of binding them in a partial "
+    "(list them in static_argnames if they must stay static)."
+)
+
+
+def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
+    names = [f"`{k}`" for k in getattr(partial, "keywords", {})] or ["the bound values"]
+    if getattr(partial, "args", ()):
+        names.append(f"{len(partial.args)} positional value(s)")
+    return _reason(
+        "new_function", "", name, f"{count} earlier wrapper(s)", "new partial",
+        NEW_PARTIAL_MSG.format(name=name, count=count, defined_at=defined_at),
+        NEW_PARTIAL_FIX.format(name=name, bound=", ".join(names)),
+    )  # fmt: skip
+
+
 # ---------------------------------------------------------------- avals
 
 
@@ -350,7 +371,7 @@ def _identity_fix(
                 else "a function"
             )
         )
-        target = f"self.{attr}" if in_graph else arg
+        target = f"self.{attr}" if in_graph else path
         return (
             kind,
             f"Define the function once at module level (`def {attr if name == '<lambda>' else name}(...)`) and assign that same object to `{target}`.",

@@ -25,16 +25,20 @@ STALE_MSG = (
     "use the old value (no retrace, stale result)."
 )
 STALE_FIX = (
-    "Rebuild the partial after changing `{path}` (`{name} = nnx.cached_partial(...)`), or make "
-    "`{attr}` an nnx.Variable so its value flows into every call."
+    "Call nnx.cached_partial({name}, ...) again after changing `{path}` and use the new partial, "
+    "or make `{attr}` an nnx.Variable so its value flows into every call."
 )
 
 _WATCHES: list[_Watch] = []
 
 
 class _Watch:
-    def __init__(self, fn_name: str, originals: list[tuple[str, Any, Any]]) -> None:
+    def __init__(self, fn_name: str, originals: list[tuple[str, Any, Any]], jitted: Any) -> None:
         self.fn_name = fn_name
+        try:  # the nnx.jit wrapper given to cached_partial: finds this watch's record
+            self.jitted_ref: Any = weakref.ref(jitted)
+        except TypeError:
+            self.jitted_ref = None
         self.originals = originals  # (arg name, weakref to node, cached GraphDef)
         self.calls = 0
         self.reported: set[str] = set()
@@ -111,7 +115,9 @@ def watch_cached_partial(out: Any, f: Any, cached_args: tuple[Any, ...]) -> Any:
             continue
     if not originals:
         return out
-    watch = _Watch(getattr(user_fn, "__name__", "step"), originals)
+    watch = _Watch(getattr(user_fn, "__name__", "step"), originals, f)
+    # drop watches whose cached objects are all gone
+    _WATCHES[:] = [w for w in _WATCHES if any(ref() is not None for _a, ref, _g in w.originals)]
     _WATCHES.append(watch)
 
     @functools.wraps(out)
@@ -147,8 +153,14 @@ def _check(watch: _Watch, n: int) -> None:
 def _find_record(watch: _Watch) -> Any:
     from ._hooks import REGISTRY
 
+    jitted = watch.jitted_ref() if watch.jitted_ref is not None else None
     for r in reversed(REGISTRY.records):
-        if r.kind == "nnx.cached_partial" and r.name == watch.fn_name:
+        if r.kind != "nnx.cached_partial":
+            continue
+        wrapper = r.wrapper_ref() if r.wrapper_ref is not None else None
+        if (jitted is not None and wrapper is jitted) or (
+            jitted is None and r.name == watch.fn_name
+        ):
             return r
     return None
 
