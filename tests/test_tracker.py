@@ -280,3 +280,60 @@ def test_partial_static_is_held_weakly():
     jax.clear_caches()  # JAX's own caches hold statics too; jitlens must not
     gc.collect()
     assert ref() is None
+
+
+def test_traces_inside_other_traces_are_counted(linear):
+    """jit inside jit, and grad of a jit: JAX emits no event, the body runs all the same."""
+    truth = {"inner": 0, "ni": 0}
+
+    def inner_fn(x):
+        truth["inner"] += 1
+        return x * 2
+
+    def ni_fn(m, x):
+        truth["ni"] += 1
+        return m(x)
+
+    with jitlens.track() as t:
+        inner = jax.jit(inner_fn)
+        outer = jax.jit(lambda x: inner(x) + 1)
+        for n in (2, 3, 4):
+            outer(jnp.ones(n))
+        for n in (5, 6):
+            jax.grad(lambda x: inner(x).sum())(jnp.ones(n))
+        ni = nnx.jit(ni_fn)
+        no = nnx.jit(lambda m, x: ni(m, x) + 1)
+        no(linear, jnp.ones((1, 3)))
+        no(linear, jnp.ones((4, 3)))
+    assert t.stats(inner).traces == truth["inner"] == 5
+    assert t.stats(ni).traces == truth["ni"] == 2
+    assert t.stats(ni).cache_hits == 0  # inlined calls are neither hits nor misses
+
+
+def test_make_jaxpr_of_a_tracked_jit_is_the_same_function():
+    def g(x):
+        return x * 2
+
+    with jitlens.track() as t:
+        f = jax.jit(g)
+        jax.make_jaxpr(f)(jnp.ones(4))
+        f(jnp.ones(3))
+    recs = [r for r in t.report().functions if r.name == "g"]
+    assert len(recs) == 1
+    assert not any(r.kind == "new_function" for e in recs[0].events for r in e.reasons)
+
+
+def test_a_failed_trace_is_not_remembered_as_compiled():
+    def g(x):
+        if x.shape[0] == 4:
+            raise ValueError("four")
+        return x + 1
+
+    with jitlens.track() as t:
+        f = jax.jit(g)
+        f(jnp.ones(3))
+        for _ in range(2):
+            with pytest.raises(ValueError):
+                f(jnp.ones(4))
+    kinds = [r.kind for e in t.stats(f).events for r in e.reasons]
+    assert kinds == ["shape", "shape"]  # not "cache_cleared" for the retry

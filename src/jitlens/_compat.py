@@ -118,6 +118,16 @@ def trace_context() -> tuple[Any, ...] | None:
         return None
 
 
+def partial_eval() -> Any:
+    """``jax._src.interpreters.partial_eval`` (its ``trace_to_jaxpr`` runs the user's function)."""
+    try:
+        from jax._src.interpreters import partial_eval as pe
+
+        return pe
+    except ImportError:
+        return None
+
+
 def find_trace_frame(start: FrameType | None) -> FrameType | None:
     """The ``pjit._trace_for_jit`` frame above a trace-start monitoring callback."""
     f = start

@@ -34,6 +34,7 @@ class _TLS(threading.local):
     def __init__(self) -> None:
         self.depth = 0  # traces in progress in this thread (a tracked call inside one is inlined)
         self.in_tracked_call = False
+        self.top_fun: Any = None
         self.nevents = 0
         self.building: EventBuilder | None = None
         self.last_built: EventBuilder | None = None
@@ -117,6 +118,9 @@ class Registry:
             self._set(graphlib, "cached_partial", patched)
         except Exception:
             pass
+        pe = _compat.partial_eval()
+        if pe is not None and hasattr(getattr(pe, "trace_to_jaxpr", None), "cache_info"):
+            self._set(pe, "trace_to_jaxpr", _make_trace_to_jaxpr(pe.trace_to_jaxpr))
 
     def warn_internal(self, what: str, exc: BaseException) -> None:
         """jitlens failed: warn once per cause, log, and let the program go on."""
@@ -551,6 +555,60 @@ def _make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
     return jit
 
 
+NESTED_SIGNATURE = "(traced inside another function's trace)"
+
+
+def _make_trace_to_jaxpr(original: Any) -> Callable[..., Any]:
+    """Count traces that happen inside another trace (jit in jit, grad/vmap of a jit).
+
+    JAX emits no monitoring event for those (only clean top-level traces get
+    one), but they run the user's Python function all the same: a miss of
+    ``pe.trace_to_jaxpr``'s own cache is exactly "the body ran".
+    """
+
+    @functools.wraps(original)
+    def trace_to_jaxpr(fun: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # errors raised by the traced function are the user's
+        local = tls
+        if not _STATE[0] or local.top_fun is fun or local.busy:
+            if local.top_fun is fun:
+                local.top_fun = None
+            return original(fun, *args, **kwargs)
+        misses = original.cache_info().misses
+        out = original(fun, *args, **kwargs)
+        if original.cache_info().misses != misses:
+            _nested_trace(fun)
+        return out
+
+    # JAX calls the cache's own methods on it (clear_cache -> evict_weakref, ...)
+    for name in dir(original):
+        if not name.startswith("__"):
+            setattr(trace_to_jaxpr, name, getattr(original, name))
+    return trace_to_jaxpr
+
+
+def _nested_trace(fun: Any) -> None:
+    """Record a trace of a known function that ran inside another trace."""
+    rec = None
+    hit = REGISTRY.by_fun.get(id(fun))
+    if hit is not None and hit[0]() is fun:
+        rec = hit[1]
+    elif isinstance(getattr(fun, "ctxtag", None), tuple(c for c, _ in _compat.NNX_WRAPPERS)):
+        rec = REGISTRY.record_for_wrapper(fun.ctxtag, None, False)
+    if rec is None or rec.internal:
+        return
+    frame = sys._getframe(2)
+    b = EventBuilder(rec, "trace", None, _compat.user_call_site(frame), time.perf_counter())
+    b.signature = NESTED_SIGNATURE
+    b.jax_name = rec.jax_name
+    with rec.lock:
+        rec.traces += 1
+        if len(rec.events) < MAX_EVENTS:
+            rec.events.append(b)
+    for cb in list(REGISTRY.on_trace):
+        cb(rec, b)
+
+
 def _make_cached_partial(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def cached_partial(f: Any, *cached_args: Any, **kw: Any) -> Any:
@@ -633,6 +691,7 @@ def _trace_start(fun_name: str) -> bool:
         call_index = None
         args = tuple(info["args"]) if info else ()
         kwargs = dict(info["kwargs"]) if info else {}
+    tls.top_fun = fun  # its trace_to_jaxpr is this (already counted) trace
     site = _compat.user_call_site(frame) if frame is not None else "?"
     first = rec.traces == 0
     b = EventBuilder(rec, "trace", call_index, site, now)
