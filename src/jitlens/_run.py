@@ -18,7 +18,10 @@ import traceback
 import types
 from typing import Any
 
-USAGE = "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--quiet] (SCRIPT.py | -m MODULE) [ARGS...]"
+USAGE = (
+    "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--include-internal] [--quiet] "
+    "(SCRIPT.py | -m MODULE) [ARGS...]"
+)
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
 
 
