@@ -118,6 +118,22 @@ def trace_context() -> tuple[Any, ...] | None:
         return None
 
 
+_HIDDEN: set[str] = set()
+
+
+def hide_from_tracebacks(path: str) -> None:
+    """Let JAX's traceback filtering drop jitlens' frames, as it drops its own."""
+    if path in _HIDDEN:
+        return
+    try:
+        from jax._src import traceback_util
+
+        traceback_util.register_exclusion(path)
+        _HIDDEN.add(path)
+    except Exception:
+        pass
+
+
 def partial_eval() -> Any:
     """``jax._src.interpreters.partial_eval`` (its ``trace_to_jaxpr`` runs the user's function)."""
     try:

@@ -245,10 +245,12 @@ def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
 def _static(
     arg: str, path: str, p: Path, old: StaticVal, new: StaticVal, in_graph: bool, aux: str = ""
 ) -> Reason:
-    field = _dataclass_field_diff(old.value(), new.value())
+    field = (
+        None if old.identity or new.identity else _dataclass_field_diff(old.value(), new.value())
+    )
     if field is not None:  # name the field of a static config dataclass that differs
         name, a, b = field
-        p = (*p, ("attr", name))
+        p = (*p, *(("attr", part) for part in name.split(".")))
         path = render_path(p)
         old, new = StaticVal(a), StaticVal(b)
     attr = str(p[-1][1]) if len(p) > 1 else arg
@@ -269,7 +271,11 @@ def _dataclass_field_diff(a: Any, b: Any, depth: int = 0) -> tuple[str, Any, Any
         or isinstance(a, type)
     ):
         return None
+    if not getattr(type(a), "__dataclass_params__", None) or not type(a).__dataclass_params__.eq:
+        return None  # eq=False: compared by identity, fields don't matter
     for f in dataclasses.fields(a):
+        if not f.compare:  # excluded from ==, so not from the cache key
+            continue
         va, vb = getattr(a, f.name, None), getattr(b, f.name, None)
         try:
             equal = bool(va == vb)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import threading
 import time
@@ -84,6 +85,8 @@ class Registry:
                 monitoring.register_event_listener(_on_event)
                 self._listening = True
             self._patch()
+            _TRACING[0] = 0
+            _update_threshold()
             self.active = True
             _STATE[0] = True
 
@@ -106,6 +109,7 @@ class Registry:
         setattr(owner, attr, value)
 
     def _patch(self) -> None:
+        _compat.hide_from_tracebacks(os.path.dirname(os.path.abspath(__file__)))
         for cls, _kind in _compat.NNX_WRAPPERS:
             self._set(cls, "__call__", _make_nnx_call(cls.__call__))
         self._set(jax, "jit", _make_tracked_jit(jax.jit))
@@ -118,6 +122,7 @@ class Registry:
             self._set(graphlib, "cached_partial", patched)
         except Exception:
             pass
+        self._set(jax, "eval_shape", _make_eval_shape(jax.eval_shape))
         pe = _compat.partial_eval()
         if pe is not None and hasattr(getattr(pe, "trace_to_jaxpr", None), "cache_info"):
             self._set(pe, "trace_to_jaxpr", _make_trace_to_jaxpr(pe.trace_to_jaxpr))
@@ -370,7 +375,8 @@ def _call_detailed(
     try:
         return fn(*args, **kwargs)
     except BaseException:
-        _forget_failed_trace(rec, n)
+        if not isinstance(sys.exc_info()[1], _PassThrough):
+            _failed_call(rec, n)
         raise
     finally:
         if inside:  # called while another function traces: JAX inlines it
@@ -447,6 +453,7 @@ class TrackedJit:
         # The hit path: count the call, nothing else. A miss is found by the
         # trace-start listener, which walks up to this frame for `self`, `n`,
         # `args` and `kwargs`; nothing is hashed, flattened or published here.
+        n = -1
         try:
             if _STATE[0]:
                 n = next(self._counter)
@@ -457,8 +464,8 @@ class TrackedJit:
             __tracebackhide__ = True  # pytest: show the user's frame, not this one
             raise exc.error.with_traceback(None) from None
         except BaseException:
-            if _STATE[0]:
-                _forget_failed_trace(self._record, None)
+            if n >= 0 and _STATE[0]:
+                _failed_call(self._record, n)
             raise
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -492,6 +499,13 @@ _CALL_CODES = frozenset(
         _make_nnx_call(lambda self: None).__code__,
     }
 )
+
+
+def _failed_call(rec: Record, n: int) -> None:
+    """A call raised: it was no cache hit, and a key its trace added was never compiled."""
+    with rec.lock:
+        rec.failed_calls += 1
+    _forget_failed_trace(rec, n)
 
 
 def _forget_failed_trace(rec: Record, n: int | None) -> None:
@@ -558,6 +572,18 @@ def _make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
 NESTED_SIGNATURE = "(traced inside another function's trace)"
 
 
+def _make_eval_shape(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``jax.eval_shape`` takes its fast path only for a real jax.jit object: give it one."""
+
+    @functools.wraps(original)
+    def eval_shape(fun: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(fun, TrackedJit):
+            fun = fun._jitted
+        return original(fun, *args, **kwargs)
+
+    return eval_shape
+
+
 def _make_trace_to_jaxpr(original: Any) -> Callable[..., Any]:
     """Count traces that happen inside another trace (jit in jit, grad/vmap of a jit).
 
@@ -570,21 +596,50 @@ def _make_trace_to_jaxpr(original: Any) -> Callable[..., Any]:
     def trace_to_jaxpr(fun: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # errors raised by the traced function are the user's
         local = tls
-        if not _STATE[0] or local.top_fun is fun or local.busy:
-            if local.top_fun is fun:
-                local.top_fun = None
+        if not _STATE[0] or local.busy:
             return original(fun, *args, **kwargs)
+        top = local.top_fun is fun
+        if top:
+            local.top_fun = None
         misses = original.cache_info().misses
-        out = original(fun, *args, **kwargs)
-        if original.cache_info().misses != misses:
-            _nested_trace(fun)
-        return out
+        raised = False
+        try:
+            return original(fun, *args, **kwargs)
+        except BaseException:
+            raised = True  # a trace that raised ran the body (the cache counts no miss)
+            raise
+        finally:
+            ran = raised or original.cache_info().misses != misses
+            if top and not ran:
+                _uncount_trace(local.building)
+            elif not top and ran:
+                _nested_trace(fun)
 
     # JAX calls the cache's own methods on it (clear_cache -> evict_weakref, ...)
     for name in dir(original):
         if not name.startswith("__"):
             setattr(trace_to_jaxpr, name, getattr(original, name))
     return trace_to_jaxpr
+
+
+def _uncount_trace(b: EventBuilder | None) -> None:
+    """JAX announced a trace but served it from its trace cache: the body did not run.
+
+    (A new ``jax.jit`` of an already-traced function that differs only in jit
+    options, or a ``make_jaxpr``/``eval_shape`` wrapper, does this.) It is not a
+    trace; if a compile follows, the event comes back as a compile, keeping the
+    reasons that explain it (e.g. a different ``donate_argnums``).
+    """
+    if b is None:
+        return
+    rec = b.record
+    with rec.lock:
+        if b in rec.events:
+            rec.events.remove(b)
+            rec.traces = max(0, rec.traces - 1)
+    b.kind = "compile"
+    b.reasons = tuple(r for r in b.reasons if r.kind != "cache_cleared")
+    b.detached = True
 
 
 def _nested_trace(fun: Any) -> None:
@@ -598,6 +653,9 @@ def _nested_trace(fun: Any) -> None:
     if rec is None or rec.internal:
         return
     frame = sys._getframe(2)
+    call = _find_call(frame)
+    if call is not None and call[0] is rec and tls.depth == 0:
+        _note_miss(rec, call[4])  # e.g. under jax.checkpoint / lax.scan at top level
     b = EventBuilder(rec, "trace", None, _compat.user_call_site(frame), time.perf_counter())
     b.signature = NESTED_SIGNATURE
     b.jax_name = rec.jax_name
@@ -635,8 +693,9 @@ def _on_scalar(event: str, value: float, **kw: Any) -> None:
     if event == _compat.TRACE_EVENT:
         tls.nevents += 1
         tls.depth += 1
-        _TRACING[0] += 1
-        _update_threshold()
+        with REGISTRY.lock:
+            _TRACING[0] += 1
+            _update_threshold()
         if tls.busy:
             return
         try:
@@ -655,9 +714,12 @@ def _on_scalar(event: str, value: float, **kw: Any) -> None:
 
 
 def _end_trace() -> None:
-    tls.depth = max(0, tls.depth - 1)
-    _TRACING[0] = max(0, _TRACING[0] - 1)
-    _update_threshold()
+    if tls.depth <= 0:  # a trace that started while jitlens was not watching
+        return
+    tls.depth -= 1
+    with REGISTRY.lock:
+        _TRACING[0] = max(0, _TRACING[0] - 1)
+        _update_threshold()
 
 
 class _PassThrough(BaseException):
@@ -677,6 +739,10 @@ def _trace_start(fun_name: str) -> bool:
     frame = _compat.find_trace_frame(sys._getframe(2))
     info = _compat.trace_frame_info(frame) if frame is not None else None
     fun = info["fun"] if info else None
+    if isinstance(fun, TrackedJit) or type(fun).__name__ == "PjitFunction":
+        # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
+        # function's own trace, if its body runs, is counted as a nested trace.
+        return False
     call = _find_call(frame) if frame is not None else None
     if call is not None and call[0].matches(fun, fun_name):
         rec, call_index, args, kwargs, frame_id = call
@@ -788,17 +854,18 @@ def _log_retrace(rec: Record, b: EventBuilder) -> None:
 
 
 def _on_duration(event: str, secs: float, **kw: Any) -> None:
+    if event == _compat.TRACE_EVENT:
+        _end_trace()  # balanced even when tracking stopped during the trace
     if not REGISTRY.active:
         return
     b = tls.building
+    if b is not None and event == _compat.COMPILE_EVENT and _stale_builder(b):
+        tls.building = b = None  # its trace never compiled (lower/eval_shape/make_jaxpr)
     if b is None:
-        if event == _compat.TRACE_EVENT:
-            _end_trace()
         if event == _compat.COMPILE_EVENT:
             _compile_only(kw.get("fun_name", "?"), secs)
         return
     if event == _compat.TRACE_EVENT:
-        _end_trace()
         b.trace_seconds += secs
     elif event == _compat.LOWER_EVENT:
         if _same_fun(b, kw.get("fun_name", "")):
@@ -807,6 +874,10 @@ def _on_duration(event: str, secs: float, **kw: Any) -> None:
         if _same_fun(b, kw.get("fun_name", "")):
             b.compile_seconds += secs
             b.compiled = True
+            if b.detached:  # a cached trace after all: the event is this compile
+                b.detached = False
+                with b.record.lock:
+                    b.record.events.append(b)
             if not b.persistent_cache_hit:
                 with b.record.lock:
                     b.record.compiles += 1
@@ -818,6 +889,12 @@ def _on_duration(event: str, secs: float, **kw: Any) -> None:
                     REGISTRY.warn_internal("logging a retrace", exc)
         else:
             _compile_only(kw.get("fun_name", "?"), secs)
+
+
+def _stale_builder(b: EventBuilder) -> bool:
+    """Is this compile happening in a tracked call other than the one that traced ``b``?"""
+    found = _find_call(sys._getframe(3))
+    return found is not None and (found[0] is not b.record or found[1] != b.call_index)
 
 
 def _same_fun(b: EventBuilder, fun_name: str) -> bool:

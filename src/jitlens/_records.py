@@ -37,6 +37,7 @@ class EventBuilder:
         "call_site",
         "compile_seconds",
         "compiled",
+        "detached",
         "entry",
         "explain_seconds",
         "jax_name",
@@ -72,6 +73,7 @@ class EventBuilder:
         self.key: Key | None = None
         self.jax_name = ""
         self.thread = threading.current_thread().name
+        self.detached = False  # announced as a trace, but served from JAX's trace cache
 
     def freeze(self, t0: float) -> Event:
         return Event(
@@ -128,6 +130,7 @@ class Record:
         self.miss_calls = 0
         self.last_miss_frame: object = None
         self.inlined_calls = 0
+        self.failed_calls = 0
         self.traces = 0
         self.compiles = 0
         self.persistent_hits = 0

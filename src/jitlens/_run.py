@@ -203,12 +203,23 @@ def _exit_code(code: Any) -> int:
 
 
 def _print_user_traceback(exc: BaseException) -> None:
-    """The traceback Python would print: jitlens' own frames on top are dropped."""
-    tb = exc.__traceback__
-    here = os.path.dirname(os.path.abspath(__file__))
-    while tb is not None and (
-        os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) == here
-        or tb.tb_frame.f_code.co_filename.endswith(("runpy.py", "<frozen runpy>"))
-    ):
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb)
+    """The traceback Python would print, without jitlens' own frames (and runpy's)."""
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+    def mine(frame: traceback.FrameSummary) -> bool:
+        name = frame.filename
+        return os.path.abspath(name).startswith(here) or name.endswith(
+            ("runpy.py", "<frozen runpy>")
+        )
+
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    seen: set[int] = set()
+    todo = [te]
+    while todo:
+        t = todo.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        t.stack = traceback.StackSummary.from_list([f for f in t.stack if not mine(f)])
+        todo += [c for c in (t.__cause__, t.__context__) if c is not None]
+    sys.stderr.write("".join(te.format()))

@@ -43,6 +43,7 @@ class _Watch:
         self.calls = 0
         self.reported: set[str] = set()
         self.record: Any = None
+        self.partial_ref: Any = None
 
     def check(self, call_index: int, call_site: str) -> list[StaleHit]:
         found = []
@@ -117,7 +118,7 @@ def watch_cached_partial(out: Any, f: Any, cached_args: tuple[Any, ...]) -> Any:
         return out
     watch = _Watch(getattr(user_fn, "__name__", "step"), originals, f)
     # drop watches whose cached objects are all gone
-    _WATCHES[:] = [w for w in _WATCHES if any(ref() is not None for _a, ref, _g in w.originals)]
+    _WATCHES[:] = [w for w in _WATCHES if _alive(w)]
     _WATCHES.append(watch)
 
     @functools.wraps(out)
@@ -129,6 +130,8 @@ def watch_cached_partial(out: Any, f: Any, cached_args: tuple[Any, ...]) -> Any:
         return out(*args, **kwargs)
 
     cached_call.__jitlens_watch__ = watch  # type: ignore[attr-defined]
+    # a partial that is gone (e.g. rebuilt, as the fix says) is no longer checked
+    watch.partial_ref = weakref.ref(cached_call)
     return cached_call
 
 
@@ -168,5 +171,11 @@ def _find_record(watch: _Watch) -> Any:
 def check_all() -> None:
     """Check every live watch now (called when a report is built)."""
     for w in list(_WATCHES):
-        if any(ref() is not None for _a, ref, _g in w.originals):
+        if _alive(w):
             _check(w, w.calls)
+
+
+def _alive(w: _Watch) -> bool:
+    """Both the partial and one of its cached objects still exist."""
+    partial = w.partial_ref() if w.partial_ref is not None else True
+    return partial is not None and any(ref() is not None for _a, ref, _g in w.originals)

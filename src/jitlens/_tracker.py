@@ -28,6 +28,7 @@ class _Base:
     calls: int = 0
     miss_calls: int = 0
     inlined: int = 0
+    failed: int = 0
     traces: int = 0
     compiles: int = 0
     phits: int = 0
@@ -41,6 +42,7 @@ def _snapshot(r: Record) -> _Base:
         calls=r.calls,
         miss_calls=r.miss_calls,
         inlined=r.inlined_calls,
+        failed=r.failed_calls,
         traces=r.traces,
         compiles=r.compiles,
         phits=r.persistent_hits,
@@ -158,7 +160,7 @@ class Tracker:
         t0 = self._start_t
         counted = r.counts_calls
         misses = top.miss_calls - base.miss_calls
-        inlined = top.inlined - base.inlined
+        inlined = top.inlined - base.inlined + top.failed - base.failed
         times = r.call_times[base.call_times : top.call_times]
         entries = r.call_entries[base.call_times : top.call_times]
         frozen = tuple(e.freeze(t0) for e in events)
