@@ -453,7 +453,6 @@ class TrackedJit:
         # The hit path: count the call, nothing else. A miss is found by the
         # trace-start listener, which walks up to this frame for `self`, `n`,
         # `args` and `kwargs`; nothing is hashed, flattened or published here.
-        n = -1
         try:
             if _STATE[0]:
                 n = next(self._counter)
@@ -464,8 +463,8 @@ class TrackedJit:
             __tracebackhide__ = True  # pytest: show the user's frame, not this one
             raise exc.error.with_traceback(None) from None
         except BaseException:
-            if n >= 0 and _STATE[0]:
-                _failed_call(self._record, n)
+            if _STATE[0] and "n" in locals():  # the exception path only
+                _failed_call(self._record, locals()["n"])
             raise
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
