@@ -351,12 +351,19 @@ def _first_call(rec: Record) -> None:
     rec.first_call_site = _compat.user_call_site(sys._getframe(3))
 
 
+_ARRAYISH: dict[type, bool] = {}
+
+
 def _light(args: tuple[Any, ...]) -> Any:
-    """A cheap per-call signature (top-level shapes and types) to file hits under entries."""
-    return tuple(
-        (a.shape, a.dtype) if hasattr(type(a), "shape") and hasattr(type(a), "dtype") else type(a)
-        for a in args
-    )
+    """A cheap per-call signature (top-level shapes and dtypes, else types) to file hits under entries."""
+    out = []
+    for a in args:
+        t = type(a)
+        arrayish = _ARRAYISH.get(t)
+        if arrayish is None:
+            arrayish = _ARRAYISH[t] = hasattr(t, "shape") and hasattr(t, "dtype")
+        out.append((a.shape, a.dtype) if arrayish else t)
+    return tuple(out)
 
 
 def _call_detailed(
@@ -373,27 +380,31 @@ def _call_detailed(
     n0 = local.nevents
     t = time.perf_counter()
     try:
-        return fn(*args, **kwargs)
+        out = fn(*args, **kwargs)
     except BaseException:
         if not isinstance(sys.exc_info()[1], _PassThrough):
             _failed_call(rec, n)
+        _after_detailed(rec, n, args, t, inside, local.nevents != n0)
         raise
-    finally:
-        if inside:  # called while another function traces: JAX inlines it
-            with rec.lock:
-                rec.inlined_calls += 1
-        if n < _WINDOW[0]:
-            if (
-                local.nevents != n0
-                and local.last_built is not None
-                and local.last_built.record is rec
-            ):
-                entry = local.last_built.entry
-                rec.entry_by_light[_light(args)] = entry
-            else:
-                entry = rec.entry_by_light.get(_light(args), -1)
-            rec.call_times.append(t)
-            rec.call_entries.append(entry)
+    _after_detailed(rec, n, args, t, inside, local.nevents != n0)
+    return out
+
+
+def _after_detailed(
+    rec: Record, n: int, args: tuple[Any, ...], t: float, inside: bool, missed: bool
+) -> None:
+    if inside:  # called while another function traces: JAX inlines it
+        with rec.lock:
+            rec.inlined_calls += 1
+    if n < _WINDOW[0]:
+        light = _light(args)
+        b = tls.last_built
+        if missed and b is not None and b.record is rec:
+            entry = rec.entry_by_light[light] = b.entry
+        else:
+            entry = rec.entry_by_light.get(light, -1)
+        rec.call_times.append(t)
+        rec.call_entries.append(entry)
 
 
 def _make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
