@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import threading
 import weakref
@@ -37,7 +38,7 @@ COMPILED_UNSEEN = (
 )
 
 
-class _Scope:
+class _Scope(abc.ABC):
     """Rules for every user function traced while a block is open."""
 
     def __init__(self, on_exceed: OnExceed, thread: int | None) -> None:
@@ -45,8 +46,9 @@ class _Scope:
         self.thread = thread
         self.violations: list[str] = []
 
+    @abc.abstractmethod
     def check(self, rec: Record, b: EventBuilder) -> str | None:
-        raise NotImplementedError
+        """The failure text for this trace, or None when it is within the rules."""
 
     def on_trace(self, rec: Record, b: EventBuilder) -> None:
         __tracebackhide__ = True
