@@ -143,6 +143,13 @@ class Registry:
 
     # ------------------------------------------------------------ records
 
+    def _index_fun(self, fun: Any, rec: Record) -> None:
+        """Find ``rec`` from the callable JAX traces (weakly: dropped with ``fun``)."""
+        ref = _weak(fun)
+        if ref is not None:
+            self.by_fun[id(fun)] = (ref, rec)
+            _finalize(fun, self.by_fun.pop, id(fun))
+
     def _register(self, rec: Record) -> Record:
         with self.lock:
             self.records.append(rec)
@@ -182,9 +189,7 @@ class Registry:
             self.by_wrapper[key] = (ref, rec)
             _finalize(wrapper, self.by_wrapper.pop, key)
         if rec.inner_fun_ref is not None:
-            inner = rec.inner_fun_ref()
-            self.by_fun[id(inner)] = (rec.inner_fun_ref, rec)
-            _finalize(inner, self.by_fun.pop, id(inner))
+            self._index_fun(rec.inner_fun_ref(), rec)
         return self._register(rec)
 
     def record_for_jax_jit(self, fun: Any, jitted: Any, options: dict[str, Any]) -> Record:
@@ -206,10 +211,7 @@ class Registry:
         sn = options.get("static_argnames")
         rec.static_argnames = (sn,) if isinstance(sn, str) else tuple(sn or ())
         rec.options = _options_of(options)
-        ref = _weak(fun)
-        if ref is not None:
-            self.by_fun[id(fun)] = (ref, rec)
-            _finalize(fun, self.by_fun.pop, id(fun))
+        self._index_fun(fun, rec)
         return self._register(rec)
 
     def record_for_untracked(self, fun: Any, fun_name: str, dbg: Any) -> Record:
@@ -245,10 +247,7 @@ class Registry:
             jax_name=fun_name,
         )
         if fun is not None:
-            ref = _weak(fun)
-            if ref is not None:
-                self.by_fun[id(fun)] = (ref, rec)
-                _finalize(fun, self.by_fun.pop, id(fun))
+            self._index_fun(fun, rec)
         return self._register(rec)
 
 
