@@ -14,6 +14,7 @@ from jax import monitoring
 import jitlens
 
 
+@pytest.mark.max_traces(1)  # each jit_forward call's fwd compiles once
 @pytest.mark.parametrize(
     "seed, shape, features, num_calls",
     [

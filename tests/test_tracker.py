@@ -114,6 +114,7 @@ def test_jax_jit_statics_and_donation():
     ]
 
 
+@pytest.mark.max_traces(1)
 def test_aot_lower_compile_is_counted_once():
     truth = Counter()
 
@@ -244,6 +245,7 @@ def test_nested_trackers_see_their_own_window():
     assert (outer.stats(f).calls, outer.stats(f).traces) == (4, 2)
 
 
+@pytest.mark.max_traces(1)
 def test_no_strong_references_to_models():
     """50 freshly built 4M-parameter models through a tracked loop are all freed."""
 
