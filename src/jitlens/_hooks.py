@@ -25,7 +25,7 @@ from jax import monitoring
 
 from . import _compat, _explain, _messages
 from ._errors import JitlensInternalWarning
-from ._records import MAX_CALL_TIMES, MAX_EVENTS, EventBuilder, Record
+from ._records import MAX_CALL_TIMES, MAX_EVENTS, MAX_SIBLINGS, EventBuilder, Record
 from ._signature import describe_call
 
 log = logging.getLogger("jitlens")
@@ -153,7 +153,12 @@ class Registry:
     def _register(self, rec: Record) -> Record:
         with self.lock:
             self.records.append(rec)
-            self.by_code.setdefault(rec.code_key, []).append(rec)
+            siblings = self.by_code.setdefault(rec.code_key, [])
+            siblings.append(rec)
+            # a jit re-created in a long loop: compare new wrappers with the
+            # latest few only, so each new one costs O(1), not O(loop length)
+            if len(siblings) > MAX_SIBLINGS:
+                del siblings[0]
         return rec
 
     def record_for_wrapper(self, wrapper: Any, kind: str | None, cached: bool) -> Record:
@@ -188,6 +193,7 @@ class Registry:
         if ref is not None:
             self.by_wrapper[key] = (ref, rec)
             _finalize(wrapper, self.by_wrapper.pop, key)
+            _finalize(wrapper, rec.forget_keys, 1)
         if rec.inner_fun_ref is not None:
             self._index_fun(rec.inner_fun_ref(), rec)
         return self._register(rec)
@@ -458,6 +464,7 @@ class TrackedJit:
             except AttributeError:
                 pass
         self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
+        _finalize(self, record.forget_keys, 1)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The hit path: count the call, nothing else. A miss is found by the

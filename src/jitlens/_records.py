@@ -25,6 +25,8 @@ MAX_KEYS = 64
 MAX_CALL_TIMES = 2_000
 #: Events remembered per record.
 MAX_EVENTS = 10_000
+#: Earlier wrappers of the same code a new wrapper is compared with.
+MAX_SIBLINGS = 16
 
 _ids = itertools.count(1)
 
@@ -216,6 +218,12 @@ class Record:
         )
         event = next((e for e, r in zip(events, raw, strict=True) if r is b), b.freeze(t0))
         return render_retrace(fn, event)
+
+    def forget_keys(self, keep: int, _unused: Any = None) -> None:
+        """The wrapper is gone: keep only the latest keys (for new-wrapper comparisons)."""
+        with self.lock:
+            del self.keys[:-keep]
+        self.entry_by_light.clear()
 
     def mark_cleared(self) -> None:
         for k in self.keys:
