@@ -151,3 +151,14 @@ def test_example_script_under_jitlens_run(tmp_path):
     assert (first["predict"]["kind"], first["predict"]["path"]) == ("identity_static", "model.pool")
     assert (first["mse"]["kind"], first["mse"]["path"]) == ("shape", "batch")
     assert (first["accumulate"]["kind"], first["accumulate"]["path"]) == ("weak_type", "total")
+
+
+def test_demo_measures_the_seed_cnn():
+    proc = run_python(["-m", "jitlens", "demo"])
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "foo_step: 4 calls, traced 2x, compiled 2x" in out
+    assert "(counter inside the function: 2 traces)" in out
+    assert "fixed_step: 4 calls, traced 1x, compiled 1x" in out
+    assert "model.avg_pool  identity_static" in out
+    assert "output shape (8,)" in out and "fwd: 5 calls, traced 1x, 4 cache hits" in out

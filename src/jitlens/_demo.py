@@ -23,7 +23,7 @@ from ._tracker import track
 TRACES = {"buggy": 0, "fixed": 0}
 
 HEADER = 'jitlens demo: "When does recreating a model trigger nnx.jit recompilation?"'
-VARIANT = "{label}\n  {name}: {calls} calls, traced {traces}x, compiled {compiles}x, {hits} cache hits (counter inside the function: {truth} traces)"
+VARIANT = "{label}\n  {name}: {calls} calls, traced {traces}x, compiled {compiles}x, {hits} cache hits (counter inside the function: {truth} {traces_word})"
 EXERCISE = (
     "jitlens.jit_forward(seed=0.0, x: f32[{n},{d}], features=4.0, num_calls=5.0) -> output shape {shape}, "
     "dtype {dtype}\n  fwd: {calls} calls, traced {traces}x, {hits} cache hits"
@@ -118,6 +118,7 @@ def run_demo(out: TextIO = sys.stdout) -> int:
                 compiles=s.compiles,
                 hits=s.cache_hits,
                 truth=TRACES[key],
+                traces_word="trace" if TRACES[key] == 1 else "traces",
             ),
             file=out,
         )
