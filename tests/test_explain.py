@@ -463,3 +463,18 @@ def test_mesh_context_is_a_config_change():
     _s, rs = reasons_of(calls)
     kind, path = first(rs)
     assert kind == "config" and "mesh" in path and "jax.set_mesh" in rs[0].fix
+
+
+def test_differently_sized_layers_are_named_as_configuration():
+    def calls():
+        f = nnx.jit(lambda m, x: m(x))
+        f(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), jnp.ones((1, 3)))
+        f(nnx.Linear(3, 5, rngs=nnx.Rngs(0)), jnp.ones((1, 3)))
+        return f
+
+    _s, rs = reasons_of(calls)
+    got = {(r.kind, r.path) for r in rs}
+    assert ("static_value", "m.out_features") in got
+    assert ("shape", "m.kernel") in got  # the Variable, not `m.kernel.value`
+    for r in rs:
+        assert "Variable(" not in r.fix and "pad smaller batches" not in r.fix

@@ -57,7 +57,7 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
         eo, en = o[p], n[p]
         if eo.same(en):
             continue
-        r = _diff_entry(p, eo, en)
+        r = _diff_entry(p, eo, en, o.get(p[:-1]))
         if r is not None:
             reasons.extend(r)
             if (
@@ -121,6 +121,11 @@ def _value_summary(sub: dict[Path, Entry]) -> str:
     return _short(top)
 
 
+def _flax_layer(e: Entry) -> bool:
+    t = e.type_ref() if e.type_ref is not None else None
+    return (getattr(t, "__module__", "") or "").startswith("flax.")
+
+
 def _types_equal(a: Entry, b: Entry) -> bool:
     ta = a.type_ref() if a.type_ref is not None else None
     tb = b.type_ref() if b.type_ref is not None else None
@@ -169,8 +174,10 @@ def _short(e: Entry) -> str:
     return e.target or e.kind
 
 
-def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
+def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> list[Reason] | None:
     arg, path = _arg(p), render_path(p)
+    if parent is not None and parent.kind == "var" and p[-1] == ("attr", "value"):
+        path = render_path(p[:-1])  # a Variable's value: the user writes `model.kernel`
     if p[0][0] == "jit":
         assert eo.static is not None and en.static is not None
         return [M.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
@@ -188,7 +195,7 @@ def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
         if (
             a.shape != b.shape and not key_change
         ):  # a typed key and its raw data differ in shape too
-            out.append(M.shape(arg, path, a.short(), b.short()))
+            out.append(M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph))
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
@@ -205,6 +212,18 @@ def _diff_entry(p: Path, eo: Entry, en: Entry) -> list[Reason] | None:
         return out
     if eo.kind == "static":
         assert eo.static is not None and en.static is not None
+        mode_flag = str(p[-1][1]) in M.MODE_FLAGS and isinstance(en.static.value(), bool)
+        plain_value = not (eo.static.identity or en.static.identity) and _ADDR.sub(
+            "", eo.static.text
+        ) != _ADDR.sub("", en.static.text)
+        if (
+            parent is not None
+            and parent.kind == "node"
+            and _flax_layer(parent)
+            and plain_value
+            and not mode_flag
+        ):
+            return [M.layer_config(arg, path, parent.type_name, eo.static.text, en.static.text)]
         return [_static(arg, path, p, eo.static, en.static, en.in_graph)]
     if eo.kind == "node":
         if not _types_equal(eo, en):

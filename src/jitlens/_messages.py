@@ -159,16 +159,35 @@ def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
 # ---------------------------------------------------------------- avals
 
 
-def shape(arg: str, path: str, before: str, after: str) -> Reason:
+PARAM_SHAPE_FIX = (
+    "Parameter shapes follow the layer sizes: build every model with the same sizes, or expect "
+    "one compile per distinct architecture."
+)
+LAYER_MSG = (
+    "`{path}` of {layer} changed {before} -> {after}: a differently configured layer is a "
+    "different model, compiled separately."
+)
+LAYER_FIX = (
+    "Expected once per configuration; if the models should be the same, build them with the "
+    "same arguments (here `{attr}`)."
+)
+
+
+def shape(arg: str, path: str, before: str, after: str, in_graph: bool = False) -> Reason:
+    fix = PARAM_SHAPE_FIX if in_graph else SHAPE_FIX.format(before=_larger(before, after))
     return _reason(
-        "shape",
-        arg,
-        path,
-        before,
-        after,
-        SHAPE_MSG.format(path=f"`{path}`", before=before, after=after),
-        SHAPE_FIX.format(before=_larger(before, after)),
-    )
+        "shape", arg, path, before, after,
+        SHAPE_MSG.format(path=f"`{path}`", before=before, after=after), fix,
+    )  # fmt: skip
+
+
+def layer_config(arg: str, path: str, layer: str, before: str, after: str) -> Reason:
+    attr = path.rsplit(".", 1)[-1]
+    return _reason(
+        "static_value", arg, path, before, after,
+        LAYER_MSG.format(path=path, layer=f"nnx.{layer}", before=before, after=after),
+        LAYER_FIX.format(attr=attr),
+    )  # fmt: skip
 
 
 def _larger(a: str, b: str) -> str:
