@@ -108,15 +108,19 @@ def test_cache_hits_are_capped_instants(monkeypatch: pytest.MonkeyPatch) -> None
     assert len([e for e in render_trace_events(report)["traceEvents"] if e["ph"] == "i"]) == 3
 
 
-def test_junk_numbers_become_valid_json() -> None:
+def test_junk_numbers_become_valid_json(caplog: pytest.LogCaptureFixture) -> None:
     report = report_samples.sample_report()
     forward = report.function("forward")
     bad = dataclasses.replace(
         forward.events[1], time=math.nan, compile_seconds=math.inf, explain_seconds=math.nan
     )
     forward = dataclasses.replace(forward, events=(forward.events[0], bad))
-    trace = render_trace_events(dataclasses.replace(report, functions=(forward,)))
+    with caplog.at_level(logging.ERROR, logger="jitlens"):
+        trace = render_trace_events(dataclasses.replace(report, functions=(forward,)))
     json.dumps(trace, allow_nan=False)
+    # rendered for real, not through the fallback: both events' spans are there
+    assert not caplog.records
+    assert len([e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("dur", 0) > 0]) >= 2
 
 
 def test_write_trace(tmp_path: Path) -> None:
