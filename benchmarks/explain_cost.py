@@ -26,7 +26,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 import jitlens
-from jitlens._render_text import render_retrace
+from jitlens._core.retrace_text import render_retrace
 
 
 class Block(nnx.Module):

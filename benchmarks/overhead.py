@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 import jitlens
-from jitlens._records import MAX_CALL_TIMES
+from jitlens._track.records import MAX_CALL_TIMES
 
 
 def _per_call(fn: Callable[[], object], calls: int) -> float:

@@ -20,9 +20,16 @@ import optax
 import pytest
 from flax import nnx
 
-from jitlens._audit import AuditError, AuditFinding, AuditResult, audit, cli_main, render_audit
-from jitlens._cli import main as jitlens_main
-from jitlens._report import REASON_KINDS
+from jitlens._audit.audit import (
+    AuditError,
+    AuditFinding,
+    AuditResult,
+    audit,
+    cli_main,
+    render_audit,
+)
+from jitlens._cli.main import main as jitlens_main
+from jitlens._core.report import REASON_KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -180,9 +180,9 @@ def test_every_case_report_renders(case_runs, num, tmp_path):
     import html
 
     from jitlens import Report
-    from jitlens._render_html import render_html
-    from jitlens._render_perfetto import render_trace_events
-    from jitlens._render_text import render_text
+    from jitlens._render.html import render_html
+    from jitlens._render.perfetto import render_trace_events
+    from jitlens._render.text import render_text
 
     _proc, data = case_runs[num]
     report = Report.from_dict(data)

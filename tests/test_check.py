@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import jitlens
-from jitlens._check import (
+from jitlens._exercise.check import (
     BAD_INPUTS,
     BadInput,
     CheckCase,
@@ -32,8 +32,8 @@ from jitlens._check import (
     cli_main,
     default_cases,
 )
-from jitlens._check_criteria import CheckFinding, CriterionResult
-from jitlens._render_check import render_check
+from jitlens._exercise.criteria import CheckFinding, CriterionResult
+from jitlens._exercise.render import render_check
 
 # One worker grades everything (the fixture is module-scoped): CI runs `--dist loadgroup`.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check")]
@@ -83,7 +83,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     old = os.environ.get("JITLENS_TEST_PIDFILE")
     os.environ["JITLENS_TEST_PIDFILE"] = str(pidfile)
     json_path = tmp / "solution.json"
-    code = "import sys; from jitlens._check import cli_main; sys.exit(cli_main(sys.argv[1:]))"
+    code = (
+        "import sys; from jitlens._exercise.check import cli_main; sys.exit(cli_main(sys.argv[1:]))"
+    )
     cli = subprocess.Popen(
         [sys.executable, "-c", code, "examples/exercise/solution.py", "--json", str(json_path)],
         cwd=ROOT,
@@ -106,8 +108,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         }
         # The examples share the default cases: compute their references once, here,
         # while the CLI and the hostile run are already running.
-        from jitlens import _check
-        from jitlens._check_child import encode, reference
+        from jitlens._exercise import check as _check
+        from jitlens._exercise.child import encode, reference
 
         for case in default_cases():
             refs = reference(dataclasses.asdict(case))
@@ -229,8 +231,8 @@ def test_bad_input_is_a_warning_not_a_failure(graded: dict[str, Any]) -> None:
 def test_a_function_is_imported_by_module_name(graded: dict[str, Any]) -> None:
     assert graded["naive"].result().solution == "naive_solution.jit_forward"
     assert _locate(jitlens.jit_forward) == (
-        {"module": "jitlens._exercise", "qualname": "jit_forward"},
-        "jitlens._exercise.jit_forward",
+        {"module": "jitlens._exercise.forward", "qualname": "jit_forward"},
+        "jitlens._exercise.forward.jit_forward",
     )
 
 
@@ -330,7 +332,7 @@ def test_uncheckable_arguments() -> None:
 def test_reference_is_x_at_kernel_plus_bias() -> None:
     from flax import nnx
 
-    from jitlens._check_child import make_x, reference
+    from jitlens._exercise.child import make_x, reference
 
     for case in default_cases(seed=3):
         got = reference(dataclasses.asdict(case))["reference"]

@@ -14,7 +14,7 @@ import pytest
 from flax import nnx
 
 import jitlens
-from jitlens._report import REASON_KINDS
+from jitlens._core.report import REASON_KINDS
 
 
 def reasons_of(

@@ -14,11 +14,12 @@ import jax.numpy as jnp
 import pytest
 from flax import nnx
 
-from jitlens import _hooks, _signature
+from jitlens._core import signature as _signature
 from jitlens._errors import ConfigError, RecompileError, RecompileWarning
-from jitlens._guards import get_num_traces, max_traces, reset
-from jitlens._hooks import REGISTRY
-from jitlens._scopes import no_retrace
+from jitlens._track import state as _state
+from jitlens._track.guards import get_num_traces, max_traces, reset
+from jitlens._track.registry import REGISTRY
+from jitlens._track.scopes import no_retrace
 
 #: ``jax.jit`` as JAX ships it, even while jitlens' hooks are installed: what a
 #: module imported before jitlens gets (a jit jitlens only sees through monitoring).
@@ -50,7 +51,7 @@ def _unseen(fn: Callable[..., Any], *args: Any) -> None:
     """Call ``fn`` where jitlens does not look, as if before it was installed."""
 
     def run() -> None:
-        _hooks.tls.busy = True
+        _state.tls.busy = True
         fn(*args)
 
     thread = threading.Thread(target=run)
@@ -219,7 +220,7 @@ def test_bad_arguments_fail_at_once(call: Callable[[], Any], error: type, match:
 
 
 def test_get_num_traces_of_an_unguarded_function_seen_by_a_tracker() -> None:
-    from jitlens._tracker import track
+    from jitlens._track.tracker import track
 
     step, runs = _counted()
     with track():

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from jitlens._lint import CODES, LintFinding, LintSkipWarning, cli_main, lint_paths, lint_source
+from jitlens._lint.lint import (
+    CODES,
+    LintFinding,
+    LintSkipWarning,
+    cli_main,
+    lint_paths,
+    lint_source,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "# <-"  # marks each line a snippet expects a finding on

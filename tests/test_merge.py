@@ -10,8 +10,9 @@ import pytest
 
 import merge_samples as s
 from jitlens._errors import ReportError
-from jitlens._merge import cli_main, find_divergence, merge_reports
-from jitlens._render_merge import render_merged_html, render_merged_text
+from jitlens._merge.cli import cli_main
+from jitlens._merge.merge import find_divergence, merge_reports
+from jitlens._merge.render import render_merged_html, render_merged_text
 
 
 def _kinds(reports: list) -> list[str]:

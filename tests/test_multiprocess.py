@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from jitlens._merge import MergedReport, cli_main, merge_reports
-from jitlens._report import load_report
+from jitlens._core.report import load_report
+from jitlens._merge.cli import cli_main
+from jitlens._merge.merge import MergedReport, merge_reports
 
 # One group: under `pytest -n N --dist loadgroup` the two pairs of processes start only once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("multiprocess")]

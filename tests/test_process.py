@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from jitlens._errors import ConfigError
-from jitlens._process import ProcessInfo, expand_path_template, process_info
+from jitlens._track.process import ProcessInfo, expand_path_template, process_info
 
 INFO = ProcessInfo(process_index=3, process_count=8, host="node-7")
 
@@ -22,7 +22,7 @@ def test_single_process_defaults() -> None:
 @pytest.mark.slow
 def test_process_info_does_not_start_jax_backends() -> None:
     code = (
-        "import sys; from jitlens._process import process_info; info = process_info(); "
+        "import sys; from jitlens._track.process import process_info; info = process_info(); "
         "import jax._src.xla_bridge as xb; "
         "print(info.process_index, info.process_count, bool(xb._backends))"
     )

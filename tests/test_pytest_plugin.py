@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from jitlens import pytest_plugin
-from jitlens._report import load_report
+from jitlens._core.report import load_report
 
 pytest_plugins = ["pytester"]
 

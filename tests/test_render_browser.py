@@ -11,7 +11,7 @@ import pytest
 
 import html_dom
 import report_samples
-from jitlens._render_html import render_html
+from jitlens._render.html import render_html
 
 CHROMIUM = "/usr/bin/chromium"
 TIMEOUT_SECONDS = 120

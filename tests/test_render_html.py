@@ -10,8 +10,8 @@ import pytest
 
 import html_dom
 import report_samples
-from jitlens._render_html import render_html
-from jitlens._report import Event, Report
+from jitlens._core.report import Event, Report
+from jitlens._render.html import render_html
 
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
@@ -195,8 +195,8 @@ def test_repr_html_is_the_page() -> None:
 def test_odd_but_possible_data_renders_without_falling_back(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from jitlens._render_perfetto import render_trace_events
-    from jitlens._render_text import render_text
+    from jitlens._render.perfetto import render_trace_events
+    from jitlens._render.text import render_text
 
     report = report_samples.sample_report()
     loss = report.function("Trainer.loss")

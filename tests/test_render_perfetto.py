@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import report_samples
-from jitlens import _render_perfetto
-from jitlens._render_perfetto import render_trace_events, write_trace
+from jitlens._render import perfetto as _render_perfetto
+from jitlens._render.perfetto import render_trace_events, write_trace
 
 
 @pytest.fixture(scope="module")

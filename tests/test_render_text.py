@@ -9,8 +9,9 @@ import re
 import pytest
 
 import report_samples
-from jitlens._render_text import MAX_LINES_PER_RETRACE, render_retrace, render_text
-from jitlens._report import Event, Reason
+from jitlens._core.report import Event, Reason
+from jitlens._core.retrace_text import MAX_LINES_PER_RETRACE, render_retrace
+from jitlens._render.text import render_text
 
 GOLDEN = """\
 jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidden)

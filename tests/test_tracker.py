@@ -218,7 +218,7 @@ def test_results_exceptions_and_passthrough_after_exit():
             raise ValueError("empty input")
         return x * 3
 
-    from jitlens._hooks import REGISTRY
+    from jitlens._track.registry import REGISTRY
 
     outermost = REGISTRY.depth == 0  # a guard elsewhere may keep the hooks installed
     with jitlens.track():

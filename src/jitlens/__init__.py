@@ -13,59 +13,59 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._core.report import Event as Event
+from ._core.report import FunctionReport as FunctionReport
+from ._core.report import Reason as Reason
+from ._core.report import Report as Report
+from ._core.report import load_report as load_report
 from ._errors import ConfigError as ConfigError
 from ._errors import JitlensError as JitlensError
 from ._errors import RecompileError as RecompileError
 from ._errors import RecompileWarning as RecompileWarning
 from ._errors import ReportError as ReportError
 from ._errors import StaleCacheWarning as StaleCacheWarning
-from ._report import Event as Event
-from ._report import FunctionReport as FunctionReport
-from ._report import Reason as Reason
-from ._report import Report as Report
-from ._report import load_report as load_report
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from ._audit import AuditFinding as AuditFinding
-    from ._audit import AuditResult as AuditResult
-    from ._audit import audit as audit
-    from ._check import CheckResult as CheckResult
-    from ._check import check_jit_forward as check_jit_forward
-    from ._exercise import jit_forward as jit_forward
-    from ._guards import get_num_traces as get_num_traces
-    from ._guards import max_traces as max_traces
-    from ._guards import reset as reset
-    from ._lint import LintFinding as LintFinding
-    from ._lint import lint_paths as lint_paths
-    from ._lint import lint_source as lint_source
-    from ._merge import MergedReport as MergedReport
-    from ._merge import find_divergence as find_divergence
-    from ._merge import merge_reports as merge_reports
-    from ._scopes import no_retrace as no_retrace
-    from ._tracker import Tracker as Tracker
-    from ._tracker import track as track
+    from ._audit.audit import AuditFinding as AuditFinding
+    from ._audit.audit import AuditResult as AuditResult
+    from ._audit.audit import audit as audit
+    from ._exercise.check import CheckResult as CheckResult
+    from ._exercise.check import check_jit_forward as check_jit_forward
+    from ._exercise.forward import jit_forward as jit_forward
+    from ._lint.lint import LintFinding as LintFinding
+    from ._lint.lint import lint_paths as lint_paths
+    from ._lint.lint import lint_source as lint_source
+    from ._merge.merge import MergedReport as MergedReport
+    from ._merge.merge import find_divergence as find_divergence
+    from ._merge.merge import merge_reports as merge_reports
+    from ._track.guards import get_num_traces as get_num_traces
+    from ._track.guards import max_traces as max_traces
+    from ._track.guards import reset as reset
+    from ._track.scopes import no_retrace as no_retrace
+    from ._track.tracker import Tracker as Tracker
+    from ._track.tracker import track as track
 
 #: Public name -> the private module that defines it, imported on first use.
 _LAZY = {
-    "AuditFinding": "_audit",
-    "AuditResult": "_audit",
-    "audit": "_audit",
-    "CheckResult": "_check",
-    "check_jit_forward": "_check",
-    "jit_forward": "_exercise",
-    "get_num_traces": "_guards",
-    "max_traces": "_guards",
-    "reset": "_guards",
-    "LintFinding": "_lint",
-    "lint_paths": "_lint",
-    "lint_source": "_lint",
-    "MergedReport": "_merge",
-    "find_divergence": "_merge",
-    "merge_reports": "_merge",
-    "no_retrace": "_scopes",
-    "Tracker": "_tracker",
-    "track": "_tracker",
+    "AuditFinding": "_audit.audit",
+    "AuditResult": "_audit.audit",
+    "audit": "_audit.audit",
+    "CheckResult": "_exercise.check",
+    "check_jit_forward": "_exercise.check",
+    "jit_forward": "_exercise.forward",
+    "get_num_traces": "_track.guards",
+    "max_traces": "_track.guards",
+    "reset": "_track.guards",
+    "LintFinding": "_lint.lint",
+    "lint_paths": "_lint.lint",
+    "lint_source": "_lint.lint",
+    "MergedReport": "_merge.merge",
+    "find_divergence": "_merge.merge",
+    "merge_reports": "_merge.merge",
+    "no_retrace": "_track.scopes",
+    "Tracker": "_track.tracker",
+    "track": "_track.tracker",
 }
 
 

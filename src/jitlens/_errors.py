@@ -31,6 +31,10 @@ class JitlensInternalWarning(RuntimeWarning):
     """jitlens itself failed; it stepped aside and the program went on unchanged."""
 
 
+class JitlensCompatWarning(UserWarning):
+    """The installed JAX/Flax lack something jitlens needs: some figures are unknown."""
+
+
 # Tracebacks and reprs name the public spelling: ``jitlens.RecompileError``.
 for _cls in (
     JitlensError,
@@ -40,6 +44,7 @@ for _cls in (
     RecompileWarning,
     StaleCacheWarning,
     JitlensInternalWarning,
+    JitlensCompatWarning,
 ):
     _cls.__module__ = "jitlens"
 del _cls

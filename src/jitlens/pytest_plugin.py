@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ._report import Report
-    from ._tracker import Tracker
+    from ._core.report import Report
+    from ._track.tracker import Tracker
 
 GROUP = "jitlens"
 GROUP_HELP = "jitlens: count and explain recompilations of jitted functions"
@@ -94,7 +94,7 @@ def _marker_budget(marker: pytest.Mark) -> tuple[int, str]:
     args, kwargs = marker.args, dict(marker.kwargs)
     n = args[0] if args else kwargs.pop("n", None)
     on_exceed = kwargs.pop("on_exceed", "raise")
-    from ._budget import ON_EXCEED
+    from ._track.budget import ON_EXCEED
 
     ok = isinstance(n, int) and not isinstance(n, bool) and n >= 0 and on_exceed in ON_EXCEED
     if not ok or len(args) > 1 or kwargs:
@@ -108,7 +108,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if marker is None:
         return (yield)
     n, on_exceed = _marker_budget(marker)
-    from ._scopes import budget_scope
+    from ._track.scopes import budget_scope
 
     with budget_scope(n, source=MARKER_SOURCE, on_exceed=on_exceed) as scope:
         result = yield
@@ -120,7 +120,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 @pytest.fixture
 def jit_tracker() -> Iterator[Tracker]:
     """A ``jitlens.track()`` open for the test: ``jit_tracker.stats(fn)``, ``.report()``."""
-    from ._tracker import track
+    from ._track.tracker import track
 
     with track() as tracker:
         yield tracker
@@ -172,8 +172,8 @@ class _Session:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.controller:
             return  # the workers run the tests and send their reports back
-        from ._scopes import budget_scope
-        from ._tracker import track
+        from ._track.scopes import budget_scope
+        from ._track.tracker import track
 
         self._tracker = track()
         self._tracker.start()
@@ -186,7 +186,7 @@ class _Session:
         text = getattr(node, "workeroutput", {}).get(WORKER_KEY)
         if text is None:
             return
-        from ._report import Report
+        from ._core.report import Report
 
         report = Report.from_dict(json.loads(text))
         worker = getattr(node, "workerinput", {}).get("workerid", "?")
@@ -206,7 +206,7 @@ class _Session:
                 self.config.workeroutput[WORKER_KEY] = self.report.to_json(indent=None)  # type: ignore[attr-defined]
                 return
         if self.path is not None and self.report is not None:
-            from ._report import write_atomic
+            from ._core.report import write_atomic
 
             write_atomic(self.path, self.report.to_json())
 
@@ -245,7 +245,7 @@ def _combine(reports: list[Report]) -> Report | None:
 
 
 def _summary(report: Report, color: bool) -> str:
-    from ._render_text import render_text
+    from ._render.text import render_text
 
     retraced = tuple(f for f in report.user_functions() if f.retraces or f.stale_hits)
     if not retraced:

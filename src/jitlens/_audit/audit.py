@@ -1,0 +1,210 @@
+"""``jitlens audit``: build a model twice and report the statics that will recompile nnx.jit."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from flax import nnx
+
+from .. import _compat
+from .._core import messages as M
+from .._core.key import Entry, Path, short_repr
+from .._core.report import write_atomic
+from .._core.signature import walk_graphdef
+from .checks import _Audit
+from .model import SEVERITIES as SEVERITIES
+from .model import AuditFinding as AuditFinding
+from .model import AuditResult as AuditResult
+from .render import render_audit as render_audit
+from .target import AuditError as AuditError
+from .target import _exc_text, _user_frame
+from .target import load_factory as load_factory
+
+SPLIT_MSG = (
+    "`nnx.split({root})` raises {error}: nnx.jit and every nnx transform split their arguments "
+    "first, and would fail the same way."
+)
+SPLIT_FIX = (
+    "Fix the attribute the error names: arrays, Variables and Modules belong in data attributes, "
+    "configuration in hashable statics."
+)
+FACTORY_RAISED = "{name}() raised {error}{at}"
+NOT_NNX = (
+    "{name}() returned {what}; expected an NNX object (a Module, an nnx.Optimizer) or a "
+    "tuple/list/dict of them"
+)
+
+
+# -- building and describing ------------------------------------------------------------------
+
+
+def audit(factory: Callable[[], Any] | str) -> AuditResult:
+    """Build ``factory()`` twice and report what would make ``nnx.jit`` recompile.
+
+    ``nnx.jit`` keys its cache on the GraphDef, which holds every static
+    attribute by value: two fresh, identically configured models must give
+    equal keys, or each new instance compiles again (the seed's
+    ``functools.partial`` stored on a Module). The two builds are compared with
+    the explainer's own key walk and diff, so findings read like ``jitlens run``:
+
+    * ``error``: statics that differ between the builds, and statics nnx or
+      JAX rejects later (unhashable, ``==`` raising, arrays or Modules hidden
+      in a static, data that is not an array, ``nnx.split`` raising);
+    * ``warning``: identity-compared statics both builds happen to share that
+      are not reachable by name, one refactor away from a recompile;
+    * ``info``: Python numbers on user Modules (and in Variable metadata),
+      a recompile per value if they change during training.
+
+    ``factory`` takes no arguments and returns a Module, an ``nnx.Optimizer``,
+    or a tuple/list/dict of them (paths then start with ``model``,
+    ``optimizer`` or the dict's keys); a ``"file.py:factory"`` or
+    ``"pkg.mod:factory"`` string names one. No jitted function is called.
+
+    Example:
+        >>> from flax import nnx
+        >>> audit(lambda: nnx.Linear(2, 3, rngs=nnx.Rngs(0))).findings
+        ()
+
+    Raises:
+        AuditError: the target cannot be loaded, the factory raises, or it
+            returns no NNX object.
+
+    See also: ``jitlens lint`` finds traps in source without running it;
+    ``chex.assert_max_traces`` / ``equinox.debug.assert_max_traces`` count
+    traces once training runs, where shapes and values show too.
+    """
+    start = time.perf_counter()
+    if isinstance(factory, str):
+        target, factory = factory, load_factory(factory)
+    else:
+        target = getattr(factory, "__qualname__", None) or repr(factory)
+    name = getattr(factory, "__name__", "factory")
+    roots_a = _roots(_build(factory, name), name)
+    roots_b = _roots(_build(factory, name), name)
+    a, rejected = _describe(roots_a)
+    b, _ = _describe(roots_b)
+    split_errors = [
+        AuditFinding("error", "graph_structure", root, "", "", M._cap(msg), M._cap(fix))
+        for root, (msg, fix) in rejected.items()
+    ]
+    findings = split_errors + _Audit(a, b).run()
+    return AuditResult(
+        target=target,
+        roots=tuple(f"{r}: {type(obj).__name__}" for r, obj in roots_a),
+        statics=sum(1 for e in a.values() if e.kind == "static" and e.in_graph),
+        seconds=time.perf_counter() - start,
+        findings=tuple(sorted(findings, key=lambda f: SEVERITIES.index(f.severity))),
+    )
+
+
+def _build(factory: Callable[[], Any], name: str) -> Any:
+    try:
+        return factory()
+    except Exception as exc:
+        error, at = _exc_text(exc), _user_frame(exc)
+        raise AuditError(FACTORY_RAISED.format(name=name, error=error, at=at)) from exc
+
+
+def _roots(obj: Any, name: str) -> list[tuple[str, Any]]:
+    """``[(name a user would write, graph node)]`` for what the factory returned."""
+    if _compat.is_graph_node(obj):
+        return [(_role(obj), obj)]
+    items: list[tuple[str, Any]] = []
+    if isinstance(obj, Mapping):
+        items = [(str(k), v) for k, v in obj.items()]
+    elif isinstance(obj, (tuple, list)):
+        roles = [_role(v) for v in obj]
+        items = [
+            (r if roles.count(r) == 1 else f"{r}_{i}", v)
+            for i, (r, v) in enumerate(zip(roles, obj, strict=True))
+        ]
+    bad = [v for _, v in items if not _compat.is_graph_node(v)] or ([] if items else [obj])
+    if bad:
+        what = f"{short_repr(bad[0], 60)} (a {type(bad[0]).__name__})"
+        raise AuditError(NOT_NNX.format(name=name, what=what))
+    return items
+
+
+def _role(obj: Any) -> str:
+    if isinstance(obj, nnx.Optimizer):
+        return "optimizer"
+    if isinstance(obj, nnx.metrics.Metric):
+        return "metrics"
+    return "rngs" if isinstance(obj, nnx.Rngs) else "model"
+
+
+def _describe(roots: list[tuple[str, Any]]) -> tuple[dict[Path, Entry], dict[str, tuple[str, str]]]:
+    """The key entries of all roots, split together as one nnx.jit call splits its arguments."""
+    out: dict[Path, Entry] = {}
+    rejected: dict[str, tuple[str, str]] = {}
+    ref_index = _compat.new_ref_map()
+    for name, node in roots:
+        flat = _compat.flatten_node(node, ref_index)
+        if flat is not None:
+            walk_graphdef(flat[0], flat[1], (("arg", name),), out)
+            continue
+        try:
+            nnx.split(node)
+            error = "an error jitlens could not reproduce alone"
+        except Exception as exc:
+            error = _exc_text(exc)
+        rejected[name] = (SPLIT_MSG.format(root=name, error=error), SPLIT_FIX)
+    return out, rejected
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jitlens audit",
+        description=(
+            "Build an NNX model twice, before any training step, and report the statics that make "
+            "nnx.jit recompile for every new instance (errors), that are one refactor away from it "
+            "(warnings), and Python numbers that recompile if they change (info)."
+        ),
+        epilog="Exit status: 0 no errors, 1 errors found, 2 the target cannot be loaded or built.",
+    )
+    parser.add_argument(
+        "target",
+        metavar="TARGET",
+        help="FILE.py:FACTORY or package.module:FACTORY; FACTORY() returns a Module, an "
+        "nnx.Optimizer, or a tuple/list/dict of them",
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the findings as JSON to PATH")
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="a coloured table (default: when stdout is a terminal)",
+    )
+    parser.add_argument(
+        "--width", type=int, default=None, help="text width (default: terminal, 100)"
+    )
+    return parser
+
+
+def cli_main(argv: Sequence[str]) -> int:
+    """Run ``jitlens audit`` with ``argv`` (without the program name); return the exit status."""
+    try:
+        args = _parser().parse_args(list(argv))
+    except SystemExit as exc:  # --help, or a usage error argparse already printed
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        result = audit(args.target)
+    except AuditError as exc:
+        print(f"jitlens audit: error: {exc}", file=sys.stderr)
+        return 2
+    tty = sys.stdout.isatty()
+    color = args.color == "always" or (args.color == "auto" and tty)
+    width = args.width or (os.get_terminal_size().columns if tty else 100)
+    sys.stdout.write(render_audit(result, color=color, width=width))
+    sys.stdout.flush()
+    if args.json:
+        write_atomic(args.json, result.to_json() + "\n")
+    return result.exit_code

@@ -1,0 +1,71 @@
+"""The audit's findings as plain data: what ``jitlens.audit`` returns and the JSON it writes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import Any
+
+#: The text renderer, registered by ``jitlens._audit.render`` (``str(result)``).
+TEXT: list[Callable[[Any], str] | None] = [None]
+
+#: ``AuditFinding.severity``, most severe first.
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditResult:
+    """Everything ``audit`` found, errors first; ``exit_code`` is what the CLI returns."""
+
+    target: str
+    roots: tuple[str, ...]
+    statics: int
+    seconds: float
+    findings: tuple[AuditFinding, ...]
+
+    def _of(self, severity: str) -> tuple[AuditFinding, ...]:
+        return tuple(f for f in self.findings if f.severity == severity)
+
+    @property
+    def errors(self) -> tuple[AuditFinding, ...]:
+        return self._of("error")
+
+    @property
+    def warnings(self) -> tuple[AuditFinding, ...]:
+        return self._of("warning")
+
+    @property
+    def infos(self) -> tuple[AuditFinding, ...]:
+        return self._of("info")
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["seconds"] = round(self.seconds, 3)
+        data["counts"] = {s: len(self._of(s)) for s in SEVERITIES}
+        data["exit_code"] = self.exit_code
+        return data
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __str__(self) -> str:
+        render = TEXT[0]
+        return render(self) if render is not None else repr(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditFinding:
+    """One recompile trap at one user path, in the explainer's words."""
+
+    severity: str
+    kind: str
+    path: str
+    before: str
+    after: str
+    message: str
+    fix: str

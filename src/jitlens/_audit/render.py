@@ -1,0 +1,96 @@
+"""Render an :class:`jitlens.AuditResult`: a rich table with colour, wrapped plain text without."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+
+from . import model
+from .model import AuditFinding, AuditResult
+
+HEADER = "jitlens audit {target}: built twice; {roots}; {statics} statics compared"
+SUMMARY = "{errors} error{es}, {warnings} warning{ws}, {infos} info."
+ERRORS_FOOTER = "Each error recompiles every nnx.jit function for each new instance (exit 1)."
+CLEAN = "No recompile traps found: two fresh builds give equal cache keys."
+EVIDENCE_BUILDS = "builds: {before} -> {after}"
+EVIDENCE_NEW = "builds: {value}, a new object in each"
+EVIDENCE_SHARED = "value: {value}, one object shared by both builds"
+EVIDENCE_VALUE = "value: {value}"
+
+_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _header(result: AuditResult) -> str:
+    roots = ", ".join(result.roots)
+    return HEADER.format(target=result.target, roots=roots, statics=result.statics)
+
+
+def _summary(result: AuditResult) -> str:
+    n_err, n_warn = len(result.errors), len(result.warnings)
+    es, ws = "" if n_err == 1 else "s", "" if n_warn == 1 else "s"
+    text = SUMMARY.format(errors=n_err, es=es, warnings=n_warn, ws=ws, infos=len(result.infos))
+    if n_err:
+        return f"{text} {ERRORS_FOOTER}"
+    return text if n_warn else f"{CLEAN} {text}" if result.infos else CLEAN
+
+
+def _evidence(f: AuditFinding) -> str:
+    if f.before != f.after:
+        return EVIDENCE_BUILDS.format(before=f.before, after=f.after)
+    if f.kind == "identity_static":
+        return (EVIDENCE_NEW if f.severity == "error" else EVIDENCE_SHARED).format(value=f.before)
+    return EVIDENCE_VALUE.format(value=f.before)
+
+
+def render_audit(result: AuditResult, *, color: bool = False, width: int = 100) -> str:
+    """The findings as text: a rich table when ``color``, plain wrapped lines otherwise.
+
+    Never raises: if rich fails, the plain text comes back instead.
+    """
+    if color:
+        try:
+            return _render_rich(result, width)
+        except Exception:
+            pass
+    lines = [_header(result)]
+    for f in result.findings:
+        lines += ["", f"{f.severity:<8} {f.path}  ({f.kind})"]
+        for text in (f.message, _evidence(f), f"fix: {f.fix}"):
+            lines += textwrap.wrap(
+                text,
+                width,
+                initial_indent="    ",
+                subsequent_indent="      ",
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+    lines += ["", _summary(result)]
+    return "\n".join(lines) + "\n"
+
+
+def _render_rich(result: AuditResult, width: int) -> str:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=True, highlight=False, emoji=False)
+    console.print(Text(_header(result), style="bold"))
+    if result.findings:
+        table = Table(box=box.SIMPLE_HEAD, expand=True, pad_edge=False, leading=1)
+        table.add_column("severity", no_wrap=True)
+        table.add_column("path", overflow="fold")
+        table.add_column("finding", ratio=1, overflow="fold")
+        for f in result.findings:
+            body = Text(f.message)
+            body.append(f"\n{_evidence(f)}", style="dim")
+            body.append(f"\nfix: {f.fix}", style="green")
+            severity = Text(f.severity, style=_STYLES[f.severity])
+            table.add_row(severity, Text(f"{f.path}\n{f.kind}"), body)
+        console.print(table)
+    console.print(Text(_summary(result), style="bold red" if result.errors else "green"))
+    return buffer.getvalue()
+
+
+model.TEXT[0] = render_audit

@@ -1,0 +1,103 @@
+"""The ``jitlens`` command: one entry point, ``main(argv) -> int``, dispatching to subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+USAGE = """usage: jitlens COMMAND [ARGS...]
+
+Why did my jitted function compile again?
+
+commands:
+  demo      the seed discussion's CNN, measured and explained (start here)
+  run       run a Python program with every jitted function tracked
+  report    show a saved JSON report (terminal, --html, --trace)
+  merge     merge per-process reports and flag processes that compiled differently
+  check     grade a jit_forward solution on its numbers and its method
+  audit     find statics that will recompile for every new model instance
+  lint      find recompile traps in source code (no imports)
+
+`jitlens COMMAND --help` describes each command."""
+
+#: command -> (module, function taking argv and returning an exit code)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("jitlens._cli.main", "_demo_main"),
+    "run": ("jitlens._cli.run", "main"),
+    "report": ("jitlens._cli.main", "_report_main"),
+    "merge": ("jitlens._merge.cli", "cli_main"),
+    "check": ("jitlens._exercise.check", "cli_main"),
+    "audit": ("jitlens._audit.audit", "cli_main"),
+    "lint": ("jitlens._lint.lint", "cli_main"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``jitlens`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        from .._version import __version__
+
+        print(f"jitlens {__version__}")
+        return 0
+    command = args[0]
+    if command not in COMMANDS:
+        print(
+            f"jitlens: unknown command {command!r}; choose one of: {', '.join(COMMANDS)}",
+            file=sys.stderr,
+        )
+        return 2
+    module, func = COMMANDS[command]
+    try:
+        code = getattr(importlib.import_module(module), func)(args[1:])
+    except SystemExit as exc:  # argparse errors and --help
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    return int(code or 0)
+
+
+def _demo_main(argv: list[str]) -> int:
+    argparse.ArgumentParser(
+        prog="jitlens demo",
+        description="Run the seed discussion's CNN (functools.partial stored on a module) and "
+        "the exercise's jit_forward under jitlens, and print counts and explanations.",
+    ).parse_args(argv)
+    from .._exercise.demo import run_demo
+
+    return run_demo()
+
+
+def _report_main(argv: list[str]) -> int:
+    from .run import add_output_options
+
+    p = argparse.ArgumentParser(
+        prog="jitlens report", description="Show a saved jitlens JSON report."
+    )
+    p.add_argument("report", help="a report written by `jitlens run --json`")
+    add_output_options(p)
+    p.add_argument(
+        "--include-internal", action="store_true", help="also show JAX's and Flax's own helpers"
+    )
+    p.add_argument(
+        "--width", type=int, default=None, help="terminal width (default: detected, 100 when piped)"
+    )
+    args = p.parse_args(argv)
+    from .._core.report import load_report
+    from .._errors import ReportError
+
+    try:
+        report = load_report(args.report)
+    except ReportError as exc:
+        print(f"jitlens report: {exc}", file=sys.stderr)
+        return 2
+    from .._render.text import render_text
+    from .run import write_outputs
+
+    print(render_text(report, width=args.width, include_internal=args.include_internal))
+    for path in write_outputs(report, args):
+        print(f"jitlens: wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,64 @@
+"""Every private JAX/Flax/Equinox access jitlens makes, probed once, each piece optional.
+
+Nothing outside this package touches ``jax._src``, flax's ``graphlib``/``extract``/
+``transforms``, JAX's trace frames or ``sys._getframe``. Each accessor degrades
+to ``None`` (or an empty result) instead of raising, so that a JAX/Flax upgrade
+makes jitlens report "unknown", never breaks the user's program.
+
+Modules:
+  * :mod:`.jax_api` -- monitoring events, the ``_trace_for_jit`` frame, config, caches;
+  * :mod:`.flax_api` -- nnx jit wrappers, graph flattening, ``cached_partial``;
+  * :mod:`.frames` -- which frames and files are the user's;
+  * :mod:`.callables` -- the one walk over a chain of wrapped callables.
+"""
+
+from .callables import code_key as code_key
+from .callables import definition_site as definition_site
+from .callables import transform_names as transform_names
+from .callables import unwrap as unwrap
+from .callables import unwrap_chain as unwrap_chain
+from .callables import user_function as user_function
+from .flax_api import NNX_INNER_FNS as NNX_INNER_FNS
+from .flax_api import NNX_SPLIT_FN as NNX_SPLIT_FN
+from .flax_api import NNX_WRAPPER_TYPES as NNX_WRAPPER_TYPES
+from .flax_api import NNX_WRAPPERS as NNX_WRAPPERS
+from .flax_api import NODE_STATES as NODE_STATES
+from .flax_api import TREE_STATE as TREE_STATE
+from .flax_api import cached_partial_owners as cached_partial_owners
+from .flax_api import flatten_node as flatten_node
+from .flax_api import flax_version as flax_version
+from .flax_api import in_cached_partial as in_cached_partial
+from .flax_api import is_graph_node as is_graph_node
+from .flax_api import is_nnx_wrapper as is_nnx_wrapper
+from .flax_api import new_ref_map as new_ref_map
+from .flax_api import nnx_kind as nnx_kind
+from .flax_api import nnx_wrapper_of_traced as nnx_wrapper_of_traced
+from .frames import FRAMEWORK_PACKAGES as FRAMEWORK_PACKAGES
+from .frames import PACKAGE_DIR as PACKAGE_DIR
+from .frames import caller as caller
+from .frames import find_locals as find_locals
+from .frames import is_jitlens_file as is_jitlens_file
+from .frames import is_user_file as is_user_file
+from .frames import short_path as short_path
+from .frames import user_call_site as user_call_site
+from .frames import user_frame as user_frame
+from .frames import user_stacklevel as user_stacklevel
+from .jax_api import COMPILE_EVENT as COMPILE_EVENT
+from .jax_api import LOWER_EVENT as LOWER_EVENT
+from .jax_api import PCACHE_HIT_EVENT as PCACHE_HIT_EVENT
+from .jax_api import TRACE_EVENT as TRACE_EVENT
+from .jax_api import backends_initialized as backends_initialized
+from .jax_api import distributed_state as distributed_state
+from .jax_api import find_trace_frame as find_trace_frame
+from .jax_api import hide_from_tracebacks as hide_from_tracebacks
+from .jax_api import is_pjit_function as is_pjit_function
+from .jax_api import jax_version as jax_version
+from .jax_api import partial_eval as partial_eval
+from .jax_api import register_listeners as register_listeners
+from .jax_api import src_info as src_info
+from .jax_api import trace_cache_keys as trace_cache_keys
+from .jax_api import trace_context as trace_context
+from .jax_api import trace_frame_info as trace_frame_info
+from .jax_api import trace_state_clean as trace_state_clean
+from .jax_api import trace_to_jaxpr_patchable as trace_to_jaxpr_patchable
+from .jax_api import unregister_listeners as unregister_listeners

@@ -1,0 +1,162 @@
+"""Callable chains: the user function behind partials, jit wrappers and decorators.
+
+A jitted function reaches jitlens wrapped in layers: ``functools.partial``,
+``jax.jit``'s object, an nnx wrapper, an Equinox wrapper, a jitlens guard, a
+``jax.grad``. :func:`unwrap_chain` is the one walk over those layers; every
+other question (the user's function, where it is defined, which code two
+wrappers share) is answered from its result.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import types
+from typing import Any
+
+from . import flax_api
+from .frames import short_path
+
+#: The longest chain followed (decorators rarely nest more than a few deep).
+MAX_DEPTH = 16
+
+#: How one layer of a chain was peeled off.
+PARTIAL = "partial"
+WRAPPED = "wrapped"
+NNX = "nnx"
+METHOD = "method"
+
+
+def _inner(target: Any) -> tuple[str, Any] | None:
+    if isinstance(target, functools.partial):
+        return PARTIAL, target.func
+    if isinstance(target, types.MethodType):
+        return METHOD, target.__func__
+    try:
+        inner = getattr(target, "__wrapped__", None)
+    except Exception:
+        inner = None
+    if inner is not None:
+        return WRAPPED, inner
+    if flax_api.is_nnx_wrapper(target) or isinstance(target, flax_api.NNX_INNER_FNS):
+        inner = getattr(target, "fun", None) or getattr(target, "f", None)
+        if inner is not None:
+            return NNX, inner
+    return None
+
+
+def unwrap_chain(fn: Any) -> list[tuple[str, Any]]:
+    """``fn`` and every callable it wraps, outermost first, with how each was reached.
+
+    The first item is ``("", fn)``; each later one says how it was peeled off
+    its parent (``partial``, ``wrapped``, ``nnx``, ``method``).
+
+    Example:
+        >>> import functools
+        >>> def f(x, y): return x
+        >>> [how for how, _ in unwrap_chain(functools.partial(f, 1))]
+        ['', 'partial']
+    """
+    chain: list[tuple[str, Any]] = [("", fn)]
+    seen = {id(fn)}
+    target = fn
+    for _ in range(MAX_DEPTH):
+        step = _inner(target)
+        if step is None or id(step[1]) in seen:
+            break
+        seen.add(id(step[1]))
+        chain.append(step)
+        target = step[1]
+    return chain
+
+
+def unwrap(fn: Any) -> Any:
+    """The innermost callable behind ``fn`` (the user's function)."""
+    return unwrap_chain(fn)[-1][1]
+
+
+def user_function(fn: Any) -> Any:
+    """The innermost user callable behind jit wrappers, partials and bound methods."""
+    return unwrap(fn)
+
+
+def definition_site(fn: Any) -> tuple[str, str, str]:
+    """``(name, qualname, 'file:line')`` of the user function behind a wrapper."""
+    target = unwrap(fn)
+    name = getattr(target, "__name__", None) or type(target).__name__
+    qualname = getattr(target, "__qualname__", None) or name
+    if not isinstance(name, str):
+        name = type(target).__name__
+    if not isinstance(qualname, str):
+        qualname = name
+    code = getattr(target, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        # a callable object: where its class's __call__ is defined
+        code = getattr(vars(type(target)).get("__call__"), "__code__", None)
+    if isinstance(code, types.CodeType):
+        where = f"{short_path(code.co_filename)}:{code.co_firstlineno}"
+    else:
+        try:
+            where = f"{short_path(inspect.getsourcefile(target) or '?')}:?"
+        except TypeError:
+            where = "?"
+    return name, qualname, where
+
+
+def code_key(fn: Any) -> Any:
+    """What makes two jitted callables "the same code".
+
+    The innermost function's code plus every wrapper on the way, so that
+    ``jax.grad(loss)`` is not ``loss`` and ``partial(f, 1)`` is not ``f``.
+    """
+    chain = unwrap_chain(fn)
+    tags: list[Any] = []
+    for (_how, obj), (next_how, _next) in itertools.pairwise(chain):
+        if next_how == PARTIAL:
+            tags.append(PARTIAL)
+        elif next_how == WRAPPED:
+            tags.append(getattr(obj, "__code__", type(obj)))
+    target = chain[-1][1]
+    code = getattr(target, "__code__", None)
+    base = (
+        code
+        if isinstance(code, types.CodeType)
+        else ("obj", type(target).__qualname__, getattr(target, "__qualname__", None))
+    )
+    return (base, *tags) if tags else base
+
+
+_TRANSFORM_NAMES = {"fun_remat": "checkpoint"}
+
+
+def _transform_name(obj: Any) -> str | None:
+    """``grad`` for the object ``jax.grad(f)`` returns (JAX keeps the transform in a closure)."""
+    for cell in getattr(obj, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        name = getattr(getattr(inner, "__code__", None), "co_name", "")
+        if name in _TRANSFORM_NAMES:
+            return _TRANSFORM_NAMES[name]
+        if (
+            name.endswith("_f")
+            and len(name) > 2
+            and "jax" in (getattr(inner, "__module__", "") or "")
+        ):
+            return name[:-2]
+    return None
+
+
+def transform_names(fn: Any) -> list[str]:
+    """JAX transforms between a jitted callable and the user's function, outermost first.
+
+    ``jax.jit(jax.grad(loss))`` gives ``['grad']``: the row is named ``grad(loss)``.
+    """
+    out = []
+    for _how, obj in unwrap_chain(fn)[:-1]:
+        name = _transform_name(obj)
+        if name:
+            out.append(name)
+    return out

@@ -1,0 +1,154 @@
+"""Where is user code? Frames, files and call sites, read with ``sys._getframe``.
+
+jitlens reports every figure at the user's line: the call that retraced, the
+line that defined the function. This module is the only place that walks the
+interpreter's frames; it knows which files belong to frameworks (JAX, Flax,
+Equinox, optax, jitlens itself, the standard library) and which to the user.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+
+#: The directory of the installed ``jitlens`` package.
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+FRAMEWORK_PACKAGES = (
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "chex",
+    "orbax",
+    "equinox",
+    "numpy",
+    "treescope",
+    "ml_dtypes",
+    "jitlens",
+    "_pytest",
+    "pluggy",
+)
+
+#: jitlens' own examples of user code (the demo, the exercise) count as user code.
+_USER_CODE_IN_JITLENS = (
+    os.sep + os.path.join("jitlens", "_exercise", "demo.py"),
+    os.sep + os.path.join("jitlens", "_exercise", "forward.py"),
+)
+_ROOTS: tuple[str, ...] | None = None
+_USER_CACHE: dict[str, bool] = {}
+_LOADED = [0]
+
+
+def caller(depth: int) -> FrameType | None:
+    """The frame ``depth`` levels above the caller of this function (None past the top)."""
+    try:
+        return sys._getframe(depth + 1)
+    except ValueError:
+        return None
+
+
+def _framework_roots() -> tuple[str, ...]:
+    roots = []
+    for name in FRAMEWORK_PACKAGES:
+        mod = sys.modules.get(name)
+        f = getattr(mod, "__file__", None)
+        if f:
+            roots.append(os.path.dirname(os.path.abspath(f)) + os.sep)
+    for key in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            roots.append(os.path.abspath(p) + os.sep)
+    return tuple(dict.fromkeys(roots))
+
+
+def is_user_file(filename: str) -> bool:
+    """False for JAX, Flax, optax, Equinox, jitlens, the standard library and friends."""
+    hit = _USER_CACHE.get(filename)
+    if hit is not None:
+        return hit
+    global _ROOTS
+    loaded = sum(name in sys.modules for name in FRAMEWORK_PACKAGES)
+    if _ROOTS is None or loaded != _LOADED[0]:  # a framework imported since: its files too
+        _ROOTS = _framework_roots()
+        _LOADED[0] = loaded
+    if filename.startswith("<frozen") or filename.startswith("<built-in"):
+        result = False
+    else:
+        path = os.path.abspath(filename) if not filename.startswith("<") else filename
+        site = os.sep + "site-packages" + os.sep
+        in_framework_pkg = site in path and any(
+            (site + p + os.sep) in path for p in FRAMEWORK_PACKAGES
+        )
+        result = not (path.startswith(_ROOTS) or in_framework_pkg) or path.endswith(
+            _USER_CODE_IN_JITLENS
+        )
+    _USER_CACHE[filename] = result
+    return result
+
+
+def is_jitlens_file(filename: str) -> bool:
+    """Is ``filename`` one of jitlens' own modules?"""
+    return os.path.abspath(filename).startswith(PACKAGE_DIR + os.sep)
+
+
+def short_path(filename: str) -> str:
+    """A path relative to the working directory when below it; package-relative for installed code."""
+    if filename.startswith("<"):
+        return filename
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        rel = filename
+    if not rel.startswith(".." + os.sep):
+        return rel
+    if filename.startswith(PACKAGE_DIR + os.sep):
+        return "jitlens" + filename[len(PACKAGE_DIR) :]
+    site = os.sep + "site-packages" + os.sep
+    if site in filename:
+        return filename.split(site, 1)[1]
+    return filename
+
+
+def user_frame(frame: FrameType | None) -> FrameType | None:
+    """The first user frame at or above ``frame``."""
+    f = frame
+    while f is not None:
+        if is_user_file(f.f_code.co_filename):
+            return f
+        f = f.f_back
+    return None
+
+
+def user_call_site(frame: FrameType | None) -> str:
+    """``file:line`` of the first user frame at or above ``frame``."""
+    f = user_frame(frame)
+    if f is None:
+        return "?"
+    return f"{short_path(f.f_code.co_filename)}:{f.f_lineno}"
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the caller point at user code."""
+    frame = caller(2)  # stacklevel 2: the caller's caller
+    level = 2
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+        level += 1
+    return level if frame is not None else 2
+
+
+def find_locals(
+    frame: FrameType | None, codes: frozenset[object], limit: int
+) -> tuple[int, dict[str, object]] | None:
+    """``(id, locals)`` of the first frame at or above ``frame`` running one of ``codes``."""
+    f = frame
+    for _ in range(limit):
+        if f is None:
+            return None
+        if f.f_code in codes:
+            return id(f), f.f_locals
+        f = f.f_back
+    return None

@@ -1,0 +1,244 @@
+"""JAX's private and semi-public pieces: monitoring events, the trace frame, config, caches.
+
+Tested against jax 0.9.x-0.10.2. Every accessor degrades to ``None`` (or an
+empty result) instead of raising; :mod:`jitlens._compat.probe` records what is
+missing so that figures jitlens cannot measure are reported as unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import jax
+
+# jax.monitoring event names (jax/_src/dispatch.py, compiler.py, compilation_cache.py).
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+PCACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+
+#: The function in which JAX traces a jitted callable; its locals describe the call.
+TRACE_FRAME_NAME = "_trace_for_jit"
+#: Locals of that frame jitlens reads (all must be present for the frame to count).
+TRACE_FRAME_LOCALS = ("fun", "args", "kwargs")
+
+
+def register_listeners(
+    scalar: Callable[..., None], duration: Callable[..., None], event: Callable[..., None]
+) -> list[str]:
+    """Register the three monitoring listeners; return the names of those JAX lacks."""
+    from jax import monitoring
+
+    missing = []
+    for name, fn in (
+        ("register_scalar_listener", scalar),
+        ("register_event_duration_secs_listener", duration),
+        ("register_event_listener", event),
+    ):
+        register = getattr(monitoring, name, None)
+        if register is None:
+            missing.append(name)
+            continue
+        register(fn)
+    return missing
+
+
+def unregister_listeners(
+    scalar: Callable[..., None], duration: Callable[..., None], event: Callable[..., None]
+) -> None:
+    """Undo :func:`register_listeners` as far as this JAX allows (used after a failed start)."""
+    from jax import monitoring
+
+    for name, fn in (
+        ("unregister_scalar_listener", scalar),
+        ("unregister_event_duration_listener", duration),
+        ("unregister_event_listener", event),
+    ):
+        undo = getattr(monitoring, name, None)
+        if undo is not None:
+            try:
+                undo(fn)
+            except Exception:
+                pass
+
+
+def trace_context_names() -> tuple[str, ...] | None:
+    """Names of the config options in JAX's trace cache key, in ``trace_context()`` order."""
+    try:
+        from jax._src import config as jcfg
+    except ImportError:
+        return None
+    names = getattr(jcfg, "trace_context_names", None)
+    if callable(names):
+        try:
+            return tuple(names())
+        except Exception:
+            pass
+    # Older JAX: the config holds the states that form the trace context in
+    # a list (`config_states` / `_trace_context_states`) with their `.name`.
+    for attr in ("_trace_context_states", "trace_context_states"):
+        states = getattr(jcfg, attr, None)
+        if isinstance(states, (list, tuple)) and states:
+            found = tuple(getattr(s, "name", None) or "" for s in states)
+            if all(found):
+                return found
+    return None
+
+
+def trace_context() -> tuple[Any, ...] | None:
+    """JAX's config part of the trace cache key (x64, matmul precision, mesh, ...)."""
+    try:
+        from jax._src import config as jcfg
+
+        values = jcfg.trace_context()
+    except Exception:
+        return None
+    names = trace_context_names()
+    if names is not None and len(names) == len(values):
+        return tuple(zip(names, values, strict=True))
+    return tuple((str(i), v) for i, v in enumerate(values))
+
+
+_HIDDEN: set[str] = set()
+
+
+def hide_from_tracebacks(path: str) -> None:
+    """Let JAX's traceback filtering drop jitlens' frames, as it drops its own."""
+    if path in _HIDDEN:
+        return
+    try:
+        from jax._src import traceback_util
+
+        traceback_util.register_exclusion(path)
+        _HIDDEN.add(path)
+    except Exception:
+        pass
+
+
+def partial_eval() -> Any:
+    """``jax._src.interpreters.partial_eval`` (its ``trace_to_jaxpr`` runs the user's function)."""
+    try:
+        from jax._src.interpreters import partial_eval as pe
+
+        return pe
+    except ImportError:
+        return None
+
+
+def trace_to_jaxpr_patchable() -> bool:
+    """Can jitlens count nested traces through ``pe.trace_to_jaxpr``'s cache?"""
+    pe = partial_eval()
+    return pe is not None and hasattr(getattr(pe, "trace_to_jaxpr", None), "cache_info")
+
+
+def find_trace_frame(start: FrameType | None) -> FrameType | None:
+    """The ``pjit._trace_for_jit`` frame above a trace-start monitoring callback."""
+    f = start
+    for _ in range(12):
+        if f is None:
+            return None
+        if f.f_code.co_name == TRACE_FRAME_NAME:
+            names = f.f_code.co_varnames
+            return f if all(n in names for n in TRACE_FRAME_LOCALS) else None
+        f = f.f_back
+    return None
+
+
+def trace_frame_info(frame: FrameType) -> dict[str, Any]:
+    """What ``_trace_for_jit`` knows about the call being traced."""
+    loc = frame.f_locals
+    ji = loc.get("ji")
+    return {
+        "fun": loc.get("fun"),
+        "dbg": loc.get("dbg"),
+        "args": loc.get("args", ()),
+        "kwargs": loc.get("kwargs", {}),
+        "avals": loc.get("avals"),
+        "static_argnums": tuple(getattr(ji, "static_argnums", ()) or ()),
+        "static_argnames": tuple(getattr(ji, "static_argnames", ()) or ()),
+        "in_shardings": loc.get("in_shardings_flat"),
+        "donate_argnums": tuple(getattr(ji, "donate_argnums", ()) or ()),
+        "ctx_mesh": loc.get("ctx_mesh"),
+    }
+
+
+def src_info(dbg: Any) -> tuple[str, str] | None:
+    """``(name, 'file:line')`` from a JAX DebugInfo's ``func_src_info``."""
+    s = getattr(dbg, "func_src_info", None)
+    if not isinstance(s, str) or " at " not in s:
+        return None
+    name, _, where = s.rpartition(" at ")
+    return name, where
+
+
+def trace_cache_keys() -> list[Any] | None:
+    """Keys of JAX's trace cache (``pjit._infer_params_cached``), or None if unreadable."""
+    try:
+        from jax._src import pjit
+
+        return list(pjit._infer_params_cached.cache_keys())
+    except Exception:
+        return None
+
+
+def distributed_state() -> tuple[int, int] | None:
+    """``(process_id, num_processes)`` once ``jax.distributed.initialize`` ran, else None."""
+    try:
+        from jax._src import distributed
+    except ImportError:
+        return None
+    state = getattr(distributed, "global_state", None)
+    if state is None or getattr(state, "client", None) is None:
+        return None
+    return int(state.process_id), int(state.num_processes)
+
+
+def is_pjit_function(fun: Any) -> bool:
+    """Is ``fun`` the object ``jax.jit`` returns (its C++ ``PjitFunction``)?"""
+    return type(fun).__name__ == "PjitFunction"
+
+
+def trace_state_clean() -> bool:
+    """False while a trace is in progress in this thread (JAX's own test, 0.9-0.10).
+
+    Before jax 0.10.0 every jit traced inside another trace (jnp's own helpers
+    included) announces its trace with the monitoring event; those events are
+    part of the outer trace, not traces of their own. Unknown: True.
+    """
+    fn = _TRACE_STATE_CLEAN[0]
+    if fn is None:
+        try:
+            from jax._src import core
+
+            fn = core.trace_state_clean
+        except Exception:
+            fn = _always_clean
+        _TRACE_STATE_CLEAN[0] = fn
+    try:
+        return bool(fn())
+    except Exception:
+        return True
+
+
+def _always_clean() -> bool:
+    return True
+
+
+_TRACE_STATE_CLEAN: list[Any] = [None]
+
+
+def backends_initialized() -> bool:
+    """Has JAX created its backends? (Before that, config such as ``jax_num_cpu_devices``
+    and ``jax.distributed.initialize`` can still change; jitlens must not run JAX yet.)"""
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except Exception:
+        return True
+
+
+def jax_version() -> str:
+    return jax.__version__

@@ -1,0 +1,129 @@
+"""What of JAX's and Flax's private surface is here: probed once, each piece on its own.
+
+:func:`probe` answers "what can jitlens measure on these versions?" without
+running anything: each private piece jitlens reads is looked up, and each
+missing one is listed with what it costs (a figure that becomes unknown, an
+explanation that gets vaguer). The canary in ``jitlens._track.selfcheck``
+then checks that the pieces that are here still mean what they meant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from . import flax_api, jax_api
+
+#: The newest jax / flax releases jitlens was tested against (a warning above them).
+TESTED_JAX = ((0, 9, 0), (0, 10, 2))
+TESTED_FLAX = ((0, 12, 5), (0, 12, 8))
+
+#: piece -> what jitlens loses without it.
+TRACE_COUNTS = "trace counts (and compile budgets)"
+COMPILE_COUNTS = "compile counts and times"
+CALL_ATTRIBUTION = "attributing traces to calls, and their explanations"
+NNX_CALLS = "calls and cache hits of nnx.jit functions"
+NNX_GRAPHS = "explanations inside nnx graphs (model attributes)"
+CONFIG_NAMES = "the names of config options in config reasons"
+NESTED_TRACES = "traces that run inside another trace (jit in jit, grad of a jit)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """The installed versions and the private pieces missing from them."""
+
+    jax_version: str
+    flax_version: str
+    #: ``(piece, what jitlens loses)`` for every piece not found.
+    missing: tuple[tuple[str, str], ...]
+
+    @property
+    def can_count_traces(self) -> bool:
+        return not any(loss == TRACE_COUNTS for _piece, loss in self.missing)
+
+    @property
+    def untested(self) -> str | None:
+        """Why these versions are outside the tested range, or None."""
+        return _outside(self.jax_version, TESTED_JAX, "jax") or _outside(
+            self.flax_version, TESTED_FLAX, "flax"
+        )
+
+
+def _version_tuple(v: str) -> tuple[int, ...] | None:
+    parts = []
+    for p in v.split(".")[:3]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        if not digits:
+            return None
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def _outside(v: str, tested: tuple[tuple[int, ...], tuple[int, ...]], name: str) -> str | None:
+    t = _version_tuple(v)
+    if t is None:
+        return None
+    low, high = tested
+    if t < low:
+        return f"{name} {v} is older than the oldest tested ({'.'.join(map(str, low))})"
+    if t > high:
+        return f"{name} {v} is newer than the newest tested ({'.'.join(map(str, high))})"
+    return None
+
+
+def _has_trace_frame() -> bool:
+    try:
+        from jax._src import pjit
+    except Exception:
+        return False
+    fn = getattr(pjit, jax_api.TRACE_FRAME_NAME, None)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    return all(n in code.co_varnames for n in jax_api.TRACE_FRAME_LOCALS)
+
+
+@functools.cache
+def probe() -> Capabilities:
+    """The private pieces jitlens needs that the installed JAX/Flax lack (cached)."""
+    from jax import monitoring
+
+    missing: list[tuple[str, str]] = []
+
+    def need(ok: Any, piece: str, loss: str) -> None:
+        try:
+            good = bool(ok() if callable(ok) else ok)
+        except Exception:
+            good = False
+        if not good:
+            missing.append((piece, loss))
+
+    need(
+        hasattr(monitoring, "register_scalar_listener"),
+        "jax.monitoring.register_scalar_listener",
+        TRACE_COUNTS,
+    )
+    need(
+        hasattr(monitoring, "register_event_duration_secs_listener"),
+        "jax.monitoring.register_event_duration_secs_listener",
+        COMPILE_COUNTS,
+    )
+    need(_has_trace_frame, f"jax._src.pjit.{jax_api.TRACE_FRAME_NAME}", CALL_ATTRIBUTION)
+    need(flax_api.NNX_WRAPPERS, "flax.nnx.transforms.compilation.JitWrapped", NNX_CALLS)
+    need(
+        flax_api.graphlib is not None and hasattr(flax_api.graphlib, "flatten"),
+        "flax.nnx.graphlib.flatten",
+        NNX_GRAPHS,
+    )
+    need(
+        lambda: jax_api.trace_context_names() is not None,
+        "jax._src.config trace-context names",
+        CONFIG_NAMES,
+    )
+    need(
+        jax_api.trace_to_jaxpr_patchable,
+        "jax._src.interpreters.partial_eval.trace_to_jaxpr",
+        NESTED_TRACES,
+    )
+    return Capabilities(jax_api.jax_version(), flax_api.flax_version(), tuple(missing))

@@ -1,0 +1,385 @@
+"""Key diff -> :class:`Reason` objects: the culprit of a recompilation, and its fix.
+
+``explain(new, previous)`` picks the compiled key closest to the new one and
+lists every difference, most decisive first, each with a message (what
+changed and why JAX cares) and a fix that works in the installed versions.
+The wording lives in ``_messages``; this module decides *what* differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from . import messages as M
+from . import messages_static as S
+from .key import Entry, Key, Path, StaticVal, render_path
+from .report import REASON_KINDS, Reason
+
+_ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
+
+
+def _arg(path: Path) -> str:
+    return str(path[0][1]) if path else ""
+
+
+def _parent_in(path: Path, paths: set[Path]) -> bool:
+    return any(path[:i] in paths for i in range(1, len(path)))
+
+
+def diff_keys(old: Key, new: Key) -> list[Reason]:
+    """Every difference between two keys, most decisive first."""
+    reasons: list[Reason] = []
+    old_cfg, new_cfg = dict(old.config), dict(new.config)
+    for name in sorted(set(old_cfg) | set(new_cfg)):
+        if old_cfg.get(name) != new_cfg.get(name):
+            reasons.append(M.config(name, old_cfg.get(name, "unset"), new_cfg.get(name, "unset")))
+
+    o, n = old.entries, new.entries
+    var_values = _variable_value_changes(o, n)
+    for vp, (var_type, before, after) in var_values.items():
+        reasons.append(
+            M.variable_value_structure(_arg(vp), render_path(vp), var_type, before, after)
+        )
+    skip = {(*vp, ("attr", "value")) for vp in var_values}
+    o = {p: e for p, e in o.items() if not _under(p, skip)}
+    n = {p: e for p, e in n.items() if not _under(p, skip)}
+    added = {p for p in n if p not in o}
+    removed = {p for p in o if p not in n}
+    changed_roots: set[Path] = set()
+    # Entries are in pre-order (parents first), so a changed node is seen
+    # before its children, which are then skipped as its consequences.
+    for p in o:
+        if p not in n or (changed_roots and _parent_in(p, changed_roots)):
+            continue
+        eo, en = o[p], n[p]
+        if eo.same(en):
+            continue
+        r = _diff_entry(p, eo, en, o.get(p[:-1]))
+        if r is not None:
+            reasons.extend(r)
+            if (
+                eo.kind != en.kind
+                or (eo.kind == "node" and eo.type_name != en.type_name)
+                or (eo.kind in ("node", "var") and not _types_equal(eo, en))
+            ):
+                changed_roots.add(p)
+    for p in sorted(added, key=lambda q: (len(q), render_path(q))):
+        if _parent_in(p, added) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
+            continue
+        reasons.append(_structure(p, None, n[p], n))
+    for p in sorted(removed, key=lambda q: (len(q), render_path(q))):
+        if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
+            continue
+        reasons.append(_structure(p, o[p], None, o))
+    reasons.sort(key=lambda r: _ORDER.get(r.kind, len(_ORDER)))
+    return reasons
+
+
+def _under(p: Path, roots: set[Path]) -> bool:
+    return any(p[: len(r)] == r for r in roots)
+
+
+def _variable_value_changes(
+    o: dict[Path, Entry], n: dict[Path, Entry]
+) -> dict[Path, tuple[str, str, str]]:
+    """Variables (both present) whose value is a pytree whose *structure* changed."""
+    roots = {
+        (*vp, ("attr", "value")): vp
+        for vp, ev in n.items()
+        if ev.kind == "var" and vp in o and o[vp].kind == "var"
+    }
+    if not roots:
+        return {}
+    sub_o: dict[Path, dict[Path, Entry]] = {}
+    sub_n: dict[Path, dict[Path, Entry]] = {}
+    for entries, sub in ((o, sub_o), (n, sub_n)):
+        for p, e in entries.items():
+            # a Variable's value sits right below it: find the nearest root prefix
+            for k in range(len(p), 1, -1):
+                root = p[:k]
+                if root in roots:
+                    sub.setdefault(root, {})[p[k:]] = e
+                    break
+    out = {}
+    for root, vp in roots.items():
+        so, sn = sub_o.get(root, {}), sub_n.get(root, {})
+        if set(so) != set(sn) or any(so[k].kind != sn[k].kind for k in so):
+            out[vp] = (n[vp].type_name, _value_summary(so), _value_summary(sn))
+    return out
+
+
+def _value_summary(sub: dict[Path, Entry]) -> str:
+    top = sub.get(())
+    if top is None:
+        return "absent"
+    if top.kind == "node":
+        n = sum(1 for p in sub if len(p) == 1)
+        return f"{top.type_name} of {n}"
+    return _short(top)
+
+
+def _flax_layer(e: Entry) -> bool:
+    t = e.type_ref() if e.type_ref is not None else None
+    return (getattr(t, "__module__", "") or "").startswith("flax.")
+
+
+def _types_equal(a: Entry, b: Entry) -> bool:
+    ta = a.type_ref() if a.type_ref is not None else None
+    tb = b.type_ref() if b.type_ref is not None else None
+    return ta is tb
+
+
+def _structure(
+    p: Path, before: Entry | None, after: Entry | None, entries: dict[Path, Entry]
+) -> Reason:
+    e = after if after is not None else before
+    assert e is not None
+    if p[0][0] == "jit":
+        shown = e.static.display() if e.static is not None else "set"
+        return M.jit_option(
+            str(p[0][1]),
+            "default" if before is None else shown,
+            shown if before is None else "default",
+        )
+    parent = entries.get(p[:-1])
+    in_graph = e.in_graph or (parent is not None and parent.in_graph)
+    if len(p) == 1:
+        return M.argument_added_removed(_arg(p), before is None)
+    what = e.type_name if e.kind in ("node", "var") else _short(e)
+    if in_graph:
+        return M.graph_attribute(
+            _arg(p),
+            render_path(p),
+            what,
+            added=before is None,
+            var_type=e.type_name if e.kind == "var" else "",
+        )
+    return M.pytree_key(_arg(p), render_path(p), what, added=before is None)
+
+
+def _short(e: Entry) -> str:
+    if e.kind == "aval" and e.aval is not None:
+        return e.aval.short()
+    if e.kind == "static" and e.static is not None:
+        return e.static.display()
+    if e.kind == "none":
+        return "None"
+    if e.kind == "ref":
+        return f"shared reference to {e.target or 'an earlier node'}"
+    if e.kind in ("node", "var"):
+        return e.type_name
+    return e.target or e.kind
+
+
+def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> list[Reason] | None:
+    arg, path = _arg(p), render_path(p)
+    if parent is not None and parent.kind == "var" and p[-1] == ("attr", "value"):
+        path = render_path(p[:-1])  # a Variable's value: the user writes `model.kernel`
+    if p[0][0] == "jit":
+        assert eo.static is not None and en.static is not None
+        return [M.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
+    if p[-1][0] == "passed":
+        return [M.signature(arg, eo.target, en.target)]
+    if eo.kind != en.kind:
+        if eo.in_graph or en.in_graph:
+            return [M.graph_kind_change(arg, path, _short(eo), _short(en))]
+        return [M.pytree_kind_change(arg, path, _short(eo), _short(en))]
+    if eo.kind == "aval":
+        a, b = eo.aval, en.aval
+        assert a is not None and b is not None
+        out = []
+        key_change = a.dtype != b.dtype and "key<" in a.dtype + b.dtype
+        if (
+            a.shape != b.shape and not key_change
+        ):  # a typed key and its raw data differ in shape too
+            out.append(M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph))
+        if a.dtype != b.dtype:
+            out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
+        if a.weak != b.weak:
+            out.append(M.weak_type(arg, path, a.short(), b.short(), a.dtype, now_weak=b.weak))
+        if a.sharding != b.sharding:
+            out.append(
+                M.sharding(
+                    arg,
+                    path,
+                    a.sharding or "uncommitted (default device)",
+                    b.sharding or "uncommitted (default device)",
+                )
+            )
+        return out
+    if eo.kind == "static":
+        assert eo.static is not None and en.static is not None
+        mode_flag = str(p[-1][1]) in S.MODE_FLAGS and isinstance(en.static.value(), bool)
+        plain_value = not (eo.static.identity or en.static.identity) and _ADDR.sub(
+            "", eo.static.text
+        ) != _ADDR.sub("", en.static.text)
+        if (
+            parent is not None
+            and parent.kind == "node"
+            and _flax_layer(parent)
+            and plain_value
+            and not mode_flag
+        ):
+            return [M.layer_config(arg, path, parent.type_name, eo.static.text, en.static.text)]
+        return [_static(arg, path, p, eo.static, en.static, en.in_graph)]
+    if eo.kind == "node":
+        if not _types_equal(eo, en):
+            if eo.type_name == en.type_name:
+                return [M.class_redefined(arg, path, eo.type_name)]
+            if eo.in_graph or en.in_graph:
+                return [M.node_type_change(arg, path, eo.type_name, en.type_name)]
+            return [M.pytree_kind_change(arg, path, eo.type_name, en.type_name)]
+        out = []
+        for (k, v1), (_k2, v2) in zip(eo.meta, en.meta, strict=False):
+            if not v1.same(v2):
+                out.append(_static(arg, path, p, v1, v2, en.in_graph, aux=k))
+        return out or None
+    if eo.kind == "var":
+        if not _types_equal(eo, en):
+            return [M.graph_kind_change(arg, path, eo.type_name, en.type_name)]
+        mo, mn = dict(eo.meta), dict(en.meta)
+        out = []
+        for k in sorted(set(mo) | set(mn)):
+            v1, v2 = mo.get(k), mn.get(k)
+            if v1 is None or v2 is None or not v1.same(v2):
+                out.append(
+                    M.variable_metadata(
+                        arg,
+                        path,
+                        k,
+                        v1.display() if v1 else "unset",
+                        v2.display() if v2 else "unset",
+                        en.type_name,
+                    )
+                )
+        return out or None
+    if eo.kind == "ref":
+        return [M.graph_kind_change(arg, path, _short(eo), _short(en))]
+    return [M.unknown(arg, path, _short(eo), _short(en))]
+
+
+def _static(
+    arg: str, path: str, p: Path, old: StaticVal, new: StaticVal, in_graph: bool, aux: str = ""
+) -> Reason:
+    field = (
+        None if old.identity or new.identity else _dataclass_field_diff(old.value(), new.value())
+    )
+    if field is not None:  # name the field of a static config dataclass that differs
+        name, a, b = field
+        p = (*p, *(("attr", part) for part in name.split(".")))
+        path = render_path(p)
+        old, new = StaticVal(a), StaticVal(b)
+    attr = str(p[-1][1]) if len(p) > 1 else arg
+    # Values that print alike but for memory addresses (a NamedTuple of
+    # closures such as an optax transform) compare by identity somewhere inside.
+    if old.identity or new.identity or _ADDR.sub("", old.text) == _ADDR.sub("", new.text):
+        return S.identity_static(arg, path, attr, old, new, in_graph=in_graph)
+    return S.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux)
+
+
+def _dataclass_field_diff(a: Any, b: Any, depth: int = 0) -> tuple[str, Any, Any] | None:
+    """The dotted name and values of the first field where two dataclasses differ."""
+    if (
+        depth > 8
+        or a is None
+        or type(a) is not type(b)
+        or not dataclasses.is_dataclass(a)
+        or isinstance(a, type)
+    ):
+        return None
+    if not getattr(type(a), "__dataclass_params__", None) or not type(a).__dataclass_params__.eq:
+        return None  # eq=False: compared by identity, fields don't matter
+    for f in dataclasses.fields(a):
+        if not f.compare:  # excluded from ==, so not from the cache key
+            continue
+        va, vb = getattr(a, f.name, None), getattr(b, f.name, None)
+        try:
+            equal = bool(va == vb)
+        except Exception:
+            equal = False
+        if not equal:
+            deeper = _dataclass_field_diff(va, vb, depth + 1)
+            if deeper is not None:
+                return f"{f.name}.{deeper[0]}", deeper[1], deeper[2]
+            return f.name, va, vb
+    return None
+
+
+def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:
+    """The previous key with the fewest differences (ties: most recent) and the diff."""
+    best: tuple[int, int] | None = None
+    best_key: Key | None = None
+    best_reasons: list[Reason] = []
+    for i, k in enumerate(previous):
+        rs = diff_keys(k, new)
+        # an argument added or removed weighs more than a few values inside one
+        score = (sum(3 if r.kind == "signature" else 1 for r in rs), -i)
+        if best is None or score < best:
+            best, best_key, best_reasons = score, k, rs
+    return best_key, best_reasons
+
+
+def explain(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> list[Reason]:
+    """Reasons for a retrace of ``new`` given the keys compiled before.
+
+    ``live`` are keys that should still be in JAX's cache; ``cleared`` those
+    compiled before a ``clear_cache()`` jitlens saw.
+    """
+    if live:
+        _k, rs = closest(new, live)
+        if rs:
+            return rs
+        return [M.cache_evicted()]
+    if cleared:
+        _k, rs = closest(new, cleared)
+        return [M.cache_cleared(), *rs]
+    return []
+
+
+@dataclasses.dataclass(frozen=True)
+class Wrapper:
+    """What the first-trace policy needs of a jitted callable (a record, as plain data)."""
+
+    name: str
+    qualname: str
+    kind: str
+    defined_at: str
+    calls: int
+    keys: tuple[Key, ...]
+    #: The function a rebuilt partial binds (named in the fix), if the row is a partial.
+    partial: Any = None
+
+
+def explain_first_trace(
+    new: Key, wrapper: Wrapper, shared: Sequence[Key], siblings: Sequence[Wrapper]
+) -> list[Reason]:
+    """Reasons for the *first* trace of a wrapper: a retrace when another wrapper compiled.
+
+    ``shared`` are keys of other records sharing this wrapper's cache
+    (``nnx.cached_partial`` of one ``nnx.jit``): the trace is explained against
+    them as an ordinary retrace. ``siblings`` are earlier wrappers of the same
+    code: a new wrapper is the cause when one of them compiled this very key,
+    or when every earlier wrapper was used for one call only (the
+    jit-in-a-loop pattern). Otherwise a new key seen by a new wrapper is
+    simply a first trace.
+    """
+    if shared:
+        return explain(new, [k for k in shared if not k.cleared], [k for k in shared if k.cleared])
+    others = [s for s in siblings if s.keys and s.kind == wrapper.kind]
+    if not others:
+        return []
+    _k, diffs = closest(new, [k for s in others for k in s.keys])
+    if diffs and not all(s.calls <= 1 for s in others):
+        return []
+    kind = "nnx.jit" if wrapper.kind.startswith("nnx") else "jax.jit"
+    name = wrapper.name
+    is_lambda = name == "<lambda>" or ("<locals>" in wrapper.qualname and wrapper.kind == "jax.jit")
+    if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
+        head = M.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
+    else:
+        head = M.new_function(name, kind, wrapper.defined_at, len(others), not diffs, is_lambda)
+    return [head, *diffs]

@@ -1,0 +1,250 @@
+"""The data of a cache key: paths, avals, statics and the :class:`Key` of one compiled entry.
+
+A :class:`Key` is what jitlens remembers of one compiled entry: a flat mapping
+from a path the user would write (``model.layers[3].avg_pool``, ``batch['x']``)
+to what JAX compares there (an aval, a static value, a node type, Variable
+metadata). It holds no arrays, no models and no functions: statics that
+compare by identity are kept as weak references. ``jitlens._core.signature``
+builds keys from a call's arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import inspect
+import keyword
+import re
+import weakref
+from typing import Any
+
+#: A path part: ("arg", name) at the root, ("attr", name) for graph/object
+#: attributes, ("item", key) for dict keys and sequence indices.
+PathPart = tuple[str, Any]
+
+
+Path = tuple[PathPart, ...]
+
+
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+_REPR_MAX = 120
+
+
+def short_repr(value: Any, limit: int = _REPR_MAX) -> str:
+    """A one-line repr, shortened (a failing ``__repr__`` never raises)."""
+    try:
+        if isinstance(value, functools.partial):
+            parts = [getattr(value.func, "__name__", repr(value.func))]
+            parts += [short_repr(a, 40) for a in value.args]
+            parts += [f"{k}={short_repr(v, 40)}" for k, v in value.keywords.items()]
+            text = f"{type(value).__module__}.{type(value).__qualname__}({', '.join(parts)})"
+            text = text.replace("functools.partial", "functools.partial")
+        elif isinstance(value, type):
+            text = f"<class '{value.__qualname__}'>"
+        elif inspect.ismethod(value):
+            owner = type(value.__self__).__name__
+            text = f"<bound method {value.__func__.__qualname__} of {owner}>"
+        elif inspect.isfunction(value) or inspect.isbuiltin(value):
+            text = f"<function {value.__qualname__}>"
+        else:
+            text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__} object>"
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+def compares_by_identity(value: Any) -> bool:
+    """True when ``==`` on this value is ``is`` (no value-based ``__eq__``)."""
+    if value is None or value is Ellipsis or value is NotImplemented:
+        return False  # singletons: identity is their value
+    eq = getattr(type(value), "__eq__", None)
+    return eq is object.__eq__ or (isinstance(value, type) and type(value).__eq__ is type.__eq__)
+
+
+class StaticVal:
+    """A static as JAX compares it, without keeping identity-compared objects alive."""
+
+    __slots__ = ("_ref", "_strong", "addr", "identity", "text", "type_name")
+
+    def __init__(self, value: Any) -> None:
+        self.identity = compares_by_identity(value)
+        self.type_name = _type_name(value)
+        self.text = short_repr(value)
+        self.addr = id(value)
+        self._ref: Any = None
+        self._strong: Any = None
+        if self.identity:
+            try:
+                self._ref = weakref.ref(value)
+            except TypeError:
+                self._ref = None  # compared by id below
+        else:
+            self._strong = value
+
+    def same(self, other: StaticVal) -> bool:
+        if self.identity != other.identity:
+            return False
+        if self.identity:
+            if self._ref is not None and other._ref is not None:
+                a, b = self._ref(), other._ref()
+                return a is not None and a is b
+            return self.addr == other.addr and self.type_name == other.type_name
+        try:
+            return bool(self._strong == other._strong)
+        except Exception:
+            return False
+
+    def value(self) -> Any:
+        """The value if still alive (identity statics may have been collected)."""
+        if self._ref is not None:
+            return self._ref()
+        return self._strong
+
+    def display(self) -> str:
+        if self.identity and " at 0x" not in self.text:
+            return f"{self.text} at {hex(self.addr)}"
+        return self.text
+
+
+def _type_name(value: Any) -> str:
+    t = type(value)
+    mod = t.__module__
+    return t.__qualname__ if mod in ("builtins", "__main__") else f"{mod}.{t.__qualname__}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Aval:
+    shape: tuple[int, ...]
+    dtype: str
+    weak: bool
+    sharding: str
+
+    def short(self) -> str:
+        s = f"{self.dtype}[{','.join(map(str, self.shape))}]"
+        if self.weak:
+            s += "{weak}"
+        return s
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One position of a key. ``kind`` says what JAX compares there."""
+
+    kind: str  # aval | static | none | node | var | ref | passed | opaque
+    aval: Aval | None = None
+    static: StaticVal | None = None
+    type_name: str = ""
+    type_ref: Any = None  # weakref to a node class
+    meta: tuple[tuple[str, StaticVal], ...] = ()
+    target: str = ""
+    in_graph: bool = False
+
+    def same(self, other: Entry) -> bool:
+        if self.kind != other.kind:
+            return False
+        if self.kind == "aval":
+            return self.aval == other.aval
+        if self.kind == "static":
+            assert self.static is not None and other.static is not None
+            return self.static.same(other.static)
+        if self.kind in ("node", "var"):
+            if self.type_name != other.type_name or not _same_type(self, other):
+                return False
+            if len(self.meta) != len(other.meta):
+                return False
+            return all(
+                k1 == k2 and v1.same(v2)
+                for (k1, v1), (k2, v2) in zip(self.meta, other.meta, strict=True)
+            )
+        if self.kind in ("ref", "passed", "opaque"):
+            return self.target == other.target
+        return True
+
+
+def _same_type(a: Entry, b: Entry) -> bool:
+    ta = a.type_ref() if a.type_ref is not None else None
+    tb = b.type_ref() if b.type_ref is not None else None
+    if ta is None or tb is None:
+        return a.type_ref is None and b.type_ref is None
+    return ta is tb
+
+
+@dataclasses.dataclass
+class Key:
+    """The abstract cache key of one call, flattened to user paths."""
+
+    entries: dict[Path, Entry]
+    config: tuple[tuple[str, str], ...]
+    signature: str
+    fingerprint: str
+    cleared: bool = False
+
+
+def render_path(path: Path) -> str:
+    out = []
+    for kind, name in path:
+        if kind == "arg":
+            out.append(str(name))
+        elif kind == "jit":
+            out.append(f"jit({name}=...)")
+        elif (
+            kind == "attr"
+            and isinstance(name, str)
+            and name.isidentifier()
+            and not keyword.iskeyword(name)
+        ):
+            out.append(f".{name}")
+        else:
+            out.append(f"[{name!r}]")
+    return "".join(out)
+
+
+def _entry_text(e: Entry) -> str:
+    if e.kind == "aval" and e.aval is not None:
+        return e.aval.short() + (f"@{e.aval.sharding}" if e.aval.sharding else "")
+    if e.kind == "static" and e.static is not None:
+        return e.static.text
+    if e.kind in ("node", "var"):
+        return e.type_name + "".join(f"{k}={v.text}" for k, v in e.meta)
+    return f"{e.kind}:{e.target}"
+
+
+def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
+    """``model: CNN<graph 3f2a>, x: f32[1,28,28,1]`` — short, human, address-free."""
+    parts = []
+    for name in names:
+        root: Path = (("arg", name),)
+        e = entries.get(root)
+        if e is None:
+            continue
+        if e.kind == "aval" and e.aval is not None:
+            parts.append(f"{name}: {e.aval.short()}")
+        elif e.kind == "static" and e.static is not None:
+            parts.append(
+                f"{name}={short_repr(e.static.value(), 40) if e.static.value() is not None else e.static.text}"
+            )
+        elif e.kind == "none":
+            parts.append(f"{name}: None")
+        elif e.in_graph or e.kind == "var":
+            sub = [
+                f"{p!r}{_entry_text(v)}"
+                for p, v in entries.items()
+                if p[0] == root[0] and len(p) > 1 and p[1][0] != "passed"
+            ]
+            h = hashlib.blake2b(_ADDR.sub("", "|".join(sub)).encode(), digest_size=2).hexdigest()
+            parts.append(f"{name}: {e.type_name}<graph {h}>")
+        else:
+            leaves = [
+                v.aval.short()
+                for p, v in entries.items()
+                if p[: len(root)] == root and v.kind == "aval" and v.aval is not None
+            ]
+            shown = ", ".join(leaves[:3]) + (", ..." if len(leaves) > 3 else "")
+            parts.append(f"{name}: {e.type_name}({shown})")
+    return _ADDR.sub("", ", ".join(parts))

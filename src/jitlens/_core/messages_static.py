@@ -1,0 +1,208 @@
+"""The words for static values: a changed value, a value that compares by identity, a mode flip.
+
+Statics are part of JAX's cache key, compared with ``==``/``hash``. These
+builders say which case a differing static is and offer a fix only where one
+is known to work (``_identity_fix`` checks substitutions before offering them).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from typing import Any
+
+from .key import StaticVal, short_repr
+from .messages import (
+    CLASS_FIX,
+    IDENTITY_MSG,
+    LIMIT,
+    STATIC_ARG_FIX,
+    STATIC_AUX_FIX,
+    STATIC_GRAPH_FIX,
+    STATIC_MSG,
+    _reason,
+)
+from .report import Reason
+
+#: Flags that flax layers (and common user code) flip between train and eval.
+MODE_FLAGS = frozenset(
+    {
+        "deterministic",
+        "use_running_average",
+        "training",
+        "train",
+        "is_training",
+        "eval_mode",
+        "decode",
+    }
+)
+MODE_MSG = (
+    "static `{path}` flipped {before} -> {after} (a train/eval switch such as "
+    "model.eval() / model.train()): each mode compiles once."
+)
+MODE_FIX = (
+    "Expected once per mode. If it flips every step, switch modes outside the hot loop, or "
+    "keep one jitted function per mode; don't toggle `{attr}` inside the step."
+)
+STATIC_FIELD_FIX = (
+    "Keep `{path}` constant between calls (each value compiles once), or make `{attr}` a data "
+    "field (a pytree child, e.g. drop `pytree_node=False` / `static=True`) if it must change."
+)
+STATIC_OTHER_FIX = (
+    "Keep `{path}` constant between calls: each distinct value compiles once. If it must vary, "
+    "limit it to a few values, or pass it as an array argument instead."
+)
+
+
+def static_value(
+    arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool, aux: str = ""
+) -> Reason:
+    what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
+    msg = STATIC_MSG.format(what=what, before=old.text, after=new.text)
+    if isinstance(old.value(), bool) and isinstance(new.value(), bool) and attr in MODE_FLAGS:
+        msg = MODE_MSG.format(path=path, before=old.text, after=new.text)
+        fix = MODE_FIX.format(attr=attr)
+    elif aux:
+        fix = STATIC_AUX_FIX.format(path=path)
+    elif in_graph and _is_number(old):
+        fix = STATIC_GRAPH_FIX.format(attr=attr, before=old.text)
+    elif in_graph:
+        fix = STATIC_OTHER_FIX.format(path=path)
+    elif path != arg:  # a static field inside an argument (flax.struct / equinox dataclass)
+        fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
+    else:
+        fix = STATIC_ARG_FIX.format(arg=arg)
+    return _reason("static_value", arg, path, old.text, new.text, msg, fix)
+
+
+def _is_number(s: StaticVal) -> bool:
+    v = s.value()
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def identity_static(
+    arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool
+) -> Reason:
+    value = new.value()
+    desc, fix = _identity_fix(value, attr, path, arg, in_graph, new)
+    consequence = (
+        "every new instance holds a new object and the cache key never matches"
+        if in_graph
+        else "a new object each call is a new key, even when it looks the same"
+    )
+    msg = IDENTITY_MSG.format(what=f"`{path}`", desc=desc, consequence=consequence)
+    return _reason("identity_static", arg, path, old.display(), new.display(), msg, fix)
+
+
+def _identity_fix(
+    value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal
+) -> tuple[str, str]:
+    """Describe an identity-compared static and a fix checked to work."""
+    if not attr.isidentifier():  # a list item or dict key: name things generically
+        attr = "fn"
+    tname = sv.type_name
+    if isinstance(value, functools.partial) or tname in (
+        "functools.partial",
+        "jax.tree_util.Partial",
+        "Partial",
+    ):
+        func = getattr(value, "func", None)
+        fname = getattr(func, "__name__", "f")
+        fq = _qualified(func) if func is not None else fname
+        kws = ", ".join(
+            f"{k}={short_repr(v, 30)}" for k, v in getattr(value, "keywords", {}).items()
+        )
+        desc = f"a {tname}"
+        if in_graph:
+            if "tree_util" in tname or tname == "Partial":
+                desc += " (without arrays inside, still a static attribute)"
+            call = f"`{fq}(x{', ' + kws if kws else ''})`"
+            fix = f"Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
+            if _module_level(func) and _equal_when_rebuilt(value):
+                data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
+                if len(fix) + len(data) + 6 > LIMIT:
+                    data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
+                fix += f", or {data}"
+            return desc, fix + "."
+        return (
+            desc,
+            f"Build the partial once, outside the loop, and pass that same object; or pass `{fq}`'s arguments as statics instead.",
+        )
+    if isinstance(value, type) or tname == "type":
+        return "a class object", CLASS_FIX.format(name=getattr(value, "__qualname__", attr))
+    if inspect.ismethod(value):
+        return "a bound method (a new object on every attribute access)", (
+            f"Store the function, not the bound method (`type(obj).{getattr(value, '__name__', 'method')}`), or call the method inside `__call__`."
+        )
+    if callable(value) and (
+        inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
+    ):
+        name = getattr(value, "__name__", "fn")
+        kind = (
+            "a lambda"
+            if name == "<lambda>"
+            else (
+                "a nested function (closure)"
+                if "<locals>" in getattr(value, "__qualname__", "")
+                else "a function"
+            )
+        )
+        target = f"self.{attr}" if in_graph else path
+        return (
+            kind,
+            f"Define the function once at module level (`def {attr if name == '<lambda>' else name}(...)`) and assign that same object to `{target}`.",
+        )
+    if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
+        value, "lower"
+    ):
+        return (
+            "a jitted function object",
+            f"Create the jitted function once at module level and store that one object in `{path}`, or call it instead of storing it.",
+        )
+    if "GradientTransformation" in tname:
+        return "an optax transform (a tuple of closures made by each optax.* call)", (
+            "Build the transform once (`TX = optax.adam(1e-3)` at module level) and reuse it for every optimizer."
+        )
+    tn = tname.rsplit(".", 1)[-1]
+    return f"a `{tn}` instance, and `{tn}` defines no `__eq__`", (
+        f"Make `{tn}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal configurations compare equal, or reuse one instance."
+    )
+
+
+def _qualified(func: Any) -> str:
+    """The name a user would write for ``func`` (``nnx.avg_pool``, ``jnp.mean``)."""
+    name = getattr(func, "__name__", "f")
+    for prefix, modname in (
+        ("jnp", "jax.numpy"),
+        ("jax.nn", "jax.nn"),
+        ("jax.lax", "jax.lax"),
+        ("nnx", "flax.nnx"),
+    ):
+        mod = sys.modules.get(modname)
+        if mod is not None and getattr(mod, name, None) is func:
+            return f"{prefix}.{name}"
+    return name
+
+
+def _module_level(func: Any) -> bool:
+    """True when ``func`` is reachable by name from its module (so it is one object)."""
+    mod = sys.modules.get(getattr(func, "__module__", "") or "")
+    name = getattr(func, "__name__", None)
+    return mod is not None and name is not None and getattr(mod, name, None) is func
+
+
+def _equal_when_rebuilt(value: Any) -> bool:
+    """Check that ``jax.tree_util.Partial`` rebuilt twice flattens to equal keys."""
+    try:
+        import jax
+
+        a = jax.tree_util.Partial(value.func, *value.args, **value.keywords)
+        b = jax.tree_util.Partial(value.func, *value.args, **value.keywords)
+        ta, tb = jax.tree_util.tree_structure(a), jax.tree_util.tree_structure(b)
+        return ta == tb
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------- structure

@@ -1,0 +1,367 @@
+"""The report: plain frozen dataclasses and their one JSON serialisation.
+
+Everything jitlens shows (terminal text, HTML, Perfetto traces, merged
+multi-process views, guard failures) is a pure function of these objects.
+The tracker builds them; nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .._errors import ReportError
+
+SCHEMA_VERSION = 2
+#: Schema versions this jitlens reads (1: before unknown figures and warnings).
+READABLE_SCHEMA_VERSIONS = (1, 2)
+
+#: The fixed vocabulary of ``Reason.kind``, most decisive first.  The order
+#: is used to sort the reasons of one retrace.
+REASON_KINDS: tuple[str, ...] = (
+    "new_function",
+    "config",
+    "signature",
+    "pytree_structure",
+    "graph_structure",
+    "static_value",
+    "identity_static",
+    "variable_metadata",
+    "shape",
+    "dtype",
+    "weak_type",
+    "sharding",
+    "cache_cleared",
+    "unknown",
+)
+
+#: ``Event.kind``: the first trace of a function, a later one (a cache miss
+#: that re-ran the Python function), or a compile that came with no trace
+#: (AOT ``.compile()`` of an earlier ``.lower()``, a cleared compile cache).
+EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    """One difference between a new cache key and the closest compiled one."""
+
+    kind: str
+    argument: str
+    path: str
+    before: str
+    after: str
+    message: str
+    fix: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """A trace (and the lowering/compilation that followed it) of one function."""
+
+    call_index: int | None
+    kind: str
+    call_site: str
+    signature: str
+    reasons: tuple[Reason, ...] = ()
+    time: float = 0.0
+    trace_seconds: float = 0.0
+    lower_seconds: float = 0.0
+    compile_seconds: float = 0.0
+    explain_seconds: float = 0.0
+    compiled: bool = False
+    persistent_cache_hit: bool = False
+    entry: int = 0
+    thread: str = ""
+
+    @property
+    def seconds(self) -> float:
+        """Time this event cost the program: tracing, lowering and compiling."""
+        return self.trace_seconds + self.lower_seconds + self.compile_seconds
+
+
+@dataclasses.dataclass(frozen=True)
+class StaleHit:
+    """A cached call that ignored a change the cache key should have seen."""
+
+    call_index: int
+    call_site: str
+    argument: str
+    path: str
+    before: str
+    after: str
+    message: str
+    fix: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionReport:
+    """The figures of one jitted callable object (one wrapper = one record)."""
+
+    name: str
+    qualname: str
+    kind: str
+    defined_at: str
+    first_call_site: str
+    calls: int | None
+    #: None when jitlens cannot count traces on the installed JAX (see ``Report.warnings``).
+    traces: int | None
+    compiles: int | None
+    cache_hits: int | None
+    persistent_cache_hits: int
+    trace_seconds: float
+    lower_seconds: float
+    compile_seconds: float
+    events: tuple[Event, ...] = ()
+    stale_hits: tuple[StaleHit, ...] = ()
+    internal: bool = False
+    id: int = 0
+    #: Start time (seconds since the report started) of each call, hit or
+    #: miss, when known; capped (see ``_records.MAX_CALL_TIMES``).
+    call_times: tuple[float, ...] = ()
+    #: For each entry of ``call_times``: the compiled entry (index into the
+    #: distinct signatures, ``Event.entry``) the call went to.
+    call_entries: tuple[int, ...] = ()
+    #: ``Event.call_index`` of the call at ``call_times[0]`` (calls made
+    #: before the tracker opened are not in this report).
+    first_call_index: int = 0
+
+    @property
+    def retraces(self) -> int:
+        return sum(1 for e in self.events if e.kind == "retrace")
+
+    @property
+    def seconds_lost(self) -> float:
+        """Seconds spent on retraces, i.e. on compilations beyond the first."""
+        return sum(e.seconds for e in self.events if e.kind == "retrace")
+
+    @property
+    def hit_rate(self) -> float | None:
+        if not self.calls or self.cache_hits is None:
+            return None
+        return self.cache_hits / self.calls
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """All functions seen by one tracker in one process."""
+
+    schema_version: int
+    jitlens_version: str
+    jax_version: str
+    flax_version: str
+    backend: str
+    process_index: int
+    process_count: int
+    host: str
+    started_at: float
+    duration_seconds: float
+    functions: tuple[FunctionReport, ...]
+    argv: tuple[str, ...] = ()
+    #: What jitlens could not measure or did not manage (self-check, internal failures).
+    warnings: tuple[str, ...] = ()
+
+    def function(self, name: str) -> FunctionReport:
+        """The one function called ``name`` (qualname or name); error if ambiguous."""
+        found = [f for f in self.functions if name in (f.name, f.qualname)]
+        if len(found) != 1:
+            names = sorted({f.qualname for f in self.functions})
+            raise KeyError(f"{len(found)} functions named {name!r}; known: {names}")
+        return found[0]
+
+    def user_functions(self) -> tuple[FunctionReport, ...]:
+        return tuple(f for f in self.functions if not f.internal)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_jsonable(self)
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+        return report_from_dict(data)
+
+    def __str__(self) -> str:
+        from .._render.text import render_text
+
+        return render_text(self, color=False)
+
+    def _repr_html_(self) -> str:
+        from .._render.html import render_html
+
+        return render_html(self)
+
+
+# --------------------------------------------------------------------------
+# JSON
+# --------------------------------------------------------------------------
+
+
+def _to_jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_to_jsonable(x) for x in obj]
+    if isinstance(obj, float):
+        return round(obj, 9)
+    return obj
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ReportError(f"{where}: expected an object, got {type(data).__name__}")
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                continue
+            raise ReportError(f"{where}: missing field {f.name!r}")
+        kwargs[f.name] = data[f.name]
+    return kwargs
+
+
+def _check_type(value: Any, types: tuple[type, ...], where: str) -> None:
+    if isinstance(value, bool) and bool not in types:
+        raise ReportError(f"{where}: expected {'/'.join(t.__name__ for t in types)}, got bool")
+    if not isinstance(value, types):
+        raise ReportError(
+            f"{where}: expected {'/'.join(t.__name__ for t in types)}, got {type(value).__name__}"
+        )
+
+
+_NUM = (int, float)
+
+
+def _reason(d: Any, where: str) -> Reason:
+    kw = _build(Reason, d, where)
+    for k, v in kw.items():
+        _check_type(v, (str,), f"{where}.{k}")
+    return Reason(**kw)
+
+
+def _event(d: Any, where: str) -> Event:
+    kw = _build(Event, d, where)
+    kw["reasons"] = tuple(
+        _reason(r, f"{where}.reasons[{i}]")
+        for i, r in enumerate(_list(kw.get("reasons", ()), where))
+    )
+    if kw.get("kind") not in EVENT_KINDS:
+        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {EVENT_KINDS}")
+    for k in ("trace_seconds", "lower_seconds", "compile_seconds", "explain_seconds", "time"):
+        if k in kw:
+            _check_type(kw[k], _NUM, f"{where}.{k}")
+    return Event(**kw)
+
+
+def _list(v: Any, where: str) -> list[Any]:
+    if not isinstance(v, (list, tuple)):
+        raise ReportError(f"{where}: expected a list, got {type(v).__name__}")
+    return list(v)
+
+
+def _function(d: Any, where: str) -> FunctionReport:
+    kw = _build(FunctionReport, d, where)
+    kw["events"] = tuple(
+        _event(e, f"{where}.events[{i}]") for i, e in enumerate(_list(kw.get("events", ()), where))
+    )
+    kw["stale_hits"] = tuple(
+        StaleHit(**_build(StaleHit, s, f"{where}.stale_hits[{i}]"))
+        for i, s in enumerate(_list(kw.get("stale_hits", ()), where))
+    )
+    for k in ("call_times", "call_entries"):
+        if k in kw:
+            kw[k] = tuple(_list(kw[k], f"{where}.{k}"))
+    _check_type(kw["persistent_cache_hits"], (int,), f"{where}.persistent_cache_hits")
+    for k in ("calls", "cache_hits", "traces", "compiles"):
+        if kw[k] is not None:
+            _check_type(kw[k], (int,), f"{where}.{k}")
+    for k in ("name", "qualname", "kind", "defined_at", "first_call_site"):
+        _check_type(kw[k], (str,), f"{where}.{k}")
+    return FunctionReport(**kw)
+
+
+def report_from_dict(data: Any) -> Report:
+    """Rebuild a :class:`Report` from its JSON form, validating as it goes."""
+    if not isinstance(data, Mapping):
+        raise ReportError(f"a report is a JSON object, got {type(data).__name__}")
+    version = data.get("schema_version")
+    if version not in READABLE_SCHEMA_VERSIONS:
+        raise ReportError(
+            f"schema_version {version!r} is not supported "
+            f"(this jitlens reads {', '.join(map(str, READABLE_SCHEMA_VERSIONS))})"
+        )
+    kw = _build(Report, data, "report")
+    kw["functions"] = tuple(
+        _function(f, f"functions[{i}]") for i, f in enumerate(_list(kw["functions"], "functions"))
+    )
+    kw["argv"] = tuple(kw.get("argv", ()))
+    kw["warnings"] = tuple(str(w) for w in _list(kw.get("warnings", ()), "warnings"))
+    kw["schema_version"] = SCHEMA_VERSION
+    return Report(**kw)
+
+
+def load_report(path: str | os.PathLike[str]) -> Report:
+    """Read and validate a report file; errors name the file and the problem."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(
+            f"{path}: not valid JSON (truncated or edited?): {exc.msg} at line {exc.lineno}"
+        ) from None
+    try:
+        return report_from_dict(data)
+    except ReportError as exc:
+        raise ReportError(f"{path}: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ReportError(f"{path}: malformed report: {exc}") from None
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` so that ``path`` never holds a half-written file."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".jitlens-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def total_traces(functions: Iterable[FunctionReport]) -> str:
+    """The sum of ``traces`` as text: ``?`` when any of them is unknown."""
+    counts = [f.traces for f in functions]
+    return "?" if any(c is None for c in counts) else str(sum(c for c in counts if c is not None))
+
+
+def fold_reasons(events: Iterable[Event]) -> list[tuple[Reason, int, Event]]:
+    """Identical reasons over many retraces folded into (reason, count, first event).
+
+    Two reasons are identical when kind, argument, path and fix agree
+    (``before``/``after`` and the message quoting them may differ, e.g. a
+    counter 3 -> 4 then 4 -> 5).
+    """
+    folded: dict[tuple[str, str, str, str], list[Any]] = {}
+    for e in events:
+        for r in e.reasons:
+            key = (r.kind, r.argument, r.path, r.fix)
+            if key in folded:
+                folded[key][1] += 1
+            else:
+                folded[key] = [r, 1, e]
+    return [(r, n, e) for r, n, e in folded.values()]

@@ -1,0 +1,169 @@
+"""Plain text of one retrace: the lines every output shares (logs, guard errors, renderers).
+
+A retrace is shown as a header (call site, which retrace, seconds, call index)
+and its reasons, most decisive first, at most :data:`MAX_LINES_PER_RETRACE`
+lines. The terminal renderer styles these lines; log records and
+``RecompileError`` messages print them as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from .report import REASON_KINDS, Event, FunctionReport, Reason, StaleHit
+
+LOG = logging.getLogger("jitlens")
+#: Lines one retrace may take (header included), however many reasons it has.
+MAX_LINES_PER_RETRACE = 8
+#: Longest ``before``/``after`` repr shown in full; longer ones are cut in the middle.
+MAX_VALUE_CHARS = 70
+UNKNOWN = "?"
+RETRACE_HEADER = "{call_site}  {label}{seconds}{call}{also}"
+RETRACE_LABELS = {"trace": "first trace", "retrace": "retrace #{number}", "compile": "recompile"}
+CALL_SUFFIX = " (call #{index})"
+ALSO_SUFFIX = ", +{n} difference(s) shown above"
+REASON_HEAD = "{path}  {kind}{count}"
+REASON_LINE = "{path}  {kind}{count}: {values}"
+REASON_COUNT = "  (in {n} retraces)"
+OTHER_VALUES = "  (+{n} other values)"
+NO_REASON = "no difference found between the new cache key and the compiled ones ({n} retrace(s))"
+FIX_LINE = "fix: {fix}"
+MORE_LINE = "… and {n} more differences ({paths})"
+STALE_HEADER = "warning: stale cache hit at {call_site} (call #{index})"
+RETRACE_TITLE = "{qualname} ({kind}) {header}"
+FALLBACK = "jitlens could not render this report; raw data follows.\n{raw}"
+#: (indent, text, rich style) of one logical line of the explanations.
+Line = tuple[int, str, str]
+#: A reason, how many retraces had it, and the values it took.
+Folded = tuple[Reason, int, str]
+
+
+def _shorten(value: str, limit: int = MAX_VALUE_CHARS) -> str:
+    value = " ".join(value.split())
+    if len(value) <= limit:
+        return value
+    half = (limit - 1) // 2
+    return value[:half] + "…" + value[len(value) - half :]
+
+
+def _reason_order(reason: Reason) -> int:
+    kinds = REASON_KINDS
+    return kinds.index(reason.kind) if reason.kind in kinds else len(kinds)
+
+
+def values_text(reason: Reason, others: Sequence[Reason] = ()) -> str:
+    """``before -> after``, or the chain of them when a folded reason saw several values."""
+    pairs = list(dict.fromkeys(f"{r.before} -> {r.after}" for r in (reason, *others)))
+    if len(pairs) > 1 and sum(len(p) for p in pairs) <= MAX_VALUE_CHARS:
+        return " | ".join(pairs)
+    first = f"{_shorten(reason.before)} -> {_shorten(reason.after)}"
+    return first + (OTHER_VALUES.format(n=len(pairs) - 1) if len(pairs) > 1 else "")
+
+
+def _reason_lines(reason: Reason, count: int, values: str, detailed: bool) -> list[Line]:
+    where = reason.path or reason.argument
+    counted = REASON_COUNT.format(n=count) if count > 1 else ""
+    if detailed or len(where) + len(values) > MAX_VALUE_CHARS:
+        head = REASON_HEAD.format(path=where, kind=reason.kind, count=counted)
+        lines: list[Line] = [(2, head, "bold"), (4, values, "")]
+    else:
+        line = REASON_LINE.format(path=where, kind=reason.kind, count=counted, values=values)
+        lines = [(2, line, "bold")]
+    if detailed and reason.message:
+        lines.append((4, reason.message, ""))
+    return lines
+
+
+def _retrace_number(fn: FunctionReport, event: Event) -> int:
+    """1-based among the function's retraces; the next one if ``event`` is not recorded yet."""
+    retraces = [e for e in fn.events if e.kind == "retrace"]
+    same = [i for i, e in enumerate(retraces, 1) if e is event]
+    return same[0] if same else len(retraces) + 1
+
+
+def retrace_lines(
+    fn: FunctionReport, event: Event, reasons: Sequence[Folded], also: int = 0
+) -> list[Line]:
+    """The header and reasons of one retrace, at most ``MAX_LINES_PER_RETRACE`` lines.
+
+    The most decisive reason comes first with its cause; later ones get one line
+    each, a fix is shown once however many reasons share it, and what does not
+    fit is summed up as ``… and N more differences``.
+    """
+    label = RETRACE_LABELS.get(event.kind, event.kind).format(number=_retrace_number(fn, event))
+    header = RETRACE_HEADER.format(
+        call_site=event.call_site or fn.first_call_site,
+        label=label,
+        # a guard reports at trace start, before anything was timed
+        seconds=f", {event.seconds:.2f} s" if event.seconds else "",
+        call=CALL_SUFFIX.format(index=event.call_index) if event.call_index is not None else "",
+        also=ALSO_SUFFIX.format(n=also) if also else "",
+    )
+    lines: list[Line] = [(0, header, "cyan")]
+    ordered = sorted(reasons, key=lambda item: _reason_order(item[0]))
+    fixes: set[str] = set()
+    for shown, (reason, count, values) in enumerate(ordered):
+        block = _reason_lines(reason, count, values, detailed=shown == 0)
+        if reason.fix and reason.fix not in fixes:
+            block.append((4, FIX_LINE.format(fix=reason.fix), "green"))
+        room = MAX_LINES_PER_RETRACE - len(lines) - (1 if shown < len(ordered) - 1 else 0)
+        if len(block) > room:
+            rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
+            paths = ", ".join(_shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
+            lines.append((2, MORE_LINE.format(n=len(rest), paths=paths), "dim"))
+            break
+        fixes.add(reason.fix)
+        lines.extend(block)
+    return lines
+
+
+def fold_key(reason: Reason) -> tuple[str, str, str, str]:
+    """What makes two reasons the same for ``_report.fold_reasons``."""
+    return (reason.kind, reason.argument, reason.path, reason.fix)
+
+
+def stale_lines(fn: FunctionReport, stale: StaleHit) -> list[Line]:
+    header = STALE_HEADER.format(
+        call_site=stale.call_site or fn.first_call_site, index=stale.call_index
+    )
+    values = f"{_shorten(stale.before)} -> {_shorten(stale.after)}"
+    lines: list[Line] = [
+        (0, header, "bold red"),
+        (2, f"{stale.path or stale.argument}: {values}", "bold"),
+    ]
+    if stale.message:
+        lines.append((4, stale.message, ""))
+    if stale.fix:
+        lines.append((4, FIX_LINE.format(fix=stale.fix), "green"))
+    return lines
+
+
+def fallback(report: object) -> str:
+    try:
+        raw = repr(report)
+    except Exception:
+        raw = object.__repr__(report)
+    return FALLBACK.format(raw=raw)
+
+
+def render_retrace(fn: FunctionReport, event: Event) -> str:
+    """One retrace as plain text for a log record or an error message (at most 8 lines).
+
+    Example:
+        >>> from jitlens._core.report import Event, FunctionReport
+        >>> fn = FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:2", 2, 2, 2, 0, 0, 0.0, 0.0, 0.0)
+        >>> print(render_retrace(fn, Event(1, "retrace", "a.py:2", "x: f32[3]")))
+        f (jax.jit) a.py:2  retrace #1, 0.00 s (call #1)
+          no difference found between the new cache key and the compiled ones (1 retrace(s))
+    """
+    try:
+        lines = retrace_lines(fn, event, [(r, 1, values_text(r)) for r in event.reasons])
+        head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0][1])
+        body = [" " * indent + text for indent, text, _ in lines[1:]]
+        if not event.reasons and event.kind != "trace":
+            body.append("  " + NO_REASON.format(n=1))
+        return "\n".join([head, *body])
+    except Exception:
+        LOG.exception("jitlens: rendering a retrace failed")
+        return fallback(event)

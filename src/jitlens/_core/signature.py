@@ -1,0 +1,426 @@
+"""Describe a call: its arguments, NNX graphs and statics flattened into a :class:`Key`.
+
+Walks what JAX would put in the cache key (avals of array leaves, static
+arguments, pytree structure, nnx GraphDefs) and files each under the path the
+user would write. The data types live in ``jitlens._core.key``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from .. import _compat
+from .key import (
+    _ADDR,
+    Aval,
+    Entry,
+    Key,
+    Path,
+    PathPart,
+    StaticVal,
+    _entry_text,
+    _type_name,
+    render_path,
+    short_repr,
+    signature_text,
+)
+
+# --------------------------------------------------------------------------
+# Rendering paths
+# --------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------
+# Describing values
+# --------------------------------------------------------------------------
+
+
+def _aval_of(x: Any) -> Aval | None:
+    if isinstance(x, jax.core.Tracer):
+        a = x.aval
+    else:
+        try:
+            a = jax.typeof(x)
+        except Exception:
+            return None
+    shape = tuple(int(d) if isinstance(d, int) else d for d in getattr(a, "shape", ()))
+    try:
+        dtype = a.str_short(short_dtypes=True).split("[")[0]
+    except Exception:
+        dtype = str(getattr(a, "dtype", "?"))
+    return Aval(shape, dtype, bool(getattr(a, "weak_type", False)), _sharding_of(x))
+
+
+def _sharding_of(x: Any) -> str:
+    """Where an input lives, in the words of the sharding part of the key."""
+    sh = getattr(x, "sharding", None)
+    if sh is None or isinstance(x, jax.core.Tracer):
+        return ""
+    committed = bool(getattr(x, "committed", getattr(x, "_committed", False)))
+    name = type(sh).__name__
+    try:
+        if name == "SingleDeviceSharding":
+            if not committed:
+                return ""
+            dev = next(iter(sh.device_set))
+            return f"committed to {dev.platform}:{dev.id}"
+        if name == "NamedSharding":
+            mesh = sh.mesh
+            axes = ", ".join(
+                f"'{n}': {s}" for n, s in zip(mesh.axis_names, mesh.axis_sizes, strict=False)
+            )
+            spec = "P(" + ", ".join(repr(p) for p in sh.spec) + ")"
+            return f"NamedSharding(mesh({axes}), {spec})"
+        return short_repr(sh, 100)
+    except Exception:
+        return name
+
+
+def _is_array_like(x: Any) -> bool:
+    return isinstance(x, (jax.Array, jax.core.Tracer, bool, int, float, complex)) or (
+        hasattr(x, "__array__") and hasattr(x, "dtype")
+    )
+
+
+def _leaf_value(v: Any) -> Any:
+    if isinstance(v, jax.Array) or isinstance(v, jax.core.Tracer):
+        return v
+    for getter in ("get_raw_value", "get_value"):
+        g = getattr(v, getter, None)
+        if callable(g):
+            try:
+                return g()
+            except Exception:
+                pass
+    return v
+
+
+def _node_entry(nodedef: Any, in_graph: bool) -> Entry:
+    t = getattr(nodedef, "type", None)
+    meta = getattr(nodedef, "metadata", None)
+    metas: tuple[tuple[str, StaticVal], ...] = ()
+    if meta is not None and meta is not t:
+        metas = (("metadata", StaticVal(meta)),)
+    try:
+        ref = weakref.ref(t) if t is not None else None
+    except TypeError:
+        ref = None
+    tn = getattr(t, "__qualname__", str(t))
+    return Entry("node", type_name=tn, type_ref=ref, meta=metas, in_graph=in_graph)
+
+
+def _var_entry(vardef: Any) -> Entry:
+    t = vardef.type
+    md = getattr(vardef, "metadata", None) or {}
+    try:
+        items = sorted(dict(md).items())
+    except Exception:
+        items = []
+    metas = tuple((str(k), StaticVal(v)) for k, v in items)
+    return Entry(
+        "var",
+        type_name=getattr(t, "__qualname__", str(t)),
+        type_ref=weakref.ref(t),
+        meta=metas,
+        in_graph=True,
+    )
+
+
+_MAPPING_NODES = ("Dict",)
+
+
+def _is_flax_type(t: Any) -> bool:
+    """Flax's own node classes: their private attributes (``nnx.List._length``) are not the user's."""
+    return (getattr(t, "__module__", "") or "").startswith("flax.")
+
+
+_SEQUENCE_NODES = ("List",)
+
+
+def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]) -> None:
+    """Flatten a GraphDef into ``out`` in the pre-order nnx unflattens it."""
+    nodes = iter(gd.nodes)
+    attrs = iter(gd.attributes)
+    leaf_it = iter(leaves)
+    index_path: dict[Any, Path] = {}
+
+    def leaf_entry(path: Path) -> None:
+        v = _leaf_value(next(leaf_it, None))
+        if v is None:
+            out[path] = Entry("opaque", target="", in_graph=True)
+            return
+        a = _aval_of(v) if _is_array_like(v) else None
+        if a is not None:
+            out[path] = Entry("aval", aval=a, in_graph=True)
+        else:
+            # a Variable holding a pytree (e.g. the tuple ``Module.sow`` appends to)
+            describe_value(v, path, out, None)
+
+    def visit(nd: Any, path: Path) -> None:
+        kind = type(nd).__name__
+        if kind == "NodeRef":
+            out[path] = Entry(
+                "ref", target=render_path(index_path.get(nd.index, ())), in_graph=True
+            )
+            return
+        if kind == "VariableDef":
+            out[path] = _var_entry(nd)
+            index_path[nd.index] = path
+            ard = getattr(nd, "array_refdef", None)
+            if ard is not None and type(ard).__name__ == "NodeRef":
+                return
+            leaf_entry((*path, ("attr", "value")))
+            return
+        if kind == "ArrayRefDef":
+            leaf_entry(path)
+            return
+        out[path] = _node_entry(nd, in_graph=True)
+        if getattr(nd, "index", None) is not None:
+            index_path[nd.index] = path
+        tname = getattr(nd.type, "__name__", "")
+        item = tname in _MAPPING_NODES or tname in _SEQUENCE_NODES
+        for _ in range(nd.num_attributes):
+            k, v = next(attrs)
+            if isinstance(k, str) and (
+                k.startswith("_pytree__") or (k.startswith("_") and _is_flax_type(nd.type))
+            ):
+                # nnx bookkeeping: its changes show up as the attribute they describe.
+                if type(v).__name__ == "NodeAttr":
+                    _skip(next(nodes))
+                continue
+            child = (*path, ("item" if item or not isinstance(k, str) else "attr", k))
+            vk = type(v).__name__
+            if vk == "Static":
+                out[child] = Entry("static", static=StaticVal(v.value), in_graph=True)
+            elif vk == "LeafAttr":
+                leaf_entry(child)
+            elif vk == "NodeAttr":
+                visit(next(nodes), child)
+            elif vk == "NodeRef":
+                out[child] = Entry(
+                    "ref", target=render_path(index_path.get(v.index, ())), in_graph=True
+                )
+            else:
+                out[child] = Entry("opaque", target=vk, in_graph=True)
+
+    def _skip(nd: Any) -> None:
+        # A bookkeeping node (``_pytree__state``): consume its attributes and children.
+        if type(nd).__name__ != "NodeDef":
+            return
+        for _ in range(nd.num_attributes):
+            _k, v = next(attrs)
+            if type(v).__name__ == "NodeAttr":
+                _skip(next(nodes))
+            elif type(v).__name__ == "LeafAttr":
+                next(leaf_it, None)
+
+    visit(next(nodes), root)
+
+
+def describe_value(
+    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, depth: int = 0
+) -> None:
+    """Flatten one argument (pytree, graph node, array, None) into ``out``."""
+    if depth > 64:
+        out[path] = Entry("opaque", target="(too deep)")
+        return
+    if x is None:
+        out[path] = Entry("none")
+        return
+    if _compat.NODE_STATES is not None and isinstance(x, _compat.NODE_STATES):
+        leaves = [
+            leaf for st in x.states for leaf in (st if isinstance(st, (list, tuple)) else [st])
+        ]
+        walk_graphdef(x._graphdef, leaves, path, out)
+        return
+    if _compat.is_graph_node(x):
+        flat = _compat.flatten_node(x, ref_index)
+        if flat is not None:
+            walk_graphdef(flat[0], flat[1], path, out)
+            return
+    if isinstance(x, (jax.Array, jax.core.Tracer)) or (
+        hasattr(x, "__array__") and hasattr(x, "dtype")
+    ):
+        a = _aval_of(x)
+        out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
+        return
+    if isinstance(x, (bool, int, float, complex)):
+        a = _aval_of(x)
+        out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
+        return
+    try:
+        children, treedef = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
+    except Exception:
+        out[path] = Entry("opaque", target=_type_name(x))
+        return
+    if treedef.num_nodes == 1 and treedef.num_leaves == 1 and not children[0][0]:
+        a = _aval_of(x)
+        out[path] = Entry("aval", aval=a) if a else Entry("static", static=StaticVal(x))
+        return
+    node_type, aux = _node_data(treedef)
+    metas: tuple[tuple[str, StaticVal], ...] = ()
+    static_fields = _static_fields(x)
+    if static_fields:
+        # a dataclass pytree (flax.struct, equinox): name each static field
+        for name in static_fields:
+            out[(*path, ("attr", name))] = Entry("static", static=StaticVal(getattr(x, name, None)))
+    elif aux is not None and not isinstance(x, (dict, list, tuple)):
+        metas = (("aux", StaticVal(aux)),)
+    out[path] = Entry(
+        "node",
+        type_name=getattr(node_type, "__qualname__", str(node_type)),
+        type_ref=_weak(node_type),
+        meta=metas,
+    )
+    for kp, child in children:
+        describe_value(child, (*path, *(_key_part(k) for k in kp)), out, ref_index, depth + 1)
+
+
+def _static_fields(x: Any) -> tuple[str, ...]:
+    """Names of a dataclass pytree's static (aux-data) fields, if it declares them."""
+    if not dataclasses.is_dataclass(x) or isinstance(x, type):
+        return ()
+    try:
+        return tuple(
+            f.name
+            for f in dataclasses.fields(x)
+            if f.metadata.get("pytree_node", True) is False or f.metadata.get("static") is True
+        )
+    except TypeError:
+        return ()
+
+
+def _weak(t: Any) -> Any:
+    try:
+        return weakref.ref(t)
+    except TypeError:
+        return None
+
+
+def _node_data(treedef: Any) -> tuple[Any, Any]:
+    try:
+        nd = treedef.node_data()
+        if nd is None:
+            return type(None), None
+        return nd
+    except Exception:
+        return object, None
+
+
+def _key_part(k: Any) -> PathPart:
+    if hasattr(k, "key"):
+        return ("item", k.key)
+    if hasattr(k, "idx"):
+        return ("item", k.idx)
+    if hasattr(k, "name"):
+        return ("attr", k.name)
+    return ("item", str(k))
+
+
+# --------------------------------------------------------------------------
+# Keys of calls
+# --------------------------------------------------------------------------
+
+
+_PARAM_NAMES: weakref.WeakKeyDictionary[Any, tuple[str, ...] | None] = weakref.WeakKeyDictionary()
+
+
+def _param_names(fn: Callable[..., Any]) -> tuple[str, ...] | None:
+    """Positional parameter names of ``fn``, cached without keeping ``fn`` alive."""
+    try:
+        return _PARAM_NAMES[fn]
+    except (KeyError, TypeError):
+        pass
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        names = None
+    else:
+        params = sig.parameters.values()
+        names = tuple(
+            p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        )
+        names += tuple(p.name for p in params if p.kind == p.VAR_POSITIONAL)
+    try:
+        _PARAM_NAMES[fn] = names
+    except TypeError:
+        pass
+    return names
+
+
+def arg_names(user_fn: Any, nargs: int) -> list[str]:
+    names = None
+    try:
+        names = _param_names(user_fn)
+    except TypeError:  # unhashable callable
+        names = None
+    out = []
+    npos, varargs = len(names or ()), None
+    fn = user_fn
+    try:
+        params = inspect.signature(fn).parameters.values()
+        varargs = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+        if varargs is not None and names:
+            npos = len(names) - 1  # _param_names appends the *args name last
+    except (TypeError, ValueError):
+        pass
+    for i in range(nargs):
+        if names and i < npos:
+            out.append(names[i])
+        elif varargs is not None:
+            out.append(f"{varargs}[{i - npos}]")
+        else:
+            out.append(f"args[{i}]")
+    return out
+
+
+def describe_call(
+    user_fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    static_argnums: tuple[int, ...] = (),
+    static_argnames: tuple[str, ...] = (),
+    config: tuple[tuple[str, Any], ...] | None = None,
+    options: tuple[tuple[str, Any], ...] = (),
+) -> Key:
+    """The key of a call from the user's arguments (or nnx's pure arguments).
+
+    ``options`` are the jit wrapper's own settings (``in_shardings``,
+    ``donate_argnums``, ...): fixed per wrapper, they matter when a new
+    wrapper of the same function is compared with an earlier one.
+    """
+    out: dict[Path, Entry] = {}
+    for name, value in options:
+        out[(("jit", name),)] = Entry("static", static=StaticVal(value))
+    names = arg_names(user_fn, len(args))
+    ref_index = _compat.new_ref_map()
+    nstatic = {i if i >= 0 else len(args) + i for i in static_argnums}
+    for i, (name, a) in enumerate(zip(names, args, strict=True)):
+        p: Path = (("arg", name),)
+        out[(*p, ("passed", ""))] = Entry("passed", target="positional")
+        if i in nstatic:
+            out[p] = Entry("static", static=StaticVal(a))
+        else:
+            describe_value(a, p, out, ref_index)
+    for name in sorted(kwargs):
+        p = (("arg", name),)
+        out[(*p, ("passed", ""))] = Entry("passed", target="keyword")
+        if name in static_argnames:
+            out[p] = Entry("static", static=StaticVal(kwargs[name]))
+        else:
+            describe_value(kwargs[name], p, out, ref_index)
+    cfg = tuple((str(k), short_repr(v, 80)) for k, v in (config or ()))
+    sig = signature_text(out, names + sorted(kwargs))
+    # Entries are in walk order (deterministic), so no sorting is needed.
+    fp = hashlib.blake2b(
+        _ADDR.sub("", sig + "|".join(f"{p!r}={_entry_text(e)}" for p, e in out.items())).encode(),
+        digest_size=4,
+    ).hexdigest()
+    return Key(entries=out, config=cfg, signature=sig, fingerprint=fp)

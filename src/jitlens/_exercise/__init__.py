@@ -1,0 +1,1 @@
+"""The exercise (``jit_forward``), its grader (``jitlens check``) and ``jitlens demo``."""

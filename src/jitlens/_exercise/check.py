@@ -1,0 +1,231 @@
+"""``jitlens check``: grade a ``jit_forward`` solution on its numbers and on its method.
+
+The exercise page says its numerical tests "cannot prove that you used JIT,
+repeated the calls, or obtained cache hits"; this grader can, because it runs
+the solution under :func:`jitlens.track`. Each solution runs in a child
+process with limits (see ``_sandbox``); the verdict is built here, in the
+parent, from facts the child reports: outputs, exceptions and the tracker's
+counts (judged in ``_check_criteria``; rendered by ``_render_check``).
+
+See also: chex's ``assert_max_traces`` and equinox's ``filter_jit``
+tests count traces of one function you can decorate; ``check`` grades a whole
+submitted file you did not write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import sandbox as _sandbox
+from .cases import BAD_INPUTS as BAD_INPUTS
+from .cases import BadInput as BadInput
+from .cases import CheckCase as CheckCase
+from .cases import default_cases as default_cases
+from .criteria import CRITERIA as CRITERIA
+from .criteria import judge
+from .result import CheckError as CheckError
+from .result import CheckResult as CheckResult
+
+DEFAULT_MEMORY = 4 * _sandbox.GIB
+BAD_INPUT_TIMEOUT = 10.0
+#: References already computed in this process, by ``CheckCase.reference_key``.
+_REFERENCES: dict[tuple[int, ...], dict[str, Any]] = {}
+
+MISSING_FILE = "no such file; pass the path of a Python file that defines jit_forward"
+NOT_A_FILE = "it is a directory; pass the path of a Python file that defines jit_forward"
+SYNTAX = "it does not compile: {msg} (line {line}); fix the syntax and check again"
+UNREADABLE = "cannot read it: {error}"
+NOT_ISOLATABLE = (
+    "cannot run {fn!r} in a child process: a {what} cannot be imported there; "
+    "define jit_forward at the top level of a module, or pass the path of its file"
+)
+BAD_TIMEOUT = "timeout must be a positive number of seconds; got {value!r}"
+BAD_SEED = "seed must be an int in [0, 2**31); got {value!r}"
+CANNOT_WRITE = "jitlens check: error: cannot write {path}: {error}"
+
+
+def _locate(fn_or_path: str | os.PathLike[str] | Callable[..., Any]) -> tuple[dict[str, str], str]:
+    """Where the child finds the solution, and its display name; CheckError if it cannot."""
+    if isinstance(fn_or_path, (str, os.PathLike)):
+        path = os.fspath(fn_or_path)
+        return {"path": os.path.abspath(path)}, path
+    if not callable(fn_or_path):
+        raise CheckError(f"expected a path or a callable jit_forward, got {fn_or_path!r}")
+    module, qualname = getattr(fn_or_path, "__module__", None), fn_or_path.__qualname__
+    if "<" in qualname:
+        what = "lambda" if "<lambda>" in qualname else "function defined inside another function"
+        raise CheckError(NOT_ISOLATABLE.format(fn=fn_or_path, what=what))
+    if module and module != "__main__":
+        return {"module": module, "qualname": qualname}, f"{module}.{qualname}"
+    path = inspect.getsourcefile(fn_or_path)
+    if path is None:
+        raise CheckError(NOT_ISOLATABLE.format(fn=fn_or_path, what="function without a file"))
+    return {"path": path, "qualname": qualname}, os.path.relpath(path)
+
+
+def _precheck(path: str) -> str | None:
+    """Why the file cannot be loaded, found without running it (or None)."""
+    if not os.path.exists(path):
+        return MISSING_FILE
+    if os.path.isdir(path):
+        return NOT_A_FILE
+    try:
+        with open(path, "rb") as fh:
+            compile(fh.read(), path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return SYNTAX.format(msg=exc.msg, line=exc.lineno)
+    except (OSError, ValueError) as exc:
+        return UNREADABLE.format(error=exc)
+    return None
+
+
+def check_jit_forward(
+    fn_or_path: str | os.PathLike[str] | Callable[..., Any],
+    *,
+    seed: int = 0,
+    timeout: float = 60.0,
+    cpu_seconds: float | None = None,
+    memory_bytes: int | None = DEFAULT_MEMORY,
+    cases: Sequence[CheckCase] | None = None,
+    bad_inputs: Sequence[BadInput] | None = None,
+) -> CheckResult:
+    """Grade a ``jit_forward(seed, x, features, num_calls)`` on numbers and method.
+
+    The solution runs in one child process (a fresh one after a case hangs or
+    kills it) under ``jitlens.track()``. Four criteria are required on every
+    case: **numbers** (shape ``(N * features,)``, float32, equal to jitlens'
+    own ``jit_forward`` within rtol 1e-5 / atol 1e-6), **JIT used** (an
+    ``nnx.jit`` function was called), **calls repeated** (it was called
+    ``num_calls`` times) and **cache hits** (traced at most once, so the other
+    calls hit the cache). **Bad input** (rejecting ``nan``, ``1.5``, a 1-D
+    ``x``...) is advisory: a warning, never a failure.
+
+    Args:
+      fn_or_path: a path to a ``.py`` file defining ``jit_forward``, or the
+        function itself if it is defined at the top level of a module.
+      seed: varies the model seeds and inputs of the cases.
+      timeout: wall seconds per case (and for importing the solution);
+        bad-input probes get ``min(timeout, 10)``.
+      cpu_seconds: CPU seconds per case; default ``2 * timeout``.
+      memory_bytes: address-space limit of the child (``None``: unlimited).
+      cases, bad_inputs: replace the default cases / bad inputs
+        (``bad_inputs=()`` skips the bad-input criterion).
+
+    Returns:
+      A :class:`CheckResult`; ``result.passed``, ``result.exit_code`` and
+      ``str(result)`` give the verdict. A file that cannot be loaded is a
+      result with ``load_error`` set, not an exception.
+
+    Raises:
+      CheckError: ``fn_or_path`` is a lambda or a nested function (the child
+        cannot import it), ``timeout`` is not positive or ``seed`` is negative.
+
+    Example:
+      >>> import jitlens
+      >>> result = jitlens.check_jit_forward("examples/exercise/solution.py")  # doctest: +SKIP
+      >>> result.passed, result.criterion("cache_hits").summary  # doctest: +SKIP
+      (True, '6/6 cases pass')
+    """
+    if not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise CheckError(BAD_TIMEOUT.format(value=timeout))
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 31:
+        raise CheckError(BAD_SEED.format(value=seed))
+    start = time.monotonic()
+    solution, name = _locate(fn_or_path)
+    cases = tuple(default_cases(seed) if cases is None else cases)
+    probes = tuple(BAD_INPUTS if bad_inputs is None else bad_inputs)
+    empty = CheckResult(name, seed, cases, probes, ())
+    if "path" in solution and "qualname" not in solution:
+        error = _precheck(solution["path"])
+        if error is not None:
+            return dataclasses.replace(empty, load_error=error)
+    probe_timeout = min(timeout, BAD_INPUT_TIMEOUT)
+    items = [
+        {"kind": "case", "index": i, "timeout": timeout, **dataclasses.asdict(c)}
+        for i, c in enumerate(cases)
+    ]
+    items += [
+        {"kind": "probe", "index": len(cases) + i, "timeout": probe_timeout}
+        | {"argument": p.argument, "value": p.value}
+        for i, p in enumerate(probes)
+    ]
+    limits = _sandbox.Limits(timeout, timeout, cpu_seconds, memory_bytes)
+    known = {
+        i: _REFERENCES[c.reference_key]
+        for i, c in enumerate(cases)
+        if c.reference_key in _REFERENCES
+    }
+    run = _sandbox.run(solution, items, limits, known)
+    for i, c in enumerate(cases):
+        if "reference" in run.references.get(i, {}):
+            _REFERENCES.setdefault(c.reference_key, run.references[i])
+    seconds = time.monotonic() - start
+    if run.load_error is not None:
+        return dataclasses.replace(
+            empty, load_error=run.load_error, seconds=seconds, processes=run.processes
+        )
+    criteria = judge(cases, probes, run)
+    return CheckResult(name, seed, cases, probes, criteria, None, seconds, run.processes)
+
+
+def cli_main(argv: list[str]) -> int:
+    """``jitlens check SOLUTION.py [--json PATH] [--seed N] [--timeout S]``; the exit code."""
+    import argparse
+    import shutil
+    import sys
+
+    from .._core.report import write_atomic
+    from .render import render_check
+
+    parser = argparse.ArgumentParser(
+        prog="jitlens check",
+        description="Grade a jit_forward(seed, x, features, num_calls) solution of the "
+        "'Flax NNX step 61: nnx.jit' exercise on its numbers and on its method (nnx.jit used, "
+        "num_calls calls, cache hits). Exit 0: all required criteria pass; 1: one fails; "
+        "2: the file cannot be loaded (or a usage error).",
+    )
+    parser.add_argument("solution", metavar="SOLUTION.py", help="file defining jit_forward")
+    parser.add_argument("--json", metavar="PATH", help="also write the result as JSON to PATH")
+    parser.add_argument("--seed", type=int, default=0, help="varies model seeds and inputs")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="wall seconds per case (default 60)"
+    )
+    parser.add_argument(
+        "--memory",
+        type=float,
+        default=4.0,
+        metavar="GIB",
+        help="address-space limit of the child in GiB (default 4; 0: none)",
+    )
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        result = check_jit_forward(
+            args.solution,
+            seed=args.seed,
+            timeout=args.timeout,
+            memory_bytes=int(args.memory * _sandbox.GIB) if args.memory > 0 else None,
+        )
+    except CheckError as exc:
+        print(f"jitlens check: error: {exc}", file=sys.stderr)
+        return 2
+    tty = sys.stdout.isatty()
+    color = args.color == "always" or (args.color == "auto" and tty)
+    width = shutil.get_terminal_size((100, 24)).columns if tty else 100
+    sys.stdout.write(render_check(result, color=color, width=width))
+    sys.stdout.flush()
+    if args.json:
+        try:
+            write_atomic(args.json, result.to_json() + "\n")
+        except OSError as exc:
+            print(CANNOT_WRITE.format(path=args.json, error=exc), file=sys.stderr)
+            return 2
+    return result.exit_code

@@ -1,0 +1,387 @@
+"""The five criteria of ``jitlens check``, judged from what the sandboxed child reported.
+
+Each case yields one :class:`CheckFinding` per required criterion (numbers, JIT
+used, calls repeated, cache hits), each bad-input probe one finding of the
+advisory criterion. A finding's evidence is one sentence in the order of all
+jitlens messages: what happened, the evidence, the cause, the fix.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .cases import BadInput, CheckCase
+    from .sandbox import Outcome, SandboxRun
+
+#: ``(key, title, required)`` of every criterion, in report order.
+CRITERIA: tuple[tuple[str, str, bool], ...] = (
+    ("numbers", "Numbers", True),
+    ("jit_used", "JIT used", True),
+    ("calls_repeated", "Calls repeated", True),
+    ("cache_hits", "Cache hits", True),
+    ("bad_input", "Bad input", False),
+)
+RTOL, ATOL = 1e-5, 1e-6
+NNX_KINDS = ("nnx.jit", "nnx.jit(graph=False)", "nnx.jit(graph_updates=False)")
+CACHED_PARTIAL = "nnx.cached_partial"
+FORWARD_FIX = "`@nnx.jit` on `def fwd(model, x): return model(x)`, defined once before the loop"
+
+NUMBERS_OK = "shape {shape} {dtype}, max |error| {err:.1e}"
+RAISED = "jit_forward raised {type}: {message}{hint}"
+RAISED_HINTS: dict[str, str] = {
+    "MemoryError": " (out of memory under the grader's address-space limit, 4 GiB by default)",
+    "SystemExit": " (sys.exit() was called: return the output instead)",
+}
+NOT_ARRAY = "returned a {type}, not an array; return the flattened output, out.reshape(-1)"
+WRONG_SHAPE = "shape {shape}, expected {expected} = (N * features,)"
+RESHAPE_HINT = "; the values are right: flatten with out.reshape(-1)"
+WRONG_DTYPE = "dtype {dtype}, expected float32; keep nnx.Linear's default param_dtype/dtype"
+NOT_NUMERIC = "the output cannot be read as numbers ({why})"
+NOT_FINITE = "{count} of {size} values are NaN or infinite"
+WRONG_VALUES = (
+    "max |error| {err:.2g} at index {index} (got {got:.6g}, expected {want:.6g}), "
+    "beyond rtol {rtol:g} / atol {atol:g}{hint}"
+)
+HINTS: dict[str, str] = {
+    "zero_kernel": (
+        "; the output is what a zero kernel gives: keep nnx.Linear's default kernel_init"
+    ),
+    "seed_0": "; the output is that of seed 0: build the model with nnx.Rngs(int(seed))",
+}
+NO_REFERENCE = "no reference output: jitlens' own jit_forward failed ({error}); a jitlens bug"
+NOT_MEASURED = "not measured: {why}"
+NO_JIT = "no jitted function was called{when}: the output was computed eagerly; use " + FORWARD_FIX
+BEFORE_RAISING = " before jit_forward raised"
+JAX_ONLY = (
+    "only jax.jit was used ({name} at {where}, {calls}); the exercise asks for nnx.jit with "
+    "the model as an explicit argument: " + FORWARD_FIX
+)
+JIT_OK = "{kind} {name} at {where}: {calls}"
+NO_FUNCTION = "no jitted function was called, so none was called num_calls = {want} times"
+CALLS_OK = "{name} called {times} = num_calls"
+CALLS_BAD = (
+    "{name} called {times}, expected num_calls = {want}: call it int(num_calls) times "
+    "with the same model and input, returning the last output"
+)
+CALLS_UNKNOWN = "{name} was created before tracking began, so its calls were not counted"
+HITS_OK = "{traces} in {calls}, {hits}{reuse}"
+REUSED = " (compiled by an earlier case and reused)"
+WRAPPED = "{traces} in {calls}, {hits}: {name} was wrapped {wrappers} times, once per call"
+RETRACED = "{traces} in {calls}, {hits}: traced again ({kind})"
+NO_REASON = "{traces} in {calls}, {hits}: traced again; the tracker gave no reason"
+PROBE_OK = "raised {type}: {message}"
+PROBE_ACCEPTED = "returned {what}: {label} is {why}; raise ValueError, {argument} must be {allowed}"
+PROBE_EXITED = "raised {type} (not an Exception) instead of ValueError/TypeError: {message}"
+PROBE_CRASHED = "{detail}, instead of raising ValueError/TypeError"
+PROBE_WHY: dict[str, str] = {
+    "1.5": "not integer-valued",
+    "-1.0": "negative",
+    "nan": "not finite",
+    "inf": "not finite",
+    "True": "a bool, not a number",
+    "'2'": "a string, not a number",
+    "1-D": "1-D",
+    "3-D": "3-D",
+    "empty": "empty (N = 0)",
+    "NaN": "not finite",
+}
+PROBE_ALLOWED: dict[str, str] = {
+    "seed": "a non-negative integer-valued scalar",
+    "features": "a positive integer-valued scalar",
+    "num_calls": "a positive integer-valued scalar",
+    "x": "a finite float32 matrix (N, D_in) with N, D_in >= 1",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckFinding:
+    """One criterion on one case (or probe): pass/fail/warn, the evidence, and its figures.
+
+    ``cause`` and ``fix`` hold the tracker's explanation when there is one (a
+    retrace's reason), kept apart so a table can print a repeated one once.
+    """
+
+    subject: str
+    status: str  # "pass" | "fail" | "warn"
+    evidence: str
+    measured: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    cause: str = ""
+    fix: str = ""
+
+    @property
+    def message(self) -> str:
+        """Evidence, cause and fix in one text."""
+        text = self.evidence + (f". {self.cause}" if self.cause else "")
+        return text + (f" Fix: {self.fix}" if self.fix else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class CriterionResult:
+    """One criterion over every case (or probe): its status and per-case findings."""
+
+    key: str
+    title: str
+    required: bool
+    status: str  # "pass" | "fail" | "warn" | "skip"
+    summary: str
+    findings: tuple[CheckFinding, ...]
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def _plural(n: int | None, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _decode(text: str | None) -> np.ndarray | None:
+    return None if text is None else np.frombuffer(base64.b64decode(text), dtype=np.float64)
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=RTOL, atol=ATOL))
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def judge_numbers(
+    case: CheckCase, result: Mapping[str, Any], refs: Mapping[str, Any]
+) -> CheckFinding:
+    """Shape, dtype and values of the output against jitlens' own ``jit_forward``."""
+    subject = case_subject(case)
+    if "error" in result:
+        err = result["error"]
+        message, hint = _short(err["message"]), RAISED_HINTS.get(err["type"], "")
+        text = RAISED.format(type=err["type"], message=message, hint=hint)
+        return CheckFinding(subject, "fail", text)
+    out = result["output"]
+    shape, dtype = out.get("shape"), out.get("dtype")
+    if shape is None:
+        return CheckFinding(subject, "fail", NOT_ARRAY.format(type=out["type"]))
+    expected = (case.n * case.features,)
+    values, ref = _decode(out.get("values")), _decode(refs.get("reference"))
+    if ref is None:
+        return CheckFinding(
+            subject, "fail", NO_REFERENCE.format(error=refs.get("error", "not run"))
+        )
+    shape_t = tuple(shape)
+    measured: dict[str, Any] = {"shape": list(shape_t), "dtype": dtype}
+    if values is not None:
+        finite = np.isfinite(values)
+        measured["max_abs_error"] = float(np.max(np.abs(values - ref))) if finite.all() else None
+    if shape_t != expected:
+        hint = RESHAPE_HINT if values is not None and _close(values, ref) else ""
+        text = WRONG_SHAPE.format(shape=shape_t, expected=expected) + hint
+        return CheckFinding(subject, "fail", text, measured)
+    if values is None:
+        return CheckFinding(
+            subject, "fail", NOT_NUMERIC.format(why=out.get("not_numeric", "?")), measured
+        )
+    if dtype != "float32":
+        return CheckFinding(subject, "fail", WRONG_DTYPE.format(dtype=dtype), measured)
+    if not np.isfinite(values).all():
+        bad = int(np.sum(~np.isfinite(values)))
+        return CheckFinding(
+            subject, "fail", NOT_FINITE.format(count=bad, size=values.size), measured
+        )
+    if not _close(values, ref):
+        index = int(np.argmax(np.abs(values - ref) - RTOL * np.abs(ref)))
+        hint = next((HINTS[k] for k in HINTS if k in refs and _close(values, _decode(refs[k]))), "")
+        text = WRONG_VALUES.format(
+            err=measured["max_abs_error"],
+            index=index,
+            got=values[index],
+            want=ref[index],
+            rtol=RTOL,
+            atol=ATOL,
+            hint=hint,
+        )
+        return CheckFinding(subject, "fail", text, measured)
+    text = NUMBERS_OK.format(
+        shape=shape_t, dtype=dtype, err=measured["max_abs_error"], rtol=RTOL, atol=ATOL
+    )
+    return CheckFinding(subject, "pass", text, measured)
+
+
+def _chosen(functions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The wrappers of the forward function: the most-called group of same-named jits.
+
+    A wrapper re-created in a loop is many records with one qualname; nnx.jit
+    kinds win over ``cached_partial`` (which wraps one), which win over jax.jit.
+    """
+    called = [f for f in functions if (f["calls"] or 0) > 0 or f["traces"] > 0]
+    for kinds in (NNX_KINDS, (CACHED_PARTIAL,), ("jax.jit",)):
+        groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for f in called:
+            if f["kind"] in kinds:
+                groups.setdefault((f["kind"], f["qualname"]), []).append(f)
+        if groups:
+            return max(groups.values(), key=lambda g: sum(f["calls"] or 0 for f in g))
+    return []
+
+
+def judge_method(
+    case: CheckCase, result: Mapping[str, Any]
+) -> tuple[CheckFinding, CheckFinding, CheckFinding]:
+    """JIT used, calls repeated and cache hits, from the tracker's figures of the case."""
+    subject = case_subject(case)
+    if "tracker_error" in result:
+        f = CheckFinding(subject, "fail", NOT_MEASURED.format(why=result["tracker_error"]))
+        return f, f, f
+    group = _chosen(result.get("functions", ()))
+    if not group:
+        when = BEFORE_RAISING if "error" in result else ""
+        missing = CheckFinding(subject, "fail", NO_FUNCTION.format(want=case.num_calls))
+        return CheckFinding(subject, "fail", NO_JIT.format(when=when)), missing, missing
+    first = group[0]
+    name, kind = f"`{first['name']}`", first["kind"]
+    where = os.path.basename(first["defined_at"]) or first["defined_at"]
+    counted = all(f["calls"] is not None for f in group)
+    calls = sum(f["calls"] or 0 for f in group)
+    traces = sum(f["traces"] for f in group)
+    hits = sum(f["cache_hits"] or 0 for f in group) if counted else None
+    figures = {"calls": calls if counted else None, "traces": traces, "cache_hits": hits}
+    figures |= {"wrappers": len(group), "kind": kind, "function": first["qualname"]}
+    calls_text = _plural(calls, "call") if counted else "calls not counted"
+    if kind == "jax.jit":
+        jit = CheckFinding(
+            subject, "fail", JAX_ONLY.format(name=name, where=where, calls=calls_text)
+        )
+    else:
+        jit = CheckFinding(
+            subject, "pass", JIT_OK.format(kind=kind, name=name, where=where, calls=calls_text)
+        )
+    if not counted:
+        repeated = CheckFinding(subject, "fail", CALLS_UNKNOWN.format(name=name), figures)
+    elif calls == case.num_calls:
+        repeated = CheckFinding(
+            subject, "pass", CALLS_OK.format(name=name, times=_times(calls)), figures
+        )
+    else:
+        text = CALLS_BAD.format(name=name, times=_times(calls), want=case.num_calls)
+        repeated = CheckFinding(subject, "fail", text, figures)
+    words = {
+        "traces": _plural(traces, "trace"),
+        "calls": calls_text,
+        "hits": _plural(hits, "cache hit") if hits is not None else "cache hits not counted",
+    }
+    reasons = [r for f in group for r in f["reasons"]]
+    if traces <= 1:
+        reuse = REUSED if traces == 0 else ""
+        hit = CheckFinding(subject, "pass", HITS_OK.format(reuse=reuse, **words), figures)
+    elif len(group) > 1:
+        new = next((r for r in reasons if r["kind"] == "new_function"), None)
+        message = new["message"] if new else f"Each of the {len(group)} wrappers compiled anew."
+        fix = new["fix"] if new else "create the jitted function once, before the loop."
+        text = WRAPPED.format(name=name, wrappers=len(group), **words)
+        hit = CheckFinding(subject, "fail", text, figures, message, fix)
+    elif [r for r in reasons if r["trace"] > 0]:
+        # A wrapper's first trace may cite earlier wrappers (an earlier jit_forward
+        # call); the retraces of this one wrapper come after it.
+        r = next(r for r in reasons if r["trace"] > 0)
+        text = RETRACED.format(kind=r["kind"], **words)
+        hit = CheckFinding(subject, "fail", text, figures, r["message"], r["fix"])
+    else:
+        hit = CheckFinding(subject, "fail", NO_REASON.format(**words), figures)
+    return jit, repeated, hit
+
+
+def judge_probe(probe: BadInput, outcome: Outcome | None) -> CheckFinding:
+    """Pass when the bad input made jit_forward raise an Exception; warn otherwise."""
+    if outcome is None or outcome.status != "ok":
+        detail = outcome.detail if outcome is not None else "not run"
+        return CheckFinding(probe.label, "warn", PROBE_CRASHED.format(detail=detail))
+    r = outcome.result
+    if "raised" in r:
+        text = PROBE_OK.format(type=r["raised"]["type"], message=_short(r["raised"]["message"], 90))
+        return CheckFinding(probe.label, "pass", text)
+    if "exited" in r:
+        e = r["exited"]
+        return CheckFinding(
+            probe.label,
+            "warn",
+            PROBE_EXITED.format(type=e["type"], message=_short(e["message"], 90)),
+        )
+    if "internal_error" in r:
+        e = r["internal_error"]
+        return CheckFinding(probe.label, "warn", f"jitlens failed: {e['type']}: {e['message']}")
+    out = r["output"]
+    what = (
+        f"shape {tuple(out['shape'])} {out['dtype']}"
+        if out.get("shape") is not None
+        else f"a {out['type']}"
+    )
+    text = PROBE_ACCEPTED.format(
+        what=what,
+        label=probe.value if probe.argument != "x" else "x",
+        why=PROBE_WHY.get(probe.value, "outside the contract"),
+        allowed=PROBE_ALLOWED[probe.argument],
+        argument=probe.argument,
+    )
+    return CheckFinding(probe.label, "warn", text)
+
+
+def case_subject(case: CheckCase) -> str:
+    return f"{case.label} seed={case.seed} num_calls={case.num_calls}"
+
+
+def judge(
+    cases: Sequence[CheckCase], probes: Sequence[BadInput], run: SandboxRun
+) -> tuple[CriterionResult, ...]:
+    """Every criterion over every case and probe of one sandboxed run."""
+    per_key: dict[str, list[CheckFinding]] = {key: [] for key, _, _ in CRITERIA}
+    for i, case in enumerate(cases):
+        outcome = run.outcomes.get(i)
+        subject = case_subject(case)
+        if outcome is None or outcome.status != "ok" or "internal_error" in outcome.result:
+            if outcome is None:
+                why = "not run"
+            elif "internal_error" in outcome.result:
+                e = outcome.result["internal_error"]
+                why = f"jitlens failed: {e['type']}: {e['message']}"
+            else:
+                why = outcome.detail
+            per_key["numbers"].append(CheckFinding(subject, "fail", why))
+            for key in ("jit_used", "calls_repeated", "cache_hits"):
+                per_key[key].append(CheckFinding(subject, "fail", NOT_MEASURED.format(why=why)))
+            continue
+        per_key["numbers"].append(judge_numbers(case, outcome.result, run.references.get(i, {})))
+        for key, finding in zip(
+            ("jit_used", "calls_repeated", "cache_hits"),
+            judge_method(case, outcome.result),
+            strict=True,
+        ):
+            per_key[key].append(finding)
+    for i, probe in enumerate(probes):
+        per_key["bad_input"].append(judge_probe(probe, run.outcomes.get(len(cases) + i)))
+    return tuple(
+        _criterion(key, title, required, per_key[key]) for key, title, required in CRITERIA
+    )
+
+
+def _criterion(
+    key: str, title: str, required: bool, findings: list[CheckFinding]
+) -> CriterionResult:
+    if not findings:
+        return CriterionResult(key, title, required, "skip", "not run", ())
+    good = sum(f.status == "pass" for f in findings)
+    unit = "cases pass" if required else "rejected"
+    status = "pass" if good == len(findings) else "fail" if required else "warn"
+    return CriterionResult(
+        key, title, required, status, f"{good}/{len(findings)} {unit}", tuple(findings)
+    )

@@ -1,0 +1,138 @@
+"""Render a :class:`jitlens.CheckResult`: one table per criterion, then the verdict line."""
+
+from __future__ import annotations
+
+import collections
+import io
+import logging
+
+from . import result as _result
+from .criteria import CriterionResult
+from .result import CheckResult
+
+log = logging.getLogger("jitlens")
+
+HEADER = "jitlens check {solution} (seed {seed}, {cases}, {probes}, {seconds:.1f} s, {processes})"
+TITLE = "{n}. {title}: {status} ({summary}{advisory})"
+ADVISORY = "; advisory, never a failure"
+#: Lines of a load error's traceback shown (its end, where the solution's frames are).
+LOAD_ERROR_LINES = 12
+SAME_CAUSE = " (same cause and fix as above)"
+REJECTED = "each raised an exception ({how}); details in the JSON"
+STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "SKIP"}
+STATUS_STYLES = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "dim"}
+
+
+def render_check(result: CheckResult, *, color: bool = False, width: int = 100) -> str:
+    """The report as text: ANSI colours and box lines when ``color``, plain ASCII otherwise.
+
+    Never raises: if rich fails, the verdict and findings come back as plain lines.
+    """
+    try:
+        return _render_rich(result, color=color, width=width)
+    except Exception:
+        log.warning("jitlens: rendering the check result failed", exc_info=True)
+        return _render_plain(result)
+
+
+def _header(result: CheckResult) -> str:
+    return HEADER.format(
+        solution=result.solution,
+        seed=result.seed,
+        cases=_count(len(result.cases), "case"),
+        probes=_count(len(result.bad_inputs), "bad input"),
+        seconds=result.seconds,
+        processes=_count(result.processes, "process", "processes"),
+    )
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _render_rich(result: CheckResult, *, color: bool, width: int) -> str:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
+    )
+    console.print(Text(_header(result), style="bold" if color else ""), soft_wrap=True)
+    traceback = (result.load_error or "").splitlines()[1:][-LOAD_ERROR_LINES:]
+    if traceback:
+        console.print()
+        console.print(Text("\n".join("  " + line for line in traceback)), soft_wrap=True)
+    for n, crit in enumerate(result.criteria, 1):
+        title = TITLE.format(
+            n=n,
+            title=crit.title,
+            status=STATUS_WORDS[crit.status],
+            summary=crit.summary,
+            advisory="" if crit.required else ADVISORY,
+        )
+        table = Table(
+            title=Text(title, style=STATUS_STYLES[crit.status] if color else ""),
+            title_justify="left",
+            box=box.SIMPLE_HEAD if color else box.ASCII2,
+            show_edge=color,
+            expand=True,
+            pad_edge=False,
+        )
+        table.add_column("case" if crit.required else "input", no_wrap=True)
+        table.add_column("result", no_wrap=True)
+        table.add_column("evidence", ratio=1, overflow="fold")
+        for subject, status, evidence in _rows(crit):
+            word = Text(STATUS_WORDS[status].lower(), style=STATUS_STYLES[status] if color else "")
+            table.add_row(subject, word, evidence)
+        console.print()
+        console.print(table)
+    console.print()
+    style = ("green" if result.passed else "bold red") if color else ""
+    console.print(Text(result.verdict, style=style), soft_wrap=True)
+    text = buffer.getvalue()
+    return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def _rows(crit: CriterionResult) -> list[tuple[str, str, str]]:
+    """The table rows: one per finding, except that rejected bad inputs share one row."""
+    if crit.required:
+        rows, seen = [], set()
+        for f in crit.findings:
+            if f.fix and f.fix in seen:
+                rows.append((f.subject, f.status, f.evidence + SAME_CAUSE))
+            else:
+                rows.append((f.subject, f.status, f.message))
+                seen.add(f.fix)
+        return rows
+    rows = [(f.subject, f.status, f.evidence) for f in crit.findings if f.status != "pass"]
+    rejected = [f for f in crit.findings if f.status == "pass"]
+    if rejected:
+        types = collections.Counter(
+            f.evidence.split(":")[0].removeprefix("raised ") for f in rejected
+        )
+        how = ", ".join(f"{name} {count}" for name, count in types.most_common())
+        label = _count(len(rejected), "other input" if rows else "input")
+        rows.append((label, "pass", REJECTED.format(how=how)))
+    return rows
+
+
+def _render_plain(result: CheckResult) -> str:
+    lines = [_header(result), *(result.load_error or "").splitlines()]
+    for crit in result.criteria:
+        lines.append(f"{crit.title}: {STATUS_WORDS[crit.status]} ({crit.summary})")
+        lines += [f"  {f.subject}: {f.status}: {f.message}" for f in crit.findings]
+    lines.append(result.verdict)
+    return "\n".join(lines) + "\n"
+
+
+_result.TEXT[0] = render_check

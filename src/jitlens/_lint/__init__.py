@@ -1,0 +1,1 @@
+"""``jitlens lint``: recompile traps found by reading source, never importing it."""

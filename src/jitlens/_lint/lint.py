@@ -1,0 +1,267 @@
+"""``jitlens lint``: find recompile traps in Python source by reading it, never importing it.
+
+Where ``jitlens run`` explains the recompilations a program *did* make, the
+linter points at the lines that *will* make them, before anything runs: a
+partial stored on an ``nnx.Module``, an ``nnx.jit`` re-wrapped in the training
+loop, a static argument fed a loop variable. It only sees one file at a time,
+so it errs on the side of silence: a rule fires when the source shows the
+trap, not when it merely might be one.
+
+Example:
+    >>> from jitlens._lint.lint import lint_source
+    >>> source = "import jax\\nfor i in range(3):\\n    jax.jit(lambda x: x + i)(1.0)\\n"
+    >>> [(f.code, f.line, f.col) for f in lint_source(source)]
+    [('JL001', 3, 5)]
+
+See also: ``chex.assert_max_traces`` and ``equinox.debug.assert_max_traces``
+count traces at run time; they catch what static analysis cannot see (shapes,
+dtypes, values), while the linter catches traps in code paths no test runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import io
+import json
+import os
+import re
+import sys
+import tokenize
+import warnings
+from collections.abc import Iterable
+
+from .rules import RULES, run_rules
+
+#: Every rule code, in order.
+CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
+
+SKIPPED = "{path}:{line}:{col}: warning: {error}; file skipped, not linted"
+MISSING = "jitlens lint: error: path not found: {path}"
+UNKNOWN_CODE = "unknown rule code {code!r}; valid codes: {codes}"
+FOUND = "Found {n} recompile trap{s} in {files} file{fs}."
+CLEAN = "No recompile traps found in {files} file{fs}."
+
+_NOQA = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[a-z]+[0-9]+(?:[\s,]+[a-z]+[0-9]+)*))?", re.IGNORECASE
+)
+_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv"})
+
+
+class LintSkipWarning(UserWarning):
+    """``lint_paths`` could not read or parse a file and went on without it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LintFinding:
+    """One recompile trap in one source line, with its fix.
+
+    ``line`` and ``col`` are 1-based, as in ruff and flake8 output.
+    """
+
+    code: str
+    path: str
+    line: int
+    col: int
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+
+
+def lint_source(source: str, filename: str = "<string>") -> list[LintFinding]:
+    """Find recompile traps in ``source``, sorted by position.
+
+    Lines carrying ``# noqa`` or ``# noqa: JL001`` (for that code) are skipped.
+
+    Raises:
+        SyntaxError: ``source`` is not valid Python.
+    """
+    tree = ast.parse(source, filename)
+    lines = source.splitlines()
+    noqa = _noqa_lines(source)
+    found: dict[tuple[int, int, str], LintFinding] = {}
+    for hit in run_rules(tree):
+        line = getattr(hit.node, "lineno", 1)
+        suppressed = noqa.get(line, ())
+        if suppressed is None or hit.code in suppressed:
+            continue
+        col = _column(lines, line, getattr(hit.node, "col_offset", 0))
+        finding = LintFinding(hit.code, filename, line, col, hit.message, hit.fix)
+        found.setdefault((line, col, hit.code), finding)
+    return [found[key] for key in sorted(found)]
+
+
+def lint_paths(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+) -> list[LintFinding]:
+    """Find recompile traps in files and directories (searched for ``*.py``).
+
+    Hidden directories, ``__pycache__`` and virtual environments are not
+    searched. A file that cannot be read or parsed is skipped with a
+    ``LintSkipWarning``.
+
+    Raises:
+        FileNotFoundError: one of ``paths`` does not exist (nothing is linted).
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    findings, skipped, _ = _lint_files([os.fspath(p) for p in paths])
+    for message in skipped:
+        warnings.warn(message, LintSkipWarning, stacklevel=2)
+    return findings
+
+
+def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], int]:
+    """Findings, messages for skipped files, and the number of files linted."""
+    for path in paths:
+        if not os.path.exists(path):
+            raise FileNotFoundError(MISSING.format(path=path))
+    findings: list[LintFinding] = []
+    skipped: list[str] = []
+    files = list(dict.fromkeys(f for p in paths for f in _python_files(p)))
+    for path in files:
+        try:
+            with tokenize.open(path) as stream:
+                source = stream.read()
+            findings.extend(lint_source(source, path))
+        except SyntaxError as exc:
+            error = f"cannot parse: {exc.msg}"
+            skipped.append(
+                SKIPPED.format(path=path, line=exc.lineno or 1, col=exc.offset or 1, error=error)
+            )
+        except (OSError, UnicodeDecodeError) as exc:
+            error = f"cannot read: {exc}"
+            skipped.append(SKIPPED.format(path=path, line=1, col=1, error=error))
+        except Exception as exc:  # one odd file must not stop the others
+            error = f"jitlens internal error ({type(exc).__name__}: {exc}), please report it"
+            skipped.append(SKIPPED.format(path=path, line=1, col=1, error=error))
+    return findings, skipped, len(files) - len(skipped)
+
+
+def _python_files(path: str) -> list[str]:
+    """``path`` itself if it is a file, else the ``*.py`` files below it, in sorted order."""
+    if not os.path.isdir(path):
+        return [path]
+    found = []
+    for root, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not _skipped_dir(os.path.join(root, d)))
+        found.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(".py"))
+    return found
+
+
+def _skipped_dir(path: str) -> bool:
+    name = os.path.basename(path)
+    return (
+        name.startswith(".")
+        or name in _SKIPPED_DIRS
+        or os.path.exists(os.path.join(path, "pyvenv.cfg"))
+    )
+
+
+def _noqa_lines(source: str) -> dict[int, frozenset[str] | None]:
+    """Line → the codes its ``# noqa`` comment suppresses (``None``: all of them)."""
+    found: dict[int, frozenset[str] | None] = {}
+    if "noqa" not in source.lower():
+        return found
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            match = token.type == tokenize.COMMENT and _NOQA.search(token.string)
+            if match:
+                codes = match.group("codes")
+                line = token.start[0]
+                found[line] = (
+                    None if codes is None else frozenset(re.findall(r"\w+", codes.upper()))
+                )
+    except (tokenize.TokenError, SyntaxError):
+        pass  # ast.parse accepted the source; a tokenizer quirk only costs the noqa comments
+    return found
+
+
+def _column(lines: list[str], line: int, byte_offset: int) -> int:
+    """1-based character column of an ``ast`` offset, which counts UTF-8 bytes."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return len(text.encode()[:byte_offset].decode(errors="ignore")) + 1
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def _codes(text: str) -> frozenset[str]:
+    codes = frozenset(c.strip().upper() for c in text.split(",") if c.strip())
+    for code in sorted(codes):
+        if code not in CODES:
+            raise argparse.ArgumentTypeError(UNKNOWN_CODE.format(code=code, codes=", ".join(CODES)))
+    return codes
+
+
+def _parser() -> argparse.ArgumentParser:
+    rules = "\n".join(f"  {rule.code}  {rule.summary}" for rule in RULES)
+    parser = argparse.ArgumentParser(
+        prog="jitlens lint",
+        description=(
+            "Find recompile traps of nnx.jit / jax.jit in Python source. "
+            "The code is read, never imported or run."
+        ),
+        epilog=(
+            f"rules:\n{rules}\n\n"
+            "Silence one line with `# noqa: JL001` (or a bare `# noqa`).\n"
+            "Exit status: 0 no findings, 1 findings, 2 usage error."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files, or directories searched for *.py"
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
+    parser.add_argument(
+        "--select", type=_codes, metavar="CODES", help="only these rules, e.g. JL001,JL005"
+    )
+    parser.add_argument("--ignore", type=_codes, metavar="CODES", help="skip these rules")
+    return parser
+
+
+def cli_main(argv: list[str]) -> int:
+    """Run ``jitlens lint`` with ``argv`` (without the program name); return the exit status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse already printed
+        return exc.code if isinstance(exc.code, int) else 2
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        parser.print_usage(sys.stderr)
+        for path in missing:
+            print(MISSING.format(path=path), file=sys.stderr)
+        return 2
+    findings, skipped, files = _lint_files(args.paths)
+    findings = [
+        f
+        for f in findings
+        if (args.select is None or f.code in args.select)
+        and (args.ignore is None or f.code not in args.ignore)
+    ]
+    for message in skipped:
+        print(message, file=sys.stderr)
+    if args.format == "json":
+        print(json.dumps([dataclasses.asdict(f) for f in findings], indent=2))
+    else:
+        print(_render_text(findings, files))
+    return 1 if findings else 0
+
+
+def _render_text(findings: list[LintFinding], files: int) -> str:
+    """One ``path:line:col: CODE message`` line per finding, its fix indented below."""
+    lines = [f"{finding}\n    fix: {finding.fix}" for finding in findings]
+    fs = "" if files == 1 else "s"
+    if findings:
+        paths = len({f.path for f in findings})
+        s = "" if len(findings) == 1 else "s"
+        lines.append(FOUND.format(n=len(findings), s=s, files=paths, fs="" if paths == 1 else "s"))
+    else:
+        lines.append(CLEAN.format(files=files, fs=fs))
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""The table of lint rules: code, one-line summary, and the check that finds it."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Callable, Iterator
+
+from .index import FileIndex
+from .nodes import Hit
+from .rules_jit import check_jit_in_loop, check_static_arguments
+from .rules_nnx import (
+    check_callable_attributes,
+    check_local_module_class,
+    check_metadata_in_loop,
+    check_number_attributes,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One lint rule: its ``JL###`` code, what it finds, and the check that finds it."""
+
+    code: str
+    summary: str
+    check: Callable[[FileIndex], Iterator[Hit]]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("JL001", "jit wrapper built in a loop or a repeatedly called function", check_jit_in_loop),
+    Rule("JL002", "partial, lambda or function stored on an NNX Module", check_callable_attributes),
+    Rule(
+        "JL003", "plain int/float Module attribute changed after __init__", check_number_attributes
+    ),
+    Rule("JL004", "NNX Module class defined inside a function or loop", check_local_module_class),
+    Rule(
+        "JL005",
+        "static argument given a changing or identity-compared value",
+        check_static_arguments,
+    ),
+    Rule("JL006", "Variable metadata rewritten on every loop iteration", check_metadata_in_loop),
+)
+
+
+def run_rules(tree: ast.Module) -> list[Hit]:
+    """Every finding of every rule in one parsed file, unsorted."""
+    index = FileIndex(tree)
+    return [hit for rule in RULES for hit in rule.check(index)]

@@ -1,0 +1,361 @@
+"""Lint rules about jit wrappers: jit applied again and again (JL001), unstable statics (JL005)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Iterator
+
+from .index import PARTIALS, FileIndex
+from .nodes import (
+    FunctionNode,
+    Hit,
+    Loop,
+    Scope,
+    loop_text,
+    names_loaded,
+    self_attribute,
+    self_name,
+    short,
+    walk_scope,
+)
+
+JL001_NEW_FUNCTION = (
+    "`{call}` runs {where} and wraps {target}, a new function object each time; jit caches "
+    "compiled code per function object, so every run traces and compiles again"
+)
+JL001_NNX_REWRAP = (
+    "`{call}` runs {where} and builds a new jitted callable each time; nnx.jit keeps its "
+    "cache in that callable, so every run traces and compiles again"
+)
+JL001_FIX_NAME = (
+    "wrap once, outside {place}: `{name}_jit = {wrapper}({name})` (or decorate `def {name}` "
+    "with `@{wrapper}`), and call `{name}_jit(...)` there"
+)
+JL001_FIX = (
+    "define the function once at module level and apply `{wrapper}` to it once, outside "
+    "{place}; pass changing values as arguments instead of closing over them"
+)
+JL005_PREFIX = (
+    "`{param}` is a static argument of `{fn}` ({how} at line {line}) and this call passes `{value}`"
+)
+JL005_CHANGING = (
+    JL005_PREFIX + ", which changes on every iteration of {detail}; static arguments are part "
+    "of the cache key, so each new value traces and compiles again"
+)
+JL005_ARRAY = (
+    JL005_PREFIX + ", an array; arrays are unhashable, so jit rejects them as static "
+    "arguments (and a hashable wrapper would compile again for every new array)"
+)
+JL005_FRESH = (
+    JL005_PREFIX + ", {detail} built at the call and compared by identity, so every call is "
+    "a new cache key and traces and compiles again"
+)
+JL005_UNHASHABLE = (
+    JL005_PREFIX + ", a {detail}; it is unhashable, so jit rejects it as a static argument"
+)
+JL005_FIX_TRACED = (
+    "make `{param}` a traced argument: remove it from `{how}` (and pick branches with "
+    "`jnp.where` / `jax.lax.cond` instead of Python `if`)"
+)
+JL005_FIX_FRESH = "create it once, outside the call, and pass that same object every time"
+JL005_FIX_CLASS = (
+    "create it once and reuse it, or give `{cls}` value-based `__eq__` and `__hash__` "
+    "(e.g. `@dataclasses.dataclass(frozen=True)`)"
+)
+JL005_FIX_UNHASHABLE = "pass a tuple instead (hashable, compared by value)"
+
+#: Calls that keep a callable for later instead of using it now.
+_STORING = frozenset({"append", "add", "extend", "insert", "setdefault", "update", "appendleft"})
+_NUMPY_SCALARS = frozenset(
+    f"numpy.{t}"
+    for t in (
+        "float16 float32 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
+        "bool_ complex64 complex128 dtype"
+    ).split()
+)
+
+# -- JL001 ---------------------------------------------------------------------------------------
+
+
+def _repetition(
+    index: FileIndex, scope: Scope, loops: list[Loop]
+) -> tuple[str, str, ast.AST] | None:
+    """Where code of ``scope`` runs again and again: ``(where, place, unit)``.
+
+    ``unit`` is the code that runs again: the loop, or the repeated function.
+    """
+    if loops:
+        where = f"on every iteration of the loop at line {loops[0].lineno}"
+        return where, "the loop", loops[-1]
+    if isinstance(scope, FunctionNode) and scope in index.repeated:
+        where = f"on every call of `{scope.name}` ({index.repeated[scope]})"
+        return where, f"`{scope.name}`", scope
+    return None
+
+
+def _fresh_function(index: FileIndex, target: ast.AST, scope: Scope, unit: ast.AST) -> str | None:
+    """How ``target`` is a new function object on every run of ``unit``, if it is."""
+    if isinstance(target, ast.Lambda):
+        return "a lambda"
+    if isinstance(target, FunctionNode):
+        return f"the function `{target.name}` defined there"
+    if isinstance(target, ast.Call):
+        qualname = index.qualname(target.func) or ""
+        if qualname in PARTIALS or qualname.startswith(("jax.", "flax.")):
+            return f"the result of `{short(target.func)}(...)`"
+        return None
+    if isinstance(target, ast.Name):
+        for value in index.bindings(target.id, scope, unit):
+            if _fresh_function(index, value, scope, unit) is not None:
+                return f"the local function `{target.id}`"
+        return None
+    if isinstance(target, ast.Attribute) and isinstance(scope, FunctionNode):
+        cls = index.enclosing_class(scope)
+        if cls and self_attribute(target, self_name(scope)):
+            methods = {m.name for c in index.class_family(cls) for m in index.methods(c)}
+            if target.attr in methods:
+                return f"the bound method `{short(target)}`"
+    return None
+
+
+def _used(index: FileIndex, node: ast.AST, unit: ast.AST) -> bool:
+    """Whether the jitted callable built at ``node`` is called by ``unit`` itself.
+
+    A loop that builds one jitted function per item and stores it (in a
+    dict, a list, an attribute) is a one-time setup, not a trap.
+    """
+    if isinstance(node, FunctionNode):
+        return _name_used(node.name, unit)
+    parent = index.parents.get(node)
+    if isinstance(parent, ast.keyword):
+        parent = index.parents.get(parent)
+    if isinstance(parent, ast.Call):
+        return parent.func is node or getattr(parent.func, "attr", None) not in _STORING
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+        target = parent.targets[0]
+        return isinstance(target, ast.Name) and _name_used(target.id, unit)
+    return False
+
+
+def _name_used(name: str, unit: ast.AST) -> bool:
+    for node in walk_scope(unit):
+        if isinstance(node, ast.Call):
+            if getattr(node.func, "id", None) == name:
+                return True
+            if getattr(node.func, "attr", None) not in _STORING:
+                arguments = node.args + [kw.value for kw in node.keywords]
+                if any(getattr(a, "id", None) == name for a in arguments):
+                    return True
+    return False
+
+
+def check_jit_in_loop(index: FileIndex) -> Iterator[Hit]:
+    """JL001: a jit wrapper built on every iteration or every call, then used."""
+    for node in index.nodes:
+        if isinstance(node, ast.Call) and node.args and index.jit_factory(node.func):
+            site, wrapper, target = node, node.func, node.args[0]
+            more = ", ..." if len(node.args) > 1 or node.keywords else ""
+            inside = "lambda ..." if isinstance(target, ast.Lambda) else short(target, 30)
+            call = f"{short(wrapper)}({inside}{more})"
+        elif isinstance(node, FunctionNode) and (dec := index.jit_decorator(node)):
+            site, wrapper, target = dec, dec, node
+            call = f"@{short(dec)} def {node.name}"
+        else:
+            continue
+        if index.inside_traced(site):
+            continue  # runs only while JAX traces the function around it, not on every call
+        scope, loops = index.frame(site)
+        repetition = _repetition(index, scope, loops)
+        if repetition is None:
+            continue
+        where, place, unit = repetition
+        if not _used(index, node, unit):
+            continue
+        fresh = _fresh_function(index, target, scope, unit)
+        if fresh:
+            message = JL001_NEW_FUNCTION.format(call=call, where=where, target=fresh)
+        elif index.jit_factory(wrapper) == "flax.nnx.jit":
+            message = JL001_NNX_REWRAP.format(call=call, where=where)
+        else:
+            continue  # jax.jit(f) on the same function object hits jax's own cache
+        if isinstance(target, ast.Name) and not fresh:
+            fix = JL001_FIX_NAME.format(place=place, name=target.id, wrapper=short(wrapper))
+        else:
+            fix = JL001_FIX.format(place=place, wrapper=short(wrapper))
+        yield Hit("JL001", site, message, fix)
+
+
+# -- JL005 ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _StaticSpec:
+    """A jitted function with static arguments, as its call sites name it."""
+
+    name: str
+    by_attribute: bool
+    offset: int
+    params: list[str]
+    static: dict[str, str]  # parameter name, or "#<position>" -> the option that marked it
+    line: int
+
+
+def _static_options(keywords: list[ast.keyword], params: list[str]) -> dict[str, str]:
+    static: dict[str, str] = {}
+    for kw in keywords:
+        values = kw.value.elts if isinstance(kw.value, ast.Tuple | ast.List) else [kw.value]
+        constants = [v.value for v in values if isinstance(v, ast.Constant)]
+        if kw.arg == "static_argnames":
+            for name in (c for c in constants if isinstance(c, str)):
+                static[name] = kw.arg
+                if name in params:
+                    static[f"#{params.index(name)}"] = kw.arg
+        elif kw.arg == "static_argnums":
+            for i in (c for c in constants if type(c) is int):
+                i = i + len(params) if i < 0 and params else i
+                static[f"#{i}"] = kw.arg
+                if 0 <= i < len(params):
+                    static[params[i]] = kw.arg
+    return static
+
+
+def _params(fn: FunctionNode | None) -> list[str]:
+    return [a.arg for a in fn.args.posonlyargs + fn.args.args] if fn else []
+
+
+def _static_specs(index: FileIndex) -> Iterator[_StaticSpec]:
+    """Functions jitted with ``static_argnums`` / ``static_argnames``, by decorator or call."""
+    for fn in (fn for fns in index.functions.values() for fn in fns):
+        dec = index.jit_decorator(fn)
+        if isinstance(dec, ast.Call):
+            method = index.is_method(fn)
+            if static := _static_options(dec.keywords, _params(fn)):
+                yield _StaticSpec(fn.name, method, int(method), _params(fn), static, dec.lineno)
+    for node in index.nodes:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        call, target = node.value, node.targets[0]
+        if not (isinstance(call, ast.Call) and call.args and index.jit_factory(call.func)):
+            continue
+        keywords = call.keywords + (call.func.keywords if isinstance(call.func, ast.Call) else [])
+        wrapped = call.args[0]
+        name = getattr(wrapped, "id", None) or getattr(wrapped, "attr", None)
+        fn = next(iter(index.functions.get(name or "", ())), None)
+        params = _params(fn)[int(isinstance(wrapped, ast.Attribute)) :]
+        static = _static_options(keywords, params)
+        if static and isinstance(target, ast.Name | ast.Attribute):
+            by_attribute = isinstance(target, ast.Attribute)
+            name = target.attr if by_attribute else target.id
+            yield _StaticSpec(name, by_attribute, 0, params, static, node.lineno)
+
+
+def _static_arguments(spec: _StaticSpec, call: ast.Call) -> Iterator[tuple[str, str, ast.AST]]:
+    """``(parameter, option, node)`` for each argument of ``call`` that ``spec`` makes static."""
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        position = i + spec.offset
+        if f"#{position}" in spec.static:
+            known = position < len(spec.params)
+            param = spec.params[position] if known else f"argument {position}"
+            yield param, spec.static[f"#{position}"], arg
+    for kw in call.keywords:
+        if kw.arg in spec.static:
+            yield kw.arg, spec.static[kw.arg], kw
+
+
+def _identity_class(index: FileIndex, value: ast.AST) -> str | None:
+    """The in-file class ``value`` instantiates, if its instances compare by identity."""
+    if not isinstance(value, ast.Call) or getattr(value.func, "id", None) not in index.classes:
+        return None
+    for cls in index.class_family(index.classes[value.func.id][-1]):
+        if any(m.name == "__eq__" for m in index.methods(cls)) or cls.decorator_list:
+            return None  # a decorator (dataclass, attrs, struct) may define __eq__
+        bases = [b for b in cls.bases if ast.unparse(b) != "object"]
+        if any(getattr(b, "id", None) not in index.classes for b in bases):
+            return None  # a base from elsewhere may define __eq__
+    return value.func.id
+
+
+def _is_array(index: FileIndex, value: ast.AST, scope: Scope) -> bool:
+    if isinstance(value, ast.Name):
+        bound = index.bindings(value.id, scope)
+        return bool(bound) and all(_is_array(index, b, scope) for b in bound)
+    if not isinstance(value, ast.Call):
+        return False
+    qualname = index.qualname(value.func) or ""
+    if qualname.startswith("numpy.random."):
+        return True
+    prefixes = ("jax.numpy.", "jax.random.", "numpy.")
+    return qualname == "jax.device_put" or (
+        qualname.startswith(prefixes) and qualname not in _NUMPY_SCALARS
+    )
+
+
+def _unstable(
+    index: FileIndex, value: ast.expr, scope: Scope, loops: list[Loop]
+) -> tuple[str, str] | None:
+    """``(template, detail)`` when passing ``value`` as a static argument misses the cache."""
+    if _is_array(index, value, scope):
+        return JL005_ARRAY, ""
+    if isinstance(value, ast.Lambda):
+        return JL005_FRESH, "a lambda"
+    if isinstance(value, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+        return JL005_UNHASHABLE, type(value).__name__.lower().removesuffix("comp")
+    if isinstance(value, ast.Call) and index.qualname(value.func) in PARTIALS:
+        return JL005_FRESH, f"a `{short(value.func)}`"
+    if cls := _identity_class(index, value):
+        return JL005_FRESH, f"a `{cls}` instance"
+    if _few_values(value):
+        return None
+    read = {n.id for n in names_loaded(value)}
+    for loop in loops:
+        if read & index.changing_names(loop):
+            return JL005_CHANGING, loop_text(loop)
+    return None
+
+
+def _few_values(value: ast.expr) -> bool:
+    """A flag (``i == 0``) or a remainder (``i % 4``): a few compiles, then cache hits."""
+    if isinstance(value, ast.Compare | ast.BoolOp):
+        return True
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return True
+    return (
+        isinstance(value, ast.BinOp)
+        and isinstance(value.op, ast.Mod)
+        and isinstance(value.right, ast.Constant)
+    )
+
+
+def check_static_arguments(index: FileIndex) -> Iterator[Hit]:
+    """JL005: a static argument given a changing, array, or identity-compared value."""
+    specs = list(_static_specs(index))
+    for call in index.calls:
+        if index.inside_traced(call):
+            continue
+        called = getattr(call.func, "attr", None) or getattr(call.func, "id", None)
+        for spec in specs:
+            if spec.name != called or spec.by_attribute != isinstance(call.func, ast.Attribute):
+                continue
+            scope, loops = index.frame(call)
+            for param, how, node in _static_arguments(spec, call):
+                value = node.value if isinstance(node, ast.keyword) else node
+                found = _unstable(index, value, scope, loops)
+                if not found:
+                    continue
+                template, detail = found
+                message = template.format(
+                    param=param, fn=spec.name, how=how, line=spec.line, value=short(value),
+                    detail=detail,
+                )  # fmt: skip
+                if template in (JL005_CHANGING, JL005_ARRAY):
+                    fix = JL005_FIX_TRACED.format(param=param, how=how)
+                elif template == JL005_UNHASHABLE:
+                    fix = JL005_FIX_UNHASHABLE
+                elif cls := _identity_class(index, value):
+                    fix = JL005_FIX_CLASS.format(cls=cls)
+                else:
+                    fix = JL005_FIX_FRESH
+                yield Hit("JL005", node, message, fix)

@@ -1,0 +1,1 @@
+"""``jitlens merge``: one view of a multi-process job's per-process reports."""

@@ -1,0 +1,182 @@
+"""The merged multi-process view as plain data: matched functions, divergences, their JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._core.report import FunctionReport, Reason, Report, _to_jsonable
+
+#: The text renderer, registered by ``jitlens._merge.render`` (``str(merged)``).
+TEXT: list[Callable[..., str] | None] = [None]
+
+MERGE_SCHEMA = "jitlens.merge"
+MERGE_SCHEMA_VERSION = 1
+
+#: ``Divergence.kind``: the function exists in some processes only; the
+#: processes traced/compiled it differently (different count, signatures,
+#: reasons or call indices); same compiled programs but different ones ran at
+#: the same call; or the same programs in the same order but a different
+#: number of calls.
+DIVERGENCE_KINDS: tuple[str, ...] = ("missing", "traces", "dispatch", "calls")
+
+#: ``Branch.kind`` beyond the event kinds: ``none`` (no further trace or
+#: compile), ``hit`` (the call ran an already compiled program), ``calls``
+#: (a different number of calls), ``present`` / ``absent`` (the function
+#: exists in these processes / does not).
+BRANCH_KINDS: tuple[str, ...] = (
+    "trace",
+    "retrace",
+    "compile",
+    "none",
+    "hit",
+    "calls",
+    "present",
+    "absent",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Branch:
+    """What one group of processes did at the point where the processes parted."""
+
+    processes: tuple[int, ...]
+    kind: str
+    call_index: int | None = None
+    signature: str = ""
+    reasons: tuple[Reason, ...] = ()
+    calls: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Divergence:
+    """One function that did not run the same compiled programs on every process."""
+
+    kind: str
+    name: str
+    qualname: str
+    defined_at: str
+    occurrence: int
+    branches: tuple[Branch, ...]
+    message: str
+    fix: str
+    #: Position in the trace/compile sequence where the processes parted.
+    event_index: int | None = None
+    #: First call (0-based) at which the processes ran different programs, when known.
+    call_index: int | None = None
+    #: Wall-clock time (seconds since the epoch) of the parting, when known.
+    time: float | None = None
+
+    @property
+    def processes(self) -> tuple[int, ...]:
+        return tuple(sorted(p for b in self.branches for p in b.processes))
+
+
+@dataclasses.dataclass(frozen=True)
+class MergedFunction:
+    """One jitted function matched across processes (``None`` where a process lacks it)."""
+
+    name: str
+    qualname: str
+    defined_at: str
+    kind: str
+    occurrence: int
+    internal: bool
+    #: Aligned with ``MergedReport.process_indices``.
+    reports: tuple[FunctionReport | None, ...]
+    diverged: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class MergedReport:
+    """The reports of every process of one run, matched up, with their divergences."""
+
+    process_count: int
+    reports: tuple[Report, ...]
+    functions: tuple[MergedFunction, ...]
+    #: Most likely cause of a hang first (earliest parting in wall-clock time).
+    divergences: tuple[Divergence, ...]
+    sources: tuple[str, ...] = ()
+
+    @property
+    def process_indices(self) -> tuple[int, ...]:
+        return tuple(r.process_index for r in self.reports)
+
+    @property
+    def missing_processes(self) -> tuple[int, ...]:
+        """Processes of the job whose report was not given."""
+        given = set(self.process_indices)
+        return tuple(i for i in range(self.process_count) if i not in given)
+
+    @property
+    def consistent(self) -> bool:
+        return not self.divergences
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: per-process figures and divergences (full reports stay in their files)."""
+        return {
+            "schema": MERGE_SCHEMA,
+            "schema_version": MERGE_SCHEMA_VERSION,
+            "consistent": self.consistent,
+            "process_count": self.process_count,
+            "missing_processes": list(self.missing_processes),
+            "processes": [
+                _process_dict(r, s) for r, s in zip(self.reports, self._sources(), strict=True)
+            ],
+            "divergences": _to_jsonable(self.divergences),
+            "functions": [_function_dict(f, self.process_indices) for f in self.functions],
+        }
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def _sources(self) -> tuple[str, ...]:
+        return self.sources if len(self.sources) == len(self.reports) else ("",) * len(self.reports)
+
+    def __str__(self) -> str:
+        render = TEXT[0]
+        return render(self, color=False) if render is not None else repr(self)
+
+
+def _process_dict(report: Report, source: str) -> dict[str, Any]:
+    return {
+        "process_index": report.process_index,
+        "host": report.host,
+        "backend": report.backend,
+        "jax_version": report.jax_version,
+        "jitlens_version": report.jitlens_version,
+        "started_at": report.started_at,
+        "duration_seconds": report.duration_seconds,
+        "source": source,
+    }
+
+
+def _function_dict(fn: MergedFunction, indices: Sequence[int]) -> dict[str, Any]:
+    per_process = []
+    for index, rec in zip(indices, fn.reports, strict=True):
+        if rec is None:
+            per_process.append({"process_index": index, "present": False})
+            continue
+        per_process.append(
+            {
+                "process_index": index,
+                "present": True,
+                "calls": rec.calls,
+                "traces": rec.traces,
+                "compiles": rec.compiles,
+                "cache_hits": rec.cache_hits,
+                "signatures": [e.signature for e in rec.events],
+            }
+        )
+    return {
+        "name": fn.name,
+        "qualname": fn.qualname,
+        "defined_at": fn.defined_at,
+        "kind": fn.kind,
+        "occurrence": fn.occurrence,
+        "internal": fn.internal,
+        "diverged": fn.diverged,
+        "per_process": per_process,
+    }

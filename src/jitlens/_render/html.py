@@ -1,0 +1,391 @@
+"""One self-contained HTML page of a report: table, timelines, shape entries and explanations."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import logging
+import re
+from collections.abc import Sequence
+from html import escape
+
+from .._core.report import (
+    REASON_KINDS,
+    Event,
+    FunctionReport,
+    Reason,
+    Report,
+    StaleHit,
+    fold_reasons,
+    total_traces,
+)
+from .svg import entries_table, time_span, timeline_svg
+from .text import fold_key, sorted_functions
+
+LOG = logging.getLogger("jitlens")
+
+#: Reasons shown before the rest of one retrace folds into "… and N more".
+MAX_REASONS_SHOWN = 7
+#: Longest before / after repr shown whole (a big array's repr can run to megabytes).
+MAX_VALUE_CHARS = 2000
+#: Distinct before -> after pairs listed for one folded reason.
+MAX_VALUE_PAIRS = 5
+
+TITLE = "jitlens report: {host}"
+META = (
+    "jitlens {jitlens} · jax {jax} · flax {flax} · {backend} · host {host} · "
+    "process {index}/{count} · started {started} · {duration:.1f} s"
+)
+CARD = '<div class="card{warn}"><b>{value}</b><span>{label}</span></div>'
+FUNCTION_META = "{kind} · defined at {defined_at} · first called at {call_site}"
+RETRACE_HEAD = "{label} at {call_site}{call} · {seconds:.2f} s"
+RETRACE_SPLIT = "trace {trace} + lower {lower} + compile {compile}"
+LABELS = {"trace": "first trace", "retrace": "retrace #{number}", "compile": "recompile"}
+MORE = "… and {n} more differences"
+COUNT = "in {n} retraces"
+NO_REASON = "no difference found between the new cache key and the compiled ones ({n} retraces)"
+ALSO = ", +{n} difference(s) shown above"
+STALE_HEAD = "stale cache hit at {call_site} (call #{index})"
+FALLBACK = "<!DOCTYPE html><meta charset='utf-8'><title>jitlens report</title><pre>{raw}</pre>"
+COLUMNS = (
+    "function", "kind", "calls", "traces", "compiles", "cache hits",
+    "hit rate", "trace s", "compile s", "lost s",
+)  # fmt: skip
+LEGEND = (
+    '<p class="legend"><svg width="14" height="14"><circle class="mark hit" cx="7" cy="7" r="4"/>'
+    '</svg> cache hit <svg width="14" height="14"><rect class="mark trace" x="2" y="2" width="10" '
+    'height="10"/></svg> first trace <svg width="14" height="14"><rect class="mark retrace" x="3" '
+    'y="3" width="8" height="8" transform="rotate(45 7 7)"/></svg> retrace '
+    '<span class="swatch trace-bar"></span> tracing <span class="swatch lower-bar"></span> '
+    'lowering <span class="swatch compile-bar"></span> compiling</p>'
+)
+
+CSS = """
+:root{--fg:#1d2330;--mute:#667085;--line:#e4e7ec;--bg:#fff;--soft:#f6f7f9;--hit:#5b7bd5;
+--trace:#2f9e44;--retrace:#e03131;--compile:#ae3ec9;--tb:#f59f00;--lb:#15aabf;--cb:#7048e8}
+*{box-sizing:border-box}body{margin:0 auto;max-width:1220px;padding:24px 32px;color:var(--fg);
+background:var(--bg);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:0}h3{font-size:14px;margin:16px 0 6px;
+color:var(--mute);text-transform:uppercase;letter-spacing:.04em}h4{font-size:14px;margin:0 0 6px}
+code,pre,.mono{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.meta,.argv{color:var(--mute);margin:2px 0}.cards{display:flex;gap:12px;margin:14px 0}
+.card{border:1px solid var(--line);border-radius:8px;padding:8px 14px;min-width:120px}
+.card b{display:block;font-size:22px}.card span{color:var(--mute);font-size:12px}
+.card.warn b{color:var(--retrace)}a{color:inherit}a:hover{color:var(--hit)}
+.functions a{text-decoration:none;font-weight:600}
+#jl-errors{background:#fff0f0;border:1px solid var(--retrace);padding:8px;white-space:pre-wrap}
+table{border-collapse:collapse}table.functions{width:100%;margin-bottom:6px}
+.functions th,.functions td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:right}
+.functions th:nth-child(-n+2),.functions td:nth-child(-n+2){text-align:left}
+.functions tr.internal{display:none;color:var(--mute)}.show-internal .functions tr.internal{
+display:table-row}.functions tr.retraced td.lost{color:var(--retrace);font-weight:600}
+.functions thead th{font-weight:600;color:var(--mute);font-size:12px}
+section.function{border:1px solid var(--line);border-radius:8px;padding:14px 18px;margin:18px 0}
+svg.timeline{width:100%;height:auto;display:block;background:var(--soft);border-radius:6px}
+.mark.hit{fill:var(--hit);opacity:.75}.mark.trace{fill:var(--trace)}.mark.retrace{
+fill:var(--retrace)}.mark.compile{fill:var(--compile)}.trace-bar{fill:var(--tb);
+background:var(--tb)}.lower-bar{fill:var(--lb);background:var(--lb)}.compile-bar{
+fill:var(--cb);background:var(--cb)}.axis,.tick{stroke:#98a2b3}text.tick{stroke:none;
+fill:var(--mute);font-size:10px;text-anchor:middle}.lane-label{fill:var(--mute);font-size:11px}.hl{stroke:#111;stroke-width:2}
+.legend{color:var(--mute);font-size:12px}.legend svg{vertical-align:-2px}.swatch{
+display:inline-block;width:14px;height:8px;margin-left:8px}
+table.entries td,table.entries th{padding:2px 8px;text-align:left;vertical-align:middle;
+border-bottom:1px solid var(--line)}table.entries th{color:var(--mute);font-weight:500;
+font-size:12px}td.num{text-align:right}.lane{stroke:var(--line)}
+.dot.hit{fill:var(--hit)}.dot.trace{fill:var(--trace)}.dot.retrace{fill:var(--retrace)}
+.dot.compile{fill:var(--compile)}
+article.retrace{border-left:3px solid var(--retrace);padding:6px 12px;margin:10px 0;
+background:var(--soft);border-radius:0 6px 6px 0}article.stale{border-color:#f08c00;
+background:#fff9db}.retrace .split{color:var(--mute);font-weight:400}ul.reasons{margin:0;
+padding-left:18px}li.reason{margin:6px 0}.kind{font:600 11px/1 ui-monospace,monospace;
+background:#fff;border:1px solid var(--line);border-radius:4px;padding:2px 5px}
+mark.path{background:#fff3bf;padding:0 2px;border-radius:3px;font-family:ui-monospace,monospace}
+.count{color:var(--mute)}.values code{word-break:break-all}del{background:#ffe3e3;
+text-decoration:none}ins{background:#d3f9d8;text-decoration:none}.message{margin:3px 0;
+color:#344054}.fix{margin:3px 0}.fix .label{font-weight:700;color:var(--trace)}
+details summary{cursor:pointer;color:var(--mute)}
+"""
+
+JS = """
+(function(){
+var errors=document.getElementById("jl-errors");
+window.onerror=function(msg,src,line){errors.hidden=false;
+errors.textContent+=msg+" ("+line+")\\n";};
+var box=document.getElementById("jl-show-internal");
+if(box){box.addEventListener("change",function(){
+document.body.classList.toggle("show-internal",box.checked);});}
+document.querySelectorAll("section.function").forEach(function(sec){
+sec.addEventListener("mouseover",function(ev){var c=ev.target.getAttribute("data-call");
+sec.querySelectorAll(".hl").forEach(function(e){e.classList.remove("hl");});
+if(c!==null){sec.querySelectorAll('[data-call="'+c+'"]').forEach(function(e){
+e.classList.add("hl");});}});});
+document.body.setAttribute("data-rendered","ok");
+})();
+"""
+
+
+def _highlight(text: str, path: str) -> str:
+    """``text`` escaped, with every whole-word occurrence of ``path`` marked."""
+    if not path:
+        return escape(text)
+    pattern = re.compile(r"(?<![\w.\[])" + re.escape(path) + r"(?![\w\[])")
+    pieces = pattern.split(text)
+    return f'<mark class="path">{escape(path)}</mark>'.join(escape(p) for p in pieces)
+
+
+def _cut(value: str) -> str:
+    """A repr kept readable: the first and last ``MAX_VALUE_CHARS // 2`` characters."""
+    if len(value) <= MAX_VALUE_CHARS:
+        return value
+    half = MAX_VALUE_CHARS // 2
+    return f"{value[:half]} … {value[-half:]}"
+
+
+def _diff(before: str, after: str) -> str:
+    """``before → after`` with the part that changed marked as deleted / inserted."""
+    before, after = _cut(before), _cut(after)
+    prefix = 0
+    while prefix < min(len(before), len(after)) and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(before), len(after)) - prefix and before[-1 - suffix] == after[-1 - suffix]
+    ):
+        suffix += 1
+
+    def side(value: str, tag: str) -> str:
+        middle = value[prefix : len(value) - suffix]
+        changed = f"<{tag}>{escape(middle)}</{tag}>" if middle else ""
+        return escape(value[:prefix]) + changed + escape(value[len(value) - suffix :])
+
+    return (
+        f'<div class="values"><code class="before">{side(before, "del")}</code> → '
+        f'<code class="after">{side(after, "ins")}</code></div>'
+    )
+
+
+def _reason_html(reason: Reason, count: int, alike: Sequence[Reason], seen: set[str]) -> str:
+    """One reason; a message or fix already shown in the same retrace is not repeated."""
+    pairs = list(dict.fromkeys((r.before, r.after) for r in (reason, *alike)))
+    where = reason.path or reason.argument
+    counted = f' <span class="count">{COUNT.format(n=count)}</span>' if count > 1 else ""
+    parts = [
+        f'<li class="reason" data-kind="{escape(reason.kind)}"><span class="kind">'
+        f'{escape(reason.kind)}</span> <mark class="path">{escape(where)}</mark>{counted}',
+        *(_diff(b, a) for b, a in pairs[:MAX_VALUE_PAIRS]),
+    ]
+    if reason.message and reason.message not in seen:
+        parts.append(f'<p class="message">{_highlight(reason.message, where)}</p>')
+    if reason.fix and reason.fix not in seen:
+        label = '<span class="label">fix</span>'
+        parts.append(f'<p class="fix">{label} {_highlight(reason.fix, where)}</p>')
+    seen.update((reason.message, reason.fix))
+    return "".join(parts) + "</li>"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1000:.0f} ms"
+
+
+def _retrace_html(
+    fn: FunctionReport, event: Event, number: int, anchor: str, items: list[str], extra: int = 0
+) -> str:
+    """One retrace; ``extra`` counts its differences shown above, or (with no items) the
+    retraces jitlens could not explain."""
+    head = RETRACE_HEAD.format(
+        label=LABELS.get(event.kind, event.kind).format(number=number),
+        call_site=event.call_site or fn.first_call_site,
+        call="" if event.call_index is None else f" (call #{event.call_index})",
+        seconds=event.seconds,
+    ) + (ALSO.format(n=extra) if items and extra else "")
+    split = RETRACE_SPLIT.format(
+        trace=_duration(event.trace_seconds),
+        lower=_duration(event.lower_seconds),
+        compile=_duration(event.compile_seconds),
+    )
+    shown, rest = items[:MAX_REASONS_SHOWN], items[MAX_REASONS_SHOWN:]
+    more = (
+        f"<details><summary>{escape(MORE.format(n=len(rest)))}</summary>"
+        f'<ul class="reasons">{"".join(rest)}</ul></details>'
+        if rest
+        else ""
+    )
+    body = "".join(shown) or f'<li class="reason">{escape(NO_REASON.format(n=extra))}</li>'
+    return (
+        f'<article class="retrace" id="{anchor}"><h4>{escape(head)} '
+        f'<span class="split">({escape(split)})</span></h4><ul class="reasons">{body}</ul>'
+        f"{more}</article>"
+    )
+
+
+def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
+    """Folded retrace articles of one function and, per event index, the anchor explaining it."""
+    retraces = [e for e in fn.events if e.kind != "trace"]
+    every = [r for e in retraces for r in e.reasons]
+    rank = {kind: i for i, kind in enumerate(REASON_KINDS)}
+    key: dict[int, str] = {}
+    for i, e in enumerate(fn.events):
+        key.setdefault(id(e), f"fn{fi}-ev{i}")  # an event listed twice keeps its first place
+    own: dict[int, list[tuple[Reason, int, list[Reason]]]] = {}
+    home: dict[tuple[str, str, str, str], str] = {}
+    for reason, count, first in fold_reasons(retraces):
+        alike = [r for r in every if fold_key(r) == fold_key(reason) and r is not reason]
+        own.setdefault(id(first), []).append((reason, count, alike))
+        home[fold_key(reason)] = key[id(first)]
+    articles: list[str] = []
+    anchors: dict[int, str] = {}
+    unexplained = ""
+    silent = sum(1 for e in retraces if not e.reasons)
+    numbers = itertools.count(1)
+    for i, event in enumerate(fn.events):
+        number = next(numbers) if event.kind == "retrace" else 0
+        if event.kind == "trace":
+            continue
+        if not event.reasons:
+            if not unexplained:
+                unexplained = key[id(event)]
+                articles.append(_retrace_html(fn, event, number, unexplained, [], silent))
+            anchors[i] = unexplained
+            continue
+        anchors[i] = home[fold_key(event.reasons[0])]
+        if id(event) in own:
+            ordered = sorted(own.pop(id(event)), key=lambda item: rank.get(item[0].kind, len(rank)))
+            seen: set[str] = set()
+            items = [_reason_html(r, n, alike, seen) for r, n, alike in ordered]
+            also = len(event.reasons) - len(items)
+            articles.append(_retrace_html(fn, event, number, key[id(event)], items, also))
+    return "".join(articles), anchors
+
+
+def _stale_html(fn: FunctionReport, stale: StaleHit) -> str:
+    head = STALE_HEAD.format(
+        call_site=stale.call_site or fn.first_call_site, index=stale.call_index
+    )
+    where = stale.path or stale.argument
+    return (
+        f'<article class="retrace stale"><h4>⚠ {escape(head)}</h4>'
+        f'<mark class="path">{escape(where)}</mark>{_diff(stale.before, stale.after)}'
+        f'<p class="message">{_highlight(stale.message, where)}</p>'
+        f'<p class="fix"><span class="label">fix</span> {_highlight(stale.fix, where)}</p></article>'
+    )
+
+
+def _cells(fn: FunctionReport) -> list[str]:
+    rate = fn.hit_rate
+    return [
+        fn.qualname,
+        fn.kind,
+        "?" if fn.calls is None else str(fn.calls),
+        "?" if fn.traces is None else str(fn.traces),
+        "?" if fn.compiles is None else str(fn.compiles),
+        "?" if fn.cache_hits is None else str(fn.cache_hits),
+        "?" if rate is None else f"{rate:.0%}",
+        f"{fn.trace_seconds:.2f}",
+        f"{fn.lower_seconds + fn.compile_seconds:.2f}",
+        f"{fn.seconds_lost:.2f}",
+    ]
+
+
+def _table(functions: Sequence[FunctionReport], ids: dict[int, str]) -> str:
+    rows: list[str] = []
+    for fn in functions:
+        cells = [escape(c) for c in _cells(fn)]
+        if id(fn) in ids:
+            cells[0] = f'<a href="#{ids[id(fn)]}">{cells[0]}</a>'
+        classes = " ".join(
+            c for c in ("internal" * fn.internal, "retraced" * bool(fn.retraces)) if c
+        )
+        tds = "".join(f"<td>{c}</td>" for c in cells[:-1]) + f'<td class="lost">{cells[-1]}</td>'
+        rows.append(f'<tr class="{classes}" data-function="{escape(fn.qualname)}">{tds}</tr>')
+    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    return f'<table class="functions"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _section(report: Report, fi: int, fn: FunctionReport, span: float) -> str:
+    articles, anchors = _explanations(fi, fn)
+    stale = "".join(_stale_html(fn, s) for s in fn.stale_hits)
+    meta = FUNCTION_META.format(
+        kind=fn.kind, defined_at=fn.defined_at, call_site=fn.first_call_site
+    )
+    explained = f"<h3>Retraces</h3>{articles}" if articles else ""
+    warnings = f"<h3>Warnings</h3>{stale}" if stale else ""
+    return (
+        f'<section class="function" id="fn{fi}" data-function="{escape(fn.qualname)}">'
+        f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>'
+        f"<h3>Timeline</h3>{timeline_svg(fn, span, anchors)}"
+        f"<h3>Compiled entries</h3>{entries_table(fn)}{explained}{warnings}</section>"
+    )
+
+
+def _started(report: Report) -> str:
+    try:
+        moment = datetime.datetime.fromtimestamp(report.started_at, tz=datetime.UTC)
+    except (OverflowError, OSError, ValueError, TypeError):
+        return "?"
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _page(report: Report) -> str:
+    everything = sorted_functions(report, include_internal=True)
+    users = [f for f in everything if not f.internal]
+    ids = {id(fn): f"fn{i}" for i, fn in enumerate(users)}
+    span = time_span(report.functions, report.duration_seconds)
+    meta = META.format(
+        jitlens=report.jitlens_version, jax=report.jax_version, flax=report.flax_version,
+        backend=report.backend, host=report.host, index=report.process_index,
+        count=report.process_count, started=_started(report), duration=report.duration_seconds,
+    )  # fmt: skip
+    lost = sum(f.seconds_lost for f in users)
+    retraces = sum(f.retraces for f in users)
+    stale = sum(len(f.stale_hits) for f in users)
+    figures = (
+        (str(len(users)), "jitted functions", False),
+        (total_traces(users), "traces", False),
+        (str(retraces), "retraces", retraces > 0),
+        (f"{lost:.2f} s", "lost to retraces", lost > 0),
+        (str(stale), "stale cache hits", stale > 0),
+    )
+    cards = "".join(
+        CARD.format(value=escape(v), label=escape(label), warn=" warn" * bool(warn))
+        for v, label, warn in figures
+    )
+    internal = len(everything) - len(users)
+    toggle = (
+        f'<label><input type="checkbox" id="jl-show-internal"> show {internal} internal '
+        f"function{'s' * (internal != 1)}</label>"
+        if internal
+        else ""
+    )
+    argv = f'<p class="argv mono">$ {escape(" ".join(report.argv))}</p>' if report.argv else ""
+    sections = "".join(_section(report, i, fn, span) for i, fn in enumerate(users))
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(TITLE.format(host=report.host))}</title><style>{CSS}</style></head>"
+        f'<body><header><h1>jitlens report</h1><p class="meta">{escape(meta)}</p>{argv}</header>'
+        f'<div id="jl-errors" hidden></div><div class="cards">{cards}</div>'
+        f"{_table(everything, ids)}{toggle}{LEGEND}{sections}<script>{JS}</script></body></html>"
+    )
+
+
+def render_html(report: Report) -> str:
+    """The report as one self-contained HTML page (inline CSS, JS and SVG; no network).
+
+    Every string that came from the user's program is escaped.  Never raises: on
+    an internal failure it logs and returns the raw data in a ``<pre>``.
+
+    Example:
+        >>> from jitlens._core.report import Report
+        >>> page = render_html(Report(1, "0", "0", "0", "cpu", 0, 1, "box", 0.0, 1.0, ()))
+        >>> page.startswith("<!DOCTYPE html>")
+        True
+    """
+    try:
+        return _page(report)
+    except Exception:
+        LOG.exception("jitlens: rendering the HTML report failed")
+        try:
+            raw = repr(report)
+        except Exception:
+            raw = object.__repr__(report)
+        return FALLBACK.format(raw=escape(raw))

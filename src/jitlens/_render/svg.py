@@ -1,0 +1,210 @@
+"""Inline SVG pieces of the HTML report: a call timeline and the shape-specialization matrix."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from html import escape
+
+from .._core.report import Event, FunctionReport
+
+#: Drawing size of a timeline in SVG user units; the page scales it to its width.
+WIDTH = 960
+MARGIN = 12
+#: Room on the left of a timeline for its lane labels.
+LEFT = 64
+#: Most call marks drawn per function; ``call_times`` is capped upstream too.
+MAX_MARKS = 5000
+STRIP_WIDTH = 560
+#: Report times are rounded to microseconds; a call may seem to end just before its trace began.
+TIME_SLACK = 2e-6
+
+HIT_TITLE = "call at {time} s: cache hit{entry}"
+EVENT_TITLE = "call #{call} at {time} s: {kind}{entry}, trace {trace} s + lower {lower} s + compile {compile} s"
+BAR_TITLE = "{phase} {seconds} s (from {start} s)"
+ENTRY_SUFFIX = " → entry #{entry}"
+UNKNOWN_ENTRY = "(calls jitlens could not tie to a compiled entry)"
+NO_CALL_TIMES = "call times were not recorded for this function"
+AXIS_LABEL = "{t:g} s"
+CALL_AXIS = "calls #0 … #{last} in order →"
+PHASES = ("trace", "lower", "compile")
+
+
+def _finite(value: float) -> float:
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+
+
+def _s(value: float) -> str:
+    return f"{_finite(value):.3f}".rstrip("0").rstrip(".") or "0"
+
+
+def _ticks(span: float) -> list[float]:
+    raw = span / 6
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    return [i * step for i in range(int(span / step) + 1)]
+
+
+def time_span(functions: tuple[FunctionReport, ...], duration: float) -> float:
+    """The common time axis of every timeline: the report, or the last thing in it."""
+    ends = [_finite(duration)]
+    for fn in functions:
+        ends += [_finite(t) for t in fn.call_times]
+        ends += [_finite(e.time) + _finite(e.seconds) for e in fn.events]
+    return max(max(ends), 1e-3)
+
+
+def call_events(fn: FunctionReport) -> dict[int, Event]:
+    """The call (index into ``call_times``) that ran each trace.
+
+    ``Event.call_index`` counts the wrapper's calls from its creation and
+    ``call_times[0]`` is call ``first_call_index``, so the match is exact.
+    Events with no ``call_index`` came from no tracked call (an AOT compile, a
+    wrapper made before tracking) and match none.
+    """
+    matched: dict[int, Event] = {}
+    for event in fn.events:
+        if event.call_index is None:
+            continue
+        call = event.call_index - fn.first_call_index
+        if 0 <= call < len(fn.call_times) and call not in matched:
+            matched[call] = event
+    return matched
+
+
+def _mark(cls: str, x: float, y: float, title: str, href: str | None, call: int | None) -> str:
+    data = "" if call is None else f' data-call="{call}"'
+    if cls == "hit":
+        shape = f'<circle class="mark hit" cx="{x:.1f}" cy="{y}" r="3.5"{data}>'
+        return f"{shape}<title>{escape(title)}</title></circle>"
+    rotate = f' transform="rotate(45 {x:.1f} {y})"' if cls == "retrace" else ""
+    shape = (
+        f'<rect class="mark {escape(cls)}" x="{x - 4.5:.1f}" y="{y - 4.5}" width="9" height="9"'
+        f"{rotate}{data}><title>{escape(title)}</title></rect>"
+    )
+    return f'<a href="#{escape(href)}">{shape}</a>' if href else shape
+
+
+def _event_title(event: Event) -> str:
+    return EVENT_TITLE.format(
+        call="?" if event.call_index is None else event.call_index,
+        time=_s(event.time),
+        kind=event.kind,
+        entry=ENTRY_SUFFIX.format(entry=event.entry),
+        trace=_s(event.trace_seconds),
+        lower=_s(event.lower_seconds),
+        compile=_s(event.compile_seconds),
+    )
+
+
+def timeline_svg(fn: FunctionReport, span: float, anchors: Mapping[int, str]) -> str:
+    """Calls over time (hits as dots, traces as squares, retraces as diamonds) above
+    their trace / lower / compile bars; ``anchors`` maps an event's index to its explanation."""
+    scale = (WIDTH - LEFT - MARGIN) / span
+
+    def x(t: float) -> float:
+        return LEFT + min(max(_finite(t), 0.0), span) * scale
+
+    matched = call_events(fn)
+    call_of = {id(event): call for call, event in matched.items()}
+    index_of = {id(e): i for i, e in enumerate(fn.events)}
+    entries = fn.call_entries
+    parts: list[str] = []
+    for call, t in enumerate(fn.call_times[:MAX_MARKS]):
+        if call not in matched:
+            entry = ENTRY_SUFFIX.format(entry=entries[call]) if call < len(entries) else ""
+            title = HIT_TITLE.format(time=_s(t), entry=entry)
+            parts.append(_mark("hit", x(t), 18, title, None, call))
+    for event in fn.events:
+        href = anchors.get(index_of[id(event)])
+        title = _event_title(event)
+        parts.append(_mark(event.kind, x(event.time), 18, title, href, call_of.get(id(event))))
+    for event in fn.events:
+        start = _finite(event.time)
+        for phase in PHASES:
+            seconds = _finite(getattr(event, f"{phase}_seconds"))
+            if seconds <= 0:
+                continue
+            width = max(seconds * scale, 1.0)
+            title = BAR_TITLE.format(phase=phase, seconds=_s(seconds), start=_s(start))
+            parts.append(
+                f'<rect class="bar {phase}-bar" x="{x(start):.1f}" y="32" width="{width:.1f}" '
+                f'height="10"><title>{escape(title)}</title></rect>'
+            )
+            start += seconds
+    for t in _ticks(span):
+        parts.append(
+            f'<line class="tick" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="48" y2="52"/>'
+            f'<text class="tick" x="{x(t):.1f}" y="63">{AXIS_LABEL.format(t=round(t, 6))}</text>'
+        )
+    return (
+        f'<svg class="timeline" data-function="{escape(fn.qualname)}" viewBox="0 0 {WIDTH} 68" '
+        f'role="img" aria-label="calls of {escape(fn.qualname)} over time">'
+        f'<text class="lane-label" x="{MARGIN}" y="22">calls</text>'
+        f'<text class="lane-label" x="{MARGIN}" y="41">compiles</text>'
+        f'<line class="axis" x1="{LEFT}" x2="{WIDTH - MARGIN}" y1="48" y2="48"/>'
+        + "".join(parts)
+        + "</svg>"
+    )
+
+
+def _entry_signatures(fn: FunctionReport, went_to: list[int]) -> dict[int, str]:
+    signatures: dict[int, str] = {}
+    for event in fn.events:
+        signatures.setdefault(event.entry, event.signature)
+    for entry in went_to:
+        signatures.setdefault(entry, UNKNOWN_ENTRY if entry < 0 else "?")
+    return dict(sorted(signatures.items(), key=lambda item: (item[0] < 0, item[0])))
+
+
+def _strip_cell(strip: str, calls: int, rows: int, first: bool) -> str:
+    if calls:
+        return f'<td class="strip">{strip}</td>'
+    return f'<td class="strip" rowspan="{rows}">{escape(NO_CALL_TIMES)}</td>' if first else ""
+
+
+def entries_table(fn: FunctionReport) -> str:
+    """One row per compiled entry (signature) with a dot for every call that went to it."""
+    matched = call_events(fn)
+    n = min(len(fn.call_entries), len(fn.call_times), MAX_MARKS)
+    # A call whose entry is unknown but that traced went to the entry its trace made.
+    went_to = [
+        fn.call_entries[i] if fn.call_entries[i] >= 0 or i not in matched else matched[i].entry
+        for i in range(n)
+    ]
+    signatures = _entry_signatures(fn, went_to)
+    step = (STRIP_WIDTH - 2 * MARGIN) / max(n - 1, 1)
+    radius = min(max(step * 0.4, 1.2), 5.0)
+    traces = {e: sum(1 for ev in fn.events if ev.entry == e) for e in signatures}
+    rows: list[str] = []
+    for entry, signature in signatures.items():
+        dots: list[str] = []
+        for call in range(n):
+            if went_to[call] != entry:
+                continue
+            event = matched.get(call)
+            cls = "hit" if event is None else escape(event.kind)
+            title = f"call #{call}: {'cache hit' if event is None else cls}"
+            dots.append(
+                f'<circle class="dot {cls}" data-call="{call}" cx="{MARGIN + call * step:.1f}" '
+                f'cy="9" r="{radius:.1f}"><title>{title}</title></circle>'
+            )
+        calls = went_to.count(entry)
+        strip = (
+            f'<svg class="dots" width="{STRIP_WIDTH}" height="18" viewBox="0 0 {STRIP_WIDTH} 18">'
+            f'<line class="lane" x1="{MARGIN}" x2="{STRIP_WIDTH - MARGIN}" y1="9" y2="9"/>'
+            + "".join(dots)
+            + "</svg>"
+        )
+        rows.append(
+            f'<tr class="entry" data-entry="{entry}"><td class="num">{f"#{entry}" if entry >= 0 else "?"}</td>'
+            f'<td><code class="signature">{escape(signature) or "?"}</code></td>'
+            f'<td class="num">{calls if n else "?"}</td><td class="num">{traces[entry]}</td>'
+            f"{_strip_cell(strip, n, len(signatures), entry == next(iter(signatures)))}</tr>"
+        )
+    axis = escape(CALL_AXIS.format(last=n - 1)) if n else ""
+    return (
+        f'<table class="entries" data-function="{escape(fn.qualname)}"><thead><tr>'
+        f"<th>entry</th><th>signature</th><th>calls</th><th>traces</th><th>{axis}</th>"
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )

@@ -1,0 +1,265 @@
+"""Terminal text of a report: a table of the jitted functions, then every retrace explained."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from .._core.report import (
+    FunctionReport,
+    Report,
+    fold_reasons,
+    total_traces,
+)
+from .._core.retrace_text import (
+    LOG,
+    NO_REASON,
+    UNKNOWN,
+    Folded,
+    Line,
+    fallback,
+    fold_key,
+    retrace_lines,
+    stale_lines,
+    values_text,
+)
+
+#: Width of the text when it does not go to a terminal (logs, files, CI).
+DEFAULT_WIDTH = 100
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("function", "left"),
+    ("kind", "left"),
+    ("calls", "right"),
+    ("traces", "right"),
+    ("compiles", "right"),
+    ("hits", "right"),
+    ("hit %", "right"),
+    ("trace s", "right"),
+    ("compile s", "right"),
+    ("lost s", "right"),
+)
+#: Columns given up, in this order, when the width cannot hold them all.
+DROPPABLE = ("compiles", "compile s", "trace s", "kind", "hit %")
+#: The function column gets at least this many characters before others are dropped.
+MIN_NAME_WIDTH = 24
+TITLE = (
+    "jitlens: {functions} jitted functions, {traces} traces, {lost:.2f} s lost to retraces{hidden}"
+)
+HIDDEN = " ({n} internal hidden)"
+CAPTION = (
+    "{backend} on {host}, process {index}/{count}, {duration:.1f} s; "
+    "hits = cache hits, lost s = seconds spent on retraces"
+)
+NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s)."
+FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
+RETRACED = "retraced {n}x, {lost:.2f} s lost"
+STALE_COUNT = "{n} stale cache hit(s)"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f}" if math.isfinite(value) else UNKNOWN
+
+
+def _indented(lines: Sequence[Line], by: int) -> list[Line]:
+    return [(indent + by, text, style) for indent, text, style in lines]
+
+
+def _explanations(fn: FunctionReport) -> list[Line]:
+    """Folded retraces and stale hits of one function, as indented lines."""
+    retraces = [e for e in fn.events if e.kind != "trace"]
+    if not retraces and not fn.stale_hits:
+        return []
+    parts = [RETRACED.format(n=fn.retraces, lost=fn.seconds_lost)] if retraces else []
+    parts += [STALE_COUNT.format(n=len(fn.stale_hits))] if fn.stale_hits else []
+    header = FUNCTION_HEADER.format(
+        qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
+    )
+    lines: list[Line] = [(0, header, "bold yellow")]
+    every = [r for e in retraces for r in e.reasons]
+    by_event: dict[int, list[Folded]] = {}
+    for reason, count, first in fold_reasons(retraces):
+        alike = [r for r in every if fold_key(r) == fold_key(reason) and r is not reason]
+        by_event.setdefault(id(first), []).append((reason, count, values_text(reason, alike)))
+    for event in retraces:
+        if id(event) in by_event:
+            own = by_event.pop(id(event))  # an event listed twice is explained once
+            also = len(event.reasons) - len(own)
+            lines += _indented(retrace_lines(fn, event, own, also), 2)
+    unexplained = [e for e in retraces if not e.reasons]
+    if unexplained:
+        lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
+        lines.append((4, NO_REASON.format(n=len(unexplained)), "dim"))
+    for stale in fn.stale_hits:
+        lines += _indented(stale_lines(fn, stale), 2)
+    return lines
+
+
+def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
+    rate = fn.hit_rate
+    name = fn.qualname + (" (internal)" if fn.internal and include_internal else "")
+    return [
+        name,
+        fn.kind,
+        UNKNOWN if fn.calls is None else str(fn.calls),
+        UNKNOWN if fn.traces is None else str(fn.traces),
+        UNKNOWN if fn.compiles is None else str(fn.compiles),
+        UNKNOWN if fn.cache_hits is None else str(fn.cache_hits),
+        UNKNOWN if rate is None else f"{rate:.0%}",
+        _seconds(fn.trace_seconds),
+        _seconds(fn.lower_seconds + fn.compile_seconds),
+        _seconds(fn.seconds_lost),
+    ]
+
+
+def sorted_functions(report: Report, include_internal: bool = False) -> list[FunctionReport]:
+    """Functions worth a look first: most seconds lost to retraces, then most traces."""
+    chosen = report.functions if include_internal else report.user_functions()
+    return sorted(chosen, key=lambda f: (-f.seconds_lost, -(f.traces or 0), f.qualname))
+
+
+def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
+    """Indices of the columns that fit ``width``, dropping the least useful first."""
+    natural = [
+        max(len(name), *(len(row[i]) for row in rows)) + 2 for i, (name, _) in enumerate(COLUMNS)
+    ]
+    natural[0] = min(natural[0], MIN_NAME_WIDTH + 2)
+    width += 2  # no outer edge
+    keep = list(range(len(COLUMNS)))
+    for name in DROPPABLE:
+        if sum(natural[i] for i in keep) <= width:
+            break
+        keep.remove([n for n, _ in COLUMNS].index(name))
+    return keep
+
+
+def _table(
+    report: Report, functions: Sequence[FunctionReport], include_internal: bool, width: int
+) -> Table:
+    hidden = len(report.functions) - len(functions)
+    title = TITLE.format(
+        functions=len(functions),
+        traces=total_traces(functions),
+        lost=sum(f.seconds_lost for f in functions),
+        hidden=HIDDEN.format(n=hidden) if hidden else "",
+    )
+    caption = CAPTION.format(
+        backend=report.backend,
+        host=report.host,
+        index=report.process_index,
+        count=report.process_count,
+        duration=report.duration_seconds,
+    )
+    table = Table(
+        title=title,
+        caption=caption,
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        caption_justify="left",
+        collapse_padding=True,
+        show_edge=False,
+    )
+    rows = [_row(fn, include_internal) for fn in functions]
+    keep = _columns(rows, width)
+    longest = max(len(row[0]) for row in rows)
+    for i in keep:
+        name, justify = COLUMNS[i]
+        if i == 0:
+            table.add_column(name, min_width=min(longest, MIN_NAME_WIDTH), overflow="fold")
+        else:
+            table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for fn, row in zip(functions, rows, strict=True):
+        styles = {0: "bold", len(COLUMNS) - 1: "bold red" if fn.retraces else ""}
+        table.add_row(*(Text(row[i], style=styles.get(i, "")) for i in keep))
+    return table
+
+
+def _is_tty() -> bool:
+    stream = sys.stdout
+    return stream is not None and hasattr(stream, "isatty") and stream.isatty()
+
+
+def _want_color(color: bool | None) -> bool:
+    return color if color is not None else _is_tty() and not os.environ.get("NO_COLOR")
+
+
+def _width(width: int | None) -> int:
+    if width is not None:
+        return max(40, width)
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _is_tty() else DEFAULT_WIDTH
+
+
+def make_console(width: int, color: bool) -> Console:
+    """A recording console that never reads user strings as rich markup."""
+    return Console(
+        file=io.StringIO(),
+        record=True,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        no_color=not color,
+        markup=False,
+        highlight=False,
+        emoji=False,
+    )
+
+
+def _render(report: Report, color: bool, width: int, include_internal: bool) -> str:
+    console = make_console(width, color)
+    functions = sorted_functions(report, include_internal)
+    if not functions:
+        duration = report.duration_seconds
+        console.print(
+            NO_FUNCTIONS.format(backend=report.backend, host=report.host, duration=duration)
+        )
+        return _export(console, color)
+    console.print(_table(report, functions, include_internal, width))
+    for fn in functions:
+        lines = _explanations(fn)
+        if lines:
+            console.print()
+        for indent, text, style in lines:
+            console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    return _export(console, color)
+
+
+def _export(console: Console, color: bool) -> str:
+    lines = console.export_text(styles=color).rstrip().splitlines()
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def render_text(
+    report: Report,
+    *,
+    color: bool | None = None,
+    width: int | None = None,
+    include_internal: bool = False,
+) -> str:
+    """The report as terminal text: a table sorted by seconds lost, then every retrace explained.
+
+    Colour follows the terminal (off when not a TTY or ``NO_COLOR`` is set) unless
+    ``color`` says otherwise; the width is the terminal's, or ``DEFAULT_WIDTH``.
+    Never raises: on an internal failure it logs and returns the raw data.
+
+    Example:
+        >>> from jitlens._core.report import Report
+        >>> r = Report(1, "0", "0", "0", "cpu", 0, 1, "box", 0.0, 1.0, ())
+        >>> print(render_text(r, color=False))
+        jitlens: no jitted function was called (cpu on box, 1.0 s).
+        <BLANKLINE>
+    """
+    try:
+        return _render(report, _want_color(color), _width(width), include_internal)
+    except Exception:
+        LOG.exception("jitlens: rendering the text report failed")
+        return fallback(report)

@@ -1,0 +1,295 @@
+"""The per-call path: what runs on every call of a tracked function.
+
+A cache hit costs one flag read and one counter increment. Misses are not
+detected here: the trace-start listener walks up from JAX's trace frame to the
+frame of the tracked call (its code is in :data:`CALL_CODES`) and reads the
+call's record, index and arguments from its locals. Nothing is hashed,
+flattened or published per call.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from .. import _compat
+from . import selfcheck
+from .records import Record
+from .registry import REGISTRY
+from .state import CANARY_PENDING, STATE, WINDOW, PassThrough, finalize, internal_failure, tls
+
+
+def _first_call(rec: Record) -> None:
+    # _first_call <- call_detailed <- the wrapper's __call__ <- the user's call
+    rec.first_call_site = _compat.user_call_site(_compat.caller(3))
+
+
+_ARRAYISH: dict[type, bool] = {}
+
+
+def _light(args: tuple[Any, ...]) -> Any:
+    """A cheap per-call signature (top-level shapes and dtypes, else types) to file hits under entries."""
+    out = []
+    for a in args:
+        t = type(a)
+        arrayish = _ARRAYISH.get(t)
+        if arrayish is None:
+            arrayish = _ARRAYISH[t] = hasattr(t, "shape") and hasattr(t, "dtype")
+        out.append((a.shape, a.dtype) if arrayish else t)
+    return tuple(out)
+
+
+def call_detailed(
+    fn: Any, rec: Record, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """A call within the timeline window (or inside another trace): timed and filed."""
+    __tracebackhide__ = True
+    if CANARY_PENDING[0]:
+        selfcheck.run_pending()
+    if n == 0:
+        try:
+            _first_call(rec)
+        except Exception as exc:
+            internal_failure("finding the first call site", exc)
+    local = tls
+    if local.busy:
+        return fn(*args, **kwargs)
+    inside = local.depth > 0
+    n0 = local.nevents
+    t = time.perf_counter()
+    try:
+        out = fn(*args, **kwargs)
+    except BaseException:
+        if not isinstance(sys.exc_info()[1], PassThrough):
+            failed_call(rec, n)
+        _after_detailed(rec, n, args, t, inside, local.nevents != n0)
+        raise
+    _after_detailed(rec, n, args, t, inside, local.nevents != n0)
+    return out
+
+
+def _after_detailed(
+    rec: Record, n: int, args: tuple[Any, ...], t: float, inside: bool, missed: bool
+) -> None:
+    try:
+        if inside:  # called while another function traces: JAX inlines it
+            with rec.lock:
+                rec.inlined_calls += 1
+        if n < WINDOW[0]:
+            light = _light(args)
+            b = tls.last_built
+            if missed and b is not None and b.record is rec:
+                entry = rec.entry_by_light[light] = b.entry
+            else:
+                entry = rec.entry_by_light.get(light, -1)
+            rec.call_times.append(t)
+            rec.call_entries.append(entry)
+    except Exception as exc:
+        internal_failure("timing a call", exc)
+
+
+def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``__call__`` of an nnx jit wrapper class, counted."""
+
+    @functools.wraps(original)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # pytest: show the user's frame, not this one
+        if STATE[0]:
+            try:
+                cached = _compat.in_cached_partial()
+                # the wrapper's records ride on the wrapper: one dict read per call
+                recs = self.__dict__.get("_jitlens_records")
+                rec = recs[cached] if recs is not None else None
+                if rec is None:
+                    rec = REGISTRY.record_for_wrapper(self, None, cached)
+                    recs = list(recs or (None, None))
+                    recs[cached] = rec
+                    self.__dict__["_jitlens_records"] = tuple(recs)
+            except Exception as exc:
+                internal_failure("recording an nnx.jit call", exc)
+                return original(self, *args, **kwargs)
+            n = next(rec.calls_counter)
+            detailed = n < STATE[1]  # timeline window, or another trace in progress
+            try:
+                if detailed:
+                    return call_detailed(original.__get__(self), rec, n, args, kwargs)
+                return original(self, *args, **kwargs)
+            except PassThrough as exc:
+                __tracebackhide__ = True
+                raise exc.error.with_traceback(None) from None
+            except BaseException:
+                if not detailed:  # call_detailed counts its own failures
+                    failed_call(rec, n)
+                raise
+        return original(self, *args, **kwargs)
+
+    __call__.__jitlens_original__ = original  # type: ignore[attr-defined]
+    return __call__
+
+
+class TrackedJit:
+    """What ``jax.jit`` returns while jitlens tracks: the jitted function, counted.
+
+    Looks like the ``jax.jit`` object it wraps: the same ``repr``, ``__wrapped__``,
+    ``__name__``/``__doc__``, ``lower``/``trace``/``eval_shape``/``clear_cache``...
+    (forwarded), binding as a method, ``copy``/``deepcopy``/pickle (as the
+    jitted function itself). Calls go straight through once tracking stopped.
+    """
+
+    __slots__ = ("__dict__", "__weakref__", "_counter", "_jitted", "_record")
+
+    def __init__(self, jitted: Any, record: Record) -> None:
+        self._jitted = jitted
+        self._record = record
+        self._counter = record.calls_counter
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            try:
+                self.__dict__[attr] = getattr(jitted, attr)
+            except AttributeError:
+                pass
+        self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
+        finalize(self, record.forget_keys, 1)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The hit path: count the call, nothing else. A miss is found by the
+        # trace-start listener, which walks up to this frame for `self`, `n`,
+        # `args` and `kwargs`; nothing is hashed, flattened or published here.
+        try:
+            if STATE[0]:
+                n = next(self._counter)
+                if n < STATE[1]:  # timeline window, or another trace in progress
+                    detailed = True  # call_detailed counts its own failures
+                    return call_detailed(self._jitted, self._record, n, args, kwargs)
+            return self._jitted(*args, **kwargs)
+        except PassThrough as exc:
+            __tracebackhide__ = True  # pytest: show the user's frame, not this one
+            raise exc.error.with_traceback(None) from None
+        except BaseException:
+            loc = locals()  # the exception path only
+            if "n" in loc and "detailed" not in loc:
+                failed_call(self._record, loc["n"])
+            raise
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        bound = functools.partial(self, obj)
+        return _BoundTrackedJit(bound, obj)
+
+    def clear_cache(self) -> Any:
+        self._record.mark_cleared()
+        return self._jitted.clear_cache()
+
+    def __repr__(self) -> str:
+        return repr(self._jitted)
+
+    def __reduce__(self) -> Any:
+        # copy / deepcopy / pickle behave as for the jax.jit object: a copy is
+        # the jitted function itself, untracked (JAX's own object copies so).
+        return (_identity, (self._jitted,))
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class _BoundTrackedJit(functools.partial):  # type: ignore[type-arg]
+    """A tracked jit bound to an instance: a partial with ``__self__`` like a bound method."""
+
+    __slots__ = ("__self__",)
+
+    def __new__(cls, bound: functools.partial, obj: Any) -> Any:  # type: ignore[type-arg]
+        self = super().__new__(cls, bound.func, *bound.args)
+        self.__self__ = obj
+        return self
+
+    @property
+    def __func__(self) -> Any:
+        return self.func
+
+    def __repr__(self) -> str:
+        return f"<bound method {getattr(self.func, '__qualname__', '?')} of {self.__self__!r}>"
+
+
+def _forward(name: str) -> property:
+    return property(lambda self: getattr(self._jitted, name), doc=f"The jax.jit object's `{name}`.")
+
+
+# Forward the jax.jit object's API as properties: a ``__getattr__`` hook would
+# slow down every attribute read on the hit path.
+for _name in dir(type(jax.jit(lambda x: x))):
+    if not (_name.startswith("__") and _name.endswith("__")) and not hasattr(TrackedJit, _name):
+        setattr(TrackedJit, _name, _forward(_name))
+del _name
+
+
+#: Code objects of the frames that carry a tracked call (`rec`, `n`, `args`, `kwargs`).
+CALL_CODES = frozenset(
+    {
+        call_detailed.__code__,
+        TrackedJit.__call__.__code__,
+        make_nnx_call(lambda self: None).__code__,
+    }
+)
+
+
+def failed_call(rec: Record, n: int) -> None:
+    """A call raised: it was no cache hit, and a key its trace added was never compiled."""
+    try:
+        with rec.lock:
+            rec.failed_calls += 1
+            if rec.last_miss_frame is not None and rec.last_miss_frame[1] == n:
+                rec.failed_misses += 1  # already counted as a miss: don't subtract twice
+        forget_failed_trace(rec, n)
+    except Exception as exc:
+        internal_failure("recording a failed call", exc)
+
+
+def forget_failed_trace(rec: Record, n: int | None) -> None:
+    """A call raised: a key its trace added was never compiled, so forget it.
+
+    Otherwise the retry would be explained against a key JAX never cached.
+    """
+    b = tls.last_built
+    if b is None or b.record is not rec or b.compiled or (n is not None and b.call_index != n):
+        return
+    with rec.lock:
+        if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
+            rec.keys.remove(b.key)
+            rec.n_entries -= 1
+    tls.last_built = None
+
+
+def find_call(frame: Any) -> tuple[Record, int, tuple[Any, ...], dict[str, Any], Any] | None:
+    """The tracked call a trace belongs to, found by walking up from the trace frame."""
+    found = _compat.find_locals(frame, CALL_CODES, 40)
+    if found is None:
+        return None
+    frame_id, loc = found
+    rec = loc.get("rec")
+    if rec is None and isinstance(loc.get("self"), TrackedJit):
+        rec = loc["self"]._record  # type: ignore[attr-defined]
+    if not isinstance(rec, Record):
+        return None
+    n = loc.get("n", 0)
+    # the call index makes the call unique (frame ids are reused)
+    return rec, n, loc.get("args", ()), loc.get("kwargs", {}), (frame_id, n)  # type: ignore[return-value]
+
+
+def note_miss(rec: Record, frame_id: Any) -> None:
+    """Count one call as a miss, however many trace/compile events it had."""
+    with rec.lock:
+        if rec.last_miss_frame != frame_id:
+            rec.last_miss_frame = frame_id
+            rec.miss_calls += 1

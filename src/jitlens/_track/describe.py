@@ -1,0 +1,92 @@
+"""The one describe-and-explain step: a traced or compiled call -> its key and reasons.
+
+Both the trace-start listener and the compile-only path (a compile with no
+trace before it) call :func:`describe_and_explain`; it describes the call's
+cache key, explains it against the record's earlier keys (or, for a first
+trace, against other wrappers of the same code) and files the key.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+from .. import _compat
+from .._core import explain as _explain
+from .._core.key import Key
+from .._core.signature import describe_call
+from .records import EventBuilder, Record
+from .registry import REGISTRY
+from .state import deref, tls
+
+
+def _as_wrapper(rec: Record) -> _explain.Wrapper:
+    bound = rec.user_fn()
+    return _explain.Wrapper(
+        name=rec.name,
+        qualname=rec.qualname,
+        kind=rec.kind,
+        defined_at=rec.defined_at,
+        calls=rec.calls,
+        keys=tuple(rec.keys),
+        partial=bound if isinstance(bound, functools.partial) else None,
+    )
+
+
+def _first_trace_reasons(rec: Record, key: Key) -> list[Any]:
+    siblings = REGISTRY.by_code.get(rec.code_key, ())
+    wrapper = deref(rec.wrapper_ref)
+    shared = [
+        k
+        for r in siblings
+        if r is not rec and wrapper is not None and deref(r.wrapper_ref) is wrapper
+        for k in r.keys
+    ]
+    if shared:
+        return _explain.explain_first_trace(key, _as_wrapper(rec), shared, ())
+    others = [_as_wrapper(r) for r in siblings if r is not rec and r.keys]
+    return _explain.explain_first_trace(key, _as_wrapper(rec), (), others)
+
+
+def describe_and_explain(
+    rec: Record,
+    b: EventBuilder,
+    names_fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    statics: tuple[int, ...],
+    static_names: tuple[str, ...],
+    *,
+    first: bool,
+    compile_only: bool = False,
+) -> None:
+    """Describe the call's key, explain it, file it under ``rec``; fill ``b``.
+
+    ``compile_only``: a compile with no trace; an equal key compiled again is
+    then usually a transformed (grad/vmap) or AOT variant, not an eviction.
+    """
+    t = time.perf_counter()
+    tls.busy = True
+    try:
+        key = describe_call(
+            names_fn, args, kwargs, statics, static_names, _compat.trace_context(), rec.options
+        )
+        b.signature = key.signature
+        b.key = key
+        live, cleared = rec.live_and_cleared()
+        if compile_only:
+            reasons = _explain.explain(key, live, cleared) if live or cleared else []
+            b.reasons = tuple(r for r in reasons if r.kind != "cache_cleared")
+        else:
+            reasons = (
+                _first_trace_reasons(rec, key) if first else _explain.explain(key, live, cleared)
+            )
+            if reasons:
+                b.kind = "retrace"
+                b.reasons = tuple(reasons)
+        b.entry = rec.add_key(key)
+        tls.last_built = b
+    finally:
+        tls.busy = False
+        b.explain_seconds = time.perf_counter() - t

@@ -1,0 +1,410 @@
+"""Per-function compile budgets: ``max_traces``, ``get_num_traces`` and ``reset``."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from .. import _compat
+from .._errors import RecompileError, RecompileWarning
+from . import budget as _budget
+from . import hooks
+from .budget import OVER_BUDGET, OnExceed, act, check_budget, check_on_exceed, deref, warn
+from .calls import TrackedJit
+from .records import EventBuilder, Record
+from .registry import REGISTRY
+from .state import tls
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+NOT_SEEN = (
+    "  jitlens saw no trace start for this run of `{name}` (it ran outside jax.jit/nnx.jit, "
+    "or under a transformation jitlens does not watch), so it cannot say what changed."
+)
+NO_BUDGET = "max_traces({name}) needs a budget: write max_traces({name}, n) or @max_traces(n)"
+NOT_WATCHED = (
+    "{name} is not watched by jitlens: guard it with jitlens.max_traces(...), "
+    "or call it inside jitlens.track() first"
+)
+#: How this budget names itself in its message.
+SOURCE = "max_traces"
+
+_UNSET: Any = object()
+
+
+# ------------------------------------------------------------------ per-function budgets
+
+
+class _Watch:
+    """The trace budget and count of one guarded function."""
+
+    def __init__(self, budget: int | None, on_exceed: OnExceed, target: Any, body: bool) -> None:
+        self.budget = budget
+        self.on_exceed = on_exceed
+        #: Below the jit the guard wraps the Python function: its runs are the
+        #: traces (ground truth); above, the guard counts trace starts of ``target``.
+        self.body = body
+        self._target = weakref.ref(target) if body else target
+        self.count = 0
+        self.active = False
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def activate(self, owner: Any) -> None:
+        """Install jitlens' hooks until ``owner`` (the guarded function) is collected."""
+        with self._lock:
+            if self.active:
+                return
+            self.active = True
+        hooks.activate_counting(SOURCE)
+        weakref.finalize(owner, hooks.deactivate_counting).atexit = False
+
+    def matches(self, rec: Record, reachable: Callable[[], set[int]]) -> bool:
+        target = deref(self._target) if self.body else self._target
+        if target is None:
+            return False
+        if self.body:
+            return id(target) in reachable()
+        return _is_record_of(rec, target)
+
+    def on_trace(self, rec: Record, b: EventBuilder) -> None:
+        __tracebackhide__ = True
+        with self._lock:
+            count = self.count + 1
+            over = self.budget is not None and count > self.budget
+            if not self.body and (not over or self.on_exceed == "warn"):
+                self.count = count
+        if over:
+            head = OVER_BUDGET.format(
+                name=rec.qualname, count=count, budget=self.budget, source=SOURCE
+            )
+            text = _budget.message(head, rec, b)
+            if self.body and not tls.in_tracked_call:
+                # No tracked wrapper above to re-raise it cleanly: the guarded
+                # function raises it from its own frame, the last one shown.
+                self._local.pending = (b, text)
+                return
+        if self.body:
+            self._local.announced = b  # its body run is counted, not checked again
+        if over:
+            act(text, self.on_exceed)
+
+    def on_body(self, name: str) -> RecompileError | None:
+        """A run of the guarded Python function (below the jit): count it.
+
+        Returns the error to raise, so that the guarded function raises it from
+        its own frame (the last one shown); warns itself.
+        """
+        __tracebackhide__ = True
+        local = self._local
+        building = tls.building
+        pending = getattr(local, "pending", None)
+        announced = building is not None and getattr(local, "announced", None) is building
+        local.pending = local.announced = None
+        if pending is not None and building is not None and pending[0] is building:
+            if self.on_exceed == "raise":
+                return RecompileError(pending[1])
+            warn(pending[1])
+            announced = True
+        with self._lock:
+            count = self.count + 1
+            over = not announced and self.budget is not None and count > self.budget
+            if not over or self.on_exceed == "warn":
+                self.count = count
+        if not over:
+            return None
+        head = OVER_BUDGET.format(name=name, count=count, budget=self.budget, source=SOURCE)
+        text = head + "\n" + NOT_SEEN.format(name=name)
+        if self.on_exceed == "raise":
+            return RecompileError(text)
+        warn(text)
+        return None
+
+    def reset(self) -> None:
+        with self._lock:
+            self.count = 0
+
+
+def _is_record_of(rec: Record, target: Any) -> bool:
+    """Is ``rec`` the record of the jitted object ``target``?"""
+    if isinstance(target, TrackedJit):
+        return rec is target._record
+    if isinstance(target, _NNX_WRAPPERS):
+        return deref(rec.wrapper_ref) is target
+    inner = getattr(target, "__wrapped__", None)
+    return inner is not None and rec.wrapper_ref is None and deref(rec.inner_fun_ref) is inner
+
+
+_NNX_WRAPPERS: tuple[type, ...] = tuple(cls for cls, _ in _compat.NNX_WRAPPERS)
+
+
+class Guarded(Generic[P, R]):
+    """A jitted function under a trace budget (what ``max_traces`` returns above a jit).
+
+    Calls go straight to the jitted function; attributes (``lower``,
+    ``eval_shape``, ``clear_cache`` ...) are forwarded to it.
+    """
+
+    def __init__(self, fn: Callable[P, R], watch: _Watch) -> None:
+        functools.update_wrapper(self, fn, updated=())
+        self.__dict__["_fn"] = fn
+        self.__dict__["__jitlens_watch__"] = watch
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        watch: _Watch = self.__dict__["__jitlens_watch__"]
+        if not watch.active:
+            watch.activate(self)
+        try:
+            return self.__dict__["_fn"](*args, **kwargs)  # type: ignore[no-any-return]
+        except (RecompileError, RecompileWarning) as error:
+            if isinstance(error, RecompileError) and not getattr(
+                error, _budget.FROM_LISTENER, False
+            ):
+                raise
+            __tracebackhide__ = True
+            raise error.with_traceback(None) from None
+
+    def __getattr__(self, name: str) -> Any:
+        fn = self.__dict__.get("_fn")
+        if fn is None:
+            raise AttributeError(name)
+        return getattr(fn, name)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        watch: _Watch = self.__dict__["__jitlens_watch__"]
+        return f"<jitlens.max_traces({watch.budget}) of {self.__dict__['_fn']!r}>"
+
+
+def _jitted_target(fn: Any) -> Any:
+    """The jitted object behind ``fn`` (through partials and guards), or None."""
+    target = fn
+    for _ in range(8):
+        if isinstance(target, functools.partial):
+            target = target.func
+        elif isinstance(target, Guarded):
+            target = target.__dict__["_fn"]
+        else:
+            break
+    if isinstance(target, (TrackedJit, *_NNX_WRAPPERS)):
+        return target
+    lower = getattr(target, "lower", None)
+    return target if callable(lower) and hasattr(target, "__wrapped__") else None
+
+
+def _guard(fn: Callable[P, R], budget: int | None, on_exceed: OnExceed) -> Callable[P, R]:
+    jitted = _jitted_target(fn)
+    if jitted is not None:
+        watch = _Watch(budget, on_exceed, jitted, body=False)
+        guarded = Guarded(fn, watch)
+        _budget.add_watch(watch)
+        return guarded
+
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+
+    @functools.wraps(fn)
+    def traced(*args: P.args, **kwargs: P.kwargs) -> R:
+        __tracebackhide__ = True
+        error = body_watch.on_body(name)
+        if error is not None:
+            raise error
+        return fn(*args, **kwargs)
+
+    body_watch = _Watch(budget, on_exceed, traced, body=True)
+    traced.__jitlens_watch__ = body_watch  # type: ignore[attr-defined]
+    _budget.add_watch(body_watch)
+    # Below the jit the first call is already inside the first trace: watch
+    # from now on, or the first retrace would have nothing to compare with.
+    body_watch.activate(traced)
+    return traced
+
+
+@overload
+def max_traces(
+    n: int | None, /, *, on_exceed: OnExceed = "raise"
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+@overload
+def max_traces(
+    fn: Callable[P, R], n: int | None, /, *, on_exceed: OnExceed = "raise"
+) -> Callable[P, R]: ...
+
+
+def max_traces(fn_or_n: Any, n: Any = _UNSET, /, *, on_exceed: OnExceed = "raise") -> Any:
+    """Fail when a jitted function is traced more than ``n`` times, naming what changed.
+
+    Use it as ``@max_traces(n)`` above or below ``@nnx.jit`` / ``@jax.jit``, or
+    as ``max_traces(fn, n)`` on an existing jitted function. Trace ``n + 1``
+    raises :class:`jitlens.RecompileError` *before* JAX traces again; the
+    message names the function, the count, the budget, and what changed since
+    the closest compiled call with a fix (the same explanation as
+    ``jitlens.track()``). With ``on_exceed="warn"`` it issues a
+    :class:`jitlens.RecompileWarning` instead (``-W error::jitlens.RecompileWarning``
+    turns it back into an error).
+
+    Counting: above the jit, the guard counts the traces of the jitted object
+    from its first call through the guard; below it, every run of the Python
+    function is a trace (as in ``eqx.debug.assert_max_traces``), and all jits
+    of that function share the budget.
+
+    Cost: jitlens' hooks stay installed while a guarded function is alive
+    (from its first call above a jit; from decoration below one, since there
+    the first call is already inside the first trace) and are removed when
+    the last guard and ``track()`` are gone. Installed, they cost a few
+    microseconds per call of an ``nnx.jit`` function or of a ``jax.jit``
+    function created meanwhile, nothing for other ``jax.jit`` functions, and
+    a description of the arguments per trace.
+
+    Args:
+      fn_or_n: the jitted function (or the Python function to be jitted), or
+        the budget when used as ``@max_traces(n)``.
+      n: the budget: how many traces are allowed (``None``: count only, see
+        :func:`get_num_traces`).
+      on_exceed: ``"raise"`` (default) or ``"warn"``.
+
+    Returns:
+      The guarded function, with the signature of ``fn``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp, jitlens
+      >>> @jitlens.max_traces(1)
+      ... @jax.jit
+      ... def double(x):
+      ...     return x * 2
+      >>> _ = double(jnp.ones(3)); _ = double(jnp.ones(3))
+      >>> jitlens.get_num_traces(double)
+      1
+      >>> double(jnp.ones(4))  # doctest: +IGNORE_EXCEPTION_DETAIL
+      Traceback (most recent call last):
+      jitlens.RecompileError: jitlens: `double` was traced 2 times, over its budget of 1 (max_traces).
+      ...
+
+    See also:
+      ``eqx.debug.assert_max_traces`` (which names the argument whose
+      structure changed) and ``chex.assert_max_traces`` count runs of the
+      Python function below the jit: prefer them in equinox or chex code
+      without Flax, or where installing jitlens' hooks is unwelcome. Prefer
+      ``max_traces`` for ``nnx.jit`` (it names the module attribute, e.g.
+      ``model.blocks[2].avg_pool``, and gives a fix) and to guard a jitted
+      function you did not write. ``jax.no_tracing`` forbids every trace in a
+      block without saying why; see :func:`jitlens.no_retrace`.
+    """
+    what = "max_traces"
+    on_exceed = check_on_exceed(on_exceed, what)
+    if n is _UNSET:
+        if callable(fn_or_n):
+            name = getattr(fn_or_n, "__name__", "fn")
+            raise TypeError(NO_BUDGET.format(name=name))
+        budget = check_budget(fn_or_n, what)
+
+        def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+            return _guard(fn, budget, on_exceed)
+
+        return decorate
+    return _guard(fn_or_n, check_budget(n, what), on_exceed)
+
+
+# ------------------------------------------------------------------ counts
+
+
+def _find_watch(fn: Any) -> _Watch | None:
+    obj = fn
+    for _ in range(8):
+        if obj is None:
+            return None
+        try:
+            watch = getattr(obj, "__jitlens_watch__", None)
+        except Exception:
+            watch = None
+        if isinstance(watch, _Watch):
+            return watch
+        if isinstance(obj, functools.partial):
+            obj = obj.func
+        else:
+            obj = getattr(obj, "__wrapped__", None) or getattr(obj, "fun", None)
+    return None
+
+
+def _records(fn: Any) -> list[Record]:
+    from .tracker import _record_ids_for
+
+    target = fn.func if isinstance(fn, functools.partial) else fn
+    ids = _record_ids_for(target)
+    with REGISTRY.lock:
+        return [r for r in REGISTRY.records if r.id in ids]
+
+
+_BASELINES: weakref.WeakKeyDictionary[Record, int] = weakref.WeakKeyDictionary()
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+def get_num_traces(fn: Callable[..., Any]) -> int:
+    """How many times ``fn`` was traced: by the jitted object or the function it wraps.
+
+    For a function under :func:`max_traces`, the traces its guard counted
+    (since the last :func:`reset`). For any other jitted function, the traces
+    jitlens saw while it was watching (inside ``track()``, ``no_retrace()``
+    or while a guard was alive).
+
+    Raises:
+      ValueError: jitlens never watched ``fn``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp, jitlens
+      >>> @jax.jit
+      ... @jitlens.max_traces(None)
+      ... def square(x):
+      ...     return x * x
+      >>> for n in (2, 2, 3):
+      ...     _ = square(jnp.ones(n))
+      >>> jitlens.get_num_traces(square)
+      2
+
+    See also:
+      ``eqx.debug.get_num_traces``, the same for ``eqx.debug.assert_max_traces``.
+    """
+    watch = _find_watch(fn)
+    if watch is not None:
+        return watch.count
+    records = _records(fn)
+    if not records:
+        raise ValueError(NOT_WATCHED.format(name=_name(fn)))
+    return sum(max(0, r.traces - _BASELINES.get(r, 0)) for r in records)
+
+
+def reset(fn: Callable[..., Any]) -> None:
+    """Start counting the traces of ``fn`` from zero again (its compiled cache is kept).
+
+    Raises:
+      ValueError: jitlens never watched ``fn``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp, jitlens
+      >>> double = jitlens.max_traces(1)(jax.jit(lambda x: 2 * x))
+      >>> _ = double(jnp.ones(2))
+      >>> jitlens.reset(double)
+      >>> jitlens.get_num_traces(double)
+      0
+
+    See also:
+      ``chex.clear_trace_counter``, which resets every chex counter at once.
+    """
+    watch = _find_watch(fn)
+    if watch is not None:
+        watch.reset()
+        return
+    records = _records(fn)
+    if not records:
+        raise ValueError(NOT_WATCHED.format(name=_name(fn)))
+    for r in records:
+        _BASELINES[r] = r.traces

@@ -1,0 +1,321 @@
+"""``jax.monitoring`` listeners: traces, lowerings, compiles and persistent-cache hits.
+
+JAX emits an event when a trace starts, and durations when a trace, a lowering
+or a compile ends; none fires on a cache hit. At trace start the call's key is
+described while the user's objects are still in their pre-call state. Every
+listener runs under a guard: an internal failure is reported once
+(:func:`~.state.internal_failure`) and never reaches the user's call. Only a
+guard's own error (a compile budget exceeded) is raised, on purpose.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from .. import _compat
+from .._errors import JitlensError, RecompileWarning
+from .calls import TrackedJit, find_call, note_miss
+from .describe import describe_and_explain
+from .records import MAX_EVENTS, EventBuilder, Record
+from .registry import REGISTRY
+from .state import TRACING, PassThrough, internal_failure, log, tls, update_threshold
+
+#: The signature shown for a trace that ran inside another function's trace.
+NESTED_SIGNATURE = "(traced inside another function's trace)"
+#: What a compile budget raises on purpose (``RecompileWarning`` under ``-W error``).
+GUARD_ERRORS = (JitlensError, RecompileWarning)
+
+
+# ------------------------------------------------------------------ scalar: trace start
+
+
+def on_scalar(event: str, value: float, **kw: Any) -> None:
+    if not REGISTRY.active:
+        return
+    try:
+        if event == _compat.TRACE_EVENT:
+            if not _compat.trace_state_clean():
+                # Before jax 0.10, jnp's own jits inside a trace announce their
+                # trace too: they are part of the outer function's trace.
+                return
+            tls.nevents += 1
+            tls.depth += 1
+            with REGISTRY.lock:
+                TRACING[0] += 1
+                update_threshold()
+        elif event == _compat.COMPILE_EVENT or event == _compat.LOWER_EVENT:
+            tls.nevents += 1
+            return
+        else:
+            return
+        if tls.busy:
+            return
+    except Exception as exc:
+        internal_failure("counting a trace", exc)
+        return
+    try:
+        trace_start(kw.get("fun_name", "?"))
+    except PassThrough:
+        end_trace()
+        raise
+    except GUARD_ERRORS as exc:  # a guard's error, no tracked wrapper above to re-raise it
+        end_trace()
+        __tracebackhide__ = True
+        raise exc.with_traceback(None) from None
+    except Exception as exc:
+        internal_failure("describing a trace", exc)
+
+
+def end_trace() -> None:
+    if tls.depth <= 0:  # a trace that started while jitlens was not watching
+        return
+    tls.depth -= 1
+    with REGISTRY.lock:
+        TRACING[0] = max(0, TRACING[0] - 1)
+        update_threshold()
+
+
+def trace_start(fun_name: str) -> bool:
+    """Describe and explain a trace at its start; True when a tracked call was found."""
+    now = time.perf_counter()
+    frame = _compat.find_trace_frame(_compat.caller(2))
+    info = _compat.trace_frame_info(frame) if frame is not None else None
+    fun = info["fun"] if info else None
+    if isinstance(fun, TrackedJit) or _compat.is_pjit_function(fun):
+        # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
+        # function's own trace, if its body runs, is counted as a nested trace.
+        return False
+    call = find_call(frame) if frame is not None else None
+    if call is not None and call[0].matches(fun, fun_name):
+        rec, call_index, args, kwargs, frame_id = call
+        note_miss(rec, frame_id)
+        if (
+            info is not None
+            and _compat.NNX_SPLIT_FN is not None
+            and isinstance(fun, _compat.NNX_SPLIT_FN)
+        ):
+            # Default nnx.jit mode: nnx already split each graph node into its
+            # GraphDef and leaves (NodeStates); describe those, don't split again.
+            args, kwargs = tuple(info["args"]), dict(info["kwargs"])
+    else:
+        call = None
+        rec = REGISTRY.record_for_untracked(fun, fun_name, info["dbg"] if info else None)
+        call_index = None
+        args = tuple(info["args"]) if info else ()
+        kwargs = dict(info["kwargs"]) if info else {}
+    tls.top_fun = fun  # its trace_to_jaxpr is this (already counted) trace
+    site = _compat.user_call_site(frame) if frame is not None else "?"
+    first = rec.traces == 0
+    b = EventBuilder(rec, "trace", call_index, site, now)
+    b.jax_name = fun_name
+    tls.building = b
+    with rec.lock:
+        rec.traces += 1
+        if len(rec.events) < MAX_EVENTS:
+            rec.events.append(b)
+    tls.in_tracked_call = call is not None  # read by guards deciding where to raise
+    if not rec.internal or REGISTRY.include_internal_keys:
+        user_fn = rec.user_fn()
+        try:
+            describe_and_explain(
+                rec,
+                b,
+                user_fn if user_fn is not None else getattr(fun, "f", fun),
+                args,
+                kwargs,
+                info["static_argnums"] if info else rec.static_argnums,
+                info["static_argnames"] if info else rec.static_argnames,
+                first=first,
+            )
+        except Exception as exc:
+            internal_failure("describing a trace", exc)
+    if REGISTRY.on_trace:
+        for cb in list(REGISTRY.on_trace):
+            try:
+                cb(rec, b)
+            except GUARD_ERRORS as err:
+                if call is None:  # no tracked wrapper above to re-raise it cleanly
+                    raise
+                raise PassThrough(err) from None
+            except Exception as exc:
+                internal_failure("checking a compile budget", exc)
+    return call is not None
+
+
+# ------------------------------------------------------------------ nested traces
+
+
+def uncount_trace(b: EventBuilder | None) -> None:
+    """JAX announced a trace but served it from its trace cache: the body did not run.
+
+    (A new ``jax.jit`` of an already-traced function that differs only in jit
+    options, or a ``make_jaxpr``/``eval_shape`` wrapper, does this.) It is not a
+    trace; if a compile follows, the event comes back as a compile, keeping the
+    reasons that explain it (e.g. a different ``donate_argnums``).
+    """
+    if b is None:
+        return
+    rec = b.record
+    with rec.lock:
+        if b in rec.events:
+            rec.events.remove(b)
+            rec.traces = max(0, rec.traces - 1)
+    b.kind = "compile"
+    b.reasons = tuple(r for r in b.reasons if r.kind != "cache_cleared")
+    b.detached = True
+
+
+def nested_trace(fun: Any, frame: Any) -> None:
+    """Record a trace of a known function that ran inside another trace."""
+    rec = REGISTRY.find_by_fun(fun)
+    if rec is None:
+        owner = _compat.nnx_wrapper_of_traced(fun)
+        if owner is not None:
+            rec = REGISTRY.record_for_wrapper(owner, None, False)
+    if rec is None or rec.internal:
+        return
+    call = find_call(frame)
+    if call is not None and call[0] is rec and tls.depth == 0:
+        note_miss(rec, call[4])  # e.g. under jax.checkpoint / lax.scan at top level
+    b = EventBuilder(rec, "trace", None, _compat.user_call_site(frame), time.perf_counter())
+    b.signature = NESTED_SIGNATURE
+    b.jax_name = rec.jax_name
+    with rec.lock:
+        rec.traces += 1
+        if len(rec.events) < MAX_EVENTS:
+            rec.events.append(b)
+    for cb in list(REGISTRY.on_trace):
+        cb(rec, b)
+
+
+# ------------------------------------------------------------------ durations
+
+
+def _log_retrace(rec: Record, b: EventBuilder) -> None:
+    """Log a retrace (logger ``jitlens``, INFO) once its compile time is known."""
+    if log.isEnabledFor(logging.INFO):
+        log.info("jitlens: %s", rec.explain_retrace(b, REGISTRY.t0))
+
+
+def on_duration(event: str, secs: float, **kw: Any) -> None:
+    try:
+        if event == _compat.TRACE_EVENT:
+            if not _compat.trace_state_clean():
+                return  # a nested jnp jit's trace (jax < 0.10), ignored at its start too
+            end_trace()  # balanced even when tracking stopped during the trace
+        if not REGISTRY.active:
+            return
+        _duration(event, secs, kw.get("fun_name", "?"))
+    except Exception as exc:
+        internal_failure("timing a trace or compile", exc)
+
+
+def _duration(event: str, secs: float, fun_name: str) -> None:
+    b = tls.building
+    if b is not None and event == _compat.COMPILE_EVENT and _stale_builder(b):
+        tls.building = b = None  # its trace never compiled (lower/eval_shape/make_jaxpr)
+    if b is None:
+        if event == _compat.COMPILE_EVENT:
+            compile_only(fun_name, secs)
+        return
+    if event == _compat.TRACE_EVENT:
+        b.trace_seconds += secs
+    elif event == _compat.LOWER_EVENT:
+        if _same_fun(b, fun_name):
+            b.lower_seconds += secs
+    elif event == _compat.COMPILE_EVENT:
+        if _same_fun(b, fun_name):
+            b.compile_seconds += secs
+            b.compiled = True
+            if b.detached:  # a cached trace after all: the event is this compile
+                b.detached = False
+                with b.record.lock:
+                    b.record.events.append(b)
+            if not b.persistent_cache_hit:
+                with b.record.lock:
+                    b.record.compiles += 1
+            tls.building = None
+            if b.kind == "retrace":
+                try:
+                    _log_retrace(b.record, b)
+                except Exception as exc:
+                    internal_failure("logging a retrace", exc)
+        else:
+            compile_only(fun_name, secs)
+
+
+def _stale_builder(b: EventBuilder) -> bool:
+    """Is this compile happening in a tracked call other than the one that traced ``b``?"""
+    found = find_call(_compat.caller(4))
+    return found is not None and (found[0] is not b.record or found[1] != b.call_index)
+
+
+def _same_fun(b: EventBuilder, fun_name: str) -> bool:
+    return fun_name in (f"jit({b.jax_name})", b.jax_name, f"pjit({b.jax_name})")
+
+
+def compile_only(fun_name: str, secs: float) -> None:
+    """A compile with no trace before it (AOT ``.compile()``, a new placement, an evicted executable).
+
+    JAX's trace cache ignores some parts of the full key (e.g. which device a
+    committed input lives on): those recompile without re-running Python. When
+    the compile happens inside a tracked call, its key is described and
+    explained like a retrace's.
+    """
+    name = fun_name[4:-1] if fun_name.startswith("jit(") else fun_name
+    frame = _compat.caller(3)
+    found = find_call(frame)
+    cur = found if found is not None and found[0].jax_name == name else None
+    rec = cur[0] if cur is not None else None
+    if cur is not None:
+        note_miss(cur[0], cur[4])
+    if rec is None:
+        with REGISTRY.lock:
+            rec = next((r for r in reversed(REGISTRY.records) if r.jax_name == name), None)
+    if rec is None:
+        rec = REGISTRY.record_for_untracked(None, name, None)
+    b = EventBuilder(
+        rec,
+        "compile",
+        cur[1] if cur is not None and cur[0] is rec else None,
+        _compat.user_call_site(frame),
+        time.perf_counter() - secs,
+    )
+    b.compile_seconds = secs
+    b.compiled = True
+    b.jax_name = name
+    if cur is not None and cur[0] is rec and not rec.internal:
+        try:
+            describe_and_explain(
+                rec,
+                b,
+                rec.user_fn(),
+                cur[2],
+                cur[3],
+                rec.static_argnums,
+                rec.static_argnames,
+                first=False,
+                compile_only=True,
+            )
+        except Exception as exc:
+            internal_failure("explaining a compile", exc)
+    with rec.lock:
+        rec.compiles += 1
+        rec.events.append(b)
+
+
+# ------------------------------------------------------------------ plain events
+
+
+def on_event(event: str, **kw: Any) -> None:
+    try:
+        if REGISTRY.active and event == _compat.PCACHE_HIT_EVENT:
+            b = tls.building
+            if b is not None:
+                b.persistent_cache_hit = True
+                with b.record.lock:
+                    b.record.persistent_hits += 1
+    except Exception as exc:
+        internal_failure("counting a persistent-cache hit", exc)

@@ -1,0 +1,286 @@
+"""Per-function records: the mutable counters and keys behind a FunctionReport.
+
+One record per jitted callable object (an ``nnx.jit`` wrapper, a
+``jax.jit`` wrapper, a ``cached_partial``), process-wide. Trackers are views
+over windows of these records. Records hold weak references to the user's
+functions and wrappers, and keys that hold no arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+import time
+from typing import Any
+
+from .._core.key import Key
+from .._core.report import Event, FunctionReport, Reason, StaleHit
+from .._core.retrace_text import render_retrace
+from .state import weak
+
+#: Keys remembered per record (oldest dropped first): bounds memory and the
+#: cost of finding the closest key on a miss.
+MAX_KEYS = 64
+#: Calls per record whose start time and compiled entry are remembered for
+#: the timeline; later calls are only counted (the cheapest hit path).
+MAX_CALL_TIMES = 2_000
+#: Events remembered per record.
+MAX_EVENTS = 10_000
+#: Earlier wrappers of the same code a new wrapper is compared with.
+MAX_SIBLINGS = 16
+
+_ids = itertools.count(1)
+
+
+class EventBuilder:
+    """A trace in progress: durations arrive from monitoring after it starts."""
+
+    __slots__ = (
+        "call_index",
+        "call_site",
+        "compile_seconds",
+        "compiled",
+        "detached",
+        "entry",
+        "explain_seconds",
+        "jax_name",
+        "key",
+        "kind",
+        "lower_seconds",
+        "persistent_cache_hit",
+        "reasons",
+        "record",
+        "signature",
+        "thread",
+        "time",
+        "trace_seconds",
+    )
+
+    def __init__(
+        self, record: Record, kind: str, call_index: int | None, call_site: str, t: float
+    ) -> None:
+        self.record = record
+        self.kind = kind
+        self.call_index = call_index
+        self.call_site = call_site
+        self.time = t
+        self.signature = ""
+        self.reasons: tuple[Reason, ...] = ()
+        self.trace_seconds = 0.0
+        self.lower_seconds = 0.0
+        self.compile_seconds = 0.0
+        self.explain_seconds = 0.0
+        self.compiled = False
+        self.persistent_cache_hit = False
+        self.entry = 0
+        self.key: Key | None = None
+        self.jax_name = ""
+        self.thread = threading.current_thread().name
+        self.detached = False  # announced as a trace, but served from JAX's trace cache
+
+    def freeze(self, t0: float) -> Event:
+        return Event(
+            call_index=self.call_index,
+            kind=self.kind,
+            call_site=self.call_site,
+            signature=self.signature,
+            reasons=self.reasons,
+            time=max(0.0, self.time - t0),
+            trace_seconds=self.trace_seconds,
+            lower_seconds=self.lower_seconds,
+            compile_seconds=self.compile_seconds,
+            explain_seconds=self.explain_seconds,
+            compiled=self.compiled,
+            persistent_cache_hit=self.persistent_cache_hit,
+            entry=self.entry,
+            thread=self.thread,
+        )
+
+
+@dataclasses.dataclass
+class Counts:
+    """A record's counters at one moment."""
+
+    calls: int = 0
+    miss_calls: int = 0
+    inlined: int = 0
+    failed: int = 0
+    failed_misses: int = 0
+    traces: int = 0
+    compiles: int = 0
+    phits: int = 0
+    events: int = 0
+    call_times: int = 0
+    stale: int = 0
+
+
+class Record:
+    """Mutable figures of one jitted callable object."""
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        name: str,
+        qualname: str,
+        defined_at: str,
+        internal: bool,
+        code_key: Any,
+        wrapper: Any = None,
+        user_fn: Any = None,
+        inner_fun: Any = None,
+        counts_calls: bool = True,
+        jax_name: str = "",
+    ) -> None:
+        self.id = next(_ids)
+        self.kind = kind
+        self.name = name
+        self.qualname = qualname
+        self.defined_at = defined_at
+        self.internal = internal
+        self.code_key = code_key
+        self.counts_calls = counts_calls
+        self.jax_name = jax_name or name
+        self.wrapper_ref = weak(wrapper)
+        self.user_fn_ref = weak(user_fn)
+        self.inner_fun_ref = weak(inner_fun)
+        self.created = time.perf_counter()
+        self.first_call_site = ""
+        self.calls_counter = itertools.count()
+        self.miss_calls = 0
+        self.last_miss_frame: object = None
+        self.inlined_calls = 0
+        self.failed_calls = 0
+        #: Failed calls that had already been counted as misses.
+        self.failed_misses = 0
+        self.traces = 0
+        self.compiles = 0
+        self.persistent_hits = 0
+        self.events: list[EventBuilder] = []
+        self.keys: list[Key] = []
+        self.stale_hits: list[StaleHit] = []
+        self.call_times: list[float] = []
+        self.call_entries: list[int] = []
+        self.entry_by_light: dict[Any, int] = {}
+        self.n_entries = 0
+        self.lock = threading.Lock()
+        self.static_argnums: tuple[int, ...] = ()
+        self.static_argnames: tuple[str, ...] = ()
+        #: The wrapper's jit options that shape its cache (in_shardings, donation...).
+        self.options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def calls(self) -> int:
+        # itertools.count is advanced atomically under the GIL by next();
+        # its repr is the only public read of the current value.
+        return int(repr(self.calls_counter)[6:-1])
+
+    def matches(self, fun: Any, fun_name: str) -> bool:
+        """Is ``fun`` (seen by JAX at trace time) the callable behind this record?"""
+        inner = self.inner_fun_ref() if self.inner_fun_ref is not None else None
+        if inner is not None and fun is not None:
+            return inner is fun
+        return fun_name == self.jax_name
+
+    def user_fn(self) -> Any:
+        return self.user_fn_ref() if self.user_fn_ref is not None else None
+
+    def live_and_cleared(self) -> tuple[list[Key], list[Key]]:
+        live = [k for k in self.keys if not k.cleared]
+        cleared = [k for k in self.keys if k.cleared]
+        return live, cleared
+
+    def add_key(self, key: Key) -> int:
+        """Remember ``key``; return its entry index (equal keys share an entry)."""
+        from .._core.explain import diff_keys
+
+        for k in reversed(self.keys):
+            if k.fingerprint == key.fingerprint and not diff_keys(k, key):
+                idx = getattr(k, "entry", 0)
+                key.entry = idx  # type: ignore[attr-defined]
+                k.cleared = False
+                return idx
+        idx = self.n_entries
+        self.n_entries += 1
+        key.entry = idx  # type: ignore[attr-defined]
+        self.keys.append(key)
+        if len(self.keys) > MAX_KEYS:
+            del self.keys[0]
+        return idx
+
+    def snapshot(self) -> Counts:
+        """The record's counters now (a tracker's window is the difference of two)."""
+        return Counts(
+            calls=self.calls,
+            miss_calls=self.miss_calls,
+            inlined=self.inlined_calls,
+            failed=self.failed_calls,
+            failed_misses=self.failed_misses,
+            traces=self.traces,
+            compiles=self.compiles,
+            phits=self.persistent_hits,
+            events=len(self.events),
+            call_times=len(self.call_times),
+            stale=len(self.stale_hits),
+        )
+
+    def freeze(self, base: Counts, top: Counts, t0: float) -> FunctionReport:
+        """The figures between two snapshots as a FunctionReport (times relative to ``t0``)."""
+        events = tuple(e.freeze(t0) for e in self.events[base.events : top.events])
+        calls = top.calls - base.calls
+        # a call that traced and then raised is one miss, not a miss and a failure
+        not_hits = (
+            top.miss_calls
+            - base.miss_calls
+            + top.inlined
+            - base.inlined
+            + (top.failed - base.failed)
+            - (top.failed_misses - base.failed_misses)
+        )
+        times = self.call_times[base.call_times : top.call_times]
+        return FunctionReport(
+            name=self.name,
+            qualname=self.qualname,
+            kind=self.kind,
+            defined_at=self.defined_at,
+            first_call_site=self.first_call_site or (events[0].call_site if events else ""),
+            calls=calls if self.counts_calls else None,
+            traces=top.traces - base.traces,
+            compiles=top.compiles - base.compiles,
+            cache_hits=max(0, calls - not_hits) if self.counts_calls else None,
+            persistent_cache_hits=top.phits - base.phits,
+            trace_seconds=sum(e.trace_seconds for e in events),
+            lower_seconds=sum(e.lower_seconds for e in events),
+            compile_seconds=sum(e.compile_seconds for e in events),
+            events=events,
+            stale_hits=tuple(self.stale_hits[base.stale : top.stale]),
+            internal=self.internal,
+            id=self.id,
+            call_times=tuple(round(max(0.0, t - t0), 6) for t in times),
+            call_entries=tuple(self.call_entries[base.call_times : top.call_times]),
+            first_call_index=base.calls,
+        )
+
+    def explain_retrace(self, b: EventBuilder, t0: float) -> str:
+        """One trace of this record as text (call site, reasons, fixes), for logs and errors.
+
+        Usable while the trace is still running: only the events so far count.
+        """
+        with self.lock:
+            top = self.snapshot()
+            index = next((i for i, e in enumerate(self.events) if e is b), None)
+        fn = self.freeze(Counts(), top, t0)
+        event = fn.events[index] if index is not None else b.freeze(t0)
+        return render_retrace(fn, event)
+
+    def forget_keys(self, keep: int, _unused: Any = None) -> None:
+        """The wrapper is gone: keep only the latest keys (for new-wrapper comparisons)."""
+        with self.lock:
+            del self.keys[:-keep]
+        self.entry_by_light.clear()
+
+    def mark_cleared(self) -> None:
+        for k in self.keys:
+            k.cleared = True
+        self.entry_by_light.clear()

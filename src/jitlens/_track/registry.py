@@ -1,0 +1,219 @@
+"""The process-wide registry of jitted functions: one :class:`Record` per jitted callable.
+
+Records are found from what each hook sees: an nnx wrapper object, the
+function handed to ``jax.jit``, or only the name JAX reports at trace time.
+Lookups and insertions happen under one lock, so two threads making the first
+call of one function share one record. Trackers are windows over these records.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import _compat
+from .records import MAX_SIBLINGS, EventBuilder, Record
+from .state import finalize, weak
+
+#: jit options that change what a wrapper compiles (and so its cache).
+KEY_OPTIONS = (
+    "in_shardings",
+    "out_shardings",
+    "static_argnums",
+    "static_argnames",
+    "donate_argnums",
+    "donate_argnames",
+    "device",
+    "backend",
+    "keep_unused",
+    "inline",
+    "compiler_options",
+)
+
+
+def options_of(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The cache-relevant jit options that differ from JAX's defaults."""
+    out = []
+    for k in KEY_OPTIONS:
+        v = options.get(k)
+        if v is None or v == () or v is False or type(v).__name__ == "UnspecifiedValue":
+            continue
+        if isinstance(v, list):
+            v = tuple(v)
+        out.append((k, v))
+    return tuple(out)
+
+
+def _is_user_code(fn: Any) -> bool:
+    code = getattr(fn, "__code__", None)
+    if code is None or not hasattr(code, "co_filename"):
+        return True
+    return _compat.is_user_file(code.co_filename)
+
+
+class Registry:
+    """Process-wide state: records and their indexes, callbacks, activation depth."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.lock = threading.RLock()
+        self.records: list[Record] = []
+        self.by_wrapper: dict[int, tuple[Any, Record]] = {}
+        self.by_fun: dict[int, tuple[Any, Record]] = {}
+        self.by_code: dict[Any, list[Record]] = {}
+        self.t0 = time.perf_counter()
+        #: Open trackers and guards (hooks are installed while it is positive).
+        self.depth = 0
+        self.include_internal_keys = False
+        self.on_trace: list[Callable[[Record, EventBuilder], None]] = []
+        self.on_stale: list[Callable[[Record, Any], None]] = []
+        self.timelines = 0
+
+    # ------------------------------------------------------------ the one factory
+
+    def new_record(
+        self,
+        kind: str,
+        site_of: Any,
+        *,
+        user_fn: Any,
+        inner_fun: Any = None,
+        wrapper: Any = None,
+        jax_name: str = "",
+        counts_calls: bool = True,
+        where: tuple[str, str, bool] | None = None,
+    ) -> Record:
+        """Create, index and register the record of one jitted callable.
+
+        ``site_of`` is the callable whose definition names the row; ``where``
+        overrides it with ``(name, 'file:line', internal)`` when only JAX's
+        debug info is known.
+        """
+        if where is not None:
+            name, defined_at, internal = where
+            qualname = getattr(user_fn, "__qualname__", None) or name
+        else:
+            name, qualname, defined_at = _compat.definition_site(site_of)
+            internal = not _is_user_code(_compat.unwrap(site_of))
+        jax_name = jax_name or name
+        transforms = _compat.transform_names(site_of) if site_of is not None else []
+        for t in reversed(transforms):  # jax.jit(jax.grad(loss)) is the row grad(loss)
+            name, qualname = f"{t}({name})", f"{t}({qualname})"
+        rec = Record(
+            kind=kind,
+            name=name,
+            qualname=qualname,
+            defined_at=defined_at,
+            internal=internal,
+            code_key=_compat.code_key(site_of) if site_of is not None else ("name", jax_name),
+            wrapper=wrapper,
+            user_fn=user_fn,
+            inner_fun=inner_fun,
+            counts_calls=counts_calls,
+            jax_name=jax_name or name,
+        )
+        if inner_fun is not None:
+            self._index_fun(inner_fun, rec)
+        with self.lock:
+            self.records.append(rec)
+            siblings = self.by_code.setdefault(rec.code_key, [])
+            siblings.append(rec)
+            # a jit re-created in a long loop: compare new wrappers with the
+            # latest few only, so each new one costs O(1), not O(loop length)
+            if len(siblings) > MAX_SIBLINGS:
+                del siblings[0]
+        return rec
+
+    def _index_fun(self, fun: Any, rec: Record) -> None:
+        """Find ``rec`` from the callable JAX traces (weakly: dropped with ``fun``)."""
+        ref = weak(fun)
+        if ref is not None:
+            with self.lock:
+                self.by_fun[id(fun)] = (ref, rec)
+            finalize(fun, self.by_fun.pop, id(fun))
+
+    def find_by_fun(self, fun: Any) -> Record | None:
+        hit = self.by_fun.get(id(fun))
+        return hit[1] if hit is not None and hit[0]() is fun else None
+
+    # ------------------------------------------------------------ front-ends
+
+    def record_for_wrapper(self, wrapper: Any, kind: str | None, cached: bool) -> Record:
+        """The record of an nnx wrapper (``cached``: called through ``nnx.cached_partial``)."""
+        key = id(wrapper) * 2 + cached
+        hit = self.by_wrapper.get(key)
+        if hit is not None and hit[0]() is wrapper:
+            return hit[1]
+        with self.lock:  # two threads' first calls: one record
+            hit = self.by_wrapper.get(key)
+            if hit is not None and hit[0]() is wrapper:
+                return hit[1]
+            jitted = getattr(wrapper, "jitted_fn", None)
+            rec = self.new_record(
+                "nnx.cached_partial" if cached else (kind or _compat.nnx_kind(wrapper)),
+                wrapper,
+                user_fn=_compat.user_function(wrapper),
+                inner_fun=getattr(jitted, "__wrapped__", None),
+                wrapper=wrapper,
+            )
+            rec.options = options_of(
+                {
+                    k: getattr(wrapper, k, None)
+                    for k in ("in_shardings", "out_shardings", "static_argnums")
+                }
+            )
+            ref = weak(wrapper)
+            if ref is not None:
+                self.by_wrapper[key] = (ref, rec)
+                finalize(wrapper, self.by_wrapper.pop, key)
+                finalize(wrapper, rec.forget_keys, 1)
+        return rec
+
+    def record_for_jax_jit(self, fun: Any, options: dict[str, Any]) -> Record:
+        """The record of a ``jax.jit(fun, **options)`` created while tracking."""
+        rec = self.new_record(
+            "jax.jit", fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
+        )
+        sa = options.get("static_argnums")
+        rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
+        sn = options.get("static_argnames")
+        rec.static_argnames = (sn,) if isinstance(sn, str) else tuple(sn or ())
+        rec.options = options_of(options)
+        return rec
+
+    def record_for_untracked(self, fun: Any, fun_name: str, dbg: Any) -> Record:
+        """A jit seen only through monitoring: created before tracking, or internal."""
+        if fun is not None:
+            found = self.find_by_fun(fun)
+            if found is not None:
+                return found
+            owner = _compat.nnx_wrapper_of_traced(fun)
+            if owner is not None:
+                return self.record_for_wrapper(owner, None, False)
+        with self.lock:
+            if fun is not None:
+                found = self.find_by_fun(fun)
+                if found is not None:
+                    return found
+            info = _compat.src_info(dbg)
+            if info is not None:
+                name, where_abs = info
+                file, _, line = where_abs.rpartition(":")
+                where = (name, f"{_compat.short_path(file)}:{line}", not _compat.is_user_file(file))
+            else:
+                where = (fun_name, "?", True)
+            user_fn = _compat.user_function(fun) if fun is not None else None
+            return self.new_record(
+                "jax.jit",
+                user_fn,
+                user_fn=user_fn,
+                inner_fun=fun,
+                counts_calls=False,
+                jax_name=fun_name,
+                where=where,
+            )
+
+
+REGISTRY = Registry()

@@ -1,0 +1,282 @@
+"""The self-check: can jitlens count and explain on the installed JAX/Flax?
+
+Run once per process, at the first activation: :func:`~jitlens._compat.probe.probe`
+looks up each private piece, then a canary (a ``jax.jit`` function called with
+two shapes, an ``nnx.jit`` on a tiny module called with two shapes) checks
+against counters inside the bodies that calls, traces and the shape reason
+come out right. The canary's records are removed afterwards; it costs a few
+tens of milliseconds (four tiny compiles).
+
+On failure one :class:`~jitlens.JitlensCompatWarning` names the versions and
+what is unavailable; figures jitlens cannot measure become unknown (``null``
+in JSON, ``?`` in text) and compile budgets raise instead of passing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+try:
+    from flax import nnx
+except Exception:  # pragma: no cover - flax missing: the jax.jit canary only
+    nnx = None  # type: ignore[assignment]
+
+from .. import _compat
+from .._compat.probe import TRACE_COUNTS, Capabilities, probe
+from .._errors import JitlensCompatWarning, JitlensError
+from .registry import REGISTRY
+from .state import CANARY_PENDING, log, tls, update_threshold
+
+COMPAT_WARNING = (
+    "jitlens: on jax {jax} / flax {flax} {what}. Unknown figures are shown as '?' "
+    "(null in JSON) and compile budgets raise instead of passing.{untested}"
+)
+UNTESTED_WARNING = (
+    "jitlens: {why}; jitlens' self-check passed, but figures on untested versions deserve "
+    "a second look (see the README's version table)."
+)
+
+CANNOT_COUNT = (
+    "{source}: cannot count traces on jax {jax} / flax {flax}: {why}. A compile budget "
+    "that cannot count would pass silently, so it refuses to run; see jitlens' README for "
+    "the tested versions."
+)
+#: Compile budgets (guards, scopes, the pytest marker) open now.
+BUDGETS_OPEN = [0]
+
+#: Environment switch: ``JITLENS_SELF_CHECK=0`` skips the canary (the probe still runs).
+ENV = "JITLENS_SELF_CHECK"
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfCheck:
+    """What the self-check found: the probe, and what the canary saw go wrong."""
+
+    capabilities: Capabilities
+    #: Human-readable problems found by the canary (empty: it passed or did not run).
+    canary_problems: tuple[str, ...] = ()
+    canary_ran: bool = False
+
+    @property
+    def traces_known(self) -> bool:
+        return self.capabilities.can_count_traces and not self.canary_problems
+
+    def problems(self) -> list[str]:
+        out = [
+            f"{piece} is missing ({loss} unavailable)" for piece, loss in self.capabilities.missing
+        ]
+        return out + list(self.canary_problems)
+
+
+_RESULT: list[SelfCheck | None] = [None]
+_LOCK = threading.RLock()
+
+
+def _canary() -> list[str]:
+    """Run the canary with the hooks installed; the problems it found."""
+    import jax
+
+    problems: list[str] = []
+    counter = [0]
+
+    def jitlens_canary(x: Any) -> Any:
+        counter[0] += 1
+        return x + 1
+
+    f = jax.jit(jitlens_canary)
+    rec = getattr(f, "_record", None)
+    f(np.zeros((1,), np.float32))
+    f(np.zeros((2,), np.float32))
+    f(np.zeros((2,), np.float32))
+    if rec is None:
+        problems.append("jax.jit could not be wrapped (calls and cache hits unknown)")
+        recs = [r for r in REGISTRY.records if r.name == "jitlens_canary"]
+        rec = recs[-1] if recs else None
+    problems += _compare(
+        "jax.jit", rec, counter[0], calls=3 if getattr(f, "_record", None) else None
+    )
+    if _compat.NNX_WRAPPERS and nnx is not None:
+        problems += _nnx_canary()
+    return problems
+
+
+class JitlensCanary(nnx.Module if nnx is not None else object):  # type: ignore[misc]
+    """The canary's model: one parameter, no randomness."""
+
+    def __init__(self) -> None:
+        self.w = nnx.Param(np.ones((1,), np.float32))
+
+
+def jitlens_nnx_canary(m: Any, x: Any) -> Any:
+    _NNX_COUNTER[0] += 1
+    return m.w * x
+
+
+_NNX_COUNTER = [0]
+
+
+def _nnx_canary() -> list[str]:
+    _NNX_COUNTER[0] = 0
+    g = nnx.jit(jitlens_nnx_canary)
+    m = JitlensCanary()
+    g(m, np.zeros((1,), np.float32))
+    g(m, np.zeros((2,), np.float32))
+    g(m, np.zeros((2,), np.float32))
+    recs = [r for r in REGISTRY.records if r.name == "jitlens_nnx_canary"]
+    return _compare("nnx.jit", recs[-1] if recs else None, _NNX_COUNTER[0], calls=3)
+
+
+def _compare(what: str, rec: Any, truth: int, calls: int | None) -> list[str]:
+    if rec is None:
+        return [f"{what} traces are not seen ({truth} traces ran, jitlens saw none)"]
+    out = []
+    if rec.traces != truth:
+        out.append(f"{what} traces miscounted ({truth} ran, jitlens counted {rec.traces})")
+    if calls is not None and rec.counts_calls and rec.calls != calls:
+        out.append(f"{what} calls miscounted ({calls} made, jitlens counted {rec.calls})")
+    kinds = [r.kind for e in rec.events for r in e.reasons]
+    if truth == 2 and rec.traces == 2 and "shape" not in kinds:
+        out.append(f"{what} retrace not explained (expected a shape change, got {kinds or 'none'})")
+    return out
+
+
+def _forget_canary_records(before: int) -> None:
+    with REGISTRY.lock:
+        mine = REGISTRY.records[before:]
+        keep = [r for r in mine if not r.name.startswith("jitlens_") and "canary" not in r.name]
+        gone = {id(r) for r in mine} - {id(r) for r in keep}
+        del REGISTRY.records[before:]
+        REGISTRY.records.extend(keep)
+        for table in (REGISTRY.by_wrapper, REGISTRY.by_fun):
+            for k in [k for k, (_ref, r) in table.items() if id(r) in gone]:
+                del table[k]
+        for k, sibs in list(REGISTRY.by_code.items()):
+            sibs[:] = [r for r in sibs if id(r) not in gone]
+            if not sibs:
+                del REGISTRY.by_code[k]
+
+
+def run() -> SelfCheck:
+    """The self-check, once per process (call with the hooks installed).
+
+    The canary runs JAX, so it waits until the program's own first JAX
+    operation has created the backends (config like ``jax_num_cpu_devices``
+    must still be settable until then): meanwhile the result is pending and
+    the next tracked call runs it (:func:`run_pending`).
+    """
+    with _LOCK:
+        done = _RESULT[0]
+        if done is not None and not CANARY_PENDING[0]:
+            return done
+        caps = probe()
+        skip = os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no", "off")
+        if skip or not caps.can_count_traces or _disable_jit():
+            return _finish(SelfCheck(caps))
+        if not _compat.backends_initialized() or tls.depth > 0:
+            CANARY_PENDING[0] = True
+            update_threshold()
+            pending = SelfCheck(caps)
+            _RESULT[0] = pending
+            return pending
+        return _finish(SelfCheck(caps, tuple(_run_canary()), True))
+
+
+def _finish(result: SelfCheck) -> SelfCheck:
+    CANARY_PENDING[0] = False
+    update_threshold()
+    _RESULT[0] = result
+    _warn(result)
+    return result
+
+
+def _run_canary() -> list[str]:
+    before = len(REGISTRY.records)
+    saved_on_trace = list(REGISTRY.on_trace)
+    REGISTRY.on_trace.clear()  # guards and scopes must not see the canary
+    internal_keys = REGISTRY.include_internal_keys
+    REGISTRY.include_internal_keys = True  # the canary lives in jitlens' files
+    try:
+        return _canary()
+    except Exception as exc:
+        return [f"the canary failed ({type(exc).__name__}: {exc})"]
+    finally:
+        REGISTRY.include_internal_keys = internal_keys
+        REGISTRY.on_trace[:] = saved_on_trace
+        _forget_canary_records(before)
+
+
+def run_pending() -> None:
+    """Run a pending canary now (from a tracked call, outside any trace).
+
+    Raises:
+      JitlensError: the canary found that traces cannot be counted while a
+        compile budget is open (it would otherwise pass silently).
+    """
+    if not CANARY_PENDING[0] or tls.depth > 0 or tls.busy:
+        return
+    with _LOCK:
+        if not CANARY_PENDING[0]:
+            return
+        CANARY_PENDING[0] = False
+        update_threshold()
+        check = run()
+    if BUDGETS_OPEN[0] > 0 and not check.traces_known:
+        raise JitlensError(
+            CANNOT_COUNT.format(
+                source="compile budget",
+                jax=check.capabilities.jax_version,
+                flax=check.capabilities.flax_version,
+                why="; ".join(check.problems()),
+            )
+        )
+
+
+def _disable_jit() -> bool:
+    try:
+        import jax
+
+        return bool(jax.config.jax_disable_jit)
+    except Exception:
+        return False
+
+
+def _warn(result: SelfCheck) -> None:
+    caps = result.capabilities
+    problems = result.problems()
+    if problems:
+        text = COMPAT_WARNING.format(
+            jax=caps.jax_version,
+            flax=caps.flax_version,
+            what="; ".join(problems),
+            untested=f" ({caps.untested})" if caps.untested else "",
+        )
+    elif caps.untested:
+        text = UNTESTED_WARNING.format(why=caps.untested)
+    else:
+        return
+    try:
+        warnings.warn(text, JitlensCompatWarning, stacklevel=_compat.user_stacklevel())
+    except Exception:  # -W error: say it, don't raise it into the program
+        log.warning(text)
+
+
+def result() -> SelfCheck | None:
+    """The self-check's result, if it ran in this process."""
+    return _RESULT[0]
+
+
+def counting_problem() -> str | None:
+    """Why traces cannot be counted here, or None when they can (or the canary is pending)."""
+    check = run()
+    if check.traces_known:
+        return None
+    if not check.capabilities.can_count_traces:
+        missing = [p for p, loss in check.capabilities.missing if loss == TRACE_COUNTS]
+        return f"{', '.join(missing)} is missing"
+    return "; ".join(check.canary_problems)

@@ -1,0 +1,183 @@
+"""Stale hits of ``nnx.cached_partial``: a static changed after caching, silently ignored.
+
+``cached_partial`` computes the GraphDef of its cached arguments once; a
+static attribute changed later on the original object never reaches the
+cache key, so calls keep hitting with the old value (a wrong result, no
+retrace). jitlens compares the original objects' GraphDef with the cached
+one on calls 1, 2, 4, 8, ... (a power-of-two schedule keeps the cost of a
+GraphDef walk away from the hot loop) and when a report is built.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+import weakref
+from typing import Any
+
+from .. import _compat
+from .._core.key import Entry, Path, render_path
+from .._core.report import StaleHit
+from .._core.signature import walk_graphdef
+from .._errors import StaleCacheWarning
+from .state import internal_failure
+
+STALE_MSG = (
+    "nnx.cached_partial cached `{path}` = {before}; it is now {after}, but cached calls still "
+    "use the old value (no retrace, stale result)."
+)
+STALE_FIX = (
+    "Call nnx.cached_partial({name}, ...) again after changing `{path}` and use the new partial, "
+    "or make `{attr}` an nnx.Variable so its value flows into every call."
+)
+
+_WATCHES: list[_Watch] = []
+
+
+class _Watch:
+    def __init__(self, fn_name: str, originals: list[tuple[str, Any, Any]], jitted: Any) -> None:
+        self.fn_name = fn_name
+        try:  # the nnx.jit wrapper given to cached_partial: finds this watch's record
+            self.jitted_ref: Any = weakref.ref(jitted)
+        except TypeError:
+            self.jitted_ref = None
+        self.originals = originals  # (arg name, weakref to node, cached GraphDef)
+        self.calls = 0
+        self.reported: set[str] = set()
+        self.record: Any = None
+        self.partial_ref: Any = None
+
+    def check(self, call_index: int, call_site: str) -> list[StaleHit]:
+        found = []
+        for arg, ref, gd in self.originals:
+            node = ref()
+            if node is None:
+                continue
+            flat = _compat.flatten_node(node)
+            if flat is None or flat[0] == gd:
+                continue
+            for path, before, after in _static_diffs(gd, flat[0], arg):
+                if path in self.reported:
+                    continue
+                self.reported.add(path)
+                attr = path.rsplit(".", 1)[-1]
+                hit = StaleHit(
+                    call_index=call_index,
+                    call_site=call_site,
+                    argument=arg,
+                    path=path,
+                    before=before,
+                    after=after,
+                    message=STALE_MSG.format(path=path, before=before, after=after),
+                    fix=STALE_FIX.format(path=path, name=self.fn_name, attr=attr),
+                )
+                found.append(hit)
+                warnings.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, stacklevel=4)
+        return found
+
+
+def _static_diffs(old_gd: Any, new_gd: Any, arg: str) -> list[tuple[str, str, str]]:
+    root: Path = (("arg", arg),)
+    a: dict[Path, Entry] = {}
+    b: dict[Path, Entry] = {}
+    walk_graphdef(old_gd, [], root, a)
+    walk_graphdef(new_gd, [], root, b)
+    out = []
+    for p in sorted(set(a) | set(b), key=len):
+        ea, eb = a.get(p), b.get(p)
+        if ea is None or eb is None:
+            out.append(
+                (
+                    render_path(p),
+                    "absent" if ea is None else ea.type_name,
+                    "absent" if eb is None else eb.type_name,
+                )
+            )
+        elif not ea.same(eb) and ea.kind == "static" and ea.static and eb.static:
+            out.append((render_path(p), ea.static.text, eb.static.text))
+    return out
+
+
+def watch_cached_partial(out: Any, f: Any, cached_args: tuple[Any, ...]) -> Any:
+    """Wrap the function ``nnx.cached_partial`` returned with a staleness check."""
+    from .._core.signature import arg_names
+    from .registry import REGISTRY
+    from .state import tls
+
+    user_fn = _compat.user_function(f)
+    names = arg_names(user_fn, len(cached_args))
+    originals = []
+    for name, node in zip(names, cached_args, strict=True):
+        if not _compat.is_graph_node(node):
+            continue
+        flat = _compat.flatten_node(node)
+        if flat is None:
+            continue
+        try:
+            originals.append((name, weakref.ref(node), flat[0]))
+        except TypeError:
+            continue
+    if not originals:
+        return out
+    watch = _Watch(getattr(user_fn, "__name__", "step"), originals, f)
+    # drop watches whose cached objects are all gone
+    _WATCHES[:] = [w for w in _WATCHES if _alive(w)]
+    _WATCHES.append(watch)
+
+    @functools.wraps(out)
+    def cached_call(*args: Any, **kwargs: Any) -> Any:
+        n = watch.calls
+        watch.calls += 1
+        if REGISTRY.active and not tls.busy and n >= 1 and (n & (n - 1)) == 0:
+            _check(watch, n)
+        return out(*args, **kwargs)
+
+    cached_call.__jitlens_watch__ = watch  # type: ignore[attr-defined]
+    # a partial that is gone (e.g. rebuilt, as the fix says) is no longer checked
+    watch.partial_ref = weakref.ref(cached_call)
+    return cached_call
+
+
+def _check(watch: _Watch, n: int) -> None:
+
+    from .registry import REGISTRY
+
+    try:
+        hits = watch.check(n, _compat.user_call_site(_compat.caller(2)))
+    except Exception as exc:
+        internal_failure("checking nnx.cached_partial for stale statics", exc)
+        return
+    if hits:
+        rec = _find_record(watch)
+        if rec is not None:
+            rec.stale_hits.extend(hits)
+        for cb in list(REGISTRY.on_stale):
+            cb(rec, hits)
+
+
+def _find_record(watch: _Watch) -> Any:
+    from .registry import REGISTRY
+
+    jitted = watch.jitted_ref() if watch.jitted_ref is not None else None
+    for r in reversed(REGISTRY.records):
+        if r.kind != "nnx.cached_partial":
+            continue
+        wrapper = r.wrapper_ref() if r.wrapper_ref is not None else None
+        if (jitted is not None and wrapper is jitted) or (
+            jitted is None and r.name == watch.fn_name
+        ):
+            return r
+    return None
+
+
+def check_all() -> None:
+    """Check every live watch now (called when a report is built)."""
+    for w in list(_WATCHES):
+        if _alive(w):
+            _check(w, w.calls)
+
+
+def _alive(w: _Watch) -> bool:
+    """Both the partial and one of its cached objects still exist."""
+    partial = w.partial_ref() if w.partial_ref is not None else True
+    return partial is not None and any(ref() is not None for _a, ref, _g in w.originals)

@@ -1,0 +1,120 @@
+"""The flags the hot path reads, per-thread tracing state, and jitlens' fail-safe.
+
+Everything a tracked call touches on a cache hit lives here as items of small
+global lists (the cheapest reads in CPython). :func:`internal_failure` is the
+one door through which jitlens' own errors leave: logged, warned once, kept
+for the report, and never raised into the user's program.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .._errors import JitlensInternalWarning
+
+log = logging.getLogger("jitlens")
+
+
+class _TLS(threading.local):
+    def __init__(self) -> None:
+        self.depth = 0  # traces in progress in this thread (a tracked call inside one is inlined)
+        self.in_tracked_call = False
+        self.top_fun: Any = None
+        self.nevents = 0
+        self.building: Any = None  # the EventBuilder of the trace in progress
+        self.last_built: Any = None
+        self.busy = False
+
+
+tls = _TLS()
+
+#: What the hit path reads, as items of one global list (the cheapest reads):
+#: [hooks active, calls below this index take the detailed path]. The
+#: threshold is the timeline window (0 when off), or "every call" while any
+#: thread traces (a tracked call inside a trace is inlined, not a hit).
+STATE: list[Any] = [False, 0]
+#: Calls per record that are timed for the timeline (0: timeline off).
+WINDOW = [0]
+#: Traces in progress, all threads together.
+TRACING = [0]
+#: The self-check's canary waits for JAX's backends (set up by the program's
+#: first JAX operation); while it waits, calls take the detailed path, which runs it.
+CANARY_PENDING = [False]
+
+
+def update_threshold() -> None:
+    STATE[1] = sys.maxsize if TRACING[0] > 0 or CANARY_PENDING[0] else WINDOW[0]
+
+
+class PassThrough(BaseException):
+    """Carries a guard's error (``RecompileError``) from a listener up to the call.
+
+    The tracked wrapper re-raises the error itself, so the traceback ends at
+    the user's call instead of deep inside JAX's tracing machinery.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def weak(obj: Any) -> Any:
+    """A weak reference to ``obj``, or None (for None and objects that refuse one)."""
+    if obj is None:
+        return None
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None
+
+
+def deref(ref: Any) -> Any:
+    return ref() if ref is not None else None
+
+
+def finalize(obj: Any, pop: Callable[..., Any], key: Any) -> None:
+    """Call ``pop(key, None)`` when ``obj`` dies (nothing for objects without weakrefs)."""
+    try:
+        weakref.finalize(obj, pop, key, None)
+    except TypeError:
+        pass
+
+
+INTERNAL_FAILURE = (
+    "jitlens: {what} failed ({error}); jitlens stepped aside for it and your program "
+    "is unaffected. Please report this with your jax/flax versions."
+)
+
+_FAILURES_LOCK = threading.Lock()
+_WARNED: set[str] = set()
+#: Every distinct internal failure of this process, for the report's ``warnings``.
+FAILURES: list[str] = []
+
+
+def internal_failure(what: str, exc: BaseException) -> None:
+    """jitlens failed: log it, warn once per cause, remember it, never raise.
+
+    The warning cannot become an exception in the user's program: with
+    ``-W error`` (or pytest's ``filterwarnings = error``) it goes to the
+    ``jitlens`` logger instead.
+    """
+    try:
+        log.debug("jitlens internal failure in %s", what, exc_info=exc)
+        key = f"{what}:{type(exc).__name__}"
+        with _FAILURES_LOCK:
+            if key in _WARNED:
+                return
+            _WARNED.add(key)
+            text = INTERNAL_FAILURE.format(what=what, error=f"{type(exc).__name__}: {exc}")
+            FAILURES.append(text)
+        try:
+            warnings.warn(text, JitlensInternalWarning, stacklevel=3)
+        except Exception:  # the user's filters turned warnings into errors
+            log.warning(text)
+    except Exception:  # pragma: no cover - even logging failed: stay silent, stay out
+        pass
