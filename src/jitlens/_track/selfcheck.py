@@ -28,7 +28,7 @@ except Exception:  # pragma: no cover - flax missing: the jax.jit canary only
     nnx = None  # type: ignore[assignment]
 
 from .. import _compat
-from .._compat.probe import TRACE_COUNTS, Capabilities, probe
+from .._compat.probe import COMPILE_COUNTS, TRACE_COUNTS, Capabilities, probe
 from .._errors import JitlensCompatWarning, JitlensError
 from .registry import REGISTRY
 from .state import CANARY_PENDING, log, tls, update_threshold
@@ -66,6 +66,10 @@ class SelfCheck:
     @property
     def traces_known(self) -> bool:
         return self.capabilities.can_count_traces and not self.canary_problems
+
+    @property
+    def compiles_known(self) -> bool:
+        return not any(loss == COMPILE_COUNTS for _p, loss in self.capabilities.missing)
 
     def problems(self) -> list[str]:
         out = [
@@ -184,6 +188,8 @@ def run() -> SelfCheck:
             pending = SelfCheck(caps)
             _RESULT[0] = pending
             return pending
+        CANARY_PENDING[0] = False  # the canary's own calls must not run it again
+        update_threshold()
         return _finish(SelfCheck(caps, tuple(_run_canary()), True))
 
 
@@ -223,8 +229,6 @@ def run_pending() -> None:
     with _LOCK:
         if not CANARY_PENDING[0]:
             return
-        CANARY_PENDING[0] = False
-        update_threshold()
         check = run()
     if BUDGETS_OPEN[0] > 0 and not check.traces_known:
         raise JitlensError(
