@@ -14,7 +14,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ConfigError as ConfigError
+from ._errors import JitlensCompatWarning as JitlensCompatWarning
 from ._errors import JitlensError as JitlensError
+from ._errors import JitlensInternalWarning as JitlensInternalWarning
 from ._errors import RecompileError as RecompileError
 from ._errors import RecompileWarning as RecompileWarning
 from ._errors import ReportError as ReportError
@@ -94,7 +96,9 @@ __all__ = [
     "ConfigError",
     "Event",
     "FunctionReport",
+    "JitlensCompatWarning",
     "JitlensError",
+    "JitlensInternalWarning",
     "LintFinding",
     "MergedReport",
     "Reason",

@@ -102,7 +102,11 @@ def _probe_names(jcfg: Any, size: int) -> tuple[str, ...] | None:
         config_type = jcfg.config_ext.Config
         candidates: dict[int, Any] = {}
         states = getattr(jcfg, "config_states", {})
-        pool = [*getattr(states, "values", lambda: states)(), *vars(jcfg).values(), *vars(core).values()]
+        pool = [
+            *getattr(states, "values", lambda: states)(),
+            *vars(jcfg).values(),
+            *vars(core).values(),
+        ]
         for obj in pool:
             obj = getattr(obj, "_obj", obj)  # user_context wraps its Config
             if isinstance(obj, config_type):

@@ -94,12 +94,12 @@ def activate(timeline: bool = False) -> bool:
         update_threshold()
         REGISTRY.active = True
         STATE[0] = True
-        if selfcheck.result() is None:
-            try:
-                selfcheck.run()
-            except Exception as exc:
-                internal_failure("jitlens' self-check", exc)
-        return True
+    if selfcheck.result() is None:  # outside the lock: the canary runs in a thread of its own
+        try:
+            selfcheck.run()
+        except Exception as exc:
+            internal_failure("jitlens' self-check", exc)
+    return True
 
 
 def activate_counting(source: str) -> None:

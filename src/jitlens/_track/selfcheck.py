@@ -47,6 +47,8 @@ CANNOT_COUNT = (
     "that cannot count would pass silently, so it refuses to run; see jitlens' README for "
     "the tested versions."
 )
+#: Seconds the canary may take (it usually takes 0.1-0.3 s).
+CANARY_TIMEOUT = 60.0
 #: Compile budgets (guards, scopes, the pytest marker) open now.
 BUDGETS_OPEN = [0]
 
@@ -207,10 +209,23 @@ def _run_canary() -> list[str]:
     REGISTRY.on_trace.clear()  # guards and scopes must not see the canary
     internal_keys = REGISTRY.include_internal_keys
     REGISTRY.include_internal_keys = True  # the canary lives in jitlens' files
+    found: list[list[str]] = []
+
+    def canary() -> None:
+        try:
+            found.append(_canary())
+        except Exception as exc:
+            found.append([f"the canary failed ({type(exc).__name__}: {exc})"])
+
+    # A thread of its own: none of the caller's thread-local contexts (a
+    # cached_partial call, a mesh, a trace in progress) leak into the canary.
+    worker = threading.Thread(target=canary, name="jitlens-self-check", daemon=True)
     try:
-        return _canary()
-    except Exception as exc:
-        return [f"the canary failed ({type(exc).__name__}: {exc})"]
+        worker.start()
+        worker.join(CANARY_TIMEOUT)
+        if worker.is_alive():
+            return [f"the canary did not finish within {CANARY_TIMEOUT:.0f} s"]
+        return found[0] if found else ["the canary did not report"]
     finally:
         REGISTRY.include_internal_keys = internal_keys
         REGISTRY.on_trace[:] = saved_on_trace
