@@ -153,6 +153,13 @@ class Tracker:
         found = [f for f in rep.functions if f.id in ids]
         if not found:
             name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+            check = selfcheck.result()
+            if check is not None and not check.traces_known:
+                raise KeyError(
+                    f"{name}: jitlens did not see it, and cannot see every jitted call on "
+                    f"jax {check.capabilities.jax_version} / flax "
+                    f"{check.capabilities.flax_version} ({'; '.join(check.problems())})"
+                )
             raise KeyError(f"{name} was not called while this tracker was open")
         return max(found, key=lambda f: (f.kind != "nnx.cached_partial", f.id))
 
