@@ -190,7 +190,7 @@ def compile_cache(fn: FunctionReport, env: Environment) -> Advice | None:
         return None
     shortest = min(e.compile_seconds for e in missed)
     lower = shortest < env.min_compile_seconds
-    setting = COMPILE_CACHE_FIX_THRESHOLD.format(value=_floor(shortest))
+    setting = COMPILE_CACHE_FIX_THRESHOLD.format(value=_floor(shortest / 2))
     if cache_on:
         message = COMPILE_CACHE_BELOW.format(
             n=len(missed), seconds=seconds, threshold=env.min_compile_seconds
@@ -205,7 +205,11 @@ def compile_cache(fn: FunctionReport, env: Environment) -> Advice | None:
 
 
 def _floor(seconds: float) -> float:
-    """A threshold just below ``seconds`` (one significant digit), so those compiles are cached."""
+    """A round threshold at or below ``seconds``.
+
+    Called with half the shortest compile, so that compiles of the same
+    program on a slower or faster next run stay above it and are cached.
+    """
     for step in (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01):
         if step <= seconds:
             return step
