@@ -18,12 +18,14 @@ from flax import nnx
 
 import jitlens
 from jitlens._core import advice as rules
-from jitlens._errors import JitlensInternalWarning
 from jitlens._core.report import Advice, Event, FunctionReport, report_from_dict
+from jitlens._errors import JitlensInternalWarning
 from jitlens._render.html import render_html
 from jitlens._render.text import render_text
 
-ENV = rules.Environment(run_seconds=2.0, cache_dir=None, cache_enabled=True, min_compile_seconds=1.0)
+ENV = rules.Environment(
+    run_seconds=2.0, cache_dir=None, cache_enabled=True, min_compile_seconds=1.0
+)
 
 
 def _fn(calls: int = 1000, hits: int = 999, events: tuple[Event, ...] = ()) -> FunctionReport:

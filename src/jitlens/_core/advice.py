@@ -93,7 +93,7 @@ DISABLE_JIT_MESSAGE = (
     "jax_disable_jit is on: {n} sampled calls ran eagerly, op by op, not as one compiled program"
 )
 DISABLE_JIT_FIX = (
-    "remove `jax.config.update(\"jax_disable_jit\", True)`, JAX_DISABLE_JIT=1 or the "
+    'remove `jax.config.update("jax_disable_jit", True)`, JAX_DISABLE_JIT=1 or the '
     "`with jax.disable_jit():` block around these calls"
 )
 

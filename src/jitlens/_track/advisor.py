@@ -83,7 +83,9 @@ def sampled_call(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, 
     return out
 
 
-def _cached_graph(rec: Record, args: tuple[Any, ...]) -> tuple[float | None, tuple[str, ...], tuple[str, ...]]:
+def _cached_graph(
+    rec: Record, args: tuple[Any, ...]
+) -> tuple[float | None, tuple[str, ...], tuple[str, ...]]:
     """Time one flatten of the leading graph-node arguments; name the arguments."""
     lead = 0
     while lead < len(args) and _compat.is_graph_node(args[lead]):
