@@ -58,7 +58,7 @@ ENTRIES_LATE = 2
 
 DISPATCH_MESSAGE = (
     "{host} on the host per cache hit vs {device} for the compiled program "
-    "(median of {samples} sampled hits); {share:.0%} of the run over {hits} hits"
+    "(median of {samples} sampled hits); over {hits} hits, {share:.0%} of the run"
 )
 DISPATCH_FIX = (
     "`{name}_cached = nnx.cached_partial({name}, {cached})`, then `{name}_cached({rest})` "

@@ -36,7 +36,7 @@ from .. import _compat
 from .._core.advice import DispatchSample, Environment, advise
 from .._core.report import Advice, FunctionReport
 from .records import Record
-from .state import internal_failure, tls
+from .state import ADVICE_CALLS, internal_failure, tls
 
 #: Calls below this index are never sampled (the first call compiles, the next warm caches).
 SAMPLE_FROM = 4
@@ -48,8 +48,8 @@ FLATTEN_REPEATS = 5
 
 def wants_sample(rec: Record, n: int) -> bool:
     """Is call ``n`` of ``rec`` one to sample (default-mode nnx.jit, a sampling index)?"""
-    if n < SAMPLE_FROM or n % SAMPLE_EVERY:
-        return False
+    if n < SAMPLE_FROM or n % SAMPLE_EVERY or n >= ADVICE_CALLS[0]:
+        return False  # a few samples, even when a timeline keeps more calls detailed
     mode = rec.sample_mode
     if mode is None:
         wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
