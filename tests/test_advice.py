@@ -168,10 +168,10 @@ def test_tiny_model_called_thousands_of_times_gets_dispatch_advice():
         for _ in range(3000):
             step(model, x)
     s = t.stats(step)
-    kinds = [a.kind for a in s.advice]
-    assert kinds == ["dispatch"], s.advice
-    assert s.advice[0].estimated_saving_seconds > 0
-    assert "nnx.cached_partial(_fwd, model)" in s.advice[0].fix
+    # (a loaded machine may also compile slowly enough for compile_cache advice)
+    (dispatch,) = [a for a in s.advice if a.kind == "dispatch"]
+    assert dispatch.estimated_saving_seconds > 0
+    assert "nnx.cached_partial(_fwd, model)" in dispatch.fix
 
 
 def test_heavy_compute_gets_no_dispatch_advice():

@@ -63,9 +63,14 @@ def sampled_call(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, 
     """Run one call as the user made it, timing host and device parts (see the module doc)."""
     __tracebackhide__ = True
     try:
-        jax.block_until_ready((args, kwargs))
-    except Exception as exc:
-        internal_failure("waiting for a sampled call's inputs", exc)
+        # Under vmap/grad the arguments are tracers: nothing to time, no sample.
+        ready = _compat.trace_state_clean()
+        if ready:
+            jax.block_until_ready((args, kwargs))
+    except Exception:
+        ready = False  # e.g. a donated input: the call itself will say so
+    if not ready:
+        return fn(*args, **kwargs)
     n0 = tls.nevents
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
