@@ -10,7 +10,8 @@ doing real work per call must get no advice (its row says so).
     python benchmarks/advisor.py [--calls 3000] [--rounds 15]
 
 Ratios only: absolute times on a shared machine mean little, the ratio
-predicted/measured is the figure to read.
+predicted/measured is the figure to read. Both sides are medians of single
+calls (the advisor samples single calls too).
 """
 
 from __future__ import annotations
@@ -54,22 +55,31 @@ def fwd(model: nnx.Module, x: jax.Array) -> jax.Array:
     return model(x)
 
 
-def _block(fn: Callable[[], object], calls: int) -> float:
-    t = time.perf_counter()
+def _block(fn: Callable[[], object], calls: int) -> list[float]:
+    """Each call of a block timed on its own (the block ends waiting for the last result)."""
+    times = []
     for _ in range(calls):
+        t = time.perf_counter()
         out = fn()
+        times.append(time.perf_counter() - t)
     jax.block_until_ready(out)
-    return (time.perf_counter() - t) / calls
+    return times
 
 
 def _measure(
     a: Callable[[], object], b: Callable[[], object], rounds: int, calls: int
 ) -> tuple[float, float]:
-    """Median per-call time of ``a`` and saving of ``b`` over it, in alternating blocks."""
-    ta, tb = [], []
+    """Median per-call time of ``a`` and saving of ``b`` over it, in alternating blocks.
+
+    Medians of single calls, like the advisor's samples: on a shared machine
+    the mean of a loop is dominated by the process being preempted, which
+    inflates a saving and its base alike.
+    """
+    ta: list[float] = []
+    tb: list[float] = []
     for r in range(rounds):
         for fn, acc in ((a, ta), (b, tb)) if r % 2 == 0 else ((b, tb), (a, ta)):
-            acc.append(_block(fn, calls))
+            acc.extend(_block(fn, calls))
     return statistics.median(ta), statistics.median(ta) - statistics.median(tb)
 
 

@@ -59,7 +59,7 @@ ENTRIES_LATE = 2
 
 DISPATCH_MESSAGE = (
     "{host} on the host per cache hit vs {device} for the compiled program "
-    "(median of {samples} sampled hits); over {hits} hits, {share:.0%} of the run"
+    "(best of {samples} sampled hits); over {hits} hits, {share:.0%} of the run"
 )
 DISPATCH_FIX = (
     "`{name}_cached = nnx.cached_partial({name}, {cached})`, then `{name}_cached({rest})` "
@@ -103,6 +103,7 @@ DISABLE_JIT_FIX = (
 class DispatchSample:
     """A function's own cache hits, sampled (``_track/advisor.py`` says how).
 
+    Each figure is the least disturbed (minimum) of the samples.
     ``host_seconds``: wrapper entry -> return (what the Python loop waits for).
     ``device_seconds``: return -> outputs ready, inputs made ready first (the
     compiled program's own time that did not overlap the host part).

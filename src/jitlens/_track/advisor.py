@@ -14,7 +14,10 @@ makes). Among those, every :data:`SAMPLE_EVERY`-th call of a default-mode
 3. ``device`` = return -> outputs ready: the compiled program's own time
    that did not overlap the host part;
 4. once per function, one ``graphlib.flatten`` of the leading graph-node
-   arguments (what ``nnx.cached_partial`` caches) is timed, median of 5.
+   arguments (what ``nnx.cached_partial`` caches) is timed, best of 5.
+
+The least-disturbed figure (the minimum) of each is kept: on a shared
+machine a preempted call only ever adds time.
 
 Why not a cost model (``Compiled.cost_analysis()``): on CPU it is not a
 time, and no model sees flax's Python overhead. Why not time the inner
@@ -26,7 +29,6 @@ it computes. The medians go to ``_core.advice``, which decides.
 from __future__ import annotations
 
 import inspect
-import statistics
 import time
 from typing import Any
 
@@ -42,7 +44,7 @@ from .state import ADVICE_CALLS, internal_failure, tls
 SAMPLE_FROM = 4
 #: Of the calls below ``ADVICE_CALLS``, every this-many-th one is sampled.
 SAMPLE_EVERY = 4
-#: Repetitions of the flatten timing (median), once per function.
+#: Repetitions of the flatten timing (the minimum is kept), once per function.
 FLATTEN_REPEATS = 5
 
 
@@ -106,7 +108,7 @@ def _cached_graph(
             if _compat.flatten_node(a, refs) is None:
                 return None, (), tuple(names)
         times.append(time.perf_counter() - t)
-    return statistics.median(times), tuple(names[:lead]), tuple(names[lead:])
+    return min(times), tuple(names[:lead]), tuple(names[lead:])
 
 
 def _arg_names(rec: Record, n: int) -> list[str]:
@@ -145,8 +147,8 @@ def dispatch_sample(rec: Record) -> DispatchSample | None:
         return None
     return DispatchSample(
         samples=len(samples),
-        host_seconds=statistics.median(s[0] for s in samples),
-        device_seconds=statistics.median(s[1] for s in samples),
+        host_seconds=min(s[0] for s in samples),
+        device_seconds=min(s[1] for s in samples),
         cached_graph_seconds=graph[0],
         cached_args=graph[1],
         rest_args=graph[2],
