@@ -19,7 +19,7 @@ from typing import Any
 from .. import _compat
 from .._core.report import SCHEMA_VERSION, FunctionReport, Report
 from .._version import __version__
-from . import hooks, selfcheck
+from . import advisor, hooks, selfcheck
 from .calls import TrackedJit
 from .records import Counts, Record
 from .registry import REGISTRY
@@ -107,10 +107,12 @@ class Tracker:
         with REGISTRY.lock:
             records = list(REGISTRY.records)
         functions = []
+        env = _environment(max(0.0, end - self._start_t))
         for r in records:
             fr = self._function(r)
             if fr is not None and (self.include_internal or not fr.internal):
-                functions.append(fr)
+                advice = advisor.advice_for(r, fr, env) if not fr.internal else ()
+                functions.append(dataclasses.replace(fr, advice=advice) if advice else fr)
         return Report(
             schema_version=SCHEMA_VERSION,
             jitlens_version=__version__,
@@ -187,6 +189,14 @@ def _record_ids_for(fn: Any) -> set[int]:
             if obj is not None and id(obj) in targets:
                 out.add(r.id)
     return out
+
+
+def _environment(run_seconds: float) -> Any:
+    try:
+        return advisor.environment(run_seconds)
+    except Exception as exc:
+        internal_failure("reading JAX's cache settings for the advisor", exc)
+        return None
 
 
 def _backend() -> str:
