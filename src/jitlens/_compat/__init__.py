@@ -9,7 +9,9 @@ Modules:
   * :mod:`.jax_api` -- monitoring events, the ``_trace_for_jit`` frame, config, caches;
   * :mod:`.flax_api` -- nnx jit wrappers, graph flattening, ``cached_partial``;
   * :mod:`.frames` -- which frames and files are the user's;
-  * :mod:`.callables` -- the one walk over a chain of wrapped callables.
+  * :mod:`.callables` -- the one walk over a chain of wrapped callables;
+  * :mod:`.frontends` -- jits that live in libraries (``eqx.filter_jit``, via
+    :mod:`.equinox_api`), mapped back to the user's function and arguments.
 """
 
 from .callables import code_key as code_key
@@ -33,6 +35,7 @@ from .flax_api import is_nnx_wrapper as is_nnx_wrapper
 from .flax_api import new_ref_map as new_ref_map
 from .flax_api import nnx_kind as nnx_kind
 from .flax_api import nnx_wrapper_of_traced as nnx_wrapper_of_traced
+from .equinox_api import is_module_class as is_eqx_module_class
 from .frames import FRAMEWORK_PACKAGES as FRAMEWORK_PACKAGES
 from .frames import PACKAGE_DIR as PACKAGE_DIR
 from .frames import caller as caller
@@ -43,6 +46,9 @@ from .frames import short_path as short_path
 from .frames import user_call_site as user_call_site
 from .frames import user_frame as user_frame
 from .frames import user_stacklevel as user_stacklevel
+from .frontends import FRONTENDS as FRONTENDS
+from .frontends import Frontend as Frontend
+from .frontends import frontend_of as frontend_of
 from .jax_api import COMPILE_EVENT as COMPILE_EVENT
 from .jax_api import LOWER_EVENT as LOWER_EVENT
 from .jax_api import PCACHE_HIT_EVENT as PCACHE_HIT_EVENT

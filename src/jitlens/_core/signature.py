@@ -225,9 +225,18 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
 
 
 def describe_value(
-    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, depth: int = 0
+    x: Any,
+    path: Path,
+    out: dict[Path, Entry],
+    ref_index: Any,
+    depth: int = 0,
+    static_leaves: bool = False,
 ) -> None:
-    """Flatten one argument (pytree, graph node, array, None) into ``out``."""
+    """Flatten one argument (pytree, graph node, array, None) into ``out``.
+
+    ``static_leaves``: Python numbers are statics, not weakly typed arrays
+    (``eqx.filter_jit`` keys every non-array leaf by value).
+    """
     if depth > 64:
         out[path] = Entry("opaque", target="(too deep)")
         return
@@ -252,6 +261,9 @@ def describe_value(
         out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
         return
     if isinstance(x, (bool, int, float, complex)):
+        if static_leaves:
+            out[path] = Entry("static", static=StaticVal(x))
+            return
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
         return
@@ -280,7 +292,9 @@ def describe_value(
         meta=metas,
     )
     for kp, child in children:
-        describe_value(child, (*path, *(_key_part(k) for k in kp)), out, ref_index, depth + 1)
+        describe_value(
+            child, (*path, *(_key_part(k) for k in kp)), out, ref_index, depth + 1, static_leaves
+        )
 
 
 def _static_fields(x: Any) -> tuple[str, ...]:
@@ -389,12 +403,14 @@ def describe_call(
     static_argnames: tuple[str, ...] = (),
     config: tuple[tuple[str, Any], ...] | None = None,
     options: tuple[tuple[str, Any], ...] = (),
+    static_leaves: bool = False,
 ) -> Key:
     """The key of a call from the user's arguments (or nnx's pure arguments).
 
     ``options`` are the jit wrapper's own settings (``in_shardings``,
     ``donate_argnums``, ...): fixed per wrapper, they matter when a new
     wrapper of the same function is compared with an earlier one.
+    ``static_leaves``: Python numbers are keyed by value (``eqx.filter_jit``).
     """
     out: dict[Path, Entry] = {}
     for name, value in options:
@@ -408,14 +424,14 @@ def describe_call(
         if i in nstatic:
             out[p] = Entry("static", static=StaticVal(a))
         else:
-            describe_value(a, p, out, ref_index)
+            describe_value(a, p, out, ref_index, static_leaves=static_leaves)
     for name in sorted(kwargs):
         p = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry("passed", target="keyword")
         if name in static_argnames:
             out[p] = Entry("static", static=StaticVal(kwargs[name]))
         else:
-            describe_value(kwargs[name], p, out, ref_index)
+            describe_value(kwargs[name], p, out, ref_index, static_leaves=static_leaves)
     cfg = tuple((str(k), short_repr(v, 80)) for k, v in (config or ()))
     sig = signature_text(out, names + sorted(kwargs))
     # Entries are in walk order (deterministic), so no sorting is needed.

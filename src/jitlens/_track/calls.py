@@ -136,6 +136,56 @@ def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
     return __call__
 
 
+def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[..., Any]:
+    """A library front-end's per-call function (``equinox._jit._call``), counted.
+
+    Called as ``(wrapper, is_lower, args, kwargs)``; the record rides on the
+    wrapper object (one dict read per call), like an nnx wrapper's.
+    """
+
+    @functools.wraps(original)
+    def call(wrapper: Any, is_lower: Any, args: Any, kwargs: Any) -> Any:
+        __tracebackhide__ = True  # pytest: show the user's frame, not this one
+        if STATE[0] and not is_lower:
+            try:
+                rec = wrapper.__dict__.get("_jitlens_record")
+                if rec is None:
+                    rec = REGISTRY.record_for_frontend(
+                        frontend,
+                        frontend.wrapper_key(wrapper),
+                        frontend.wrapper_user_function(wrapper),
+                        counts_calls=True,
+                    )
+                    wrapper.__dict__["_jitlens_record"] = rec
+            except Exception as exc:
+                internal_failure(f"recording an {frontend.kind} call", exc)
+                return original(wrapper, is_lower, args, kwargs)
+            n = next(rec.calls_counter)
+            detailed = n < STATE[1]  # timeline window, or another trace in progress
+            try:
+                if detailed:
+                    return call_detailed(
+                        functools.partial(_through, original, wrapper), rec, n, args, kwargs
+                    )
+                return original(wrapper, is_lower, args, kwargs)
+            except PassThrough as exc:
+                __tracebackhide__ = True
+                raise exc.error.with_traceback(None) from None
+            except BaseException:
+                if not detailed:  # call_detailed counts its own failures
+                    failed_call(rec, n)
+                raise
+        return original(wrapper, is_lower, args, kwargs)
+
+    call.__jitlens_original__ = original  # type: ignore[attr-defined]
+    return call
+
+
+def _through(original: Callable[..., Any], wrapper: Any, *args: Any, **kwargs: Any) -> Any:
+    __tracebackhide__ = True
+    return original(wrapper, False, args, kwargs)
+
+
 class TrackedJit:
     """What ``jax.jit`` returns while jitlens tracks: the jitted function, counted.
 
@@ -225,6 +275,7 @@ CALL_CODES = frozenset(
         call_detailed.__code__,
         TrackedJit.__call__.__code__,
         make_nnx_call(lambda self: None).__code__,
+        make_frontend_call(lambda *a: None, None).__code__,
     }
 )
 

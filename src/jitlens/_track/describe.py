@@ -15,6 +15,7 @@ from typing import Any
 from .. import _compat
 from .._core import explain as _explain
 from .._core.key import Key
+from .._core.messages_frontend import frontend_words
 from .._core.signature import describe_call
 from .records import EventBuilder, Record
 from .registry import REGISTRY
@@ -69,8 +70,16 @@ def describe_and_explain(
     t = time.perf_counter()
     tls.busy = True
     try:
+        fe = rec.frontend
         key = describe_call(
-            names_fn, args, kwargs, statics, static_names, _compat.trace_context(), rec.options
+            names_fn,
+            args,
+            kwargs,
+            statics,
+            static_names,
+            _compat.trace_context(),
+            rec.options,
+            static_leaves=fe is not None and fe.static_leaves,
         )
         b.signature = key.signature
         b.key = key
@@ -82,6 +91,8 @@ def describe_and_explain(
             reasons = (
                 _first_trace_reasons(rec, key) if first else _explain.explain(key, live, cleared)
             )
+            if reasons and fe is not None:
+                reasons = frontend_words(rec.kind, list(reasons), key)
             if reasons:
                 b.kind = "retrace"
                 b.reasons = tuple(reasons)

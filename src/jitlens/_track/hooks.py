@@ -17,7 +17,7 @@ import jax
 
 from .. import _compat
 from .._errors import JitlensError
-from . import listeners, patches, selfcheck
+from . import frontends, listeners, patches, selfcheck
 from .calls import make_nnx_call
 from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
@@ -45,6 +45,7 @@ def _install() -> None:
     for cls, _kind in _compat.NNX_WRAPPERS:
         _set(cls, "__call__", make_nnx_call(cls.__call__))
     _set(jax, "jit", patches.make_tracked_jit(jax.jit))
+    frontends.install()  # eqx.filter_jit calls, if the program imported equinox
     owners = _compat.cached_partial_owners()
     if owners:
         patched = patches.make_cached_partial(getattr(*owners[0]))
@@ -57,6 +58,7 @@ def _install() -> None:
 
 
 def _uninstall() -> None:
+    frontends.uninstall()
     for owner, attr, original in reversed(_ORIGINALS):
         try:
             setattr(owner, attr, original)

@@ -18,6 +18,7 @@ from .. import _compat
 from .._errors import JitlensError, RecompileWarning
 from .calls import TrackedJit, find_call, note_miss
 from .describe import describe_and_explain
+from .frontends import ensure_installed, is_installed
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
 from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, log, tls, update_threshold
@@ -89,7 +90,11 @@ def trace_start(fun_name: str) -> bool:
         # function's own trace, if its body runs, is counted as a nested trace.
         return False
     call = find_call(frame) if frame is not None else None
-    if call is not None and call[0].matches(fun, fun_name):
+    fe = _compat.frontend_of(fun) if info is not None else None
+    user = _frontend_call(fe, info, call) if fe is not None else None
+    if user is not None:  # a library's jit (eqx.filter_jit): the user's function and args
+        rec, call, call_index, args, kwargs, _fn = user
+    elif call is not None and call[0].matches(fun, fun_name):
         rec, call_index, args, kwargs, frame_id = call
         note_miss(rec, frame_id)
         if (
@@ -118,7 +123,7 @@ def trace_start(fun_name: str) -> bool:
             rec.events.append(b)
     tls.in_tracked_call = call is not None  # read by guards deciding where to raise
     if not rec.internal or REGISTRY.include_internal_keys:
-        user_fn = rec.user_fn()
+        user_fn = user[5] if user is not None else rec.user_fn()
         try:
             describe_and_explain(
                 rec,
@@ -126,8 +131,8 @@ def trace_start(fun_name: str) -> bool:
                 user_fn if user_fn is not None else getattr(fun, "f", fun),
                 args,
                 kwargs,
-                info["static_argnums"] if info else rec.static_argnums,
-                info["static_argnames"] if info else rec.static_argnames,
+                rec.static_argnums if user is not None or not info else info["static_argnums"],
+                rec.static_argnames if user is not None or not info else info["static_argnames"],
                 first=first,
             )
         except Exception as exc:
@@ -143,6 +148,30 @@ def trace_start(fun_name: str) -> bool:
             except Exception as exc:
                 internal_failure("checking a compile budget", exc)
     return call is not None
+
+
+def _frontend_call(fe: _compat.Frontend, info: dict[str, Any], call: Any) -> Any:
+    """``(record, call, call index, args, kwargs, user fn)`` of a front-end's trace, or None.
+
+    The record is the user function's (found from the library's key); the
+    tracked call above is the library's counted per-call function.
+    """
+    jit_args = tuple(info["args"])
+    user_fn = fe.user_function(jit_args)
+    unpacked = fe.user_args(jit_args, dict(info["kwargs"]))
+    if user_fn is None or unpacked is None:
+        return None
+    late = ensure_installed(fe)
+    rec = REGISTRY.record_for_frontend(fe, fe.cache_key(jit_args), user_fn, is_installed(fe))
+    if late:  # patched just now: this call went through the unpatched function
+        next(rec.calls_counter)
+        rec.counts_calls = True
+    if call is not None and call[0] is rec:
+        note_miss(rec, call[4])
+        return rec, call, call[1], unpacked[0], unpacked[1], user_fn
+    if late:
+        note_miss(rec, ("late", id(rec)))
+    return rec, None, None, unpacked[0], unpacked[1], user_fn
 
 
 # ------------------------------------------------------------------ nested traces

@@ -34,7 +34,11 @@ def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(*args, **options)
         fun = args[0]
         jitted = original(fun, **options)
-        if not REGISTRY.active or isinstance(fun, _compat.NNX_INNER_FNS):
+        if (
+            not REGISTRY.active
+            or isinstance(fun, _compat.NNX_INNER_FNS)
+            or _compat.frontend_of(fun) is not None  # counted at the library's own call
+        ):
             return jitted
         try:
             rec = REGISTRY.record_for_jax_jit(fun, options)

@@ -176,6 +176,8 @@ class Record:
         self.dispatch_samples: list[tuple[float, float]] = []
         self.cached_graph: tuple[float | None, tuple[str, ...], tuple[str, ...]] | None = None
         self.eager_calls = 0
+        #: The library front-end (``_compat.Frontend``) whose jit this is, if any.
+        self.frontend: Any = None
 
     @property
     def calls(self) -> int:

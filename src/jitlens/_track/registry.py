@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from .. import _compat
 from .records import MAX_SIBLINGS, EventBuilder, Record
 from .state import finalize, weak
+
+#: Front-end keys remembered (each holds the user's callable strongly, as the
+#: library's own cache does); older ones get a new record if they come back.
+MAX_FRONTEND_KEYS = 256
 
 #: jit options that change what a wrapper compiles (and so its cache).
 KEY_OPTIONS = (
@@ -69,6 +74,8 @@ class Registry:
         self.include_internal_keys = False
         self.on_trace: list[Callable[[Record, EventBuilder], None]] = []
         self.on_stale: list[Callable[[Record, Any], None]] = []
+        #: Front-end records by (kind, the front-end's cache key), latest last.
+        self.by_frontend: OrderedDict[tuple[str, Any], Record] = OrderedDict()
         self.timelines = 0
 
     # ------------------------------------------------------------ the one factory
@@ -182,6 +189,32 @@ class Registry:
         rec.static_argnames = (sn,) if isinstance(sn, str) else tuple(sn or ())
         rec.options = options_of(options)
         return rec
+
+    def record_for_frontend(
+        self, frontend: _compat.Frontend, key: Any, user_fn: Any, counts_calls: bool
+    ) -> Record:
+        """The record of a library front-end's jit of ``user_fn`` (e.g. ``eqx.filter_jit(f)``).
+
+        One record per user callable as the library keys it (``key``): three
+        ``eqx.filter_jit(f)`` of one ``f`` share one compiled cache, so one row.
+        """
+        try:
+            index: tuple[str, Any] = (frontend.kind, key)
+            hash(index)
+        except TypeError:  # an unhashable static: equinox could not jit it either
+            index = (frontend.kind, ("id", id(user_fn)))
+        with self.lock:
+            rec = self.by_frontend.get(index)
+            if rec is not None:
+                self.by_frontend.move_to_end(index)
+                return rec
+            rec = self.new_record(frontend.kind, user_fn, user_fn=user_fn, counts_calls=counts_calls)
+            rec.inner_fun_ref = weak(user_fn)  # for guards; not indexed as a jax.jit function
+            rec.frontend = frontend
+            self.by_frontend[index] = rec
+            if len(self.by_frontend) > MAX_FRONTEND_KEYS:
+                self.by_frontend.popitem(last=False)
+            return rec
 
     def record_for_untracked(self, fun: Any, fun_name: str, dbg: Any) -> Record:
         """A jit seen only through monitoring: created before tracking, or internal."""

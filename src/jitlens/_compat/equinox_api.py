@@ -1,0 +1,156 @@
+"""Equinox's ``eqx.filter_jit``, seen from JAX: the private pieces jitlens reads.
+
+``eqx.filter_jit(f)`` hands ``jax.jit`` a closure of its own, ``fun_wrapped``
+(in ``equinox/_jit.py``), with ``static_argnums=2``, and calls it as
+``jitted(dynamic_donate, dynamic_nodonate, static)``: the user's function and
+arguments split into array leaves (the two dicts, keys ``fun``/``first``/``rest``)
+and everything else (``static``: three ``(leaves, treedef)`` pairs). Every user
+call goes through the module-level ``equinox._jit._call(wrapper, is_lower,
+args, kwargs)`` (a ``_JitWrapper`` method before equinox 0.12).
+
+This module undoes the split: the user's function and arguments back from
+JAX's view, and a hashable key equal for equal user callables (the
+``static`` part equinox itself builds, so it compares as JAX does). It never
+imports equinox: every accessor looks in ``sys.modules`` and answers ``None``
+(or ``False``) when equinox is not loaded or has moved a piece.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+#: The module that defines ``filter_jit``'s pieces.
+JIT_MODULE = "equinox._jit"
+#: The ``co_name`` of the closure equinox hands to ``jax.jit``.
+INNER_NAME = "fun_wrapped"
+#: The row kind of an ``eqx.filter_jit`` function.
+KIND = "eqx.filter_jit"
+
+_FILES: dict[str, bool] = {}
+
+
+def _jit_module() -> Any:
+    return sys.modules.get(JIT_MODULE)
+
+
+def loaded() -> bool:
+    """Has the user's program imported equinox (its jit module)?"""
+    return JIT_MODULE in sys.modules
+
+
+def _is_jit_file(filename: str) -> bool:
+    hit = _FILES.get(filename)
+    if hit is None:
+        mod = _jit_module()
+        path = getattr(mod, "__file__", None)
+        if path is None:
+            return False
+        try:
+            hit = os.path.samefile(filename, path)
+        except OSError:
+            hit = False
+        _FILES[filename] = hit
+    return hit
+
+
+def is_inner(fun: Any) -> bool:
+    """Is ``fun`` the closure ``eqx.filter_jit`` handed to ``jax.jit``?
+
+    Its ``__name__``/``__qualname__`` are the user's, so the code object decides.
+    """
+    code = getattr(fun, "__code__", None)
+    return (
+        code is not None
+        and getattr(code, "co_name", None) == INNER_NAME
+        and loaded()
+        and _is_jit_file(code.co_filename)
+    )
+
+
+def _is_jit_args(args: tuple[Any, ...]) -> bool:
+    if len(args) != 3 or not isinstance(args[0], dict) or not isinstance(args[1], dict):
+        return False
+    static = args[2]
+    return (
+        isinstance(static, tuple)
+        and len(static) == 3
+        and set(args[0]) | set(args[1]) == {"fun", "first", "rest"}
+    )
+
+
+def _combine(dynamic: Any, static: Any) -> Any:
+    from equinox._compile_utils import hashable_combine  # loaded with equinox._jit
+
+    return hashable_combine(dynamic, static)
+
+
+def user_function(jit_args: tuple[Any, ...]) -> Any:
+    """The callable the user passed to ``filter_jit`` (a function, a partial, a Module)."""
+    if not _is_jit_args(jit_args):
+        return None
+    dynamic = {**jit_args[0], **jit_args[1]}
+    return _combine(dynamic["fun"], jit_args[2][0])
+
+
+def user_args(
+    jit_args: tuple[Any, ...], jit_kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """``(args, kwargs)`` as the user's function receives them (``None`` if unrecognised).
+
+    As equinox's ``fun_wrapped`` does: combine ``first`` and ``rest``, drop the
+    dummy ``None`` equinox appends. Arguments were normalised by
+    ``inspect.Signature.bind`` (a keyword for a positional parameter arrives
+    positionally; defaults are not filled in).
+    """
+    if jit_kwargs or not _is_jit_args(jit_args):
+        return None
+    dynamic = {**jit_args[0], **jit_args[1]}
+    _, static_first, static_rest = jit_args[2]
+    first = _combine(dynamic["first"], static_first)
+    rest, kwargs = _combine(dynamic["rest"], static_rest)
+    *args, dummy = (first, *tuple(rest))
+    if dummy is not None:
+        return None
+    return tuple(args), dict(kwargs)
+
+
+def cache_key(jit_args: tuple[Any, ...]) -> Any:
+    """The static half of the user's callable: equal for callables equinox jits alike."""
+    return jit_args[2][0] if _is_jit_args(jit_args) else None
+
+
+def wrapper_key(wrapper: Any) -> Any:
+    """:func:`cache_key` from the ``_JitWrapper`` a call goes through."""
+    return getattr(wrapper, "_static_fun", None)
+
+
+def wrapper_user_function(wrapper: Any) -> Any:
+    """The callable behind a ``_JitWrapper`` (``__wrapped__`` recombines it)."""
+    return getattr(wrapper, "__wrapped__", None)
+
+
+def call_entry() -> tuple[Any, str] | None:
+    """``(owner, name)`` of the function every ``filter_jit`` call goes through.
+
+    Called as ``(wrapper, is_lower, args, kwargs)``: the module-level ``_call``
+    since equinox 0.12, the ``_JitWrapper._call`` method before.
+    """
+    mod = _jit_module()
+    if mod is None:
+        return None
+    if callable(getattr(mod, "_call", None)):
+        return mod, "_call"
+    cls = getattr(mod, "_JitWrapper", None)
+    if cls is not None and callable(vars(cls).get("_call")):
+        return cls, "_call"
+    return None
+
+
+def is_module_class(cls: Any) -> bool:
+    """Is ``cls`` an ``eqx.Module`` subclass (checked by name: no import)?"""
+    mro = getattr(cls, "__mro__", ())
+    return any(
+        c.__name__ == "Module" and (c.__module__ or "").startswith("equinox.") for c in mro
+    )
