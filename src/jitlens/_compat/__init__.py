@@ -20,6 +20,7 @@ from .callables import transform_names as transform_names
 from .callables import unwrap as unwrap
 from .callables import unwrap_chain as unwrap_chain
 from .callables import user_function as user_function
+from .equinox_api import is_eqx_module_class as is_eqx_module_class
 from .flax_api import NNX_INNER_FNS as NNX_INNER_FNS
 from .flax_api import NNX_SPLIT_FN as NNX_SPLIT_FN
 from .flax_api import NNX_WRAPPER_TYPES as NNX_WRAPPER_TYPES
@@ -35,7 +36,6 @@ from .flax_api import is_nnx_wrapper as is_nnx_wrapper
 from .flax_api import new_ref_map as new_ref_map
 from .flax_api import nnx_kind as nnx_kind
 from .flax_api import nnx_wrapper_of_traced as nnx_wrapper_of_traced
-from .equinox_api import is_module_class as is_eqx_module_class
 from .frames import FRAMEWORK_PACKAGES as FRAMEWORK_PACKAGES
 from .frames import PACKAGE_DIR as PACKAGE_DIR
 from .frames import caller as caller

@@ -148,9 +148,7 @@ def call_entry() -> tuple[Any, str] | None:
     return None
 
 
-def is_module_class(cls: Any) -> bool:
+def is_eqx_module_class(cls: Any) -> bool:
     """Is ``cls`` an ``eqx.Module`` subclass (checked by name: no import)?"""
     mro = getattr(cls, "__mro__", ())
-    return any(
-        c.__name__ == "Module" and (c.__module__ or "").startswith("equinox.") for c in mro
-    )
+    return any(c.__name__ == "Module" and (c.__module__ or "").startswith("equinox.") for c in mro)

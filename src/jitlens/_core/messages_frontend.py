@@ -1,5 +1,209 @@
-"""Front-end words (placeholder)."""
+"""The words for library front-ends: reasons reworded in ``eqx.filter_jit``'s terms.
+
+The explainer (``explain``) diffs keys the same way for every front-end; what
+differs is what the user should be told. ``eqx.filter_jit`` keeps every
+non-array leaf static (Python numbers too, unlike ``jax.jit``), keys an
+``eqx.Module``'s non-array fields by identity and its ``eqx.field(static=True)``
+fields by value, and an optax optimizer is a NamedTuple of fresh closures.
+:func:`frontend_words` rewrites the reasons whose cause or fix reads
+differently there; every fix offered here is checked against equinox by
+``tests/test_equinox.py``.
+"""
+
 from __future__ import annotations
+
+import dataclasses
+import functools
 from typing import Any
-def frontend_words(kind: str, reasons: list[Any], key: Any) -> list[Any]:
-    return reasons
+
+from .. import _compat
+from .key import Entry, Key, Path, render_path
+from .messages import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
+from .report import Reason
+
+EQX = "eqx.filter_jit"
+
+NEW_FUNCTION_MSG = (
+    "`{name}` is a new function object handed to eqx.filter_jit: equinox keys its compiled "
+    "cache on the function, so it compiled again though earlier ones of the same code "
+    "(defined at {defined_at}) already compiled."
+)
+NEW_FUNCTION_FIX = (
+    "Define the function once at module level, decorate it once (`@eqx.filter_jit`), and call "
+    "that one object; a lambda, closure or partial built per call is a new function each time."
+)
+SCALAR_MSG = (
+    "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array argument "
+    "(Python int/float) static, unlike jax.jit, so each new value compiles again."
+)
+SCALAR_FIX = (
+    "Pass it as an array so it is traced: `jnp.asarray({expr})` at the call (one compile for "
+    "every value); keep a Python number only for a few fixed values."
+)
+FIELD_MSG = (
+    "static field `{path}` (`eqx.field(static=True)`) changed value {before} -> {after}; "
+    "static fields are part of the pytree structure, so each new value compiles again."
+)
+FIELD_NUMBER_FIX = (
+    "Keep `{path}` constant between calls; if it must change, make `{attr}` an ordinary field "
+    "holding an array (drop `static=True`, store `jnp.asarray(...)`) so its value is traced."
+)
+FIELD_FIX = (
+    "Keep `{path}` constant between calls (each value compiles once), or drop `static=True` "
+    "from `{attr}` if its value can be traced."
+)
+MODULE_IDENTITY_MSG = (
+    "`{path}` is {desc} stored in an eqx.Module field; filter_jit keeps non-array fields "
+    "static, compared by identity: every new instance holds a new object, so the key never "
+    "matches."
+)
+MODULE_FUNCTION_FIX = (
+    "Define it once at module level (`def {name}(...)`) and store that one object: "
+    "`self.{attr} = {name}` in `__init__`; every instance then shares it."
+)
+MODULE_PARTIAL_FIX = (
+    "Build the partial once at module level (`{upper} = functools.partial({func}, ...)`) and "
+    "store that one object in `self.{attr}`, or keep its arguments as fields and call `{func}` "
+    "in `__call__`."
+)
+OPTAX_MSG = (
+    "`{path}` is a new optax optimizer (a NamedTuple of the closures `init`/`update` each "
+    "optax.* call makes); filter_jit keeps them static, compared by identity, so each new "
+    "optimizer compiles again."
+)
+OPTAX_FIX = (
+    "Build the optimizer once, outside the loop, and pass that same object; to sweep a "
+    "hyper-parameter, build one `optax.inject_hyperparams(optax.adam)(learning_rate=...)` and "
+    "set `opt_state.hyperparams['learning_rate']` per run."
+)
+
+
+def frontend_words(
+    kind: str, reasons: list[Reason], key: Key, defined_at: str = "?"
+) -> list[Reason]:
+    """``reasons`` for a retrace of a ``kind`` function, in that front-end's terms.
+
+    ``defined_at``: where the function is defined (named in a new-function reason).
+    """
+    if kind != EQX:
+        return reasons
+    index = {render_path(p): p for p in key.entries}
+    out: list[Reason] = []
+    seen_optax: set[Path] = set()
+    for r in reasons:
+        p = index.get(r.path)
+        if r.kind == "new_function":
+            new: Reason | None = _new_function(r, defined_at)
+        else:
+            new = _eqx(r, p, key.entries, seen_optax) if p is not None else r
+        if new is not None:
+            out.append(new)
+    return out
+
+
+def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) -> Reason | None:
+    entry = entries.get(p)
+    parent = entries.get(p[:-1]) if len(p) > 1 else None
+    optax = _optax_owner(p, entries)
+    if optax is not None:
+        if optax in seen_optax:
+            return None  # one reason for the optimizer, not one per closure
+        seen_optax.add(optax)
+        path = render_path(optax)
+        tname = entries[optax].type_name
+        return _reason(
+            "identity_static", r.argument, path, f"{tname} built earlier", f"a new {tname}",
+            OPTAX_MSG.format(path=path), OPTAX_FIX,
+        )  # fmt: skip
+    owner = _node_class(parent)
+    attr = str(p[-1][1])
+    if r.kind == "shape" and owner is not None and _compat.is_eqx_module_class(owner):
+        return dataclasses.replace(r, fix=PARAM_SHAPE_FIX)
+    static = entry.static if entry is not None else None
+    if static is None:
+        return r
+    value = static.value()
+    if r.kind == "static_value" and owner is not None and _compat.is_eqx_module_class(owner):
+        if _is_library_class(owner):  # eqx.nn.Linear(in_features=3) vs 4
+            layer = f"eqx.nn.{owner.__name__}"
+            msg = LAYER_MSG.format(path=r.path, layer=layer, before=r.before, after=r.after)
+            return dataclasses.replace(r, message=msg, fix=LAYER_FIX.format(attr=attr))
+        if _is_static_field(owner, attr):
+            fix = FIELD_NUMBER_FIX if _is_number(value) else FIELD_FIX
+            return dataclasses.replace(
+                r,
+                message=FIELD_MSG.format(path=r.path, before=r.before, after=r.after),
+                fix=fix.format(path=r.path, attr=attr),
+            )
+    if r.kind == "static_value" and _is_number(value):
+        return dataclasses.replace(
+            r,
+            message=SCALAR_MSG.format(path=r.path, before=r.before, after=r.after),
+            fix=SCALAR_FIX.format(expr=r.path),
+        )
+    if r.kind == "identity_static" and owner is not None and _compat.is_eqx_module_class(owner):
+        return _module_identity(r, attr, value)
+    return r
+
+
+def _new_function(r: Reason, defined_at: str) -> Reason:
+    return dataclasses.replace(
+        r,
+        message=NEW_FUNCTION_MSG.format(name=r.path, defined_at=defined_at),
+        fix=NEW_FUNCTION_FIX,
+    )
+
+
+def _module_identity(r: Reason, attr: str, value: Any) -> Reason:
+    if isinstance(value, functools.partial):
+        func = getattr(value.func, "__name__", "f")
+        desc = "a functools.partial"
+        fix = MODULE_PARTIAL_FIX.format(upper=attr.upper(), func=func, attr=attr)
+    elif callable(value) and hasattr(value, "__code__"):
+        name = getattr(value, "__name__", attr)
+        lam = name == "<lambda>"
+        desc = (
+            "a lambda"
+            if lam
+            else "a nested function (closure)"
+            if "<locals>" in getattr(value, "__qualname__", "")
+            else "a function"
+        )
+        fix = MODULE_FUNCTION_FIX.format(name=attr if lam else name, attr=attr)
+    else:
+        return r
+    return dataclasses.replace(
+        r, message=MODULE_IDENTITY_MSG.format(path=r.path, desc=desc), fix=fix
+    )
+
+
+def _optax_owner(p: Path, entries: dict[Path, Entry]) -> Path | None:
+    """The path of the optax transform ``p`` sits in, if any."""
+    for i in range(len(p) - 1, 0, -1):
+        e = entries.get(p[:i])
+        if e is not None and e.kind == "node" and "GradientTransformation" in e.type_name:
+            return p[:i]
+    return None
+
+
+def _node_class(e: Entry | None) -> Any:
+    if e is None or e.kind != "node" or e.type_ref is None:
+        return None
+    return e.type_ref()
+
+
+def _is_library_class(cls: Any) -> bool:
+    return (getattr(cls, "__module__", "") or "").startswith("equinox.")
+
+
+def _is_static_field(cls: Any, name: str) -> bool:
+    try:
+        return any(
+            f.name == name and f.metadata.get("static", False) for f in dataclasses.fields(cls)
+        )
+    except TypeError:
+        return False
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

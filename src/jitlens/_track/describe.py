@@ -92,7 +92,7 @@ def describe_and_explain(
                 _first_trace_reasons(rec, key) if first else _explain.explain(key, live, cleared)
             )
             if reasons and fe is not None:
-                reasons = frontend_words(rec.kind, list(reasons), key)
+                reasons = frontend_words(rec.kind, list(reasons), key, rec.defined_at)
             if reasons:
                 b.kind = "retrace"
                 b.reasons = tuple(reasons)

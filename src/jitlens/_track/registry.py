@@ -208,7 +208,9 @@ class Registry:
             if rec is not None:
                 self.by_frontend.move_to_end(index)
                 return rec
-            rec = self.new_record(frontend.kind, user_fn, user_fn=user_fn, counts_calls=counts_calls)
+            rec = self.new_record(
+                frontend.kind, user_fn, user_fn=user_fn, counts_calls=counts_calls
+            )
             rec.inner_fun_ref = weak(user_fn)  # for guards; not indexed as a jax.jit function
             rec.frontend = frontend
             self.by_frontend[index] = rec
