@@ -135,6 +135,8 @@ def _is_record_of(rec: Record, target: Any) -> bool:
         return rec is target._record
     if isinstance(target, _NNX_WRAPPERS):
         return deref(rec.wrapper_ref) is target
+    if rec.frontend is not None:  # eqx.filter_jit: its key, not a recombined callable
+        return REGISTRY.frontend_record_of(target) is rec
     inner = getattr(target, "__wrapped__", None)
     return inner is not None and rec.wrapper_ref is None and deref(rec.inner_fun_ref) is inner
 

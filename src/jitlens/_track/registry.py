@@ -213,10 +213,24 @@ class Registry:
             )
             rec.inner_fun_ref = weak(user_fn)  # for guards; not indexed as a jax.jit function
             rec.frontend = frontend
+            rec.frontend_key = index
             self.by_frontend[index] = rec
             if len(self.by_frontend) > MAX_FRONTEND_KEYS:
                 self.by_frontend.popitem(last=False)
             return rec
+
+    def frontend_record_of(self, wrapper: Any) -> Record | None:
+        """The record of a front-end's wrapper object (``eqx.filter_jit(f)``), if jitlens saw it."""
+        for fe in _compat.FRONTENDS:
+            if not fe.loaded():
+                continue
+            try:
+                rec = self.by_frontend.get((fe.kind, fe.wrapper_key(wrapper)))
+            except Exception:  # not this front-end's wrapper, or an unhashable key
+                continue
+            if rec is not None:
+                return rec
+        return None
 
     def record_for_untracked(self, fun: Any, fun_name: str, dbg: Any) -> Record:
         """A jit seen only through monitoring: created before tracking, or internal."""

@@ -173,6 +173,9 @@ class Tracker:
 def _record_ids_for(fn: Any) -> set[int]:
     if isinstance(fn, TrackedJit):
         return {fn._record.id}
+    rec = REGISTRY.frontend_record_of(fn)
+    if rec is not None:
+        return {rec.id}
     targets = {id(fn)}
     inner = fn
     for _ in range(6):

@@ -1,0 +1,469 @@
+"""``eqx.filter_jit`` as a first-class front-end: rows, counts and reasons in the user's terms.
+
+Every figure is checked against a counter inside the jitted body (ground
+truth), and every fix jitlens prints for equinox is applied here and shown to
+remove the retrace while keeping the results.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jitlens
+from conftest import run_python
+
+pytest_plugins = ["pytester"]
+
+eqx = pytest.importorskip("equinox")
+optax = pytest.importorskip("optax")
+
+
+def _row(report: jitlens.Report, name: str) -> jitlens.FunctionReport:
+    (row,) = [f for f in report.functions if f.name == name]
+    return row
+
+
+def _reasons(row: jitlens.FunctionReport) -> list[jitlens.Reason]:
+    return [r for e in row.events for r in e.reasons]
+
+
+# ------------------------------------------------------------------ the issue's program
+
+ISSUE = """
+import equinox as eqx, jax, jax.numpy as jnp
+T = [0]
+{act_def}
+class M(eqx.Module):
+    lin: eqx.nn.Linear
+    act: object
+    def __init__(self, key):
+        self.lin = eqx.nn.Linear(3, 3, key=key)
+        self.act = {act}
+    def __call__(self, x):
+        return self.act(self.lin(x))
+@eqx.filter_jit
+def f(m, x):
+    T[0] += 1
+    return m(x)
+outs = [f(M(jax.random.PRNGKey(s)), jnp.ones(3)).tolist() for s in range(3)]
+print("TRACES", T[0])
+print("OUTS", outs)
+"""
+
+
+def _run_issue(tmp_path, act_def: str, act: str) -> tuple[str, dict]:
+    (tmp_path / "prog.py").write_text(textwrap.dedent(ISSUE.format(act_def=act_def, act=act)))
+    proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "prog.py"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout + proc.stderr, json.loads((tmp_path / "r.json").read_text())
+
+
+@pytest.mark.slow
+def test_issue_program_is_explained_and_its_fix_gives_one_trace(tmp_path):
+    out, data = _run_issue(tmp_path, "", "lambda z: jax.nn.relu(z)  # a new function per instance")
+    assert "TRACES 3" in out
+    (f,) = [r for r in data["functions"] if r["name"] == "f"]
+    assert (f["kind"], f["calls"], f["traces"], f["internal"]) == ("eqx.filter_jit", 3, 3, False)
+    assert f["defined_at"] == "prog.py:13"
+    reasons = [r for e in f["events"] for r in e["reasons"]]
+    assert {(r["path"], r["kind"]) for r in reasons} == {("m.act", "identity_static")}
+    fix = reasons[0]["fix"]
+    assert "`def act(...)`" in fix and "`self.act = act`" in fix, fix
+    assert "m.act" in out and "identity_static" in out  # the printed report says it too
+
+    # The printed fix, applied: one module-level function stored by every instance.
+    before = [line for line in out.splitlines() if line.startswith("OUTS")]
+    fixed_dir = tmp_path / "fixed"
+    fixed_dir.mkdir()
+    out2, data2 = _run_issue(fixed_dir, "def act(z):\n    return jax.nn.relu(z)", "act")
+    assert "TRACES 1" in out2
+    (f2,) = [r for r in data2["functions"] if r["name"] == "f"]
+    assert (f2["calls"], f2["traces"], f2["cache_hits"]) == (3, 1, 2)
+    assert [line for line in out2.splitlines() if line.startswith("OUTS")] == before
+
+
+# ------------------------------------------------------------------ reasons, each with its fix
+
+
+class Act(eqx.Module):
+    lin: eqx.nn.Linear
+    act: object
+
+    def __call__(self, x):
+        return self.act(self.lin(x))
+
+
+def _relu(z):
+    return jax.nn.relu(z)
+
+
+def test_module_field_lambda_in_process_and_fix():
+    count = [0]
+
+    @eqx.filter_jit
+    def f(m, x):
+        count[0] += 1
+        return m(x)
+
+    lin = eqx.nn.Linear(3, 3, key=jax.random.PRNGKey(0))
+    with jitlens.track() as t:
+        outs = [f(Act(lin, lambda z: jax.nn.relu(z)), jnp.ones(3)) for _ in range(3)]
+    row = _row(t.report(), "f")
+    assert (row.calls, row.traces) == (3, count[0]) == (3, 3)
+    (r,) = {(r.path, r.kind, r.fix) for r in _reasons(row)}
+    assert r[:2] == ("m.act", "identity_static")
+    assert "a lambda stored in an eqx.Module field" in _reasons(row)[0].message
+
+    count[0] = 0
+    with jitlens.track() as t:
+        fixed = [f(Act(lin, _relu), jnp.ones(3)) for _ in range(3)]
+    assert count[0] == 1 and _row(t.report(), "f").cache_hits == 2
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b)
+
+
+class Stepper(eqx.Module):
+    w: jax.Array
+    num_steps: int = eqx.field(static=True)
+
+
+class ArrayStepper(eqx.Module):
+    w: jax.Array
+    num_steps: jax.Array
+
+
+def test_static_field_value_and_fix():
+    count = [0]
+
+    @eqx.filter_jit
+    def run(m, x):
+        count[0] += 1
+        return m.w * m.num_steps + x
+
+    with jitlens.track() as t:
+        outs = [run(Stepper(jnp.ones(3), n), jnp.ones(3)) for n in (2, 5, 7)]
+    row = _row(t.report(), "run")
+    assert row.traces == count[0] == 3
+    reasons = _reasons(row)
+    assert {(r.path, r.kind) for r in reasons} == {("m.num_steps", "static_value")}
+    assert "eqx.field(static=True)" in reasons[0].message
+    assert "drop `static=True`" in reasons[0].fix and "jnp.asarray" in reasons[0].fix
+
+    count[0] = 0
+    fixed = [run(ArrayStepper(jnp.ones(3), jnp.asarray(n)), jnp.ones(3)) for n in (2, 5, 7)]
+    assert count[0] == 1
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b)
+
+
+def test_python_scalars_are_static_under_filter_jit_and_fix():
+    count = [0]
+
+    @eqx.filter_jit
+    def scale(x, lr):
+        count[0] += 1
+        return x * lr
+
+    with jitlens.track() as t:
+        outs = [scale(jnp.ones(3), lr) for lr in (0.1, 0.2, 0.1, 0.3)]
+    row = _row(t.report(), "scale")
+    assert (row.calls, row.traces, row.cache_hits) == (4, count[0], 1) == (4, 3, 1)
+    reasons = _reasons(row)
+    assert {(r.path, r.kind) for r in reasons} == {("lr", "static_value")}
+    assert "unlike jax.jit" in reasons[0].message
+    assert "`jnp.asarray(lr)`" in reasons[0].fix
+
+    count[0] = 0
+    fixed = [scale(jnp.ones(3), jnp.asarray(lr)) for lr in (0.1, 0.2, 0.1, 0.3)]
+    assert count[0] == 1
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b)
+
+
+def _opt_step(count):
+    @eqx.filter_jit
+    def step(params, opt, opt_state):
+        count[0] += 1
+        grads = jax.tree_util.tree_map(jnp.ones_like, params)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    return step
+
+
+def test_new_optax_optimizer_per_run_and_both_fixes():
+    count = [0]
+    step = _opt_step(count)
+    params = {"w": jnp.ones(3)}
+    lrs = (0.1, 0.2, 0.3)
+    with jitlens.track() as t:
+        outs = []
+        for lr in lrs:
+            opt = optax.adam(lr)
+            outs.append(step(params, opt, opt.init(params))[0]["w"])
+    row = _row(t.report(), "step")
+    assert row.traces == count[0] == 3
+    reasons = _reasons(row)
+    assert {(r.path, r.kind) for r in reasons} == {("opt", "identity_static")}
+    fix = reasons[0].fix
+    assert "Build the optimizer once" in fix and "optax.inject_hyperparams" in fix
+
+    # Fix 1: one optimizer object for every run (same hyper-parameter).
+    count[0] = 0
+    opt = optax.adam(0.1)
+    for _ in lrs:
+        step(params, opt, opt.init(params))
+    assert count[0] == 1
+
+    # Fix 2, a sweep: one inject_hyperparams optimizer, the rate set in its state.
+    count[0] = 0
+    sweep = optax.inject_hyperparams(optax.adam)(learning_rate=0.1)
+    swept = []
+    for lr in lrs:
+        state = sweep.init(params)
+        state.hyperparams["learning_rate"] = jnp.asarray(lr)
+        swept.append(step(params, sweep, state)[0]["w"])
+    assert count[0] == 1
+    for a, b in zip(outs, swept, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+class Net(eqx.Module):
+    lin: eqx.nn.Linear
+
+    def __call__(self, x):
+        return self.lin(x)
+
+
+def test_shapes_dtypes_weak_types_and_structure_with_user_paths():
+    count = [0]
+
+    @eqx.filter_jit
+    def loss(m, batch):
+        count[0] += 1
+        y = batch["y"] if batch.get("y") is not None else 0.0
+        return jnp.sum(m(batch["x"])) + jnp.sum(y)
+
+    k = jax.random.PRNGKey(0)
+    m3, m4 = Net(eqx.nn.Linear(3, 2, key=k)), Net(eqx.nn.Linear(4, 2, key=k))
+    calls = [
+        (m3, {"x": jnp.ones(3), "y": jnp.ones(2)}),
+        (m3, {"x": jnp.ones(3), "y": jnp.ones(5)}),  # batch['y'] shape
+        (m3, {"x": jnp.ones(3), "y": jnp.ones(5, jnp.int32)}),  # dtype
+        (m3, {"x": jnp.ones(3), "y": jnp.asarray(1.0)}),  # weak f32[]
+        (m3, {"x": jnp.ones(3), "y": jnp.ones(())}),  # strong f32[]
+        (m3, {"x": jnp.ones(3), "y": None}),  # structure
+        (m4, {"x": jnp.ones(4), "y": jnp.ones(2)}),  # parameter shapes
+    ]
+    with jitlens.track() as t:
+        for m, batch in calls:
+            loss(m, batch)
+    row = _row(t.report(), "loss")
+    assert row.traces == count[0] == len(calls)
+    per_event = [{(r.path, r.kind) for r in e.reasons} for e in row.events[1:]]
+    assert ("batch['y']", "shape") in per_event[0]
+    assert ("batch['y']", "dtype") in per_event[1]
+    assert any(("batch['y']", "weak_type") in s for s in per_event[2:4])
+    assert any(p == "batch['y']" and k == "pytree_structure" for p, k in per_event[4])
+    assert ("m.lin.weight", "shape") in per_event[5]
+    assert ("batch['x']", "shape") in per_event[5]
+
+
+def test_method_rows_calls_hits_and_bound_arguments():
+    count = [0]
+
+    class Model(eqx.Module):
+        w: jax.Array
+
+        @eqx.filter_jit
+        def step(self, x, scale=1.0):
+            count[0] += 1
+            return self.w * x * scale
+
+    m = Model(jnp.ones(3))
+    with jitlens.track() as t:
+        m.step(jnp.ones(3), 2.0)
+        m.step(jnp.ones(3), scale=2.0)  # Signature.bind: the same key as positional
+        m.step(jnp.ones(3), 3.0)
+    row = _row(t.report(), "step")
+    assert (row.kind, row.calls, row.traces, row.cache_hits) == ("eqx.filter_jit", 3, 2, 1)
+    assert row.traces == count[0]
+    assert row.qualname.endswith("Model.step")
+    assert {(r.path, r.kind) for r in _reasons(row)} == {("scale", "static_value")}
+
+
+def test_wrappers_made_before_and_during_tracking_are_one_row_with_exact_counts():
+    count = [0]
+
+    def g(x):
+        count[0] += 1
+        return x + 1
+
+    before = eqx.filter_jit(g)
+    before(jnp.ones(2))  # compiled before tracking
+    with jitlens.track() as t:
+        before(jnp.ones(2))  # hit
+        during = eqx.filter_jit(g)  # another wrapper of g: equinox shares one jit
+        during(jnp.ones(2))  # hit
+        during(jnp.ones(3))  # trace
+        eqx.filter_jit(g)(jnp.ones(3))  # hit
+    row = _row(t.report(), "g")
+    assert (row.calls, row.traces, row.cache_hits) == (4, 1, 3)
+    assert count[0] == 2  # one before tracking, one inside
+    assert row.defined_at.endswith(f"test_equinox.py:{g.__code__.co_firstlineno}")
+
+
+def test_filter_jit_of_a_lambda_in_a_loop_is_a_new_function():
+    count = [0]
+
+    def body(x):
+        count[0] += 1
+        return x * 2
+
+    with jitlens.track() as t:
+        for _ in range(3):
+            eqx.filter_jit(lambda x: body(x))(jnp.ones(2))
+    rows = [f for f in t.report().functions if f.kind == "eqx.filter_jit"]
+    assert sum(f.traces for f in rows) == count[0] == 3
+    reasons = [r for f in rows for r in _reasons(f)]
+    assert reasons and all(r.kind == "new_function" for r in reasons)
+    assert "eqx.filter_jit" in reasons[0].message and "@eqx.filter_jit" in reasons[0].fix
+
+
+def test_partials_of_one_function_are_rows_of_their_own():
+    count = [0]
+
+    def g(a, x):
+        count[0] += 1
+        return a * x
+
+    with jitlens.track() as t:
+        for a in (2.0, 3.0):
+            eqx.filter_jit(functools.partial(g, a))(jnp.ones(2))
+    rows = [f for f in t.report().functions if f.kind == "eqx.filter_jit"]
+    assert sum(f.traces for f in rows) == count[0] == 2
+    assert {f.name for f in rows} == {"g"}
+
+
+@pytest.mark.filterwarnings("ignore:jitlens. describing a trace failed")
+def test_results_unchanged_when_jitlens_fails_inside(monkeypatch):
+    from jitlens._compat import frontends
+
+    def broken(*_args):
+        raise RuntimeError("jitlens bug")
+
+    monkeypatch.setattr(
+        frontends,
+        "FRONTENDS",
+        (frontends.dataclasses.replace(frontends.EQUINOX, user_args=broken),),
+    )
+
+    @eqx.filter_jit
+    def f(x, y):
+        return x * y
+
+    with jitlens.track():
+        out = [f(jnp.ones(2), 3.0), f(jnp.ones(3), 3.0)]
+    np.testing.assert_allclose(out[1], 3 * np.ones(3))
+
+
+# ------------------------------------------------------------------ guards
+
+
+def test_max_traces_above_and_below_filter_jit_agree_with_equinox():
+    below_count, above_count = [0], [0]
+
+    @eqx.filter_jit
+    @jitlens.max_traces(2)
+    def below(x):
+        below_count[0] += 1
+        return x + 1
+
+    @jitlens.max_traces(2)
+    @eqx.filter_jit
+    @eqx.debug.assert_max_traces(max_traces=5)
+    def above(x):
+        above_count[0] += 1
+        return x + 1
+
+    for n in (1, 2, 2, 1):
+        below(jnp.ones(n))
+        above(jnp.ones(n))
+    assert jitlens.get_num_traces(below) == below_count[0] == 2
+    assert jitlens.get_num_traces(above) == above_count[0] == 2
+    assert eqx.debug.get_num_traces(above.__wrapped__) == 2
+    with pytest.raises(jitlens.RecompileError, match="above"):
+        above(jnp.ones(3))
+    with pytest.raises(jitlens.RecompileError):
+        below(jnp.ones(3))
+
+
+def test_get_num_traces_and_no_retrace_on_filter_jit():
+    count = [0]
+
+    @eqx.filter_jit
+    def f(x, lr):
+        count[0] += 1
+        return x * lr
+
+    with jitlens.track():
+        f(jnp.ones(2), 0.1)
+        f(jnp.ones(2), 0.2)
+        assert jitlens.get_num_traces(f) == count[0] == 2
+        with jitlens.no_retrace():
+            f(jnp.ones(2), 0.1)  # a hit
+            with pytest.raises(jitlens.RecompileError, match="lr"):
+                f(jnp.ones(2), 0.5)
+
+
+def test_pytest_marker_counts_filter_jit(pytester):
+    pytester.makepyfile(
+        """
+        import equinox as eqx, jax.numpy as jnp, pytest
+
+        @eqx.filter_jit
+        def f(x, lr):
+            return x * lr
+
+        @pytest.mark.max_traces(1)
+        def test_sweep():
+            for lr in (0.1, 0.2):
+                f(jnp.ones(2), lr)
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*lr*"])
+
+
+# ------------------------------------------------------------------ optional, late import
+
+
+def test_jitlens_never_imports_equinox_and_tracks_a_late_import():
+    code = textwrap.dedent(
+        """
+        import sys, jitlens
+        with jitlens.track() as t:
+            assert "equinox" not in sys.modules
+            import equinox as eqx, jax.numpy as jnp
+            T = [0]
+            @eqx.filter_jit
+            def f(x):
+                T[0] += 1
+                return x
+            for n in (2, 2, 3, 3, 3):
+                f(jnp.ones(n))
+        (row,) = [r for r in t.report().functions if r.name == "f"]
+        print(row.calls, row.traces, row.cache_hits, T[0])
+        """
+    )
+    proc = run_python(["-c", code])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["5", "2", "3", "2"]
