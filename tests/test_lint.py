@@ -17,6 +17,7 @@ from jitlens._lint.lint import (
     lint_paths,
     lint_source,
 )
+from lint_eqx_examples import EQX_RULE_EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "# <-"  # marks each line a snippet expects a finding on
@@ -260,6 +261,9 @@ for i in range(4):
 """,
     ),
 }
+
+
+RULE_EXAMPLES.update(EQX_RULE_EXAMPLES)  # the Equinox rules keep their snippets apart
 
 
 def test_every_rule_has_an_example() -> None:

@@ -35,6 +35,7 @@ _DEFAULT_ALIASES = {
     "jnp": "jax.numpy",
     "np": "numpy",
     "nnx": "flax.nnx",
+    "eqx": "equinox",
     "flax": "flax",
     "functools": "functools",
     "itertools": "itertools",

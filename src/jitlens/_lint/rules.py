@@ -8,6 +8,11 @@ from collections.abc import Callable, Iterator
 
 from .index import FileIndex
 from .nodes import Hit
+from .rules_eqx import (
+    check_filter_jit_in_loop,
+    check_module_callable_fields,
+    check_numbers_to_filter_jit,
+)
 from .rules_jit import check_jit_in_loop, check_static_arguments
 from .rules_nnx import (
     check_callable_attributes,
@@ -39,6 +44,22 @@ RULES: tuple[Rule, ...] = (
         check_static_arguments,
     ),
     Rule("JL006", "Variable metadata rewritten on every loop iteration", check_metadata_in_loop),
+    # Equinox (JL1xx): eqx.filter_jit keys functions, Python numbers and Module fields its own way.
+    Rule(
+        "JL101",
+        "eqx.filter_jit of a lambda, closure or partial built in a loop or per call",
+        check_filter_jit_in_loop,
+    ),
+    Rule(
+        "JL102",
+        "changing Python number passed to an eqx.filter_jit function in a loop",
+        check_numbers_to_filter_jit,
+    ),
+    Rule(
+        "JL103",
+        "lambda, nested function or partial stored in an eqx.Module field",
+        check_module_callable_fields,
+    ),
 )
 
 

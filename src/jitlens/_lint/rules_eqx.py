@@ -1,0 +1,275 @@
+"""Lint rules about Equinox: filter_jit of a new function (JL101), Python numbers (JL102), fields (JL103).
+
+``eqx.filter_jit`` differs from ``jax.jit`` in the ways these rules catch:
+it keys its cache on the function object (a lambda, closure or partial built
+per call compiles again), it keeps every non-array argument static (a Python
+float swept in a loop compiles once per value), and an ``eqx.Module``'s
+non-array fields are static and compared by identity (a lambda built in
+``__init__`` makes every instance a new key). Equinox's own spelling is
+resolved through the file's imports; nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from .index import PARTIALS, FileIndex
+from .nodes import (
+    FunctionNode,
+    Hit,
+    Loop,
+    assignments,
+    callee,
+    loop_text,
+    self_attribute,
+    self_name,
+    short,
+)
+from .rules_jit import _fresh_function, _repetition, _used
+
+FILTER_JIT = "equinox.filter_jit"
+EQX_MODULE = "equinox.Module"
+
+JL101_MESSAGE = (
+    "`{call}` runs {where} and wraps {target}, a new function object each time; "
+    "eqx.filter_jit keys its compiled cache on the function, so every run traces and "
+    "compiles again"
+)
+JL101_FIX = (
+    "define the function once at module level and decorate it once with `@{wrapper}`, "
+    "outside {place}; pass changing values as arguments (arrays) instead of closing over them"
+)
+JL102_MESSAGE = (
+    "`{fn}` is an eqx.filter_jit function and this call passes `{value}`, a Python {kind} "
+    "that changes on every iteration of {loop}; filter_jit keeps non-array arguments static "
+    "(unlike jax.jit), so each new value traces and compiles again"
+)
+JL102_FIX = (
+    "pass it as an array so it is traced: `{jnp}.asarray({value})` (one compile for every value)"
+)
+JL103_MESSAGE = (
+    "`{cls}.{attr}` is assigned {what} in `{method}`; eqx.filter_jit keeps non-array Module "
+    "fields static, compared by identity, so every new `{cls}` is a new cache key and "
+    "filter_jit calls with it trace and compile again"
+)
+JL103_FIX_FUNCTION = (
+    "define the function once at module level (`def {attr}(...)`) and store that one object: "
+    "`self.{attr} = {attr}`"
+)
+JL103_FIX_PARTIAL = (
+    "build the partial once at module level and store that one object, or keep its arguments "
+    "as fields and call `{func}` in `__call__`"
+)
+
+# -- JL101 ---------------------------------------------------------------------------------------
+
+
+def _is_filter_jit(index: FileIndex, node: ast.AST) -> bool:
+    return index.qualname(callee(node)) == FILTER_JIT  # type: ignore[arg-type]
+
+
+def check_filter_jit_in_loop(index: FileIndex) -> Iterator[Hit]:
+    """JL101: ``eqx.filter_jit`` of a lambda, closure or partial, built again and again."""
+    for node in index.nodes:
+        if isinstance(node, ast.Call) and node.args and _is_filter_jit(index, node.func):
+            site, wrapper, target = node, node.func, node.args[0]
+            inside = "lambda ..." if isinstance(target, ast.Lambda) else short(target, 30)
+            call = f"{short(wrapper)}({inside})"
+        elif isinstance(node, FunctionNode):
+            dec = next((d for d in node.decorator_list if _is_filter_jit(index, d)), None)
+            if dec is None:
+                continue
+            site, wrapper, target = dec, callee(dec), node
+            call = f"@{short(dec)} def {node.name}"
+        else:
+            continue
+        scope, loops = index.frame(site)
+        repetition = _repetition(index, scope, loops)
+        if repetition is None:
+            continue
+        where, place, unit = repetition
+        if not _used(index, node, unit):
+            continue
+        fresh = _fresh_function(index, target, scope, unit)
+        if fresh is None:
+            continue  # the same function object: equinox's cache hits
+        message = JL101_MESSAGE.format(call=call, where=where, target=fresh)
+        yield Hit("JL101", site, message, JL101_FIX.format(wrapper=short(wrapper), place=place))
+
+
+# -- JL102 ---------------------------------------------------------------------------------------
+
+
+def _filter_jit_names(index: FileIndex) -> dict[str, bool]:
+    """Names that call a filter_jit function -> called as a method (``obj.step``)."""
+    names: dict[str, bool] = {}
+    for fns in index.functions.values():
+        for fn in fns:
+            if any(_is_filter_jit(index, d) for d in fn.decorator_list):
+                names[fn.name] = index.is_method(fn)
+    for node in index.nodes:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if node.value.args and _is_filter_jit(index, node.value.func):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        names[target.id] = False
+    return names
+
+
+def _numbers(node: ast.AST) -> str | None:
+    """``float``/``int`` when ``node`` is a number literal (or a sequence of them)."""
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return type(node.value).__name__
+    if isinstance(node, ast.Tuple | ast.List) and node.elts:
+        kinds = {_numbers(e) for e in node.elts}
+        if None not in kinds:
+            return "float" if "float" in kinds else "int"
+    return None
+
+
+def _iterated_numbers(index: FileIndex, loop: Loop, scope: ast.AST) -> dict[str, str]:
+    """Loop variables that are Python numbers: ``range(...)``, literal number sequences."""
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return {}
+    it, target = loop.iter, loop.target
+    if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "enumerate" and it.args:
+        if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            out = _names_of(target.elts[0], "int")
+            return out | _sequence_names(index, it.args[0], target.elts[1], scope)
+        return {}
+    if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "range":
+        return _names_of(target, "int")
+    return _sequence_names(index, it, target, scope)
+
+
+def _sequence_names(
+    index: FileIndex, it: ast.AST, target: ast.AST, scope: ast.AST
+) -> dict[str, str]:
+    if isinstance(it, ast.Name):
+        bound = index.bindings(it.id, scope) or index.bindings(it.id, index.tree)  # type: ignore[arg-type]
+        kinds = {_numbers(b) for b in bound}
+        kind = kinds.pop() if len(kinds) == 1 else None
+    else:
+        kind = _numbers(it)
+    return _names_of(target, kind) if kind else {}
+
+
+def _names_of(target: ast.AST, kind: str) -> dict[str, str]:
+    return {target.id: kind} if isinstance(target, ast.Name) else {}
+
+
+def _number_expr(node: ast.AST, names: dict[str, str]) -> str | None:
+    """The kind of a Python-number expression reading a changing name, else None."""
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.UnaryOp):
+        return _number_expr(node.operand, names)
+    if isinstance(node, ast.BinOp):
+        sides = [_number_expr(node.left, names), _number_expr(node.right, names)]
+        consts = [_numbers(s) for s in (node.left, node.right)]
+        if any(sides) and all(s or c for s, c in zip(sides, consts, strict=True)):
+            kinds = {k for k in sides + consts if k}
+            return "float" if "float" in kinds or isinstance(node.op, ast.Div) else "int"
+    return None
+
+
+def _loop_numbers(index: FileIndex, loop: Loop, scope: ast.AST) -> dict[str, str]:
+    """Names holding a Python number that changes on every iteration of ``loop``."""
+    names = _iterated_numbers(index, loop, scope)
+    body = [n for stmt in getattr(loop, "body", []) for n in ast.walk(stmt)]
+    changed = True
+    while changed:
+        changed = False
+        for node in body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                kind = _number_expr(node.value, names)
+                if isinstance(target, ast.Name) and kind and target.id not in names:
+                    names[target.id] = kind
+                    changed = True
+    return names
+
+
+def check_numbers_to_filter_jit(index: FileIndex) -> Iterator[Hit]:
+    """JL102: a Python number that changes every iteration, passed to a filter_jit function."""
+    jitted = _filter_jit_names(index)
+    if not jitted:
+        return
+    jnp = index.spelling("jax.numpy", "jnp")
+    for call in index.calls:
+        func = call.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name not in jitted or (isinstance(func, ast.Attribute) and not jitted[name]):
+            continue
+        # sweeps count here: a swept Python float compiles once per value under filter_jit
+        scope, loops = index._frame(call)
+        if not loops:
+            continue
+        numbers: dict[str, str] = {}
+        for loop in loops:
+            numbers.update(_loop_numbers(index, loop, scope))
+        for value in [*call.args, *(kw.value for kw in call.keywords)]:
+            kind = _number_expr(value, numbers)
+            if kind is None:
+                continue
+            message = JL102_MESSAGE.format(
+                fn=name, value=short(value, 40), kind=kind, loop=loop_text(loops[0])
+            )
+            yield Hit("JL102", value, message, JL102_FIX.format(jnp=jnp, value=short(value, 40)))
+
+
+# -- JL103 ---------------------------------------------------------------------------------------
+
+
+def _eqx_module_classes(index: FileIndex) -> list[ast.ClassDef]:
+    found: list[ast.ClassDef] = []
+    changed = True
+    while changed:
+        changed = False
+        for cls in (c for defs in index.classes.values() for c in defs if c not in found):
+            for base in cls.bases:
+                local = isinstance(base, ast.Name) and any(
+                    c in found for c in index.classes.get(base.id, ())
+                )
+                if local or index.qualname(base) == EQX_MODULE:
+                    found.append(cls)
+                    changed = True
+                    break
+    return found
+
+
+def _per_instance_callable(
+    index: FileIndex, value: ast.AST, method: FunctionNode, attr: str
+) -> tuple[str, str] | None:
+    """``(what, fix)`` when ``value`` is a callable made anew by each run of ``method``."""
+    if isinstance(value, ast.Lambda):
+        return "a lambda", JL103_FIX_FUNCTION.format(attr=attr)
+    if isinstance(value, FunctionNode):
+        return f"the nested function `{value.name}`", JL103_FIX_FUNCTION.format(attr=attr)
+    if isinstance(value, ast.Name):
+        found = (
+            _per_instance_callable(index, b, method, attr) for b in index.bindings(value.id, method)
+        )
+        return next((f for f in found if f), None)
+    if isinstance(value, ast.Call) and value.args and index.qualname(value.func) in PARTIALS:
+        what = f"a new `{short(value.func)}({short(value.args[0])}, ...)`"
+        return what, JL103_FIX_PARTIAL.format(func=short(value.args[0]))
+    return None
+
+
+def check_module_callable_fields(index: FileIndex) -> Iterator[Hit]:
+    """JL103: a lambda, nested function or partial stored in an ``eqx.Module`` field."""
+    for cls in _eqx_module_classes(index):
+        for method in index.methods(cls):
+            for stmt, target, value in assignments(method):
+                attr = self_attribute(target, self_name(method))
+                found = attr and _per_instance_callable(index, value, method, attr)
+                if found:
+                    what, fix = found
+                    message = JL103_MESSAGE.format(
+                        cls=cls.name, attr=attr, what=what, method=method.name
+                    )
+                    yield Hit("JL103", stmt, message, fix)
