@@ -17,6 +17,7 @@ from .._core.key import Entry, Path, short_repr
 from .._core.report import write_atomic
 from .._core.signature import walk_graphdef
 from .checks import _Audit
+from .equinox import audit_equinox, equinox_roots
 from .model import SEVERITIES as SEVERITIES
 from .model import AuditFinding as AuditFinding
 from .model import AuditResult as AuditResult
@@ -35,8 +36,8 @@ SPLIT_FIX = (
 )
 FACTORY_RAISED = "{name}() raised {error}{at}"
 NOT_NNX = (
-    "{name}() returned {what}; expected an NNX object (a Module, an nnx.Optimizer) or a "
-    "tuple/list/dict of them"
+    "{name}() returned {what}; expected an NNX object (a Module, an nnx.Optimizer), an "
+    "eqx.Module, or a tuple/list/dict of them"
 )
 
 
@@ -61,7 +62,8 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
       a recompile per value if they change during training.
 
     ``factory`` takes no arguments and returns a Module, an ``nnx.Optimizer``,
-    or a tuple/list/dict of them (paths then start with ``model``,
+    or a tuple/list/dict of them (an ``eqx.Module``, with its optax optimizer
+    or other companions, is audited for ``eqx.filter_jit``'s key instead) (paths then start with ``model``,
     ``optimizer`` or the dict's keys); a ``"file.py:factory"`` or
     ``"pkg.mod:factory"`` string names one. No jitted function is called.
 
@@ -84,7 +86,12 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
     else:
         target = getattr(factory, "__qualname__", None) or repr(factory)
     name = getattr(factory, "__name__", "factory")
-    roots_a = _roots(_build(factory, name), name)
+    built = _build(factory, name)
+    eqx_roots = equinox_roots(built)
+    if eqx_roots is not None:  # eqx.Modules: the eqx.filter_jit key, not an NNX graph
+        again = equinox_roots(_build(factory, name)) or []
+        return audit_equinox(target, eqx_roots, again, start)
+    roots_a = _roots(built, name)
     roots_b = _roots(_build(factory, name), name)
     a, rejected = _describe(roots_a)
     b, _ = _describe(roots_b)

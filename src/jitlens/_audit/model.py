@@ -23,6 +23,8 @@ class AuditResult:
     statics: int
     seconds: float
     findings: tuple[AuditFinding, ...]
+    #: The jit whose cache key was audited (``eqx.filter_jit`` for eqx.Modules).
+    jit: str = "nnx.jit"
 
     def _of(self, severity: str) -> tuple[AuditFinding, ...]:
         return tuple(f for f in self.findings if f.severity == severity)

@@ -10,7 +10,7 @@ from .model import AuditFinding, AuditResult
 
 HEADER = "jitlens audit {target}: built twice; {roots}; {statics} statics compared"
 SUMMARY = "{errors} error{es}, {warnings} warning{ws}, {infos} info."
-ERRORS_FOOTER = "Each error recompiles every nnx.jit function for each new instance (exit 1)."
+ERRORS_FOOTER = "Each error recompiles every {jit} function for each new instance (exit 1)."
 CLEAN = "No recompile traps found: two fresh builds give equal cache keys."
 EVIDENCE_BUILDS = "builds: {before} -> {after}"
 EVIDENCE_NEW = "builds: {value}, a new object in each"
@@ -30,7 +30,7 @@ def _summary(result: AuditResult) -> str:
     es, ws = "" if n_err == 1 else "s", "" if n_warn == 1 else "s"
     text = SUMMARY.format(errors=n_err, es=es, warnings=n_warn, ws=ws, infos=len(result.infos))
     if n_err:
-        return f"{text} {ERRORS_FOOTER}"
+        return f"{text} {ERRORS_FOOTER.format(jit=result.jit)}"
     return text if n_warn else f"{CLEAN} {text}" if result.infos else CLEAN
 
 
