@@ -467,3 +467,51 @@ def test_jitlens_never_imports_equinox_and_tracks_a_late_import():
     proc = run_python(["-c", code])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["5", "2", "3", "2"]
+
+
+# ------------------------------------------------------------------ other shapes of filter_jit
+
+
+class Scale(eqx.Module):
+    w: jax.Array
+
+    def __call__(self, x):
+        return self.w * x
+
+
+def test_nested_callable_module_donation_and_lower_match_ground_truth():
+    count: dict[str, int] = {}
+
+    def bump(k):
+        count[k] = count.get(k, 0) + 1
+
+    @eqx.filter_jit
+    def inner(x):
+        bump("inner")
+        return x + 1
+
+    @eqx.filter_jit
+    def outer(x):
+        bump("outer")
+        return inner(x) * 2
+
+    @eqx.filter_jit(donate="all")
+    def donated(x):
+        bump("donated")
+        return x + 1
+
+    with jitlens.track() as t:
+        for n in (2, 2, 3):
+            outer(jnp.ones(n))
+            donated(jnp.ones(n))
+        module = eqx.filter_jit(Scale(jnp.ones(3)))  # a callable Module as the function
+        for n in (3, 3, 1):
+            module(jnp.ones(n))
+        eqx.filter_jit(lambda x: x * 3).lower(jnp.ones(2))
+    report = t.report()
+    assert (_row(report, "outer").traces, _row(report, "outer").cache_hits) == (count["outer"], 1)
+    assert _row(report, "inner").traces == count["inner"] == 2  # inside outer's traces
+    assert _row(report, "donated").traces == count["donated"] == 2
+    row = _row(report, "Scale")
+    assert (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
+    assert {(r.path, r.kind) for r in _reasons(row)} == {("x", "shape")}

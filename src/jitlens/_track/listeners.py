@@ -200,6 +200,10 @@ def uncount_trace(b: EventBuilder | None) -> None:
 def nested_trace(fun: Any, frame: Any) -> None:
     """Record a trace of a known function that ran inside another trace."""
     rec = REGISTRY.find_by_fun(fun)
+    if rec is None and _compat.frontend_of(fun) is not None:
+        # eqx.filter_jit inside another trace: its counted call is right above
+        above = find_call(frame)
+        rec = above[0] if above is not None and above[0].frontend is not None else None
     if rec is None:
         owner = _compat.nnx_wrapper_of_traced(fun)
         if owner is not None:
