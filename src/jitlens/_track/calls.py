@@ -22,7 +22,16 @@ from .. import _compat
 from . import advisor, selfcheck
 from .records import Record
 from .registry import REGISTRY
-from .state import CANARY_PENDING, STATE, WINDOW, PassThrough, finalize, internal_failure, tls
+from .state import (
+    CANARY_PENDING,
+    STATE,
+    WINDOW,
+    PassThrough,
+    finalize,
+    internal_failure,
+    tls,
+    weak,
+)
 
 
 def _first_call(rec: Record) -> None:
@@ -139,8 +148,9 @@ def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
 def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[..., Any]:
     """A library front-end's per-call function (``equinox._jit._call``), counted.
 
-    Called as ``(wrapper, is_lower, args, kwargs)``; the record rides on the
-    wrapper object (one dict read per call), like an nnx wrapper's.
+    Called as ``(wrapper, is_lower, args, kwargs)``. The record is found by the
+    wrapper's id (one dict read per call: an eqx.Module's own ``__dict__`` goes
+    through its ``__getattribute__``, ten times slower).
     """
 
     @functools.wraps(original)
@@ -148,15 +158,11 @@ def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[
         __tracebackhide__ = True  # pytest: show the user's frame, not this one
         if STATE[0] and not is_lower:
             try:
-                rec = wrapper.__dict__.get("_jitlens_record")
-                if rec is None:
-                    rec = REGISTRY.record_for_frontend(
-                        frontend,
-                        frontend.wrapper_key(wrapper),
-                        frontend.wrapper_user_function(wrapper),
-                        counts_calls=True,
-                    )
-                    wrapper.__dict__["_jitlens_record"] = rec
+                hit = _FRONTEND_RECORDS.get(id(wrapper))
+                if hit is not None and hit[0]() is wrapper:
+                    rec = hit[1]
+                else:
+                    rec = _frontend_record(frontend, wrapper)
             except Exception as exc:
                 internal_failure(f"recording an {frontend.kind} call", exc)
                 return original(wrapper, is_lower, args, kwargs)
@@ -179,6 +185,24 @@ def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[
 
     call.__jitlens_original__ = original  # type: ignore[attr-defined]
     return call
+
+
+#: id(library wrapper) -> (weak reference to it, its record).
+_FRONTEND_RECORDS: dict[int, tuple[Any, Record]] = {}
+
+
+def _frontend_record(frontend: Any, wrapper: Any) -> Record:
+    rec = REGISTRY.record_for_frontend(
+        frontend,
+        frontend.wrapper_key(wrapper),
+        frontend.wrapper_user_function(wrapper),
+        counts_calls=True,
+    )
+    ref = weak(wrapper)
+    if ref is not None:
+        _FRONTEND_RECORDS[id(wrapper)] = (ref, rec)
+        finalize(wrapper, _FRONTEND_RECORDS.pop, id(wrapper))
+    return rec
 
 
 def _through(original: Callable[..., Any], wrapper: Any, *args: Any, **kwargs: Any) -> Any:
