@@ -515,3 +515,33 @@ def test_nested_callable_module_donation_and_lower_match_ground_truth():
     row = _row(report, "Scale")
     assert (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
     assert {(r.path, r.kind) for r in _reasons(row)} == {("x", "shape")}
+
+
+class Dropper(eqx.Module):
+    lin: eqx.nn.Linear
+    drop: eqx.nn.Dropout
+
+    def __call__(self, x, key=None):
+        return self.drop(self.lin(x), key=key)
+
+
+def test_inference_mode_flip_is_named_as_a_mode_switch():
+    count = [0]
+
+    @eqx.filter_jit
+    def evaluate(m, x):
+        count[0] += 1
+        return m(x, key=jax.random.PRNGKey(0))
+
+    m = Dropper(eqx.nn.Linear(3, 3, key=jax.random.PRNGKey(0)), eqx.nn.Dropout(0.1))
+    with jitlens.track() as t:
+        evaluate(eqx.nn.inference_mode(m), jnp.ones(3))
+        evaluate(
+            eqx.nn.inference_mode(m, value=False),
+            jnp.ones(3),
+        )
+    row = _row(t.report(), "evaluate")
+    assert row.traces == count[0] == 2
+    (r,) = _reasons(row)
+    assert (r.path, r.kind) == ("m.drop.inference", "static_value")
+    assert "each mode compiles once" in r.message and "inference_mode" in r.fix

@@ -66,6 +66,14 @@ MODULE_PARTIAL_FIX = (
     "store that one object in `self.{attr}`, or keep its arguments as fields and call `{func}` "
     "in `__call__`."
 )
+MODE_MSG = (
+    "`{path}` flipped {before} -> {after} (train/inference switch, `eqx.nn.inference_mode`): it "
+    "is a static field, so each mode compiles once."
+)
+MODE_FIX = (
+    "Expected once per mode. Switch outside the hot loop: build `inference_model = "
+    "eqx.nn.inference_mode(model)` once per evaluation, not per step, and keep one jitted call per mode."
+)
 OPTAX_MSG = (
     "`{path}` is a new optax optimizer (a NamedTuple of the closures `init`/`update` each "
     "optax.* call makes); filter_jit keeps them static, compared by identity, so each new "
@@ -123,6 +131,12 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
     if static is None:
         return r
     value = static.value()
+    if r.kind == "static_value" and isinstance(value, bool) and attr == "inference":
+        return dataclasses.replace(
+            r,
+            message=MODE_MSG.format(path=r.path, before=r.before, after=r.after),
+            fix=MODE_FIX,
+        )
     if r.kind == "static_value" and owner is not None and _compat.is_eqx_module_class(owner):
         if _is_library_class(owner):  # eqx.nn.Linear(in_features=3) vs 4
             layer = f"eqx.nn.{owner.__name__}"
