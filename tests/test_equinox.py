@@ -545,3 +545,13 @@ def test_inference_mode_flip_is_named_as_a_mode_switch():
     (r,) = _reasons(row)
     assert (r.path, r.kind) == ("m.drop.inference", "static_value")
     assert "each mode compiles once" in r.message and "inference_mode" in r.fix
+
+
+def test_probe_lists_the_equinox_pieces_a_release_moved(monkeypatch):
+    import equinox._jit as eqx_jit
+
+    from jitlens._compat import equinox_api
+
+    assert equinox_api.missing() == []
+    monkeypatch.delattr(eqx_jit, "_call")
+    assert equinox_api.missing() == [("equinox._jit._call", equinox_api.EQX_CALLS)]

@@ -27,6 +27,13 @@ JIT_MODULE = "equinox._jit"
 INNER_NAME = "fun_wrapped"
 #: The row kind of an ``eqx.filter_jit`` function.
 KIND = "eqx.filter_jit"
+#: The oldest and newest equinox releases the layout below was checked on.
+TESTED_EQUINOX = ((0, 13, 0), (0, 13, 8))
+
+#: piece -> what jitlens loses without it.
+EQX_ROWS = "eqx.filter_jit rows (its traces would be filed as equinox-internal)"
+EQX_CALLS = "calls and cache hits of eqx.filter_jit functions"
+EQX_ARGS = "explanations of eqx.filter_jit retraces in the user's arguments"
 
 _FILES: dict[str, bool] = {}
 
@@ -152,3 +159,29 @@ def is_eqx_module_class(cls: Any) -> bool:
     """Is ``cls`` an ``eqx.Module`` subclass (checked by name: no import)?"""
     mro = getattr(cls, "__mro__", ())
     return any(c.__name__ == "Module" and (c.__module__ or "").startswith("equinox.") for c in mro)
+
+
+def _has_inner() -> bool:
+    mod = _jit_module()
+    fn = getattr(getattr(mod, "_filter_jit_cache", None), "__wrapped__", None)
+    consts = getattr(getattr(fn, "__code__", None), "co_consts", ())
+    return any(getattr(c, "co_name", None) == INNER_NAME for c in consts)
+
+
+def _has_combine() -> bool:
+    mod = sys.modules.get("equinox._compile_utils")
+    return callable(getattr(mod, "hashable_combine", None))
+
+
+def missing() -> list[tuple[str, str]]:
+    """``(piece, what jitlens loses)`` for each equinox piece not found (none if not loaded)."""
+    if not loaded():
+        return []
+    out = []
+    if not _has_inner():
+        out.append((f"{JIT_MODULE}._filter_jit_cache.{INNER_NAME}", EQX_ROWS))
+    if call_entry() is None:
+        out.append((f"{JIT_MODULE}._call", EQX_CALLS))
+    if not _has_combine():
+        out.append(("equinox._compile_utils.hashable_combine", EQX_ARGS))
+    return out

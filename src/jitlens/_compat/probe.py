@@ -13,7 +13,7 @@ import dataclasses
 import functools
 from typing import Any
 
-from . import flax_api, jax_api
+from . import equinox_api, flax_api, jax_api
 
 #: The newest jax / flax releases jitlens was tested against (a warning above them).
 TESTED_JAX = ((0, 9, 0), (0, 10, 2))
@@ -126,4 +126,5 @@ def probe() -> Capabilities:
         "jax._src.interpreters.partial_eval.trace_to_jaxpr",
         NESTED_TRACES,
     )
+    missing += equinox_api.missing()  # only if the program imported equinox
     return Capabilities(jax_api.jax_version(), flax_api.flax_version(), tuple(missing))
