@@ -89,6 +89,22 @@ def test_issue_program_is_explained_and_its_fix_gives_one_trace(tmp_path):
     assert [line for line in out2.splitlines() if line.startswith("OUTS")] == before
 
 
+@pytest.mark.slow
+def test_issue_program_under_the_env_switch(tmp_path):
+    (tmp_path / "prog.py").write_text(
+        textwrap.dedent(ISSUE.format(act_def="", act="lambda z: jax.nn.relu(z)"))
+    )
+    report = tmp_path / "r.json"
+    proc = run_python(
+        ["prog.py"], cwd=tmp_path, env={"JITLENS": "1", "JITLENS_REPORT": str(report)}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "TRACES 3" in proc.stdout
+    assert proc.stderr.count("jitlens: f (eqx.filter_jit)") == 2  # one log line per retrace
+    (f,) = [r for r in json.loads(report.read_text())["functions"] if r["name"] == "f"]
+    assert (f["calls"], f["traces"]) == (3, 3)
+
+
 # ------------------------------------------------------------------ reasons, each with its fix
 
 
