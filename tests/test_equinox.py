@@ -571,3 +571,22 @@ def test_probe_lists_the_equinox_pieces_a_release_moved(monkeypatch):
     assert equinox_api.missing() == []
     monkeypatch.delattr(eqx_jit, "_call")
     assert equinox_api.missing() == [("equinox._jit._call", equinox_api.EQX_CALLS)]
+
+
+def test_other_static_arguments_are_worded_for_filter_jit():
+    count = [0]
+
+    @eqx.filter_jit
+    def pick(x, name):
+        count[0] += 1
+        return x * 2 if name == "double" else x
+
+    with jitlens.track() as t:
+        for name in ("double", "same", "double"):
+            pick(jnp.ones(2), name)
+    row = _row(t.report(), "pick")
+    assert (row.traces, row.cache_hits) == (count[0], 1) == (2, 1)
+    (r,) = _reasons(row)
+    assert (r.path, r.kind) == ("name", "static_value")
+    assert "eqx.filter_jit keeps every non-array value" in r.message
+    assert "static_argnums" not in r.fix  # filter_jit has none

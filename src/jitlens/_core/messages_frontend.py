@@ -33,12 +33,20 @@ NEW_FUNCTION_FIX = (
     "that one object; a lambda, closure or partial built per call is a new function each time."
 )
 SCALAR_MSG = (
-    "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array argument "
-    "(Python int/float) static, unlike jax.jit, so each new value compiles again."
+    "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array value "
+    "(a Python int/float too) static, unlike jax.jit, so each new value compiles again."
 )
 SCALAR_FIX = (
     "Pass it as an array so it is traced: `jnp.asarray({expr})` at the call (one compile for "
     "every value); keep a Python number only for a few fixed values."
+)
+STATIC_MSG = (
+    "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array value "
+    "(in arguments and Module fields) static, compared by value, so each new value compiles again."
+)
+STATIC_FIX = (
+    "Expected once per distinct value: keep `{path}` to a few values; if it changes on every "
+    "call, pass what varies as an array (branch with `jnp.where` / `jax.lax.cond`)."
 )
 FIELD_MSG = (
     "static field `{path}` (`eqx.field(static=True)`) changed value {before} -> {after}; "
@@ -154,6 +162,12 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
             r,
             message=SCALAR_MSG.format(path=r.path, before=r.before, after=r.after),
             fix=SCALAR_FIX.format(expr=r.path),
+        )
+    if r.kind == "static_value":
+        return dataclasses.replace(
+            r,
+            message=STATIC_MSG.format(path=r.path, before=r.before, after=r.after),
+            fix=STATIC_FIX.format(path=r.path),
         )
     if r.kind == "identity_static" and owner is not None and _compat.is_eqx_module_class(owner):
         return _module_identity(r, attr, value)
