@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import textwrap
 
 import jax
@@ -393,7 +394,20 @@ def test_results_unchanged_when_jitlens_fails_inside(monkeypatch):
 # ------------------------------------------------------------------ guards
 
 
+@pytest.mark.slow
 def test_max_traces_above_and_below_filter_jit_agree_with_equinox():
+    # In a process of its own: equinox keeps a filter_jit's function alive for
+    # the process (its jit's cache holds it as a static argument), so a guard
+    # below it, and the hooks it holds installed, outlive the test.
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
+    code = "import test_equinox as t; t._guards_on_filter_jit(); print('guards ok')"
+    proc = run_python(["-c", code], cwd=here, env={"PYTHONPATH": path})
+    assert proc.returncode == 0, proc.stderr
+    assert "guards ok" in proc.stdout
+
+
+def _guards_on_filter_jit():
     below_count, above_count = [0], [0]
 
     @eqx.filter_jit

@@ -178,8 +178,6 @@ class Record:
         self.eager_calls = 0
         #: The library front-end (``_compat.Frontend``) whose jit this is, if any.
         self.frontend: Any = None
-        #: Its key in ``Registry.by_frontend``.
-        self.frontend_key: Any = None
 
     @property
     def calls(self) -> int:

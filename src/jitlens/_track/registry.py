@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import types
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -18,9 +19,10 @@ from .. import _compat
 from .records import MAX_SIBLINGS, EventBuilder, Record
 from .state import finalize, weak
 
-#: Front-end keys remembered (each holds the user's callable strongly, as the
-#: library's own cache does); older ones get a new record if they come back.
-MAX_FRONTEND_KEYS = 256
+#: Front-end keys remembered for callables other than plain functions (each
+#: holds its static part strongly, as equinox's lru cache does); older ones
+#: get a new record if they come back.
+MAX_FRONTEND_KEYS = 128
 
 #: jit options that change what a wrapper compiles (and so its cache).
 KEY_OPTIONS = (
@@ -74,8 +76,8 @@ class Registry:
         self.include_internal_keys = False
         self.on_trace: list[Callable[[Record, EventBuilder], None]] = []
         self.on_stale: list[Callable[[Record, Any], None]] = []
-        #: Front-end records by (kind, the front-end's cache key), latest last.
-        self.by_frontend: OrderedDict[tuple[str, Any], Record] = OrderedDict()
+        #: Front-end records by :func:`_frontend_index`, latest last.
+        self.by_frontend: OrderedDict[tuple[str, str, Any], Record] = OrderedDict()
         self.timelines = 0
 
     # ------------------------------------------------------------ the one factory
@@ -195,17 +197,13 @@ class Registry:
     ) -> Record:
         """The record of a library front-end's jit of ``user_fn`` (e.g. ``eqx.filter_jit(f)``).
 
-        One record per user callable as the library keys it (``key``): three
+        One record per user callable as the library keys it: three
         ``eqx.filter_jit(f)`` of one ``f`` share one compiled cache, so one row.
         """
-        try:
-            index: tuple[str, Any] = (frontend.kind, key)
-            hash(index)
-        except TypeError:  # an unhashable static: equinox could not jit it either
-            index = (frontend.kind, ("id", id(user_fn)))
+        index = _frontend_index(frontend, key, user_fn)
         with self.lock:
             rec = self.by_frontend.get(index)
-            if rec is not None:
+            if rec is not None and (index[1] != "fn" or rec.user_fn() is user_fn):
                 self.by_frontend.move_to_end(index)
                 return rec
             rec = self.new_record(
@@ -213,8 +211,9 @@ class Registry:
             )
             rec.inner_fun_ref = weak(user_fn)  # for guards; not indexed as a jax.jit function
             rec.frontend = frontend
-            rec.frontend_key = index
             self.by_frontend[index] = rec
+            if index[1] == "fn":  # dropped with the function, as equinox's own cache does
+                finalize(user_fn, self.by_frontend.pop, index)
             if len(self.by_frontend) > MAX_FRONTEND_KEYS:
                 self.by_frontend.popitem(last=False)
             return rec
@@ -225,10 +224,15 @@ class Registry:
             if not fe.loaded():
                 continue
             try:
-                rec = self.by_frontend.get((fe.kind, fe.wrapper_key(wrapper)))
-            except Exception:  # not this front-end's wrapper, or an unhashable key
+                key = fe.wrapper_key(wrapper)
+                if key is None:
+                    continue
+                user_fn = fe.wrapper_user_function(wrapper)
+                index = _frontend_index(fe, key, user_fn)
+                rec = self.by_frontend.get(index)
+            except Exception:  # not this front-end's wrapper
                 continue
-            if rec is not None:
+            if rec is not None and (index[1] != "fn" or rec.user_fn() is user_fn):
                 return rec
         return None
 
@@ -263,6 +267,22 @@ class Registry:
                 jax_name=fun_name,
                 where=where,
             )
+
+
+def _frontend_index(frontend: _compat.Frontend, key: Any, user_fn: Any) -> tuple[str, str, Any]:
+    """Where a front-end's record is filed: by a plain function's id (held weakly), else by key.
+
+    Other callables (partials, Modules) come back as new objects from the
+    library's key, so they are filed under the key itself (held strongly,
+    bounded by :data:`MAX_FRONTEND_KEYS`, like equinox's own lru cache).
+    """
+    if isinstance(user_fn, types.FunctionType):
+        return (frontend.kind, "fn", id(user_fn))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable static: equinox could not jit it either
+        return (frontend.kind, "id", id(user_fn))
+    return (frontend.kind, "key", key)
 
 
 REGISTRY = Registry()
