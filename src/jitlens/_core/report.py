@@ -311,6 +311,10 @@ def load_report(path: str | os.PathLike[str]) -> Report:
             text = fh.read()
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ReportError(
+            f"{path}: not a jitlens report (not UTF-8 text: byte {exc.start})"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -332,6 +336,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".jitlens-", dir=directory)
     try:
+        # mkstemp makes 0600 files; a report is meant to be shared like any file the user writes.
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
@@ -341,6 +347,20 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    """The process umask: from /proc where it can be read, else by setting and restoring it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def total_traces(functions: Iterable[FunctionReport]) -> str:
