@@ -20,7 +20,7 @@ from .._core.report import (
     total_traces,
 )
 from .svg import entries_table, time_span, timeline_svg
-from .text import fold_key, sorted_functions
+from .text import fold_key, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -279,7 +279,7 @@ def _cells(fn: FunctionReport) -> list[str]:
         "?" if fn.traces is None else str(fn.traces),
         "?" if fn.compiles is None else str(fn.compiles),
         "?" if fn.cache_hits is None else str(fn.cache_hits),
-        "?" if rate is None else f"{rate:.0%}",
+        "?" if rate is None else percent(rate),
         f"{fn.trace_seconds:.2f}",
         f"{fn.lower_seconds + fn.compile_seconds:.2f}",
         f"{fn.seconds_lost:.2f}",

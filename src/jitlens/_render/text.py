@@ -53,9 +53,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 DROPPABLE = ("compiles", "compile s", "trace s", "kind", "hit %")
 #: The function column gets at least this many characters before others are dropped.
 MIN_NAME_WIDTH = 24
-TITLE = (
-    "jitlens: {functions} jitted functions, {traces} traces, {lost:.2f} s lost to retraces{hidden}"
-)
+TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
 HIDDEN = " ({n} internal hidden)"
 CAPTION = (
     "{backend} on {host}, process {index}/{count}, {duration:.1f} s; "
@@ -65,6 +63,22 @@ NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {du
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 jitted function``, ``2 jitted functions``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def percent(rate: float) -> str:
+    """A rate as a percentage that never rounds to a bound it did not reach: 938/941 is 99.7%."""
+    for digits in range(4):
+        text = f"{rate:.{digits}%}"
+        shown = float(text[:-1])
+        if (rate < 1 and shown >= 100) or (rate > 0 and shown <= 0):
+            continue
+        return text
+    return "<0.001%" if rate < 0.5 else ">99.999%"
 
 
 def _seconds(value: float) -> str:
@@ -115,7 +129,7 @@ def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
         UNKNOWN if fn.traces is None else str(fn.traces),
         UNKNOWN if fn.compiles is None else str(fn.compiles),
         UNKNOWN if fn.cache_hits is None else str(fn.cache_hits),
-        UNKNOWN if rate is None else f"{rate:.0%}",
+        UNKNOWN if rate is None else percent(rate),
         _seconds(fn.trace_seconds),
         _seconds(fn.lower_seconds + fn.compile_seconds),
         _seconds(fn.seconds_lost),
@@ -147,9 +161,10 @@ def _table(
     report: Report, functions: Sequence[FunctionReport], include_internal: bool, width: int
 ) -> Table:
     hidden = len(report.functions) - len(functions)
+    traces = total_traces(functions)
     title = TITLE.format(
-        functions=len(functions),
-        traces=total_traces(functions),
+        functions=plural(len(functions), "jitted function"),
+        traces=f"{traces} trace{'' if traces == '1' else 's'}",
         lost=sum(f.seconds_lost for f in functions),
         hidden=HIDDEN.format(n=hidden) if hidden else "",
     )
