@@ -89,7 +89,7 @@ def _indented(lines: Sequence[Line], by: int) -> list[Line]:
     return [(indent + by, text, style) for indent, text, style in lines]
 
 
-def _explanations(fn: FunctionReport) -> list[Line]:
+def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     """Folded retraces and stale hits of one function, as indented lines."""
     retraces = [e for e in fn.events if e.kind != "trace"]
     if not retraces and not fn.stale_hits:
@@ -109,7 +109,7 @@ def _explanations(fn: FunctionReport) -> list[Line]:
         if id(event) in by_event:
             own = by_event.pop(id(event))  # an event listed twice is explained once
             also = len(event.reasons) - len(own)
-            lines += _indented(retrace_lines(fn, event, own, also), 2)
+            lines += _indented(retrace_lines(fn, event, own, also, _less(width, 2)), 2)
     unexplained = [e for e in retraces if not e.reasons]
     if unexplained:
         lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
@@ -117,6 +117,10 @@ def _explanations(fn: FunctionReport) -> list[Line]:
     for stale in fn.stale_hits:
         lines += _indented(stale_lines(fn, stale), 2)
     return lines
+
+
+def _less(width: int | None, indent: int) -> int | None:
+    return None if width is None else width - indent
 
 
 def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
@@ -240,7 +244,7 @@ def _render(report: Report, color: bool, width: int, include_internal: bool) -> 
         return _export(console, color)
     console.print(_table(report, functions, include_internal, width))
     for fn in functions:
-        lines = _explanations(fn)
+        lines = _explanations(fn, width)
         if lines:
             console.print()
         for indent, text, style in lines:
