@@ -45,6 +45,11 @@ REASON_KINDS: tuple[str, ...] = (
 EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
 
 
+#: How a fix begins when the retrace was expected, not avoidable: the first
+#: compile of a train/eval mode (``_core.messages_static.MODE_FIX``).
+EXPECTED_FIX = "Expected once per mode."
+
+
 @dataclasses.dataclass(frozen=True)
 class Reason:
     """One difference between a new cache key and the closest compiled one."""
@@ -81,6 +86,11 @@ class Event:
     def seconds(self) -> float:
         """Time this event cost the program: tracing, lowering and compiling."""
         return self.trace_seconds + self.lower_seconds + self.compile_seconds
+
+    @property
+    def expected(self) -> bool:
+        """A retrace every reason of which says it is expected (a mode's first compile)."""
+        return bool(self.reasons) and all(r.fix.startswith(EXPECTED_FIX) for r in self.reasons)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,8 +145,9 @@ class FunctionReport:
 
     @property
     def seconds_lost(self) -> float:
-        """Seconds spent on retraces, i.e. on compilations beyond the first."""
-        return sum(e.seconds for e in self.events if e.kind == "retrace")
+        """Seconds spent on avoidable retraces: compilations beyond the first, except a
+        train/eval mode's own first compile (``Event.expected``)."""
+        return sum(e.seconds for e in self.events if e.kind == "retrace" and not e.expected)
 
     @property
     def hit_rate(self) -> float | None:
