@@ -248,8 +248,8 @@ def test_backticks_are_code_and_the_path_is_marked_inside_them() -> None:
 
 
 def test_a_modes_first_compile_is_expected_not_lost() -> None:
-    from jitlens._core.report import EXPECTED_FIX, Reason
     from jitlens._core.messages_static import MODE_FIX
+    from jitlens._core.report import EXPECTED_FIX, Reason
 
     assert MODE_FIX.startswith(EXPECTED_FIX)
     report = report_samples.sample_report()

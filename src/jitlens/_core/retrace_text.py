@@ -60,7 +60,11 @@ def values_text(reason: Reason, others: Sequence[Reason] = ()) -> str:
     if len(pairs) > 1 and sum(len(p) for p in pairs) <= MAX_VALUE_CHARS:
         return " | ".join(pairs)
     first = f"{_shorten(reason.before)} -> {_shorten(reason.after)}"
-    return first + (OTHER_VALUES.format(n=len(pairs) - 1, s="" if len(pairs) == 2 else "s") if len(pairs) > 1 else "")
+    return first + (
+        OTHER_VALUES.format(n=len(pairs) - 1, s="" if len(pairs) == 2 else "s")
+        if len(pairs) > 1
+        else ""
+    )
 
 
 def _reason_lines(reason: Reason, count: int, values: str, detailed: bool) -> list[Line]:
@@ -139,7 +143,13 @@ def retrace_lines(
         if _height(block, width) > room:
             rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
             paths = ", ".join(_shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
-            lines.append((2, MORE_LINE.format(n=len(rest), s="" if len(rest) == 1 else "s", paths=paths), "dim"))
+            lines.append(
+                (
+                    2,
+                    MORE_LINE.format(n=len(rest), s="" if len(rest) == 1 else "s", paths=paths),
+                    "dim",
+                )
+            )
             break
         fixes.add(reason.fix)
         lines.extend(block)
