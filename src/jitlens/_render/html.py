@@ -143,7 +143,7 @@ if(y+h>window.innerHeight-4){y=Math.max(4,ev.clientY-h-14);}
 tip.style.left=x+"px";tip.style.top=y+"px";}
 document.addEventListener("mouseover",showTip);document.addEventListener("mousemove",function(ev){
 if(!tip.hidden){showTip(ev);}});
-var NS="http://www.w3.org/2000/svg",svgs=[].slice.call(document.querySelectorAll("svg.timeline"));
+var svgs=[].slice.call(document.querySelectorAll("svg.timeline")),NS=svgs.length?svgs[0].namespaceURI:null;
 var full=svgs.length?[+svgs[0].getAttribute("data-t0"),+svgs[0].getAttribute("data-t1")]:[0,1];
 var view=full.slice();
 function fmt(t){return (Math.round(t*1e6)/1e6)+" s";}
