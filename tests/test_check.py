@@ -59,13 +59,15 @@ VERDICTS: dict[str, dict[str, tuple[str, ...]]] = {
 #: Wall seconds per hostile case: the hang case waits this long, and an overloaded
 #: machine must still import JAX in the child well within it.
 HOSTILE_TIMEOUT = 30
+#: CPU seconds per hostile child: a fresh child imports JAX (~1-2 s of CPU) before its case.
+HOSTILE_CPU = 4
 #: ``(features, numbers status, evidence fragment)``: hostile.py misbehaves per ``features``.
 HOSTILE: tuple[tuple[int, str, str], ...] = (
     (1, "pass", "max |error|"),
     (2, "fail", "raised RuntimeError: deliberate failure"),
     (3, "fail", f"timed out after {HOSTILE_TIMEOUT} s wall time (killed with its process group)"),
     (1, "pass", "max |error|"),
-    (4, "fail", "CPU-time limit of 1 s (SIGXCPU)"),
+    (4, "fail", f"CPU-time limit of {HOSTILE_CPU} s (SIGXCPU)"),
     (5, "fail", "max |error| "),
     (6, "fail", "raised SystemExit: 3 (sys.exit() was called"),
     (7, "fail", "exited with status 0 before reporting"),
@@ -105,7 +107,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                 cases=[CheckCase(2, 3, f, 0, 2, 0) for f, _, _ in HOSTILE],
                 bad_inputs=(),
                 timeout=HOSTILE_TIMEOUT,
-                cpu_seconds=1,
+                cpu_seconds=HOSTILE_CPU,
                 memory_bytes=3 << 30,
             )
         }

@@ -68,6 +68,11 @@ NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {du
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
+ADVICE_TITLE = "advice: what else costs time, most valuable first"
+ADVICE_LINE = "{qualname}  {kind}{saving}: {message}"
+ADVICE_SAVING = ", saves ~{seconds:.2f} s"
+ADVICE_FIX = "fix: {fix}"
+ADVICE_MORE = "also: {kinds}"
 
 
 def plural(n: int, noun: str) -> str:
@@ -126,6 +131,33 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
 
 def _less(width: int | None, indent: int) -> int | None:
     return None if width is None else width - indent
+
+
+def _saving(seconds: float | None) -> str:
+    return "" if seconds is None else ADVICE_SAVING.format(seconds=seconds)
+
+
+def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
+    """The advice section: at most 3 lines per function (top advice and its fix, then the rest)."""
+    advised = [f for f in functions if f.advice]
+    if not advised:
+        return []
+    advised.sort(key=lambda f: -(f.advice[0].estimated_saving_seconds or 0.0))
+    lines: list[Line] = [(0, ADVICE_TITLE, "bold cyan")]
+    for fn in advised:
+        top, *rest = fn.advice
+        text = ADVICE_LINE.format(
+            qualname=fn.qualname,
+            kind=top.kind,
+            saving=_saving(top.estimated_saving_seconds),
+            message=top.message,
+        )
+        lines.append((2, text, "bold"))
+        lines.append((4, ADVICE_FIX.format(fix=top.fix), "green"))
+        if rest:
+            kinds = ", ".join(a.kind + _saving(a.estimated_saving_seconds) for a in rest)
+            lines.append((4, ADVICE_MORE.format(kinds=kinds), "dim"))
+    return lines
 
 
 def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
@@ -253,6 +285,11 @@ def _render(report: Report, color: bool, width: int, include_internal: bool) -> 
             console.print()
         for indent, text, style in lines:
             console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    advice = advice_lines(functions)
+    if advice:
+        console.print()
+    for indent, text, style in advice:
+        console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
     for warning in report.warnings:
         console.print(Text(WARNING_LINE.format(text=warning), style="yellow"))
     return _export(console, color)
