@@ -126,7 +126,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         sys.path.insert(0, str(FIXTURES))
         naive = importlib.import_module("naive_solution")
         jobs["naive"] = pool.submit(check_jit_forward, naive.jit_forward, bad_inputs=BAD_INPUTS[:6])
-        for name in ("hostile_import", "no_jit_forward"):
+        for name in ("hostile_import", "jit_forward_not_callable"):
             jobs[name] = pool.submit(check_jit_forward, FIXTURES / f"{name}.py", cases=small)
         out, err = cli.communicate(timeout=300)
         jobs["cli"] = (cli.returncode, out, err, json_path)
@@ -291,7 +291,7 @@ def test_nothing_is_left_behind(graded: dict[str, Any]) -> None:
     ("name", "error"),
     [
         ("hostile_import", "while importing it, the process exited with status 7 before"),
-        ("no_jit_forward", "it has no callable jit_forward (found nothing); define `def jit_"),
+        ("jit_forward_not_callable", "it has no callable jit_forward (found an int); define `def"),
     ],
 )
 def test_unloadable_in_the_child(graded: dict[str, Any], name: str, error: str) -> None:
@@ -306,6 +306,15 @@ def test_unloadable_in_the_child(graded: dict[str, Any], name: str, error: str) 
         ("tests/fixtures/nope.py", "no such file; pass the path of a Python file"),
         ("tests/fixtures", "it is a directory; pass the path of a Python file"),
         ("tests/fixtures/bad_syntax.py", "it does not compile: expected ':' (line 4); fix"),
+        (
+            "tests/fixtures/no_jit_forward.py",
+            "it has no callable jit_forward (found nothing; did you mean `jit_forwrad`?)",
+        ),
+        (
+            "tests/fixtures/wrong_signature.py",
+            "`def jit_forward(seed, x, features)` (line 6) cannot be called as "
+            "jit_forward(seed, x, features, num_calls)",
+        ),
     ],
 )
 def test_unloadable_before_any_child(
@@ -315,7 +324,22 @@ def test_unloadable_before_any_child(
     assert cli_main([path]) == 2
     out = capsys.readouterr().out
     assert f"ERROR: cannot load {os.path.basename(path)}: {error}" in out
-    assert ", 0 processes)" in out
+    assert ", not run, 0.0 s, 0 processes)" in out  # failed fast: no child, no cases counted
+
+
+def test_a_signature_mismatch_is_not_a_rejected_bad_input() -> None:
+    """A jit_forward that cannot take four arguments raises TypeError on every probe: no PASS."""
+    from jitlens._exercise.cases import BAD_INPUTS
+    from jitlens._exercise.criteria import judge_probe
+    from jitlens._exercise.sandbox import Outcome
+
+    message = "_impl() takes 3 positional arguments but 4 were given"
+    raised = {"raised": {"type": "TypeError", "message": message}}
+    finding = judge_probe(BAD_INPUTS[0], Outcome("ok", raised))
+    assert finding.status == "warn"
+    assert finding.evidence.startswith("raised TypeError from the call itself, not from checking")
+    checked = {"raised": {"type": "TypeError", "message": "seed must be a number, got str"}}
+    assert judge_probe(BAD_INPUTS[0], Outcome("ok", checked)).status == "pass"
 
 
 def test_uncheckable_arguments() -> None:

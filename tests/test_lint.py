@@ -490,7 +490,7 @@ def test_lint_paths_walks_directories_and_skips_hidden_and_venvs(tmp_path: Path)
 def test_lint_paths_warns_and_goes_on_after_a_syntax_error(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("def (:\n")
     (tmp_path / "ok.py").write_text("x = 1\n")
-    with pytest.warns(LintSkipWarning, match=r"broken\.py:1:5: warning: cannot parse"):
+    with pytest.warns(LintSkipWarning, match=r"broken\.py:1:5: error: cannot parse"):
         assert lint_paths([tmp_path]) == []
 
 
@@ -562,15 +562,55 @@ def test_cli_missing_path_is_a_usage_error(
     assert cli_main([]) == 2
 
 
-def test_cli_syntax_error_is_a_warning_not_a_finding(
+def test_cli_syntax_error_is_an_error_and_fails_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """As ruff does: a file that cannot be parsed is reported and the exit status is non-zero."""
     (tmp_path / "broken.py").write_text("x = (\n")
-    assert cli_main([str(tmp_path)]) == 0
+    assert cli_main([str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert captured.err.startswith(f"{tmp_path / 'broken.py'}:1:")
-    assert "warning: cannot parse" in captured.err
-    assert captured.out == "No recompile traps found in 0 files.\n"
+    assert "error: cannot parse" in captured.err
+    assert captured.out == (
+        "No recompile traps found in 0 files.\n1 file could not be linted (see the errors above).\n"
+    )
+
+
+def test_cli_github_format_annotates_findings_and_unparsable_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "loop.py").write_text(
+        "import jax\nfor i in range(3):\n    jax.jit(lambda x: x + i)(1.0)\n"
+    )
+    (tmp_path / "broken.py").write_text("x = (\n")
+    assert cli_main(["--format", "github", str(tmp_path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    loop = str(tmp_path / "loop.py").replace(":", "%3A").replace(",", "%2C")
+    broken = str(tmp_path / "broken.py").replace(":", "%3A").replace(",", "%2C")
+    assert lines[0].startswith(f"::error file={loop},line=3,col=5,title=jitlens JL001::JL001 ")
+    assert " fix: " in lines[0]
+    assert lines[1].startswith(
+        f"::error file={broken},line=1,col=5,title=jitlens lint::cannot parse"
+    )
+    assert len(lines) == 2 and all("\n" not in line for line in lines)
+
+
+def test_pre_commit_manifest_declares_the_lint_hook() -> None:
+    """`.pre-commit-hooks.yaml`: a `jitlens-lint` hook that runs `jitlens lint` on Python files."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    (hook,) = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "jitlens-lint"
+    assert hook["entry"] == "jitlens lint"
+    assert hook["language"] == "python"
+    assert hook["types"] == ["python"]
+    try:  # pre-commit's own schema, where pre-commit is installed
+        from pre_commit.clientlib import load_manifest
+    except ImportError:
+        return
+    (loaded,) = load_manifest(str(root / ".pre-commit-hooks.yaml"))
+    assert loaded["id"] == "jitlens-lint" and loaded["pass_filenames"] is True
 
 
 def test_cli_help_lists_the_rules(capsys: pytest.CaptureFixture[str]) -> None:

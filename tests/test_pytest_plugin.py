@@ -164,7 +164,8 @@ def test_marker_fixture_and_every_session_option(pytester: pytest.Pytester) -> N
             "jitlens: wrote the report to out/report.json",
         ]
     )
-    assert "/jitlens/" not in out.split("test_over_budget")[1].split("test_swallowed")[0]
+    shown = out.split("test_over_budget")[1].split("test_swallowed")[0]
+    assert "jitlens/_" not in shown and str(Path(pytest_plugin.__file__).parent) not in shown
 
     report = load_report(pytester.path / "out" / "report.json")
     traces = {f.qualname: f.traces for f in report.functions}

@@ -65,3 +65,31 @@ def test_public_names_are_pinned():
         assert getattr(jitlens, name) is not None
     assert issubclass(jitlens.RecompileError, (jitlens.JitlensError, AssertionError))
     assert issubclass(jitlens.ReportError, ValueError)
+
+
+def test_guard_tests_pass_in_a_clone_named_jitlens(tmp_path):
+    """`git clone` names the folder jitlens: no test may mistake that path for jitlens' own frames."""
+    import shutil
+
+    from conftest import run_python
+
+    clone = tmp_path / "jitlens"
+    shutil.copytree(ROOT / "src", clone / "src")
+    (clone / "tests").mkdir()
+    for name in ("conftest.py", "test_guards.py"):
+        shutil.copy(ROOT / "tests" / name, clone / "tests" / name)
+    shutil.copy(ROOT / "pyproject.toml", clone / "pyproject.toml")
+    proc = run_python(
+        [
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_guards.py::test_no_retrace_fails_on_a_retrace_and_allows_new_functions",
+        ],
+        cwd=clone,
+        env={"PYTHONPATH": str(clone / "src")},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "1 passed" in proc.stdout

@@ -103,9 +103,15 @@ def test_an_error_in_the_page_would_be_seen(tmp_path: Path) -> None:
 
 
 def test_screenshot(tmp_path: Path) -> None:
-    """``JITLENS_UPDATE_DOCS=1`` also saves the picture as the README's docs/report.png."""
+    """The README's picture is a real run of examples/recompiles.py; ``JITLENS_UPDATE_DOCS=1``
+    saves it as docs/report.png."""
+    from conftest import ROOT, run_python
+
     page, png = tmp_path / "report.html", tmp_path / "report.png"
-    page.write_text(render_html(report_samples.docs_report()), encoding="utf-8")
+    proc = run_python(
+        ["-m", "jitlens", "run", "-q", "--html", str(page), "examples/recompiles.py"], cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
     size = f"--window-size={WINDOW[0]},{WINDOW[1]}"
     _chromium(page, tmp_path / "profile", f"--screenshot={png}", size)
     data = png.read_bytes()
@@ -114,3 +120,114 @@ def test_screenshot(tmp_path: Path) -> None:
     assert 20_000 < len(data) < DOCS_MAX_BYTES  # not a blank page, small enough for the docs
     if os.environ.get("JITLENS_UPDATE_DOCS"):
         DOCS_PNG.write_bytes(data)
+
+
+# ---------------------------------------------------------------- a real run, driven like a user
+
+SEED = """
+from functools import partial
+
+import jax.numpy as jnp
+from flax import nnx
+
+
+class CNN(nnx.Module):  # the seed discussion's model: a partial stored on the module
+    def __init__(self, rngs):
+        self.conv = nnx.Conv(1, 2, kernel_size=(3, 3), rngs=rngs)
+        self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))
+
+    def __call__(self, x):
+        return self.avg_pool(nnx.relu(self.conv(x)))
+
+
+@nnx.jit
+def step(model, x):
+    return model(x).mean()
+
+
+x = jnp.ones((4, 8, 8, 1))
+for seed in range(3):  # three freshly built models: three compiled entries
+    model = CNN(nnx.Rngs(seed))
+    for _ in range(3):
+        step(model, x)
+"""
+
+#: Drives the page as a user would (hover a mark, drag across a timeline, double-click)
+#: and leaves what it saw in ``body[data-selftest]`` for ``--dump-dom``.
+DRIVE = """<script>
+(function(){
+var out={}, svg=document.querySelector("svg.timeline"), r=svg.getBoundingClientRect();
+function at(e){return +(e.getAttribute("cx")||(+e.getAttribute("x")+4.5));}
+var marks=[].slice.call(svg.querySelectorAll(".mark"));
+out.t0=+svg.getAttribute("data-t0"); out.t1=+svg.getAttribute("data-t1");
+out.ts=marks.map(function(m){return +m.getAttribute("data-t");});
+out.xs=marks.map(at);
+var mark=svg.querySelector("rect.mark.retrace"), mr=mark.getBoundingClientRect();
+mark.dispatchEvent(new MouseEvent("mouseover",{bubbles:true,clientX:mr.left+2,clientY:mr.top+2}));
+var tip=document.getElementById("jl-tip");
+out.tip=tip.textContent; out.tipShown=!tip.hidden;
+function fire(type,f){svg.dispatchEvent(new MouseEvent(type,{bubbles:true,button:0,
+  clientX:r.left+r.width*f,clientY:r.top+r.height*0.3}));}
+out.view0=svg.getAttribute("data-view");
+fire("mousedown",0.2); fire("mousemove",0.4); fire("mouseup",0.6);
+out.view1=svg.getAttribute("data-view");
+out.visible=marks.filter(function(m){return m.style.display!=="none";}).length;
+out.xsZoomed=marks.map(at);
+svg.dispatchEvent(new MouseEvent("dblclick",{bubbles:true}));
+out.view2=svg.getAttribute("data-view");
+document.body.setAttribute("data-selftest",JSON.stringify(out));
+})();
+</script></body>"""
+
+
+@pytest.fixture(scope="module")
+def seed_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HTML report of a real `jitlens run` of the seed program (imports included)."""
+    from conftest import run_python
+
+    folder = tmp_path_factory.mktemp("seed")
+    (folder / "seed.py").write_text(SEED)
+    proc = run_python(
+        ["-m", "jitlens", "run", "-q", "--html", "seed.html", "--json", "seed.json", "seed.py"],
+        cwd=folder,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return folder / "seed.html"
+
+
+def test_seed_entries_render_distinguishably(seed_page: Path, tmp_path: Path) -> None:
+    done = _chromium(seed_page, tmp_path / "profile", "--dump-dom")
+    dom = html_dom.parse(done.stdout)
+    rows = dom.find("table", "entries", data_function="step").find_all("tr", "entry")
+    signatures = [r.find("code", "signature").text() for r in rows]
+    assert len(signatures) == 3 and len(set(signatures)) == 3, signatures
+    assert all("model.avg_pool=partial@…" in s for s in signatures)
+
+
+def test_timeline_starts_at_the_first_call_zooms_and_shows_tooltips(
+    seed_page: Path, tmp_path: Path
+) -> None:
+    import json
+
+    page = tmp_path / "driven.html"
+    page.write_text(seed_page.read_text().replace("</body>", DRIVE), encoding="utf-8")
+    done = _chromium(page, tmp_path / "profile", "--dump-dom")
+    dom = html_dom.parse(done.stdout)
+    assert dom.find("body").attrs.get("data-rendered") == "ok", done.stderr[-2000:]
+    seen = json.loads(dom.find("body").attrs["data-selftest"])
+    # the axis starts at the first jitted call, not at process start (imports took seconds)
+    # (a call starts a moment before the trace it causes: the axis starts at the call)
+    assert 0.3 < seen["t0"] <= min(seen["ts"]) < seen["t0"] + 0.05
+    assert min(seen["xs"]) == pytest.approx(64, abs=8)  # the first mark sits at the left edge
+    # a tooltip per mark: the call (from 1), what happened, the signature, the phases
+    assert seen["tipShown"]
+    assert seen["tip"].startswith("call #4: retrace #1 → entry #1\nmodel: CNN<graph ")
+    assert "model.avg_pool=partial@…" in seen["tip"] and "+ compile " in seen["tip"]
+    # dragging across 20%..60% of the width zooms every timeline to that range
+    a0, b0 = map(float, seen["view0"].split())
+    a1, b1 = map(float, seen["view1"].split())
+    assert (a0, b0) == pytest.approx((seen["t0"], seen["t1"]), abs=1e-5)
+    assert a0 < a1 < b1 < b0 and (b1 - a1) < 0.6 * (b0 - a0)
+    assert seen["visible"] < len(seen["ts"]) or seen["xsZoomed"] != seen["xs"]
+    # a double-click shows it all again
+    assert seen["view2"] == seen["view0"]

@@ -168,7 +168,7 @@ def test_unexplained_and_partly_repeated_retraces() -> None:
 
 def test_stale_hit_is_a_warning(dom: html_dom.Node) -> None:
     stale = dom.find("section", "function", data_function="evaluate").find("article", "stale")
-    assert "stale cache hit at eval.py:40 (call #2)" in stale.text()
+    assert "stale cache hit at eval.py:40 (call #3)" in stale.text()
     assert "model.dropout.deterministic" in stale.find("mark", "path").text()
 
 
@@ -220,3 +220,59 @@ def test_odd_but_possible_data_renders_without_falling_back(
     assert "<pre>" not in page and "could not render" not in text
     assert len(page) < 50_000 and len(text) < 5_000
     assert len(trace["traceEvents"]) > 4
+
+
+def test_backticks_are_code_and_the_path_is_marked_inside_them() -> None:
+    from jitlens._core.report import Reason
+
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    reason = Reason(
+        "identity_static", "model", "model.avg_pool", "a", "b",
+        "`model.avg_pool` is a functools.partial; model.avg_pool compares by identity.",
+        "Call `nnx.avg_pool(x)` in `__call__`, or `self.avg_pool = nnx.data(...)`; 1 ` left.",
+    )  # fmt: skip
+    event = dataclasses.replace(loss.events[1], reasons=(reason,))
+    loss = dataclasses.replace(loss, events=(loss.events[0], event))
+    dom = html_dom.parse(render_html(dataclasses.replace(report, functions=(loss,))))
+    item = dom.find("li", "reason")
+    message = item.find("p", "message")
+    codes = message.find_all("code")
+    assert [c.text() for c in codes] == ["model.avg_pool"]
+    assert codes[0].find("mark", "path").text() == "model.avg_pool"  # marked inside the span
+    assert len(message.find_all("mark", "path")) == 2  # and outside it
+    assert "`" not in message.text()
+    fix = item.find("p", "fix")
+    assert fix.find_all("code") == []  # an odd number of backticks: shown as typed
+    assert fix.text().count("`") == 7
+
+
+def test_a_modes_first_compile_is_expected_not_lost() -> None:
+    from jitlens._core.messages_static import MODE_FIX
+    from jitlens._core.report import EXPECTED_FIX, Reason
+
+    assert MODE_FIX.startswith(EXPECTED_FIX)
+    report = report_samples.sample_report()
+    step = report.function("step")
+    mode = Reason("static_value", "model", "model.dropout.deterministic", "False", "True",
+                  "flipped", MODE_FIX.format(attr="deterministic"))  # fmt: skip
+    events = (step.events[0], dataclasses.replace(step.events[1], reasons=(mode,)))
+    step = dataclasses.replace(step, events=events)
+    assert step.retraces == 1 and step.seconds_lost == 0
+    dom = html_dom.parse(render_html(dataclasses.replace(report, functions=(step,))))
+    row = dom.find("table", "functions").find("tbody").find("tr")
+    assert "retraced" not in row.classes  # no red "lost" figure
+    article = dom.find("article", "retrace")
+    assert "expected" in article.classes
+    assert "expected retrace #1 (a new mode)" in article.text()
+    assert dom.find("svg", "timeline").find_all("rect", "mark retrace expected")
+
+
+def test_figures_read_as_english() -> None:
+    report = report_samples.sample_report()
+    loss = dataclasses.replace(report.function("Trainer.loss"), calls=941, cache_hits=938)
+    dom = html_dom.parse(render_html(dataclasses.replace(report, functions=(loss,))))
+    cards = [c.text() for c in dom.find_all("div", "card")]
+    assert cards[0] == "1jitted function"
+    cells = [c.text() for c in dom.find("table", "functions").find("tbody").find_all("td")]
+    assert cells[6] == "99.7%"  # 938/941, not "100%"

@@ -24,12 +24,12 @@ jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidd
 cpu on devbox, process 0/1, 4.2 s; hits = cache hits, lost s = seconds spent on retraces
 
 Trainer.loss  retraced 4x, 0.47 s lost   (defined at train.py:30)
-  train.py:88  retrace #1, 0.10 s (call #12)
+  train.py:88  retrace #1, 0.10 s (call #13)
     x.shape[0]  shape  (in 3 retraces)
       4 -> 2 | 4 -> 5 | 5 -> 6
       the last batch is ragged: 2 rows instead of 4.
       fix: pad the batch to a fixed size (drop_remainder=True) or mark the dimension dynamic.
-  train.py:88  retrace #4, 0.14 s (call #16)
+  train.py:88  retrace #4, 0.14 s (call #17)
     x  dtype
       float32 -> bfloat16
       a new dtype compiles a new program.
@@ -51,7 +51,7 @@ step  retraced 2x, 0.35 s lost   (defined at loop.py:5)
     … and 2 more differences (batch['weights'], batch['positions'])
 
 forward  retraced 2x, 0.31 s lost   (defined at case.py:44)
-  case.py:54  retrace #1, 0.15 s (call #1)
+  case.py:54  retrace #1, 0.15 s (call #2)
     model.avg_pool  identity_static  (in 2 retraces)
       functools.partial(<function avg_po… strides=(2, 2)) at 0x… ->
       functools.partial(<function avg_po… strides=(2, 2)) at 0x…
@@ -61,7 +61,7 @@ forward  retraced 2x, 0.31 s lost   (defined at case.py:44)
       the partial on the module.
 
 evaluate  1 stale cache hit(s)   (defined at eval.py:31)
-  warning: stale cache hit at eval.py:40 (call #2)
+  warning: stale cache hit at eval.py:40 (call #3)
     model.dropout.deterministic: False -> True
       nnx.cached_partial served a call whose static attribute changed after caching.
       fix: call nnx.cached_partial(evaluate, model) again after model.eval().
@@ -105,9 +105,28 @@ def test_any_number_of_reasons_fits_eight_lines(n: int) -> None:
     lines = render_retrace(step, event).splitlines()
     assert len(lines) <= MAX_LINES_PER_RETRACE
     shown = sum(1 for line in lines if line.lstrip().startswith("batch["))
-    more = [line for line in lines if "more differences" in line]
+    more = [line for line in lines if "more difference" in line]
     hidden = int(more[0].split("and ")[1].split()[0]) if more else 0
     assert shown + hidden == n
+
+
+def test_a_retrace_takes_at_most_eight_screen_lines_at_width_100() -> None:
+    """Long messages and fixes wrap: the budget counts the lines a reader sees, not list items."""
+    report = report_samples.sample_report()
+    step = report.function("step")
+    long = [
+        Reason("identity_static", "model", f"model.block{i}.pool", "partial " * 12,
+               "partial " * 12, "compares by identity; " * 8, f"fix {i}: " + "do this " * 25)
+        for i in range(3)
+    ]  # fmt: skip
+    wide = dataclasses.replace(step.events[2], reasons=tuple(long))
+    step = dataclasses.replace(step, events=(*step.events[:2], wide))
+    report = dataclasses.replace(report, functions=(step,))
+    lines = render_text(report, color=False, width=100).splitlines()
+    start = next(i for i, line in enumerate(lines) if "retrace #2" in line)
+    assert len(lines[start:]) <= MAX_LINES_PER_RETRACE, "\n".join(lines[start:])
+    assert "model.block0.pool" in lines[start + 1]
+    assert lines[-1].lstrip().startswith("… and 2 more differences")
 
 
 def test_report_section_caps_every_retrace() -> None:
@@ -181,7 +200,7 @@ def test_retrace_without_reasons_says_so() -> None:
     forward = report_samples.sample_report().function("forward")
     event = Event(1, "retrace", "case.py:54", "x: f32[2]", time=1.0, compile_seconds=0.5)
     text = render_retrace(forward, event)
-    assert text.startswith("forward (nnx.jit) case.py:54  retrace #3, 0.50 s (call #1)")
+    assert text.startswith("forward (nnx.jit) case.py:54  retrace #3, 0.50 s (call #2)")
     assert "no difference found" in text
 
 

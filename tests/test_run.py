@@ -162,3 +162,118 @@ def test_demo_measures_the_seed_cnn():
     assert "fixed_step: 4 calls, traced 1x, compiled 1x" in out
     assert "model.avg_pool  identity_static" in out
     assert "output shape (8,)" in out and "fwd: 5 calls, traced 1x, 4 cache hits" in out
+
+
+ARGS_PROGRAM = """
+import sys, time
+print("argv", sys.argv, flush=True)
+import jax, jax.numpy as jnp
+f = jax.jit(lambda x: x * 2)
+f(jnp.ones(3)); f(jnp.ones(4))
+if "--fail" in sys.argv:
+    raise KeyError("boom")
+if "--sleep" in sys.argv:
+    print("ready", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.fixture(scope="module")
+def args_program(tmp_path_factory):
+    d = tmp_path_factory.mktemp("args")
+    (d / "prog.py").write_text(ARGS_PROGRAM)
+    (d / "mypkg").mkdir()
+    (d / "mypkg" / "__init__.py").write_text("")
+    (d / "mypkg" / "train.py").write_text(ARGS_PROGRAM)
+    return d
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        (["-m", "mypkg.train", "--epochs", "1"], "['{d}/mypkg/train.py', '--epochs', '1']"),
+        (
+            ["-q", "-m", "mypkg.train", "--", "--epochs", "1"],
+            "['{d}/mypkg/train.py', '--epochs', '1']",
+        ),
+        (["prog.py", "--flag", "v", "-q"], "['prog.py', '--flag', 'v', '-q']"),
+        (["--json", "r.json", "--", "prog.py", "--", "--flag"], "['prog.py', '--flag']"),
+    ],
+)
+def test_everything_after_the_program_belongs_to_it(args_program, command, argv):
+    proc = run_python(["-m", "jitlens", "run", *command], cwd=args_program)
+    assert proc.returncode == 0, proc.stderr
+    assert f"argv {argv.format(d=args_program)}" in proc.stdout
+
+
+def test_summary_comes_before_the_traceback_and_report_files_follow_the_umask(
+    args_program, tmp_path
+):
+    report = tmp_path / "r.json"
+    proc = run_python(
+        ["-m", "jitlens", "run", "--json", str(report), "prog.py", "--fail"],
+        cwd=args_program,
+    )
+    assert proc.returncode == 1
+    summary, traceback = proc.stderr.index("jitlens: 1 jitted"), proc.stderr.index("Traceback")
+    assert summary < traceback
+    assert proc.stderr.rstrip().endswith("KeyError: 'boom'")
+    assert report.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_a_syntax_error_is_shown_as_python_shows_it_and_nothing_else(tmp_path):
+    (tmp_path / "bad.py").write_text("x = (\n")
+    proc = run_python(["-m", "jitlens", "run", "bad.py"], cwd=tmp_path)
+    plain = run_python(["bad.py"], cwd=tmp_path)
+    assert proc.returncode == plain.returncode == 1
+    assert proc.stderr == plain.stderr
+    assert "no jitted function" not in proc.stderr
+
+
+def test_report_on_a_binary_file_is_a_clean_error(tmp_path):
+    (tmp_path / "r.json").write_bytes(b"\xff\xfe\x00binary")
+    proc = run_python(["-m", "jitlens", "report", "r.json"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "not UTF-8" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_signal_writes_the_report_then_kills_the_program_as_without_jitlens(
+    args_program, tmp_path, signame
+):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    sig = getattr(signal, signame)
+    report = tmp_path / "r.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitlens", "run", "--json", str(report), "prog.py", "--sleep"],
+        cwd=args_program,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("ready"):
+            break
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -sig, err  # killed by the signal, as python would be
+    data = json.loads(report.read_text())
+    assert [f["traces"] for f in data["functions"]] == [2]
+    assert "jitlens: 1 jitted" in err
+    if signame == "SIGINT":
+        assert err.rstrip().endswith("KeyboardInterrupt")
+        assert "jitlens" not in err[err.index("Traceback") :]

@@ -85,6 +85,24 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext jitlens``: the ``%jitlens on|off|report`` and ``%%jitlens`` magics.
+
+    The magics live in ``jitlens._cli.notebook``, imported only here, so that
+    ``import jitlens`` stays free of IPython and JAX.
+    """
+    from ._cli.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext jitlens``: stop a tracker left on by ``%jitlens on``."""
+    from ._cli.notebook import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
 def __dir__() -> list[str]:
     return sorted(__all__)
 

@@ -57,6 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = getattr(importlib.import_module(module), func)(args[1:])
     except SystemExit as exc:  # argparse errors and --help
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    if argv is None:  # the real command: die of the signal the program died of, as python does
+        run = sys.modules.get("jitlens._cli.run")
+        pending = run.PENDING_SIGNAL[0] if run is not None else None
+        if pending is not None:
+            from .signals import die_of
+
+            die_of(pending)
     return int(code or 0)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import runpy
+import signal
 import sys
 import traceback
 import types
@@ -29,10 +30,13 @@ NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
 
 
 def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
+    """jitlens' own options; the program and its arguments are split off by :func:`split_argv`."""
     p = argparse.ArgumentParser(
         prog=prog,
         usage=USAGE,
-        description="Run a Python program with every jitted function tracked; print why each retrace happened.",
+        description="Run a Python program with every jitted function tracked; print why each "
+        "retrace happened. Everything after SCRIPT.py or -m MODULE belongs to the program, "
+        "as with python.",
     )
     add_output_options(p)
     p.add_argument(
@@ -50,12 +54,45 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         "-m",
         dest="module",
         metavar="MODULE",
-        help="run a library module as a script, like python -m",
-    )
-    p.add_argument(
-        "target", nargs=argparse.REMAINDER, help="SCRIPT.py [ARGS...] (or ARGS... after -m MODULE)"
+        help="run a library module as a script, like python -m (the rest goes to the module)",
     )
     return p
+
+
+#: jitlens run's options that take a value (``--json PATH`` or ``--json=PATH``).
+_VALUE_OPTIONS = ("--json", "--html", "--trace")
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """``argv`` -> (jitlens' options, ``-m`` module or ``None``, the program's argv).
+
+    Like ``python``: the first word that is not one of jitlens' options is the
+    script, and it and everything after it are the program's ``sys.argv``;
+    ``-m MODULE`` ends jitlens' options the same way. A ``--`` before the
+    script, or right after the script or module, only separates and is dropped.
+    """
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return argv[:i], None, _drop_separator(argv[i + 1 :], at=1)
+        if word == "-m":
+            if i + 1 >= len(argv):
+                return argv, None, []  # argparse says "-m: expected one argument"
+            return argv[:i], argv[i + 1], _drop_separator(argv[i + 2 :], at=0)
+        if word.startswith("-m") and not word.startswith("--"):
+            return argv[:i], word[2:], _drop_separator(argv[i + 1 :], at=0)
+        if word in _VALUE_OPTIONS:
+            i += 2
+            continue
+        if not word.startswith("-") or word == "-":
+            return argv[:i], None, _drop_separator(argv[i:], at=1)
+        i += 1
+    return argv, None, []
+
+
+def _drop_separator(words: list[str], at: int) -> list[str]:
+    return words[:at] + words[at + 1 :] if len(words) > at and words[at] == "--" else words
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
@@ -95,51 +132,90 @@ def write_outputs(report: Any, args: argparse.Namespace) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    """``jitlens run``: run the program tracked; the summary first, then its traceback, as python."""
+    own, module, program = split_argv(list(argv))
     p = build_parser()
-    args = p.parse_args(argv)
+    args = p.parse_args(own)
+    args.module = module if module is not None else args.module
+    args.target = program
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
-    if args.module is None and args.target[0] == "-m":
-        if len(args.target) < 2:
-            p.error("-m needs a MODULE")
-        args.module, args.target = args.target[1], args.target[2:]
+    code_obj = None
     if args.module is None:
         script = args.target[0]
-        if not os.path.exists(script):
-            print(NOT_FOUND.format(path=script, why="no such file"), file=sys.stderr)
+        try:
+            with open(script, "rb") as fh:
+                source = fh.read()
+        except OSError as exc:
+            why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or exc
+            print(NOT_FOUND.format(path=script, why=why), file=sys.stderr)
             return 2
+        try:  # python compiles the script before running any of it: so does jitlens run
+            code_obj = compile(source, os.path.abspath(script), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            _print_user_traceback(exc)
+            return 1
     from .._track.tracker import Tracker
+    from .signals import finish_on_signals
 
     tracker = Tracker(include_internal=args.include_internal, timeline=True)
-    code = 0
+    outcome = Outcome()
     tracker.start()
     try:
-        code = _run_program(args)
+        with finish_on_signals(lambda: _finish(tracker, args, outcome)):
+            _run_program(args, code_obj, outcome)
     finally:
-        tracker.stop()
-        code = _finish(tracker, args, code)
-    return code
+        _finish(tracker, args, outcome)
+    if outcome.exception is not None:  # the traceback is the last thing shown, as with python
+        _print_user_traceback(outcome.exception)
+    if outcome.exit_message is not None:
+        print(outcome.exit_message, file=sys.stderr)
+    if outcome.signal is not None:
+        PENDING_SIGNAL[0] = outcome.signal
+    return outcome.code
 
 
-def _finish(tracker: Any, args: argparse.Namespace, code: int) -> int:
+class Outcome:
+    """How the program ended: exit code, the exception to show last, a signal to die of."""
+
+    def __init__(self) -> None:
+        self.code = 0
+        self.exception: BaseException | None = None
+        self.signal: int | None = None
+        self.exit_message: str | None = None  # sys.exit("text"): printed last, as python does
+        self.finished = False
+
+
+#: A signal the program died of (SIGINT): the console entry point re-raises it, like python.
+PENDING_SIGNAL: list[int | None] = [None]
+
+
+def _finish(tracker: Any, args: argparse.Namespace, outcome: Outcome) -> None:
+    """Write the report files and the summary, once (also from a signal handler)."""
+    if outcome.finished:
+        return
+    outcome.finished = True
     try:
+        tracker.stop()
         report = tracker.report()
         written = write_outputs(report, args)
-        if not args.quiet:
+        failed = outcome.code != 0 or outcome.exception is not None
+        if not args.quiet and (report.functions or not failed):
             from .._render.text import render_text
 
             sys.stderr.write(
                 "\n" + render_text(report, include_internal=args.include_internal) + "\n"
             )
+        if not args.quiet:
             for path in written:
                 sys.stderr.write(f"jitlens: wrote {path}\n")
+        sys.stderr.flush()
     except Exception as exc:  # never turn a program's result into a jitlens failure
         sys.stderr.write(f"jitlens: could not write the report ({type(exc).__name__}: {exc})\n")
-        return code or 3
-    return code
+        outcome.code = outcome.code or 3
 
 
-def _run_program(args: argparse.Namespace) -> int:
+def _run_program(args: argparse.Namespace, code_obj: Any, outcome: Outcome) -> None:
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     main_mod = sys.modules.get("__main__")
     try:
@@ -149,9 +225,11 @@ def _run_program(args: argparse.Namespace) -> int:
                 sys.path[0] = ""
             else:
                 sys.path.insert(0, "")
-            return _guarded(
-                lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True), None
+            _guarded(
+                lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True),
+                outcome,
             )
+            return
         script = args.target[0]
         sys.argv = list(args.target)
         script_dir = os.path.dirname(os.path.abspath(script))
@@ -159,7 +237,7 @@ def _run_program(args: argparse.Namespace) -> int:
             sys.path[0] = script_dir
         else:
             sys.path.insert(0, script_dir)
-        return _guarded(lambda: _exec_script(os.path.abspath(script)), os.path.abspath(script))
+        _guarded(lambda: _exec_script(os.path.abspath(script), code_obj), outcome)
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
@@ -168,10 +246,7 @@ def _run_program(args: argparse.Namespace) -> int:
             sys.modules["__main__"] = main_mod
 
 
-def _exec_script(path: str) -> None:
-    with open(path, "rb") as fh:
-        source = fh.read()
-    code = compile(source, path, "exec", dont_inherit=True)
+def _exec_script(path: str, code: Any) -> None:
     mod = types.ModuleType("__main__")
     mod.__file__ = path
     mod.__builtins__ = __builtins__  # type: ignore[attr-defined]
@@ -181,28 +256,24 @@ def _exec_script(path: str) -> None:
     exec(code, mod.__dict__)
 
 
-def _guarded(fn: Any, script: str | None) -> int:
-    """Run ``fn`` turning SystemExit / exceptions into exit codes, like the interpreter."""
+def _guarded(fn: Any, outcome: Outcome) -> None:
+    """Run ``fn``; record its exit code, or the exception to show and the code python exits with."""
     try:
         fn()
     except SystemExit as exc:
-        return _exit_code(exc.code)
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        return 130
+        outcome.code = _exit_code(exc.code)
+        if not isinstance(exc.code, int | None):
+            outcome.exit_message = str(exc.code)
+    except KeyboardInterrupt as exc:
+        outcome.exception, outcome.code, outcome.signal = exc, 130, signal.SIGINT
     except BaseException as exc:
-        _print_user_traceback(exc)
-        return 1
-    return 0
+        outcome.exception, outcome.code = exc, 1
 
 
 def _exit_code(code: Any) -> int:
     if code is None:
         return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
+    return code if isinstance(code, int) else 1
 
 
 def _print_user_traceback(exc: BaseException) -> None:

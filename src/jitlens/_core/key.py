@@ -247,4 +247,50 @@ def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
             ]
             shown = ", ".join(leaves[:3]) + (", ..." if len(leaves) > 3 else "")
             parts.append(f"{name}: {e.type_name}({shown})")
-    return _ADDR.sub("", ", ".join(parts))
+    return _ADDR.sub("", ", ".join(parts)) + identity_suffix(entries, names)
+
+
+def _one_object(static: StaticVal) -> bool:
+    """Whether this static equals only itself: compared by identity, or a tuple of closures
+    (an optax transform), and not a module-level function every key shares."""
+    value = static.value()
+    if static.identity:
+        return not _module_level(value)
+    return isinstance(value, tuple) and any(
+        inspect.isfunction(x) and not _module_level(x) for x in value
+    )
+
+
+def _module_level(value: Any) -> bool:
+    """A function or class reachable by its module and name: the same object in every key."""
+    if not (inspect.isfunction(value) or inspect.isbuiltin(value) or isinstance(value, type)):
+        return False
+    module = inspect.getmodule(value)
+    obj: Any = module
+    for part in getattr(value, "__qualname__", "<").split("."):
+        obj = getattr(obj, part, None)
+    return obj is value
+
+
+#: Identity-compared statics named in a signature (more fold into "+N").
+_IDENTITY_SHOWN = 2
+
+
+def identity_suffix(entries: dict[Path, Entry], names: list[str]) -> str:
+    """`` [model.avg_pool=partial@…3a60]``: what tells apart keys whose shapes and types agree.
+
+    A static compared by identity (a ``functools.partial`` stored on a model)
+    makes a new cache entry per object, although every hash and repr above
+    ignores the object: the end of its address is the one visible difference.
+    ``@…`` marks it, so tools comparing processes can drop it.
+    """
+    found = [
+        f"{render_path(p)}={v.static.type_name.rpartition('.')[2]}@…{v.static.addr & 0xFFFF:04x}"
+        for p, v in entries.items()
+        if p and p[0][0] == "arg" and p[0][1] in names
+        if v.kind == "static" and v.static is not None and _one_object(v.static)
+    ]
+    if not found:
+        return ""
+    more = len(found) - _IDENTITY_SHOWN
+    return f" [{', '.join(found[:_IDENTITY_SHOWN])}{f', +{more}' if more > 0 else ''}]"

@@ -46,6 +46,11 @@ REASON_KINDS: tuple[str, ...] = (
 EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
 
 
+#: How a fix begins when the retrace was expected, not avoidable: the first
+#: compile of a train/eval mode (``_core.messages_static.MODE_FIX``).
+EXPECTED_FIX = "Expected once per mode."
+
+
 @dataclasses.dataclass(frozen=True)
 class Reason:
     """One difference between a new cache key and the closest compiled one."""
@@ -82,6 +87,11 @@ class Event:
     def seconds(self) -> float:
         """Time this event cost the program: tracing, lowering and compiling."""
         return self.trace_seconds + self.lower_seconds + self.compile_seconds
+
+    @property
+    def expected(self) -> bool:
+        """A retrace every reason of which says it is expected (a mode's first compile)."""
+        return bool(self.reasons) and all(r.fix.startswith(EXPECTED_FIX) for r in self.reasons)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,8 +167,9 @@ class FunctionReport:
 
     @property
     def seconds_lost(self) -> float:
-        """Seconds spent on retraces, i.e. on compilations beyond the first."""
-        return sum(e.seconds for e in self.events if e.kind == "retrace")
+        """Seconds spent on avoidable retraces: compilations beyond the first, except a
+        train/eval mode's own first compile (``Event.expected``)."""
+        return sum(e.seconds for e in self.events if e.kind == "retrace" and not e.expected)
 
     @property
     def hit_rate(self) -> float | None:
@@ -347,6 +358,10 @@ def load_report(path: str | os.PathLike[str]) -> Report:
             text = fh.read()
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ReportError(
+            f"{path}: not a jitlens report (not UTF-8 text: byte {exc.start})"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -368,6 +383,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".jitlens-", dir=directory)
     try:
+        # mkstemp makes 0600 files; a report is meant to be shared like any file the user writes.
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
@@ -377,6 +394,20 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    """The process umask: from /proc where it can be read, else by setting and restoring it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def total_traces(functions: Iterable[FunctionReport]) -> str:

@@ -9,6 +9,7 @@ lines. The terminal renderer styles these lines; log records and
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import Sequence
 
 from .report import REASON_KINDS, Event, FunctionReport, Reason, StaleHit
@@ -21,15 +22,16 @@ MAX_VALUE_CHARS = 70
 UNKNOWN = "?"
 RETRACE_HEADER = "{call_site}  {label}{seconds}{call}{also}"
 RETRACE_LABELS = {"trace": "first trace", "retrace": "retrace #{number}", "compile": "recompile"}
+#: Calls are numbered from 1, as retraces are: call #6 is the sixth call (``call_index`` 5).
 CALL_SUFFIX = " (call #{index})"
 ALSO_SUFFIX = ", +{n} difference(s) shown above"
 REASON_HEAD = "{path}  {kind}{count}"
 REASON_LINE = "{path}  {kind}{count}: {values}"
 REASON_COUNT = "  (in {n} retraces)"
-OTHER_VALUES = "  (+{n} other values)"
+OTHER_VALUES = "  (+{n} other value{s})"
 NO_REASON = "no difference found between the new cache key and the compiled ones ({n} retrace(s))"
 FIX_LINE = "fix: {fix}"
-MORE_LINE = "… and {n} more differences ({paths})"
+MORE_LINE = "… and {n} more difference{s} ({paths})"
 STALE_HEADER = "warning: stale cache hit at {call_site} (call #{index})"
 RETRACE_TITLE = "{qualname} ({kind}) {header}"
 FALLBACK = "jitlens could not render this report; raw data follows.\n{raw}"
@@ -58,7 +60,11 @@ def values_text(reason: Reason, others: Sequence[Reason] = ()) -> str:
     if len(pairs) > 1 and sum(len(p) for p in pairs) <= MAX_VALUE_CHARS:
         return " | ".join(pairs)
     first = f"{_shorten(reason.before)} -> {_shorten(reason.after)}"
-    return first + (OTHER_VALUES.format(n=len(pairs) - 1) if len(pairs) > 1 else "")
+    return first + (
+        OTHER_VALUES.format(n=len(pairs) - 1, s="" if len(pairs) == 2 else "s")
+        if len(pairs) > 1
+        else ""
+    )
 
 
 def _reason_lines(reason: Reason, count: int, values: str, detailed: bool) -> list[Line]:
@@ -75,6 +81,20 @@ def _reason_lines(reason: Reason, count: int, values: str, detailed: bool) -> li
     return lines
 
 
+def call_number(call_index: int | None) -> str:
+    """The call as people count: ``call_index`` 0 (the JSON's, from 0) is call #1."""
+    return UNKNOWN if call_index is None else str(call_index + 1)
+
+
+def _height(block: Sequence[Line], width: int | None) -> int:
+    """Screen lines ``block`` takes when wrapped at ``width`` (``None``: one per line)."""
+    if width is None:
+        return len(block)
+    return sum(
+        max(1, len(textwrap.wrap(text, max(width - indent, 20)))) for indent, text, _ in block
+    )
+
+
 def _retrace_number(fn: FunctionReport, event: Event) -> int:
     """1-based among the function's retraces; the next one if ``event`` is not recorded yet."""
     retraces = [e for e in fn.events if e.kind == "retrace"]
@@ -83,13 +103,20 @@ def _retrace_number(fn: FunctionReport, event: Event) -> int:
 
 
 def retrace_lines(
-    fn: FunctionReport, event: Event, reasons: Sequence[Folded], also: int = 0
+    fn: FunctionReport,
+    event: Event,
+    reasons: Sequence[Folded],
+    also: int = 0,
+    width: int | None = None,
 ) -> list[Line]:
     """The header and reasons of one retrace, at most ``MAX_LINES_PER_RETRACE`` lines.
 
     The most decisive reason comes first with its cause; later ones get one line
     each, a fix is shown once however many reasons share it, and what does not
-    fit is summed up as ``… and N more differences``.
+    fit is summed up as ``… and N more differences``. With ``width``, the budget
+    counts screen lines after wrapping at that width (the terminal's), so a long
+    message or fix costs what it takes on screen. A first reason too tall even
+    alone loses its message before anything else.
     """
     label = RETRACE_LABELS.get(event.kind, event.kind).format(number=_retrace_number(fn, event))
     header = RETRACE_HEADER.format(
@@ -97,7 +124,9 @@ def retrace_lines(
         label=label,
         # a guard reports at trace start, before anything was timed
         seconds=f", {event.seconds:.2f} s" if event.seconds else "",
-        call=CALL_SUFFIX.format(index=event.call_index) if event.call_index is not None else "",
+        call=CALL_SUFFIX.format(index=call_number(event.call_index))
+        if event.call_index is not None
+        else "",
         also=ALSO_SUFFIX.format(n=also) if also else "",
     )
     lines: list[Line] = [(0, header, "cyan")]
@@ -107,11 +136,20 @@ def retrace_lines(
         block = _reason_lines(reason, count, values, detailed=shown == 0)
         if reason.fix and reason.fix not in fixes:
             block.append((4, FIX_LINE.format(fix=reason.fix), "green"))
-        room = MAX_LINES_PER_RETRACE - len(lines) - (1 if shown < len(ordered) - 1 else 0)
-        if len(block) > room:
+        room = MAX_LINES_PER_RETRACE - _height(lines, width)
+        room -= 1 if shown < len(ordered) - 1 else 0
+        if shown == 0 and _height(block, width) > room and reason.message:
+            block = [line for line in block if line[1] != reason.message]
+        if _height(block, width) > room:
             rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
             paths = ", ".join(_shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
-            lines.append((2, MORE_LINE.format(n=len(rest), paths=paths), "dim"))
+            lines.append(
+                (
+                    2,
+                    MORE_LINE.format(n=len(rest), s="" if len(rest) == 1 else "s", paths=paths),
+                    "dim",
+                )
+            )
             break
         fixes.add(reason.fix)
         lines.extend(block)
@@ -125,7 +163,7 @@ def fold_key(reason: Reason) -> tuple[str, str, str, str]:
 
 def stale_lines(fn: FunctionReport, stale: StaleHit) -> list[Line]:
     header = STALE_HEADER.format(
-        call_site=stale.call_site or fn.first_call_site, index=stale.call_index
+        call_site=stale.call_site or fn.first_call_site, index=call_number(stale.call_index)
     )
     values = f"{_shorten(stale.before)} -> {_shorten(stale.after)}"
     lines: list[Line] = [
@@ -154,7 +192,7 @@ def render_retrace(fn: FunctionReport, event: Event) -> str:
         >>> from jitlens._core.report import Event, FunctionReport
         >>> fn = FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:2", 2, 2, 2, 0, 0, 0.0, 0.0, 0.0)
         >>> print(render_retrace(fn, Event(1, "retrace", "a.py:2", "x: f32[3]")))
-        f (jax.jit) a.py:2  retrace #1, 0.00 s (call #1)
+        f (jax.jit) a.py:2  retrace #1, 0.00 s (call #2)
           no difference found between the new cache key and the compiled ones (1 retrace(s))
     """
     try:

@@ -14,7 +14,9 @@ submitted file you did not write.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import difflib
 import inspect
 import os
 import time
@@ -47,6 +49,15 @@ NOT_ISOLATABLE = (
 BAD_TIMEOUT = "timeout must be a positive number of seconds; got {value!r}"
 BAD_SEED = "seed must be an int in [0, 2**31); got {value!r}"
 CANNOT_WRITE = "jitlens check: error: cannot write {path}: {error}"
+NO_ENTRY = (
+    "it has no callable jit_forward (found nothing{near}); "
+    "define `def jit_forward(seed, x, features, num_calls):` at the top level of the file"
+)
+NEAR = "; did you mean `{name}`?"
+WRONG_SIGNATURE = (
+    "`def jit_forward({params})` (line {line}) cannot be called as "
+    "jit_forward(seed, x, features, num_calls); give it exactly those four parameters"
+)
 
 
 def _locate(fn_or_path: str | os.PathLike[str] | Callable[..., Any]) -> tuple[dict[str, str], str]:
@@ -76,12 +87,87 @@ def _precheck(path: str) -> str | None:
         return NOT_A_FILE
     try:
         with open(path, "rb") as fh:
-            compile(fh.read(), path, "exec", dont_inherit=True)
+            source = fh.read()
+        compile(source, path, "exec", dont_inherit=True)
+        tree = ast.parse(source, path)
     except SyntaxError as exc:
         return SYNTAX.format(msg=exc.msg, line=exc.lineno)
     except (OSError, ValueError) as exc:
         return UNREADABLE.format(error=exc)
+    return _entry_point_problem(tree)
+
+
+def _entry_point_problem(tree: ast.Module) -> str | None:
+    """What is wrong with the file's ``jit_forward``, seen in its source (None: nothing seen).
+
+    Only the plain cases are decided here, before a child spends seconds
+    importing JAX: no top-level statement binds the name at all, or it is a
+    ``def`` whose parameters cannot take the four positional arguments.
+    Anything dynamic (``import *``, ``globals()``, a module ``__getattr__``)
+    is left to the child.
+    """
+    bound: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return None
+        for name, target in _bindings(node):
+            bound[name] = target
+    if "__getattr__" in bound or any(
+        isinstance(n, ast.Name) and n.id in ("globals", "setattr", "exec") for n in ast.walk(tree)
+    ):
+        return None
+    entry = bound.get("jit_forward")
+    if entry is None:
+        near = difflib.get_close_matches("jit_forward", list(bound), n=1)
+        return NO_ENTRY.format(near=NEAR.format(name=near[0]) if near else "")
+    if isinstance(entry, ast.FunctionDef | ast.AsyncFunctionDef) and not _takes_four(entry.args):
+        params = ast.unparse(entry.args)
+        return WRONG_SIGNATURE.format(params=params, line=entry.lineno)
     return None
+
+
+def _bindings(node: ast.stmt) -> list[tuple[str, ast.AST]]:
+    """Names a top-level statement binds (descending into if/try/with blocks), with the binder."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [(node.name, node)]
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [((a.asname or a.name).split(".")[0], node) for a in node.names]
+    out: list[tuple[str, ast.AST]] = []
+    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        out += [(n.id, node) for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    if isinstance(node, ast.With | ast.AsyncWith):
+        out += [
+            (n.id, node)
+            for item in node.items
+            if item.optional_vars is not None
+            for n in ast.walk(item.optional_vars)
+            if isinstance(n, ast.Name)
+        ]
+    for block in ("body", "orelse", "finalbody"):
+        for child in getattr(node, block, ()) or ():
+            if isinstance(child, ast.stmt) and not isinstance(node, ast.ClassDef):
+                out += _bindings(child)
+    for handler in getattr(node, "handlers", ()) or ():
+        for child in handler.body:
+            out += _bindings(child)
+    walrus = (n.target for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
+    out += [(t.id, node) for t in walrus if isinstance(t, ast.Name)]
+    return out
+
+
+def _takes_four(args: ast.arguments) -> bool:
+    """Whether ``f(a, b, c, d)`` fits these parameters (four positional arguments, nothing else)."""
+    positional = [*args.posonlyargs, *args.args]
+    required = len(positional) - len(args.defaults)
+    required_keywords = [
+        k for k, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None
+    ]
+    return (
+        (len(positional) >= 4 or args.vararg is not None)
+        and required <= 4
+        and not required_keywords
+    )
 
 
 def check_jit_forward(

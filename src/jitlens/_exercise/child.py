@@ -302,7 +302,8 @@ def load(solution: Mapping[str, Any]) -> tuple[Callable[..., Any], str]:
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
     if not callable(obj):
-        found = "nothing" if obj is None else f"a {type(obj).__name__}"
+        kind = type(obj).__name__
+        found = "nothing" if obj is None else f"{'an' if kind[0] in 'aeiouAEIOU' else 'a'} {kind}"
         raise NoEntryPoint(NO_JIT_FORWARD.format(name=qualname, found=found))
     return obj, os.path.abspath(getattr(module, "__file__", None) or "")
 

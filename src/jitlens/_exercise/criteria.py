@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ RAISED_HINTS: dict[str, str] = {
     "MemoryError": " (out of memory under the grader's address-space limit, 4 GiB by default)",
     "SystemExit": " (sys.exit() was called: return the output instead)",
 }
-NOT_ARRAY = "returned a {type}, not an array; return the flattened output, out.reshape(-1)"
+NOT_ARRAY = "returned {type}, not an array; return the flattened output, out.reshape(-1)"
 WRONG_SHAPE = "shape {shape}, expected {expected} = (N * features,)"
 RESHAPE_HINT = "; the values are right: flatten with out.reshape(-1)"
 WRONG_DTYPE = "dtype {dtype}, expected float32; keep nnx.Linear's default param_dtype/dtype"
@@ -64,7 +65,7 @@ JAX_ONLY = (
     "the model as an explicit argument: " + FORWARD_FIX
 )
 JIT_OK = "{kind} {name} at {where}: {calls}"
-NO_FUNCTION = "no jitted function was called, so none was called num_calls = {want} times"
+NO_FUNCTION = "no jitted function was called, so none was called {times} (num_calls = {want})"
 CALLS_OK = "{name} called {times} = num_calls"
 CALLS_BAD = (
     "{name} called {times}, expected num_calls = {want}: call it int(num_calls) times "
@@ -80,6 +81,15 @@ PROBE_OK = "raised {type}: {message}"
 PROBE_ACCEPTED = "returned {what}: {label} is {why}; raise ValueError, {argument} must be {allowed}"
 PROBE_EXITED = "raised {type} (not an Exception) instead of ValueError/TypeError: {message}"
 PROBE_CRASHED = "{detail}, instead of raising ValueError/TypeError"
+PROBE_SIGNATURE = (
+    "raised {type} from the call itself, not from checking the input ({message}); "
+    "jit_forward must take (seed, x, features, num_calls)"
+)
+#: Python's own messages for a call that does not fit the signature: not a rejection.
+_CALL_MISMATCH = re.compile(
+    r"positional arguments? but \d+ (?:was|were) given|missing \d+ required (?:positional|keyword)"
+    r"|got an unexpected keyword argument|got multiple values for argument"
+)
 PROBE_WHY: dict[str, str] = {
     "1.5": "not integer-valued",
     "-1.0": "negative",
@@ -138,6 +148,11 @@ class CriterionResult:
         return self.status == "pass"
 
 
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article: ``an int``, ``a float``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _times(n: int) -> str:
     return "once" if n == 1 else f"{n} times"
 
@@ -172,7 +187,7 @@ def judge_numbers(
     out = result["output"]
     shape, dtype = out.get("shape"), out.get("dtype")
     if shape is None:
-        return CheckFinding(subject, "fail", NOT_ARRAY.format(type=out["type"]))
+        return CheckFinding(subject, "fail", NOT_ARRAY.format(type=_a(out["type"])))
     expected = (case.n * case.features,)
     values, ref = _decode(out.get("values")), _decode(refs.get("reference"))
     if ref is None:
@@ -246,7 +261,11 @@ def judge_method(
     group = _chosen(result.get("functions", ()))
     if not group:
         when = BEFORE_RAISING if "error" in result else ""
-        missing = CheckFinding(subject, "fail", NO_FUNCTION.format(want=case.num_calls))
+        missing = CheckFinding(
+            subject,
+            "fail",
+            NO_FUNCTION.format(times=_times(int(case.num_calls)), want=case.num_calls),
+        )
         return CheckFinding(subject, "fail", NO_JIT.format(when=when)), missing, missing
     first = group[0]
     name, kind = f"`{first['name']}`", first["kind"]
@@ -307,6 +326,10 @@ def judge_probe(probe: BadInput, outcome: Outcome | None) -> CheckFinding:
         detail = outcome.detail if outcome is not None else "not run"
         return CheckFinding(probe.label, "warn", PROBE_CRASHED.format(detail=detail))
     r = outcome.result
+    if "raised" in r and _CALL_MISMATCH.search(r["raised"]["message"]):
+        message = _short(r["raised"]["message"], 90)
+        text = PROBE_SIGNATURE.format(type=r["raised"]["type"], message=message)
+        return CheckFinding(probe.label, "warn", text)
     if "raised" in r:
         text = PROBE_OK.format(type=r["raised"]["type"], message=_short(r["raised"]["message"], 90))
         return CheckFinding(probe.label, "pass", text)
@@ -324,7 +347,7 @@ def judge_probe(probe: BadInput, outcome: Outcome | None) -> CheckFinding:
     what = (
         f"shape {tuple(out['shape'])} {out['dtype']}"
         if out.get("shape") is not None
-        else f"a {out['type']}"
+        else _a(out["type"])
     )
     text = PROBE_ACCEPTED.format(
         what=what,

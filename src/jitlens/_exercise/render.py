@@ -13,6 +13,8 @@ from .result import CheckResult
 log = logging.getLogger("jitlens")
 
 HEADER = "jitlens check {solution} (seed {seed}, {cases}, {probes}, {seconds:.1f} s, {processes})"
+#: A solution that could not be loaded ran no case: the header does not count them.
+HEADER_NOT_RUN = "jitlens check {solution} (seed {seed}, not run, {seconds:.1f} s, {processes})"
 TITLE = "{n}. {title}: {status} ({summary}{advisory})"
 ADVISORY = "; advisory, never a failure"
 #: Lines of a load error's traceback shown (its end, where the solution's frames are).
@@ -36,7 +38,7 @@ def render_check(result: CheckResult, *, color: bool = False, width: int = 100) 
 
 
 def _header(result: CheckResult) -> str:
-    return HEADER.format(
+    return (HEADER if result.load_error is None else HEADER_NOT_RUN).format(
         solution=result.solution,
         seed=result.seed,
         cases=_count(len(result.cases), "case"),

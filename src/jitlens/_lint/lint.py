@@ -37,11 +37,12 @@ from .rules import RULES, run_rules
 #: Every rule code, in order.
 CODES: tuple[str, ...] = tuple(rule.code for rule in RULES)
 
-SKIPPED = "{path}:{line}:{col}: warning: {error}; file skipped, not linted"
+SKIPPED = "{path}:{line}:{col}: error: {error}; file not linted"
 MISSING = "jitlens lint: error: path not found: {path}"
 UNKNOWN_CODE = "unknown rule code {code!r}; valid codes: {codes}"
 FOUND = "Found {n} recompile trap{s} in {files} file{fs}."
 CLEAN = "No recompile traps found in {files} file{fs}."
+UNLINTED = "{n} file{s} could not be linted (see the errors above)."
 
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[a-z]+[0-9]+(?:[\s,]+[a-z]+[0-9]+)*))?", re.IGNORECASE
@@ -115,7 +116,7 @@ def lint_paths(
 
 
 def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], int]:
-    """Findings, messages for skipped files, and the number of files linted."""
+    """Findings, error messages for files that could not be linted, and the number linted."""
     for path in paths:
         if not os.path.exists(path):
             raise FileNotFoundError(MISSING.format(path=path))
@@ -208,7 +209,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog=(
             f"rules:\n{rules}\n\n"
             "Silence one line with `# noqa: JL001` (or a bare `# noqa`).\n"
-            "Exit status: 0 no findings, 1 findings, 2 usage error."
+            "Exit status: 0 no findings, 1 findings or a file that could not be read or "
+            "parsed, 2 usage error."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -216,7 +218,10 @@ def _parser() -> argparse.ArgumentParser:
         "paths", nargs="+", metavar="PATH", help="files, or directories searched for *.py"
     )
     parser.add_argument(
-        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="output format (default: text; github: workflow annotations for GitHub Actions)",
     )
     parser.add_argument(
         "--select", type=_codes, metavar="CODES", help="only these rules, e.g. JL001,JL005"
@@ -249,12 +254,52 @@ def cli_main(argv: list[str]) -> int:
         print(message, file=sys.stderr)
     if args.format == "json":
         print(json.dumps([dataclasses.asdict(f) for f in findings], indent=2))
+    elif args.format == "github":
+        for line in _render_github(findings, skipped):
+            print(line)
     else:
-        print(_render_text(findings, files))
-    return 1 if findings else 0
+        print(_render_text(findings, files, len(skipped)))
+    return 1 if findings or skipped else 0
 
 
-def _render_text(findings: list[LintFinding], files: int) -> str:
+#: Output formats of ``jitlens lint --format``.
+FORMATS = ("text", "json", "github")
+
+_SKIPPED_PARTS = re.compile(r"^(?P<path>.*):(?P<line>\d+):(?P<col>\d+): error: (?P<error>.*)$")
+
+
+def _render_github(findings: list[LintFinding], skipped: list[str]) -> list[str]:
+    """GitHub Actions workflow commands: one ``::error file=..,line=..,col=..::`` per finding.
+
+    GitHub shows each as an annotation on the pull request's diff, as it does
+    for ruff's ``--output-format github``.
+    """
+    out = []
+    for f in findings:
+        props = _github_props(f.path, f.line, f.col, f"jitlens {f.code}")
+        out.append(f"::error {props}::{_github_data(f'{f.code} {f.message} fix: {f.fix}')}")
+    for message in skipped:
+        match = _SKIPPED_PARTS.match(message)
+        if match is None:
+            out.append(f"::error title=jitlens lint::{_github_data(message)}")
+            continue
+        props = _github_props(match["path"], int(match["line"]), int(match["col"]), "jitlens lint")
+        out.append(f"::error {props}::{_github_data(match['error'])}")
+    return out
+
+
+def _github_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_props(path: str, line: int, col: int, title: str) -> str:
+    def prop(value: str) -> str:
+        return _github_data(value).replace(":", "%3A").replace(",", "%2C")
+
+    return f"file={prop(path)},line={line},col={col},title={prop(title)}"
+
+
+def _render_text(findings: list[LintFinding], files: int, unlinted: int = 0) -> str:
     """One ``path:line:col: CODE message`` line per finding, its fix indented below."""
     lines = [f"{finding}\n    fix: {finding.fix}" for finding in findings]
     fs = "" if files == 1 else "s"
@@ -264,4 +309,6 @@ def _render_text(findings: list[LintFinding], files: int) -> str:
         lines.append(FOUND.format(n=len(findings), s=s, files=paths, fs="" if paths == 1 else "s"))
     else:
         lines.append(CLEAN.format(files=files, fs=fs))
+    if unlinted:
+        lines.append(UNLINTED.format(n=unlinted, s="" if unlinted == 1 else "s"))
     return "\n".join(lines)

@@ -54,7 +54,8 @@ FIXES: dict[str, str] = {
     ),
 }
 
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+#: An object address: ``0x7f..`` in a repr, ``@…3a60`` in a signature (``_core.key``).
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+|(?<=@…)[0-9a-f]{4}")
 
 
 def _validate(reports: Sequence[Report], sources: Sequence[str]) -> tuple[Report, ...]:

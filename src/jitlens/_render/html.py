@@ -19,8 +19,8 @@ from .._core.report import (
     fold_reasons,
     total_traces,
 )
-from .svg import entries_table, time_span, timeline_svg
-from .text import fold_key, sorted_functions
+from .svg import entries_table, time_origin, time_span, timeline_svg
+from .text import fold_key, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -41,6 +41,13 @@ FUNCTION_META = "{kind} · defined at {defined_at} · first called at {call_site
 RETRACE_HEAD = "{label} at {call_site}{call} · {seconds:.2f} s"
 RETRACE_SPLIT = "trace {trace} + lower {lower} + compile {compile}"
 LABELS = {"trace": "first trace", "retrace": "retrace #{number}", "compile": "recompile"}
+#: A retrace every reason of which is expected (a train/eval mode's first compile): not lost.
+EXPECTED_LABEL = "expected retrace #{number} (a new mode)"
+AXIS_NOTE = (
+    "Time axis: seconds since the first jitted call{at}. "
+    "Drag across a timeline to zoom in; double-click or “reset zoom” to see it all; "
+    "hover a mark for the call, its signature and its trace / lower / compile times."
+)
 MORE = "… and {n} more differences"
 COUNT = "in {n} retraces"
 NO_REASON = "no difference found between the new cache key and the compiled ones ({n} retraces)"
@@ -104,6 +111,14 @@ mark.path{background:#fff3bf;padding:0 2px;border-radius:3px;font-family:ui-mono
 text-decoration:none}ins{background:#d3f9d8;text-decoration:none}.message{margin:3px 0;
 color:#344054}.fix{margin:3px 0}.fix .label{font-weight:700;color:var(--trace)}
 details summary{cursor:pointer;color:var(--mute)}
+#jl-tip{position:fixed;z-index:10;max-width:560px;padding:6px 9px;border-radius:6px;
+background:#1d2330;color:#fff;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;
+white-space:pre-wrap;pointer-events:none;box-shadow:0 2px 8px rgba(0,0,0,.25)}
+svg.timeline{cursor:crosshair;user-select:none}.brush{fill:rgba(91,123,213,.18);
+stroke:var(--hit)}button.jl-reset{font-size:11px;margin-left:8px;text-transform:none;
+letter-spacing:0;cursor:pointer}.mark.retrace.expected{fill:var(--mute)}
+article.retrace.expected{border-color:var(--mute)}.message code,.fix code{background:#eef1f5;
+padding:0 3px;border-radius:3px}
 """
 
 ADVICE_CSS = """
@@ -154,13 +169,80 @@ sec.addEventListener("mouseover",function(ev){var c=ev.target.getAttribute("data
 sec.querySelectorAll(".hl").forEach(function(e){e.classList.remove("hl");});
 if(c!==null){sec.querySelectorAll('[data-call="'+c+'"]').forEach(function(e){
 e.classList.add("hl");});}});});
+var tip=document.getElementById("jl-tip");
+function showTip(ev){var t=ev.target.closest?ev.target.closest("[data-tip]"):null;
+if(!t){tip.hidden=true;return;}tip.textContent=t.getAttribute("data-tip");tip.hidden=false;
+var x=ev.clientX+14,y=ev.clientY+14;var w=tip.offsetWidth,h=tip.offsetHeight;
+if(x+w>window.innerWidth-4){x=Math.max(4,ev.clientX-w-14);}
+if(y+h>window.innerHeight-4){y=Math.max(4,ev.clientY-h-14);}
+tip.style.left=x+"px";tip.style.top=y+"px";}
+document.addEventListener("mouseover",showTip);document.addEventListener("mousemove",function(ev){
+if(!tip.hidden){showTip(ev);}});
+var svgs=[].slice.call(document.querySelectorAll("svg.timeline")),NS=svgs.length?svgs[0].namespaceURI:null;
+var full=svgs.length?[+svgs[0].getAttribute("data-t0"),+svgs[0].getAttribute("data-t1")]:[0,1];
+var view=full.slice();
+function fmt(t){return (Math.round(t*1e6)/1e6)+" s";}
+function ticks(a,b){var raw=(b-a)/6,m=Math.pow(10,Math.floor(Math.log10(raw))),step=10*m;
+[1,2,5,10].some(function(k){if(k*m>=raw){step=k*m;return true;}return false;});
+var out=[];for(var t=Math.ceil((a-full[0])/step)*step;full[0]+t<=b+1e-12;t+=step){out.push(t);}
+return out;}
+function layout(svg){var a=view[0],b=view[1],L=+svg.getAttribute("data-left"),
+R=+svg.getAttribute("data-right"),k=(R-L)/Math.max(b-a,1e-9);
+function X(t){return L+(t-a)*k;}
+svg.querySelectorAll("[data-t]").forEach(function(e){var t=+e.getAttribute("data-t"),
+d=+(e.getAttribute("data-d")||0),out=t+d<a||t>b;e.style.display=out?"none":"";
+if(out){return;}if(e.tagName==="circle"){e.setAttribute("cx",X(t).toFixed(1));return;}
+if(e.classList.contains("bar")){var x0=X(Math.max(t,a)),x1=X(Math.min(t+d,b));
+e.setAttribute("x",x0.toFixed(1));e.setAttribute("width",Math.max(x1-x0,1).toFixed(1));return;}
+var x=X(t);e.setAttribute("x",(x-4.5).toFixed(1));
+if(e.classList.contains("retrace")){e.setAttribute("transform","rotate(45 "+x.toFixed(1)+" 18)");}});
+var g=svg.querySelector("g.ticks");while(g.firstChild){g.removeChild(g.firstChild);}
+ticks(a,b).forEach(function(t){var x=X(full[0]+t).toFixed(1),l=document.createElementNS(NS,"line"),
+s=document.createElementNS(NS,"text");l.setAttribute("class","tick");l.setAttribute("x1",x);
+l.setAttribute("x2",x);l.setAttribute("y1","48");l.setAttribute("y2","52");
+s.setAttribute("class","tick");s.setAttribute("x",x);s.setAttribute("y","63");
+s.textContent=fmt(t);g.appendChild(l);g.appendChild(s);});
+svg.setAttribute("data-view",a.toFixed(6)+" "+b.toFixed(6));}
+function zoom(a,b){view=[Math.max(a,full[0]),Math.min(b,full[1])];svgs.forEach(layout);}
+window.jitlensZoom=zoom;
+function svgX(svg,ev){var p=svg.createSVGPoint();p.x=ev.clientX;p.y=ev.clientY;
+return p.matrixTransform(svg.getScreenCTM().inverse()).x;}
+function timeAt(svg,x){var L=+svg.getAttribute("data-left"),R=+svg.getAttribute("data-right");
+return view[0]+(Math.min(Math.max(x,L),R)-L)/(R-L)*(view[1]-view[0]);}
+svgs.forEach(function(svg){var start=null,brush=null;
+svg.addEventListener("mousedown",function(ev){if(ev.button!==0){return;}start=svgX(svg,ev);
+brush=document.createElementNS(NS,"rect");brush.setAttribute("class","brush");
+brush.setAttribute("y","4");brush.setAttribute("height","46");brush.setAttribute("x",start);
+brush.setAttribute("width","0");svg.appendChild(brush);ev.preventDefault();});
+svg.addEventListener("mousemove",function(ev){if(start===null){return;}var x=svgX(svg,ev);
+brush.setAttribute("x",Math.min(x,start));brush.setAttribute("width",Math.abs(x-start));});
+function end(ev){if(start===null){return;}var x=svgX(svg,ev),a=start;start=null;
+svg.removeChild(brush);if(Math.abs(x-a)>4){zoom(timeAt(svg,Math.min(a,x)),timeAt(svg,Math.max(a,x)));
+ev.preventDefault();}}
+svg.addEventListener("mouseup",end);svg.addEventListener("mouseleave",function(ev){
+if(start!==null){end(ev);}});
+svg.addEventListener("dblclick",function(){zoom(full[0],full[1]);});});
+document.querySelectorAll("button.jl-reset").forEach(function(b){
+b.addEventListener("click",function(){zoom(full[0],full[1]);});});
+svgs.forEach(function(svg){svg.setAttribute("data-view",view[0].toFixed(6)+" "+view[1].toFixed(6));});
 document.body.setAttribute("data-rendered","ok");
 })();
 """
 
 
 def _highlight(text: str, path: str) -> str:
-    """``text`` escaped, with every whole-word occurrence of ``path`` marked."""
+    """``text`` escaped, its `backtick` spans as ``<code>`` (as markdown shows them) and every
+    whole-word occurrence of ``path`` marked, inside code spans too, never across one."""
+    pieces = text.split("`")
+    if len(pieces) % 2 == 0:  # an unpaired backtick is a character, not markup
+        pieces = [text]
+    return "".join(
+        f"<code>{_mark_path(piece, path)}</code>" if i % 2 else _mark_path(piece, path)
+        for i, piece in enumerate(pieces)
+    )
+
+
+def _mark_path(text: str, path: str) -> str:
     if not path:
         return escape(text)
     pattern = re.compile(r"(?<![\w.\[])" + re.escape(path) + r"(?![\w\[])")
@@ -228,9 +310,11 @@ def _retrace_html(
     """One retrace; ``extra`` counts its differences shown above, or (with no items) the
     retraces jitlens could not explain."""
     head = RETRACE_HEAD.format(
-        label=LABELS.get(event.kind, event.kind).format(number=number),
+        label=(EXPECTED_LABEL if event.expected else LABELS.get(event.kind, event.kind)).format(
+            number=number
+        ),
         call_site=event.call_site or fn.first_call_site,
-        call="" if event.call_index is None else f" (call #{event.call_index})",
+        call="" if event.call_index is None else f" (call #{event.call_index + 1})",
         seconds=event.seconds,
     ) + (ALSO.format(n=extra) if items and extra else "")
     split = RETRACE_SPLIT.format(
@@ -247,7 +331,7 @@ def _retrace_html(
     )
     body = "".join(shown) or f'<li class="reason">{escape(NO_REASON.format(n=extra))}</li>'
     return (
-        f'<article class="retrace" id="{anchor}"><h4>{escape(head)} '
+        f'<article class="retrace{" expected" * event.expected}" id="{anchor}"><h4>{escape(head)} '
         f'<span class="split">({escape(split)})</span></h4><ul class="reasons">{body}</ul>'
         f"{more}</article>"
     )
@@ -294,7 +378,7 @@ def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
 
 def _stale_html(fn: FunctionReport, stale: StaleHit) -> str:
     head = STALE_HEAD.format(
-        call_site=stale.call_site or fn.first_call_site, index=stale.call_index
+        call_site=stale.call_site or fn.first_call_site, index=stale.call_index + 1
     )
     where = stale.path or stale.argument
     return (
@@ -314,7 +398,7 @@ def _cells(fn: FunctionReport) -> list[str]:
         "?" if fn.traces is None else str(fn.traces),
         "?" if fn.compiles is None else str(fn.compiles),
         "?" if fn.cache_hits is None else str(fn.cache_hits),
-        "?" if rate is None else f"{rate:.0%}",
+        "?" if rate is None else percent(rate),
         f"{fn.trace_seconds:.2f}",
         f"{fn.lower_seconds + fn.compile_seconds:.2f}",
         f"{fn.seconds_lost:.2f}",
@@ -328,7 +412,7 @@ def _table(functions: Sequence[FunctionReport], ids: dict[int, str]) -> str:
         if id(fn) in ids:
             cells[0] = f'<a href="#{ids[id(fn)]}">{cells[0]}</a>'
         classes = " ".join(
-            c for c in ("internal" * fn.internal, "retraced" * bool(fn.retraces)) if c
+            c for c in ("internal" * fn.internal, "retraced" * (fn.seconds_lost > 0)) if c
         )
         tds = "".join(f"<td>{c}</td>" for c in cells[:-1]) + f'<td class="lost">{cells[-1]}</td>'
         rows.append(f'<tr class="{classes}" data-function="{escape(fn.qualname)}">{tds}</tr>')
@@ -336,7 +420,7 @@ def _table(functions: Sequence[FunctionReport], ids: dict[int, str]) -> str:
     return f'<table class="functions"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _section(report: Report, fi: int, fn: FunctionReport, span: float) -> str:
+def _section(report: Report, fi: int, fn: FunctionReport, span: float, origin: float) -> str:
     articles, anchors = _explanations(fi, fn)
     stale = "".join(_stale_html(fn, s) for s in fn.stale_hits)
     meta = FUNCTION_META.format(
@@ -347,7 +431,8 @@ def _section(report: Report, fi: int, fn: FunctionReport, span: float) -> str:
     return (
         f'<section class="function" id="fn{fi}" data-function="{escape(fn.qualname)}">'
         f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>'
-        f"<h3>Timeline</h3>{timeline_svg(fn, span, anchors)}"
+        f'<h3>Timeline <button type="button" class="jl-reset">reset zoom</button></h3>'
+        f"{timeline_svg(fn, span, anchors, origin)}"
         f"<h3>Compiled entries</h3>{entries_table(fn)}{explained}{warnings}</section>"
     )
 
@@ -365,6 +450,7 @@ def _page(report: Report) -> str:
     users = [f for f in everything if not f.internal]
     ids = {id(fn): f"fn{i}" for i, fn in enumerate(users)}
     span = time_span(report.functions, report.duration_seconds)
+    origin = time_origin(users, span)
     meta = META.format(
         jitlens=report.jitlens_version, jax=report.jax_version, flax=report.flax_version,
         backend=report.backend, host=report.host, index=report.process_index,
@@ -374,9 +460,9 @@ def _page(report: Report) -> str:
     retraces = sum(f.retraces for f in users)
     stale = sum(len(f.stale_hits) for f in users)
     figures = (
-        (str(len(users)), "jitted functions", False),
-        (total_traces(users), "traces", False),
-        (str(retraces), "retraces", retraces > 0),
+        (str(len(users)), "jitted function" + "s" * (len(users) != 1), False),
+        (total_traces(users), "trace" + "s" * (total_traces(users) != "1"), False),
+        (str(retraces), "retrace" + "s" * (retraces != 1), retraces > 0),
         (f"{lost:.2f} s", "lost to retraces", lost > 0),
         (str(stale), "stale cache hits", stale > 0),
     )
@@ -392,7 +478,9 @@ def _page(report: Report) -> str:
         else ""
     )
     argv = f'<p class="argv mono">$ {escape(" ".join(report.argv))}</p>' if report.argv else ""
-    sections = "".join(_section(report, i, fn, span) for i, fn in enumerate(users))
+    sections = "".join(_section(report, i, fn, span, origin) for i, fn in enumerate(users))
+    at = f" ({origin:.1f} s after tracking began)" if origin >= 0.05 else ""
+    note = f'<p class="legend">{escape(AXIS_NOTE.format(at=at))}</p>' if users else ""
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -400,8 +488,8 @@ def _page(report: Report) -> str:
         f"</head>"
         f'<body><header><h1>jitlens report</h1><p class="meta">{escape(meta)}</p>{argv}</header>'
         f'<div id="jl-errors" hidden></div><div class="cards">{cards}</div>'
-        f"{_table(everything, ids)}{toggle}{_advice_panel(users, ids)}{LEGEND}{sections}"
-        f"<script>{JS}</script></body></html>"
+        f"{_table(everything, ids)}{toggle}{_advice_panel(users, ids)}{LEGEND}{note}{sections}"
+        f'<div id="jl-tip" role="tooltip" hidden></div><script>{JS}</script></body></html>'
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from .._core.report import Event, FunctionReport
@@ -19,14 +19,19 @@ STRIP_WIDTH = 560
 #: Report times are rounded to microseconds; a call may seem to end just before its trace began.
 TIME_SLACK = 2e-6
 
-HIT_TITLE = "call at {time} s: cache hit{entry}"
-EVENT_TITLE = "call #{call} at {time} s: {kind}{entry}, trace {trace} s + lower {lower} s + compile {compile} s"
-BAR_TITLE = "{phase} {seconds} s (from {start} s)"
+#: Tooltips (``data-tip``, shown by the page's script; calls are numbered from 1).
+HIT_TIP = "call #{call}: cache hit{entry}\n{signature}\nat {time} s"
+EVENT_TIP = (
+    "call #{call}: {label}{entry}\n{signature}\n"
+    "trace {trace} s + lower {lower} s + compile {compile} s\nat {time} s"
+)
+BAR_TIP = "{phase} {seconds} s (from {start} s)"
 ENTRY_SUFFIX = " → entry #{entry}"
 UNKNOWN_ENTRY = "(calls jitlens could not tie to a compiled entry)"
 NO_CALL_TIMES = "call times were not recorded for this function"
 AXIS_LABEL = "{t:g} s"
-CALL_AXIS = "calls #0 … #{last} in order →"
+CALL_AXIS = "calls #{first} … #{last} in order →"
+LABELS = {"trace": "first trace", "retrace": "retrace #{number}", "compile": "recompile"}
 PHASES = ("trace", "lower", "compile")
 
 
@@ -46,12 +51,24 @@ def _ticks(span: float) -> list[float]:
 
 
 def time_span(functions: tuple[FunctionReport, ...], duration: float) -> float:
-    """The common time axis of every timeline: the report, or the last thing in it."""
+    """The end of the common time axis of every timeline: the report, or the last thing in it."""
     ends = [_finite(duration)]
     for fn in functions:
         ends += [_finite(t) for t in fn.call_times]
         ends += [_finite(e.time) + _finite(e.seconds) for e in fn.events]
     return max(max(ends), 1e-3)
+
+
+def time_origin(functions: Sequence[FunctionReport], end: float) -> float:
+    """The start of the common axis: the first jitted call (imports before it are not drawn).
+
+    A program that spends 11 of its 12 seconds importing would otherwise squeeze
+    every call into the right edge.
+    """
+    starts = [_finite(t) for fn in functions for t in fn.call_times[:1]]
+    starts += [_finite(e.time) for fn in functions for e in fn.events]
+    starts = [t for t in starts if 0 <= t < end]
+    return min(starts, default=0.0)
 
 
 def call_events(fn: FunctionReport) -> dict[int, Event]:
@@ -72,24 +89,27 @@ def call_events(fn: FunctionReport) -> dict[int, Event]:
     return matched
 
 
-def _mark(cls: str, x: float, y: float, title: str, href: str | None, call: int | None) -> str:
-    data = "" if call is None else f' data-call="{call}"'
+def _mark(
+    cls: str, x: float, y: float, t: float, tip: str, href: str | None, call: int | None
+) -> str:
+    data = f' data-t="{_finite(t):.6f}" data-tip="{escape(tip)}"'
+    data += "" if call is None else f' data-call="{call}"'
     if cls == "hit":
-        shape = f'<circle class="mark hit" cx="{x:.1f}" cy="{y}" r="3.5"{data}>'
-        return f"{shape}<title>{escape(title)}</title></circle>"
+        return f'<circle class="mark hit" cx="{x:.1f}" cy="{y}" r="3.5"{data}></circle>'
     rotate = f' transform="rotate(45 {x:.1f} {y})"' if cls == "retrace" else ""
     shape = (
         f'<rect class="mark {escape(cls)}" x="{x - 4.5:.1f}" y="{y - 4.5}" width="9" height="9"'
-        f"{rotate}{data}><title>{escape(title)}</title></rect>"
+        f"{rotate}{data}></rect>"
     )
     return f'<a href="#{escape(href)}">{shape}</a>' if href else shape
 
 
-def _event_title(event: Event) -> str:
-    return EVENT_TITLE.format(
-        call="?" if event.call_index is None else event.call_index,
-        time=_s(event.time),
-        kind=event.kind,
+def _event_tip(event: Event, number: int, origin: float) -> str:
+    return EVENT_TIP.format(
+        call="?" if event.call_index is None else event.call_index + 1,
+        label=LABELS.get(event.kind, event.kind).format(number=number),
+        signature=event.signature or "?",
+        time=_s(event.time - origin),
         entry=ENTRY_SUFFIX.format(entry=event.entry),
         trace=_s(event.trace_seconds),
         lower=_s(event.lower_seconds),
@@ -97,28 +117,45 @@ def _event_title(event: Event) -> str:
     )
 
 
-def timeline_svg(fn: FunctionReport, span: float, anchors: Mapping[int, str]) -> str:
+def timeline_svg(
+    fn: FunctionReport, span: float, anchors: Mapping[int, str], origin: float = 0.0
+) -> str:
     """Calls over time (hits as dots, traces as squares, retraces as diamonds) above
-    their trace / lower / compile bars; ``anchors`` maps an event's index to its explanation."""
-    scale = (WIDTH - LEFT - MARGIN) / span
+    their trace / lower / compile bars; ``anchors`` maps an event's index to its explanation.
+
+    The axis runs from ``origin`` (the first jitted call) to ``span``; every
+    mark and bar carries its time (``data-t``, ``data-d``) and a tooltip
+    (``data-tip``), so the page's script can zoom into a brushed range and
+    show what each mark is.
+    """
+    origin = min(max(_finite(origin), 0.0), span)
+    scale = (WIDTH - LEFT - MARGIN) / max(span - origin, 1e-3)
 
     def x(t: float) -> float:
-        return LEFT + min(max(_finite(t), 0.0), span) * scale
+        return LEFT + (min(max(_finite(t), origin), span) - origin) * scale
 
     matched = call_events(fn)
     call_of = {id(event): call for call, event in matched.items()}
     index_of = {id(e): i for i, e in enumerate(fn.events)}
+    signatures = _entry_signatures(fn, [])
     entries = fn.call_entries
     parts: list[str] = []
     for call, t in enumerate(fn.call_times[:MAX_MARKS]):
         if call not in matched:
-            entry = ENTRY_SUFFIX.format(entry=entries[call]) if call < len(entries) else ""
-            title = HIT_TITLE.format(time=_s(t), entry=entry)
-            parts.append(_mark("hit", x(t), 18, title, None, call))
+            entry = entries[call] if call < len(entries) else None
+            tip = HIT_TIP.format(
+                call=fn.first_call_index + call + 1,
+                entry="" if entry is None else ENTRY_SUFFIX.format(entry=entry),
+                signature=signatures.get(entry, "?") if entry is not None else "?",
+                time=_s(t - origin),
+            )
+            parts.append(_mark("hit", x(t), 18, t, tip, None, call))
+    numbers = _retrace_numbers(fn)
     for event in fn.events:
         href = anchors.get(index_of[id(event)])
-        title = _event_title(event)
-        parts.append(_mark(event.kind, x(event.time), 18, title, href, call_of.get(id(event))))
+        tip = _event_tip(event, numbers.get(id(event), 0), origin)
+        cls = event.kind + (" expected" if event.kind == "retrace" and event.expected else "")
+        parts.append(_mark(cls, x(event.time), 18, event.time, tip, href, call_of.get(id(event))))
     for event in fn.events:
         start = _finite(event.time)
         for phase in PHASES:
@@ -126,26 +163,34 @@ def timeline_svg(fn: FunctionReport, span: float, anchors: Mapping[int, str]) ->
             if seconds <= 0:
                 continue
             width = max(seconds * scale, 1.0)
-            title = BAR_TITLE.format(phase=phase, seconds=_s(seconds), start=_s(start))
+            tip = BAR_TIP.format(phase=phase, seconds=_s(seconds), start=_s(start - origin))
             parts.append(
                 f'<rect class="bar {phase}-bar" x="{x(start):.1f}" y="32" width="{width:.1f}" '
-                f'height="10"><title>{escape(title)}</title></rect>'
+                f'height="10" data-t="{start:.6f}" data-d="{seconds:.6f}" '
+                f'data-tip="{escape(tip)}"></rect>'
             )
             start += seconds
-    for t in _ticks(span):
-        parts.append(
-            f'<line class="tick" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="48" y2="52"/>'
-            f'<text class="tick" x="{x(t):.1f}" y="63">{AXIS_LABEL.format(t=round(t, 6))}</text>'
-        )
+    ticks = "".join(
+        f'<line class="tick" x1="{x(origin + t):.1f}" x2="{x(origin + t):.1f}" y1="48" y2="52"/>'
+        f'<text class="tick" x="{x(origin + t):.1f}" y="63">{AXIS_LABEL.format(t=round(t, 6))}</text>'
+        for t in _ticks(max(span - origin, 1e-3))
+    )
     return (
         f'<svg class="timeline" data-function="{escape(fn.qualname)}" viewBox="0 0 {WIDTH} 68" '
-        f'role="img" aria-label="calls of {escape(fn.qualname)} over time">'
+        f'data-t0="{origin:.6f}" data-t1="{span:.6f}" data-left="{LEFT}" '
+        f'data-right="{WIDTH - MARGIN}" role="img" '
+        f'aria-label="calls of {escape(fn.qualname)} over time">'
         f'<text class="lane-label" x="{MARGIN}" y="22">calls</text>'
         f'<text class="lane-label" x="{MARGIN}" y="41">compiles</text>'
         f'<line class="axis" x1="{LEFT}" x2="{WIDTH - MARGIN}" y1="48" y2="48"/>'
-        + "".join(parts)
-        + "</svg>"
+        f'<g class="ticks">{ticks}</g>' + "".join(parts) + "</svg>"
     )
+
+
+def _retrace_numbers(fn: FunctionReport) -> dict[int, int]:
+    """Each retrace's number among the function's retraces, from 1."""
+    retraces = [e for e in fn.events if e.kind == "retrace"]
+    return {id(e): i for i, e in enumerate(retraces, 1)}
 
 
 def _entry_signatures(fn: FunctionReport, went_to: list[int]) -> dict[int, str]:
@@ -184,10 +229,11 @@ def entries_table(fn: FunctionReport) -> str:
                 continue
             event = matched.get(call)
             cls = "hit" if event is None else escape(event.kind)
-            title = f"call #{call}: {'cache hit' if event is None else cls}"
+            title = f"call #{fn.first_call_index + call + 1}: "
+            title += "cache hit" if event is None else cls
             dots.append(
                 f'<circle class="dot {cls}" data-call="{call}" cx="{MARGIN + call * step:.1f}" '
-                f'cy="9" r="{radius:.1f}"><title>{title}</title></circle>'
+                f'cy="9" r="{radius:.1f}" data-tip="{escape(title)}"></circle>'
             )
         calls = went_to.count(entry)
         strip = (
@@ -202,7 +248,8 @@ def entries_table(fn: FunctionReport) -> str:
             f'<td class="num">{calls if n else "?"}</td><td class="num">{traces[entry]}</td>'
             f"{_strip_cell(strip, n, len(signatures), entry == next(iter(signatures)))}</tr>"
         )
-    axis = escape(CALL_AXIS.format(last=n - 1)) if n else ""
+    first = fn.first_call_index + 1
+    axis = escape(CALL_AXIS.format(first=first, last=first + n - 1)) if n else ""
     return (
         f'<table class="entries" data-function="{escape(fn.qualname)}"><thead><tr>'
         f"<th>entry</th><th>signature</th><th>calls</th><th>traces</th><th>{axis}</th>"

@@ -53,9 +53,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 DROPPABLE = ("compiles", "compile s", "trace s", "kind", "hit %")
 #: The function column gets at least this many characters before others are dropped.
 MIN_NAME_WIDTH = 24
-TITLE = (
-    "jitlens: {functions} jitted functions, {traces} traces, {lost:.2f} s lost to retraces{hidden}"
-)
+TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
 HIDDEN = " ({n} internal hidden)"
 CAPTION = (
     "{backend} on {host}, process {index}/{count}, {duration:.1f} s; "
@@ -77,6 +75,22 @@ ADVICE_FIX = "fix: {fix}"
 ADVICE_MORE = "also: {kinds}"
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 jitted function``, ``2 jitted functions``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def percent(rate: float) -> str:
+    """A rate as a percentage that never rounds to a bound it did not reach: 938/941 is 99.7%."""
+    for digits in range(4):
+        text = f"{rate:.{digits}%}"
+        shown = float(text[:-1])
+        if (rate < 1 and shown >= 100) or (rate > 0 and shown <= 0):
+            continue
+        return text
+    return "<0.001%" if rate < 0.5 else ">99.999%"
+
+
 def _seconds(value: float) -> str:
     return f"{value:.2f}" if math.isfinite(value) else UNKNOWN
 
@@ -85,7 +99,7 @@ def _indented(lines: Sequence[Line], by: int) -> list[Line]:
     return [(indent + by, text, style) for indent, text, style in lines]
 
 
-def _explanations(fn: FunctionReport) -> list[Line]:
+def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     """Folded retraces and stale hits of one function, as indented lines."""
     retraces = [e for e in fn.events if e.kind != "trace"]
     if not retraces and not fn.stale_hits:
@@ -105,7 +119,7 @@ def _explanations(fn: FunctionReport) -> list[Line]:
         if id(event) in by_event:
             own = by_event.pop(id(event))  # an event listed twice is explained once
             also = len(event.reasons) - len(own)
-            lines += _indented(retrace_lines(fn, event, own, also), 2)
+            lines += _indented(retrace_lines(fn, event, own, also, _less(width, 2)), 2)
     unexplained = [e for e in retraces if not e.reasons]
     if unexplained:
         lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
@@ -113,6 +127,10 @@ def _explanations(fn: FunctionReport) -> list[Line]:
     for stale in fn.stale_hits:
         lines += _indented(stale_lines(fn, stale), 2)
     return lines
+
+
+def _less(width: int | None, indent: int) -> int | None:
+    return None if width is None else width - indent
 
 
 def _saving(seconds: float | None) -> str:
@@ -152,7 +170,7 @@ def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
         UNKNOWN if fn.traces is None else str(fn.traces),
         UNKNOWN if fn.compiles is None else str(fn.compiles),
         UNKNOWN if fn.cache_hits is None else str(fn.cache_hits),
-        UNKNOWN if rate is None else f"{rate:.0%}",
+        UNKNOWN if rate is None else percent(rate),
         _seconds(fn.trace_seconds),
         _seconds(fn.lower_seconds + fn.compile_seconds),
         _seconds(fn.seconds_lost),
@@ -184,9 +202,10 @@ def _table(
     report: Report, functions: Sequence[FunctionReport], include_internal: bool, width: int
 ) -> Table:
     hidden = len(report.functions) - len(functions)
+    traces = total_traces(functions)
     title = TITLE.format(
-        functions=len(functions),
-        traces=total_traces(functions),
+        functions=plural(len(functions), "jitted function"),
+        traces=f"{traces} trace{'' if traces == '1' else 's'}",
         lost=sum(f.seconds_lost for f in functions),
         hidden=HIDDEN.format(n=hidden) if hidden else "",
     )
@@ -261,7 +280,7 @@ def _render(report: Report, color: bool, width: int, include_internal: bool) -> 
     else:
         console.print(_table(report, functions, include_internal, width))
     for fn in functions:
-        lines = _explanations(fn)
+        lines = _explanations(fn, width)
         if lines:
             console.print()
         for indent, text, style in lines:

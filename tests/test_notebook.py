@@ -1,0 +1,117 @@
+"""``%load_ext jitlens`` in IPython itself: ``%%jitlens`` and ``%jitlens on|off|report``.
+
+Each test runs IPython in a fresh process (an IPython shell is a process-wide
+singleton, and JAX state must not leak between tests); the last one runs a
+tiny notebook through a real Jupyter kernel when nbclient is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import run_python
+
+pytest.importorskip("IPython")
+
+SESSION = """
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+
+ip = start_ipython()
+if {html}:
+    ip.display_formatter.active_types = ["text/plain", "text/html"]
+ip.run_line_magic("load_ext", "jitlens")
+ip.run_cell("import jax, jax.numpy as jnp\\nT = []\\ndef body(x):\\n    T.append(1)\\n    return x + 1\\n")
+outputs = {{}}
+with capture_output() as cap:
+    ip.run_cell_magic("jitlens", "", "f = jax.jit(body)\\nfor n in (2, 2, 3):\\n    f(jnp.ones(n))\\n")
+outputs["cell"] = [cap.stdout, [o.data for o in cap.outputs]]
+with capture_output() as cap:
+    ip.run_line_magic("jitlens", "report")
+    ip.run_line_magic("jitlens", "on")
+    ip.run_cell("g = jax.jit(lambda x: body(x) * 2)\\ng(jnp.ones(2))")
+    ip.run_cell("g(jnp.ones(2)); g(jnp.ones(5))")
+    ip.run_line_magic("jitlens", "report")
+    ip.run_cell("g(jnp.ones(6))")
+    ip.run_line_magic("jitlens", "off")
+    ip.run_cell("g(jnp.ones(7))")
+outputs["on"] = [cap.stdout, [o.data for o in cap.outputs]]
+outputs["traces"] = len(__import__("__main__").__dict__.get("T", ip.user_ns["T"]))
+print("JSON" + json.dumps(outputs))
+"""
+
+
+def _session(html: bool) -> dict:
+    proc = run_python(["-c", "import json\n" + SESSION.format(html=html)])
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("JSON"))
+    return json.loads(line[4:])
+
+
+def test_cell_magic_and_tracking_across_cells_in_terminal_ipython() -> None:
+    out = _session(html=False)
+    cell_text, cell_displays = out["cell"]
+    assert cell_displays == []  # a terminal shows text, printed
+    assert cell_text.startswith("jitlens: 1 jitted function, 2 traces")
+    assert "<lambda>" not in cell_text and "body  retraced 1x" in cell_text
+    assert "f32[2] -> f32[3]" in cell_text
+
+    text, _ = out["on"]
+    first, rest = text.split("jitlens: tracking jitted functions across cells", 1)
+    assert first.startswith("jitlens: not tracking; `%jitlens on` starts")
+    so_far, final = rest.split("jitlens: 1 jitted function", 2)[1:]
+    # `report` while on: the cells so far (3 calls of g, 2 traces); `off`: one more call
+    assert " 3 " in so_far.splitlines()[3] and "f32[2] -> f32[5]" in so_far
+    assert " 4 " in final.splitlines()[3] and "f32[5] -> f32[6]" in final
+    assert "f32[7]" not in final  # after `off`, nothing is tracked
+    assert out["traces"] == 2 + 4  # ground truth: the body ran once per trace
+
+
+def test_cell_magic_shows_the_html_report_in_a_notebook_front_end() -> None:
+    out = _session(html=True)
+    cell_text, cell_displays = out["cell"]
+    assert cell_text == ""
+    (shown,) = cell_displays
+    page = shown["text/html"]
+    assert page.startswith('<iframe srcdoc="&lt;!DOCTYPE html&gt;')
+    assert "f32[2] -&amp;gt; f32[3]" in page or "f32[3]" in page
+    assert "body" in page
+
+
+def test_import_jitlens_stays_cheap_with_the_extension() -> None:
+    proc = run_python(
+        [
+            "-c",
+            "import sys, jitlens; jitlens.load_ipython_extension; "
+            "print(sorted(m for m in ('jax', 'IPython', 'flax') if m in sys.modules))",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_a_real_notebook_through_a_jupyter_kernel(tmp_path) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext jitlens"),
+        nbformat.v4.new_code_cell("import jax, jax.numpy as jnp\nstep = jax.jit(lambda x: x * 2)"),
+        nbformat.v4.new_code_cell(
+            textwrap.dedent("""\
+            %%jitlens
+            for n in (2, 2, 3):
+                step(jnp.ones(n))
+            """)
+        ),
+    ]
+    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3").execute()
+    outputs = nb.cells[2].outputs
+    html = [o for o in outputs if o.get("output_type") == "display_data"]
+    assert html, outputs
+    assert html[0]["data"]["text/html"].startswith("<iframe srcdoc=")
+    assert "retrace" in html[0]["data"]["text/html"]
