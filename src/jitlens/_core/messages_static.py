@@ -12,7 +12,7 @@ import inspect
 import sys
 from typing import Any
 
-from .key import StaticVal, short_repr
+from .key import StaticVal, diff_texts, short_repr
 from .messages import (
     CLASS_FIX,
     IDENTITY_MSG,
@@ -55,25 +55,45 @@ STATIC_OTHER_FIX = (
 )
 
 
+STATIC_CHOICE_FIX = (
+    "Expected once per value: each distinct `{path}` compiles once and is reused (an equal value "
+    "hits the cache). If it changes on every call, keep it to a few values."
+)
+
+
 def static_value(
-    arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool, aux: str = ""
+    arg: str,
+    path: str,
+    attr: str,
+    old: StaticVal,
+    new: StaticVal,
+    *,
+    in_graph: bool,
+    aux: str = "",
+    field: bool = False,
 ) -> Reason:
+    """A static whose *value* changed (``==`` says unequal; a rebuild of the old one would hit).
+
+    ``field``: a static field of a dataclass pytree (``flax.struct``,
+    ``equinox``), rather than a static argument or a part of one.
+    """
     what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
-    msg = STATIC_MSG.format(what=what, before=old.text, after=new.text)
+    before, after = diff_texts(old.full_text(), new.full_text())
+    msg = STATIC_MSG.format(what=what, before=before, after=after)
     if isinstance(old.value(), bool) and isinstance(new.value(), bool) and attr in MODE_FLAGS:
-        msg = MODE_MSG.format(path=path, before=old.text, after=new.text)
+        msg = MODE_MSG.format(path=path, before=before, after=after)
         fix = MODE_FIX.format(attr=attr)
     elif aux:
         fix = STATIC_AUX_FIX.format(path=path)
-    elif in_graph and _is_number(old):
-        fix = STATIC_GRAPH_FIX.format(attr=attr, before=old.text)
+    elif not (_is_number(old) and _is_number(new)):
+        fix = STATIC_CHOICE_FIX.format(path=path)
     elif in_graph:
-        fix = STATIC_OTHER_FIX.format(path=path)
-    elif path != arg:  # a static field inside an argument (flax.struct / equinox dataclass)
+        fix = STATIC_GRAPH_FIX.format(attr=attr, before=before)
+    elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
         fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
     else:
         fix = STATIC_ARG_FIX.format(arg=arg)
-    return _reason("static_value", arg, path, old.text, new.text, msg, fix)
+    return _reason("static_value", arg, path, before, after, msg, fix)
 
 
 def _is_number(s: StaticVal) -> bool:

@@ -240,6 +240,9 @@ def describe_value(
         ]
         walk_graphdef(x._graphdef, leaves, path, out)
         return
+    if _is_graphdef(x):  # the functional API's graphdef: name the attribute that changed
+        walk_graphdef(x, [], path, out)
+        return
     if _compat.is_graph_node(x):
         flat = _compat.flatten_node(x, ref_index)
         if flat is not None:
@@ -281,6 +284,16 @@ def describe_value(
     )
     for kp, child in children:
         describe_value(child, (*path, *(_key_part(k) for k in kp)), out, ref_index, depth + 1)
+
+
+def _is_graphdef(x: Any) -> bool:
+    t = type(x)
+    return (
+        t.__name__ == "GraphDef"
+        and (t.__module__ or "").startswith("flax.")
+        and hasattr(x, "nodes")
+        and hasattr(x, "attributes")
+    )
 
 
 def _static_fields(x: Any) -> tuple[str, ...]:
@@ -405,14 +418,14 @@ def describe_call(
     for i, (name, a) in enumerate(zip(names, args, strict=True)):
         p: Path = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry("passed", target="positional")
-        if i in nstatic:
+        if i in nstatic and not _is_graphdef(a):
             out[p] = Entry("static", static=StaticVal(a))
         else:
             describe_value(a, p, out, ref_index)
     for name in sorted(kwargs):
         p = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry("passed", target="keyword")
-        if name in static_argnames:
+        if name in static_argnames and not _is_graphdef(kwargs[name]):
             out[p] = Entry("static", static=StaticVal(kwargs[name]))
         else:
             describe_value(kwargs[name], p, out, ref_index)
