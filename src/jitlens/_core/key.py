@@ -274,7 +274,19 @@ class Key:
     cleared: bool = False
 
 
+#: Paths deeper than this are shown by their head and their depth.
+PATH_PARTS_SHOWN = 12
+
+
 def render_path(path: Path) -> str:
+    """``model.layers[3].avg_pool``; a very deep path as ``tree['a']['a']... (70 levels)``."""
+    if len(path) > PATH_PARTS_SHOWN:
+        head = _render_parts(path[: PATH_PARTS_SHOWN // 2])
+        return f"{head}... ({len(path) - 1} levels)"
+    return _render_parts(path)
+
+
+def _render_parts(path: Path) -> str:
     out = []
     for kind, name in path:
         if kind == "arg":

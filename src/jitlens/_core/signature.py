@@ -224,66 +224,76 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
     visit(next(nodes), root)
 
 
-def describe_value(
-    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, depth: int = 0
-) -> None:
-    """Flatten one argument (pytree, graph node, array, None) into ``out``."""
-    if depth > 64:
-        out[path] = Entry("opaque", target="(too deep)")
-        return
+def describe_value(x: Any, path: Path, out: dict[Path, Entry], ref_index: Any) -> None:
+    """Flatten one argument (pytree, graph node, array, None) into ``out``, parents first.
+
+    Iterative (an explicit stack), so that a tree of any depth is described
+    exactly: a leaf 70 levels down is filed under its full path.
+    """
+    stack: list[tuple[Any, Path]] = [(x, path)]
+    while stack:
+        value, p = stack.pop()
+        children = _describe_one(value, p, out, ref_index)
+        if children:
+            stack.extend(reversed(children))
+
+
+def _describe_one(
+    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any
+) -> list[tuple[Any, Path]]:
+    """File ``x`` itself under ``path``; return its pytree children (to describe next)."""
     if x is None:
         out[path] = Entry("none")
-        return
+        return []
     if _compat.NODE_STATES is not None and isinstance(x, _compat.NODE_STATES):
         leaves = [
             leaf for st in x.states for leaf in (st if isinstance(st, (list, tuple)) else [st])
         ]
         walk_graphdef(x._graphdef, leaves, path, out)
-        return
+        return []
     if _is_graphdef(x):  # the functional API's graphdef: name the attribute that changed
         walk_graphdef(x, [], path, out)
-        return
+        return []
     if _compat.is_graph_node(x):
         flat = _compat.flatten_node(x, ref_index)
         if flat is not None:
             walk_graphdef(flat[0], flat[1], path, out)
-            return
+            return []
     if isinstance(x, (jax.Array, jax.core.Tracer)) or (
         hasattr(x, "__array__") and hasattr(x, "dtype")
     ):
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
-        return
+        return []
     if isinstance(x, (bool, int, float, complex)):
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
-        return
+        return []
     try:
         children, treedef = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
     except Exception:
         out[path] = Entry("opaque", target=_type_name(x))
-        return
+        return []
     if treedef.num_nodes == 1 and treedef.num_leaves == 1 and not children[0][0]:
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("static", static=StaticVal(x))
-        return
+        return []
     node_type, aux = _node_data(treedef)
     metas: tuple[tuple[str, StaticVal], ...] = ()
     static_fields = _static_fields(x)
-    if static_fields:
-        # a dataclass pytree (flax.struct, equinox): name each static field
-        for name in static_fields:
-            out[(*path, ("attr", name))] = Entry("static", static=StaticVal(getattr(x, name, None)))
-    elif aux is not None and not isinstance(x, (dict, list, tuple)):
-        metas = (("aux", StaticVal(aux)),)
     out[path] = Entry(
         "node",
         type_name=getattr(node_type, "__qualname__", str(node_type)),
         type_ref=_weak(node_type),
         meta=metas,
     )
-    for kp, child in children:
-        describe_value(child, (*path, *(_key_part(k) for k in kp)), out, ref_index, depth + 1)
+    if static_fields:
+        # a dataclass pytree (flax.struct, equinox): name each static field
+        for name in static_fields:
+            out[(*path, ("attr", name))] = Entry("static", static=StaticVal(getattr(x, name, None)))
+    elif aux is not None and not isinstance(x, (dict, list, tuple)):
+        out[path] = dataclasses.replace(out[path], meta=(("aux", StaticVal(aux)),))
+    return [(child, (*path, *(_key_part(k) for k in kp))) for kp, child in children]
 
 
 def _is_graphdef(x: Any) -> bool:
