@@ -418,6 +418,23 @@ def explain(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> list[
     return []
 
 
+def data_free_vars(fn: Any) -> tuple[str, ...]:
+    """Names a closure reads from its enclosing function that hold data (not functions or modules)."""
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+    if code is None or not cells:
+        return ()
+    out = []
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(v) or isinstance(v, type) or type(v).__name__ == "module":
+            continue
+        out.append(name)
+    return tuple(out)
+
+
 @dataclasses.dataclass(frozen=True)
 class Wrapper:
     """What the first-trace policy needs of a jitted callable (a record, as plain data)."""
@@ -430,6 +447,8 @@ class Wrapper:
     keys: tuple[Key, ...]
     #: The function a rebuilt partial binds (named in the fix), if the row is a partial.
     partial: Any = None
+    #: Values the jitted function reads from the function that built it (a closure).
+    free_vars: tuple[str, ...] = ()
 
 
 def explain_first_trace(
@@ -459,5 +478,7 @@ def explain_first_trace(
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = M.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
-        head = M.new_function(name, kind, wrapper.defined_at, len(others), not diffs, is_lambda)
+        head = M.new_function(
+            name, kind, wrapper.defined_at, len(others), not diffs, is_lambda, wrapper.free_vars
+        )
     return [head, *diffs]

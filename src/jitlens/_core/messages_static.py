@@ -49,10 +49,6 @@ STATIC_FIELD_FIX = (
     "Keep `{path}` constant between calls (each value compiles once), or make `{attr}` a data "
     "field (a pytree child, e.g. drop `pytree_node=False` / `static=True`) if it must change."
 )
-STATIC_OTHER_FIX = (
-    "Keep `{path}` constant between calls: each distinct value compiles once. If it must vary, "
-    "limit it to a few values, or pass it as an array argument instead."
-)
 
 
 STATIC_CHOICE_FIX = (
@@ -115,10 +111,41 @@ def identity_static(
     return _reason("identity_static", arg, path, old.display(), new.display(), msg, fix)
 
 
+PARTIAL_GRAPH_FIX = (
+    "Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
+)
+PARTIAL_DATA_FIX = ", or {data}"
+PARTIAL_ARG_FIX = (
+    "Build the partial once, outside the loop, and pass that same object; or pass `{func}`'s "
+    "arguments as statics instead."
+)
+BOUND_METHOD_FIX = (
+    "Store the function, not the bound method (`type(obj).{name}`), or call the method inside "
+    "`__call__`."
+)
+FUNCTION_FIX = (
+    "Define the function once at module level (`def {name}(...)`) and assign that same object "
+    "to `{target}`."
+)
+JITTED_FIX = (
+    "Create the jitted function once at module level and store that one object in `{path}`, or "
+    "call it instead of storing it."
+)
+OPTAX_FIX = (
+    "Expected once per optimizer build. To sweep hyperparameters with one compile, build "
+    "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set "
+    "`{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run."
+)
+NO_EQ_FIX = (
+    "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal "
+    "configurations compare equal, or reuse one instance."
+)
+
+
 def _identity_fix(
     value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal
 ) -> tuple[str, str]:
-    """Describe an identity-compared static and a fix checked to work."""
+    """Describe an identity-compared static and a fix checked to work (tests/test_fixes.py)."""
     if not attr.isidentifier():  # a list item or dict key: name things generically
         attr = "fn"
     tname = sv.type_name
@@ -138,22 +165,19 @@ def _identity_fix(
             if "tree_util" in tname or tname == "Partial":
                 desc += " (without arrays inside, still a static attribute)"
             call = f"`{fq}(x{', ' + kws if kws else ''})`"
-            fix = f"Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
+            fix = PARTIAL_GRAPH_FIX.format(call=call)
             if _module_level(func) and _equal_when_rebuilt(value):
                 data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
                 if len(fix) + len(data) + 6 > LIMIT:
                     data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
-                fix += f", or {data}"
+                fix += PARTIAL_DATA_FIX.format(data=data)
             return desc, fix + "."
-        return (
-            desc,
-            f"Build the partial once, outside the loop, and pass that same object; or pass `{fq}`'s arguments as statics instead.",
-        )
+        return desc, PARTIAL_ARG_FIX.format(func=fq)
     if isinstance(value, type) or tname == "type":
         return "a class object", CLASS_FIX.format(name=getattr(value, "__qualname__", attr))
     if inspect.ismethod(value):
-        return "a bound method (a new object on every attribute access)", (
-            f"Store the function, not the bound method (`type(obj).{getattr(value, '__name__', 'method')}`), or call the method inside `__call__`."
+        return "a bound method (a new object on every attribute access)", BOUND_METHOD_FIX.format(
+            name=getattr(value, "__name__", "method")
         )
     if callable(value) and (
         inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
@@ -169,25 +193,20 @@ def _identity_fix(
             )
         )
         target = f"self.{attr}" if in_graph else path
-        return (
-            kind,
-            f"Define the function once at module level (`def {attr if name == '<lambda>' else name}(...)`) and assign that same object to `{target}`.",
+        return kind, FUNCTION_FIX.format(
+            name=attr if name == "<lambda>" else name, target=target
         )
     if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
         value, "lower"
     ):
-        return (
-            "a jitted function object",
-            f"Create the jitted function once at module level and store that one object in `{path}`, or call it instead of storing it.",
-        )
+        return "a jitted function object", JITTED_FIX.format(path=path)
     if "GradientTransformation" in tname:
+        opt = path[: -len(".tx")] if path.endswith(".tx") else "optimizer"
         return "an optax transform (a tuple of closures made by each optax.* call)", (
-            "Build the transform once (`TX = optax.adam(1e-3)` at module level) and reuse it for every optimizer."
+            OPTAX_FIX.format(opt=opt)
         )
     tn = tname.rsplit(".", 1)[-1]
-    return f"a `{tn}` instance, and `{tn}` defines no `__eq__`", (
-        f"Make `{tn}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal configurations compare equal, or reuse one instance."
-    )
+    return f"a `{tn}` instance, and `{tn}` defines no `__eq__`", NO_EQ_FIX.format(type=tn)
 
 
 def _qualified(func: Any) -> str:
