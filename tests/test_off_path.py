@@ -71,7 +71,7 @@ def test_a_long_repr_shows_the_differing_middle():
 
 @pytest.mark.parametrize(
     ("make", "word"),
-    [(Plain, "__eq__"), (lambda: (lambda z: z), "lambda")],
+    [(Plain, "__eq__"), (lambda: lambda z: z, "lambda")],
     ids=["no-eq-instance", "lambda"],
 )
 def test_fresh_objects_are_identity_static(make, word):
@@ -190,7 +190,11 @@ def test_max_traces_abort_is_not_a_trace(where):
         return x * 2
 
     with jitlens.track() as t:
-        g = jitlens.max_traces(jax.jit(fn), 1) if where == "above" else jax.jit(jitlens.max_traces(fn, 1))
+        g = (
+            jitlens.max_traces(jax.jit(fn), 1)
+            if where == "above"
+            else jax.jit(jitlens.max_traces(fn, 1))
+        )
         g(jnp.ones(2))
         for _ in range(2):
             with pytest.raises(jitlens.RecompileError):

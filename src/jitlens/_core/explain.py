@@ -329,14 +329,14 @@ def first_difference(a: Any, b: Any, depth: int = 0) -> tuple[Path, Any, Any] | 
         pairs: list[tuple[Any, Any, Any]] = [(("attr", "func"), a.func, b.func)]
         if len(a.args) != len(b.args) or set(a.keywords) != set(b.keywords):
             return here if _equal(a.func, b.func) else ((("attr", "func"),), a.func, b.func)
-        pairs += [(("item", i), x, y) for i, (x, y) in enumerate(zip(a.args, b.args))]
+        pairs += [(("item", i), x, y) for i, (x, y) in enumerate(zip(a.args, b.args, strict=False))]
         pairs += [(("attr", k), a.keywords[k], b.keywords[k]) for k in a.keywords]
     elif isinstance(a, tuple) and hasattr(type(a), "_fields"):  # a NamedTuple
-        pairs = [(("attr", f), x, y) for f, x, y in zip(type(a)._fields, a, b)]
+        pairs = [(("attr", f), x, y) for f, x, y in zip(type(a)._fields, a, b, strict=False)]
     elif isinstance(a, (tuple, list)):
         if len(a) != len(b):
             return here
-        pairs = [(("item", i), x, y) for i, (x, y) in enumerate(zip(a, b))]
+        pairs = [(("item", i), x, y) for i, (x, y) in enumerate(zip(a, b, strict=False))]
     elif isinstance(a, dict):
         if list(a) != list(b) and set(a) != set(b):
             return here
@@ -424,7 +424,7 @@ def data_free_vars(fn: Any) -> tuple[str, ...]:
     if code is None or not cells:
         return ()
     out = []
-    for name, cell in zip(code.co_freevars, cells):
+    for name, cell in zip(code.co_freevars, cells, strict=False):
         try:
             v = cell.cell_contents
         except ValueError:

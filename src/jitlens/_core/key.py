@@ -125,9 +125,7 @@ def diff_texts(before: str, after: str, limit: int = 80) -> tuple[str, str]:
     while head < n and before[head] == after[head]:
         head += 1
     tail = 0
-    while (
-        tail < n - head and before[len(before) - 1 - tail] == after[len(after) - 1 - tail]
-    ):
+    while tail < n - head and before[len(before) - 1 - tail] == after[len(after) - 1 - tail]:
         tail += 1
     context = 12
     start = max(0, head - context)
@@ -156,7 +154,8 @@ class StaticVal:
     def __init__(self, value: Any) -> None:
         self.identity = compares_by_identity(value)
         #: A rebuilt equal-looking object would miss too (see :func:`fresh_object`).
-        self.fresh = self.identity and not is_named(value)
+        # a bound method compares its object by identity, whatever the object's __eq__
+        self.fresh = (self.identity or inspect.ismethod(value)) and not is_named(value)
         self.type_name = _type_name(value)
         self.text = short_repr(value)
         self.addr = id(value)

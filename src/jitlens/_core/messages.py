@@ -49,8 +49,8 @@ WEAK_FIX = (
 )
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
-    "Place `{arg}` the same way on every call: `jax.device_put({arg}, sharding)` once, before "
-    "the loop, with one sharding for every call (e.g. the first call's, {before})."
+    "Place `{arg}` the same way on every call: `jax.device_put({arg}, sharding)` with one "
+    "sharding for all calls, once, before the loop."
 )
 STATIC_MSG = "{what} changed value {before} -> {after}; statics are part of the cache key, so each new value compiles again."
 STATIC_GRAPH_FIX = (
@@ -102,7 +102,10 @@ EVICTED_FIX = "Don't clear JAX caches inside the loop; if memory forces eviction
 CLEARED_MSG = "The function's compilation cache was cleared (clear_cache() / jax.clear_caches()) since the last compile."
 CLEARED_FIX = "Don't clear JAX caches between calls of a function you keep using."
 UNKNOWN_MSG = "{path} differs ({before} -> {after}) in a way jitlens cannot classify."
-UNKNOWN_FIX = "Please report this case to jitlens with the two values; meanwhile keep {path} identical between calls."
+UNKNOWN_FIX = (
+    "If this retrace is unexpected, please report it to jitlens with the two values; it stops "
+    "once {path} is identical between calls."
+)
 
 
 def _cap(s: str) -> str:
@@ -176,8 +179,8 @@ def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
 
 
 PARAM_SHAPE_FIX = (
-    "Parameter shapes follow the layer sizes: build every model with the same sizes, or expect "
-    "one compile per distinct architecture."
+    "Expected once per architecture: parameter shapes follow the layer sizes. If the models "
+    "should be the same, build them with the same sizes."
 )
 LAYER_MSG = (
     "`{path}` of {layer} changed {before} -> {after}: a differently configured layer is a "
@@ -257,7 +260,7 @@ def sharding(arg: str, path: str, before: str, after: str) -> Reason:
         before,
         after,
         SHARDING_MSG.format(path=f"`{path}`", before=before, after=after),
-        SHARDING_FIX.format(arg=path, before=before),
+        SHARDING_FIX.format(arg=path),
     )
 
 
@@ -321,7 +324,10 @@ def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: st
 
 
 NODE_TYPE_MSG = "{path} is now a {after}, before a {before}: a different class is a different graph (cache key)."
-NODE_TYPE_FIX = "Pass the same class on every call; if a factory builds the model, define each class once at module level."
+NODE_TYPE_FIX = (
+    "Expected once per class passed. If a factory builds the model, define each class once at "
+    "module level, so the same class comes back."
+)
 
 
 VAR_VALUE_MSG = "{path} ({var}) holds a value whose structure changed {before} -> {after} (e.g. Module.sow appending every call); its structure is part of the key."

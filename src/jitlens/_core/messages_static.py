@@ -193,9 +193,7 @@ def _identity_fix(
             )
         )
         target = f"self.{attr}" if in_graph else path
-        return kind, FUNCTION_FIX.format(
-            name=attr if name == "<lambda>" else name, target=target
-        )
+        return kind, FUNCTION_FIX.format(name=attr if name == "<lambda>" else name, target=target)
     if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
         value, "lower"
     ):
