@@ -229,3 +229,37 @@ def test_a_leaf_70_levels_down_is_explained_with_its_kind():
     rs = [r for e in s.events for r in e.reasons]
     assert [r.kind for r in rs] == ["shape", "dtype"]
     assert rs[0].path.startswith("tree['a']['a']") and "(70 levels)" in rs[0].path
+
+
+# ---------------------------------------------------------------- transforms
+
+
+def loss(w):
+    return (w**2).sum()
+
+
+def test_jit_of_grad_is_named_after_the_transform():
+    with jitlens.track() as t:
+        g = jax.jit(jax.grad(loss))
+        g(jnp.ones(2))
+    assert [f.name for f in t.report().functions] == ["grad(loss)"]
+
+
+def test_vmap_of_a_jit_explains_the_batch_size():
+    body = [0]
+    with jitlens.track() as t:
+
+        @jax.jit
+        def f(x):
+            body[0] += 1
+            return x * 2
+
+        for n in (4, 8, 8):
+            jax.vmap(f)(jnp.ones((n, 3)))
+    s = t.stats(f)
+    assert (body[0], s.compiles) == (1, 2)
+    rs = [r for e in s.events for r in e.reasons]
+    assert [(r.kind, r.path, r.before, r.after) for r in rs] == [
+        ("shape", "x", "f32[4,3]", "f32[8,3]")
+    ]
+    assert "jax.vmap" in rs[0].message and "batch" in rs[0].message

@@ -197,7 +197,10 @@ def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> l
         if (
             a.shape != b.shape and not key_change
         ):  # a typed key and its raw data differ in shape too
-            out.append(M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph))
+            axis = b.batch_axis if b.batch_axis is not None else a.batch_axis
+            out.append(
+                M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph, batch_axis=axis)
+            )
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:

@@ -211,6 +211,8 @@ class Aval:
     dtype: str
     weak: bool
     sharding: str
+    #: The ``jax.vmap`` batch axis when the shape is the batched value's.
+    batch_axis: int | None = None
 
     def short(self) -> str:
         s = f"{self.dtype}[{','.join(map(str, self.shape))}]"

@@ -192,12 +192,26 @@ LAYER_FIX = (
 )
 
 
-def shape(arg: str, path: str, before: str, after: str, in_graph: bool = False) -> Reason:
+VMAP_SHAPE_MSG = (
+    "{path} is batched by jax.vmap (axis {axis}) and the batched shape changed {before} -> "
+    "{after}: the function is traced per example but compiled per batch size."
+)
+
+
+def shape(
+    arg: str,
+    path: str,
+    before: str,
+    after: str,
+    in_graph: bool = False,
+    batch_axis: int | None = None,
+) -> Reason:
     fix = PARAM_SHAPE_FIX if in_graph else SHAPE_FIX.format(before=_larger(before, after))
-    return _reason(
-        "shape", arg, path, before, after,
-        SHAPE_MSG.format(path=f"`{path}`", before=before, after=after), fix,
-    )  # fmt: skip
+    if batch_axis is not None:
+        msg = VMAP_SHAPE_MSG.format(path=f"`{path}`", axis=batch_axis, before=before, after=after)
+    else:
+        msg = SHAPE_MSG.format(path=f"`{path}`", before=before, after=after)
+    return _reason("shape", arg, path, before, after, msg, fix)
 
 
 def layer_config(arg: str, path: str, layer: str, before: str, after: str) -> Reason:

@@ -43,6 +43,10 @@ from .key import (
 
 
 def _aval_of(x: Any) -> Aval | None:
+    batched = _compat.batched_value(x) if isinstance(x, jax.core.Tracer) else None
+    if batched is not None:  # under vmap: the batch size is part of the compiled key
+        inner = _aval_of(batched[0])
+        return None if inner is None else dataclasses.replace(inner, batch_axis=batched[1])
     if isinstance(x, jax.core.Tracer):
         a = x.aval
     else:
