@@ -263,3 +263,28 @@ def test_vmap_of_a_jit_explains_the_batch_size():
         ("shape", "x", "f32[4,3]", "f32[8,3]")
     ]
     assert "jax.vmap" in rs[0].message and "batch" in rs[0].message
+
+
+# ---------------------------------------------------------------- many wrappers, short summary
+
+
+def test_wrappers_of_the_same_code_fold_into_one_row_and_the_summary_stays_short():
+    import dataclasses
+
+    from jitlens._render.text import render_text
+
+    x = jnp.ones(2)
+    with jitlens.track() as t:
+        for _ in range(4):
+            jax.jit(lambda v: v + 1)(x)
+    report = t.report()
+    (one,) = [f for f in report.functions if f.name == "<lambda>"][:1]
+    # 2,000 wrappers, without compiling them: copies of one wrapper's figures
+    many = tuple(dataclasses.replace(one, id=i) for i in range(2_000))
+    big = dataclasses.replace(report, functions=many)
+    text = render_text(big, color=False, width=100, max_lines=56)
+    flat = " ".join(text.split())
+    assert "2,000 wrappers of" in flat and "1 trace each" in flat
+    assert flat.startswith("jitlens: 2000 jitted functions, 2000 traces")
+    assert len(text.splitlines()) <= 56
+    assert len(render_text(report, color=False, width=100).splitlines()) < 40

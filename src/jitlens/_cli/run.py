@@ -28,6 +28,10 @@ USAGE = (
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
 
 
+#: The exit summary stays under 60 lines for any program (all of it: --json / --html).
+EXIT_LINES = 56
+
+
 def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
@@ -129,7 +133,9 @@ def _finish(tracker: Any, args: argparse.Namespace, code: int) -> int:
             from .._render.text import render_text
 
             sys.stderr.write(
-                "\n" + render_text(report, include_internal=args.include_internal) + "\n"
+                "\n"
+                + render_text(report, include_internal=args.include_internal, max_lines=EXIT_LINES)
+                + "\n"
             )
             for path in written:
                 sys.stderr.write(f"jitlens: wrote {path}\n")

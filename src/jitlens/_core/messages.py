@@ -32,7 +32,7 @@ NEW_LAMBDA_FIX = (
 )
 SHAPE_MSG = "{path} changed shape {before} -> {after}; every distinct shape is compiled separately."
 SHAPE_FIX = (
-    "Keep shapes fixed: pad smaller batches to {before} (and mask the padding), or bucket "
+    "Keep shapes fixed: pad smaller batches to the largest shape (and mask the padding), or bucket "
     "lengths to a few sizes so each compiles once."
 )
 DTYPE_MSG = "{path} changed dtype {before} -> {after}; each dtype is a separate compilation."
@@ -206,7 +206,8 @@ def shape(
     in_graph: bool = False,
     batch_axis: int | None = None,
 ) -> Reason:
-    fix = PARAM_SHAPE_FIX if in_graph else SHAPE_FIX.format(before=_larger(before, after))
+    # the same words for every shape, so that a run of shape retraces folds into one
+    fix = PARAM_SHAPE_FIX if in_graph else SHAPE_FIX
     if batch_axis is not None:
         msg = VMAP_SHAPE_MSG.format(path=f"`{path}`", axis=batch_axis, before=before, after=after)
     else:
@@ -221,19 +222,6 @@ def layer_config(arg: str, path: str, layer: str, before: str, after: str) -> Re
         LAYER_MSG.format(path=path, layer=f"nnx.{layer}", before=before, after=after),
         LAYER_FIX.format(attr=attr),
     )  # fmt: skip
-
-
-def _larger(a: str, b: str) -> str:
-    """The aval with more elements (what a smaller batch would be padded to)."""
-
-    def size(s: str) -> int:
-        dims = s.split("[", 1)[-1].split("]", 1)[0]
-        n = 1
-        for d in dims.split(","):
-            n *= int(d) if d.strip().isdigit() else 1
-        return n
-
-    return a if size(a) >= size(b) else b
 
 
 KEY_FIX = (
