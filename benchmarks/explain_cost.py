@@ -51,7 +51,7 @@ class Deep(nnx.Module):
 
 
 def jitlens_misses(layers: int, models: int) -> list[tuple[float, float, str]]:
-    @nnx.jit
+    @nnx.jit  # noqa: JL001 - a fresh function per model size is the point of this benchmark
     def fwd(model: Deep, x: jax.Array) -> jax.Array:
         return model(x)
 
@@ -67,7 +67,7 @@ def jitlens_misses(layers: int, models: int) -> list[tuple[float, float, str]]:
 
 
 def jax_misses(layers: int, models: int, explain: bool) -> list[tuple[float, str]]:
-    @nnx.jit
+    @nnx.jit  # noqa: JL001 - a fresh function per run is the point of this benchmark
     def fwd(model: Deep, x: jax.Array) -> jax.Array:
         return model(x)
 

@@ -160,7 +160,7 @@ def test_marker_fixture_and_every_session_option(pytester: pytest.Pytester) -> N
             "budget of 1 (@pytest.mark.max_traces).",
             "*= jitlens =*",
             "jitlens: 3 jitted functions, * traces, * s lost to retraces",
-            "forward  retraced 4x*",
+            "forward  retraced 2x*",
             "jitlens: wrote the report to out/report.json",
         ]
     )
