@@ -36,3 +36,19 @@ def run_python(
 @pytest.fixture
 def run_py():
     return run_python
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _self_check_done() -> None:
+    """Run jitlens' once-per-process self-check before any test patches jitlens' internals.
+
+    (A test that injects a fault would otherwise make the canary fail, and the
+    rest of the worker's tests would see unknown figures.)
+    """
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    with jitlens.track():
+        jax.jit(lambda x: x)(jnp.ones(1))

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import pathlib
+import subprocess
 
 from conftest import CASES, run_python
+
+SRC = pathlib.Path(__file__).resolve().parent.parent / "src"
 
 
 def test_env_switch_logs_retraces_and_writes_the_report(tmp_path):
@@ -29,3 +34,79 @@ def test_unset_costs_nothing_and_bad_value_is_named(tmp_path):
     assert proc.stdout.split() == ["False", "False"]
     proc = run_python(["-c", probe], env={"JITLENS": "maybe"})
     assert "JITLENS='maybe' is not valid" in proc.stderr
+
+
+def test_processes_that_never_import_jax_pay_nothing_and_print_nothing():
+    probe = (
+        "import sys; heavy = [m for m in sys.modules if m.split('.')[0] in ('jax', 'flax', 'numpy')]"
+        "; print(heavy)"
+    )
+    proc = run_python(["-c", probe], env={"JITLENS": "1"})
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == "[]"
+    assert proc.stderr == ""
+
+
+def test_tracking_starts_when_the_program_imports_jax():
+    code = (
+        "import sys; assert 'jitlens._track.tracker' not in sys.modules\n"
+        "import jax, jax.numpy as jnp\n"
+        "assert 'jitlens._track.tracker' in sys.modules\n"
+        "f = jax.jit(lambda x: x + 1); f(jnp.ones(2)); f(jnp.ones(3))\n"
+    )
+    proc = run_python(["-c", code], env={"JITLENS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "<lambda>  jax.jit      2       2" in proc.stderr
+
+
+SPAWN = """
+import multiprocessing as mp
+import jax, jax.numpy as jnp
+
+def work(i):
+    return float(jax.jit(lambda x: x + i)(jnp.ones(2)).sum())
+
+if __name__ == "__main__":
+    f = jax.jit(lambda x: x * 2)
+    f(jnp.ones(2)); f(jnp.ones(3))
+    with mp.get_context("spawn").Pool(2) as pool:
+        print("RESULTS", pool.map(work, range(2)))
+"""
+
+
+def test_spawn_workers_are_left_alone(tmp_path):
+    prog = tmp_path / "spawn_prog.py"
+    prog.write_text(SPAWN)
+    proc = run_python([str(prog)], cwd=tmp_path, env={"JITLENS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "RESULTS [2.0, 4.0]" in proc.stdout
+    assert proc.stderr.count("jitted function") == 1  # the main program's summary only
+    assert "closed file" not in proc.stderr and "Report(" not in proc.stderr
+
+
+def test_a_venv_with_system_site_packages(tmp_path):
+    """The .pth runs before the base site-packages are on sys.path: it must not import jax."""
+    import venv
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    pth = pathlib.Path(site) / "zz_jitlens_autostart.pth"
+    pth.write_text(str(SRC) + "\n" + (SRC / "jitlens_autostart.pth").read_text())
+    code = "import jax, jax.numpy as jnp; f = jax.jit(lambda x: x); f(jnp.ones(2)); print('OK')"
+    proc = subprocess.run(
+        [str(python), "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JITLENS": "1", "JAX_PLATFORMS": "cpu", "PYTHONPATH": ""},
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "OK"
+    assert "<lambda>  jax.jit      1       1" in proc.stderr

@@ -63,6 +63,9 @@ def _case(num: str):
     return next(CASES.glob(f"{num}_*.py"))
 
 
+pytestmark = pytest.mark.xdist_group("cases")
+
+
 @pytest.fixture(scope="module")
 def case_runs(tmp_path_factory):
     """Run every case once under ``jitlens run`` (shared by the tests below)."""

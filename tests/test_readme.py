@@ -42,6 +42,8 @@ def test_public_names_are_pinned():
             "Report",
             "ReportError",
             "StaleCacheWarning",
+            "JitlensCompatWarning",
+            "JitlensInternalWarning",
             "Tracker",
             "__version__",
             "audit",

@@ -13,13 +13,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._core.report import Event as Event
-from ._core.report import FunctionReport as FunctionReport
-from ._core.report import Reason as Reason
-from ._core.report import Report as Report
-from ._core.report import load_report as load_report
 from ._errors import ConfigError as ConfigError
+from ._errors import JitlensCompatWarning as JitlensCompatWarning
 from ._errors import JitlensError as JitlensError
+from ._errors import JitlensInternalWarning as JitlensInternalWarning
 from ._errors import RecompileError as RecompileError
 from ._errors import RecompileWarning as RecompileWarning
 from ._errors import ReportError as ReportError
@@ -30,6 +27,11 @@ if TYPE_CHECKING:
     from ._audit.audit import AuditFinding as AuditFinding
     from ._audit.audit import AuditResult as AuditResult
     from ._audit.audit import audit as audit
+    from ._core.report import Event as Event
+    from ._core.report import FunctionReport as FunctionReport
+    from ._core.report import Reason as Reason
+    from ._core.report import Report as Report
+    from ._core.report import load_report as load_report
     from ._exercise.check import CheckResult as CheckResult
     from ._exercise.check import check_jit_forward as check_jit_forward
     from ._exercise.forward import jit_forward as jit_forward
@@ -48,6 +50,11 @@ if TYPE_CHECKING:
 
 #: Public name -> the private module that defines it, imported on first use.
 _LAZY = {
+    "Event": "_core.report",
+    "FunctionReport": "_core.report",
+    "Reason": "_core.report",
+    "Report": "_core.report",
+    "load_report": "_core.report",
     "AuditFinding": "_audit.audit",
     "AuditResult": "_audit.audit",
     "audit": "_audit.audit",
@@ -89,7 +96,9 @@ __all__ = [
     "ConfigError",
     "Event",
     "FunctionReport",
+    "JitlensCompatWarning",
     "JitlensError",
+    "JitlensInternalWarning",
     "LintFinding",
     "MergedReport",
     "Reason",

@@ -1,54 +1,145 @@
 """``JITLENS=1 python train.py``: track and explain retraces with no code change.
 
 Imported at interpreter start-up by the ``jitlens_autostart.pth`` file that
-installing jitlens puts in site-packages; the ``.pth`` line imports this
-module only when ``JITLENS`` is set, so other programs pay nothing. Retraces
-are logged (logger ``jitlens``) as they happen, the summary goes to stderr at
-exit, and ``JITLENS_REPORT`` / ``JITLENS_HTML`` name report files to write.
+installing jitlens puts in site-packages, only when ``JITLENS`` is set. It
+imports nothing heavy: it arms an import hook, and tracking starts when the
+program itself imports ``jax`` (so ``pip``, shells and every Python process
+that never touches JAX pay nothing and print nothing; a venv with system
+site-packages gets its base ``sys.path`` before JAX is imported). Only the
+main program is tracked: processes it starts (``multiprocessing`` spawn
+workers, ``subprocess`` Pythons) inherit ``JITLENS`` but are left alone
+unless ``JITLENS_CHILDREN=1``. Retraces are logged (logger ``jitlens``) as
+they happen, the summary goes to stderr at exit when something was jitted,
+and ``JITLENS_REPORT`` / ``JITLENS_HTML`` name report files to write.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib.abc
+import importlib.machinery
 import logging
+import os
 import sys
-import warnings
+import threading
+from types import ModuleType
+from typing import Any
+
+#: Set in the environment by the tracked program; its children see another pid.
+MAIN_PID = "JITLENS_MAIN_PID"
+CHILDREN = "JITLENS_CHILDREN"
+_STARTED = [False]
+_LOCK = threading.Lock()
 
 
-def _start() -> None:
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+class _JaxWatcher(importlib.abc.MetaPathFinder):
+    """Starts tracking right after the program's own ``import jax`` finishes."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "jax" or _STARTED[0]:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            original(module)
+            _remove_watcher()
+            _start()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+_WATCHER = _JaxWatcher()
+
+
+def _remove_watcher() -> None:
+    try:
+        sys.meta_path.remove(_WATCHER)
+    except ValueError:
+        pass
+
+
+def _arm() -> None:
+    """At start-up: decide whether this process is tracked, and wait for ``import jax``."""
     from .. import _config
     from .._errors import ConfigError
 
     try:
         if not _config.get("enabled"):
             return
-        level = _config.get("log_level")
+        _config.get("log_level")
     except ConfigError as exc:
-        warnings.warn(f"jitlens: {exc}; not tracking", stacklevel=2)
+        _warn(f"{exc}; not tracking")
         return
-    from .._track.tracker import Tracker
-
-    log = logging.getLogger("jitlens")
-    if level != "off" and not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        log.addHandler(handler)
-        log.setLevel(getattr(logging, level.upper()))
-        log.propagate = False
-    tracker = Tracker(include_internal=_config.get("include_internal"), timeline=True)
-    tracker.start()
-    atexit.register(_finish, tracker)
+    owner = os.environ.get(MAIN_PID)
+    if owner and owner != str(os.getpid()) and not _truthy(os.environ.get(CHILDREN)):
+        return  # a child of the tracked program
+    os.environ[MAIN_PID] = str(os.getpid())
+    if "jax" in sys.modules:
+        _start()
+    else:
+        sys.meta_path.insert(0, _WATCHER)
 
 
-def _finish(tracker: object) -> None:
-    from .. import _config
-    from .._render.text import render_text
-    from .run import write_outputs
-
+def _warn(text: str) -> None:
     try:
-        tracker.stop()  # type: ignore[attr-defined]
-        report = tracker.report()  # type: ignore[attr-defined]
-        sys.stderr.write("\n" + render_text(report) + "\n")
+        sys.stderr.write(f"jitlens: {text}\n")
+    except Exception:
+        pass
+
+
+def _start() -> None:
+    with _LOCK:
+        if _STARTED[0]:
+            return
+        _STARTED[0] = True
+    try:
+        from .. import _config
+        from .._errors import ConfigError
+
+        try:
+            if not _config.get("enabled"):
+                return
+            level = _config.get("log_level")
+        except ConfigError as exc:
+            _warn(f"{exc}; not tracking")
+            return
+        from .._track.tracker import Tracker
+
+        log = logging.getLogger("jitlens")
+        if level != "off" and not log.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            log.addHandler(handler)
+            log.setLevel(getattr(logging, level.upper()))
+            log.propagate = False
+        tracker = Tracker(include_internal=_config.get("include_internal"), timeline=True)
+        tracker.start()
+        atexit.register(_finish, tracker, os.getpid())
+    except Exception as exc:  # never break the program that imported jax
+        _warn(f"could not start tracking ({type(exc).__name__}: {exc}); your program is unaffected")
+
+
+def _finish(tracker: Any, pid: int) -> None:
+    if os.getpid() != pid:  # a forked child running atexit: not the tracked program
+        return
+    try:
+        from .. import _config
+        from .._render.text import render_text
+        from .run import write_outputs
+
+        tracker.stop()
+        report = tracker.report()
+        if report.functions and not getattr(sys.stderr, "closed", False):
+            sys.stderr.write("\n" + render_text(report) + "\n")
 
         class _Args:
             json = _config.get("report") or None
@@ -56,9 +147,9 @@ def _finish(tracker: object) -> None:
             trace = None
 
         for path in write_outputs(report, _Args()):  # type: ignore[arg-type]
-            sys.stderr.write(f"jitlens: wrote {path}\n")
+            _warn(f"wrote {path}")
     except Exception as exc:
-        sys.stderr.write(f"jitlens: could not write the report ({type(exc).__name__}: {exc})\n")
+        _warn(f"could not write the report ({type(exc).__name__}: {exc})")
 
 
-_start()
+_arm()

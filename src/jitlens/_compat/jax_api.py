@@ -65,26 +65,78 @@ def unregister_listeners(
 
 
 def trace_context_names() -> tuple[str, ...] | None:
-    """Names of the config options in JAX's trace cache key, in ``trace_context()`` order."""
+    """Names of the config options in JAX's trace cache key, in ``trace_context()`` order.
+
+    jax 0.10.2 tells (``trace_context_names``); before, the names are recovered
+    once by setting each config object to a sentinel, thread-locally, in a
+    throwaway thread, and seeing which position of ``trace_context()`` holds it
+    (about 1 ms; recomputed only if the context's length changes).
+    """
     try:
         from jax._src import config as jcfg
     except ImportError:
         return None
-    names = getattr(jcfg, "trace_context_names", None)
-    if callable(names):
+    native = getattr(jcfg, "trace_context_names", None)
+    if callable(native):
         try:
-            return tuple(names())
+            return tuple(native())
         except Exception:
             pass
-    # Older JAX: the config holds the states that form the trace context in
-    # a list (`config_states` / `_trace_context_states`) with their `.name`.
-    for attr in ("_trace_context_states", "trace_context_states"):
-        states = getattr(jcfg, attr, None)
-        if isinstance(states, (list, tuple)) and states:
-            found = tuple(getattr(s, "name", None) or "" for s in states)
-            if all(found):
-                return found
-    return None
+    try:
+        size = len(jcfg.trace_context())
+    except Exception:
+        return None
+    cached = _NAMES.get(size)
+    if cached is None:
+        cached = _NAMES[size] = _probe_names(jcfg, size)
+    return cached
+
+
+_NAMES: dict[int, tuple[str, ...] | None] = {}
+
+
+def _probe_names(jcfg: Any, size: int) -> tuple[str, ...] | None:
+    try:
+        from jax._src import core
+
+        config_type = jcfg.config_ext.Config
+        candidates: dict[int, Any] = {}
+        states = getattr(jcfg, "config_states", {})
+        pool = [
+            *getattr(states, "values", lambda: states)(),
+            *vars(jcfg).values(),
+            *vars(core).values(),
+        ]
+        for obj in pool:
+            obj = getattr(obj, "_obj", obj)  # user_context wraps its Config
+            if isinstance(obj, config_type):
+                candidates[id(obj)] = obj
+    except Exception:
+        return None
+    names: list[str | None] = [None] * size
+    sentinel = object()
+
+    def probe() -> None:  # thread-local changes, in a thread of its own: nobody else sees them
+        for cfg in candidates.values():
+            try:
+                prev = cfg.swap_local(sentinel)
+            except Exception:
+                continue
+            try:
+                for i, v in enumerate(jcfg.trace_context()):
+                    if v is sentinel:
+                        names[i] = getattr(cfg, "name", None)
+            finally:
+                cfg.set_local(prev)
+
+    import threading
+
+    worker = threading.Thread(target=probe, name="jitlens-config-names", daemon=True)
+    worker.start()
+    worker.join(5.0)
+    if worker.is_alive() or not any(names):
+        return None
+    return tuple(n if n else str(i) for i, n in enumerate(names))
 
 
 def trace_context() -> tuple[Any, ...] | None:

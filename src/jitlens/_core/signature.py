@@ -89,7 +89,7 @@ def _sharding_of(x: Any) -> str:
 
 def _is_array_like(x: Any) -> bool:
     return isinstance(x, (jax.Array, jax.core.Tracer, bool, int, float, complex)) or (
-        hasattr(x, "__array__") and hasattr(x, "dtype")
+        hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     )
 
 
@@ -264,7 +264,7 @@ def _describe_one(
             walk_graphdef(flat[0], flat[1], path, out)
             return []
     if isinstance(x, (jax.Array, jax.core.Tracer)) or (
-        hasattr(x, "__array__") and hasattr(x, "dtype")
+        hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     ):
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))

@@ -62,6 +62,11 @@ CAPTION = (
     "{backend} on {host}, process {index}/{count}, {duration:.1f} s; "
     "hits = cache hits, lost s = seconds spent on retraces"
 )
+NO_FUNCTIONS_SEEN = (
+    "jitlens: saw no jitted function ({backend} on {host}, {duration:.1f} s), but it cannot "
+    "see everything on these versions:"
+)
+WARNING_LINE = "warning: {text}"
 NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s)."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
@@ -280,19 +285,20 @@ def _render(
         functions, more = functions[:TABLE_ROWS], len(functions) - TABLE_ROWS
     if not functions:
         duration = report.duration_seconds
-        console.print(
-            NO_FUNCTIONS.format(backend=report.backend, host=report.host, duration=duration)
-        )
-        return _export(console, color)
-    console.print(_table(report, functions, include_internal, width))
-    if more:
-        console.print(MORE_FUNCTIONS.format(n=more))
+        template = NO_FUNCTIONS_SEEN if report.warnings else NO_FUNCTIONS
+        console.print(template.format(backend=report.backend, host=report.host, duration=duration))
+    else:
+        console.print(_table(report, functions, include_internal, width))
+        if more:
+            console.print(MORE_FUNCTIONS.format(n=more))
     for fn in functions:
         lines = _explanations(fn)
         if lines:
             console.print()
         for indent, text, style in lines:
             console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    for warning in report.warnings:
+        console.print(Text(WARNING_LINE.format(text=warning), style="yellow"))
     return _export(console, color, max_lines)
 
 

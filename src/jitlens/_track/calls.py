@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -176,10 +177,8 @@ class TrackedJit:
             raise
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        if obj is None:
-            return self
-        bound = functools.partial(self, obj)
-        return _BoundTrackedJit(bound, obj)
+        # a bound method, like the jax.jit object's own binding
+        return self if obj is None else types.MethodType(self, obj)
 
     def clear_cache(self) -> Any:
         self._record.mark_cleared()
@@ -204,32 +203,15 @@ def _identity(x: Any) -> Any:
     return x
 
 
-class _BoundTrackedJit(functools.partial):  # type: ignore[type-arg]
-    """A tracked jit bound to an instance: a partial with ``__self__`` like a bound method."""
-
-    __slots__ = ("__self__",)
-
-    def __new__(cls, bound: functools.partial, obj: Any) -> Any:  # type: ignore[type-arg]
-        self = super().__new__(cls, bound.func, *bound.args)
-        self.__self__ = obj
-        return self
-
-    @property
-    def __func__(self) -> Any:
-        return self.func
-
-    def __repr__(self) -> str:
-        return f"<bound method {getattr(self.func, '__qualname__', '?')} of {self.__self__!r}>"
-
-
 def _forward(name: str) -> property:
     return property(lambda self: getattr(self._jitted, name), doc=f"The jax.jit object's `{name}`.")
 
 
 # Forward the jax.jit object's API as properties: a ``__getattr__`` hook would
 # slow down every attribute read on the hit path.
-for _name in dir(type(jax.jit(lambda x: x))):
-    if not (_name.startswith("__") and _name.endswith("__")) and not hasattr(TrackedJit, _name):
+for _name in [*dir(type(jax.jit(lambda x: x))), "_fun", "_jit_info", "__signature__"]:
+    dunder = _name.startswith("__") and _name.endswith("__")
+    if (not dunder or _name == "__signature__") and not hasattr(TrackedJit, _name):
         setattr(TrackedJit, _name, _forward(_name))
 del _name
 

@@ -21,7 +21,7 @@ from . import listeners, patches, selfcheck
 from .calls import make_nnx_call
 from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
-from .state import STATE, TRACING, WINDOW, internal_failure, update_threshold
+from .state import DEPTH_KNOWN, STATE, TRACING, WINDOW, internal_failure, update_threshold
 
 _ORIGINALS: list[tuple[Any, str, Any]] = []
 _LISTENING = [False]
@@ -39,6 +39,7 @@ def _install() -> None:
         MISSING_LISTENERS[:] = _compat.register_listeners(
             listeners.on_scalar, listeners.on_duration, listeners.on_event
         )
+        DEPTH_KNOWN[0] = "register_event_duration_secs_listener" not in MISSING_LISTENERS
         _LISTENING[0] = True
     _compat.hide_from_tracebacks(_compat.PACKAGE_DIR)
     for cls, _kind in _compat.NNX_WRAPPERS:
@@ -93,12 +94,12 @@ def activate(timeline: bool = False) -> bool:
         update_threshold()
         REGISTRY.active = True
         STATE[0] = True
-        if selfcheck.result() is None:
-            try:
-                selfcheck.run()
-            except Exception as exc:
-                internal_failure("jitlens' self-check", exc)
-        return True
+    if selfcheck.result() is None:  # outside the lock: the canary runs in a thread of its own
+        try:
+            selfcheck.run()
+        except Exception as exc:
+            internal_failure("jitlens' self-check", exc)
+    return True
 
 
 def activate_counting(source: str) -> None:

@@ -20,7 +20,7 @@ from .calls import TrackedJit, find_call, note_miss
 from .describe import describe_and_explain
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
-from .state import TRACING, PassThrough, internal_failure, log, tls, update_threshold
+from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, log, tls, update_threshold
 
 #: The signature shown for a trace that ran inside another function's trace.
 NESTED_SIGNATURE = "(traced inside another function's trace)"
@@ -41,10 +41,11 @@ def on_scalar(event: str, value: float, **kw: Any) -> None:
                 # trace too: they are part of the outer function's trace.
                 return
             tls.nevents += 1
-            tls.depth += 1
-            with REGISTRY.lock:
-                TRACING[0] += 1
-                update_threshold()
+            if DEPTH_KNOWN[0]:
+                tls.depth += 1
+                with REGISTRY.lock:
+                    TRACING[0] += 1
+                    update_threshold()
         elif event == _compat.COMPILE_EVENT or event == _compat.LOWER_EVENT:
             tls.nevents += 1
             return

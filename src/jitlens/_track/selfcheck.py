@@ -28,7 +28,7 @@ except Exception:  # pragma: no cover - flax missing: the jax.jit canary only
     nnx = None  # type: ignore[assignment]
 
 from .. import _compat
-from .._compat.probe import TRACE_COUNTS, Capabilities, probe
+from .._compat.probe import COMPILE_COUNTS, TRACE_COUNTS, Capabilities, probe
 from .._errors import JitlensCompatWarning, JitlensError
 from .registry import REGISTRY
 from .state import CANARY_PENDING, log, tls, update_threshold
@@ -47,6 +47,8 @@ CANNOT_COUNT = (
     "that cannot count would pass silently, so it refuses to run; see jitlens' README for "
     "the tested versions."
 )
+#: Seconds the canary may take (it usually takes 0.1-0.3 s).
+CANARY_TIMEOUT = 60.0
 #: Compile budgets (guards, scopes, the pytest marker) open now.
 BUDGETS_OPEN = [0]
 
@@ -66,6 +68,10 @@ class SelfCheck:
     @property
     def traces_known(self) -> bool:
         return self.capabilities.can_count_traces and not self.canary_problems
+
+    @property
+    def compiles_known(self) -> bool:
+        return not any(loss == COMPILE_COUNTS for _p, loss in self.capabilities.missing)
 
     def problems(self) -> list[str]:
         out = [
@@ -184,6 +190,8 @@ def run() -> SelfCheck:
             pending = SelfCheck(caps)
             _RESULT[0] = pending
             return pending
+        CANARY_PENDING[0] = False  # the canary's own calls must not run it again
+        update_threshold()
         return _finish(SelfCheck(caps, tuple(_run_canary()), True))
 
 
@@ -201,10 +209,23 @@ def _run_canary() -> list[str]:
     REGISTRY.on_trace.clear()  # guards and scopes must not see the canary
     internal_keys = REGISTRY.include_internal_keys
     REGISTRY.include_internal_keys = True  # the canary lives in jitlens' files
+    found: list[list[str]] = []
+
+    def canary() -> None:
+        try:
+            found.append(_canary())
+        except Exception as exc:
+            found.append([f"the canary failed ({type(exc).__name__}: {exc})"])
+
+    # A thread of its own: none of the caller's thread-local contexts (a
+    # cached_partial call, a mesh, a trace in progress) leak into the canary.
+    worker = threading.Thread(target=canary, name="jitlens-self-check", daemon=True)
     try:
-        return _canary()
-    except Exception as exc:
-        return [f"the canary failed ({type(exc).__name__}: {exc})"]
+        worker.start()
+        worker.join(CANARY_TIMEOUT)
+        if worker.is_alive():
+            return [f"the canary did not finish within {CANARY_TIMEOUT:.0f} s"]
+        return found[0] if found else ["the canary did not report"]
     finally:
         REGISTRY.include_internal_keys = internal_keys
         REGISTRY.on_trace[:] = saved_on_trace
@@ -223,8 +244,6 @@ def run_pending() -> None:
     with _LOCK:
         if not CANARY_PENDING[0]:
             return
-        CANARY_PENDING[0] = False
-        update_threshold()
         check = run()
     if BUDGETS_OPEN[0] > 0 and not check.traces_known:
         raise JitlensError(

@@ -43,6 +43,9 @@ STATE: list[Any] = [False, 0]
 WINDOW = [0]
 #: Traces in progress, all threads together.
 TRACING = [0]
+#: Does JAX report the end of traces (the duration listener)? Without it the
+#: per-thread trace depth cannot be balanced, so it is not kept at all.
+DEPTH_KNOWN = [True]
 #: The self-check's canary waits for JAX's backends (set up by the program's
 #: first JAX operation); while it waits, calls take the detailed path, which runs it.
 CANARY_PENDING = [False]

@@ -235,9 +235,13 @@ def hostname() -> str:
 def _unknowns(fn: FunctionReport) -> FunctionReport:
     """Figures the self-check found unmeasurable on this JAX become None, never 0."""
     check = selfcheck.result()
-    if check is None or check.traces_known:
+    if check is None:
         return fn
-    return dataclasses.replace(fn, traces=None, compiles=None, cache_hits=None)
+    if not check.traces_known:
+        return dataclasses.replace(fn, traces=None, compiles=None, cache_hits=None)
+    if not check.compiles_known:
+        return dataclasses.replace(fn, compiles=None)
+    return fn
 
 
 def report_warnings() -> tuple[str, ...]:

@@ -1,0 +1,199 @@
+"""jitlens never breaks the program it watches, and never passes silently.
+
+Fault injection: each private JAX/Flax piece jitlens reads is removed or
+renamed in a child process, and the program must compute the same results
+while jitlens either reports the right figures (checked against counters in
+the jitted bodies) or says what it cannot measure: a ``JitlensCompatWarning``,
+``None`` for the unknown figures, and compile budgets that raise.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import inspect
+import json
+import pathlib
+import threading
+import warnings
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+
+import jitlens
+from conftest import run_python
+from jitlens._errors import JitlensInternalWarning
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+FAULTS = (
+    "no_scalar_listener",
+    "no_duration_listener",
+    "trace_event_renamed",
+    "trace_frame_renamed",
+    "trace_frame_locals_renamed",
+    "no_graphlib",
+    "no_jit_wrapper",
+    "no_trace_to_jaxpr_cache",
+    "no_context_names",
+    "no_trace_state_clean",
+    "no_backend_probe",
+)
+
+
+@pytest.fixture(scope="module")
+def faults() -> dict[str, dict[str, Any]]:
+    def one(fault: str) -> dict[str, Any]:
+        proc = run_python([str(FIXTURES / "fault_child.py"), fault], timeout=300)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, f"{fault}: {proc.stderr[-2000:]}"
+        return json.loads(lines[0][len("RESULT ") :])
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = dict(zip(("none", *FAULTS), pool.map(one, ("none", *FAULTS)), strict=True))
+    return runs
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("faults")
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_broken_private_piece_never_changes_results_nor_passes_silently(
+    faults: dict[str, dict[str, Any]], fault: str
+) -> None:
+    run, clean = faults[fault], faults["none"]
+    assert run["results"] == clean["results"]  # the program is unchanged
+    assert run["guard"] != "passed", "a compile budget passed over a real retrace"
+    for name in ("f", "g"):
+        row = run["jitlens"][name]
+        if row["traces"] is None:  # unknown: said so, and budgets refuse to pass
+            assert run["warnings"] and run["compat_warnings"]
+            assert run["guard"].startswith("JitlensError: no_retrace: cannot count traces")
+        else:  # counted: then counted right
+            assert row["traces"] == run["truth"][name] == 2
+    if run["warnings"]:
+        assert run["compat_warnings"], "a degraded figure must be announced once"
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("faults")
+def test_the_clean_run_is_exact(faults: dict[str, dict[str, Any]]) -> None:
+    clean = faults["none"]
+    assert clean["warnings"] == [] and clean["compat_warnings"] == []
+    assert clean["jitlens"]["f"] == {"traces": 2, "calls": 3, "kinds": ["shape"]}
+    assert clean["jitlens"]["g"] == {"traces": 2, "calls": 3, "kinds": ["shape"]}
+    assert clean["guard"] == "RecompileError"
+
+
+# -- internal failures step aside -------------------------------------------------------------
+
+
+def _boom(*args: Any, **kwargs: Any) -> None:
+    raise RuntimeError("injected jitlens failure")
+
+
+@pytest.mark.parametrize("filters", ["default", "error"])
+def test_an_internal_failure_never_reaches_the_users_call(
+    monkeypatch: pytest.MonkeyPatch, filters: str
+) -> None:
+    from jitlens._track import listeners, state
+
+    monkeypatch.setattr(listeners, "describe_and_explain", _boom)
+    monkeypatch.setattr(state, "_WARNED", set())
+    ran = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter(filters)
+        with jitlens.track() as t:
+
+            @jax.jit
+            def f(x: Any) -> Any:
+                ran.append(1)
+                return x + 1
+
+            out = [float(f(jnp.ones(n)).sum()) for n in (2, 3)]
+    assert out == [4.0, 6.0] and len(ran) == 2
+    assert t.stats(f).traces == 2  # counting goes on; only the explanation stepped aside
+    assert any("injected jitlens failure" in w for w in t.report().warnings)
+    internal = [w for w in caught if issubclass(w.category, JitlensInternalWarning)]
+    assert len(internal) == (1 if filters == "default" else 0)
+
+
+def test_a_failed_activation_leaves_nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jitlens._track import patches, registry, state
+
+    before = jax.jit
+    depth = registry.REGISTRY.depth
+    monkeypatch.setattr(state, "_WARNED", set())
+    monkeypatch.setattr(patches, "make_eval_shape", _boom)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with jitlens.track():
+            if depth == 0:  # this tracker was the one to install: nothing half-installed
+                assert jax.jit is before and registry.REGISTRY.depth == 0
+            assert float(jax.jit(lambda x: x * 3)(jnp.ones(1))[0]) == 3.0
+    assert registry.REGISTRY.depth == depth and jax.jit is before
+    monkeypatch.undo()
+    with jitlens.track() as t:  # and a later tracker installs the hooks normally
+        g = jax.jit(lambda x: x - 1)
+        g(jnp.ones(2))
+    assert t.stats(g).traces == 1
+
+
+# -- a tracked jax.jit looks like jax.jit's own object ------------------------------------------
+
+
+def _f(x: Any, y: int = 1) -> Any:
+    return x + y
+
+
+class _Holder:
+    def __init__(self) -> None:
+        self.k = 2
+
+    def scale(self, x: Any) -> Any:
+        return x * self.k
+
+
+def test_the_tracked_jit_is_transparent() -> None:
+    plain = jax.jit(_f)
+    with jitlens.track():
+        tracked = jax.jit(_f)
+        assert repr(tracked) == repr(plain)
+        assert tracked.__wrapped__ is _f and tracked.__name__ == "_f"
+        assert inspect.signature(tracked) == inspect.signature(plain)
+        with pytest.raises(TypeError):
+            jax.jit(fun=_f)
+        holder = {"step": tracked, "n": [1]}
+        clone = copy.deepcopy(holder)
+        assert clone["n"] == [1] and clone["step"] is tracked
+        for attr in ("lower", "trace", "eval_shape", "clear_cache"):
+            assert callable(getattr(tracked, attr))
+        method = jax.jit(_Holder.scale, static_argnums=0)
+        h = _Holder()
+        bound = method.__get__(h, _Holder)
+        assert bound.__self__ is h and float(bound(jnp.ones(1))[0]) == 2.0
+
+
+def test_concurrent_first_calls_share_one_row() -> None:
+    class Tiny(nnx.Module):
+        def __init__(self) -> None:
+            self.w = nnx.Param(jnp.ones((2,)))
+
+    @nnx.jit
+    def step(m: Tiny, x: Any) -> Any:
+        return m.w * x
+
+    model = Tiny()
+    barrier = threading.Barrier(4)
+
+    def call() -> float:
+        barrier.wait()
+        return float(step(model, jnp.ones(2)).sum())
+
+    with jitlens.track() as t:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            outs = list(pool.map(lambda _: call(), range(4)))
+    assert outs == [2.0] * 4
+    rows = [f for f in t.report().functions if f.name == "step"]
+    assert len(rows) == 1 and rows[0].calls == 4
