@@ -7,6 +7,7 @@ import enum
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from flax import nnx
 
@@ -288,3 +289,33 @@ def test_wrappers_of_the_same_code_fold_into_one_row_and_the_summary_stays_short
     assert flat.startswith("jitlens: 2000 jitted functions, 2000 traces")
     assert len(text.splitlines()) <= 56
     assert len(render_text(report, color=False, width=100).splitlines()) < 40
+
+
+# ---------------------------------------------------------------- stale cached_partial
+
+
+class ScaledModel(nnx.Module):
+    def __init__(self):
+        self.linear = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
+        self.scale = 1.0  # a static attribute
+
+    def __call__(self, x):
+        return self.linear(x) * self.scale
+
+
+def test_stale_cached_partial_fix_gives_the_new_result():
+    @nnx.jit
+    def step(model, x):
+        return model(x)
+
+    model, x = ScaledModel(), jnp.ones((1, 3))
+    with pytest.warns(jitlens.StaleCacheWarning), jitlens.track() as t:
+        cached = nnx.cached_partial(step, model)
+        y1 = cached(x)
+        model.scale = 2.0
+        cached(x)  # stale: still scale 1.0
+    (hit,) = [h for f in t.report().functions for h in f.stale_hits]
+    assert "cached_partial" in hit.fix and "Variable" not in hit.fix
+    # the fix: a new partial after the change (one compile for the new value)
+    y2 = nnx.cached_partial(step, model)(x)
+    np.testing.assert_allclose(np.asarray(y2), 2 * np.asarray(y1), rtol=1e-6)
