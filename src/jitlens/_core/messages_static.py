@@ -87,8 +87,10 @@ def static_value(
         fix = STATIC_GRAPH_FIX.format(attr=attr, before=before)
     elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
         fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
-    else:
+    elif path == arg:  # the static argument itself is the number: it can be traced instead
         fix = STATIC_ARG_FIX.format(arg=arg)
+    else:  # a number inside a static object (a tuple item, a config attribute)
+        fix = STATIC_CHOICE_FIX.format(path=path)
     return _reason("static_value", arg, path, before, after, msg, fix)
 
 
