@@ -17,7 +17,8 @@ from typing import Any
 from .._errors import ReportError
 
 SCHEMA_VERSION = 2
-#: Schema versions this jitlens reads (1: before unknown figures and warnings).
+#: Schema versions this jitlens reads (1: before unknown figures, warnings and
+#: advice; the fields added since have defaults, so a version-1 file reads as is).
 READABLE_SCHEMA_VERSIONS = (1, 2)
 
 #: The fixed vocabulary of ``Reason.kind``, most decisive first.  The order
@@ -97,6 +98,24 @@ class StaleHit:
     fix: str
 
 
+#: ``Advice.kind``: what the advisor (``_core/advice.py``) looks at, beyond retraces.
+ADVICE_KINDS: tuple[str, ...] = ("dispatch", "compile_cache", "entries", "disable_jit")
+
+
+@dataclasses.dataclass(frozen=True)
+class Advice:
+    """One change worth making to a function, with the time it would save.
+
+    ``estimated_saving_seconds`` is ``None`` when the saving cannot be
+    measured (never 0 for "unknown"): e.g. eager calls under ``jax_disable_jit``.
+    """
+
+    kind: str
+    message: str
+    fix: str
+    estimated_saving_seconds: float | None = None
+
+
 @dataclasses.dataclass(frozen=True)
 class FunctionReport:
     """The figures of one jitted callable object (one wrapper = one record)."""
@@ -128,6 +147,9 @@ class FunctionReport:
     #: ``Event.call_index`` of the call at ``call_times[0]`` (calls made
     #: before the tracker opened are not in this report).
     first_call_index: int = 0
+    #: What to change, most valuable first (``_core/advice.py``); empty when
+    #: nothing is worth changing.
+    advice: tuple[Advice, ...] = ()
 
     @property
     def retraces(self) -> int:
@@ -257,6 +279,17 @@ def _event(d: Any, where: str) -> Event:
     return Event(**kw)
 
 
+def _advice(d: Any, where: str) -> Advice:
+    kw = _build(Advice, d, where)
+    if kw.get("kind") not in ADVICE_KINDS:
+        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {ADVICE_KINDS}")
+    for k in ("message", "fix"):
+        _check_type(kw[k], (str,), f"{where}.{k}")
+    if kw.get("estimated_saving_seconds") is not None:
+        _check_type(kw["estimated_saving_seconds"], _NUM, f"{where}.estimated_saving_seconds")
+    return Advice(**kw)
+
+
 def _list(v: Any, where: str) -> list[Any]:
     if not isinstance(v, (list, tuple)):
         raise ReportError(f"{where}: expected a list, got {type(v).__name__}")
@@ -271,6 +304,9 @@ def _function(d: Any, where: str) -> FunctionReport:
     kw["stale_hits"] = tuple(
         StaleHit(**_build(StaleHit, s, f"{where}.stale_hits[{i}]"))
         for i, s in enumerate(_list(kw.get("stale_hits", ()), where))
+    )
+    kw["advice"] = tuple(
+        _advice(a, f"{where}.advice[{i}]") for i, a in enumerate(_list(kw.get("advice", ()), where))
     )
     for k in ("call_times", "call_entries"):
         if k in kw:

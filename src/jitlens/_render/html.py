@@ -106,6 +106,41 @@ color:#344054}.fix{margin:3px 0}.fix .label{font-weight:700;color:var(--trace)}
 details summary{cursor:pointer;color:var(--mute)}
 """
 
+ADVICE_CSS = """
+section.advice{border:1px solid var(--line);border-left:3px solid var(--hit);border-radius:8px;
+padding:10px 18px;margin:18px 0}section.advice li{margin:8px 0}.saving{font-weight:700;
+color:var(--trace)}
+"""
+ADVICE_HEAD = "Advice: what else costs time, most valuable first"
+ADVICE_SAVING = "saves ~{seconds:.2f} s"
+ADVICE_UNKNOWN = "saving not measurable"
+
+
+def _advice_panel(functions: Sequence[FunctionReport], ids: dict[int, str]) -> str:
+    """The advice of every function, ranked by estimated saving (empty when there is none)."""
+    items = [(fn, a) for fn in functions for a in fn.advice]
+    if not items:
+        return ""
+    items.sort(key=lambda p: (p[1].kind != "disable_jit", -(p[1].estimated_saving_seconds or 0.0)))
+    rows = []
+    for fn, a in items:
+        saving = (
+            ADVICE_UNKNOWN
+            if a.estimated_saving_seconds is None
+            else ADVICE_SAVING.format(seconds=a.estimated_saving_seconds)
+        )
+        anchor = ids.get(id(fn))
+        name = escape(fn.qualname)
+        link = f'<a href="#{anchor}">{name}</a>' if anchor else name
+        rows.append(
+            f'<li data-advice="{escape(a.kind)}"><b>{link}</b> <span class="kind">'
+            f'{escape(a.kind)}</span> <span class="saving">{escape(saving)}</span>'
+            f'<div class="message">{escape(a.message)}</div><div class="fix">'
+            f'<span class="label">fix:</span> <code>{escape(a.fix)}</code></div></li>'
+        )
+    return f'<section class="advice"><h3>{ADVICE_HEAD}</h3><ul>{"".join(rows)}</ul></section>'
+
+
 JS = """
 (function(){
 var errors=document.getElementById("jl-errors");
@@ -361,10 +396,12 @@ def _page(report: Report) -> str:
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(TITLE.format(host=report.host))}</title><style>{CSS}</style></head>"
+        f"<title>{escape(TITLE.format(host=report.host))}</title><style>{CSS}{ADVICE_CSS}</style>"
+        f"</head>"
         f'<body><header><h1>jitlens report</h1><p class="meta">{escape(meta)}</p>{argv}</header>'
         f'<div id="jl-errors" hidden></div><div class="cards">{cards}</div>'
-        f"{_table(everything, ids)}{toggle}{LEGEND}{sections}<script>{JS}</script></body></html>"
+        f"{_table(everything, ids)}{toggle}{_advice_panel(users, ids)}{LEGEND}{sections}"
+        f"<script>{JS}</script></body></html>"
     )
 
 

@@ -78,6 +78,11 @@ FOLDED = "{n:,} wrappers of `{qualname}` at {defined_at}, {each}"
 TABLE_ROWS = 20
 MORE_FUNCTIONS = "... {n:,} more function(s): see `--json` or `--html` for all."
 MORE_LINES = "... {n:,} more line(s) of explanations: see `--json` or `--html` for all."
+ADVICE_TITLE = "advice: what else costs time, most valuable first"
+ADVICE_LINE = "{qualname}  {kind}{saving}: {message}"
+ADVICE_SAVING = ", saves ~{seconds:.2f} s"
+ADVICE_FIX = "fix: {fix}"
+ADVICE_MORE = "also: {kinds}"
 
 
 def _seconds(value: float) -> str:
@@ -115,6 +120,33 @@ def _explanations(fn: FunctionReport) -> list[Line]:
         lines.append((4, NO_REASON.format(n=len(unexplained)), "dim"))
     for stale in fn.stale_hits:
         lines += _indented(stale_lines(fn, stale), 2)
+    return lines
+
+
+def _saving(seconds: float | None) -> str:
+    return "" if seconds is None else ADVICE_SAVING.format(seconds=seconds)
+
+
+def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
+    """The advice section: at most 3 lines per function (top advice and its fix, then the rest)."""
+    advised = [f for f in functions if f.advice]
+    if not advised:
+        return []
+    advised.sort(key=lambda f: -(f.advice[0].estimated_saving_seconds or 0.0))
+    lines: list[Line] = [(0, ADVICE_TITLE, "bold cyan")]
+    for fn in advised:
+        top, *rest = fn.advice
+        text = ADVICE_LINE.format(
+            qualname=fn.qualname,
+            kind=top.kind,
+            saving=_saving(top.estimated_saving_seconds),
+            message=top.message,
+        )
+        lines.append((2, text, "bold"))
+        lines.append((4, ADVICE_FIX.format(fix=top.fix), "green"))
+        if rest:
+            kinds = ", ".join(a.kind + _saving(a.estimated_saving_seconds) for a in rest)
+            lines.append((4, ADVICE_MORE.format(kinds=kinds), "dim"))
     return lines
 
 
@@ -297,6 +329,11 @@ def _render(
             console.print()
         for indent, text, style in lines:
             console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    advice = advice_lines(functions)
+    if advice:
+        console.print()
+    for indent, text, style in advice:
+        console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
     for warning in report.warnings:
         console.print(Text(WARNING_LINE.format(text=warning), style="yellow"))
     return _export(console, color, max_lines)

@@ -19,7 +19,7 @@ from typing import Any
 import jax
 
 from .. import _compat
-from . import selfcheck
+from . import advisor, selfcheck
 from .records import Record
 from .registry import REGISTRY
 from .state import CANARY_PENDING, STATE, WINDOW, PassThrough, finalize, internal_failure, tls
@@ -62,9 +62,10 @@ def call_detailed(
         return fn(*args, **kwargs)
     inside = local.depth > 0
     n0 = local.nevents
+    sample = not inside and advisor.wants_sample(rec, n)
     t = time.perf_counter()
     try:
-        out = fn(*args, **kwargs)
+        out = advisor.sampled_call(fn, rec, args, kwargs) if sample else fn(*args, **kwargs)
     except BaseException:
         if not isinstance(sys.exc_info()[1], PassThrough):
             failed_call(rec, n)
@@ -81,6 +82,8 @@ def _after_detailed(
         if inside:  # called while another function traces: JAX inlines it
             with rec.lock:
                 rec.inlined_calls += 1
+        else:
+            advisor.note_eager(rec)
         if n < WINDOW[0]:
             light = _light(args)
             b = tls.last_built

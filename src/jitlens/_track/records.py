@@ -169,6 +169,13 @@ class Record:
         self.static_argnames: tuple[str, ...] = ()
         #: The wrapper's jit options that shape its cache (in_shardings, donation...).
         self.options: tuple[tuple[str, Any], ...] = ()
+        # The advisor's measurements (``advisor.py``): sampled hits as
+        # (host, device) seconds, the timed flatten of the leading graph
+        # arguments with the argument names, calls run under jax_disable_jit.
+        self.sample_mode: bool | None = None
+        self.dispatch_samples: list[tuple[float, float]] = []
+        self.cached_graph: tuple[float | None, tuple[str, ...], tuple[str, ...]] | None = None
+        self.eager_calls = 0
 
     @property
     def calls(self) -> int:

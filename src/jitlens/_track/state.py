@@ -41,6 +41,9 @@ tls = _TLS()
 STATE: list[Any] = [False, 0]
 #: Calls per record that are timed for the timeline (0: timeline off).
 WINDOW = [0]
+#: Calls per record that take the detailed path even without a timeline, so
+#: the advisor can sample a few hits (``advisor.py``); later calls pay nothing.
+ADVICE_CALLS = [32]
 #: Traces in progress, all threads together.
 TRACING = [0]
 #: Does JAX report the end of traces (the duration listener)? Without it the
@@ -52,7 +55,8 @@ CANARY_PENDING = [False]
 
 
 def update_threshold() -> None:
-    STATE[1] = sys.maxsize if TRACING[0] > 0 or CANARY_PENDING[0] else WINDOW[0]
+    busy = TRACING[0] > 0 or CANARY_PENDING[0]
+    STATE[1] = sys.maxsize if busy else max(WINDOW[0], ADVICE_CALLS[0])
 
 
 class PassThrough(BaseException):

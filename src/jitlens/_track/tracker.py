@@ -19,7 +19,7 @@ from typing import Any
 from .. import _compat
 from .._core.report import SCHEMA_VERSION, FunctionReport, Report
 from .._version import __version__
-from . import hooks, selfcheck
+from . import advisor, hooks, selfcheck
 from .calls import TrackedJit
 from .records import Counts, Record
 from .registry import REGISTRY
@@ -107,10 +107,12 @@ class Tracker:
         with REGISTRY.lock:
             records = list(REGISTRY.records)
         functions = []
+        env = _environment(max(0.0, end - self._start_t))
         for r in records:
             fr = self._function(r)
             if fr is not None and (self.include_internal or not fr.internal):
-                functions.append(fr)
+                advice = advisor.advice_for(r, fr, env) if not fr.internal else ()
+                functions.append(dataclasses.replace(fr, advice=advice) if advice else fr)
         return Report(
             schema_version=SCHEMA_VERSION,
             jitlens_version=__version__,
@@ -153,6 +155,13 @@ class Tracker:
         found = [f for f in rep.functions if f.id in ids]
         if not found:
             name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+            check = selfcheck.result()
+            if check is not None and not check.traces_known:
+                raise KeyError(
+                    f"{name}: jitlens did not see it, and cannot see every jitted call on "
+                    f"jax {check.capabilities.jax_version} / flax "
+                    f"{check.capabilities.flax_version} ({'; '.join(check.problems())})"
+                )
             raise KeyError(f"{name} was not called while this tracker was open")
         return max(found, key=lambda f: (f.kind != "nnx.cached_partial", f.id))
 
@@ -180,6 +189,14 @@ def _record_ids_for(fn: Any) -> set[int]:
             if obj is not None and id(obj) in targets:
                 out.add(r.id)
     return out
+
+
+def _environment(run_seconds: float) -> Any:
+    try:
+        return advisor.environment(run_seconds)
+    except Exception as exc:
+        internal_failure("reading JAX's cache settings for the advisor", exc)
+        return None
 
 
 def _backend() -> str:

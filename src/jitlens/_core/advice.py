@@ -1,0 +1,280 @@
+"""The performance advisor's rules: measured figures in, :class:`~.report.Advice` out.
+
+Retraces are one way a jitted program loses time; this module looks at the
+others users ask about most, each as one rule that is a pure function of
+plain data (no JAX here, so every rule is tested with made-up figures):
+
+* ``dispatch``: host-side time per cache hit (flax's graph traversal before
+  and after the compiled call) large next to the compiled program's own time,
+  adding up to a share of the run worth fixing (jax#5485: "Flax increases jit
+  dispatch cost by x4").
+* ``compile_cache``: compile time a persistent compilation cache would save
+  on the next run: the cache is off, or compiles are below
+  ``jax_persistent_cache_min_compile_time_secs`` and so never written.
+* ``entries``: a function still adding compiled entries late in the run
+  (flax#5548: recreating an optimizer each epoch grew memory until OOM).
+* ``disable_jit``: ``jax_disable_jit`` is on, jitted functions run op by op
+  (jax#19654).
+
+The figures come from ``_track/advisor.py``, which samples a few of the
+function's own cache hits. Every threshold below is a documented module
+constant: no advice is given when the saving is below it ("nothing worth
+changing" is the common, correct answer).
+
+See also:
+  ``jax.profiler`` / Perfetto show where time goes on one trace, for one run;
+  jitlens' advice names the change and estimates its saving from counts of the
+  whole run. Prefer the profiler to inspect one step in depth.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .report import Advice, FunctionReport
+
+#: ``dispatch``: advise only when the estimated saving of the whole run is at
+#: least this many seconds ...
+DISPATCH_MIN_SECONDS = 0.05
+#: ... and this share of the run's duration ...
+DISPATCH_MIN_RUN_SHARE = 0.02
+#: ... and this share of each call's time (a function doing real work per
+#: call, where the host overhead hides behind the computation, gets none).
+DISPATCH_MIN_CALL_SHARE = 0.10
+#: What ``nnx.cached_partial`` saves per call, as a multiple of one
+#: ``graphlib.flatten`` of the cached arguments: nnx.jit flattens them on the
+#: way in and walks them again to write the updates back on the way out;
+#: cached_partial replaces both with a cached GraphDef. Calibrated: the
+#: measured saving was 1.5-1.8x one flatten on Linear(3, 4) to 16-layer MLPs
+#: (interleaved loops, min and median); ``benchmarks/advisor.py`` checks it.
+CACHED_PARTIAL_FACTOR = 1.7
+#: ``compile_cache``: advise when the next run would save at least this much compile time.
+COMPILE_CACHE_MIN_SECONDS = 0.5
+#: Where the advised cache goes (the user may pick any writable directory).
+CACHE_DIR_HINT = 'os.path.expanduser("~/.cache/jax")'
+#: ``entries``: warn from this many compiled entries ...
+ENTRIES_WARN = 8
+#: ... when at least this many of them were added in the second half of the function's calls.
+ENTRIES_LATE = 2
+
+DISPATCH_MESSAGE = (
+    "{host} on the host per cache hit vs {device} for the compiled program "
+    "(best of {samples} sampled hits); over {hits} hits, {share:.0%} of the run"
+)
+DISPATCH_FIX = (
+    "`{name}_cached = nnx.cached_partial({name}, {cached})`, then `{name}_cached({rest})` "
+    "in the loop; more: `nnx.jit(graph=False)` if the graph is static, `nnx.split({first})` "
+    "once + `jax.jit` for the hottest loop"
+)
+COMPILE_CACHE_OFF = (
+    "compiled {n}x for {seconds:.2f} s with the persistent compilation cache off: "
+    "the next run compiles all of it again"
+)
+COMPILE_CACHE_BELOW = (
+    "compiled {n}x for {seconds:.2f} s in compiles shorter than "
+    "jax_persistent_cache_min_compile_time_secs={threshold:g}: none of it was cached"
+)
+COMPILE_CACHE_FIX_OFF = (
+    'jax.config.update("jax_compilation_cache_dir", {dir}) at the start of the program '
+    "(or JAX_COMPILATION_CACHE_DIR=...){threshold}"
+)
+COMPILE_CACHE_FIX_THRESHOLD = (
+    'jax.config.update("jax_persistent_cache_min_compile_time_secs", {value:g})'
+)
+ENTRIES_MESSAGE = (
+    "{n} compiled entries, {late} of them added in the second half of its calls: "
+    "each keeps an executable alive until the function is deleted or its cache cleared, "
+    "and memory grows with them (flax#5548)"
+)
+ENTRIES_FIX_DEFAULT = (
+    "build the jitted function and the objects it receives (model, optimizer) once, "
+    "outside the loop; or call `{name}.clear_cache()` where an epoch ends"
+)
+DISABLE_JIT_MESSAGE = (
+    "jax_disable_jit is on: {n} sampled calls ran eagerly, op by op, not as one compiled program"
+)
+DISABLE_JIT_FIX = (
+    'remove `jax.config.update("jax_disable_jit", True)`, JAX_DISABLE_JIT=1 or the '
+    "`with jax.disable_jit():` block around these calls"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class DispatchSample:
+    """A function's own cache hits, sampled (``_track/advisor.py`` says how).
+
+    Each figure is the least disturbed (minimum) of the samples.
+    ``host_seconds``: wrapper entry -> return (what the Python loop waits for).
+    ``device_seconds``: return -> outputs ready, inputs made ready first (the
+    compiled program's own time that did not overlap the host part).
+    ``cached_graph_seconds``: one ``graphlib.flatten`` of the leading graph-node
+    arguments, the part ``nnx.cached_partial`` would cache; None when none lead.
+    """
+
+    samples: int
+    host_seconds: float
+    device_seconds: float
+    cached_graph_seconds: float | None
+    cached_args: tuple[str, ...]
+    rest_args: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """The JAX settings and run figures the rules need, read once per report."""
+
+    run_seconds: float
+    cache_dir: str | None
+    cache_enabled: bool
+    min_compile_seconds: float
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.0f} us"
+
+
+def cached_partial_saving(sample: DispatchSample) -> float:
+    """Seconds per call that ``nnx.cached_partial`` saves, given host/device overlap.
+
+    With asynchronous dispatch a loop runs at ``max(host, device)`` per call;
+    removing ``s`` of host time saves ``max(h, d) - max(h - s, d)``: nothing
+    when the compiled program is the slower part.
+    """
+    if sample.cached_graph_seconds is None:
+        return 0.0
+    h, d = sample.host_seconds, sample.device_seconds
+    s = min(CACHED_PARTIAL_FACTOR * sample.cached_graph_seconds, h)
+    return max(h, d) - max(h - s, d)
+
+
+def dispatch(fn: FunctionReport, sample: DispatchSample | None, env: Environment) -> Advice | None:
+    """``dispatch`` advice for a default-mode ``nnx.jit`` function, or None."""
+    if sample is None or sample.samples == 0 or not fn.cache_hits or not sample.cached_args:
+        return None
+    per_call = cached_partial_saving(sample)
+    total = per_call * fn.cache_hits
+    call_time = max(sample.host_seconds, sample.device_seconds)
+    if (
+        total < DISPATCH_MIN_SECONDS
+        or total < DISPATCH_MIN_RUN_SHARE * env.run_seconds
+        or per_call < DISPATCH_MIN_CALL_SHARE * call_time
+    ):
+        return None
+    share = total / env.run_seconds if env.run_seconds > 0 else 1.0
+    message = DISPATCH_MESSAGE.format(
+        host=_duration(sample.host_seconds),
+        device=_duration(sample.device_seconds),
+        samples=sample.samples,
+        hits=fn.cache_hits,
+        share=min(1.0, share),
+    )
+    fix = DISPATCH_FIX.format(
+        name=fn.name,
+        cached=", ".join(sample.cached_args),
+        rest=", ".join(sample.rest_args),
+        first=sample.cached_args[0],
+    )
+    return Advice("dispatch", message, fix, round(total, 6))
+
+
+def compile_cache(fn: FunctionReport, env: Environment) -> Advice | None:
+    """``compile_cache`` advice: compile seconds the next run could read from disk."""
+    compiled = [e for e in fn.events if e.compiled and not e.persistent_cache_hit]
+    cache_on = env.cache_enabled and bool(env.cache_dir)
+    if cache_on:
+        missed = [e for e in compiled if e.compile_seconds < env.min_compile_seconds]
+    else:
+        missed = compiled
+    seconds = sum(e.compile_seconds for e in missed)
+    if seconds < COMPILE_CACHE_MIN_SECONDS:
+        return None
+    shortest = min(e.compile_seconds for e in missed)
+    lower = shortest < env.min_compile_seconds
+    setting = COMPILE_CACHE_FIX_THRESHOLD.format(value=_floor(shortest / 2))
+    if cache_on:
+        message = COMPILE_CACHE_BELOW.format(
+            n=len(missed), seconds=seconds, threshold=env.min_compile_seconds
+        )
+        fix = setting
+    else:
+        message = COMPILE_CACHE_OFF.format(n=len(missed), seconds=seconds)
+        fix = COMPILE_CACHE_FIX_OFF.format(
+            dir=CACHE_DIR_HINT, threshold=f" and {setting}" if lower else ""
+        )
+    return Advice("compile_cache", message, fix, round(seconds, 6))
+
+
+def _floor(seconds: float) -> float:
+    """A round threshold at or below ``seconds``.
+
+    Called with half the shortest compile, so that compiles of the same
+    program on a slower or faster next run stay above it and are cached.
+    """
+    for step in (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01):
+        if step <= seconds:
+            return step
+    return 0.0
+
+
+def entries(fn: FunctionReport) -> Advice | None:
+    """``entries`` advice: compiled entries still piling up late in the run."""
+    compiled = [e for e in fn.events if e.compiled]
+    if len(compiled) < ENTRIES_WARN or not fn.calls:
+        return None
+    half = fn.first_call_index + fn.calls / 2
+    late = [e for e in compiled if e.call_index is not None and e.call_index >= half]
+    if len(late) < ENTRIES_LATE:
+        return None
+    fixes = [r.fix for e in late for r in e.reasons if r.fix]
+    fix = fixes[0] if fixes else ENTRIES_FIX_DEFAULT.format(name=fn.name)
+    lost = sum(e.seconds for e in late)
+    return Advice(
+        "entries",
+        ENTRIES_MESSAGE.format(n=len(compiled), late=len(late)),
+        fix,
+        round(lost, 6),
+    )
+
+
+def disable_jit(eager_calls: int) -> Advice | None:
+    """``disable_jit`` advice when sampled calls ran with ``jax_disable_jit`` on."""
+    if eager_calls <= 0:
+        return None
+    return Advice("disable_jit", DISABLE_JIT_MESSAGE.format(n=eager_calls), DISABLE_JIT_FIX, None)
+
+
+def advise(
+    fn: FunctionReport,
+    sample: DispatchSample | None,
+    env: Environment,
+    eager_calls: int = 0,
+) -> tuple[Advice, ...]:
+    """Every rule on one function, most valuable first.
+
+    ``disable_jit`` leads (it outweighs everything else, though its saving
+    cannot be measured); the others follow by estimated saving.
+
+    Example:
+      >>> from jitlens._core.report import FunctionReport
+      >>> fn = FunctionReport("f", "f", "nnx.jit", "m.py:1", "m.py:9", 10, 1, 1, 9, 0, 0, 0, 0)
+      >>> advise(fn, None, Environment(1.0, None, True, 1.0))
+      ()
+    """
+    found = [
+        disable_jit(eager_calls),
+        dispatch(fn, sample, env),
+        compile_cache(fn, env),
+        entries(fn),
+    ]
+    chosen = [a for a in found if a is not None]
+    return tuple(
+        sorted(
+            chosen,
+            key=lambda a: (
+                a.kind != "disable_jit",
+                -(a.estimated_saving_seconds or 0.0),
+            ),
+        )
+    )
