@@ -328,9 +328,11 @@ def test_bound_method_library_closure_and_list_item(results: dict[str, AuditResu
 
 def test_optax_transform_built_in_the_factory(results: dict[str, AuditResult]) -> None:
     (f,) = results["optax"].findings
-    assert (f.severity, f.kind, f.path) == ("error", "identity_static", "optimizer.tx")
-    assert "optax transform" in f.message
-    assert "TX = optax.adam(1e-3)" in f.fix
+    # the Flax tutorial builds the optimizer once: a warning that names the condition
+    assert (f.severity, f.kind, f.path) == ("warning", "identity_static", "optimizer.tx")
+    assert "optax transform" in f.message and "rebuild the optimizer" in f.message
+    assert "optax.inject_hyperparams" in f.fix
+    assert results["optax"].exit_code == 0
 
 
 def test_class_defined_in_the_factory(results: dict[str, AuditResult]) -> None:
@@ -524,7 +526,13 @@ def traces(factory: Callable[[], Any]) -> int:
     ],
 )
 def test_errors_recompile_per_instance(factory: Callable[[], Any]) -> None:
-    assert audit(factory).errors and traces(factory) == 2
+    result = audit(factory)
+    if factory is inline_optax:  # a warning that names the condition: rebuilding the optimizer
+        assert [f.severity for f in result.findings] == ["warning"]
+        assert "rebuild the optimizer" in result.findings[0].message
+    else:
+        assert result.errors
+    assert traces(factory) == 2
 
 
 @pytest.mark.parametrize("factory", [Stable, SharedUnstable, Numbers])
@@ -587,14 +595,6 @@ error    model.avg_pool  (identity_static)
       storing a partial, or assign one module-level partial, or `self.avg_pool =
       nnx.data(jax.tree_util.Partial(nnx.avg_pool, ...))`.
 
-error    optimizer.tx  (identity_static)
-    `optimizer.tx` is an optax transform (a tuple of closures made by each optax.* call), which
-      compares by identity: every new instance holds a new object and the cache key never matches.
-    builds: GradientTransformationExtraArgs(init=<function chain.<locals>.init_fn at 0x…>,
-      update=<function chain.<loc..., a new object in each
-    fix: Build the transform once (`TX = optax.adam(1e-3)` at module level) and reuse it for every
-      optimizer.
-
 warning  model.act  (identity_static)
     `model.act` is a functools.partial, which compares by identity; both builds share one object
       today, but once it is built per instance every new model recompiles.
@@ -603,6 +603,16 @@ warning  model.act  (identity_static)
       assign one module-level partial, or `self.act = nnx.data(jax.tree_util.Partial(jax.nn.gelu,
       approximate=True))`.
 
+warning  optimizer.tx  (identity_static)
+    `optimizer.tx` is an optax transform (a tuple of closures made by each optax.* call), which
+      compares by identity: nnx.jit recompiles if you rebuild the optimizer (once per run of a
+      sweep, say); an optimizer built once compiles once.
+    builds: GradientTransformationExtraArgs(init=<function chain.<locals>.init_fn at 0x…>,
+      update=<function chain.<loc..., a new object in each
+    fix: Expected once per optimizer build. To sweep hyperparameters with one compile, build `TX =
+      optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set
+      `optimizer.opt_state.hyperparams['learning_rate'][...] = lr` per run.
+
 info     model.step  (static_value)
     `model.step` is a Python int (0) kept as a static: it is part of the cache key, so if it changes
       during training (a step counter, a schedule) every new value compiles again.
@@ -610,7 +620,7 @@ info     model.step  (static_value)
     fix: If it changes during training, make it state: `self.step = nnx.Variable(jnp.array(0))` and
       update it with `self.step[...] = ...`; else keep it constant.
 
-2 errors, 1 warning, 1 info. Each error recompiles every nnx.jit function for each new instance (exit 1).
+1 error, 2 warnings, 1 info. Each error recompiles every nnx.jit function for each new instance (exit 1).
 """
 
 
@@ -649,8 +659,8 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
         "No recompile traps found: two fresh builds give equal cache keys.\n"
     )
     assert cli_main([f"{MODELS}:make_counter"]) == 0
-    assert cli_main([f"{MODELS}:make_training"]) == 1
-    assert "optimizer.tx" in capsys.readouterr().out
+    assert cli_main([f"{MODELS}:make_training"]) == 0  # the tutorial pattern: a warning
+    assert "warning  optimizer.tx" in capsys.readouterr().out
     assert jitlens_main(["audit", f"{MODELS}:make_shared_training"]) == 0
 
 

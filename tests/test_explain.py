@@ -420,16 +420,20 @@ def test_static_dataclass_field_is_named():
     class Batch:
         x: jax.Array
         mode: str = struct.field(pytree_node=False)
+        scale: float = struct.field(pytree_node=False, default=1.0)
 
     def calls():
         f = jax.jit(lambda b: b.x * 2)
         f(Batch(jnp.ones(2), "a"))
         f(Batch(jnp.ones(2), "b"))
+        f(Batch(jnp.ones(2), "b", 2.0))
         return f
 
     _s, rs = reasons_of(calls)
     assert first(rs) == ("static_value", "b.mode")
-    assert "data field" in rs[0].fix
+    assert "data field" not in rs[0].fix  # a str cannot be traced: each value compiles once
+    assert (rs[1].path, rs[1].kind) == ("b.scale", "static_value")
+    assert "data field" in rs[1].fix
 
 
 def test_rngs_stream_added():

@@ -31,6 +31,12 @@ from .values import (
 )
 
 ERROR_CONSEQUENCE = "every new instance holds a new object and the cache key never matches"
+#: An optimizer is usually built once (the Flax tutorials): its transform only
+#: costs a compile when the optimizer is rebuilt, so it is a warning, not an error.
+OPTIMIZER_CONSEQUENCE = (
+    "nnx.jit recompiles if you rebuild the optimizer (once per run of a sweep, say); an "
+    "optimizer built once compiles once"
+)
 HOLDING_DESC = "a `{type}` holding {desc}"
 SHARED_MSG = (
     "{what} is {desc}, which compares by identity; both builds share one object today, but once "
@@ -109,6 +115,12 @@ def _at(
     return M._reason(kind, str(p[0][1]), path or render_path(p), before, after, message, fix)
 
 
+def _entry_above(text: str, by_text: Mapping[str, Path]) -> Path:
+    """The entry a reason inside a static (``model.acts[1]``) belongs to (``model.acts``)."""
+    above = [k for k in by_text if text.startswith(k) and text[len(k) : len(k) + 1] in (".", "[")]
+    return by_text[max(above, key=len)] if above else ()
+
+
 def _attr(p: Path) -> str:
     return str(p[-1][1]) if p else ""
 
@@ -140,9 +152,15 @@ class _Audit:
             if not p and r.kind == "variable_metadata":  # named ``var.key``
                 var, _, key = r.path.rpartition(".")
                 p = (*by_text.get(var, ()), ("attr", key))
+            if not p:  # a part inside a static (``model.acts[1]``): the static's entry
+                p = _entry_above(r.path, by_text)
             if p not in broken:
                 errors.setdefault(p, []).append(self._refine(p, r))
-        found = [(p, _finding("error", r)) for p, rs in errors.items() for r in rs]
+        found = [
+            (p, _finding("warning" if self._optimizer_tx(p) else "error", r))
+            for p, rs in errors.items()
+            for r in rs
+        ]
         for p, e in self.a.items():
             if e.kind == "var":
                 found += [(p, f) for f in self._metadata(p, e, errors)]
@@ -217,9 +235,16 @@ class _Audit:
         whole = compares_by_identity(new) or "GradientTransformation" in sb.type_name
         part = new if whole else (_first_rebuilt(old, new) or (old, new))[1]
         desc, fix = self._identity_words(p, part, new)
-        msg = M.IDENTITY_MSG.format(what=f"`{r.path}`", desc=desc, consequence=ERROR_CONSEQUENCE)
+        consequence = OPTIMIZER_CONSEQUENCE if self._optimizer_tx(p) else ERROR_CONSEQUENCE
+        what = f"`{render_path(p) if p else r.path}`"
+        msg = M.IDENTITY_MSG.format(what=what, desc=desc, consequence=consequence)
         kind = "variable_metadata" if r.kind == "variable_metadata" else "identity_static"
         return _at(kind, p, sa.display(), sb.display(), msg, fix)
+
+    def _optimizer_tx(self, p: Path) -> bool:
+        """Is ``p`` an optax transform (the ``tx`` of an ``nnx.Optimizer``)?"""
+        pair = self._statics(p) if p else None
+        return pair is not None and "GradientTransformation" in pair[1].type_name
 
     def _statics(self, p: Path) -> tuple[StaticVal, StaticVal] | None:
         """The two builds' values at ``p``: a static attribute, or a Variable's metadata."""

@@ -38,7 +38,8 @@ def _evidence(f: AuditFinding) -> str:
     if f.before != f.after:
         return EVIDENCE_BUILDS.format(before=f.before, after=f.after)
     if f.kind == "identity_static":
-        return (EVIDENCE_NEW if f.severity == "error" else EVIDENCE_SHARED).format(value=f.before)
+        shared = f.severity != "error" and "share one object" in f.message
+        return (EVIDENCE_SHARED if shared else EVIDENCE_NEW).format(value=f.before)
     return EVIDENCE_VALUE.format(value=f.before)
 
 

@@ -29,6 +29,10 @@ USAGE = (
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
 
 
+#: The exit summary stays under 60 lines for any program (all of it: --json / --html).
+EXIT_LINES = 56
+
+
 def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
     """jitlens' own options; the program and its arguments are split off by :func:`split_argv`."""
     p = argparse.ArgumentParser(
@@ -204,7 +208,9 @@ def _finish(tracker: Any, args: argparse.Namespace, outcome: Outcome) -> None:
             from .._render.text import render_text
 
             sys.stderr.write(
-                "\n" + render_text(report, include_internal=args.include_internal) + "\n"
+                "\n"
+                + render_text(report, include_internal=args.include_internal, max_lines=EXIT_LINES)
+                + "\n"
             )
         if not args.quiet:
             for path in written:

@@ -294,3 +294,17 @@ def backends_initialized() -> bool:
 
 def jax_version() -> str:
     return jax.__version__
+
+
+def batched_value(x: Any) -> tuple[Any, int] | None:
+    """The batched array behind a ``jax.vmap`` tracer and its batch axis, or None.
+
+    Inside ``vmap`` a jitted function is traced per example, but compiled for
+    the whole batch: the batch size is part of the compiled key.
+    """
+    if type(x).__name__ != "BatchTracer":
+        return None
+    val, axis = getattr(x, "val", None), getattr(x, "batch_dim", None)
+    if val is None or not isinstance(axis, int):
+        return None
+    return val, axis

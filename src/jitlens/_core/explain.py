@@ -9,13 +9,14 @@ The wording lives in ``_messages``; this module decides *what* differs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from . import messages as M
 from . import messages_static as S
-from .key import Entry, Key, Path, StaticVal, render_path
+from .key import Entry, Key, Path, StaticVal, compares_by_identity, diff_texts, render_path
 from .report import REASON_KINDS, Reason
 
 _ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
@@ -196,7 +197,10 @@ def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> l
         if (
             a.shape != b.shape and not key_change
         ):  # a typed key and its raw data differ in shape too
-            out.append(M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph))
+            axis = b.batch_axis if b.batch_axis is not None else a.batch_axis
+            out.append(
+                M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph, batch_axis=axis)
+            )
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
@@ -213,19 +217,12 @@ def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> l
         return out
     if eo.kind == "static":
         assert eo.static is not None and en.static is not None
-        mode_flag = str(p[-1][1]) in S.MODE_FLAGS and isinstance(en.static.value(), bool)
-        plain_value = not (eo.static.identity or en.static.identity) and _ADDR.sub(
-            "", eo.static.text
-        ) != _ADDR.sub("", en.static.text)
-        if (
-            parent is not None
-            and parent.kind == "node"
-            and _flax_layer(parent)
-            and plain_value
-            and not mode_flag
-        ):
-            return [M.layer_config(arg, path, parent.type_name, eo.static.text, en.static.text)]
-        return [_static(arg, path, p, eo.static, en.static, en.in_graph)]
+        layer = (
+            parent.type_name
+            if parent is not None and parent.kind == "node" and _flax_layer(parent)
+            else ""
+        )
+        return [_static(arg, path, p, eo.static, en.static, en.in_graph, layer=layer)]
     if eo.kind == "node":
         if not _types_equal(eo, en):
             if eo.type_name == en.type_name:
@@ -263,50 +260,134 @@ def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> l
 
 
 def _static(
-    arg: str, path: str, p: Path, old: StaticVal, new: StaticVal, in_graph: bool, aux: str = ""
+    arg: str,
+    path: str,
+    p: Path,
+    old: StaticVal,
+    new: StaticVal,
+    in_graph: bool,
+    aux: str = "",
+    layer: str = "",
 ) -> Reason:
-    field = (
-        None if old.identity or new.identity else _dataclass_field_diff(old.value(), new.value())
-    )
-    if field is not None:  # name the field of a static config dataclass that differs
-        name, a, b = field
-        p = (*p, *(("attr", part) for part in name.split(".")))
-        path = render_path(p)
-        old, new = StaticVal(a), StaticVal(b)
+    """A static that differs: a changed value, or a fresh object compared by identity.
+
+    The two values are searched for the part that differs (a tuple item, a
+    dataclass field, a partial's function...). Only when that part is a fresh
+    object on both sides (a lambda, a partial, an instance of a class without
+    ``__eq__``: an equal-looking rebuild misses too) is it ``identity_static``;
+    anything else unequal is a changed value, shown where it differs.
+    """
+    field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
+    a, b = old.value(), new.value()
+    if a is not None and b is not None:
+        found = first_difference(a, b)
+        if found is not None and found[0]:
+            parts, pa, pb = found
+            part_old, part_new = StaticVal(pa), StaticVal(pb)
+            if _closure_bundle(a):  # the user rebuilds the whole transform, not its closures
+                if part_old.fresh and part_new.fresh:
+                    attr = str(p[-1][1]) if len(p) > 1 else arg
+                    return S.identity_static(arg, path, attr, old, new, in_graph=in_graph)
+            else:
+                p = (*p, *parts)
+                path = render_path(p)
+                old, new = part_old, part_new
     attr = str(p[-1][1]) if len(p) > 1 else arg
-    # Values that print alike but for memory addresses (a NamedTuple of
-    # closures such as an optax transform) compare by identity somewhere inside.
-    if old.identity or new.identity or _ADDR.sub("", old.text) == _ADDR.sub("", new.text):
+    if old.fresh and new.fresh:
         return S.identity_static(arg, path, attr, old, new, in_graph=in_graph)
-    return S.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux)
+    mode_flag = attr in S.MODE_FLAGS and isinstance(new.value(), bool)
+    if layer and not mode_flag and not field:  # a flax layer's own configuration
+        before, after = diff_texts(old.full_text(), new.full_text())
+        return M.layer_config(arg, path, layer, before, after)
+    return S.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field)
 
 
-def _dataclass_field_diff(a: Any, b: Any, depth: int = 0) -> tuple[str, Any, Any] | None:
-    """The dotted name and values of the first field where two dataclasses differ."""
-    if (
-        depth > 8
-        or a is None
-        or type(a) is not type(b)
-        or not dataclasses.is_dataclass(a)
-        or isinstance(a, type)
-    ):
+def _closure_bundle(a: Any) -> bool:
+    """A library object made of closures (an optax transform): the user rebuilds the whole."""
+    return "GradientTransformation" in type(a).__qualname__ or (
+        isinstance(a, tuple) and hasattr(a, "init") and hasattr(a, "update")
+    )
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:
+        return False
+
+
+def first_difference(a: Any, b: Any, depth: int = 0) -> tuple[Path, Any, Any] | None:
+    """The path (below the value) and the two parts where ``a`` and ``b`` first differ.
+
+    Descends into containers compared item by item (tuples, lists, dicts,
+    dataclasses, partials, GraphDef-like records); stops at anything else.
+    ``None`` when they are equal.
+    """
+    if _equal(a, b):
         return None
-    if not getattr(type(a), "__dataclass_params__", None) or not type(a).__dataclass_params__.eq:
-        return None  # eq=False: compared by identity, fields don't matter
-    for f in dataclasses.fields(a):
-        if not f.compare:  # excluded from ==, so not from the cache key
-            continue
-        va, vb = getattr(a, f.name, None), getattr(b, f.name, None)
-        try:
-            equal = bool(va == vb)
-        except Exception:
-            equal = False
-        if not equal:
-            deeper = _dataclass_field_diff(va, vb, depth + 1)
-            if deeper is not None:
-                return f"{f.name}.{deeper[0]}", deeper[1], deeper[2]
-            return f.name, va, vb
-    return None
+    here: tuple[Path, Any, Any] = ((), a, b)
+    if depth > 24 or type(a) is not type(b):
+        return here
+    if isinstance(a, functools.partial):
+        pairs: list[tuple[Any, Any, Any]] = [(("attr", "func"), a.func, b.func)]
+        if len(a.args) != len(b.args) or set(a.keywords) != set(b.keywords):
+            return here if _equal(a.func, b.func) else ((("attr", "func"),), a.func, b.func)
+        pairs += [(("item", i), x, y) for i, (x, y) in enumerate(zip(a.args, b.args, strict=False))]
+        pairs += [(("attr", k), a.keywords[k], b.keywords[k]) for k in a.keywords]
+    elif isinstance(a, tuple) and hasattr(type(a), "_fields"):  # a NamedTuple
+        pairs = [(("attr", f), x, y) for f, x, y in zip(type(a)._fields, a, b, strict=False)]
+    elif isinstance(a, (tuple, list)):
+        if len(a) != len(b):
+            return here
+        pairs = [(("item", i), x, y) for i, (x, y) in enumerate(zip(a, b, strict=False))]
+    elif isinstance(a, dict):
+        if list(a) != list(b) and set(a) != set(b):
+            return here
+        pairs = [(("item", k), a[k], b[k]) for k in a]
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):
+        params = getattr(type(a), "__dataclass_params__", None)
+        if params is None or not params.eq:
+            return here  # eq=False: compared by identity, fields don't matter
+        pairs = [
+            (("attr", f.name), getattr(a, f.name, None), getattr(b, f.name, None))
+            for f in dataclasses.fields(a)
+            if f.compare
+        ]
+    elif _record_like(a):  # GraphDef, NodeDef, Static...: compare their fields
+        pairs = [(("attr", f), getattr(a, f), getattr(b, f)) for f in _record_fields(a)]
+    elif not compares_by_identity(a) and _plain_attrs(a) and _plain_attrs(b):
+        # a class with its own __eq__ over its attributes: name the attribute
+        va, vb = _plain_attrs(a), _plain_attrs(b)
+        if set(va) != set(vb):
+            return here
+        pairs = [(("attr", k), va[k], vb[k]) for k in va]
+    else:
+        return here
+    for part, x, y in pairs:
+        if not _equal(x, y):
+            deeper = first_difference(x, y, depth + 1)
+            if deeper is None:
+                continue
+            return ((part, *deeper[0]), deeper[1], deeper[2])
+    return here
+
+
+def _plain_attrs(a: Any) -> dict[str, Any]:
+    d = getattr(a, "__dict__", None)
+    if not isinstance(d, dict) or len(d) > 32:
+        return {}
+    return {k: v for k, v in d.items() if isinstance(k, str) and not k.startswith("_")}
+
+
+def _record_fields(a: Any) -> tuple[str, ...]:
+    fields = getattr(type(a), "__match_args__", None)
+    return tuple(fields) if isinstance(fields, tuple) else ()
+
+
+def _record_like(a: Any) -> bool:
+    """A flax record type (``GraphDef``, ``NodeDef``, ``Static``): compared field by field."""
+    mod = getattr(type(a), "__module__", "") or ""
+    return mod.startswith("flax.") and bool(_record_fields(a))
 
 
 def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:
@@ -340,6 +421,23 @@ def explain(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> list[
     return []
 
 
+def data_free_vars(fn: Any) -> tuple[str, ...]:
+    """Names a closure reads from its enclosing function that hold data (not functions or modules)."""
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+    if code is None or not cells:
+        return ()
+    out = []
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(v) or isinstance(v, type) or type(v).__name__ == "module":
+            continue
+        out.append(name)
+    return tuple(out)
+
+
 @dataclasses.dataclass(frozen=True)
 class Wrapper:
     """What the first-trace policy needs of a jitted callable (a record, as plain data)."""
@@ -352,6 +450,8 @@ class Wrapper:
     keys: tuple[Key, ...]
     #: The function a rebuilt partial binds (named in the fix), if the row is a partial.
     partial: Any = None
+    #: Values the jitted function reads from the function that built it (a closure).
+    free_vars: tuple[str, ...] = ()
 
 
 def explain_first_trace(
@@ -381,5 +481,7 @@ def explain_first_trace(
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = M.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
-        head = M.new_function(name, kind, wrapper.defined_at, len(others), not diffs, is_lambda)
+        head = M.new_function(
+            name, kind, wrapper.defined_at, len(others), not diffs, is_lambda, wrapper.free_vars
+        )
     return [head, *diffs]

@@ -11,11 +11,14 @@ builds keys from a call's arguments.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import hashlib
 import inspect
 import keyword
 import re
+import sys
+import types
 import weakref
 from typing import Any
 
@@ -49,8 +52,19 @@ def short_repr(value: Any, limit: int = _REPR_MAX) -> str:
             text = f"<bound method {value.__func__.__qualname__} of {owner}>"
         elif inspect.isfunction(value) or inspect.isbuiltin(value):
             text = f"<function {value.__qualname__}>"
+        elif callable(value) and isinstance(getattr(value, "__qualname__", None), str):
+            # a decorated function object (custom_jvp, a jit wrapper): name it as one
+            text = f"<function {value.__qualname__}>"
         else:
             text = repr(value)
+            if " object at 0x" in text and isinstance(getattr(value, "__dict__", None), dict):
+                # the default repr says nothing: show the attributes that make the value
+                fields = ", ".join(
+                    f"{k}={short_repr(v, 30)}"
+                    for k, v in list(vars(value).items())[:6]
+                    if not k.startswith("_")
+                )
+                text = f"{type(value).__qualname__}({fields})"
     except Exception:
         text = f"<{type(value).__name__} object>"
     text = " ".join(text.split())
@@ -67,13 +81,81 @@ def compares_by_identity(value: Any) -> bool:
     return eq is object.__eq__ or (isinstance(value, type) and type(value).__eq__ is type.__eq__)
 
 
+def is_named(value: Any) -> bool:
+    """True when writing the value again gives the *same* object: a rebuild hits the cache.
+
+    Enum members, modules, and functions, classes and objects reachable by
+    name from their module (``jax.nn.relu``, a module-level ``def``, a class at
+    module level) compare by identity, yet they are values: ``act=relu`` then
+    ``act=gelu`` is a changed value, not a fresh object.
+    """
+    if isinstance(value, (enum.Enum, types.ModuleType)):
+        return True
+    try:
+        mod = sys.modules.get(getattr(value, "__module__", None) or "")
+        qual = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    except Exception:
+        return False
+    if mod is None or not isinstance(qual, str) or "<" in qual:
+        return False  # <locals>, <lambda>: made anew by each run of the code around it
+    obj: Any = mod
+    try:
+        for part in qual.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return False
+    if obj is value:
+        return True
+    # bound methods of named objects, staticmethods seen through their class
+    return inspect.ismethod(value) and is_named(value.__self__) and obj is value.__func__
+
+
+def fresh_object(value: Any) -> bool:
+    """Compared by identity *and* made anew by the code that builds it (a lambda, a partial,
+    an instance of a class without ``__eq__``): an equal-looking rebuild misses too."""
+    return compares_by_identity(value) and not is_named(value)
+
+
+def diff_texts(before: str, after: str, limit: int = 80) -> tuple[str, str]:
+    """Two long reprs cut to the part that differs (common head and tail elided)."""
+    if len(before) <= limit and len(after) <= limit:
+        return before, after
+    head = 0
+    n = min(len(before), len(after))
+    while head < n and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and before[len(before) - 1 - tail] == after[len(after) - 1 - tail]:
+        tail += 1
+    context = 12
+    start = max(0, head - context)
+    # cut at a separator, so that numbers are not split in the middle
+    for sep in (", ", " ", "(", "["):
+        k = before.rfind(sep, max(0, start - 8), head)
+        if k >= 0 and k < head:
+            start = k + len(sep) if k + len(sep) <= head else start
+            break
+
+    def cut(text: str) -> str:
+        end = min(len(text), len(text) - tail + context)
+        middle = text[start:end]
+        if len(middle) > limit - 6:
+            middle = middle[: limit - 9] + "..."
+        return ("..." if start > 0 else "") + middle + ("..." if end < len(text) else "")
+
+    return cut(before), cut(after)
+
+
 class StaticVal:
     """A static as JAX compares it, without keeping identity-compared objects alive."""
 
-    __slots__ = ("_ref", "_strong", "addr", "identity", "text", "type_name")
+    __slots__ = ("_ref", "_strong", "addr", "fresh", "identity", "text", "type_name")
 
     def __init__(self, value: Any) -> None:
         self.identity = compares_by_identity(value)
+        #: A rebuilt equal-looking object would miss too (see :func:`fresh_object`).
+        # a bound method compares its object by identity, whatever the object's __eq__
+        self.fresh = (self.identity or inspect.ismethod(value)) and not is_named(value)
         self.type_name = _type_name(value)
         self.text = short_repr(value)
         self.addr = id(value)
@@ -106,8 +188,13 @@ class StaticVal:
             return self._ref()
         return self._strong
 
+    def full_text(self, limit: int = 4_000) -> str:
+        """A longer repr than ``text`` (for showing where two long values differ)."""
+        v = self.value()
+        return self.text if v is None else short_repr(v, limit)
+
     def display(self) -> str:
-        if self.identity and " at 0x" not in self.text:
+        if self.fresh and " at 0x" not in self.text:
             return f"{self.text} at {hex(self.addr)}"
         return self.text
 
@@ -124,6 +211,8 @@ class Aval:
     dtype: str
     weak: bool
     sharding: str
+    #: The ``jax.vmap`` batch axis when the shape is the batched value's.
+    batch_axis: int | None = None
 
     def short(self) -> str:
         s = f"{self.dtype}[{','.join(map(str, self.shape))}]"
@@ -186,7 +275,19 @@ class Key:
     cleared: bool = False
 
 
+#: Paths deeper than this are shown by their head and their depth.
+PATH_PARTS_SHOWN = 12
+
+
 def render_path(path: Path) -> str:
+    """``model.layers[3].avg_pool``; a very deep path as ``tree['a']['a']... (70 levels)``."""
+    if len(path) > PATH_PARTS_SHOWN:
+        head = _render_parts(path[: PATH_PARTS_SHOWN // 2])
+        return f"{head}... ({len(path) - 1} levels)"
+    return _render_parts(path)
+
+
+def _render_parts(path: Path) -> str:
     out = []
     for kind, name in path:
         if kind == "arg":

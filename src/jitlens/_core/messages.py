@@ -22,18 +22,23 @@ NEW_FUNCTION_FIX = (
     "Create the jitted function once, outside the loop or the function called repeatedly "
     "(e.g. `{name}_jit = {kind}({name})` at module level), and reuse it."
 )
+CLOSURE_FIX = (
+    "Define `{name}` once at module level with {free} as parameters, jit it once, and pass "
+    "{free} on every call; jitting the inner function once as it is would freeze their first values."
+)
 NEW_LAMBDA_FIX = (
     "Define the function once (`def {name}(...)` at module level, or `{name}_jit = jax.jit(...)` "
     "before the loop) and jit it once; a lambda or partial built per call is a new function each time."
 )
 SHAPE_MSG = "{path} changed shape {before} -> {after}; every distinct shape is compiled separately."
 SHAPE_FIX = (
-    "Keep shapes fixed: pad smaller batches to {before} (and mask the padding), or bucket "
+    "Keep shapes fixed: pad smaller batches to the largest shape (and mask the padding), or bucket "
     "lengths to a few sizes so each compiles once."
 )
 DTYPE_MSG = "{path} changed dtype {before} -> {after}; each dtype is a separate compilation."
 DTYPE_FIX = (
-    "Cast once where it is made, so it is always one dtype: `.astype(jnp.{dtype})` on `{arg}`."
+    "Make `{arg}` one dtype where it is created: `jnp.asarray(..., jnp.{dtype})` (the wider of "
+    "the two, so no value is rounded), or write the literal in that type (`1.0`, not `1`)."
 )
 WEAK_MSG = (
     "{path} changed weak type {before} -> {after}: a Python scalar is weakly typed, a jax.Array "
@@ -44,8 +49,8 @@ WEAK_FIX = (
 )
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
-    "Place inputs the same way on every call (`jax.device_put({arg}, sharding)` once, before the "
-    "loop), or fix it in the jit with `in_shardings=`."
+    "Place `{arg}` the same way on every call: `jax.device_put({arg}, sharding)` with one "
+    "sharding for all calls, once, before the loop."
 )
 STATIC_MSG = "{what} changed value {before} -> {after}; statics are part of the cache key, so each new value compiles again."
 STATIC_GRAPH_FIX = (
@@ -65,7 +70,10 @@ CLASS_MSG = (
 CLASS_FIX = "Define `class {name}` once at module level and pass its configuration to `__init__`."
 GRAPH_ADDED_MSG = "{path} ({what}) was {verb} the model's graph since the last compile; the graph structure is part of the key."
 SOW_FIX = "Pop intermediates before the jitted function returns: `nnx.pop({arg}, nnx.Intermediate)` (or use `nnx.capture`)."
-GRAPH_FIX = "Keep the model's structure fixed between calls: create every attribute in `__init__` (use None or a placeholder) and only update values."
+GRAPH_FIX = (
+    "Create `{path}` in `__init__` as what it will hold later (the module or Variable itself, "
+    "not None: nnx rejects that swap) and only update its values; each structure compiles once."
+)
 GRAPH_KIND_MSG = "{path} changed from {before} to {after} in the model's graph; the graph structure is part of the key."
 GRAPH_KIND_FIX = "Keep `{path}` the same kind of thing on every call (e.g. always an nnx.Variable, or always a static), assigned in `__init__`."
 PYTREE_KEY_MSG = (
@@ -94,7 +102,10 @@ EVICTED_FIX = "Don't clear JAX caches inside the loop; if memory forces eviction
 CLEARED_MSG = "The function's compilation cache was cleared (clear_cache() / jax.clear_caches()) since the last compile."
 CLEARED_FIX = "Don't clear JAX caches between calls of a function you keep using."
 UNKNOWN_MSG = "{path} differs ({before} -> {after}) in a way jitlens cannot classify."
-UNKNOWN_FIX = "Please report this case to jitlens with the two values; meanwhile keep {path} identical between calls."
+UNKNOWN_FIX = (
+    "If this retrace is unexpected, please report it to jitlens with the two values; it stops "
+    "once {path} is identical between calls."
+)
 
 
 def _cap(s: str) -> str:
@@ -116,7 +127,13 @@ def _arg_or_path(arg: str, path: str) -> str:
 
 
 def new_function(
-    name: str, kind: str, defined_at: str, count: int, equal: bool, is_lambda: bool
+    name: str,
+    kind: str,
+    defined_at: str,
+    count: int,
+    equal: bool,
+    is_lambda: bool,
+    free: tuple[str, ...] = (),
 ) -> Reason:
     msg = NEW_FUNCTION_MSG.format(
         name=f"`{name}`",
@@ -125,9 +142,15 @@ def new_function(
         defined_at=defined_at,
         equal=" this very key" if equal else "",
     )
-    fix = (NEW_LAMBDA_FIX if is_lambda else NEW_FUNCTION_FIX).format(
-        name=name.strip("<>") if not is_lambda else "step_fn", kind=kind
-    )
+    if free:  # it reads values of the function that builds it: they become arguments
+        fix = CLOSURE_FIX.format(
+            name=name if name != "<lambda>" else "step_fn",
+            free=", ".join(f"`{v}`" for v in free[:4]),
+        )
+    else:
+        fix = (NEW_LAMBDA_FIX if is_lambda else NEW_FUNCTION_FIX).format(
+            name=name.strip("<>") if not is_lambda else "step_fn", kind=kind
+        )
     return _reason("new_function", "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix)
 
 
@@ -156,8 +179,8 @@ def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
 
 
 PARAM_SHAPE_FIX = (
-    "Parameter shapes follow the layer sizes: build every model with the same sizes, or expect "
-    "one compile per distinct architecture."
+    "Expected once per architecture: parameter shapes follow the layer sizes. If the models "
+    "should be the same, build them with the same sizes."
 )
 LAYER_MSG = (
     "`{path}` of {layer} changed {before} -> {after}: a differently configured layer is a "
@@ -169,12 +192,27 @@ LAYER_FIX = (
 )
 
 
-def shape(arg: str, path: str, before: str, after: str, in_graph: bool = False) -> Reason:
-    fix = PARAM_SHAPE_FIX if in_graph else SHAPE_FIX.format(before=_larger(before, after))
-    return _reason(
-        "shape", arg, path, before, after,
-        SHAPE_MSG.format(path=f"`{path}`", before=before, after=after), fix,
-    )  # fmt: skip
+VMAP_SHAPE_MSG = (
+    "{path} is batched by jax.vmap (axis {axis}) and the batched shape changed {before} -> "
+    "{after}: the function is traced per example but compiled per batch size."
+)
+
+
+def shape(
+    arg: str,
+    path: str,
+    before: str,
+    after: str,
+    in_graph: bool = False,
+    batch_axis: int | None = None,
+) -> Reason:
+    # the same words for every shape, so that a run of shape retraces folds into one
+    fix = PARAM_SHAPE_FIX if in_graph else SHAPE_FIX
+    if batch_axis is not None:
+        msg = VMAP_SHAPE_MSG.format(path=f"`{path}`", axis=batch_axis, before=before, after=after)
+    else:
+        msg = SHAPE_MSG.format(path=f"`{path}`", before=before, after=after)
+    return _reason("shape", arg, path, before, after, msg, fix)
 
 
 def layer_config(arg: str, path: str, layer: str, before: str, after: str) -> Reason:
@@ -184,19 +222,6 @@ def layer_config(arg: str, path: str, layer: str, before: str, after: str) -> Re
         LAYER_MSG.format(path=path, layer=f"nnx.{layer}", before=before, after=after),
         LAYER_FIX.format(attr=attr),
     )  # fmt: skip
-
-
-def _larger(a: str, b: str) -> str:
-    """The aval with more elements (what a smaller batch would be padded to)."""
-
-    def size(s: str) -> int:
-        dims = s.split("[", 1)[-1].split("]", 1)[0]
-        n = 1
-        for d in dims.split(","):
-            n *= int(d) if d.strip().isdigit() else 1
-        return n
-
-    return a if size(a) >= size(b) else b
 
 
 KEY_FIX = (
@@ -209,7 +234,7 @@ def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtyp
     fix = (
         KEY_FIX
         if "key<" in old_dtype + new_dtype
-        else DTYPE_FIX.format(arg=path, dtype=_jnp_dtype(old_dtype))
+        else DTYPE_FIX.format(arg=path, dtype=_wider(old_dtype, new_dtype))
     )
     return _reason(
         "dtype", arg, path, before, after,
@@ -260,6 +285,16 @@ def _jnp_dtype(short: str) -> str:
     return _DTYPES.get(short, short)
 
 
+def _wider(a: str, b: str) -> str:
+    """The dtype both values fit in (``int32`` and ``float32`` -> ``float32``)."""
+    try:
+        import jax.numpy as jnp
+
+        return str(jnp.promote_types(_jnp_dtype(a).rstrip("_"), _jnp_dtype(b).rstrip("_")))
+    except Exception:
+        return _jnp_dtype(b)
+
+
 def class_redefined(arg: str, path: str, name: str) -> Reason:
     return _reason(
         "identity_static",
@@ -277,7 +312,7 @@ def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: st
     fix = (
         SOW_FIX.format(arg=arg)
         if var_type == "Intermediate" or "Intermediate" in what
-        else GRAPH_FIX
+        else GRAPH_FIX.format(path=path)
     )
     return _reason(
         "graph_structure",
@@ -291,14 +326,17 @@ def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: st
 
 
 NODE_TYPE_MSG = "{path} is now a {after}, before a {before}: a different class is a different graph (cache key)."
-NODE_TYPE_FIX = "Pass the same class on every call; if a factory builds the model, define each class once at module level."
+NODE_TYPE_FIX = (
+    "Expected once per class passed. If a factory builds the model, define each class once at "
+    "module level, so the same class comes back."
+)
 
 
 VAR_VALUE_MSG = "{path} ({var}) holds a value whose structure changed {before} -> {after} (e.g. Module.sow appending every call); its structure is part of the key."
 
 
 def variable_value_structure(arg: str, path: str, var: str, before: str, after: str) -> Reason:
-    fix = SOW_FIX.format(arg=arg) if var == "Intermediate" else GRAPH_FIX
+    fix = SOW_FIX.format(arg=arg) if var == "Intermediate" else GRAPH_FIX.format(path=path)
     return _reason(
         "graph_structure",
         arg,

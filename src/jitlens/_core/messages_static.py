@@ -12,7 +12,7 @@ import inspect
 import sys
 from typing import Any
 
-from .key import StaticVal, short_repr
+from .key import StaticVal, diff_texts, short_repr
 from .messages import (
     CLASS_FIX,
     IDENTITY_MSG,
@@ -49,31 +49,49 @@ STATIC_FIELD_FIX = (
     "Keep `{path}` constant between calls (each value compiles once), or make `{attr}` a data "
     "field (a pytree child, e.g. drop `pytree_node=False` / `static=True`) if it must change."
 )
-STATIC_OTHER_FIX = (
-    "Keep `{path}` constant between calls: each distinct value compiles once. If it must vary, "
-    "limit it to a few values, or pass it as an array argument instead."
+
+
+STATIC_CHOICE_FIX = (
+    "Expected once per value: each distinct `{path}` compiles once and is reused (an equal value "
+    "hits the cache). If it changes on every call, keep it to a few values."
 )
 
 
 def static_value(
-    arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool, aux: str = ""
+    arg: str,
+    path: str,
+    attr: str,
+    old: StaticVal,
+    new: StaticVal,
+    *,
+    in_graph: bool,
+    aux: str = "",
+    field: bool = False,
 ) -> Reason:
+    """A static whose *value* changed (``==`` says unequal; a rebuild of the old one would hit).
+
+    ``field``: a static field of a dataclass pytree (``flax.struct``,
+    ``equinox``), rather than a static argument or a part of one.
+    """
     what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
-    msg = STATIC_MSG.format(what=what, before=old.text, after=new.text)
+    before, after = diff_texts(old.full_text(), new.full_text())
+    msg = STATIC_MSG.format(what=what, before=before, after=after)
     if isinstance(old.value(), bool) and isinstance(new.value(), bool) and attr in MODE_FLAGS:
-        msg = MODE_MSG.format(path=path, before=old.text, after=new.text)
+        msg = MODE_MSG.format(path=path, before=before, after=after)
         fix = MODE_FIX.format(attr=attr)
     elif aux:
         fix = STATIC_AUX_FIX.format(path=path)
-    elif in_graph and _is_number(old):
-        fix = STATIC_GRAPH_FIX.format(attr=attr, before=old.text)
+    elif not (_is_number(old) and _is_number(new)):
+        fix = STATIC_CHOICE_FIX.format(path=path)
     elif in_graph:
-        fix = STATIC_OTHER_FIX.format(path=path)
-    elif path != arg:  # a static field inside an argument (flax.struct / equinox dataclass)
+        fix = STATIC_GRAPH_FIX.format(attr=attr, before=before)
+    elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
         fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
-    else:
+    elif path == arg:  # the static argument itself is the number: it can be traced instead
         fix = STATIC_ARG_FIX.format(arg=arg)
-    return _reason("static_value", arg, path, old.text, new.text, msg, fix)
+    else:  # a number inside a static object (a tuple item, a config attribute)
+        fix = STATIC_CHOICE_FIX.format(path=path)
+    return _reason("static_value", arg, path, before, after, msg, fix)
 
 
 def _is_number(s: StaticVal) -> bool:
@@ -95,10 +113,41 @@ def identity_static(
     return _reason("identity_static", arg, path, old.display(), new.display(), msg, fix)
 
 
+PARTIAL_GRAPH_FIX = (
+    "Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
+)
+PARTIAL_DATA_FIX = ", or {data}"
+PARTIAL_ARG_FIX = (
+    "Build the partial once, outside the loop, and pass that same object; or pass `{func}`'s "
+    "arguments as statics instead."
+)
+BOUND_METHOD_FIX = (
+    "Store the function, not the bound method (`type(obj).{name}`), or call the method inside "
+    "`__call__`."
+)
+FUNCTION_FIX = (
+    "Define the function once at module level (`def {name}(...)`) and assign that same object "
+    "to `{target}`."
+)
+JITTED_FIX = (
+    "Create the jitted function once at module level and store that one object in `{path}`, or "
+    "call it instead of storing it."
+)
+OPTAX_FIX = (
+    "Expected once per optimizer build. To sweep hyperparameters with one compile, build "
+    "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set "
+    "`{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run."
+)
+NO_EQ_FIX = (
+    "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal "
+    "configurations compare equal, or reuse one instance."
+)
+
+
 def _identity_fix(
     value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal
 ) -> tuple[str, str]:
-    """Describe an identity-compared static and a fix checked to work."""
+    """Describe an identity-compared static and a fix checked to work (tests/test_fixes.py)."""
     if not attr.isidentifier():  # a list item or dict key: name things generically
         attr = "fn"
     tname = sv.type_name
@@ -118,22 +167,19 @@ def _identity_fix(
             if "tree_util" in tname or tname == "Partial":
                 desc += " (without arrays inside, still a static attribute)"
             call = f"`{fq}(x{', ' + kws if kws else ''})`"
-            fix = f"Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
+            fix = PARTIAL_GRAPH_FIX.format(call=call)
             if _module_level(func) and _equal_when_rebuilt(value):
                 data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
                 if len(fix) + len(data) + 6 > LIMIT:
                     data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
-                fix += f", or {data}"
+                fix += PARTIAL_DATA_FIX.format(data=data)
             return desc, fix + "."
-        return (
-            desc,
-            f"Build the partial once, outside the loop, and pass that same object; or pass `{fq}`'s arguments as statics instead.",
-        )
+        return desc, PARTIAL_ARG_FIX.format(func=fq)
     if isinstance(value, type) or tname == "type":
         return "a class object", CLASS_FIX.format(name=getattr(value, "__qualname__", attr))
     if inspect.ismethod(value):
-        return "a bound method (a new object on every attribute access)", (
-            f"Store the function, not the bound method (`type(obj).{getattr(value, '__name__', 'method')}`), or call the method inside `__call__`."
+        return "a bound method (a new object on every attribute access)", BOUND_METHOD_FIX.format(
+            name=getattr(value, "__name__", "method")
         )
     if callable(value) and (
         inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
@@ -149,25 +195,18 @@ def _identity_fix(
             )
         )
         target = f"self.{attr}" if in_graph else path
-        return (
-            kind,
-            f"Define the function once at module level (`def {attr if name == '<lambda>' else name}(...)`) and assign that same object to `{target}`.",
-        )
+        return kind, FUNCTION_FIX.format(name=attr if name == "<lambda>" else name, target=target)
     if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
         value, "lower"
     ):
-        return (
-            "a jitted function object",
-            f"Create the jitted function once at module level and store that one object in `{path}`, or call it instead of storing it.",
-        )
+        return "a jitted function object", JITTED_FIX.format(path=path)
     if "GradientTransformation" in tname:
+        opt = path[: -len(".tx")] if path.endswith(".tx") else "optimizer"
         return "an optax transform (a tuple of closures made by each optax.* call)", (
-            "Build the transform once (`TX = optax.adam(1e-3)` at module level) and reuse it for every optimizer."
+            OPTAX_FIX.format(opt=opt)
         )
     tn = tname.rsplit(".", 1)[-1]
-    return f"a `{tn}` instance, and `{tn}` defines no `__eq__`", (
-        f"Make `{tn}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal configurations compare equal, or reuse one instance."
-    )
+    return f"a `{tn}` instance, and `{tn}` defines no `__eq__`", NO_EQ_FIX.format(type=tn)
 
 
 def _qualified(func: Any) -> str:

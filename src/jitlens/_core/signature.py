@@ -43,6 +43,10 @@ from .key import (
 
 
 def _aval_of(x: Any) -> Aval | None:
+    batched = _compat.batched_value(x) if isinstance(x, jax.core.Tracer) else None
+    if batched is not None:  # under vmap: the batch size is part of the compiled key
+        inner = _aval_of(batched[0])
+        return None if inner is None else dataclasses.replace(inner, batch_axis=batched[1])
     if isinstance(x, jax.core.Tracer):
         a = x.aval
     else:
@@ -225,76 +229,92 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
 
 
 def describe_value(
-    x: Any,
-    path: Path,
-    out: dict[Path, Entry],
-    ref_index: Any,
-    depth: int = 0,
-    static_leaves: bool = False,
+    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, static_leaves: bool = False
 ) -> None:
-    """Flatten one argument (pytree, graph node, array, None) into ``out``.
+    """Flatten one argument (pytree, graph node, array, None) into ``out``, parents first.
 
+    Iterative (an explicit stack), so that a tree of any depth is described
+    exactly: a leaf 70 levels down is filed under its full path.
     ``static_leaves``: Python numbers are statics, not weakly typed arrays
     (``eqx.filter_jit`` keys every non-array leaf by value).
     """
-    if depth > 64:
-        out[path] = Entry("opaque", target="(too deep)")
-        return
+    stack: list[tuple[Any, Path]] = [(x, path)]
+    while stack:
+        value, p = stack.pop()
+        children = _describe_one(value, p, out, ref_index, static_leaves)
+        if children:
+            stack.extend(reversed(children))
+
+
+def _describe_one(
+    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, static_leaves: bool = False
+) -> list[tuple[Any, Path]]:
+    """File ``x`` itself under ``path``; return its pytree children (to describe next)."""
     if x is None:
         out[path] = Entry("none")
-        return
+        return []
     if _compat.NODE_STATES is not None and isinstance(x, _compat.NODE_STATES):
         leaves = [
             leaf for st in x.states for leaf in (st if isinstance(st, (list, tuple)) else [st])
         ]
         walk_graphdef(x._graphdef, leaves, path, out)
-        return
+        return []
+    if _is_graphdef(x):  # the functional API's graphdef: name the attribute that changed
+        walk_graphdef(x, [], path, out)
+        return []
     if _compat.is_graph_node(x):
         flat = _compat.flatten_node(x, ref_index)
         if flat is not None:
             walk_graphdef(flat[0], flat[1], path, out)
-            return
+            return []
     if isinstance(x, (jax.Array, jax.core.Tracer)) or (
         hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     ):
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
-        return
+        return []
     if isinstance(x, (bool, int, float, complex)):
         if static_leaves:
             out[path] = Entry("static", static=StaticVal(x))
-            return
+            return []
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
-        return
+        return []
     try:
         children, treedef = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
     except Exception:
         out[path] = Entry("opaque", target=_type_name(x))
-        return
+        return []
     if treedef.num_nodes == 1 and treedef.num_leaves == 1 and not children[0][0]:
         a = _aval_of(x)
         out[path] = Entry("aval", aval=a) if a else Entry("static", static=StaticVal(x))
-        return
+        return []
     node_type, aux = _node_data(treedef)
     metas: tuple[tuple[str, StaticVal], ...] = ()
     static_fields = _static_fields(x)
-    if static_fields:
-        # a dataclass pytree (flax.struct, equinox): name each static field
-        for name in static_fields:
-            out[(*path, ("attr", name))] = Entry("static", static=StaticVal(getattr(x, name, None)))
-    elif aux is not None and not isinstance(x, (dict, list, tuple)):
-        metas = (("aux", StaticVal(aux)),)
     out[path] = Entry(
         "node",
         type_name=getattr(node_type, "__qualname__", str(node_type)),
         type_ref=_weak(node_type),
         meta=metas,
     )
-    for kp, child in children:
-        describe_value(
-            child, (*path, *(_key_part(k) for k in kp)), out, ref_index, depth + 1, static_leaves
-        )
+    if static_fields:
+        # a dataclass pytree (flax.struct, equinox): name each static field
+        for name in static_fields:
+            out[(*path, ("attr", name))] = Entry("static", static=StaticVal(getattr(x, name, None)))
+    elif aux is not None and not isinstance(x, (dict, list, tuple)):
+        out[path] = dataclasses.replace(out[path], meta=(("aux", StaticVal(aux)),))
+    return [(child, (*path, *(_key_part(k) for k in kp))) for kp, child in children]
+
+
+def _is_graphdef(x: Any) -> bool:
+    t = type(x)
+    return (
+        t.__name__ == "GraphDef"
+        and (t.__module__ or "").startswith("flax.")
+        and hasattr(x, "nodes")
+        and hasattr(x, "attributes")
+    )
 
 
 def _static_fields(x: Any) -> tuple[str, ...]:
@@ -421,14 +441,14 @@ def describe_call(
     for i, (name, a) in enumerate(zip(names, args, strict=True)):
         p: Path = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry("passed", target="positional")
-        if i in nstatic:
+        if i in nstatic and not _is_graphdef(a):
             out[p] = Entry("static", static=StaticVal(a))
         else:
             describe_value(a, p, out, ref_index, static_leaves=static_leaves)
     for name in sorted(kwargs):
         p = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry("passed", target="keyword")
-        if name in static_argnames:
+        if name in static_argnames and not _is_graphdef(kwargs[name]):
             out[p] = Entry("static", static=StaticVal(kwargs[name]))
         else:
             describe_value(kwargs[name], p, out, ref_index, static_leaves=static_leaves)

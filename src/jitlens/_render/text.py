@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import os
@@ -68,6 +69,13 @@ NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {du
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
+#: Wrappers of the same code (``jax.jit(lambda ...)`` in a loop) shown as one row from this many.
+FOLD_MIN = 3
+FOLDED = "{n:,} wrappers of `{qualname}` at {defined_at}, {each}"
+#: At most this many lines when a line budget is given (``jitlens run`` at exit).
+TABLE_ROWS = 20
+MORE_FUNCTIONS = "... {n:,} more function(s): see `--json` or `--html` for all."
+MORE_LINES = "... {n:,} more line(s) of explanations: see `--json` or `--html` for all."
 ADVICE_TITLE = "advice: what else costs time, most valuable first"
 ADVICE_LINE = "{qualname}  {kind}{saving}: {message}"
 ADVICE_SAVING = ", saves ~{seconds:.2f} s"
@@ -178,9 +186,56 @@ def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
 
 
 def sorted_functions(report: Report, include_internal: bool = False) -> list[FunctionReport]:
-    """Functions worth a look first: most seconds lost to retraces, then most traces."""
+    """Functions worth a look first: most seconds lost to retraces, then most traces.
+
+    Many wrappers of the same code (a jit built per call) are folded into one row.
+    """
     chosen = report.functions if include_internal else report.user_functions()
-    return sorted(chosen, key=lambda f: (-f.seconds_lost, -(f.traces or 0), f.qualname))
+    folded = fold_wrappers(chosen)
+    return sorted(folded, key=lambda f: (-f.seconds_lost, -(f.traces or 0), f.qualname))
+
+
+def _sum(values: Sequence[int | None]) -> int | None:
+    return None if any(v is None for v in values) else sum(v or 0 for v in values)
+
+
+def fold_wrappers(functions: Sequence[FunctionReport]) -> list[FunctionReport]:
+    """One row per code for ``FOLD_MIN`` or more wrappers of it ("2,000 wrappers of ...")."""
+    groups: dict[tuple[str, str, str], list[FunctionReport]] = {}
+    for fn in functions:
+        groups.setdefault((fn.qualname, fn.kind, fn.defined_at), []).append(fn)
+    out = []
+    for (qualname, _kind, defined_at), members in groups.items():
+        if len(members) < FOLD_MIN or not defined_at:
+            out += members
+            continue
+        traces = [m.traces for m in members]
+        each = (
+            f"{traces[0]} trace{'' if traces[0] == 1 else 's'} each"
+            if len(set(traces)) == 1 and traces[0] is not None
+            else f"{_sum(traces) if _sum(traces) is not None else UNKNOWN} traces"
+        )
+        out.append(
+            dataclasses.replace(
+                members[0],
+                qualname=FOLDED.format(
+                    n=len(members), qualname=qualname, defined_at=defined_at, each=each
+                ),
+                calls=_sum([m.calls for m in members]),
+                traces=_sum(traces),
+                compiles=_sum([m.compiles for m in members]),
+                cache_hits=_sum([m.cache_hits for m in members]),
+                persistent_cache_hits=sum(m.persistent_cache_hits for m in members),
+                trace_seconds=sum(m.trace_seconds for m in members),
+                lower_seconds=sum(m.lower_seconds for m in members),
+                compile_seconds=sum(m.compile_seconds for m in members),
+                events=tuple(e for m in members for e in m.events),
+                stale_hits=tuple(h for m in members for h in m.stale_hits),
+                call_times=(),
+                call_entries=(),
+            )
+        )
+    return out
 
 
 def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
@@ -201,12 +256,13 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
 def _table(
     report: Report, functions: Sequence[FunctionReport], include_internal: bool, width: int
 ) -> Table:
-    hidden = len(report.functions) - len(functions)
-    traces = total_traces(functions)
+    shown = report.functions if include_internal else report.user_functions()
+    hidden = len(report.functions) - len(shown)  # before folding and the row limit
+    traces = total_traces(shown)
     title = TITLE.format(
-        functions=plural(len(functions), "jitted function"),
+        functions=plural(len(shown), "jitted function"),
         traces=f"{traces} trace{'' if traces == '1' else 's'}",
-        lost=sum(f.seconds_lost for f in functions),
+        lost=sum(f.seconds_lost for f in shown),
         hidden=HIDDEN.format(n=hidden) if hidden else "",
     )
     caption = CAPTION.format(
@@ -270,15 +326,22 @@ def make_console(width: int, color: bool) -> Console:
     )
 
 
-def _render(report: Report, color: bool, width: int, include_internal: bool) -> str:
+def _render(
+    report: Report, color: bool, width: int, include_internal: bool, max_lines: int | None = None
+) -> str:
     console = make_console(width, color)
     functions = sorted_functions(report, include_internal)
+    more = 0
+    if max_lines is not None and len(functions) > TABLE_ROWS:
+        functions, more = functions[:TABLE_ROWS], len(functions) - TABLE_ROWS
     if not functions:
         duration = report.duration_seconds
         template = NO_FUNCTIONS_SEEN if report.warnings else NO_FUNCTIONS
         console.print(template.format(backend=report.backend, host=report.host, duration=duration))
     else:
         console.print(_table(report, functions, include_internal, width))
+        if more:
+            console.print(MORE_FUNCTIONS.format(n=more))
     for fn in functions:
         lines = _explanations(fn, width)
         if lines:
@@ -292,12 +355,16 @@ def _render(report: Report, color: bool, width: int, include_internal: bool) -> 
         console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
     for warning in report.warnings:
         console.print(Text(WARNING_LINE.format(text=warning), style="yellow"))
-    return _export(console, color)
+    return _export(console, color, max_lines)
 
 
-def _export(console: Console, color: bool) -> str:
-    lines = console.export_text(styles=color).rstrip().splitlines()
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+def _export(console: Console, color: bool, max_lines: int | None = None) -> str:
+    lines = [line.rstrip() for line in console.export_text(styles=color).rstrip().splitlines()]
+    if max_lines is not None and len(lines) > max_lines:
+        # cut at the last blank line (between two functions' explanations) within the budget
+        cut = max((i for i in range(max_lines - 1) if not lines[i].strip()), default=max_lines - 2)
+        lines = [*lines[:cut], "", MORE_LINES.format(n=len(lines) - cut)]
+    return "\n".join(lines) + "\n"
 
 
 def render_text(
@@ -306,11 +373,15 @@ def render_text(
     color: bool | None = None,
     width: int | None = None,
     include_internal: bool = False,
+    max_lines: int | None = None,
 ) -> str:
     """The report as terminal text: a table sorted by seconds lost, then every retrace explained.
 
     Colour follows the terminal (off when not a TTY or ``NO_COLOR`` is set) unless
     ``color`` says otherwise; the width is the terminal's, or ``DEFAULT_WIDTH``.
+    ``max_lines`` bounds the text (the exit summary of ``jitlens run``): the
+    table keeps its first ``TABLE_ROWS`` rows and explanations stop at a
+    function boundary, with a line saying what was left out.
     Never raises: on an internal failure it logs and returns the raw data.
 
     Example:
@@ -321,7 +392,7 @@ def render_text(
         <BLANKLINE>
     """
     try:
-        return _render(report, _want_color(color), _width(width), include_internal)
+        return _render(report, _want_color(color), _width(width), include_internal, max_lines)
     except Exception:
         LOG.exception("jitlens: rendering the text report failed")
         return fallback(report)

@@ -32,6 +32,7 @@ def _as_wrapper(rec: Record) -> _explain.Wrapper:
         calls=rec.calls,
         keys=tuple(rec.keys),
         partial=bound if isinstance(bound, functools.partial) else None,
+        free_vars=_explain.data_free_vars(bound),
     )
 
 

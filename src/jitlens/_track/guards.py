@@ -14,6 +14,7 @@ from . import budget as _budget
 from . import hooks
 from .budget import OVER_BUDGET, OnExceed, act, check_budget, check_on_exceed, deref, warn
 from .calls import TrackedJit
+from .listeners import abort_trace
 from .records import EventBuilder, Record
 from .registry import REGISTRY
 from .state import tls
@@ -215,6 +216,7 @@ def _guard(fn: Callable[P, R], budget: int | None, on_exceed: OnExceed) -> Calla
         __tracebackhide__ = True
         error = body_watch.on_body(name)
         if error is not None:
+            abort_trace(tls.building)  # stopped before the guarded body ran
             raise error
         return fn(*args, **kwargs)
 

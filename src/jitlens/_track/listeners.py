@@ -142,6 +142,7 @@ def trace_start(fun_name: str) -> bool:
             try:
                 cb(rec, b)
             except GUARD_ERRORS as err:
+                abort_trace(b)
                 if call is None:  # no tracked wrapper above to re-raise it cleanly
                     raise
                 raise PassThrough(err) from None
@@ -172,6 +173,33 @@ def _frontend_call(fe: _compat.Frontend, info: dict[str, Any], call: Any) -> Any
     if late:
         note_miss(rec, ("late", id(rec)))
     return rec, None, None, unpacked[0], unpacked[1], user_fn
+
+
+# ------------------------------------------------------------------ aborted traces
+
+
+def abort_trace(b: EventBuilder | None) -> None:
+    """A compile budget stopped this trace before the user's function ran: not a trace.
+
+    Its event, its count and the key it filed go (JAX cached nothing), so that
+    ``traces`` equals the runs of the function's body and the next trace is
+    not explained against a key that was never compiled.
+    """
+    if b is None or b.compiled:
+        return
+    rec = b.record
+    with rec.lock:
+        if b in rec.events:
+            rec.events.remove(b)
+            rec.traces = max(0, rec.traces - 1)
+        if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
+            rec.keys.remove(b.key)
+            rec.n_entries -= 1
+    b.key = None
+    if tls.building is b:
+        tls.building = None
+    if tls.last_built is b:
+        tls.last_built = None
 
 
 # ------------------------------------------------------------------ nested traces

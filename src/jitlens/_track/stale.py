@@ -27,8 +27,8 @@ STALE_MSG = (
     "use the old value (no retrace, stale result)."
 )
 STALE_FIX = (
-    "Call nnx.cached_partial({name}, ...) again after changing `{path}` and use the new partial, "
-    "or make `{attr}` an nnx.Variable so its value flows into every call."
+    "Call nnx.cached_partial({name}, ...) again after changing `{path}` and use the new partial "
+    "(one compile per value of `{attr}`)."
 )
 
 _WATCHES: list[_Watch] = []

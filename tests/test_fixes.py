@@ -1,0 +1,880 @@
+"""Every fix jitlens prints, applied to a program: the retrace is gone and the results are kept.
+
+``FIXES`` is the table: each fix template of ``jitlens._core.messages*`` and
+the test that proves it on the installed jax/flax/optax, or ``OPTION`` for a
+template phrased as an option with its condition ("Expected once per mode.
+If ..."). A template without a row fails :func:`test_every_fix_template_has_a_row`.
+
+Each proof runs the faulty program (jitlens must print the template's fix)
+and the program with that fix applied (one trace, no reason) and compares
+their outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import types
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx, struct
+
+import jitlens
+from jitlens._core import messages as M
+from jitlens._core import messages_static as S
+
+OPTION = "option"
+
+FIXES: dict[str, str] = {
+    "NEW_FUNCTION_FIX": "test_new_function_fix",
+    "CLOSURE_FIX": "test_closure_fix",
+    "NEW_LAMBDA_FIX": "test_new_lambda_fix",
+    "NEW_PARTIAL_FIX": "test_new_partial_fix",
+    "SHAPE_FIX": "test_shape_fix",
+    "PARAM_SHAPE_FIX": OPTION,
+    "LAYER_FIX": OPTION,
+    "DTYPE_FIX": "test_dtype_fix",
+    "KEY_FIX": "test_key_fix",
+    "WEAK_FIX": "test_weak_fix",
+    "SHARDING_FIX": "test_sharding_fix",
+    "STATIC_GRAPH_FIX": "test_static_graph_fix",
+    "STATIC_ARG_FIX": "test_static_arg_fix",
+    "STATIC_AUX_FIX": "test_static_aux_fix",
+    "STATIC_FIELD_FIX": "test_static_field_fix",
+    "STATIC_CHOICE_FIX": OPTION,
+    "MODE_FIX": OPTION,
+    "CLASS_FIX": "test_class_fix",
+    "NODE_TYPE_FIX": OPTION,
+    "SOW_FIX": "test_sow_fix",
+    "GRAPH_FIX": "test_graph_fix",
+    "GRAPH_KIND_FIX": "test_graph_kind_fix",
+    "PYTREE_KEY_FIX": "test_pytree_key_fix",
+    "NONE_FIX": "test_none_fix",
+    "PYTREE_KIND_FIX": "test_pytree_kind_fix",
+    "VAR_META_FIX": "test_var_meta_fix",
+    "ARG_FIX": "test_arg_fix",
+    "SIGNATURE_FIX": "test_signature_fix",
+    "CONFIG_FIX": "test_config_fix",
+    "MESH_FIX": "test_mesh_fix",
+    "EVICTED_FIX": "test_cleared_fix",
+    "CLEARED_FIX": "test_cleared_fix",
+    "UNKNOWN_FIX": OPTION,
+    "JIT_OPTION_FIX": "test_jit_option_fix",
+    "PARTIAL_GRAPH_FIX": "test_partial_graph_fix",
+    "PARTIAL_DATA_FIX": "test_partial_graph_fix",
+    "PARTIAL_ARG_FIX": "test_partial_arg_fix",
+    "BOUND_METHOD_FIX": "test_bound_method_fix",
+    "FUNCTION_FIX": "test_function_fix",
+    "JITTED_FIX": "test_jitted_fix",
+    "OPTAX_FIX": "test_optax_fix",
+    "NO_EQ_FIX": "test_no_eq_fix",
+}
+
+#: Words that make a template an option with its condition.
+CONDITIONS = ("Expected", "If ", "if ")
+
+
+def templates() -> dict[str, str]:
+    out = {}
+    for mod in (M, S):
+        for name, value in vars(mod).items():
+            if name.endswith("_FIX") and isinstance(value, str):
+                out[name] = value
+    return out
+
+
+def test_every_fix_template_has_a_row() -> None:
+    assert sorted(set(templates()) - set(FIXES)) == []
+    assert sorted(set(FIXES) - set(templates())) == []
+    for name, row in FIXES.items():
+        if row == OPTION:
+            assert any(c in templates()[name] for c in CONDITIONS), name
+        else:
+            assert callable(globals().get(row)), f"{name}: no test {row}"
+
+
+# ---------------------------------------------------------------- the harness
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    parts = re.split(r"\{[^{}]*\}", " ".join(template.split()))
+    return re.compile(".*?".join(re.escape(p) for p in parts), re.S)
+
+
+def printed(name: str, fix: str) -> bool:
+    """Was ``fix`` made from the template ``name`` (up to a cut at the length limit)?"""
+    fix = " ".join(fix.split())
+    if fix.endswith("…"):
+        head = " ".join(templates()[name].split()).split("{")[0][:60]
+        return fix.startswith(head) or head in fix
+    return bool(_pattern(templates()[name]).search(fix))
+
+
+def run(program: Callable[[], tuple[Any, Any]]) -> tuple[Any, list[jitlens.Reason], Any]:
+    with jitlens.track() as t:
+        fn, out = program()
+    s = t.stats(fn)
+    return s, [r for e in s.events for r in e.reasons], out
+
+
+def prove(
+    name: str,
+    broken: Callable[[], tuple[Any, Any]],
+    fixed: Callable[[], tuple[Any, Any]],
+    *,
+    compiles: bool = False,
+) -> None:
+    """``broken`` prints the fix ``name``; ``fixed`` (the fix applied) compiles once, same results."""
+    # The fixed program runs first: it must not inherit the broken one's wrappers.
+    s2, rs2, out_f = run(fixed)
+    assert rs2 == [], [r.message for r in rs2]
+    assert (s2.compiles if compiles else s2.traces) == 1
+    _s, rs, out_b = run(broken)
+    assert any(printed(name, r.fix) for r in rs), [r.fix for r in rs]
+    for a, b in zip(jax.tree.leaves(out_b), jax.tree.leaves(out_f), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5)
+
+
+def fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A new function object with ``fn``'s code: JAX's caches are per function object."""
+    return types.FunctionType(
+        fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+
+
+X = jnp.arange(4.0).reshape(2, 2)
+
+
+# ---------------------------------------------------------------- new wrappers
+
+
+def square(x):
+    return x * x
+
+
+SQUARE_NNX = nnx.jit(square)
+
+
+def test_new_function_fix() -> None:
+    def broken():
+        outs = []
+        for i in range(2):
+            f = nnx.jit(square)
+            outs.append(f(X + i))
+        return f, outs
+
+    def fixed():
+        return SQUARE_NNX, [SQUARE_NNX(X + i) for i in range(2)]
+
+    prove("NEW_FUNCTION_FIX", broken, fixed)
+
+
+def make_step(lr):
+    def step(w):
+        return w - lr * w
+
+    return jax.jit(step)
+
+
+def step(w, lr):
+    return w - lr * w
+
+
+STEP_JIT = jax.jit(step)
+
+
+def test_closure_fix() -> None:
+    def broken():
+        outs = []
+        for lr in (0.1, 0.2):
+            f = make_step(lr)
+            outs.append(f(X))
+        return f, outs
+
+    def fixed():
+        return STEP_JIT, [STEP_JIT(X, lr) for lr in (0.1, 0.2)]
+
+    prove("CLOSURE_FIX", broken, fixed)
+
+
+def test_new_lambda_fix() -> None:
+    def broken():
+        outs = []
+        for i in range(2):
+            f = jax.jit(lambda x: x * 3)
+            outs.append(f(X + i))
+        return f, outs
+
+    def fixed():
+        step_fn_jit = jax.jit(lambda x: x * 3)  # before the loop
+        return step_fn_jit, [step_fn_jit(X + i) for i in range(2)]
+
+    prove("NEW_LAMBDA_FIX", broken, fixed)
+
+
+def scale(x, k):
+    return x * k
+
+
+def test_new_partial_fix() -> None:
+    def broken():
+        outs = []
+        for k in (2.0, 3.0):
+            f = jax.jit(functools.partial(scale, k=k))
+            outs.append(f(X))
+        return f, outs
+
+    def fixed():
+        f = jax.jit(scale)
+        return f, [f(X, k=k) for k in (2.0, 3.0)]
+
+    prove("NEW_PARTIAL_FIX", broken, fixed)
+
+
+# ---------------------------------------------------------------- avals
+
+
+def test_shape_fix() -> None:
+    batches = [jnp.ones((4, 2)), jnp.ones((3, 2))]
+
+    def broken():
+        f = jax.jit(lambda x: x.sum())
+        return f, [f(b) for b in batches]
+
+    def fixed():  # pad to the larger batch and mask the padding
+        f = jax.jit(lambda x, mask: (x * mask[:, None]).sum())
+
+        def padded(b):
+            n = b.shape[0]
+            return jnp.pad(b, ((0, 4 - n), (0, 0))), (jnp.arange(4) < n).astype(b.dtype)
+
+        return f, [f(*padded(b)) for b in batches]
+
+    prove("SHAPE_FIX", broken, fixed)
+
+
+def test_dtype_fix() -> None:
+    def broken():
+        f = jax.jit(lambda x, decay: x * decay)
+        return f, [f(X, jnp.asarray(d)) for d in (1, 0.99)]
+
+    def fixed():  # the wider of the two dtypes: 0.99 stays 0.99
+        f = jax.jit(lambda x, decay: x * decay)
+        return f, [f(X, jnp.asarray(d, jnp.float32)) for d in (1, 0.99)]
+
+    prove("DTYPE_FIX", broken, fixed)
+    _s, rs, _ = run(broken)
+    assert "jnp.float32" in rs[0].fix and "int32" not in rs[0].fix
+
+
+def test_key_fix() -> None:
+    def broken():
+        f = jax.jit(lambda key: jax.random.normal(key, (2,)))
+        return f, [f(jax.random.PRNGKey(0)), f(jax.random.key(0))]
+
+    def fixed():
+        f = jax.jit(lambda key: jax.random.normal(key, (2,)))
+        return f, [f(jax.random.wrap_key_data(jax.random.PRNGKey(0))), f(jax.random.key(0))]
+
+    prove("KEY_FIX", broken, fixed)
+
+
+def test_weak_fix() -> None:
+    def broken():
+        f = jax.jit(lambda acc, x: acc + x.sum())
+        acc = 0.0
+        for _ in range(2):
+            acc = f(acc, X)
+        return f, acc
+
+    def fixed():
+        f = jax.jit(lambda acc, x: acc + x.sum())
+        acc = jnp.asarray(0, jnp.float32)
+        for _ in range(2):
+            acc = f(acc, X)
+        return f, acc
+
+    prove("WEAK_FIX", broken, fixed)
+
+
+def test_sharding_fix() -> None:
+    device = jax.devices()[0]
+
+    def broken():
+        f = jax.jit(lambda x: x * 2)
+        return f, [f(X), f(jax.device_put(X, device))]
+
+    def fixed():
+        f = jax.jit(lambda x: x * 2)
+        x = jax.device_put(X, device)
+        return f, [f(x), f(jax.device_put(X, device))]
+
+    prove("SHARDING_FIX", broken, fixed, compiles=True)
+
+
+# ---------------------------------------------------------------- statics
+
+
+class Counter(nnx.Module):
+    def __init__(self):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.step = 0
+
+    def __call__(self, x):
+        self.step += 1
+        return self.lin(x) * self.step
+
+
+class VarCounter(nnx.Module):
+    def __init__(self):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.step = nnx.Variable(jnp.array(0))
+
+    def __call__(self, x):
+        self.step[...] = self.step[...] + 1
+        return self.lin(x) * self.step[...]
+
+
+def nnx_forward():
+    @nnx.jit
+    def forward(model, x):
+        return model(x)
+
+    return forward
+
+
+def test_static_graph_fix() -> None:
+    def calls(model):
+        f = nnx_forward()
+        return f, [f(model, X) for _ in range(2)]
+
+    prove("STATIC_GRAPH_FIX", lambda: calls(Counter()), lambda: calls(VarCounter()))
+
+
+def test_static_arg_fix() -> None:
+    def broken():
+        f = jax.jit(lambda x, t: x / t, static_argnames="t")
+        return f, [f(X, t=t) for t in (1.0, 2.0)]
+
+    def fixed():
+        f = jax.jit(lambda x, t: x / t)
+        return f, [f(X, t=t) for t in (1.0, 2.0)]
+
+    prove("STATIC_ARG_FIX", broken, fixed)
+
+
+class AuxScaled:
+    def __init__(self, x, k):
+        self.x, self.k = x, k
+
+
+jax.tree_util.register_pytree_node(
+    AuxScaled, lambda a: ((a.x,), a.k), lambda k, ch: AuxScaled(ch[0], k)
+)
+
+
+class ChildScaled:
+    def __init__(self, x, k):
+        self.x, self.k = x, k
+
+
+jax.tree_util.register_pytree_node(
+    ChildScaled, lambda a: ((a.x, a.k), None), lambda _, ch: ChildScaled(*ch)
+)
+
+
+def test_static_aux_fix() -> None:
+    def calls(cls):
+        f = jax.jit(lambda a: a.x * a.k)
+        return f, [f(cls(X, k)) for k in (1.0, 2.0)]
+
+    prove("STATIC_AUX_FIX", lambda: calls(AuxScaled), lambda: calls(ChildScaled))
+
+
+@struct.dataclass
+class StaticScale:
+    x: jax.Array
+    scale: float = struct.field(pytree_node=False)
+
+
+@struct.dataclass
+class DataScale:
+    x: jax.Array
+    scale: float
+
+
+def test_static_field_fix() -> None:
+    def calls(cls):
+        f = jax.jit(lambda b: b.x * b.scale)
+        return f, [f(cls(X, s)) for s in (1.0, 2.0)]
+
+    prove("STATIC_FIELD_FIX", lambda: calls(StaticScale), lambda: calls(DataScale))
+
+
+# ---------------------------------------------------------------- identity statics
+
+
+def make_local_class():
+    class Local(nnx.Module):
+        def __init__(self):
+            self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+        def __call__(self, x):
+            return self.lin(x)
+
+    return Local()
+
+
+class Local(nnx.Module):
+    def __init__(self):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    def __call__(self, x):
+        return self.lin(x)
+
+
+def test_class_fix() -> None:
+    def calls(make):
+        f = nnx_forward()
+        return f, [f(make(), X) for _ in range(2)]
+
+    prove("CLASS_FIX", lambda: calls(make_local_class), lambda: calls(Local))
+
+
+class PartialPool(nnx.Module):
+    def __init__(self):
+        self.pool = functools.partial(nnx.avg_pool, window_shape=(2,), strides=(2,))
+
+    def __call__(self, x):
+        return self.pool(x)
+
+
+class CallPool(nnx.Module):
+    def __call__(self, x):
+        return nnx.avg_pool(x, window_shape=(2,), strides=(2,))
+
+
+class DataPool(nnx.Module):
+    def __init__(self):
+        self.pool = nnx.data(jax.tree_util.Partial(nnx.avg_pool, window_shape=(2,), strides=(2,)))
+
+    def __call__(self, x):
+        return self.pool(x)
+
+
+def test_partial_graph_fix() -> None:
+    x = jnp.ones((1, 4, 2))
+
+    def calls(cls):
+        f = nnx_forward()
+        return f, [f(cls(), x) for _ in range(2)]
+
+    prove("PARTIAL_GRAPH_FIX", lambda: calls(PartialPool), lambda: calls(CallPool))
+    prove("PARTIAL_DATA_FIX", lambda: calls(PartialPool), lambda: calls(DataPool))
+
+
+def test_partial_arg_fix() -> None:
+    def broken():
+        f = jax.jit(lambda x, op: op(x), static_argnums=1)
+        return f, [f(X, functools.partial(jnp.sum, axis=0)) for _ in range(2)]
+
+    def fixed():
+        f = jax.jit(lambda x, op: op(x), static_argnums=1)
+        op = functools.partial(jnp.sum, axis=0)  # built once, outside the loop
+        return f, [f(X, op) for _ in range(2)]
+
+    prove("PARTIAL_ARG_FIX", broken, fixed)
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        return x * self.k
+
+
+class WithMethod(nnx.Module):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
+class WithFunction(nnx.Module):
+    """The fix: the function (one object), and the object's data, called in ``__call__``."""
+
+    def __init__(self, scaler):
+        self.fn = type(scaler).apply
+        self.k = scaler.k
+
+    def __call__(self, x):
+        return self.fn(Scaler(self.k), x)
+
+
+def test_bound_method_fix() -> None:
+    def calls(make):
+        f = nnx_forward()
+        return f, [f(make(Scaler(2.0)), X) for _ in range(2)]
+
+    prove(
+        "BOUND_METHOD_FIX",
+        lambda: calls(lambda s: WithMethod(s.apply)),
+        lambda: calls(WithFunction),
+    )
+
+
+def double(x):
+    return x * 2
+
+
+def test_function_fix() -> None:
+    def calls(make):
+        f = nnx_forward()
+        return f, [f(WithMethod(make()), X) for _ in range(2)]
+
+    prove("FUNCTION_FIX", lambda: calls(lambda: lambda x: x * 2), lambda: calls(lambda: double))
+
+
+DOUBLE_JIT = jax.jit(double)
+
+
+def test_jitted_fix() -> None:
+    def calls(make):
+        f = nnx_forward()
+        return f, [f(WithMethod(make()), X) for _ in range(2)]
+
+    prove(
+        "JITTED_FIX",
+        lambda: calls(lambda: jax.jit(lambda x: x * 2)),
+        lambda: calls(lambda: DOUBLE_JIT),
+    )
+
+
+def sweep(make_tx: Callable[[float], Any], set_lr: bool) -> tuple[Any, Any]:
+    @nnx.jit
+    def update(model, opt, x):
+        grads = nnx.grad(lambda m: m(x).sum())(model)
+        opt.update(model, grads)
+        return model(x)
+
+    outs = []
+    for lr in (1e-3, 1e-2):
+        model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        opt = nnx.Optimizer(model, make_tx(lr), wrt=nnx.Param)
+        if set_lr:
+            opt.opt_state.hyperparams["learning_rate"][...] = lr
+        outs.append(update(model, opt, X))
+    return update, outs
+
+
+TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
+
+
+def test_optax_fix() -> None:
+    prove(
+        "OPTAX_FIX",
+        lambda: sweep(lambda lr: optax.adam(lr), set_lr=False),
+        lambda: sweep(lambda lr: TX, set_lr=True),
+    )
+
+
+class NoEq:
+    def __init__(self, k):
+        self.k = k
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenCfg:
+    k: int
+
+
+def test_no_eq_fix() -> None:
+    def calls(cls):
+        f = jax.jit(lambda x, cfg: x * cfg.k, static_argnums=1)
+        return f, [f(X, cls(2)) for _ in range(2)]
+
+    prove("NO_EQ_FIX", lambda: calls(NoEq), lambda: calls(FrozenCfg))
+
+
+# ---------------------------------------------------------------- graph structure
+
+
+class Sower(nnx.Module):
+    def __init__(self):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    def __call__(self, x):
+        y = self.lin(x)
+        self.sow(nnx.Intermediate, "hidden", y)
+        return y
+
+
+def test_sow_fix() -> None:
+    def broken():
+        f = nnx_forward()
+        m = Sower()
+        return f, [f(m, X) for _ in range(2)]
+
+    def fixed():
+        @nnx.jit
+        def forward(model, x):
+            y = model(x)
+            nnx.pop(model, nnx.Intermediate)
+            return y
+
+        m = Sower()
+        return forward, [forward(m, X) for _ in range(2)]
+
+    prove("SOW_FIX", broken, fixed)
+
+
+class Growing(nnx.Module):
+    """Adds a layer after the first call (the lazy pattern)."""
+
+    def __init__(self):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    def __call__(self, x):
+        y = self.lin(x)
+        return y if not hasattr(self, "extra") else y + self.extra(x) * 0
+
+
+class Built(Growing):
+    def __init__(self):
+        super().__init__()
+        self.extra = nnx.Linear(2, 2, rngs=nnx.Rngs(1))  # created in __init__, as it will be
+
+
+def test_graph_fix() -> None:
+    def broken():
+        f, m = nnx_forward(), Growing()
+        a = f(m, X)
+        m.extra = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+        return f, [a, f(m, X)]
+
+    def fixed():
+        f, m = nnx_forward(), Built()
+        return f, [f(m, X), f(m, X)]
+
+    prove("GRAPH_FIX", broken, fixed)
+
+
+class Scaled(nnx.Module):
+    def __init__(self, k):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.k = k
+
+    def __call__(self, x):
+        return self.lin(x) * (self.k[...] if isinstance(self.k, nnx.Variable) else self.k)
+
+
+def test_graph_kind_fix() -> None:
+    def broken():
+        f, m = nnx_forward(), Scaled(nnx.Variable(jnp.array(2.0)))
+        a = f(m, X)
+        m.k = 3.0  # a Variable replaced by a plain number: now a static
+        return f, [a, f(m, X)]
+
+    def fixed():
+        f, m = nnx_forward(), Scaled(nnx.Variable(jnp.array(2.0)))
+        a = f(m, X)
+        m.k[...] = 3.0  # always a Variable
+        return f, [a, f(m, X)]
+
+    prove("GRAPH_KIND_FIX", broken, fixed)
+
+
+class Stamped(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2), last_update=-1)
+        self.last_update = nnx.Variable(jnp.array(-1))
+
+    def __call__(self, x):
+        return x * self.w[...]
+
+
+def test_var_meta_fix() -> None:
+    def calls(in_metadata):
+        f, m = nnx_forward(), Stamped()
+        outs = []
+        for step in range(2):
+            if in_metadata:
+                m.w.set_metadata(last_update=step)
+            else:
+                m.last_update[...] = step
+            outs.append(f(m, X))
+        return f, outs
+
+    prove("VAR_META_FIX", lambda: calls(True), lambda: calls(False))
+
+
+# ---------------------------------------------------------------- pytrees and arguments
+
+
+def total(b):
+    return b["x"].sum() + b.get("y", jnp.zeros(2)).sum()
+
+
+def test_pytree_key_fix() -> None:
+    def f_of():
+        return jax.jit(fresh(total))
+
+    def broken():
+        f = f_of()
+        return f, [f({"x": X}), f({"x": X, "y": jnp.zeros(2)})]
+
+    def fixed():
+        f = f_of()
+        return f, [f({"x": X, "y": jnp.zeros(2)}), f({"x": X, "y": jnp.zeros(2)})]
+
+    prove("PYTREE_KEY_FIX", broken, fixed)
+
+
+def masked_sum(x, mask):
+    return (x if mask is None else x * mask).sum()
+
+
+def test_none_fix() -> None:
+    def broken():
+        f = jax.jit(fresh(masked_sum))
+        return f, [f(X, None), f(X, jnp.ones_like(X))]
+
+    def fixed():
+        f = jax.jit(fresh(masked_sum))
+        return f, [f(X, jnp.ones_like(X)), f(X, jnp.ones_like(X))]
+
+    prove("NONE_FIX", broken, fixed)
+
+
+def test_pytree_kind_fix() -> None:
+    def broken():
+        f = jax.jit(lambda xs: xs[0] + xs[1])
+        return f, [f((X, X)), f([X, X])]
+
+    def fixed():
+        f = jax.jit(lambda xs: xs[0] + xs[1])
+        return f, [f((X, X)), f((X, X))]
+
+    prove("PYTREE_KIND_FIX", broken, fixed)
+
+
+def add(x, y=None):
+    return x if y is None else x + y
+
+
+def test_arg_fix() -> None:
+    def broken():
+        f = jax.jit(fresh(add))
+        return f, [f(X, jnp.zeros_like(X)), f(X)]
+
+    def fixed():
+        f = jax.jit(fresh(add))
+        return f, [f(X, jnp.zeros_like(X)), f(X, jnp.zeros_like(X))]
+
+    prove("ARG_FIX", broken, fixed)
+
+
+def test_signature_fix() -> None:
+    def broken():
+        f = jax.jit(fresh(add))
+        return f, [f(X, X), f(X, y=X)]
+
+    def fixed():
+        f = jax.jit(fresh(add))
+        return f, [f(X, y=X), f(X, y=X)]
+
+    prove("SIGNATURE_FIX", broken, fixed)
+
+
+def test_config_fix() -> None:
+    def broken():
+        f = jax.jit(lambda x: x @ x)
+        a = f(X)
+        with jax.default_matmul_precision("highest"):
+            b = f(X)
+        return f, [a, b]
+
+    def fixed():
+        f = jax.jit(lambda x: x @ x)
+        with jax.default_matmul_precision("highest"):
+            return f, [f(X), f(X)]
+
+    prove("CONFIG_FIX", broken, fixed)
+
+
+def test_mesh_fix() -> None:
+    mesh = jax.make_mesh((1,), ("d",))
+
+    def broken():
+        f = jax.jit(lambda x: x * 2)
+        a = f(X)
+        with jax.set_mesh(mesh):
+            b = f(X)
+        return f, [a, b]
+
+    def fixed():
+        f = jax.jit(lambda x: x * 2)
+        with jax.set_mesh(mesh):
+            return f, [f(X), f(X)]
+
+    prove("MESH_FIX", broken, fixed)
+
+
+def times5(x):
+    return x * 5
+
+
+def times7(x):
+    return x * 7
+
+
+def test_cleared_fix() -> None:
+    def calls(clear):
+        f = jax.jit(fresh(times5))
+        a = f(X)
+        if clear:
+            f.clear_cache()
+        return f, [a, f(X)]
+
+    prove("CLEARED_FIX", lambda: calls(True), lambda: calls(False))
+
+    def evicting(clear):
+        f = jax.jit(fresh(times7))
+        a = f(X)
+        if clear:
+            jax.clear_caches()
+        return f, [a, f(X)]
+
+    prove("EVICTED_FIX", lambda: evicting(True), lambda: evicting(False))
+
+
+def test_jit_option_fix() -> None:
+    def broken():
+        outs, g = [], fresh(double)
+        for donate in ((), (0,)):
+            f = jax.jit(g, donate_argnums=donate)
+            outs.append(f(X + 0))
+        return f, outs
+
+    def fixed():
+        def double_once(x):  # other code than `double`: not compared with its wrappers
+            return x * 2
+
+        f = jax.jit(double_once, donate_argnums=(0,))
+        return f, [f(X + 0) for _ in range(2)]
+
+    prove("JIT_OPTION_FIX", broken, fixed)
+
+
+@pytest.mark.parametrize("name", [n for n, row in FIXES.items() if row == OPTION])
+def test_option_rows_name_their_condition(name: str) -> None:
+    assert any(c in templates()[name] for c in CONDITIONS)

@@ -1,0 +1,321 @@
+"""Right answers off the happy path (issue 14): value vs identity, failed calls,
+guard-aborted traces, deep trees. Each figure is checked against a counter in the body."""
+
+from __future__ import annotations
+
+import enum
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import jitlens
+
+
+class Mode(enum.Enum):
+    A = 1
+    B = 2
+
+
+class Cfg:
+    """Value equality, default repr."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __eq__(self, other):
+        return isinstance(other, Cfg) and other.k == self.k
+
+    def __hash__(self):
+        return hash(self.k)
+
+
+class Plain:
+    pass
+
+
+def static_reason(a, b):
+    with jitlens.track() as t:
+        f = jax.jit(lambda x, s: x, static_argnums=1)
+        f(jnp.ones(2), a)
+        f(jnp.ones(2), b)
+    s = t.stats(f)
+    assert s.traces == 2
+    return s.events[1].reasons[0]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "path", "before", "after"),
+    [
+        (Mode.A, Mode.B, "s", "<Mode.A: 1>", "<Mode.B: 2>"),
+        (jax.nn.relu, jax.nn.gelu, "s", "<function relu>", "<function gelu>"),
+        (tuple(range(40)), (*range(39), 99), "s[39]", "39", "99"),
+        (Cfg(1), Cfg(2), "s.k", "1", "2"),
+    ],
+    ids=["enum", "module-function", "long-tuple", "value-class"],
+)
+def test_a_changed_value_is_static_value_and_shows_what_differs(a, b, path, before, after):
+    r = static_reason(a, b)
+    assert (r.kind, r.path, r.before, r.after) == ("static_value", path, before, after)
+    assert "__eq__" not in r.message and "frozen dataclass" not in r.fix
+
+
+def test_a_long_repr_shows_the_differing_middle():
+    a = "x" * 200 + "A" + "y" * 200
+    b = "x" * 200 + "B" + "y" * 200
+    r = static_reason(a, b)
+    assert r.kind == "static_value"
+    assert "A" in r.before and "B" in r.after and len(r.before) < 100
+
+
+@pytest.mark.parametrize(
+    ("make", "word"),
+    [(Plain, "__eq__"), (lambda: lambda z: z, "lambda")],
+    ids=["no-eq-instance", "lambda"],
+)
+def test_fresh_objects_are_identity_static(make, word):
+    r = static_reason(make(), make())
+    assert r.kind == "identity_static" and word in r.message
+
+
+class WithAct(nnx.Module):
+    def __init__(self, act):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.act = act
+
+    def __call__(self, x):
+        return self.act(self.lin(x))
+
+
+def test_nnx_activation_swap_is_a_value_and_a_fresh_model_hits():
+    @nnx.jit
+    def fwd(m, x):
+        return m(x)
+
+    x = jnp.ones((1, 2))
+    with jitlens.track() as t:
+        fwd(WithAct(nnx.relu), x)
+        fwd(WithAct(nnx.gelu), x)
+        fwd(WithAct(nnx.relu), x)  # a fresh relu model: a cache hit
+    s = t.stats(fwd)
+    assert (s.traces, s.cache_hits) == (2, 1)
+    (r,) = s.events[1].reasons
+    assert (r.kind, r.path) == ("static_value", "m.act")
+    assert "new object" not in r.message
+
+
+def test_graphdef_change_names_the_attribute_without_a_bogus_list_reason():
+    x = jnp.ones((1, 2))
+    gd1, st1 = nnx.split(WithAct(nnx.relu))
+    gd2, st2 = nnx.split(WithAct(nnx.gelu))
+    with jitlens.track() as t:
+        f = jax.jit(lambda gd, st, x: nnx.merge(gd, st)(x), static_argnums=0)
+        f(gd1, st1, x)
+        f(gd2, st2, x)
+        g = jax.jit(lambda gd, st, x: nnx.merge(gd, st)(x))
+        g(gd1, st1, x)
+        g(gd2, st2, x)
+    for fn in (f, g):
+        rs = [r for e in t.stats(fn).events for r in e.reasons]
+        assert [(r.kind, r.path) for r in rs] == [("static_value", "gd.act")]
+        assert "list" not in rs[0].message
+
+
+# ---------------------------------------------------------------- failed calls
+
+
+@pytest.mark.parametrize("timeline", [False, True])
+def test_cache_hits_after_a_call_that_traced_and_raised(timeline):
+    fail = [True]
+    with jitlens.track(timeline=timeline) as t:
+
+        @jax.jit
+        def f(x):
+            if fail[0]:
+                raise ValueError
+            return x + 1
+
+        with pytest.raises(ValueError):
+            f(1.0)
+        fail[0] = False
+        f(1.0)
+        f(1.0)
+    s = t.stats(f)
+    assert (s.calls, s.cache_hits) == (3, 1)
+
+
+@pytest.mark.parametrize("timeline", [False, True])
+def test_an_unhashable_static_error_does_not_eat_a_hit(timeline):
+    with jitlens.track(timeline=timeline) as t:
+        g = jax.jit(lambda x, s: x, static_argnums=1)
+        g(1.0, 1)
+        g(1.0, 1)
+        with pytest.raises((TypeError, ValueError)):
+            g(1.0, [1])
+        g(1.0, 1)
+    s = t.stats(g)
+    assert (s.calls, s.traces, s.cache_hits) == (4, 1, 2)
+
+
+# ---------------------------------------------------------------- guard-aborted traces
+
+
+def test_no_retrace_abort_is_not_a_trace():
+    body = [0]
+    with jitlens.track() as t:
+
+        @jax.jit
+        def step(x):
+            body[0] += 1
+            return x * 2
+
+        step(jnp.ones(2))
+        with jitlens.no_retrace(), pytest.raises(jitlens.RecompileError):
+            step(jnp.ones(3))
+        step(jnp.ones(3))  # now a real trace, explained against the compiled key
+        step(jnp.ones(2))
+    s = t.stats(step)
+    assert s.traces == body[0] == 2
+    assert s.cache_hits == 1
+    assert [r.kind for e in s.events for r in e.reasons] == ["shape"]
+
+
+@pytest.mark.parametrize("where", ["above", "below"])
+def test_max_traces_abort_is_not_a_trace(where):
+    body = [0]
+
+    def fn(x):
+        body[0] += 1
+        return x * 2
+
+    with jitlens.track() as t:
+        g = (
+            jitlens.max_traces(jax.jit(fn), 1)
+            if where == "above"
+            else jax.jit(jitlens.max_traces(fn, 1))
+        )
+        g(jnp.ones(2))
+        for _ in range(2):
+            with pytest.raises(jitlens.RecompileError):
+                g(jnp.ones(3))
+        g(jnp.ones(2))
+    assert t.stats(g).traces == body[0] == 1
+
+
+# ---------------------------------------------------------------- deep trees
+
+
+def nest(leaf, depth):
+    for _ in range(depth):
+        leaf = {"a": leaf}
+    return leaf
+
+
+def test_a_leaf_70_levels_down_is_explained_with_its_kind():
+    body = [0]
+    with jitlens.track() as t:
+
+        @jax.jit
+        def f(tree):
+            body[0] += 1
+            return jax.tree.map(lambda z: z + 1, tree)
+
+        f(nest(jnp.ones(2), 70))
+        f(nest(jnp.ones(3), 70))
+        f(nest(jnp.ones(3, jnp.int32), 70))
+    s = t.stats(f)
+    assert s.traces == body[0] == 3
+    rs = [r for e in s.events for r in e.reasons]
+    assert [r.kind for r in rs] == ["shape", "dtype"]
+    assert rs[0].path.startswith("tree['a']['a']") and "(70 levels)" in rs[0].path
+
+
+# ---------------------------------------------------------------- transforms
+
+
+def loss(w):
+    return (w**2).sum()
+
+
+def test_jit_of_grad_is_named_after_the_transform():
+    with jitlens.track() as t:
+        g = jax.jit(jax.grad(loss))
+        g(jnp.ones(2))
+    assert [f.name for f in t.report().functions] == ["grad(loss)"]
+
+
+def test_vmap_of_a_jit_explains_the_batch_size():
+    body = [0]
+    with jitlens.track() as t:
+
+        @jax.jit
+        def f(x):
+            body[0] += 1
+            return x * 2
+
+        for n in (4, 8, 8):
+            jax.vmap(f)(jnp.ones((n, 3)))
+    s = t.stats(f)
+    assert (body[0], s.compiles) == (1, 2)
+    rs = [r for e in s.events for r in e.reasons]
+    assert [(r.kind, r.path, r.before, r.after) for r in rs] == [
+        ("shape", "x", "f32[4,3]", "f32[8,3]")
+    ]
+    assert "jax.vmap" in rs[0].message and "batch" in rs[0].message
+
+
+# ---------------------------------------------------------------- many wrappers, short summary
+
+
+def test_wrappers_of_the_same_code_fold_into_one_row_and_the_summary_stays_short():
+    import dataclasses
+
+    from jitlens._render.text import render_text
+
+    x = jnp.ones(2)
+    with jitlens.track() as t:
+        for _ in range(4):
+            jax.jit(lambda v: v + 1)(x)
+    report = t.report()
+    (one,) = [f for f in report.functions if f.name == "<lambda>"][:1]
+    # 2,000 wrappers, without compiling them: copies of one wrapper's figures
+    many = tuple(dataclasses.replace(one, id=i) for i in range(2_000))
+    big = dataclasses.replace(report, functions=many)
+    text = render_text(big, color=False, width=100, max_lines=56)
+    flat = " ".join(text.split())
+    assert "2,000 wrappers of" in flat and "1 trace each" in flat
+    assert flat.startswith("jitlens: 2000 jitted functions, 2000 traces")
+    assert len(text.splitlines()) <= 56
+    assert len(render_text(report, color=False, width=100).splitlines()) < 40
+
+
+# ---------------------------------------------------------------- stale cached_partial
+
+
+class ScaledModel(nnx.Module):
+    def __init__(self):
+        self.linear = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
+        self.scale = 1.0  # a static attribute
+
+    def __call__(self, x):
+        return self.linear(x) * self.scale
+
+
+def test_stale_cached_partial_fix_gives_the_new_result():
+    @nnx.jit
+    def step(model, x):
+        return model(x)
+
+    model, x = ScaledModel(), jnp.ones((1, 3))
+    with pytest.warns(jitlens.StaleCacheWarning), jitlens.track() as t:
+        cached = nnx.cached_partial(step, model)
+        y1 = cached(x)
+        model.scale = 2.0
+        cached(x)  # stale: still scale 1.0
+    (hit,) = [h for f in t.report().functions for h in f.stale_hits]
+    assert "cached_partial" in hit.fix and "Variable" not in hit.fix
+    # the fix: a new partial after the change (one compile for the new value)
+    y2 = nnx.cached_partial(step, model)(x)
+    np.testing.assert_allclose(np.asarray(y2), 2 * np.asarray(y1), rtol=1e-6)
