@@ -197,3 +197,39 @@ def test_concurrent_first_calls_share_one_row() -> None:
     assert outs == [2.0] * 4
     rows = [f for f in t.report().functions if f.name == "step"]
     assert len(rows) == 1 and rows[0].calls == 4
+
+
+class _Noisy:
+    """A static with its own ``__repr__`` and ``__getattr__`` (both count their calls)."""
+
+    calls: dict[str, int] = {"repr": 0, "getattr": 0}
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Noisy) and other.k == self.k
+
+    def __hash__(self) -> int:
+        return hash(self.k)
+
+    def __repr__(self) -> str:
+        _Noisy.calls["repr"] += 1
+        return f"_Noisy(k={self.k})"
+
+    def __getattr__(self, name: str) -> Any:
+        _Noisy.calls["getattr"] += 1
+        raise AttributeError(name)
+
+
+def test_describing_statics_calls_no_user_code() -> None:
+    """JAX calls a static's ``__hash__``/``__eq__`` only; describing a key must do no more."""
+    with jitlens.track() as t:
+        f = jax.jit(lambda x, c: x * c.k, static_argnums=1)
+        f(jnp.ones(2), _Noisy(1))
+        f(jnp.ones(2), _Noisy(1))
+        assert _Noisy.calls == {"repr": 0, "getattr": 0}
+        f(jnp.ones(2), _Noisy(2))  # a retrace: explained by the field that differs
+    (reason,) = t.stats(f).events[1].reasons
+    assert (reason.kind, reason.before, reason.after) == ("static_value", "1", "2")
+    assert _Noisy.calls["getattr"] == 0 and _Noisy.calls["repr"] <= 2

@@ -36,13 +36,57 @@ _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 _REPR_MAX = 120
 
 
-def short_repr(value: Any, limit: int = _REPR_MAX) -> str:
-    """A one-line repr, shortened (a failing ``__repr__`` never raises)."""
+#: Packages whose ``__repr__`` jitlens may call while describing a key: they run
+#: no user code (a user's own ``__repr__`` is only called to explain a retrace).
+_LIBRARY_REPRS = frozenset(
+    {
+        "builtins",
+        "enum",
+        "functools",
+        "collections",
+        "jax",
+        "jaxlib",
+        "flax",
+        "numpy",
+        "optax",
+        "equinox",
+        "ml_dtypes",
+        "typing",
+        "dataclasses",
+    }
+)
+
+
+def user_repr(value: Any) -> bool:
+    """Does ``repr(value)`` run the user's own ``__repr__`` (code JAX would never call)?"""
+    fn = getattr(type(value), "__repr__", None)
+    mod = getattr(fn, "__module__", None)
+    if mod is None:  # a slot wrapper: object.__repr__ or a builtin's
+        return False
+    return mod.partition(".")[0] not in _LIBRARY_REPRS
+
+
+def _own_attr(value: Any, name: str) -> Any:
+    """``value.name`` from its own ``__dict__`` (never a user ``__getattr__``)."""
+    try:
+        return vars(value).get(name)
+    except TypeError:
+        return None
+
+
+def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
+    """A one-line repr, shortened (a failing ``__repr__`` never raises).
+
+    ``user=False``: a value whose ``__repr__`` is the user's own is shown as
+    ``<Type object>`` instead of calling it (describing a key calls no user code).
+    """
+    if not user and user_repr(value) and not isinstance(value, functools.partial):
+        return f"<{type(value).__qualname__} object>"
     try:
         if isinstance(value, functools.partial):
             parts = [getattr(value.func, "__name__", repr(value.func))]
-            parts += [short_repr(a, 40) for a in value.args]
-            parts += [f"{k}={short_repr(v, 40)}" for k, v in value.keywords.items()]
+            parts += [short_repr(a, 40, user=user) for a in value.args]
+            parts += [f"{k}={short_repr(v, 40, user=user)}" for k, v in value.keywords.items()]
             text = f"{type(value).__module__}.{type(value).__qualname__}({', '.join(parts)})"
             text = text.replace("functools.partial", "functools.partial")
         elif isinstance(value, type):
@@ -52,7 +96,7 @@ def short_repr(value: Any, limit: int = _REPR_MAX) -> str:
             text = f"<bound method {value.__func__.__qualname__} of {owner}>"
         elif inspect.isfunction(value) or inspect.isbuiltin(value):
             text = f"<function {value.__qualname__}>"
-        elif callable(value) and isinstance(getattr(value, "__qualname__", None), str):
+        elif callable(value) and isinstance(_own_attr(value, "__qualname__"), str):
             # a decorated function object (custom_jvp, a jit wrapper): name it as one
             text = f"<function {value.__qualname__}>"
         else:
@@ -60,7 +104,7 @@ def short_repr(value: Any, limit: int = _REPR_MAX) -> str:
             if " object at 0x" in text and isinstance(getattr(value, "__dict__", None), dict):
                 # the default repr says nothing: show the attributes that make the value
                 fields = ", ".join(
-                    f"{k}={short_repr(v, 30)}"
+                    f"{k}={short_repr(v, 30, user=user)}"
                     for k, v in list(vars(value).items())[:6]
                     if not k.startswith("_")
                 )
@@ -149,7 +193,7 @@ def diff_texts(before: str, after: str, limit: int = 80) -> tuple[str, str]:
 class StaticVal:
     """A static as JAX compares it, without keeping identity-compared objects alive."""
 
-    __slots__ = ("_ref", "_strong", "addr", "fresh", "identity", "text", "type_name")
+    __slots__ = ("_ref", "_strong", "_text", "addr", "fresh", "identity", "key_text", "type_name")
 
     def __init__(self, value: Any) -> None:
         self.identity = compares_by_identity(value)
@@ -157,7 +201,9 @@ class StaticVal:
         # a bound method compares its object by identity, whatever the object's __eq__
         self.fresh = (self.identity or inspect.ismethod(value)) and not is_named(value)
         self.type_name = _type_name(value)
-        self.text = short_repr(value)
+        # the user's own __repr__ waits until a retrace needs the text (JAX never calls it)
+        self._text: str | None = None if user_repr(value) else short_repr(value, user=False)
+        self.key_text = self._text if self._text is not None else _hash_text(value, self.type_name)
         self.addr = id(value)
         self._ref: Any = None
         self._strong: Any = None
@@ -182,6 +228,14 @@ class StaticVal:
         except Exception:
             return False
 
+    @property
+    def text(self) -> str:
+        """The value's short repr (computed on first use when it is the user's own)."""
+        if self._text is None:
+            v = self.value()
+            self._text = short_repr(v) if v is not None else f"<{self.type_name} object>"
+        return self._text
+
     def value(self) -> Any:
         """The value if still alive (identity statics may have been collected)."""
         if self._ref is not None:
@@ -197,6 +251,14 @@ class StaticVal:
         if self.fresh and " at 0x" not in self.text:
             return f"{self.text} at {hex(self.addr)}"
         return self.text
+
+
+def _hash_text(value: Any, type_name: str) -> str:
+    """A stand-in for the repr in fingerprints: the type and the hash JAX computes anyway."""
+    try:
+        return f"<{type_name}>#{hash(value)}"
+    except Exception:
+        return f"<{type_name}>#{id(value)}"
 
 
 def _type_name(value: Any) -> str:
@@ -310,9 +372,9 @@ def _entry_text(e: Entry) -> str:
     if e.kind == "aval" and e.aval is not None:
         return e.aval.short() + (f"@{e.aval.sharding}" if e.aval.sharding else "")
     if e.kind == "static" and e.static is not None:
-        return e.static.text
+        return e.static.key_text
     if e.kind in ("node", "var"):
-        return e.type_name + "".join(f"{k}={v.text}" for k, v in e.meta)
+        return e.type_name + "".join(f"{k}={v.key_text}" for k, v in e.meta)
     return f"{e.kind}:{e.target}"
 
 
@@ -328,7 +390,7 @@ def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
             parts.append(f"{name}: {e.aval.short()}")
         elif e.kind == "static" and e.static is not None:
             parts.append(
-                f"{name}={short_repr(e.static.value(), 40) if e.static.value() is not None else e.static.text}"
+                f"{name}={short_repr(e.static.value(), 40, user=False) if e.static.value() is not None else e.static.key_text}"
             )
         elif e.kind == "none":
             parts.append(f"{name}: None")
