@@ -108,6 +108,11 @@ UNKNOWN_FIX = (
 )
 
 
+def with_article(noun: str) -> str:
+    """``noun`` with its indefinite article: ``an int``, ``a list``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _cap(s: str) -> str:
     s = " ".join(s.split())
     return s if len(s) <= LIMIT else s[: LIMIT - 1] + "…"
@@ -325,7 +330,9 @@ def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: st
     )
 
 
-NODE_TYPE_MSG = "{path} is now a {after}, before a {before}: a different class is a different graph (cache key)."
+NODE_TYPE_MSG = (
+    "{path} is now {after}, before {before}: a different class is a different graph (cache key)."
+)
 NODE_TYPE_FIX = (
     "Expected once per class passed. If a factory builds the model, define each class once at "
     "module level, so the same class comes back."
@@ -355,7 +362,9 @@ def node_type_change(arg: str, path: str, before: str, after: str) -> Reason:
         path,
         before,
         after,
-        NODE_TYPE_MSG.format(path=f"`{path}`", before=before, after=after),
+        NODE_TYPE_MSG.format(
+            path=f"`{path}`", before=with_article(before), after=with_article(after)
+        ),
         NODE_TYPE_FIX,
     )
 

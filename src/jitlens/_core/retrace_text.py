@@ -41,7 +41,8 @@ Line = tuple[int, str, str]
 Folded = tuple[Reason, int, str]
 
 
-def _shorten(value: str, limit: int = MAX_VALUE_CHARS) -> str:
+def shorten(value: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """One line of at most ``limit`` characters, cut in the middle (``abc…xyz``)."""
     value = " ".join(value.split())
     if len(value) <= limit:
         return value
@@ -59,7 +60,7 @@ def values_text(reason: Reason, others: Sequence[Reason] = ()) -> str:
     pairs = list(dict.fromkeys(f"{r.before} -> {r.after}" for r in (reason, *others)))
     if len(pairs) > 1 and sum(len(p) for p in pairs) <= MAX_VALUE_CHARS:
         return " | ".join(pairs)
-    first = f"{_shorten(reason.before)} -> {_shorten(reason.after)}"
+    first = f"{shorten(reason.before)} -> {shorten(reason.after)}"
     return first + (
         OTHER_VALUES.format(n=len(pairs) - 1, s="" if len(pairs) == 2 else "s")
         if len(pairs) > 1
@@ -142,7 +143,7 @@ def retrace_lines(
             block = [line for line in block if line[1] != reason.message]
         if _height(block, width) > room:
             rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
-            paths = ", ".join(_shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
+            paths = ", ".join(shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
             lines.append(
                 (
                     2,
@@ -165,7 +166,7 @@ def stale_lines(fn: FunctionReport, stale: StaleHit) -> list[Line]:
     header = STALE_HEADER.format(
         call_site=stale.call_site or fn.first_call_site, index=call_number(stale.call_index)
     )
-    values = f"{_shorten(stale.before)} -> {_shorten(stale.after)}"
+    values = f"{shorten(stale.before)} -> {shorten(stale.after)}"
     lines: list[Line] = [
         (0, header, "bold red"),
         (2, f"{stale.path or stale.argument}: {values}", "bold"),

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._core.messages import with_article
+
 if TYPE_CHECKING:
     from .cases import BadInput, CheckCase
     from .sandbox import Outcome, SandboxRun
@@ -148,11 +150,6 @@ class CriterionResult:
         return self.status == "pass"
 
 
-def _a(noun: str) -> str:
-    """``noun`` with its indefinite article: ``an int``, ``a float``."""
-    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
-
-
 def _times(n: int) -> str:
     return "once" if n == 1 else f"{n} times"
 
@@ -187,7 +184,7 @@ def judge_numbers(
     out = result["output"]
     shape, dtype = out.get("shape"), out.get("dtype")
     if shape is None:
-        return CheckFinding(subject, "fail", NOT_ARRAY.format(type=_a(out["type"])))
+        return CheckFinding(subject, "fail", NOT_ARRAY.format(type=with_article(out["type"])))
     expected = (case.n * case.features,)
     values, ref = _decode(out.get("values")), _decode(refs.get("reference"))
     if ref is None:
@@ -347,7 +344,7 @@ def judge_probe(probe: BadInput, outcome: Outcome | None) -> CheckFinding:
     what = (
         f"shape {tuple(out['shape'])} {out['dtype']}"
         if out.get("shape") is not None
-        else _a(out["type"])
+        else with_article(out["type"])
     )
     text = PROBE_ACCEPTED.format(
         what=what,

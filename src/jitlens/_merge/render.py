@@ -15,6 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from .._core.retrace_text import shorten
 from .._render.text import make_console
 from . import model as _model
 from .model import Branch, Divergence, MergedFunction, MergedReport
@@ -69,14 +70,6 @@ _TRAILING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")
 Line = tuple[int, str, str]
 
 
-def _shorten(value: str, limit: int = MAX_VALUE_CHARS) -> str:
-    value = " ".join(value.split())
-    if len(value) <= limit:
-        return value
-    half = (limit - 1) // 2
-    return value[:half] + "…" + value[len(value) - half :]
-
-
 def _count(n: int, noun: str, plural: str = "") -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
@@ -92,7 +85,7 @@ def _branch_lines(branch: Branch) -> list[Line]:
     head = template.format(
         procs=_procs(branch.processes),
         call=UNKNOWN if branch.call_index is None else branch.call_index,
-        signature=_shorten(branch.signature) or UNKNOWN,
+        signature=shorten(branch.signature) or UNKNOWN,
         calls=calls,
         n=UNKNOWN if branch.calls is None else branch.calls,
     )
@@ -101,8 +94,8 @@ def _branch_lines(branch: Branch) -> list[Line]:
         text = REASON_LINE.format(
             path=r.path or r.argument,
             kind=r.kind,
-            before=_shorten(r.before),
-            after=_shorten(r.after),
+            before=shorten(r.before),
+            after=shorten(r.after),
         )
         lines.append((6, text, ""))
         if r.fix:
