@@ -23,7 +23,6 @@ from .model import Branch, Divergence, MergedFunction, MergedReport
 LOG = logging.getLogger("jitlens")
 
 DEFAULT_WIDTH = 100
-MAX_VALUE_CHARS = 70
 UNKNOWN = "?"
 
 TITLE = "jitlens merge: {processes} of {count}, {hosts}, {functions}: {verdict}"
