@@ -30,6 +30,7 @@ from .flax_api import TREE_STATE as TREE_STATE
 from .flax_api import cached_partial_owners as cached_partial_owners
 from .flax_api import flatten_node as flatten_node
 from .flax_api import flax_version as flax_version
+from .flax_api import graph_context as graph_context
 from .flax_api import in_cached_partial as in_cached_partial
 from .flax_api import is_graph_node as is_graph_node
 from .flax_api import is_nnx_wrapper as is_nnx_wrapper

@@ -83,6 +83,12 @@ def nnx_wrapper_of_traced(fun: Any) -> Any:
     return ctx if isinstance(ctx, NNX_WRAPPER_TYPES) else None
 
 
+def graph_context() -> Any:
+    """flax's ``GRAPH_CONTEXT`` (thread-local; ``tmp_static_cache`` is set inside a
+    ``cached_partial`` call), or None."""
+    return getattr(graphlib, "GRAPH_CONTEXT", None)
+
+
 def in_cached_partial() -> bool:
     """True inside a call made through ``nnx.cached_partial``."""
     ctx = getattr(graphlib, "GRAPH_CONTEXT", None)

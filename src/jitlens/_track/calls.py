@@ -109,12 +109,15 @@ def _after_detailed(
 def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
     """The ``__call__`` of an nnx jit wrapper class, counted."""
 
+    # flax's graph context (thread-local state): read directly on every call
+    context = _compat.graph_context()
+
     @functools.wraps(original)
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # pytest: show the user's frame, not this one
         if STATE[0]:
             try:
-                cached = _compat.in_cached_partial()
+                cached = getattr(context, "tmp_static_cache", None) is not None
                 # the wrapper's records ride on the wrapper: one dict read per call
                 recs = self.__dict__.get("_jitlens_records")
                 rec = recs[cached] if recs is not None else None
