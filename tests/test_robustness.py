@@ -36,6 +36,7 @@ FAULTS = (
     "trace_frame_locals_renamed",
     "no_graphlib",
     "no_jit_wrapper",
+    "no_jit_fn",
     "no_trace_to_jaxpr_cache",
     "no_context_names",
     "no_trace_state_clean",
@@ -65,6 +66,7 @@ def test_a_broken_private_piece_never_changes_results_nor_passes_silently(
     run, clean = faults[fault], faults["none"]
     assert run["results"] == clean["results"]  # the program is unchanged
     assert run["guard"] != "passed", "a compile budget passed over a real retrace"
+    assert run["rows"].count("f") == 1 and run["rows"].count("g") == 1  # one row per function
     for name in ("f", "g"):
         row = run["jitlens"][name]
         if row["traces"] is None:  # unknown: said so, and budgets refuse to pass

@@ -32,6 +32,7 @@ from .flax_api import flatten_node as flatten_node
 from .flax_api import flax_version as flax_version
 from .flax_api import graph_context as graph_context
 from .flax_api import in_cached_partial as in_cached_partial
+from .flax_api import is_flax_inner_fn as is_flax_inner_fn
 from .flax_api import is_graph_node as is_graph_node
 from .flax_api import is_nnx_wrapper as is_nnx_wrapper
 from .flax_api import new_ref_map as new_ref_map

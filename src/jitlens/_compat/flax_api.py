@@ -73,6 +73,17 @@ def nnx_kind(wrapper: Any) -> str:
     return "nnx.jit"
 
 
+def is_flax_inner_fn(fun: Any) -> bool:
+    """Is ``fun`` a callable flax hands to ``jax.jit`` (its wrapper is counted instead)?
+
+    By class when the class is known, else by the module of its type, so that a
+    renamed class is still not wrapped a second time.
+    """
+    if isinstance(fun, NNX_INNER_FNS):
+        return True
+    return (getattr(type(fun), "__module__", "") or "").startswith("flax.")
+
+
 def is_nnx_wrapper(obj: Any) -> bool:
     return isinstance(obj, NNX_WRAPPER_TYPES)
 

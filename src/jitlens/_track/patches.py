@@ -34,13 +34,11 @@ def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(*args, **options)
         fun = args[0]
         jitted = original(fun, **options)
-        if (
-            not REGISTRY.active
-            or isinstance(fun, _compat.NNX_INNER_FNS)
-            or _compat.frontend_of(fun) is not None  # counted at the library's own call
-        ):
+        if not REGISTRY.active:
             return jitted
         try:
+            if _compat.is_flax_inner_fn(fun) or _compat.frontend_of(fun) is not None:
+                return jitted  # counted at the nnx wrapper / the library's own call
             rec = REGISTRY.record_for_jax_jit(fun, options)
             return TrackedJit(jitted, rec)
         except Exception as exc:
