@@ -235,3 +235,20 @@ def test_describing_statics_calls_no_user_code() -> None:
     (reason,) = t.stats(f).events[1].reasons
     assert (reason.kind, reason.before, reason.after) == ("static_value", "1", "2")
     assert _Noisy.calls["getattr"] == 0 and _Noisy.calls["repr"] <= 2
+
+
+def test_calls_under_disable_jit_are_not_cache_hits() -> None:
+    runs = []
+    with jitlens.track() as t:
+
+        @jax.jit
+        def f(x: Any) -> Any:
+            runs.append(1)
+            return x * 2
+
+        f(jnp.ones(2))
+        with jax.disable_jit():
+            f(jnp.ones(2))  # eager, op by op: the body runs, no cache is consulted
+        f(jnp.ones(2))
+    stats = t.stats(f)
+    assert len(runs) == 2 and (stats.calls, stats.traces, stats.cache_hits) == (3, 1, 1)

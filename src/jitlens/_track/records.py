@@ -113,6 +113,7 @@ class Counts:
     events: int = 0
     call_times: int = 0
     stale: int = 0
+    eager: int = 0
 
 
 class Record:
@@ -232,6 +233,7 @@ class Record:
             events=len(self.events),
             call_times=len(self.call_times),
             stale=len(self.stale_hits),
+            eager=self.eager_calls,
         )
 
     def freeze(self, base: Counts, top: Counts, t0: float) -> FunctionReport:
@@ -246,6 +248,7 @@ class Record:
             - base.inlined
             + (top.failed - base.failed)
             - (top.failed_misses - base.failed_misses)
+            + (top.eager - base.eager)  # ran op by op under jax_disable_jit: no cache involved
         )
         times = self.call_times[base.call_times : top.call_times]
         return FunctionReport(
