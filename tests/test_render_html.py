@@ -187,9 +187,15 @@ def test_internal_failure_falls_back_and_logs(caplog: pytest.LogCaptureFixture) 
     assert any("HTML report failed" in r.message for r in caplog.records)
 
 
-def test_repr_html_is_the_page() -> None:
+def test_repr_html_is_the_page_in_a_frame() -> None:
+    """In a notebook the page's styles and scripts stay inside their own document."""
+    import html
+
     report = report_samples.sample_report()
-    assert report._repr_html_() == render_html(report)
+    shown = report._repr_html_()
+    assert shown.startswith("<iframe srcdoc=") and "<style" not in shown
+    srcdoc = shown.split('srcdoc="', 1)[1].split('" style=', 1)[0]
+    assert html.unescape(srcdoc) == render_html(report)
 
 
 def test_odd_but_possible_data_renders_without_falling_back(

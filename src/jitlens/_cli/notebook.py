@@ -20,7 +20,6 @@ compile as it happens, without counts or a fix.
 
 from __future__ import annotations
 
-import html
 import shlex
 from typing import Any
 
@@ -34,12 +33,6 @@ USAGE = (
 ON = "jitlens: tracking jitted functions across cells; `%jitlens off` stops and shows the report."
 ALREADY_ON = "jitlens: already tracking; `%jitlens off` stops and shows the report."
 NOT_ON = "jitlens: not tracking; `%jitlens on` starts (or use the cell magic `%%jitlens`)."
-IFRAME = (
-    '<iframe srcdoc="{doc}" style="width:100%;height:{height}px;border:1px solid #e4e7ec;'
-    'border-radius:6px" title="jitlens report"></iframe>'
-)
-#: Height of the report's frame in a notebook: tall enough for the table and a retrace.
-FRAME_HEIGHT = 560
 
 #: The tracker ``%jitlens on`` started, kept between cells.
 _SESSION: dict[str, Any] = {}
@@ -111,10 +104,9 @@ def show(ipython: Any, report: Any, *, include_internal: bool = False) -> None:
     from IPython.display import HTML, display
 
     if "text/html" in getattr(ipython.display_formatter, "active_types", ()):
-        from .._render.html import render_html
+        from .._render.html import render_html_frame
 
-        doc = html.escape(render_html(report), quote=True)
-        display(HTML(IFRAME.format(doc=doc, height=FRAME_HEIGHT)))
+        display(HTML(render_html_frame(report)))
     else:
         from .._render.text import render_text
 

@@ -224,9 +224,9 @@ class Report:
         return render_text(self, color=False)
 
     def _repr_html_(self) -> str:
-        from .._render.html import render_html
+        from .._render.html import render_html_frame
 
-        return render_html(self)
+        return render_html_frame(self)
 
 
 # --------------------------------------------------------------------------

@@ -514,3 +514,19 @@ def render_html(report: Report) -> str:
         except Exception:
             raw = object.__repr__(report)
         return FALLBACK.format(raw=escape(raw))
+
+
+#: A report inside another page (a notebook cell): its own document in a frame,
+#: so that its styles and scripts neither leak into the page nor get its styles.
+FRAME = (
+    '<iframe srcdoc="{doc}" style="width:100%;height:{height}px;border:1px solid #e4e7ec;'
+    'border-radius:6px" title="jitlens report"></iframe>'
+)
+#: Height of the frame: tall enough for the table and a retrace.
+FRAME_HEIGHT = 560
+
+
+def render_html_frame(report: Report, *, height: int = FRAME_HEIGHT) -> str:
+    """The report page inside an ``<iframe srcdoc>``, for notebooks (``Report._repr_html_``)."""
+    doc = escape(render_html(report), quote=True)
+    return FRAME.format(doc=doc, height=height)
