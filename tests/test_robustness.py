@@ -182,8 +182,11 @@ def test_concurrent_first_calls_share_one_row() -> None:
         def __init__(self) -> None:
             self.w = nnx.Param(jnp.ones((2,)))
 
+    runs: list[int] = []
+
     @nnx.jit
     def step(m: Tiny, x: Any) -> Any:
+        runs.append(1)
         return m.w * x
 
     model = Tiny()
@@ -199,6 +202,7 @@ def test_concurrent_first_calls_share_one_row() -> None:
     assert outs == [2.0] * 4
     rows = [f for f in t.report().functions if f.name == "step"]
     assert len(rows) == 1 and rows[0].calls == 4
+    assert rows[0].traces == len(runs) and rows[0].cache_hits == 4 - len(runs)
 
 
 class _Noisy:

@@ -31,7 +31,6 @@ from .flax_api import cached_partial_owners as cached_partial_owners
 from .flax_api import flatten_node as flatten_node
 from .flax_api import flax_version as flax_version
 from .flax_api import graph_context as graph_context
-from .flax_api import in_cached_partial as in_cached_partial
 from .flax_api import is_flax_inner_fn as is_flax_inner_fn
 from .flax_api import is_graph_node as is_graph_node
 from .flax_api import is_nnx_wrapper as is_nnx_wrapper
@@ -42,7 +41,6 @@ from .frames import FRAMEWORK_PACKAGES as FRAMEWORK_PACKAGES
 from .frames import PACKAGE_DIR as PACKAGE_DIR
 from .frames import caller as caller
 from .frames import find_locals as find_locals
-from .frames import is_jitlens_file as is_jitlens_file
 from .frames import is_user_file as is_user_file
 from .frames import short_path as short_path
 from .frames import user_call_site as user_call_site
@@ -70,4 +68,3 @@ from .jax_api import trace_context as trace_context
 from .jax_api import trace_frame_info as trace_frame_info
 from .jax_api import trace_state_clean as trace_state_clean
 from .jax_api import trace_to_jaxpr_patchable as trace_to_jaxpr_patchable
-from .jax_api import unregister_listeners as unregister_listeners

@@ -100,12 +100,6 @@ def graph_context() -> Any:
     return getattr(graphlib, "GRAPH_CONTEXT", None)
 
 
-def in_cached_partial() -> bool:
-    """True inside a call made through ``nnx.cached_partial``."""
-    ctx = getattr(graphlib, "GRAPH_CONTEXT", None)
-    return ctx is not None and getattr(ctx, "tmp_static_cache", None) is not None
-
-
 def cached_partial_owners() -> list[tuple[Any, str]]:
     """``(module, attribute)`` pairs where ``cached_partial`` is looked up by users and flax."""
     out = []

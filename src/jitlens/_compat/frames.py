@@ -89,11 +89,6 @@ def is_user_file(filename: str) -> bool:
     return result
 
 
-def is_jitlens_file(filename: str) -> bool:
-    """Is ``filename`` one of jitlens' own modules?"""
-    return os.path.abspath(filename).startswith(PACKAGE_DIR + os.sep)
-
-
 def short_path(filename: str) -> str:
     """A path relative to the working directory when below it; package-relative for installed code."""
     if filename.startswith("<"):

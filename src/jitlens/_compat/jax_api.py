@@ -45,25 +45,6 @@ def register_listeners(
     return missing
 
 
-def unregister_listeners(
-    scalar: Callable[..., None], duration: Callable[..., None], event: Callable[..., None]
-) -> None:
-    """Undo :func:`register_listeners` as far as this JAX allows (used after a failed start)."""
-    from jax import monitoring
-
-    for name, fn in (
-        ("unregister_scalar_listener", scalar),
-        ("unregister_event_duration_listener", duration),
-        ("unregister_event_listener", event),
-    ):
-        undo = getattr(monitoring, name, None)
-        if undo is not None:
-            try:
-                undo(fn)
-            except Exception:
-                pass
-
-
 def trace_context_names() -> tuple[str, ...] | None:
     """Names of the config options in JAX's trace cache key, in ``trace_context()`` order.
 

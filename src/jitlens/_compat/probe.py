@@ -20,7 +20,7 @@ TESTED_JAX = ((0, 9, 0), (0, 10, 2))
 TESTED_FLAX = ((0, 12, 5), (0, 12, 8))
 
 #: piece -> what jitlens loses without it.
-TRACE_COUNTS = "trace counts (and compile budgets)"
+TRACE_COUNTS = "trace counts and compile budgets"
 COMPILE_COUNTS = "compile counts and times"
 CALL_ATTRIBUTION = "attributing traces to calls, and their explanations"
 NNX_CALLS = "calls and cache hits of nnx.jit functions"
@@ -48,6 +48,16 @@ class Capabilities:
         return _outside(self.jax_version, TESTED_JAX, "jax") or _outside(
             self.flax_version, TESTED_FLAX, "flax"
         )
+
+
+def tested_range() -> str:
+    """The tested pairs as text: ``jax 0.9.0-0.10.2 with flax 0.12.5-0.12.8``."""
+
+    def dotted(v: tuple[int, ...]) -> str:
+        return ".".join(map(str, v))
+
+    (jl, jh), (fl, fh) = TESTED_JAX, TESTED_FLAX
+    return f"jax {dotted(jl)}-{dotted(jh)} with flax {dotted(fl)}-{dotted(fh)}"
 
 
 def _version_tuple(v: str) -> tuple[int, ...] | None:

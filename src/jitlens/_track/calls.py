@@ -217,9 +217,11 @@ class TrackedJit:
     """What ``jax.jit`` returns while jitlens tracks: the jitted function, counted.
 
     Looks like the ``jax.jit`` object it wraps: the same ``repr``, ``__wrapped__``,
-    ``__name__``/``__doc__``, ``lower``/``trace``/``eval_shape``/``clear_cache``...
-    (forwarded), binding as a method, ``copy``/``deepcopy``/pickle (as the
-    jitted function itself). Calls go straight through once tracking stopped.
+    ``__name__``/``__doc__``/``__signature__``, ``lower``/``trace``/``eval_shape``/
+    ``clear_cache``... (forwarded), binding as a method. ``copy``/``deepcopy``
+    return it unchanged (an object holding a jitted function deep-copies); pickling
+    pickles the jax.jit object, as without jitlens. Calls go straight through once
+    tracking stopped.
     """
 
     __slots__ = ("__dict__", "__weakref__", "_counter", "_jitted", "_record")
@@ -268,8 +270,8 @@ class TrackedJit:
         return repr(self._jitted)
 
     def __reduce__(self) -> Any:
-        # copy / deepcopy / pickle behave as for the jax.jit object: a copy is
-        # the jitted function itself, untracked (JAX's own object copies so).
+        # pickle behaves as for the jax.jit object: it is the jax.jit object that
+        # is pickled (and fails or not exactly as it would without jitlens).
         return (_identity, (self._jitted,))
 
     def __copy__(self) -> Any:

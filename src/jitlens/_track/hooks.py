@@ -16,6 +16,7 @@ from typing import Any
 import jax
 
 from .. import _compat
+from .._compat.probe import tested_range
 from .._errors import JitlensError
 from . import frontends, listeners, patches, selfcheck
 from .calls import make_nnx_call
@@ -118,7 +119,11 @@ def activate_counting(source: str) -> None:
             deactivate()
         raise JitlensError(
             selfcheck.CANNOT_COUNT.format(
-                source=source, jax=_compat.jax_version(), flax=_compat.flax_version(), why=problem
+                source=source,
+                jax=_compat.jax_version(),
+                flax=_compat.flax_version(),
+                why=problem,
+                tested=tested_range(),
             )
         )
     with REGISTRY.lock:

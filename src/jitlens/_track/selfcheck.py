@@ -28,14 +28,15 @@ except Exception:  # pragma: no cover - flax missing: the jax.jit canary only
     nnx = None  # type: ignore[assignment]
 
 from .. import _compat
-from .._compat.probe import COMPILE_COUNTS, TRACE_COUNTS, Capabilities, probe
+from .._compat.probe import COMPILE_COUNTS, TRACE_COUNTS, Capabilities, probe, tested_range
 from .._errors import JitlensCompatWarning, JitlensError
 from .registry import REGISTRY
 from .state import CANARY_PENDING, log, tls, update_threshold
 
 COMPAT_WARNING = (
-    "jitlens: on jax {jax} / flax {flax} {what}. Unknown figures are shown as '?' "
-    "(null in JSON) and compile budgets raise instead of passing.{untested}"
+    "jitlens: on jax {jax} / flax {flax}, {what}{untested}. What jitlens cannot measure is "
+    "shown as '?' (null in JSON), and compile budgets raise instead of passing. For every "
+    "figure, use a tested pair: {tested}."
 )
 UNTESTED_WARNING = (
     "jitlens: {why}; jitlens' self-check passed, but figures on untested versions deserve "
@@ -44,8 +45,8 @@ UNTESTED_WARNING = (
 
 CANNOT_COUNT = (
     "{source}: cannot count traces on jax {jax} / flax {flax}: {why}. A compile budget "
-    "that cannot count would pass silently, so it refuses to run; see jitlens' README for "
-    "the tested versions."
+    "that cannot count would pass silently, so it refuses to run. Use a tested pair "
+    "({tested}), or drop the budget on this environment."
 )
 #: Seconds the canary may take (it usually takes 0.1-0.3 s).
 CANARY_TIMEOUT = 60.0
@@ -252,6 +253,7 @@ def run_pending() -> None:
                 jax=check.capabilities.jax_version,
                 flax=check.capabilities.flax_version,
                 why="; ".join(check.problems()),
+                tested=tested_range(),
             )
         )
 
@@ -273,7 +275,8 @@ def _warn(result: SelfCheck) -> None:
             jax=caps.jax_version,
             flax=caps.flax_version,
             what="; ".join(problems),
-            untested=f" ({caps.untested})" if caps.untested else "",
+            untested=f" — {caps.untested}" if caps.untested else "",
+            tested=tested_range(),
         )
     elif caps.untested:
         text = UNTESTED_WARNING.format(why=caps.untested)
