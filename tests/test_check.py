@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import jitlens
+from jitlens._exercise import check as _check
 from jitlens._exercise.check import (
     BAD_INPUTS,
     BadInput,
@@ -32,8 +33,10 @@ from jitlens._exercise.check import (
     cli_main,
     default_cases,
 )
-from jitlens._exercise.criteria import CheckFinding, CriterionResult
+from jitlens._exercise.child import encode, make_x, reference
+from jitlens._exercise.criteria import CheckFinding, CriterionResult, judge_probe
 from jitlens._exercise.render import render_check
+from jitlens._exercise.sandbox import Outcome
 
 # One worker grades everything (the fixture is module-scoped): CI runs `--dist loadgroup`.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check")]
@@ -99,6 +102,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         text=True,
     )
     small = default_cases()[:1]
+    # Everything this fixture imports is imported before the pool starts: pytest
+    # rewrites jitlens' modules with ast.parse, which races with the graders'
+    # parses in CPython 3.11 (python/cpython#106905, see jitlens._pyast).
+    sys.path.insert(0, str(FIXTURES))
+    naive = importlib.import_module("naive_solution")
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         jobs: dict[str, Any] = {
             "hostile": pool.submit(
@@ -113,9 +121,6 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         }
         # The examples share the default cases: compute their references once, here,
         # while the CLI and the hostile run are already running.
-        from jitlens._exercise import check as _check
-        from jitlens._exercise.child import encode, reference
-
         for case in default_cases():
             refs = reference(dataclasses.asdict(case))
             _check._REFERENCES[case.reference_key] = {k: encode(v) for k, v in refs.items()}
@@ -123,8 +128,6 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             if name != "solution":
                 jobs[name] = pool.submit(check_jit_forward, EXAMPLES / f"{name}.py", bad_inputs=())
         # naive_solution.py as a function (the child imports its module by name).
-        sys.path.insert(0, str(FIXTURES))
-        naive = importlib.import_module("naive_solution")
         jobs["naive"] = pool.submit(check_jit_forward, naive.jit_forward, bad_inputs=BAD_INPUTS[:6])
         for name in ("hostile_import", "jit_forward_not_callable"):
             jobs[name] = pool.submit(check_jit_forward, FIXTURES / f"{name}.py", cases=small)
@@ -329,10 +332,6 @@ def test_unloadable_before_any_child(
 
 def test_a_signature_mismatch_is_not_a_rejected_bad_input() -> None:
     """A jit_forward that cannot take four arguments raises TypeError on every probe: no PASS."""
-    from jitlens._exercise.cases import BAD_INPUTS
-    from jitlens._exercise.criteria import judge_probe
-    from jitlens._exercise.sandbox import Outcome
-
     message = "_impl() takes 3 positional arguments but 4 were given"
     raised = {"raised": {"type": "TypeError", "message": message}}
     finding = judge_probe(BAD_INPUTS[0], Outcome("ok", raised))
@@ -361,8 +360,6 @@ def test_uncheckable_arguments() -> None:
 
 def test_reference_is_x_at_kernel_plus_bias() -> None:
     from flax import nnx
-
-    from jitlens._exercise.child import make_x, reference
 
     for case in default_cases(seed=3):
         got = reference(dataclasses.asdict(case))["reference"]

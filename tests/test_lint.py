@@ -618,3 +618,48 @@ def test_cli_help_lists_the_rules(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.startswith("usage: jitlens lint")
     assert all(code in out for code in CODES)
+
+
+def test_linting_from_threads_survives_cpythons_ast_race() -> None:
+    """Four threads lint at once while garbage with finalizers is collected mid-parse.
+
+    CPython 3.11/3.12 keep the AST converter's recursion depth per interpreter: a
+    thread switch inside ``ast.parse`` (here forced by ``__del__`` running during a
+    collection) made another thread's parse fail with ``SystemError: AST
+    constructor recursion depth mismatch`` (python/cpython#106905; it broke our CI
+    once, through the grader's thread pool). jitlens' parses take turns.
+    """
+    import threading
+    import time
+
+    source = (Path(__file__).parent.parent / "src" / "jitlens" / "_render" / "html.py").read_text()
+    expected = lint_source(source)
+    errors: list[BaseException] = []
+    mismatched: list[int] = []
+
+    class Garbage:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            time.sleep(0)  # lets another thread run while this one is inside a parse
+
+    def work() -> None:
+        for _ in range(15):
+            for _ in range(300):
+                Garbage()
+            try:
+                found = lint_source(source)
+            except BaseException as exc:
+                errors.append(exc)
+                return
+            if found != expected:
+                mismatched.append(len(found))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert mismatched == []

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import _pyast as pyast
 from . import sandbox as _sandbox
 from .cases import BAD_INPUTS as BAD_INPUTS
 from .cases import BadInput as BadInput
@@ -89,7 +90,7 @@ def _precheck(path: str) -> str | None:
         with open(path, "rb") as fh:
             source = fh.read()
         compile(source, path, "exec", dont_inherit=True)
-        tree = ast.parse(source, path)
+        tree = pyast.parse(source, path)
     except SyntaxError as exc:
         return SYNTAX.format(msg=exc.msg, line=exc.lineno)
     except (OSError, ValueError) as exc:

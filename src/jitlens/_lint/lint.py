@@ -21,7 +21,6 @@ dtypes, values), while the linter catches traps in code paths no test runs.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import io
 import json
@@ -32,6 +31,7 @@ import tokenize
 import warnings
 from collections.abc import Iterable
 
+from .. import _pyast as pyast
 from .rules import RULES, run_rules
 
 #: Every rule code, in order.
@@ -80,7 +80,7 @@ def lint_source(source: str, filename: str = "<string>") -> list[LintFinding]:
     Raises:
         SyntaxError: ``source`` is not valid Python.
     """
-    tree = ast.parse(source, filename)
+    tree = pyast.parse(source, filename)
     lines = source.splitlines()
     noqa = _noqa_lines(source)
     found: dict[tuple[int, int, str], LintFinding] = {}
