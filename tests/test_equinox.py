@@ -354,6 +354,62 @@ def test_filter_jit_of_a_lambda_in_a_loop_is_a_new_function():
     assert "eqx.filter_jit" in reasons[0].message and "@eqx.filter_jit" in reasons[0].fix
 
 
+def test_new_function_fix_applied_gives_one_trace_and_the_same_results():
+    """The fix printed for a filter_jit of a lambda per iteration, applied."""
+    count = [0]
+
+    def body(x, k):
+        count[0] += 1
+        return x * 2 + k
+
+    xs = [jnp.full(2, float(i)) for i in range(3)]
+    with jitlens.track() as t:
+        outs = [eqx.filter_jit(lambda x: body(x, 1.0))(x) for x in xs]
+    (fix,) = {r.fix for f in t.report().functions for r in _reasons(f)}
+    assert count[0] == 3 and "decorate it once (`@eqx.filter_jit`)" in fix
+
+    count[0] = 0
+    fwd = eqx.filter_jit(lambda x: body(x, 1.0))  # defined once, called as one object
+    with jitlens.track() as t:
+        fixed = [fwd(x) for x in xs]
+    assert count[0] == 1 and not [r for f in t.report().functions for r in _reasons(f)]
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b)
+
+
+def _scaled_relu(z, scale):
+    return jax.nn.relu(z) * scale
+
+
+SCALED = functools.partial(_scaled_relu, scale=2.0)
+
+
+def test_module_partial_fix_applied_gives_one_trace_and_the_same_results():
+    """A functools.partial built per instance and stored in a field, then built once."""
+    count = [0]
+
+    @eqx.filter_jit
+    def f(m, x):
+        count[0] += 1
+        return m(x)
+
+    lin = eqx.nn.Linear(3, 3, key=jax.random.PRNGKey(0))
+    with jitlens.track() as t:
+        outs = [
+            f(Act(lin, functools.partial(_scaled_relu, scale=2.0)), jnp.ones(3)) for _ in range(3)
+        ]
+    (r,) = {(r.path, r.kind, r.fix) for r in _reasons(_row(t.report(), "f"))}
+    assert r[:2] == ("m.act", "identity_static")
+    assert "functools.partial(_scaled_relu, ...)" in r[2] and "self.act" in r[2]
+
+    count[0] = 0
+    with jitlens.track() as t:
+        fixed = [f(Act(lin, SCALED), jnp.ones(3)) for _ in range(3)]
+    assert count[0] == 1 and _row(t.report(), "f").cache_hits == 2
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b)
+
+
 def test_partials_of_one_function_are_rows_of_their_own():
     count = [0]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import pathlib
 import re
 import types
 from collections.abc import Callable
@@ -28,7 +29,9 @@ from flax import nnx, struct
 
 import jitlens
 from jitlens._core import messages as M
+from jitlens._core import messages_frontend as F
 from jitlens._core import messages_static as S
+from jitlens._track import stale
 
 OPTION = "option"
 
@@ -75,6 +78,18 @@ FIXES: dict[str, str] = {
     "JITTED_FIX": "test_jitted_fix",
     "OPTAX_FIX": "test_optax_fix",
     "NO_EQ_FIX": "test_no_eq_fix",
+    # eqx.filter_jit's words (jitlens._core.messages_frontend), proven in test_equinox.py
+    "eqx.NEW_FUNCTION_FIX": "test_equinox.py::test_new_function_fix_applied_gives_one_trace_and_the_same_results",
+    "eqx.SCALAR_FIX": "test_equinox.py::test_python_scalars_are_static_under_filter_jit_and_fix",
+    "eqx.STATIC_FIX": OPTION,
+    "eqx.FIELD_NUMBER_FIX": "test_equinox.py::test_static_field_value_and_fix",
+    "eqx.FIELD_FIX": OPTION,
+    "eqx.MODULE_FUNCTION_FIX": "test_equinox.py::test_module_field_lambda_in_process_and_fix",
+    "eqx.MODULE_PARTIAL_FIX": "test_equinox.py::test_module_partial_fix_applied_gives_one_trace_and_the_same_results",
+    "eqx.MODE_FIX": OPTION,
+    "eqx.OPTAX_FIX": "test_equinox.py::test_new_optax_optimizer_per_run_and_both_fixes",
+    # a stale nnx.cached_partial (jitlens._track.stale): no retrace, a stale result
+    "stale.STALE_FIX": "test_off_path.py::test_stale_cached_partial_fix_gives_the_new_result",
 }
 
 #: Words that make a template an option with its condition.
@@ -82,12 +97,22 @@ CONDITIONS = ("Expected", "If ", "if ")
 
 
 def templates() -> dict[str, str]:
+    """Every fix template a retrace (or stale-cache) explanation can print, by table name."""
     out = {}
-    for mod in (M, S):
+    for prefix, mod in (("", M), ("", S), ("eqx.", F), ("stale.", stale)):
         for name, value in vars(mod).items():
-            if name.endswith("_FIX") and isinstance(value, str):
-                out[name] = value
+            reexported = prefix and getattr(M, name, None) is value  # e.g. F's LAYER_FIX
+            if name.endswith("_FIX") and isinstance(value, str) and not reexported:
+                out[prefix + name] = value
     return out
+
+
+def _has_test(row: str) -> bool:
+    if "::" not in row:
+        return callable(globals().get(row))
+    file, test = row.split("::")
+    source = (pathlib.Path(__file__).parent / file).read_text()
+    return re.search(rf"^def {re.escape(test)}\(", source, re.M) is not None
 
 
 def test_every_fix_template_has_a_row() -> None:
@@ -97,7 +122,7 @@ def test_every_fix_template_has_a_row() -> None:
         if row == OPTION:
             assert any(c in templates()[name] for c in CONDITIONS), name
         else:
-            assert callable(globals().get(row)), f"{name}: no test {row}"
+            assert _has_test(row), f"{name}: no test {row}"
 
 
 # ---------------------------------------------------------------- the harness
