@@ -410,6 +410,33 @@ def test_module_partial_fix_applied_gives_one_trace_and_the_same_results():
         np.testing.assert_allclose(a, b)
 
 
+def _times(a, x):
+    return a * x
+
+
+def test_eqx_partial_of_a_lambda_per_call_and_fix():
+    """A lambda in a library Module (eqx.Partial): the fix builds it from one function."""
+    count = [0]
+
+    @eqx.filter_jit
+    def h(fn, x):
+        count[0] += 1
+        return fn(x)
+
+    scales = [jnp.full(3, float(i)) for i in range(3)]
+    with jitlens.track() as t:
+        outs = [h(eqx.Partial(lambda a, x: a * x, a), jnp.ones(3)) for a in scales]
+    reasons = _reasons(_row(t.report(), "h"))
+    assert count[0] == 3 and {(r.path, r.kind) for r in reasons} == {("fn.func", "identity_static")}
+    assert "`eqx.Partial(func, ...)`" in reasons[0].fix and "__init__" not in reasons[0].fix
+
+    count[0] = 0
+    fixed = [h(eqx.Partial(_times, a), jnp.ones(3)) for a in scales]
+    assert count[0] == 1
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b)
+
+
 def test_partials_of_one_function_are_rows_of_their_own():
     count = [0]
 

@@ -85,6 +85,7 @@ FIXES: dict[str, str] = {
     "eqx.FIELD_NUMBER_FIX": "test_equinox.py::test_static_field_value_and_fix",
     "eqx.FIELD_FIX": OPTION,
     "eqx.MODULE_FUNCTION_FIX": "test_equinox.py::test_module_field_lambda_in_process_and_fix",
+    "eqx.MODULE_LIBRARY_FUNCTION_FIX": "test_equinox.py::test_eqx_partial_of_a_lambda_per_call_and_fix",
     "eqx.MODULE_PARTIAL_FIX": "test_equinox.py::test_module_partial_fix_applied_gives_one_trace_and_the_same_results",
     "eqx.MODE_FIX": OPTION,
     "eqx.OPTAX_FIX": "test_equinox.py::test_new_optax_optimizer_per_run_and_both_fixes",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 from typing import Any
 
 from .. import _compat
@@ -68,6 +69,10 @@ MODULE_IDENTITY_MSG = (
 MODULE_FUNCTION_FIX = (
     "Define it once at module level (`def {name}(...)`) and store that one object: "
     "`self.{attr} = {name}` in `__init__`; every instance then shares it."
+)
+MODULE_LIBRARY_FUNCTION_FIX = (
+    "Define it once at module level (`def {name}(...)`) and build every `{cls}` from that one "
+    "object: `{cls}({name}, ...)`; they then share it and hit the cache."
 )
 MODULE_PARTIAL_FIX = (
     "Build the partial once at module level (`{upper} = functools.partial({func}, ...)`) and "
@@ -170,7 +175,7 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
             fix=STATIC_FIX.format(path=r.path),
         )
     if r.kind == "identity_static" and owner is not None and _compat.is_eqx_module_class(owner):
-        return _module_identity(r, attr, value)
+        return _module_identity(r, attr, value, owner)
     return r
 
 
@@ -182,7 +187,7 @@ def _new_function(r: Reason, defined_at: str) -> Reason:
     )
 
 
-def _module_identity(r: Reason, attr: str, value: Any) -> Reason:
+def _module_identity(r: Reason, attr: str, value: Any, owner: Any) -> Reason:
     if isinstance(value, functools.partial):
         func = getattr(value.func, "__name__", "f")
         desc = "a functools.partial"
@@ -197,7 +202,13 @@ def _module_identity(r: Reason, attr: str, value: Any) -> Reason:
             if "<locals>" in getattr(value, "__qualname__", "")
             else "a function"
         )
-        fix = MODULE_FUNCTION_FIX.format(name=attr if lam else name, attr=attr)
+        fname = attr if lam else name
+        if _is_library_class(owner):  # eqx.Partial(lambda ...): the user builds it, not __init__
+            public = getattr(_eqx_module(), owner.__name__, None) is owner
+            cls = f"eqx.{owner.__name__}" if public else owner.__name__
+            fix = MODULE_LIBRARY_FUNCTION_FIX.format(name=fname, cls=cls)
+        else:
+            fix = MODULE_FUNCTION_FIX.format(name=fname, attr=attr)
     else:
         return r
     return dataclasses.replace(
@@ -218,6 +229,11 @@ def _node_class(e: Entry | None) -> Any:
     if e is None or e.kind != "node" or e.type_ref is None:
         return None
     return e.type_ref()
+
+
+def _eqx_module() -> Any:
+    """equinox, if the program imported it (jitlens never imports it)."""
+    return sys.modules.get("equinox")
 
 
 def _is_library_class(cls: Any) -> bool:
