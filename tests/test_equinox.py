@@ -437,6 +437,30 @@ def test_eqx_partial_of_a_lambda_per_call_and_fix():
         np.testing.assert_allclose(a, b)
 
 
+def test_a_donating_wrapper_of_the_same_function_is_a_jit_option_not_an_eviction():
+    """filter_jit(f) and filter_jit(f, donate="all") share equinox's jax.jit, not its entries."""
+    count = [0]
+
+    def f(x):
+        count[0] += 1
+        return x * 2
+
+    with jitlens.track() as t:
+        for _ in range(2):
+            eqx.filter_jit(f)(jnp.ones(3))
+        donating = eqx.filter_jit(f, donate="all")
+        for _ in range(2):
+            donating(jnp.ones(3))
+        eqx.filter_jit(f, donate="all-except-first")(jnp.ones(3))
+    row = _row(t.report(), "f")
+    assert (row.calls, row.traces, row.cache_hits) == (5, count[0], 2) == (5, 3, 2)
+    reasons = _reasons(row)
+    assert [(r.kind, r.path, r.before, r.after) for r in reasons[:1]] == [
+        ("config", "jit(donate=...)", "default", "'all'")
+    ]
+    assert all(r.kind != "cache_cleared" for r in reasons)
+
+
 def test_partials_of_one_function_are_rows_of_their_own():
     count = [0]
 

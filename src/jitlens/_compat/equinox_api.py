@@ -123,6 +123,26 @@ def user_args(
     return tuple(args), dict(kwargs)
 
 
+#: (donate first argument, donate the rest) -> ``filter_jit(donate=...)`` ("warn" modes
+#: donate as the plain ones do).
+_DONATE = {(True, True): "all", (False, True): "all-except-first", (True, False): "first"}
+
+
+def jit_options(jit_args: tuple[Any, ...]) -> tuple[tuple[str, Any], ...]:
+    """The call's ``filter_jit`` options that change its compiled key: ``donate``.
+
+    equinox jits every ``filter_jit`` with one ``jax.jit`` per function name and
+    says which arrays are donated by the dict it puts them in (``jit_args[0]``):
+    two wrappers of one function with different ``donate=`` share the jit but
+    not its cache entries. ``donate="none"`` (the default) gives no option.
+    """
+    if not _is_jit_args(jit_args):
+        return ()
+    donated = (("first" in jit_args[0]), ("rest" in jit_args[0]))
+    mode = _DONATE.get(donated)
+    return (("donate", mode),) if mode is not None else ()
+
+
 def cache_key(jit_args: tuple[Any, ...]) -> Any:
     """The static half of the user's callable: equal for callables equinox jits alike."""
     return jit_args[2][0] if _is_jit_args(jit_args) else None

@@ -50,6 +50,9 @@ class Frontend:
     call_entry: Callable[[], tuple[Any, str] | None]
     #: Non-array leaves (Python numbers too) are static, as in ``eqx.filter_jit``.
     static_leaves: bool = False
+    #: JAX's positional arguments -> the library's options that are part of the
+    #: compiled key but not of the user's arguments (``donate=``), as ``(name, value)``.
+    jit_options: Callable[[tuple[Any, ...]], tuple[tuple[str, Any], ...]] = lambda _args: ()
 
     def loaded(self) -> bool:
         return self.module in sys.modules
@@ -66,6 +69,7 @@ EQUINOX = Frontend(
     wrapper_user_function=equinox_api.wrapper_user_function,
     call_entry=equinox_api.call_entry,
     static_leaves=True,
+    jit_options=equinox_api.jit_options,
 )
 
 #: Every front-end jitlens knows.

@@ -62,11 +62,14 @@ def describe_and_explain(
     *,
     first: bool,
     compile_only: bool = False,
+    options: tuple[tuple[str, Any], ...] | None = None,
 ) -> None:
     """Describe the call's key, explain it, file it under ``rec``; fill ``b``.
 
     ``compile_only``: a compile with no trace; an equal key compiled again is
     then usually a transformed (grad/vmap) or AOT variant, not an eviction.
+    ``options``: this call's jit options, when a front-end's vary per call
+    (default: the record's, fixed per wrapper).
     """
     t = time.perf_counter()
     tls.busy = True
@@ -79,7 +82,7 @@ def describe_and_explain(
             statics,
             static_names,
             _compat.trace_context(),
-            rec.options,
+            rec.options if options is None else options,
             static_leaves=fe is not None and fe.static_leaves,
         )
         b.signature = key.signature

@@ -93,7 +93,7 @@ def trace_start(fun_name: str) -> bool:
     fe = _compat.frontend_of(fun) if info is not None else None
     user = _frontend_call(fe, info, call) if fe is not None else None
     if user is not None:  # a library's jit (eqx.filter_jit): the user's function and args
-        rec, call, call_index, args, kwargs, _fn = user
+        rec, call, call_index, args, kwargs, _fn, _options = user
     elif call is not None and call[0].matches(fun, fun_name):
         rec, call_index, args, kwargs, frame_id = call
         note_miss(rec, frame_id)
@@ -134,6 +134,7 @@ def trace_start(fun_name: str) -> bool:
                 rec.static_argnums if user is not None or not info else info["static_argnums"],
                 rec.static_argnames if user is not None or not info else info["static_argnames"],
                 first=first,
+                options=user[6] if user is not None else None,
             )
         except Exception as exc:
             internal_failure("describing a trace", exc)
@@ -152,7 +153,8 @@ def trace_start(fun_name: str) -> bool:
 
 
 def _frontend_call(fe: _compat.Frontend, info: dict[str, Any], call: Any) -> Any:
-    """``(record, call, call index, args, kwargs, user fn)`` of a front-end's trace, or None.
+    """``(record, call, call index, args, kwargs, user fn, jit options)`` of a front-end's
+    trace, or None.
 
     The record is the user function's (found from the library's key); the
     tracked call above is the library's counted per-call function.
@@ -169,10 +171,10 @@ def _frontend_call(fe: _compat.Frontend, info: dict[str, Any], call: Any) -> Any
         rec.counts_calls = True
     if call is not None and call[0] is rec:
         note_miss(rec, call[4])
-        return rec, call, call[1], unpacked[0], unpacked[1], user_fn
+        return rec, call, call[1], unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
     if late:
         note_miss(rec, ("late", id(rec)))
-    return rec, None, None, unpacked[0], unpacked[1], user_fn
+    return rec, None, None, unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
 
 
 # ------------------------------------------------------------------ aborted traces
