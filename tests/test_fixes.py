@@ -322,10 +322,29 @@ def test_weak_fix() -> None:
 
     def fixed():
         f = jax.jit(lambda acc, x: acc + x.sum())
-        acc = jnp.asarray(0, jnp.float32)
+        acc = 0.0
+        acc = jnp.asarray(acc, jnp.float32)  # the fix, as printed
         for _ in range(2):
             acc = f(acc, X)
         return f, acc
+
+    prove("WEAK_FIX", broken, fixed)
+
+
+def test_weak_fix_keeps_a_non_zero_value() -> None:
+    """A hyper-parameter passed as a Python float, then as a numpy scalar: the value is kept."""
+
+    def broken():
+        f = jax.jit(lambda x, scale: x * scale)
+        return f, [f(X, 0.5), f(X, np.float32(0.7))]
+
+    def fixed():
+        f = jax.jit(lambda x, scale: x * scale)
+        outs = []
+        for scale in (0.5, np.float32(0.7)):
+            scale = jnp.asarray(scale, jnp.float32)  # the fix, as printed
+            outs.append(f(X, scale))
+        return f, outs
 
     prove("WEAK_FIX", broken, fixed)
 

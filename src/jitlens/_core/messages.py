@@ -45,7 +45,9 @@ WEAK_MSG = (
     "(e.g. the jitted output fed back) is not, and the two are different keys."
 )
 WEAK_FIX = (
-    "Start with a typed array instead of a Python number: `{arg} = jnp.asarray(0, jnp.{dtype})`."
+    "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
+    "initial value, a hyper-parameter), make it a typed array with the same value, "
+    "`{arg} = jnp.asarray({arg}, jnp.{dtype})`."
 )
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
