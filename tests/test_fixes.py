@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import pathlib
 import re
 import types
@@ -78,6 +79,7 @@ FIXES: dict[str, str] = {
     "JITTED_FIX": "test_jitted_fix",
     "OPTAX_FIX": "test_optax_fix",
     "NO_EQ_FIX": "test_no_eq_fix",
+    "NAN_FIX": "test_nan_fix_static_argument",
     # eqx.filter_jit's words (jitlens._core.messages_frontend), proven in test_equinox.py
     "eqx.NEW_FUNCTION_FIX": "test_equinox.py::test_new_function_fix_applied_gives_one_trace_and_the_same_results",
     "eqx.SCALAR_FIX": "test_equinox.py::test_python_scalars_are_static_under_filter_jit_and_fix",
@@ -648,6 +650,35 @@ def test_no_eq_fix() -> None:
         return f, [f(X, cls(2)) for _ in range(2)]
 
     prove("NO_EQ_FIX", lambda: calls(NoEq), lambda: calls(FrozenCfg))
+
+
+def test_nan_fix_static_argument() -> None:
+    """A static NaN made per call never hits; `math.nan` (one object) does, same results."""
+
+    def calls(fill):
+        f = jax.jit(lambda x, v: jnp.where(x > 1, v, x), static_argnums=1)
+        return f, [f(X, fill()) for _ in range(3)]
+
+    prove("NAN_FIX", lambda: calls(lambda: float("nan")), lambda: calls(lambda: math.nan))
+
+
+class Filler(nnx.Module):
+    def __init__(self, fill: float):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.fill = fill
+
+    def __call__(self, x):
+        return jnp.where(x > 1, self.fill, self.lin(x))
+
+
+def test_nan_fix_module_attribute() -> None:
+    """Every new instance holding `float('nan')` retraces an nnx.jit; `math.nan` does not."""
+
+    def calls(fill):
+        f = nnx_forward()
+        return f, [f(Filler(fill()), X) for _ in range(3)]
+
+    prove("NAN_FIX", lambda: calls(lambda: float("nan")), lambda: calls(lambda: math.nan))
 
 
 # ---------------------------------------------------------------- graph structure

@@ -293,6 +293,8 @@ def _static(
                 path = render_path(p)
                 old, new = part_old, part_new
     attr = str(p[-1][1]) if len(p) > 1 else arg
+    if S.is_nan(old.value()) and S.is_nan(new.value()):
+        return S.nan_static(arg, path, attr, old, new)
     if old.fresh and new.fresh:
         return S.identity_static(arg, path, attr, old, new, in_graph=in_graph)
     mode_flag = attr in S.MODE_FLAGS and isinstance(new.value(), bool)

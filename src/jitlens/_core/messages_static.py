@@ -113,6 +113,37 @@ def identity_static(
     return _reason("identity_static", arg, path, old.display(), new.display(), msg, fix)
 
 
+NAN_MSG = (
+    "{what} is NaN on both calls, but NaN never equals itself (`nan != nan`): a static NaN "
+    "hits the cache only when it is the very same object, so each new `float('nan')` compiles "
+    "again."
+)
+NAN_FIX = (
+    "Use one shared NaN object, `math.nan` (or `jnp.nan`: the same float every time), where "
+    "`{attr}` is set, instead of `float('nan')` or a computed NaN; or mark the case with None "
+    "or a flag instead of a static NaN."
+)
+
+
+def is_nan(value: Any) -> bool:
+    """Is ``value`` a float NaN (Python or NumPy scalar, real or complex)?"""
+    numpy_scalar = type(value).__module__ == "numpy" and getattr(value, "shape", None) == ()
+    if not (isinstance(value, (float, complex)) or numpy_scalar):
+        return False
+    try:
+        return bool(value != value)
+    except Exception:
+        return False
+
+
+def nan_static(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
+    """Two NaNs: equal-looking, never equal. Python's caches compare them by identity."""
+    msg = NAN_MSG.format(what=f"`{path}`")
+    return _reason(
+        "identity_static", arg, path, old.display(), new.display(), msg, NAN_FIX.format(attr=attr)
+    )
+
+
 PARTIAL_GRAPH_FIX = (
     "Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
 )
