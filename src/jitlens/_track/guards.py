@@ -162,7 +162,9 @@ class Guarded(Generic[P, R]):
         if not watch.active:
             watch.activate(self)
         try:
-            return self.__dict__["_fn"](*args, **kwargs)  # type: ignore[no-any-return]
+            out = self.__dict__["_fn"](*args, **kwargs)
+            hooks.confirm_counting(SOURCE)  # a pending self-check, before a call passes
+            return out  # type: ignore[no-any-return]
         except (RecompileError, RecompileWarning) as error:
             if isinstance(error, RecompileError) and not getattr(
                 error, _budget.FROM_LISTENER, False

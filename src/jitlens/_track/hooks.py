@@ -22,7 +22,15 @@ from . import frontends, listeners, patches, selfcheck
 from .calls import make_nnx_call
 from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
-from .state import DEPTH_KNOWN, STATE, TRACING, WINDOW, internal_failure, update_threshold
+from .state import (
+    DEPTH_KNOWN,
+    STATE,
+    TRACING,
+    WINDOW,
+    internal_failure,
+    tls,
+    update_threshold,
+)
 
 _ORIGINALS: list[tuple[Any, str, Any]] = []
 _LISTENING = [False]
@@ -128,6 +136,33 @@ def activate_counting(source: str) -> None:
         )
     with REGISTRY.lock:
         selfcheck.BUDGETS_OPEN[0] += 1
+
+
+def confirm_counting(source: str) -> None:
+    """Before a budget says "passed": a self-check still pending runs now.
+
+    A budget opened before the program's first JAX operation cannot run the
+    canary then (it waits for the backends); if no tracked call ran it since
+    (a jitted function made before jitlens was active is not tracked), it
+    runs here, outside any trace, so that the budget cannot pass on counts
+    that were never right.
+
+    Raises:
+      JitlensError: the self-check found that traces cannot be counted.
+    """
+    if not selfcheck.CANARY_PENDING[0] or tls.depth > 0 or tls.busy:
+        return
+    problem = selfcheck.counting_problem()
+    if problem is not None:
+        raise JitlensError(
+            selfcheck.CANNOT_COUNT.format(
+                source=source,
+                jax=_compat.jax_version(),
+                flax=_compat.flax_version(),
+                why=problem,
+                tested=tested_range(),
+            )
+        )
 
 
 def deactivate_counting(_unused: Any = None) -> None:

@@ -140,10 +140,14 @@ class NoRetrace(contextlib.ContextDecorator):
         add_scope(scope)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         scope = self._local.stack.pop()
-        remove_scope(scope)
-        hooks.deactivate_counting()
+        try:
+            if exc_type is None:  # never replace the block's own exception
+                hooks.confirm_counting("no_retrace")
+        finally:
+            remove_scope(scope)
+            hooks.deactivate_counting()
 
     def __repr__(self) -> str:
         return f"<jitlens.no_retrace(allow_new={self.allow_new})>"
@@ -204,6 +208,7 @@ def budget_scope(
     add_scope(scope)
     try:
         yield scope
+        hooks.confirm_counting(source)  # not on the block's own exception
     finally:
         remove_scope(scope)
         hooks.deactivate_counting()

@@ -299,6 +299,6 @@ def counting_problem() -> str | None:
     if check.traces_known:
         return None
     if not check.capabilities.can_count_traces:
-        missing = [p for p, loss in check.capabilities.missing if loss == TRACE_COUNTS]
+        missing = [p for p, loss in check.capabilities.missing if TRACE_COUNTS in loss]
         return f"{', '.join(missing)} is missing"
     return "; ".join(check.canary_problems)
