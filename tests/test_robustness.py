@@ -185,6 +185,28 @@ class _Holder:
         return x * self.k
 
 
+def _fwd(m: Any, x: Any) -> Any:
+    return m(x)
+
+
+def test_copies_of_a_called_nnx_jit_and_of_a_guard_behave_as_without_jitlens() -> None:
+    """jitlens' state riding on an nnx.jit wrapper is never copied: deepcopy used to raise
+    ``TypeError: cannot pickle '_thread.lock'`` once the wrapper had been called."""
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    x = jnp.ones((1, 2))
+    with jitlens.track() as t:
+        fwd = nnx.jit(_fwd)
+        want = fwd(model, x)
+        state = {"fwd": fwd, "budgeted": jitlens.max_traces(1)(fwd), "lr": [0.1]}
+        clone = copy.deepcopy(state)
+        shallow = copy.copy(fwd)
+        for f in (clone["fwd"], clone["budgeted"], shallow):
+            assert jnp.array_equal(f(model, x), want)
+    assert clone["lr"] == [0.1] and clone["budgeted"] is state["budgeted"]
+    rows = [r for r in t.report().functions if r.name == "_fwd"]
+    assert sum(r.calls for r in rows) == 4 and sum(r.traces for r in rows) == 1
+
+
 def test_the_tracked_jit_is_transparent() -> None:
     plain = jax.jit(_f)
     with jitlens.track():

@@ -106,6 +106,24 @@ def _after_detailed(
         internal_failure("timing a call", exc)
 
 
+class WrapperRecords(list):  # type: ignore[type-arg]
+    """The records riding on an nnx jit wrapper: ``[plain call's, cached_partial call's]``.
+
+    Stored in the wrapper's ``__dict__`` (one dict read per call). jitlens'
+    state is never copied with the user's object: a deep copy or a pickle of
+    the wrapper gets an empty slot (its own row on its first call), a shallow
+    copy shares it, as it shares the wrapper's compiled cache.
+    """
+
+    __slots__ = ()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> WrapperRecords:
+        return WrapperRecords((None, None))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WrapperRecords, ((None, None),))
+
+
 def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
     """The ``__call__`` of an nnx jit wrapper class, counted."""
 
@@ -123,9 +141,9 @@ def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
                 rec = recs[cached] if recs is not None else None
                 if rec is None:
                     rec = REGISTRY.record_for_wrapper(self, None, cached)
-                    recs = list(recs or (None, None))
+                    if recs is None:
+                        recs = self.__dict__["_jitlens_records"] = WrapperRecords((None, None))
                     recs[cached] = rec
-                    self.__dict__["_jitlens_records"] = tuple(recs)
             except Exception as exc:
                 internal_failure("recording an nnx.jit call", exc)
                 return original(self, *args, **kwargs)

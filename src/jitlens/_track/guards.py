@@ -173,6 +173,9 @@ class Guarded(Generic[P, R]):
             __tracebackhide__ = True
             raise error.with_traceback(None) from None
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Guarded[P, R]:
+        return self  # a function stand-in: copy.deepcopy keeps functions as they are
+
     def __getattr__(self, name: str) -> Any:
         fn = self.__dict__.get("_fn")
         if fn is None:
