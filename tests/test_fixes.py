@@ -80,6 +80,7 @@ FIXES: dict[str, str] = {
     "OPTAX_FIX": "test_optax_fix",
     "NO_EQ_FIX": "test_no_eq_fix",
     "NAN_FIX": "test_nan_fix_static_argument",
+    "DTYPE_SPELLING_FIX": "test_dtype_spelling_fix",
     # eqx.filter_jit's words (jitlens._core.messages_frontend), proven in test_equinox.py
     "eqx.NEW_FUNCTION_FIX": "test_equinox.py::test_new_function_fix_applied_gives_one_trace_and_the_same_results",
     "eqx.SCALAR_FIX": "test_equinox.py::test_python_scalars_are_static_under_filter_jit_and_fix",
@@ -679,6 +680,21 @@ def test_nan_fix_module_attribute() -> None:
         return f, [f(Filler(fill()), X) for _ in range(3)]
 
     prove("NAN_FIX", lambda: calls(lambda: float("nan")), lambda: calls(lambda: math.nan))
+
+
+def test_dtype_spelling_fix() -> None:
+    """`dtype=jnp.float32` in one place and `dtype="float32"` in another: two compiles."""
+
+    def calls(spellings):
+        f = nnx_forward()
+        models = [nnx.Linear(2, 2, dtype=d, rngs=nnx.Rngs(0)) for d in spellings]
+        return f, [f(m, X) for m in models]
+
+    prove(
+        "DTYPE_SPELLING_FIX",
+        lambda: calls((jnp.float32, "float32")),
+        lambda: calls((jnp.float32, jnp.float32)),
+    )
 
 
 # ---------------------------------------------------------------- graph structure

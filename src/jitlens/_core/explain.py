@@ -295,6 +295,9 @@ def _static(
     attr = str(p[-1][1]) if len(p) > 1 else arg
     if S.is_nan(old.value()) and S.is_nan(new.value()):
         return S.nan_static(arg, path, attr, old, new)
+    dtypes = S.as_dtype(old.value()), S.as_dtype(new.value())
+    if dtypes[0] is not None and dtypes[0] == dtypes[1]:
+        return S.dtype_spelling(arg, path, attr, old, new)
     if old.fresh and new.fresh:
         return S.identity_static(arg, path, attr, old, new, in_graph=in_graph)
     mode_flag = attr in S.MODE_FLAGS and isinstance(new.value(), bool)

@@ -74,6 +74,10 @@ def _own_attr(value: Any, name: str) -> Any:
         return None
 
 
+#: Modules whose scalar types are shown as their users write them (``jnp.float32``).
+_NUMPY_ALIASES = {"jax.numpy": "jnp", "numpy": "np"}
+
+
 def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
     """A one-line repr, shortened (a failing ``__repr__`` never raises).
 
@@ -90,7 +94,8 @@ def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
             text = f"{type(value).__module__}.{type(value).__qualname__}({', '.join(parts)})"
             text = text.replace("functools.partial", "functools.partial")
         elif isinstance(value, type):
-            text = f"<class '{value.__qualname__}'>"
+            module = _NUMPY_ALIASES.get(getattr(value, "__module__", ""))
+            text = f"{module}.{value.__qualname__}" if module else f"<class '{value.__qualname__}'>"
         elif inspect.ismethod(value):
             owner = type(value.__self__).__name__
             text = f"<bound method {value.__func__.__qualname__} of {owner}>"

@@ -94,6 +94,44 @@ def static_value(
     return _reason("static_value", arg, path, before, after, msg, fix)
 
 
+DTYPE_SPELLING_MSG = (
+    "static `{path}` is the same dtype ({dtype}) written two ways, {before} -> {after}: statics "
+    "are compared as written (`{before} == {after}` is False), so the two spellings are "
+    "different keys."
+)
+DTYPE_SPELLING_FIX = (
+    "Write `{attr}` one way everywhere, e.g. always `{canonical}`; each spelling compiles once."
+)
+
+
+def as_dtype(value: Any) -> Any:
+    """The NumPy dtype a static names (``jnp.float32``, ``np.float32``, ``'float32'``,
+    ``np.dtype('float32')``), or None for anything else."""
+    import numpy as np
+
+    if isinstance(value, np.dtype):
+        return value
+    named = isinstance(value, str) or (
+        isinstance(value, type)
+        and (issubclass(value, np.generic) or isinstance(getattr(value, "dtype", None), np.dtype))
+    )
+    if not named:
+        return None
+    try:
+        return np.dtype(value)
+    except Exception:
+        return None
+
+
+def dtype_spelling(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
+    """Two spellings of one dtype: unequal as statics, the same dtype to the user."""
+    dt = as_dtype(new.value())
+    before, after = old.display(), new.display()
+    msg = DTYPE_SPELLING_MSG.format(path=path, dtype=dt, before=before, after=after)
+    fix = DTYPE_SPELLING_FIX.format(attr=attr, canonical=f"jnp.{dt}")
+    return _reason("static_value", arg, path, before, after, msg, fix)
+
+
 def _is_number(s: StaticVal) -> bool:
     v = s.value()
     return isinstance(v, (int, float)) and not isinstance(v, bool)
