@@ -209,3 +209,20 @@ def test_plugin_module_imports_neither_jax_nor_jitlens_core() -> None:
     }
     assert names <= {"__future__", "pytest", *sys.stdlib_module_names}, names
     assert not [n for n in top if isinstance(n, ast.ImportFrom) and n.level], "no jitlens module"
+
+
+def test_the_session_report_is_written_where_pytest_started(pytester: pytest.Pytester) -> None:
+    """A test that changes directory for good does not move --jitlens-report's file."""
+    pytester.makepyfile(
+        test_moves="""
+        import os
+        import jax, jax.numpy as jnp
+
+        def test_moves(tmp_path):
+            jax.jit(lambda x: x + 1)(jnp.ones(2))
+            os.chdir(tmp_path)
+        """
+    )
+    result = pytester.runpytest_subprocess(*_plugin_args(), "--jitlens-report=report.json")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "report.json").exists()

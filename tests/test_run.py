@@ -277,3 +277,29 @@ def test_a_signal_writes_the_report_then_kills_the_program_as_without_jitlens(
     if signame == "SIGINT":
         assert err.rstrip().endswith("KeyboardInterrupt")
         assert "jitlens" not in err[err.index("Traceback") :]
+
+
+CHDIR_PROGRAM = """
+import os, jax, jax.numpy as jnp
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(2)); f(jnp.ones(3))
+os.chdir("elsewhere")
+"""
+
+
+def test_report_paths_are_where_the_program_started_after_a_chdir(tmp_path):
+    """A relative --json/--html path (or JITLENS_REPORT) names a file in the launch directory,
+    even when the program changes directory before it ends (they used to land in the new one)."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "prog.py").write_text(CHDIR_PROGRAM)
+    proc = run_python(
+        ["-m", "jitlens", "run", "--json", "r.json", "--html", "r.html", "prog.py"], cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "jitlens: wrote r.json" in proc.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["functions"][0]["traces"] == 2
+    assert (tmp_path / "r.html").exists()
+    proc = run_python(["prog.py"], cwd=tmp_path, env={"JITLENS": "1", "JITLENS_REPORT": "e.json"})
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "e.json").exists()
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == []

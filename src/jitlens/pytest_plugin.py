@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -208,7 +209,9 @@ class _Session:
         if self.path is not None and self.report is not None:
             from ._core.report import write_atomic
 
-            write_atomic(self.path, self.report.to_json())
+            # Relative to where pytest was started, not to a test's monkeypatch.chdir.
+            where = os.path.join(str(self.config.invocation_params.dir), self.path)
+            write_atomic(where, self.report.to_json())
 
     def _stop(self) -> Report:
         if self._scope is not None:

@@ -123,18 +123,18 @@ def _start() -> None:
             log.propagate = False
         tracker = Tracker(include_internal=_config.get("include_internal"), timeline=True)
         tracker.start()
-        atexit.register(_finish, tracker, os.getpid())
+        atexit.register(_finish, tracker, os.getpid(), os.getcwd())
     except Exception as exc:  # never break the program that imported jax
         _warn(f"could not start tracking ({type(exc).__name__}: {exc}); your program is unaffected")
 
 
-def _finish(tracker: Any, pid: int) -> None:
+def _finish(tracker: Any, pid: int, cwd: str | None = None) -> None:
     if os.getpid() != pid:  # a forked child running atexit: not the tracked program
         return
     try:
         from .. import _config
         from .._render.text import render_text
-        from .run import write_outputs
+        from .run import anchor_outputs, write_outputs
 
         tracker.stop()
         report = tracker.report()
@@ -146,7 +146,9 @@ def _finish(tracker: Any, pid: int) -> None:
             html = _config.get("html") or None
             trace = None
 
-        for path in write_outputs(report, _Args()):  # type: ignore[arg-type]
+        args = _Args()
+        anchor_outputs(args, cwd)  # relative paths: where the program started
+        for path in write_outputs(report, args):  # type: ignore[arg-type]
             _warn(f"wrote {path}")
     except Exception as exc:
         _warn(f"could not write the report ({type(exc).__name__}: {exc})")

@@ -109,8 +109,28 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace-event JSON")
 
 
+def anchor_outputs(args: Any, cwd: str | None = None) -> None:
+    """Make the report paths absolute now: the program may ``os.chdir`` before they are written."""
+    from .._track.process import anchor_path
+
+    args.launch_cwd = cwd or os.getcwd()
+    for name in ("json", "html", "trace"):
+        value = getattr(args, name, None)
+        if value:
+            setattr(args, name, anchor_path(value, cwd))
+
+
+def _shown(path: str, args: Any) -> str:
+    """``path`` relative to where the program started, when it is below it."""
+    start = getattr(args, "launch_cwd", None)
+    if start is None:
+        return path
+    rel = os.path.relpath(path, start)
+    return path if rel.startswith(os.pardir) else rel
+
+
 def write_outputs(report: Any, args: argparse.Namespace) -> list[str]:
-    """Write the report files asked for; returns the paths written."""
+    """Write the report files asked for; returns the paths written (as the user gave them)."""
     from .._core.report import write_atomic
     from .._track.process import expand_path_template, process_info
 
@@ -119,19 +139,19 @@ def write_outputs(report: Any, args: argparse.Namespace) -> list[str]:
     if args.json:
         path = expand_path_template(args.json, info)
         write_atomic(path, report.to_json())
-        written.append(path)
+        written.append(_shown(path, args))
     if args.html:
         from .._render.html import render_html
 
         path = expand_path_template(args.html, info)
         write_atomic(path, render_html(report))
-        written.append(path)
+        written.append(_shown(path, args))
     if args.trace:
         from .._render.perfetto import write_trace
 
         path = expand_path_template(args.trace, info)
         write_trace(report, path)
-        written.append(path)
+        written.append(_shown(path, args))
     return written
 
 
@@ -142,6 +162,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(own)
     args.module = module if module is not None else args.module
     args.target = program
+    anchor_outputs(args)
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
     code_obj = None

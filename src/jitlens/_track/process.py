@@ -60,6 +60,17 @@ def process_info() -> ProcessInfo:
     return ProcessInfo(state[0], state[1], host)
 
 
+def anchor_path(path: str, cwd: str | None = None) -> str:
+    """``path`` made absolute against ``cwd`` (default: now), ``~`` expanded.
+
+    Report paths are given on the command line or in the environment when the
+    program starts and written when it ends: anchored at the start, an
+    ``os.chdir`` in between does not move the files. Templates survive.
+    """
+    path = os.path.expanduser(path)
+    return path if os.path.isabs(path) else os.path.join(cwd or os.getcwd(), path)
+
+
 def expand_path_template(path: str, info: ProcessInfo | None = None) -> str:
     """Fill ``{process_index}``, ``{process_count}``, ``{host}`` and ``{pid}`` in ``path``.
 
