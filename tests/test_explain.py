@@ -482,3 +482,21 @@ def test_differently_sized_layers_are_named_as_configuration():
     assert ("shape", "m.kernel") in got  # the Variable, not `m.kernel.value`
     for r in rs:
         assert "Variable(" not in r.fix and "pad smaller batches" not in r.fix
+
+
+@pytest.mark.filterwarnings("error")
+def test_one_letter_strings_are_not_dtypes_and_dtype_spellings_are():
+    """'a' -> 'b' is a changed value (NumPy would read both as dtype codes, warning on 'a');
+    jnp.float32 -> 'float32' is one dtype spelled two ways."""
+    f = jax.jit(lambda x, mode: x, static_argnums=1)
+    with jitlens.track() as t:
+        for mode in ("a", "b", jnp.float32, "float32"):
+            f(jnp.ones(2), mode)
+    reasons = [r for e in t.stats(f).events for r in e.reasons]
+    assert [(r.kind, r.before, r.after) for r in reasons] == [
+        ("static_value", "'a'", "'b'"),
+        ("static_value", "'b'", "jnp.float32"),
+        ("static_value", "jnp.float32", "'float32'"),
+    ]
+    assert "same dtype (float32) written two ways" in reasons[2].message
+    assert "same dtype" not in reasons[0].message

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import sys
 from typing import Any
 
@@ -104,6 +105,9 @@ DTYPE_SPELLING_FIX = (
 )
 
 
+_DTYPE_NAME = re.compile(r"(bool|(u?int|float|complex|bfloat)\d+|float8_\w+)")
+
+
 def as_dtype(value: Any) -> Any:
     """The NumPy dtype a static names (``jnp.float32``, ``np.float32``, ``'float32'``,
     ``np.dtype('float32')``), or None for anything else."""
@@ -111,10 +115,12 @@ def as_dtype(value: Any) -> Any:
 
     if isinstance(value, np.dtype):
         return value
-    named = isinstance(value, str) or (
-        isinstance(value, type)
-        and (issubclass(value, np.generic) or isinstance(getattr(value, "dtype", None), np.dtype))
-    )
+    if isinstance(value, str):  # a dtype's full name only: 'f' or 'a' are other strings too
+        named = _DTYPE_NAME.fullmatch(value) is not None
+    else:
+        named = isinstance(value, type) and (
+            issubclass(value, np.generic) or isinstance(getattr(value, "dtype", None), np.dtype)
+        )
     if not named:
         return None
     try:
