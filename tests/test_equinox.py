@@ -461,6 +461,49 @@ def test_a_donating_wrapper_of_the_same_function_is_a_jit_option_not_an_eviction
     assert all(r.kind != "cache_cleared" for r in reasons)
 
 
+class Activated(eqx.Module):
+    lin: eqx.nn.Linear
+    act: object
+
+    def __init__(self, key, act=None):
+        self.lin = eqx.nn.Linear(3, 3, key=key)
+        self.act = act if act is not None else (lambda z: jax.nn.relu(z))
+
+    def __call__(self, x):
+        COUNT["module"] += 1
+        return self.act(self.lin(x))
+
+
+COUNT = {"module": 0}
+
+
+def test_a_module_jitted_as_the_function_is_one_row_with_its_fields_named_and_fixed():
+    """eqx.filter_jit(model)(x) per fresh model: the culprit is a field of the model
+    (`self.act`), not "a new function"; applying the fix gives one trace, same results.
+    An eqx.nn layer jitted directly is the user's row, and its changed size is named."""
+    keys = [jax.random.PRNGKey(s) for s in range(3)]
+    COUNT["module"] = 0
+    with jitlens.track() as t:
+        outs = [eqx.filter_jit(Activated(k))(jnp.ones(3)) for k in keys]
+        for n in (4, 5):
+            eqx.filter_jit(eqx.nn.Linear(3, n, key=keys[0]))(jnp.ones(3))
+    report = t.report()
+    (row,) = [f for f in report.functions if f.qualname == "Activated.__call__"]
+    assert (row.calls, row.traces) == (3, COUNT["module"]) == (3, 3)
+    (fix,) = {r.fix for r in _reasons(row)}
+    assert {(r.path, r.kind) for r in _reasons(row)} == {("self.act", "identity_static")}
+    assert "`self.act = act` in `__init__`" in fix
+    (lin,) = [f for f in report.functions if f.qualname == "Linear.__call__"]
+    assert (lin.calls, lin.traces) == (2, 2) and not lin.internal
+    assert ("self.out_features", "static_value") in {(r.path, r.kind) for r in _reasons(lin)}
+
+    COUNT["module"] = 0
+    fixed = [eqx.filter_jit(Activated(k, _relu))(jnp.ones(3)) for k in keys]
+    assert COUNT["module"] == 1
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b)
+
+
 def test_partials_of_one_function_are_rows_of_their_own():
     count = [0]
 
@@ -649,7 +692,7 @@ def test_nested_callable_module_donation_and_lower_match_ground_truth():
     assert (_row(report, "outer").traces, _row(report, "outer").cache_hits) == (count["outer"], 1)
     assert _row(report, "inner").traces == count["inner"] == 2  # inside outer's traces
     assert _row(report, "donated").traces == count["donated"] == 2
-    row = _row(report, "Scale")
+    (row,) = [f for f in report.functions if f.qualname == "Scale.__call__"]
     assert (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
     assert {(r.path, r.kind) for r in _reasons(row)} == {("x", "shape")}
 

@@ -93,12 +93,40 @@ def _combine(dynamic: Any, static: Any) -> Any:
     return hashable_combine(dynamic, static)
 
 
-def user_function(jit_args: tuple[Any, ...]) -> Any:
-    """The callable the user passed to ``filter_jit`` (a function, a partial, a Module)."""
-    if not _is_jit_args(jit_args):
-        return None
+def _fun(jit_args: tuple[Any, ...]) -> Any:
     dynamic = {**jit_args[0], **jit_args[1]}
     return _combine(dynamic["fun"], jit_args[2][0])
+
+
+def _module_method(fun: Any) -> Any:
+    """``type(fun).__call__`` when ``fun`` is an ``eqx.Module`` instance used as the function.
+
+    ``eqx.filter_jit(model)`` jits a callable pytree: its arrays are traced
+    arguments and its other fields are part of the key, like the fields of an
+    argument. jitlens then files every instance of the class under one row
+    (named ``Class.__call__``) and describes the instance as the argument
+    ``self``, so a changed field is named (``self.act``) instead of "a new
+    function".
+    """
+    if isinstance(fun, type) or not is_eqx_module_class(type(fun)):
+        return None
+    module = type(fun).__module__ or ""
+    if hasattr(fun, "__wrapped__") or (
+        module.startswith("equinox.") and not module.startswith("equinox.nn.")
+    ):
+        return None  # a wrapper of the user's function (filter_vmap, Partial, assert_max_traces)
+    method = vars(type(fun)).get("__call__") or getattr(type(fun), "__call__", None)  # noqa: B004
+    return method if getattr(method, "__code__", None) is not None else None
+
+
+def user_function(jit_args: tuple[Any, ...]) -> Any:
+    """The callable the user passed to ``filter_jit`` (a function, a partial; for a Module,
+    its class's ``__call__``)."""
+    if not _is_jit_args(jit_args):
+        return None
+    fun = _fun(jit_args)
+    method = _module_method(fun)
+    return method if method is not None else fun
 
 
 def user_args(
@@ -120,6 +148,9 @@ def user_args(
     *args, dummy = (first, *tuple(rest))
     if dummy is not None:
         return None
+    fun = _fun(jit_args)
+    if _module_method(fun) is not None:  # the Module itself is the argument `self`
+        args = [fun, *args]
     return tuple(args), dict(kwargs)
 
 
@@ -154,8 +185,11 @@ def wrapper_key(wrapper: Any) -> Any:
 
 
 def wrapper_user_function(wrapper: Any) -> Any:
-    """The callable behind a ``_JitWrapper`` (``__wrapped__`` recombines it)."""
-    return getattr(wrapper, "__wrapped__", None)
+    """The callable behind a ``_JitWrapper`` (``__wrapped__`` recombines it), as
+    :func:`user_function` names it."""
+    fun = getattr(wrapper, "__wrapped__", None)
+    method = _module_method(fun)
+    return method if method is not None else fun
 
 
 def call_entry() -> tuple[Any, str] | None:
@@ -173,6 +207,12 @@ def call_entry() -> tuple[Any, str] | None:
     if cls is not None and callable(vars(cls).get("_call")):
         return cls, "_call"
     return None
+
+
+def is_equinox_callable(fn: Any) -> bool:
+    """Is ``fn`` equinox's own code (``eqx.nn.Linear.__call__``)? equinox never
+    ``filter_jit``s its layers itself: such a jit is the user's."""
+    return (getattr(fn, "__module__", "") or "").startswith("equinox.")
 
 
 def is_eqx_module_class(cls: Any) -> bool:

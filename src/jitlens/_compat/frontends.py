@@ -53,6 +53,9 @@ class Frontend:
     #: JAX's positional arguments -> the library's options that are part of the
     #: compiled key but not of the user's arguments (``donate=``), as ``(name, value)``.
     jit_options: Callable[[tuple[Any, ...]], tuple[tuple[str, Any], ...]] = lambda _args: ()
+    #: The library's own callables that only a user jits (``eqx.filter_jit(eqx.nn.Linear(...))``):
+    #: a row of the user's, though the code lives in the library's files.
+    users_only: Callable[[Any], bool] = lambda _fn: False
 
     def loaded(self) -> bool:
         return self.module in sys.modules
@@ -70,6 +73,7 @@ EQUINOX = Frontend(
     call_entry=equinox_api.call_entry,
     static_leaves=True,
     jit_options=equinox_api.jit_options,
+    users_only=equinox_api.is_equinox_callable,
 )
 
 #: Every front-end jitlens knows.

@@ -206,8 +206,12 @@ class Registry:
             if rec is not None and (index[1] != "fn" or rec.user_fn() is user_fn):
                 self.by_frontend.move_to_end(index)
                 return rec
+            where = None
+            if frontend.users_only(user_fn):
+                name, _qualname, defined_at = _compat.definition_site(user_fn)
+                where = (name, defined_at, False)
             rec = self.new_record(
-                frontend.kind, user_fn, user_fn=user_fn, counts_calls=counts_calls
+                frontend.kind, user_fn, user_fn=user_fn, counts_calls=counts_calls, where=where
             )
             rec.inner_fun_ref = weak(user_fn)  # for guards; not indexed as a jax.jit function
             rec.frontend = frontend
