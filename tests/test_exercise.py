@@ -50,6 +50,7 @@ BAD = [
     ("seed", math.inf, ValueError),
     ("seed", True, TypeError),
     ("seed", "3", TypeError),
+    ("seed", float(2**70), ValueError),  # nnx.Rngs: OverflowError deep inside, before
     ("features", 0.0, ValueError),
     ("features", 2.5, ValueError),
     ("features", -math.inf, ValueError),
@@ -84,6 +85,12 @@ def test_bad_input_named_before_any_jax_work(name, value, exc):
         monitoring.unregister_event_duration_listener(listener)
     assert str(info.value).startswith(name), info.value
     assert events == []  # rejected before JAX traced or compiled anything
+
+
+def test_the_largest_seed_works_and_an_impossible_size_is_named():
+    assert jitlens.jit_forward(2**63 - 1, [[1.0, 2.0, 3.0]], 2, 1).shape == (2,)
+    with pytest.raises(ValueError, match=r"^features=1000000000000 with D_in=3 and N=1: .* GiB"):
+        jitlens.jit_forward(0, [[1.0, 2.0, 3.0]], 1e12, 1)  # JAX's RESOURCE_EXHAUSTED before
 
 
 @pytest.mark.parametrize("num_calls", [1, 2, 5])

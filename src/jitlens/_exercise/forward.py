@@ -21,7 +21,17 @@ _SCALAR_MSG = (
 _X_MSG = "x must be a finite float32 matrix of shape (N, D_in) with N, D_in >= 1; got {what}"
 
 
-def _scalar_int(name: str, value: Any, minimum: int, what: str) -> int:
+#: ``nnx.Rngs`` turns the seed into a C long: larger seeds raise OverflowError deep inside.
+MAX_SEED = 2**63 - 1
+_TOO_BIG_MSG = (
+    "features={features} with D_in={d_in} and N={n}: the model's kernel, bias and output need "
+    "{gib:.3g} GiB, more than the device could allocate ({error})"
+)
+
+
+def _scalar_int(
+    name: str, value: Any, minimum: int, what: str, maximum: int | None = None, limit: str = ""
+) -> int:
     """Return ``value`` as an int, or raise naming ``name`` and the value."""
 
     def fail(exc: type[Exception], why: str) -> Exception:
@@ -52,6 +62,8 @@ def _scalar_int(name: str, value: Any, minimum: int, what: str) -> int:
         i = int(f)
     if i < minimum:
         raise fail(ValueError, f" (must be >= {minimum})")
+    if maximum is not None and i > maximum:
+        raise fail(ValueError, f" ({limit})")
     return i
 
 
@@ -116,7 +128,9 @@ def jit_forward(seed: Any, x: Any, features: Any, num_calls: Any) -> Any:
       >>> jitlens.jit_forward(0.0, [[1.0, 2.0, 3.0]], 4.0, 3.0).shape
       (4,)
     """
-    seed_i = _scalar_int("seed", seed, 0, "non-negative")
+    seed_i = _scalar_int(
+        "seed", seed, 0, "non-negative", MAX_SEED, "nnx.Rngs takes seeds up to 2**63 - 1"
+    )
     features_i = _scalar_int("features", features, 1, "positive")
     num_calls_i = _scalar_int("num_calls", num_calls, 1, "positive")
     x_np = _matrix(x)
@@ -125,14 +139,25 @@ def jit_forward(seed: Any, x: Any, features: Any, num_calls: Any) -> Any:
     from flax import nnx
 
     x_arr = jnp.asarray(x_np, dtype=jnp.float32)
-    model = nnx.Linear(x_arr.shape[-1], features_i, rngs=nnx.Rngs(seed_i))
+    try:
+        model = nnx.Linear(x_arr.shape[-1], features_i, rngs=nnx.Rngs(seed_i))
 
-    @nnx.jit
-    def fwd(model: nnx.Linear, x: jnp.ndarray) -> jnp.ndarray:
-        return model(x)
+        @nnx.jit
+        def fwd(model: nnx.Linear, x: jnp.ndarray) -> jnp.ndarray:
+            return model(x)
 
-    out = None
-    for _ in range(num_calls_i):
-        out = fwd(model, x_arr)
+        out = None
+        for _ in range(num_calls_i):
+            out = fwd(model, x_arr)
+    except Exception as exc:  # an allocation the sizes asked for: name them, not JAX's internals
+        if "RESOURCE_EXHAUSTED" not in str(exc):
+            raise
+        n, d_in = x_np.shape
+        gib = 4 * features_i * (d_in + 1 + n) / 2**30
+        raise ValueError(
+            _TOO_BIG_MSG.format(
+                features=features_i, d_in=d_in, n=n, gib=gib, error=str(exc).splitlines()[0]
+            )
+        ) from exc
     assert out is not None  # num_calls_i >= 1
     return out.reshape(-1)
