@@ -31,6 +31,9 @@ with jitlens.track() as t:
     f(x)                                   # uncommitted, default device
     f(jax.device_put(x, jax.devices()[1]))  # committed to cpu:1
 out["placement"] = reasons(t, f)
+s = t.stats(f)
+out["placement_counts"] = [s.traces, s.compiles, s.retraces, s.recompiles, s.seconds_lost > 0]
+out["placement_text"] = str(t.report())
 
 def g(x):
     return x + 1
@@ -77,6 +80,17 @@ def test_named_sharding_and_placement_changes(sharding_out):
     assert "mesh('data': 2, 'model': 2)" in got[1][0][3]
     assert got[2][0][3] == "uncommitted (default device)"
     assert got[3] == [["sharding", "x", "uncommitted (default device)", "committed to cpu:1"]]
+
+
+def test_recompiles_from_a_cached_trace_are_counted_and_worded_as_such(sharding_out):
+    """JAX re-lowers a traced function for a new sharding without tracing it again: those
+    compiles are explained, counted as time lost, and not called retraces."""
+    traces, compiles, retraces, recompiles, lost = sharding_out["placement_counts"]
+    assert compiles == 5 and traces + recompiles == compiles and retraces == traces - 1
+    assert recompiles >= 1 and lost
+    text = sharding_out["placement_text"]
+    assert f"retraced {retraces}x and compiled {recompiles}x more from a cached trace" in text
+    assert f"x  sharding  (in {retraces + recompiles} recompiles)" in text
 
 
 def test_wrapper_in_shardings_and_donation(sharding_out):

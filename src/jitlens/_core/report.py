@@ -166,10 +166,20 @@ class FunctionReport:
         return sum(1 for e in self.events if e.kind == "retrace")
 
     @property
+    def recompiles(self) -> int:
+        """Compiles of a new key from a trace JAX already had (a new sharding or placement,
+        new jit options): explained like retraces, but the function did not trace again."""
+        return sum(1 for e in self.events if e.kind == "compile" and e.reasons)
+
+    @property
     def seconds_lost(self) -> float:
-        """Seconds spent on avoidable retraces: compilations beyond the first, except a
-        train/eval mode's own first compile (``Event.expected``)."""
-        return sum(e.seconds for e in self.events if e.kind == "retrace" and not e.expected)
+        """Seconds spent on avoidable retraces and recompiles: compilations beyond the first,
+        except a train/eval mode's own first compile (``Event.expected``)."""
+        return sum(
+            e.seconds
+            for e in self.events
+            if (e.kind == "retrace" or (e.kind == "compile" and e.reasons)) and not e.expected
+        )
 
     @property
     def hit_rate(self) -> float | None:

@@ -27,7 +27,7 @@ CALL_SUFFIX = " (call #{index})"
 ALSO_SUFFIX = ", +{n} difference(s) shown above"
 REASON_HEAD = "{path}  {kind}{count}"
 REASON_LINE = "{path}  {kind}{count}: {values}"
-REASON_COUNT = "  (in {n} retraces)"
+REASON_COUNT = "  (in {n} {noun})"
 OTHER_VALUES = "  (+{n} other value{s})"
 NO_REASON = "no difference found between the new cache key and the compiled ones ({n} retrace(s))"
 FIX_LINE = "fix: {fix}"
@@ -68,9 +68,11 @@ def values_text(reason: Reason, others: Sequence[Reason] = ()) -> str:
     )
 
 
-def _reason_lines(reason: Reason, count: int, values: str, detailed: bool) -> list[Line]:
+def _reason_lines(
+    reason: Reason, count: int, values: str, detailed: bool, noun: str = "retraces"
+) -> list[Line]:
     where = reason.path or reason.argument
-    counted = REASON_COUNT.format(n=count) if count > 1 else ""
+    counted = REASON_COUNT.format(n=count, noun=noun) if count > 1 else ""
     if detailed or len(where) + len(values) > MAX_VALUE_CHARS:
         head = REASON_HEAD.format(path=where, kind=reason.kind, count=counted)
         lines: list[Line] = [(2, head, "bold"), (4, values, "")]
@@ -134,7 +136,8 @@ def retrace_lines(
     ordered = sorted(reasons, key=lambda item: _reason_order(item[0]))
     fixes: set[str] = set()
     for shown, (reason, count, values) in enumerate(ordered):
-        block = _reason_lines(reason, count, values, detailed=shown == 0)
+        noun = "recompiles" if fn.recompiles else "retraces"
+        block = _reason_lines(reason, count, values, detailed=shown == 0, noun=noun)
         if reason.fix and reason.fix not in fixes:
             block.append((4, FIX_LINE.format(fix=reason.fix), "green"))
         room = MAX_LINES_PER_RETRACE - _height(lines, width)

@@ -68,6 +68,7 @@ WARNING_LINE = "warning: {text}"
 NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s)."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
+RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
 #: Wrappers of the same code (``jax.jit(lambda ...)`` in a loop) shown as one row from this many.
 FOLD_MIN = 3
@@ -112,7 +113,10 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     retraces = [e for e in fn.events if e.kind != "trace"]
     if not retraces and not fn.stale_hits:
         return []
-    parts = [RETRACED.format(n=fn.retraces, lost=fn.seconds_lost)] if retraces else []
+    template = RECOMPILED if fn.recompiles else RETRACED
+    parts = (
+        [template.format(n=fn.retraces, m=fn.recompiles, lost=fn.seconds_lost)] if retraces else []
+    )
     parts += [STALE_COUNT.format(n=len(fn.stale_hits))] if fn.stale_hits else []
     header = FUNCTION_HEADER.format(
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
