@@ -46,6 +46,7 @@ from .frames import short_path as short_path
 from .frames import user_call_site as user_call_site
 from .frames import user_frame as user_frame
 from .frames import user_stacklevel as user_stacklevel
+from .frontends import EQUINOX as EQUINOX
 from .frontends import FRONTENDS as FRONTENDS
 from .frontends import Frontend as Frontend
 from .frontends import frontend_of as frontend_of

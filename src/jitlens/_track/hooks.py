@@ -121,6 +121,8 @@ def activate_counting(source: str) -> None:
         that traces cannot be counted on the installed JAX/Flax.
     """
     installed = activate()
+    if installed:
+        selfcheck.check_late_frontends()
     problem = selfcheck.counting_problem() if installed else "jitlens' hooks could not be installed"
     if problem is not None:
         if installed:
@@ -150,7 +152,10 @@ def confirm_counting(source: str) -> None:
     Raises:
       JitlensError: the self-check found that traces cannot be counted.
     """
-    if not selfcheck.CANARY_PENDING[0] or tls.depth > 0 or tls.busy:
+    if tls.depth > 0 or tls.busy:
+        return
+    selfcheck.check_late_frontends()
+    if not selfcheck.CANARY_PENDING[0] and selfcheck.counting_problem() is None:
         return
     problem = selfcheck.counting_problem()
     if problem is not None:

@@ -2,9 +2,11 @@
 
 Run once per process, at the first activation: :func:`~jitlens._compat.probe.probe`
 looks up each private piece, then a canary (a ``jax.jit`` function called with
-two shapes, an ``nnx.jit`` on a tiny module called with two shapes) checks
-against counters inside the bodies that calls, traces and the shape reason
-come out right. The canary's records are removed afterwards; it costs a few
+two shapes, an ``nnx.jit`` on a tiny module called with two shapes, and an
+``eqx.filter_jit`` function if the program imported equinox, also when it did
+so later) checks against counters inside the bodies that calls, traces and the
+shape reason come out right, and that an ``eqx.filter_jit`` function finds the
+row its traces went to (what its budgets count). The canary's records are removed afterwards; it costs a few
 tens of milliseconds (four tiny compiles).
 
 On failure one :class:`~jitlens.JitlensCompatWarning` names the versions and
@@ -110,6 +112,45 @@ def _canary() -> list[str]:
     )
     if _compat.NNX_WRAPPERS and nnx is not None:
         problems += _nnx_canary()
+    if _compat.EQUINOX.loaded():
+        problems += _eqx_canary()
+    return problems
+
+
+_EQX_COUNTER = [0]
+#: Has the equinox canary run (at the self-check, or later when equinox came after it)?
+_EQX_CHECKED = [False]
+
+
+def jitlens_eqx_canary(x: Any) -> Any:
+    _EQX_COUNTER[0] += 1
+    return x + 1
+
+
+def _eqx_canary() -> list[str]:
+    """``eqx.filter_jit`` called with two shapes: rows, calls and traces as equinox ran them."""
+    import sys
+
+    from .frontends import install
+
+    _EQX_CHECKED[0] = True
+    eqx = sys.modules.get("equinox")
+    if eqx is None:
+        return []
+    install()  # equinox may have been imported after tracking started
+    _EQX_COUNTER[0] = 0
+    f = eqx.filter_jit(jitlens_eqx_canary)
+    for n in (1, 2, 2):
+        f(np.zeros((n,), np.float32))
+    recs = [r for r in REGISTRY.records if r.name == "jitlens_eqx_canary"]
+    rec = recs[-1] if recs else None
+    problems = _compare("eqx.filter_jit", rec, _EQX_COUNTER[0], calls=3)
+    if rec is not None and (rec.frontend is None or REGISTRY.frontend_record_of(f) is not rec):
+        # JAX's trace seen, but not as the user's filter_jit function: no row, no budget
+        problems.append(
+            "eqx.filter_jit traces are not matched to their functions (rows, calls and "
+            "compile budgets of eqx.filter_jit functions unknown)"
+        )
     return problems
 
 
@@ -163,6 +204,8 @@ def _forget_canary_records(before: int) -> None:
         for table in (REGISTRY.by_wrapper, REGISTRY.by_fun):
             for k in [k for k, (_ref, r) in table.items() if id(r) in gone]:
                 del table[k]
+        for k in [k for k, r in REGISTRY.by_frontend.items() if id(r) in gone]:
+            del REGISTRY.by_frontend[k]
         for k, sibs in list(REGISTRY.by_code.items()):
             sibs[:] = [r for r in sibs if id(r) not in gone]
             if not sibs:
@@ -204,7 +247,8 @@ def _finish(result: SelfCheck) -> SelfCheck:
     return result
 
 
-def _run_canary() -> list[str]:
+def _run_canary(body: Any = None) -> list[str]:
+    body = body or _canary
     before = len(REGISTRY.records)
     saved_on_trace = list(REGISTRY.on_trace)
     REGISTRY.on_trace.clear()  # guards and scopes must not see the canary
@@ -214,7 +258,7 @@ def _run_canary() -> list[str]:
 
     def canary() -> None:
         try:
-            found.append(_canary())
+            found.append(body())
         except Exception as exc:
             found.append([f"the canary failed ({type(exc).__name__}: {exc})"])
 
@@ -231,6 +275,34 @@ def _run_canary() -> list[str]:
         REGISTRY.include_internal_keys = internal_keys
         REGISTRY.on_trace[:] = saved_on_trace
         _forget_canary_records(before)
+
+
+def check_late_frontends() -> None:
+    """Equinox imported after the self-check ran: run its canary now, once (outside traces).
+
+    Its problems join the self-check's result (and its one warning), so that
+    budgets over ``eqx.filter_jit`` functions refuse to pass on wrong counts.
+    """
+    done = _RESULT[0]
+    if (
+        done is None
+        or CANARY_PENDING[0]
+        or not done.canary_ran
+        or _EQX_CHECKED[0]
+        or not _compat.EQUINOX.loaded()
+        or tls.depth > 0
+        or tls.busy
+    ):
+        return
+    with _LOCK:
+        if _EQX_CHECKED[0]:
+            return
+        _EQX_CHECKED[0] = True
+        problems = tuple(_run_canary(_eqx_canary))
+        if problems:
+            result = dataclasses.replace(done, canary_problems=done.canary_problems + problems)
+            _RESULT[0] = result
+            _warn(result)
 
 
 def run_pending() -> None:
