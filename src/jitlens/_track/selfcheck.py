@@ -131,13 +131,11 @@ def _eqx_canary() -> list[str]:
     """``eqx.filter_jit`` called with two shapes: rows, calls and traces as equinox ran them."""
     import sys
 
-    from .frontends import install
-
     _EQX_CHECKED[0] = True
     eqx = sys.modules.get("equinox")
     if eqx is None:
         return []
-    install()  # equinox may have been imported after tracking started
+    # equinox imported after tracking started is patched at its first trace, as for the user
     _EQX_COUNTER[0] = 0
     f = eqx.filter_jit(jitlens_eqx_canary)
     for n in (1, 2, 2):
