@@ -80,6 +80,7 @@ FIXES: dict[str, str] = {
     "OPTAX_FIX": "test_optax_fix",
     "NO_EQ_FIX": "test_no_eq_fix",
     "NAN_FIX": "test_nan_fix_static_argument",
+    "MUTATED_FIX": "test_mutated_fix",
     "DTYPE_SPELLING_FIX": "test_dtype_spelling_fix",
     # eqx.filter_jit's words (jitlens._core.messages_frontend), proven in test_equinox.py
     "eqx.NEW_FUNCTION_FIX": "test_equinox.py::test_new_function_fix_applied_gives_one_trace_and_the_same_results",
@@ -695,6 +696,52 @@ def test_dtype_spelling_fix() -> None:
         lambda: calls((jnp.float32, "float32")),
         lambda: calls((jnp.float32, jnp.float32)),
     )
+
+
+class MutableCfg:
+    """A static with value equality, changed in place: what JAX's docs forbid."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MutableCfg) and other.k == self.k
+
+    def __hash__(self) -> int:
+        return hash(self.k)
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenK:
+    k: int
+
+
+def test_mutated_fix() -> None:
+    """A static changed in place: JAX serves the old code (a stale result) until an equal new
+    value misses; jitlens names the mutation. Applied, the fix gives the right results."""
+    f = jax.jit(lambda x, cfg: x * cfg.k, static_argnums=1)
+    with jitlens.track() as t:
+        cfg = MutableCfg(1)
+        first = f(X, cfg)
+        cfg.k = 5
+        stale = f(X, cfg)  # JAX: a hit on the entry compiled for k=1
+        f(X, MutableCfg(1))  # equal to what was compiled, unequal to the mutated key: a miss
+    np.testing.assert_allclose(stale, first)  # the stale result jitlens warns about
+    (reason,) = [r for e in t.stats(f).events for r in e.reasons]
+    assert reason.kind == "mutated_static" and printed("MUTATED_FIX", reason.fix)
+    assert "MutableCfg(k=1) then, MutableCfg(k=5) now" in reason.message
+
+    with jitlens.track() as t:
+        g = jax.jit(lambda x, cfg: x * cfg.k, static_argnums=1)
+        cfg2 = FrozenK(1)
+        outs = [g(X, cfg2)]
+        cfg2 = dataclasses.replace(cfg2, k=5)  # the fix: a new object, not a mutation
+        outs.append(g(X, cfg2))
+        outs.append(g(X, FrozenK(1)))
+    np.testing.assert_allclose(outs[1], X * 5)  # right, not stale
+    np.testing.assert_allclose(outs[2], first)
+    kinds = [r.kind for e in t.stats(g).events for r in e.reasons]
+    assert kinds == ["static_value"] and t.stats(g).cache_hits == 1
 
 
 # ---------------------------------------------------------------- graph structure

@@ -16,7 +16,16 @@ from typing import Any
 
 from . import messages as M
 from . import messages_static as S
-from .key import Entry, Key, Path, StaticVal, compares_by_identity, diff_texts, render_path
+from .key import (
+    Entry,
+    Key,
+    Path,
+    StaticVal,
+    compares_by_identity,
+    diff_texts,
+    render_path,
+    short_repr,
+)
 from .report import REASON_KINDS, Reason
 
 _ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
@@ -278,6 +287,9 @@ def _static(
     anything else unequal is a changed value, shown where it differs.
     """
     field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
+    mutated = _mutated(old, new)
+    if mutated is not None:
+        return S.mutated_static(arg, path, old.snapshot or old.key_text, mutated, new.text)
     a, b = old.value(), new.value()
     if a is not None and b is not None:
         found = first_difference(a, b)
@@ -305,6 +317,19 @@ def _static(
         before, after = diff_texts(old.full_text(), new.full_text())
         return M.layer_config(arg, path, layer, before, after)
     return S.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field)
+
+
+def _mutated(old: StaticVal, new: StaticVal) -> str | None:
+    """The compiled static's text now, if it was changed in place since its compile and the new
+    value looks like what was compiled (so the change is why they differ); else None."""
+    then = old.snapshot
+    if then is None or old.identity or new.snapshot != then:
+        return None
+    value = old.value()
+    if value is None:
+        return None
+    now = short_repr(value, user=False)
+    return now if now != then else None
 
 
 def _closure_bundle(a: Any) -> bool:
@@ -395,6 +420,9 @@ def _record_like(a: Any) -> bool:
     return mod.startswith("flax.") and bool(_record_fields(a))
 
 
+_WEIGHT = {"signature": 3, "mutated_static": 0}
+
+
 def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:
     """The previous key with the fewest differences (ties: most recent) and the diff."""
     best: tuple[int, int] | None = None
@@ -402,8 +430,10 @@ def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]
     best_reasons: list[Reason] = []
     for i, k in enumerate(previous):
         rs = diff_keys(k, new)
-        # an argument added or removed weighs more than a few values inside one
-        score = (sum(3 if r.kind == "signature" else 1 for r in rs), -i)
+        # an argument added or removed weighs more than a few values inside one; a static
+        # changed in place since its compile weighs nothing: the new key equals what was
+        # compiled, so that entry is the one the user expected to hit
+        score = (sum(_WEIGHT.get(r.kind, 1) for r in rs), -i)
         if best is None or score < best:
             best, best_key, best_reasons = score, k, rs
     return best_key, best_reasons

@@ -198,7 +198,17 @@ def diff_texts(before: str, after: str, limit: int = 80) -> tuple[str, str]:
 class StaticVal:
     """A static as JAX compares it, without keeping identity-compared objects alive."""
 
-    __slots__ = ("_ref", "_strong", "_text", "addr", "fresh", "identity", "key_text", "type_name")
+    __slots__ = (
+        "_ref",
+        "_strong",
+        "_text",
+        "addr",
+        "fresh",
+        "identity",
+        "key_text",
+        "snapshot",
+        "type_name",
+    )
 
     def __init__(self, value: Any) -> None:
         self.identity = compares_by_identity(value)
@@ -209,6 +219,9 @@ class StaticVal:
         # the user's own __repr__ waits until a retrace needs the text (JAX never calls it)
         self._text: str | None = None if user_repr(value) else short_repr(value, user=False)
         self.key_text = self._text if self._text is not None else _hash_text(value, self.type_name)
+        #: The text when described (None for a user ``__repr__``, not called then): compared
+        #: later with the object's text, it shows a static changed in place after its compile.
+        self.snapshot = self._text
         self.addr = id(value)
         self._ref: Any = None
         self._strong: Any = None

@@ -157,6 +157,23 @@ def identity_static(
     return _reason("identity_static", arg, path, old.display(), new.display(), msg, fix)
 
 
+MUTATED_MSG = (
+    "static `{path}` was changed in place after its compile ({then} then, {now} now): JAX "
+    "keys on that very object, so calls passing it since then ran the old code (stale "
+    "results), and an equal new value misses."
+)
+MUTATED_FIX = (
+    "Treat statics as immutable: build a new object instead of changing this one (e.g. a "
+    "frozen dataclass and `dataclasses.replace`), or pass what changes as a traced argument."
+)
+
+
+def mutated_static(arg: str, path: str, then: str, now: str, after: str) -> Reason:
+    """A static object mutated after its compile: stale hits before, a miss now."""
+    msg = MUTATED_MSG.format(path=path, then=then, now=now, after=after)
+    return _reason("mutated_static", arg, path, f"{then} (now {now})", after, msg, MUTATED_FIX)
+
+
 NAN_MSG = (
     "{what} is NaN on both calls, but NaN never equals itself (`nan != nan`): a static NaN "
     "hits the cache only when it is the very same object, so each new `float('nan')` compiles "

@@ -31,6 +31,7 @@ REASON_KINDS: tuple[str, ...] = (
     "graph_structure",
     "static_value",
     "identity_static",
+    "mutated_static",
     "variable_metadata",
     "shape",
     "dtype",
