@@ -127,15 +127,7 @@ def activate_counting(source: str) -> None:
     if problem is not None:
         if installed:
             deactivate()
-        raise JitlensError(
-            selfcheck.CANNOT_COUNT.format(
-                source=source,
-                jax=_compat.jax_version(),
-                flax=_compat.flax_version(),
-                why=problem,
-                tested=tested_range(),
-            )
-        )
+        raise _cannot_count(source, problem)
     with REGISTRY.lock:
         selfcheck.BUDGETS_OPEN[0] += 1
 
@@ -155,19 +147,24 @@ def confirm_counting(source: str) -> None:
     if tls.depth > 0 or tls.busy:
         return
     selfcheck.check_late_frontends()
-    if not selfcheck.CANARY_PENDING[0] and selfcheck.counting_problem() is None:
-        return
+    done = selfcheck.result()
+    if done is not None and done.traces_known and not selfcheck.CANARY_PENDING[0]:
+        return  # the common case, on every guarded call: no lock, no canary
     problem = selfcheck.counting_problem()
     if problem is not None:
-        raise JitlensError(
-            selfcheck.CANNOT_COUNT.format(
-                source=source,
-                jax=_compat.jax_version(),
-                flax=_compat.flax_version(),
-                why=problem,
-                tested=tested_range(),
-            )
+        raise _cannot_count(source, problem)
+
+
+def _cannot_count(source: str, why: str) -> JitlensError:
+    return JitlensError(
+        selfcheck.CANNOT_COUNT.format(
+            source=source,
+            jax=_compat.jax_version(),
+            flax=_compat.flax_version(),
+            why=why,
+            tested=tested_range(),
         )
+    )
 
 
 def deactivate_counting(_unused: Any = None) -> None:
