@@ -778,3 +778,22 @@ def test_a_budget_never_passes_when_equinox_moved_its_call_layout():
         assert got[mode] == "RESULT RecompileError 1 [4.0]"  # the retrace stopped before its body
     for mode in ("layout_moved", "layout_moved late"):
         assert got[mode].startswith("RESULT JitlensError:max_traces:_cannot_count_traces"), got
+
+
+def test_a_budget_on_one_models_jit_is_not_spent_by_another_instance():
+    """Instances of one Module class share a row, not a budget: guarding filter_jit(a) must not
+    raise from an unguarded filter_jit(b), and get_num_traces counts each wrapper's own traces."""
+    key, x = jax.random.PRNGKey(0), jnp.ones(2)
+    a, b = eqx.nn.Linear(2, 3, key=key), eqx.nn.Linear(2, 4, key=key)
+    fa, fb = jitlens.max_traces(1)(eqx.filter_jit(a)), eqx.filter_jit(b)
+    fa(x)
+    fb(x)  # another instance's first trace: not fa's
+    fb(x)
+    with pytest.raises(jitlens.RecompileError):
+        fa(jnp.ones(3))  # fa's own second trace is over its budget
+    with jitlens.track():
+        ga, gb = eqx.filter_jit(a), eqx.filter_jit(b)
+        ga(x)
+        gb(x)
+        gb(jnp.ones(2))
+    assert (jitlens.get_num_traces(ga), jitlens.get_num_traces(gb)) == (1, 1)

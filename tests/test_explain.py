@@ -9,6 +9,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 import pytest
 from flax import nnx
@@ -500,3 +501,38 @@ def test_one_letter_strings_are_not_dtypes_and_dtype_spellings_are():
     ]
     assert "same dtype (float32) written two ways" in reasons[2].message
     assert "same dtype" not in reasons[0].message
+
+
+@dataclasses.dataclass(unsafe_hash=True)
+class DataCfg:
+    k: int
+
+
+class DtypeLike:
+    dtype = np.dtype("float32")
+
+
+class OtherDtypeLike:
+    dtype = np.dtype("float32")
+
+
+def test_mutation_of_a_dataclass_static_is_named_and_lookalikes_are_not_dtypes():
+    """A dataclass changed in place (its generated __repr__ is never called: fields are read),
+    classes that merely carry a dtype attribute are not dtype spellings, NaT is not NaN."""
+    f = jax.jit(lambda x, s: x, static_argnums=1)
+    with jitlens.track() as t:
+        cfg = DataCfg(1)
+        f(jnp.ones(2), cfg)
+        cfg.k = 5
+        f(jnp.ones(2), cfg)
+        f(jnp.ones(2), DataCfg(1))
+        f(jnp.ones(2), DtypeLike)
+        f(jnp.ones(2), OtherDtypeLike)
+        f(jnp.ones(2), np.datetime64("NaT"))
+        f(jnp.ones(2), np.datetime64("NaT"))
+    reasons = [r for e in t.stats(f).events for r in e.reasons]
+    assert reasons[0].kind == "mutated_static"
+    assert "(DataCfg(k=1) then, DataCfg(k=5) now)" in reasons[0].message
+    lookalike = [r for r in reasons if "OtherDtypeLike" in r.after]
+    assert lookalike and "same dtype" not in lookalike[0].message
+    assert all("NaN" not in r.message for r in reasons)

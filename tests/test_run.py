@@ -303,3 +303,14 @@ def test_report_paths_are_where_the_program_started_after_a_chdir(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "e.json").exists()
     assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_braces_in_the_launch_directory_are_not_template_fields(tmp_path):
+    here = tmp_path / "exp{a}"
+    here.mkdir()
+    (here / "prog.py").write_text(
+        "import jax, jax.numpy as jnp\njax.jit(lambda x: x)(jnp.ones(2))\n"
+    )
+    proc = run_python(["-m", "jitlens", "run", "--json", "r-{pid}.json", "prog.py"], cwd=here)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name.startswith("r-") for p in here.glob("r-*.json")] == [True]

@@ -210,9 +210,9 @@ def call_entry() -> tuple[Any, str] | None:
 
 
 def is_equinox_callable(fn: Any) -> bool:
-    """Is ``fn`` equinox's own code (``eqx.nn.Linear.__call__``)? equinox never
+    """Is ``fn`` one of equinox's layers (``eqx.nn.Linear.__call__``)? equinox never
     ``filter_jit``s its layers itself: such a jit is the user's."""
-    return (getattr(fn, "__module__", "") or "").startswith("equinox.")
+    return (getattr(fn, "__module__", "") or "").startswith("equinox.nn.")
 
 
 def is_eqx_module_class(cls: Any) -> bool:

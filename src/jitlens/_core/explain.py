@@ -24,7 +24,7 @@ from .key import (
     compares_by_identity,
     diff_texts,
     render_path,
-    short_repr,
+    snapshot_text,
 )
 from .report import REASON_KINDS, Reason
 
@@ -328,8 +328,8 @@ def _mutated(old: StaticVal, new: StaticVal) -> str | None:
     value = old.value()
     if value is None:
         return None
-    now = short_repr(value, user=False)
-    return now if now != then else None
+    now = snapshot_text(value)
+    return now if now is not None and now != then else None
 
 
 def _closure_bundle(a: Any) -> bool:

@@ -219,9 +219,10 @@ class StaticVal:
         # the user's own __repr__ waits until a retrace needs the text (JAX never calls it)
         self._text: str | None = None if user_repr(value) else short_repr(value, user=False)
         self.key_text = self._text if self._text is not None else _hash_text(value, self.type_name)
-        #: The text when described (None for a user ``__repr__``, not called then): compared
-        #: later with the object's text, it shows a static changed in place after its compile.
-        self.snapshot = self._text
+        #: The text when described (None for a user ``__repr__`` other than a dataclass's, not
+        #: called then): compared later with :func:`snapshot_text` of the object, it shows a
+        #: static changed in place after its compile.
+        self.snapshot = self._text if self._text is not None else _fields_text(value)
         self.addr = id(value)
         self._ref: Any = None
         self._strong: Any = None
@@ -269,6 +270,27 @@ class StaticVal:
         if self.fresh and " at 0x" not in self.text:
             return f"{self.text} at {hex(self.addr)}"
         return self.text
+
+
+def snapshot_text(value: Any) -> str | None:
+    """The text :attr:`StaticVal.snapshot` holds for ``value``, made now (no user code runs)."""
+    return short_repr(value, user=False) if not user_repr(value) else _fields_text(value)
+
+
+def _fields_text(value: Any) -> str | None:
+    """``Cfg(k=1)`` for a dataclass instance, read field by field (its ``__repr__`` is not
+    called: it is generated into the user's module, so it counts as theirs); else None."""
+    if isinstance(value, type) or not dataclasses.is_dataclass(value):
+        return None
+    try:
+        parts = [
+            f"{f.name}={short_repr(object.__getattribute__(value, f.name), 30, user=False)}"
+            for f in dataclasses.fields(value)
+            if f.repr
+        ]
+    except Exception:
+        return None
+    return f"{type(value).__qualname__}({', '.join(parts)})"
 
 
 def _hash_text(value: Any, type_name: str) -> str:

@@ -108,6 +108,10 @@ DTYPE_SPELLING_FIX = (
 _DTYPE_NAME = re.compile(r"(bool|(u?int|float|complex|bfloat)\d+|float8_\w+)")
 
 
+#: Modules whose scalar types name dtypes (``jnp.float32``, ``ml_dtypes.bfloat16``).
+_SCALAR_MODULES = ("jax.numpy", "numpy", "ml_dtypes")
+
+
 def as_dtype(value: Any) -> Any:
     """The NumPy dtype a static names (``jnp.float32``, ``np.float32``, ``'float32'``,
     ``np.dtype('float32')``), or None for anything else."""
@@ -119,7 +123,7 @@ def as_dtype(value: Any) -> Any:
         named = _DTYPE_NAME.fullmatch(value) is not None
     else:
         named = isinstance(value, type) and (
-            issubclass(value, np.generic) or isinstance(getattr(value, "dtype", None), np.dtype)
+            issubclass(value, np.generic) or getattr(value, "__module__", "") in _SCALAR_MODULES
         )
     if not named:
         return None
@@ -188,9 +192,10 @@ NAN_FIX = (
 
 def is_nan(value: Any) -> bool:
     """Is ``value`` a float NaN (Python or NumPy scalar, real or complex)?"""
-    numpy_scalar = type(value).__module__ == "numpy" and getattr(value, "shape", None) == ()
-    if not (isinstance(value, (float, complex)) or numpy_scalar):
-        return False
+    import numpy as np
+
+    if not isinstance(value, (float, complex, np.floating, np.complexfloating)):
+        return False  # NaT (a datetime) is not NaN
     try:
         return bool(value != value)
     except Exception:

@@ -31,7 +31,9 @@ FROM_LISTENER = "_jitlens_from_listener"
 class Watch(Protocol):
     """A budget on one function (``max_traces``)."""
 
-    def matches(self, rec: Record, reachable: Callable[[], set[int]]) -> bool: ...
+    def matches(
+        self, rec: Record, reachable: Callable[[], set[int]], b: EventBuilder | None = None
+    ) -> bool: ...
 
     def on_trace(self, rec: Record, b: EventBuilder) -> None: ...
 
@@ -138,7 +140,7 @@ def _on_trace(rec: Record, b: EventBuilder) -> None:
 
     watches: list[Watch] = list(_WATCHES)
     for watch in watches:
-        if watch.matches(rec, reachable):
+        if watch.matches(rec, reachable, b):
             watch.on_trace(rec, b)
     if rec.internal:
         return

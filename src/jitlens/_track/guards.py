@@ -64,13 +64,21 @@ class _Watch:
         hooks.activate_counting(SOURCE)
         weakref.finalize(owner, hooks.deactivate_counting).atexit = False
 
-    def matches(self, rec: Record, reachable: Callable[[], set[int]]) -> bool:
+    def matches(
+        self, rec: Record, reachable: Callable[[], set[int]], b: EventBuilder | None = None
+    ) -> bool:
         target = deref(self._target) if self.body else self._target
         if target is None:
             return False
         if self.body:
             return id(target) in reachable()
-        return _is_record_of(rec, target)
+        if not _is_record_of(rec, target):
+            return False
+        if rec.frontend is not None and b is not None and b.frontend_key is not None:
+            # one row can hold several wrappers (eqx.filter_jit of each instance of a Module
+            # class): only this wrapper's own traces count against its budget
+            return _same_key(rec.frontend.wrapper_key(target), b.frontend_key)
+        return True
 
     def on_trace(self, rec: Record, b: EventBuilder) -> None:
         __tracebackhide__ = True
@@ -128,6 +136,13 @@ class _Watch:
     def reset(self) -> None:
         with self._lock:
             self.count = 0
+
+
+def _same_key(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:
+        return True  # cannot tell: count it (a budget must not miss a trace)
 
 
 def _is_record_of(rec: Record, target: Any) -> bool:
@@ -388,7 +403,28 @@ def get_num_traces(fn: Callable[..., Any]) -> int:
     records = _records(fn)
     if not records:
         raise ValueError(NOT_WATCHED.format(name=_name(fn)))
-    return sum(max(0, r.traces - _BASELINES.get(r, 0)) for r in records)
+    return sum(max(0, _traces_of(r, fn) - _BASELINES.get(r, 0)) for r in records)
+
+
+def _traces_of(rec: Record, fn: Any) -> int:
+    """``rec``'s traces made through ``fn``: all of them, unless the row holds other wrappers
+    too (``eqx.filter_jit`` of each instance of one Module class), then ``fn``'s own."""
+    if rec.frontend is None or not _shared_row(rec):
+        return rec.traces
+    key = rec.frontend.wrapper_key(fn)
+    with rec.lock:
+        events = list(rec.events)
+    return sum(
+        1
+        for e in events
+        if e.kind != "compile" and e.frontend_key is not None and _same_key(key, e.frontend_key)
+    )
+
+
+def _shared_row(rec: Record) -> bool:
+    """A Module class's row (its ``__call__``), shared by every instance jitted as the function."""
+    fn = rec.user_fn()
+    return getattr(fn, "__name__", "") == "__call__"
 
 
 def reset(fn: Callable[..., Any]) -> None:
@@ -416,4 +452,4 @@ def reset(fn: Callable[..., Any]) -> None:
     if not records:
         raise ValueError(NOT_WATCHED.format(name=_name(fn)))
     for r in records:
-        _BASELINES[r] = r.traces
+        _BASELINES[r] = _traces_of(r, fn)

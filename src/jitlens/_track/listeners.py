@@ -116,6 +116,8 @@ def trace_start(fun_name: str) -> bool:
     first = rec.traces == 0
     b = EventBuilder(rec, "trace", call_index, site, now)
     b.jax_name = fun_name
+    if user is not None and fe is not None and info is not None:
+        b.frontend_key = fe.cache_key(tuple(info["args"]))
     tls.building = b
     with rec.lock:
         rec.traces += 1
@@ -138,7 +140,7 @@ def trace_start(fun_name: str) -> bool:
             )
         except Exception as exc:
             internal_failure("describing a trace", exc)
-    if REGISTRY.on_trace:
+    if REGISTRY.on_trace and not tls.in_canary:
         for cb in list(REGISTRY.on_trace):
             try:
                 cb(rec, b)
@@ -250,6 +252,8 @@ def nested_trace(fun: Any, frame: Any) -> None:
         rec.traces += 1
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
+    if tls.in_canary:
+        return
     for cb in list(REGISTRY.on_trace):
         cb(rec, b)
 

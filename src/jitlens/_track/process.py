@@ -65,10 +65,14 @@ def anchor_path(path: str, cwd: str | None = None) -> str:
 
     Report paths are given on the command line or in the environment when the
     program starts and written when it ends: anchored at the start, an
-    ``os.chdir`` in between does not move the files. Templates survive.
+    ``os.chdir`` in between does not move the files. Templates survive; braces in
+    the directory are escaped, so :func:`expand_path_template` keeps them.
     """
     path = os.path.expanduser(path)
-    return path if os.path.isabs(path) else os.path.join(cwd or os.getcwd(), path)
+    if os.path.isabs(path):
+        return path
+    here = (cwd or os.getcwd()).replace("{", "{{").replace("}", "}}")  # not template fields
+    return os.path.join(here, path)
 
 
 def expand_path_template(path: str, info: ProcessInfo | None = None) -> str:

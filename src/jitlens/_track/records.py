@@ -44,6 +44,7 @@ class EventBuilder:
         "detached",
         "entry",
         "explain_seconds",
+        "frontend_key",
         "jax_name",
         "key",
         "kind",
@@ -64,6 +65,9 @@ class EventBuilder:
         self.kind = kind
         self.call_index = call_index
         self.call_site = call_site
+        #: A front-end's key of the traced callable (``eqx.filter_jit``): which wrapper of a
+        #: row traced, when one row holds several (a Module class jitted per instance).
+        self.frontend_key: Any = None
         self.time = t
         self.signature = ""
         self.reasons: tuple[Reason, ...] = ()

@@ -248,13 +248,12 @@ def _finish(result: SelfCheck) -> SelfCheck:
 def _run_canary(body: Any = None) -> list[str]:
     body = body or _canary
     before = len(REGISTRY.records)
-    saved_on_trace = list(REGISTRY.on_trace)
-    REGISTRY.on_trace.clear()  # guards and scopes must not see the canary
     internal_keys = REGISTRY.include_internal_keys
     REGISTRY.include_internal_keys = True  # the canary lives in jitlens' files
     found: list[list[str]] = []
 
     def canary() -> None:
+        tls.in_canary = True  # guards and scopes must not see the canary (this thread only)
         try:
             found.append(body())
         except Exception as exc:
@@ -271,7 +270,6 @@ def _run_canary(body: Any = None) -> list[str]:
         return found[0] if found else ["the canary did not report"]
     finally:
         REGISTRY.include_internal_keys = internal_keys
-        REGISTRY.on_trace[:] = saved_on_trace
         _forget_canary_records(before)
 
 

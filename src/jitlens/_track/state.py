@@ -30,6 +30,7 @@ class _TLS(threading.local):
         self.building: Any = None  # the EventBuilder of the trace in progress
         self.last_built: Any = None
         self.busy = False
+        self.in_canary = False  # the self-check's own thread: budgets and scopes ignore it
 
 
 tls = _TLS()
