@@ -136,8 +136,7 @@ def retrace_lines(
     ordered = sorted(reasons, key=lambda item: _reason_order(item[0]))
     fixes: set[str] = set()
     for shown, (reason, count, values) in enumerate(ordered):
-        noun = "recompiles" if fn.recompiles else "retraces"
-        block = _reason_lines(reason, count, values, detailed=shown == 0, noun=noun)
+        block = _reason_lines(reason, count, values, detailed=shown == 0, noun=_noun(fn, reason))
         if reason.fix and reason.fix not in fixes:
             block.append((4, FIX_LINE.format(fix=reason.fix), "green"))
         room = MAX_LINES_PER_RETRACE - _height(lines, width)
@@ -158,6 +157,15 @@ def retrace_lines(
         fixes.add(reason.fix)
         lines.extend(block)
     return lines
+
+
+def _noun(fn: FunctionReport, reason: Reason) -> str:
+    """``recompiles`` when some of the events sharing ``reason`` compiled without a retrace."""
+    if not fn.recompiles:
+        return "retraces"
+    key = fold_key(reason)
+    kinds = {e.kind for e in fn.events for r in e.reasons if fold_key(r) == key}
+    return "recompiles" if "compile" in kinds else "retraces"
 
 
 def fold_key(reason: Reason) -> tuple[str, str, str, str]:
