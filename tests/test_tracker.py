@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import threading
 import weakref
 
@@ -38,7 +39,11 @@ def linear():
         pytest.param(lambda f: nnx.jit(f, graph_updates=False), id="graph_updates=False"),
     ],
 )
-def test_nnx_jit_modes(linear, make):
+def test_nnx_jit_modes(linear, make, request):
+    if "graph_updates" in request.node.callspec.id and (
+        "graph_updates" not in inspect.signature(nnx.jit).parameters
+    ):
+        pytest.skip("this flax has no nnx.jit(graph_updates=...) (flax 0.12.5)")
     truth = Counter()
 
     def fwd(model, x):

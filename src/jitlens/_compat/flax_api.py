@@ -39,6 +39,8 @@ NNX_WRAPPERS: tuple[tuple[type, str], ...] = tuple(
         (getattr(_compilation, "JitWrapped", None), "nnx.jit"),
         (getattr(_compilation, "SimpleJitWrapped", None), "nnx.jit"),
         (getattr(_compilation, "SimpleJitPartialWrapped", None), "nnx.jit_partial"),
+        # flax 0.12.5's nnx.jit(graph=False), before it became SimpleJitWrapped
+        (getattr(_compilation, "TreeJitWrapped", None), "nnx.jit"),
     )
     if isinstance(cls, type)
 )
@@ -50,6 +52,7 @@ NNX_INNER_FNS: tuple[type, ...] = tuple(
         getattr(_compilation, "JitFn", None),
         getattr(_compilation, "SimpleJitFn", None),
         getattr(_compilation, "SimpleJitPartialFn", None),
+        getattr(_compilation, "TreeJitFn", None),  # flax 0.12.5
     )
     if isinstance(c, type)
 )
@@ -70,6 +73,8 @@ def nnx_kind(wrapper: Any) -> str:
         )
     if name == "SimpleJitPartialWrapped":
         return "nnx.jit_partial"
+    if name == "TreeJitWrapped":  # flax 0.12.5: only graph=False makes one
+        return "nnx.jit(graph=False)"
     return "nnx.jit"
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from . import equinox_api, flax_api, jax_api
 
 #: The newest jax / flax releases jitlens was tested against (a warning above them).
-TESTED_JAX = ((0, 9, 0), (0, 10, 2))
+TESTED_JAX = ((0, 9, 2), (0, 10, 2))
 TESTED_FLAX = ((0, 12, 5), (0, 12, 8))
 
 #: piece -> what jitlens loses without it.
@@ -54,7 +54,7 @@ class Capabilities:
 
 
 def tested_range() -> str:
-    """The tested pairs as text: ``jax 0.9.0-0.10.2 with flax 0.12.5-0.12.8``."""
+    """The tested pairs as text: ``jax 0.9.2-0.10.2 with flax 0.12.5-0.12.8``."""
 
     def dotted(v: tuple[int, ...]) -> str:
         return ".".join(map(str, v))
