@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .nodes import (
     Comprehension,
@@ -283,6 +283,15 @@ class FileIndex:
 
     def _module_classes(self) -> dict[ast.ClassDef, str]:
         """Classes deriving from an NNX Module or Pytree, directly or through this file."""
+
+        def nnx(qualname: str) -> bool:
+            return qualname.startswith("flax.nnx.") and qualname.endswith(_MODULE_BASE_NAMES)
+
+        return self.subclasses_of(nnx)
+
+    def subclasses_of(self, is_root: Callable[[str], bool]) -> dict[ast.ClassDef, str]:
+        """Classes of this file deriving from a base whose qualname ``is_root`` accepts,
+        directly or through other classes of this file; each with the base it was found by."""
         found: dict[ast.ClassDef, str] = {}
         changed = True
         while changed:
@@ -292,9 +301,7 @@ class FileIndex:
                     local = isinstance(base, ast.Name) and any(
                         c in found for c in self.classes.get(base.id, ())
                     )
-                    qualname = self.qualname(base) or ""
-                    nnx = qualname.startswith("flax.nnx.") and qualname.endswith(_MODULE_BASE_NAMES)
-                    if local or nnx:
+                    if local or is_root(self.qualname(base) or ""):
                         found[cls] = ast.unparse(base)
                         changed = True
                         break

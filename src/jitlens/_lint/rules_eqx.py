@@ -26,7 +26,7 @@ from .nodes import (
     self_name,
     short,
 )
-from .rules_jit import _fresh_function, _repetition, _used
+from .rules_jit import repeated_use
 
 FILTER_JIT = "equinox.filter_jit"
 EQX_MODULE = "equinox.Module"
@@ -84,14 +84,10 @@ def check_filter_jit_in_loop(index: FileIndex) -> Iterator[Hit]:
             call = f"@{short(dec)} def {node.name}"
         else:
             continue
-        scope, loops = index.frame(site)
-        repetition = _repetition(index, scope, loops)
-        if repetition is None:
+        repeated = repeated_use(index, site, node, target)
+        if repeated is None:
             continue
-        where, place, unit = repetition
-        if not _used(index, node, unit):
-            continue
-        fresh = _fresh_function(index, target, scope, unit)
+        where, place, fresh = repeated
         if fresh is None:
             continue  # the same function object: equinox's cache hits
         message = JL101_MESSAGE.format(call=call, where=where, target=fresh)
@@ -225,20 +221,7 @@ def check_numbers_to_filter_jit(index: FileIndex) -> Iterator[Hit]:
 
 
 def _eqx_module_classes(index: FileIndex) -> list[ast.ClassDef]:
-    found: list[ast.ClassDef] = []
-    changed = True
-    while changed:
-        changed = False
-        for cls in (c for defs in index.classes.values() for c in defs if c not in found):
-            for base in cls.bases:
-                local = isinstance(base, ast.Name) and any(
-                    c in found for c in index.classes.get(base.id, ())
-                )
-                if local or index.qualname(base) == EQX_MODULE:
-                    found.append(cls)
-                    changed = True
-                    break
-    return found
+    return list(index.subclasses_of(lambda qualname: qualname == EQX_MODULE))
 
 
 def _per_instance_callable(

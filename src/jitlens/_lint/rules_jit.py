@@ -94,6 +94,21 @@ def _repetition(
     return None
 
 
+def repeated_use(
+    index: FileIndex, site: ast.AST, node: ast.AST, target: ast.AST
+) -> tuple[str, str, str | None] | None:
+    """A jit wrapper built at ``site`` (``node``, of ``target``) that its own loop or repeated
+    function calls: ``(where, place, how target is a new function each time, or None)``."""
+    scope, loops = index.frame(site)
+    repetition = _repetition(index, scope, loops)
+    if repetition is None:
+        return None
+    where, place, unit = repetition
+    if not _used(index, node, unit):
+        return None
+    return where, place, _fresh_function(index, target, scope, unit)
+
+
 def _fresh_function(index: FileIndex, target: ast.AST, scope: Scope, unit: ast.AST) -> str | None:
     """How ``target`` is a new function object on every run of ``unit``, if it is."""
     if isinstance(target, ast.Lambda):
@@ -165,14 +180,10 @@ def check_jit_in_loop(index: FileIndex) -> Iterator[Hit]:
             continue
         if index.inside_traced(site):
             continue  # runs only while JAX traces the function around it, not on every call
-        scope, loops = index.frame(site)
-        repetition = _repetition(index, scope, loops)
-        if repetition is None:
+        repeated = repeated_use(index, site, node, target)
+        if repeated is None:
             continue
-        where, place, unit = repetition
-        if not _used(index, node, unit):
-            continue
-        fresh = _fresh_function(index, target, scope, unit)
+        where, place, fresh = repeated
         if fresh:
             message = JL001_NEW_FUNCTION.format(call=call, where=where, target=fresh)
         elif index.jit_factory(wrapper) == "flax.nnx.jit":
