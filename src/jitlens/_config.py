@@ -22,6 +22,9 @@ SETTINGS: dict[str, tuple[str, Any, tuple[str, ...] | None]] = {
     "report": ("JITLENS_REPORT", "", None),
     "html": ("JITLENS_HTML", "", None),
     "include_internal": ("JITLENS_INCLUDE_INTERNAL", False, _TRUE + _FALSE),
+    # where the self-check keeps its verdict per set of installed versions
+    # (default: $XDG_CACHE_HOME/jitlens or ~/.cache/jitlens)
+    "cache_dir": ("JITLENS_CACHE_DIR", "", None),
 }
 
 _overrides: list[dict[str, Any]] = []

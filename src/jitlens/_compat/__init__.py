@@ -37,6 +37,7 @@ from .flax_api import is_nnx_wrapper as is_nnx_wrapper
 from .flax_api import new_ref_map as new_ref_map
 from .flax_api import nnx_kind as nnx_kind
 from .flax_api import nnx_wrapper_of_traced as nnx_wrapper_of_traced
+from .flax_api import nnx_wrapper_types as nnx_wrapper_types
 from .frames import FRAMEWORK_PACKAGES as FRAMEWORK_PACKAGES
 from .frames import PACKAGE_DIR as PACKAGE_DIR
 from .frames import caller as caller
@@ -54,6 +55,7 @@ from .jax_api import COMPILE_EVENT as COMPILE_EVENT
 from .jax_api import LOWER_EVENT as LOWER_EVENT
 from .jax_api import PCACHE_HIT_EVENT as PCACHE_HIT_EVENT
 from .jax_api import TRACE_EVENT as TRACE_EVENT
+from .jax_api import TRACE_FRAME_NAME as TRACE_FRAME_NAME
 from .jax_api import backends_initialized as backends_initialized
 from .jax_api import batched_value as batched_value
 from .jax_api import distributed_state as distributed_state
@@ -69,3 +71,4 @@ from .jax_api import trace_context as trace_context
 from .jax_api import trace_frame_info as trace_frame_info
 from .jax_api import trace_state_clean as trace_state_clean
 from .jax_api import trace_to_jaxpr_patchable as trace_to_jaxpr_patchable
+from .probe import has_trace_frame as has_trace_frame

@@ -8,6 +8,7 @@ a module that moved disables only what needs it. Every accessor degrades to
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 
@@ -21,45 +22,86 @@ def _module(*names: str) -> Any:
     return None
 
 
-try:
-    from flax import nnx
-except Exception:  # pragma: no cover - jitlens requires flax, but never breaks without it
-    nnx = None  # type: ignore[assignment]
-
+#: Filled in by :func:`load`, once the program imported flax (jitlens never imports it first).
+nnx: Any = None
 #: ``flax.nnx.graphlib`` (flax >= 0.12.5), ``flax.nnx.graph`` before.
-graphlib = _module("flax.nnx.graphlib", "flax.nnx.graph")
-_extract = _module("flax.nnx.extract")
-_compilation = _module("flax.nnx.transforms.compilation")
-
+graphlib: Any = None
+_extract: Any = None
+_compilation: Any = None
 #: nnx wrapper classes whose ``__call__`` runs on every call, with the kind
 #: jitlens reports for them.
-NNX_WRAPPERS: tuple[tuple[type, str], ...] = tuple(
-    (cls, kind)
-    for cls, kind in (
-        (getattr(_compilation, "JitWrapped", None), "nnx.jit"),
-        (getattr(_compilation, "SimpleJitWrapped", None), "nnx.jit"),
-        (getattr(_compilation, "SimpleJitPartialWrapped", None), "nnx.jit_partial"),
-        # flax 0.12.5's nnx.jit(graph=False), before it became SimpleJitWrapped
-        (getattr(_compilation, "TreeJitWrapped", None), "nnx.jit"),
-    )
-    if isinstance(cls, type)
-)
-NNX_WRAPPER_TYPES: tuple[type, ...] = tuple(cls for cls, _ in NNX_WRAPPERS)
+NNX_WRAPPERS: tuple[tuple[type, str], ...] = ()
+NNX_WRAPPER_TYPES: tuple[type, ...] = ()
 #: The callables nnx hands to ``jax.jit`` (they run only while tracing).
-NNX_INNER_FNS: tuple[type, ...] = tuple(
-    c
-    for c in (
-        getattr(_compilation, "JitFn", None),
-        getattr(_compilation, "SimpleJitFn", None),
-        getattr(_compilation, "SimpleJitPartialFn", None),
-        getattr(_compilation, "TreeJitFn", None),  # flax 0.12.5
-    )
-    if isinstance(c, type)
-)
+NNX_INNER_FNS: tuple[type, ...] = ()
 #: The callable the default ``nnx.jit`` mode hands to ``jax.jit`` (its args are NodeStates).
-NNX_SPLIT_FN: type | None = getattr(_compilation, "JitFn", None)
-NODE_STATES = getattr(_extract, "NodeStates", None)
-TREE_STATE = getattr(_extract, "TreeState", None)
+NNX_SPLIT_FN: type | None = None
+NODE_STATES: Any = None
+TREE_STATE: Any = None
+#: Names :func:`load` sets, also re-exported by the ``jitlens._compat`` package.
+PUBLISHED = (
+    "NNX_WRAPPERS",
+    "NNX_WRAPPER_TYPES",
+    "NNX_INNER_FNS",
+    "NNX_SPLIT_FN",
+    "NODE_STATES",
+    "TREE_STATE",
+)
+_LOADED = [False]
+#: The module whose import means "the program uses flax.nnx".
+MODULE = "flax.nnx"
+
+
+def loaded() -> bool:
+    return _LOADED[0]
+
+
+def load_if_imported() -> bool:
+    """Read flax's pieces if the program imported ``flax.nnx``; is it loaded?"""
+    if not _LOADED[0] and MODULE in sys.modules:
+        load()
+    return _LOADED[0]
+
+
+def load() -> None:
+    """Read flax's private pieces (the program imported ``flax.nnx``; idempotent)."""
+    global nnx, graphlib, _extract, _compilation
+    global NNX_WRAPPERS, NNX_WRAPPER_TYPES, NNX_INNER_FNS, NNX_SPLIT_FN, NODE_STATES, TREE_STATE
+    if _LOADED[0]:
+        return
+    _LOADED[0] = True
+    nnx = _module("flax.nnx")
+    graphlib = _module("flax.nnx.graphlib", "flax.nnx.graph")
+    _extract = _module("flax.nnx.extract")
+    _compilation = _module("flax.nnx.transforms.compilation")
+    NNX_WRAPPERS = tuple(
+        (cls, kind)
+        for cls, kind in (
+            (getattr(_compilation, "JitWrapped", None), "nnx.jit"),
+            (getattr(_compilation, "SimpleJitWrapped", None), "nnx.jit"),
+            (getattr(_compilation, "SimpleJitPartialWrapped", None), "nnx.jit_partial"),
+            # flax 0.12.5's nnx.jit(graph=False), before it became SimpleJitWrapped
+            (getattr(_compilation, "TreeJitWrapped", None), "nnx.jit"),
+        )
+        if isinstance(cls, type)
+    )
+    NNX_WRAPPER_TYPES = tuple(cls for cls, _ in NNX_WRAPPERS)
+    NNX_INNER_FNS = tuple(
+        c
+        for c in (
+            getattr(_compilation, "JitFn", None),
+            getattr(_compilation, "SimpleJitFn", None),
+            getattr(_compilation, "SimpleJitPartialFn", None),
+            getattr(_compilation, "TreeJitFn", None),  # flax 0.12.5
+        )
+        if isinstance(c, type)
+    )
+    NNX_SPLIT_FN = getattr(_compilation, "JitFn", None)
+    NODE_STATES = getattr(_extract, "NodeStates", None)
+    TREE_STATE = getattr(_extract, "TreeState", None)
+    package = sys.modules.get(__name__.rpartition(".")[0])
+    for name in PUBLISHED:  # `_compat.NNX_WRAPPERS` is read at call time everywhere
+        setattr(package, name, globals()[name])
 
 
 def nnx_kind(wrapper: Any) -> str:
@@ -87,6 +129,12 @@ def is_flax_inner_fn(fun: Any) -> bool:
     if isinstance(fun, NNX_INNER_FNS):
         return True
     return (getattr(type(fun), "__module__", "") or "").startswith("flax.")
+
+
+def nnx_wrapper_types() -> tuple[type, ...]:
+    """The nnx jit wrapper classes (empty while the program has not imported flax.nnx)."""
+    load_if_imported()
+    return NNX_WRAPPER_TYPES
 
 
 def is_nnx_wrapper(obj: Any) -> bool:
@@ -142,9 +190,13 @@ def new_ref_map() -> Any:
 
 
 def flax_version() -> str:
+    """flax's version, read without importing it ("absent" when it is not installed)."""
+    mod = sys.modules.get("flax")
+    if mod is not None:
+        return str(getattr(mod, "__version__", "?"))
     try:
-        import flax
+        import importlib.metadata
 
-        return getattr(flax, "__version__", "?")
+        return importlib.metadata.version("flax")
     except Exception:
-        return "?"
+        return "absent"

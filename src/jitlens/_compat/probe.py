@@ -85,6 +85,11 @@ def _outside(v: str, tested: tuple[tuple[int, ...], tuple[int, ...]], name: str)
     return None
 
 
+def has_trace_frame() -> bool:
+    """Does this JAX have the trace frame jitlens reads, with the locals it reads?"""
+    return _has_trace_frame()
+
+
 def _has_trace_frame() -> bool:
     try:
         from jax._src import pjit
@@ -97,9 +102,33 @@ def _has_trace_frame() -> bool:
     return all(n in code.co_varnames for n in jax_api.TRACE_FRAME_LOCALS)
 
 
-@functools.cache
+def installed_versions() -> dict[str, str]:
+    """Python's and each library's installed version, read without importing the libraries."""
+    import importlib.metadata
+    import platform
+
+    out = {"python": platform.python_version(), "machine": platform.machine()}
+    for dist in ("jax", "jaxlib", "flax", "equinox"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except Exception:
+            out[dist] = "absent"
+    return out
+
+
 def probe() -> Capabilities:
-    """The private pieces jitlens needs that the installed JAX/Flax lack (cached)."""
+    """The private pieces jitlens needs that the installed JAX/Flax lack.
+
+    Flax's and Equinox's pieces are looked up only once the program imported
+    them (jitlens imports neither), so the answer is kept per set of loaded
+    libraries.
+    """
+    flax_api.load_if_imported()
+    return _probe(flax_api.loaded(), equinox_api.loaded())
+
+
+@functools.cache
+def _probe(flax_loaded: bool, equinox_loaded: bool) -> Capabilities:
     from jax import monitoring
 
     missing: list[tuple[str, str]] = []
@@ -123,12 +152,13 @@ def probe() -> Capabilities:
         COMPILE_COUNTS,
     )
     need(_has_trace_frame, f"jax._src.pjit.{jax_api.TRACE_FRAME_NAME}", TRACE_ATTRIBUTION)
-    need(flax_api.NNX_WRAPPERS, "flax.nnx.transforms.compilation.JitWrapped", NNX_CALLS)
-    need(
-        flax_api.graphlib is not None and hasattr(flax_api.graphlib, "flatten"),
-        "flax.nnx.graphlib.flatten",
-        NNX_GRAPHS,
-    )
+    if flax_loaded:
+        need(flax_api.NNX_WRAPPERS, "flax.nnx.transforms.compilation.JitWrapped", NNX_CALLS)
+        need(
+            flax_api.graphlib is not None and hasattr(flax_api.graphlib, "flatten"),
+            "flax.nnx.graphlib.flatten",
+            NNX_GRAPHS,
+        )
     need(
         lambda: jax_api.trace_context_names() is not None,
         "jax._src.config trace-context names",

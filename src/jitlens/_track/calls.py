@@ -19,11 +19,10 @@ from typing import Any
 import jax
 
 from .. import _compat
-from . import advisor, selfcheck
+from . import advisor
 from .records import Record
 from .registry import REGISTRY
 from .state import (
-    CANARY_PENDING,
     STATE,
     WINDOW,
     PassThrough,
@@ -59,8 +58,6 @@ def call_detailed(
 ) -> Any:
     """A call within the timeline window (or inside another trace): timed and filed."""
     __tracebackhide__ = True
-    if CANARY_PENDING[0]:
-        selfcheck.run_pending()
     if n == 0:
         try:
             _first_call(rec)

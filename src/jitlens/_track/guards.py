@@ -149,15 +149,12 @@ def _is_record_of(rec: Record, target: Any) -> bool:
     """Is ``rec`` the record of the jitted object ``target``?"""
     if isinstance(target, TrackedJit):
         return rec is target._record
-    if isinstance(target, _NNX_WRAPPERS):
+    if isinstance(target, _compat.nnx_wrapper_types()):
         return deref(rec.wrapper_ref) is target
     if rec.frontend is not None:  # eqx.filter_jit: its key, not a recombined callable
         return REGISTRY.frontend_record_of(target) is rec
     inner = getattr(target, "__wrapped__", None)
     return inner is not None and rec.wrapper_ref is None and deref(rec.inner_fun_ref) is inner
-
-
-_NNX_WRAPPERS: tuple[type, ...] = tuple(cls for cls, _ in _compat.NNX_WRAPPERS)
 
 
 class Guarded(Generic[P, R]):
@@ -215,7 +212,7 @@ def _jitted_target(fn: Any) -> Any:
             target = target.__dict__["_fn"]
         else:
             break
-    if isinstance(target, (TrackedJit, *_NNX_WRAPPERS)):
+    if isinstance(target, (TrackedJit, *_compat.nnx_wrapper_types())):
         return target
     lower = getattr(target, "lower", None)
     return target if callable(lower) and hasattr(target, "__wrapped__") else None

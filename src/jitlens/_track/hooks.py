@@ -19,7 +19,6 @@ from .. import _compat
 from .._compat.probe import tested_range
 from .._errors import JitlensError
 from . import frontends, listeners, patches, selfcheck
-from .calls import make_nnx_call
 from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
 from .state import (
@@ -51,19 +50,14 @@ def _install() -> None:
         DEPTH_KNOWN[0] = "register_event_duration_secs_listener" not in MISSING_LISTENERS
         _LISTENING[0] = True
     _compat.hide_from_tracebacks(_compat.PACKAGE_DIR)
-    for cls, _kind in _compat.NNX_WRAPPERS:
-        _set(cls, "__call__", make_nnx_call(cls.__call__))
     _set(jax, "jit", patches.make_tracked_jit(jax.jit))
-    frontends.install()  # eqx.filter_jit calls, if the program imported equinox
-    owners = _compat.cached_partial_owners()
-    if owners:
-        patched = patches.make_cached_partial(getattr(*owners[0]))
-        for owner, attr in owners:
-            _set(owner, attr, patched)
     _set(jax, "eval_shape", patches.make_eval_shape(jax.eval_shape))
     if _compat.trace_to_jaxpr_patchable():
         pe = _compat.partial_eval()
         _set(pe, "trace_to_jaxpr", patches.make_trace_to_jaxpr(pe.trace_to_jaxpr))
+    # Library front-ends (nnx.jit, eqx.filter_jit, ...): now if the program
+    # imported the library, else the moment it does (jitlens imports none).
+    frontends.install()
 
 
 def _uninstall() -> None:
@@ -105,7 +99,7 @@ def activate(timeline: bool = False) -> bool:
         update_threshold()
         REGISTRY.active = True
         STATE[0] = True
-    if selfcheck.result() is None:  # outside the lock: the canary runs in a thread of its own
+    if selfcheck.result() is None:  # a file read, or the canary's child started
         try:
             selfcheck.run()
         except Exception as exc:
@@ -121,8 +115,6 @@ def activate_counting(source: str) -> None:
         that traces cannot be counted on the installed JAX/Flax.
     """
     installed = activate()
-    if installed:
-        selfcheck.check_late_frontends()
     problem = selfcheck.counting_problem() if installed else "jitlens' hooks could not be installed"
     if problem is not None:
         if installed:
@@ -133,23 +125,20 @@ def activate_counting(source: str) -> None:
 
 
 def confirm_counting(source: str) -> None:
-    """Before a budget says "passed": a self-check still pending runs now.
+    """Before a budget says "passed": the self-check's verdict, and the program's own events.
 
-    A budget opened before the program's first JAX operation cannot run the
-    canary then (it waits for the backends); if no tracked call ran it since
-    (a jitted function made before jitlens was active is not tracked), it
-    runs here, outside any trace, so that the budget cannot pass on counts
-    that were never right.
+    A problem seen in the program's events while the budget was open (a trace
+    jitlens could not attribute) means the budget may have missed a trace, so
+    it must not pass.
 
     Raises:
       JitlensError: the self-check found that traces cannot be counted.
     """
-    if tls.depth > 0 or tls.busy:
+    if tls.depth > 0:
         return
-    selfcheck.check_late_frontends()
     done = selfcheck.result()
-    if done is not None and done.traces_known and not selfcheck.CANARY_PENDING[0]:
-        return  # the common case, on every guarded call: no lock, no canary
+    if done is not None and done.traces_known and not selfcheck.pending():
+        return  # the common case, on every guarded call: no lock, no wait
     problem = selfcheck.counting_problem()
     if problem is not None:
         raise _cannot_count(source, problem)

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
+from . import selfcheck
 from .calls import TrackedJit, find_call, note_miss
 from .describe import describe_and_explain
 from .frontends import ensure_installed, is_installed
@@ -23,6 +24,8 @@ from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
 from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, log, tls, update_threshold
 
+#: Has any trace-start event reached jitlens in this process?
+TRACES_SEEN = [False]
 #: The signature shown for a trace that ran inside another function's trace.
 NESTED_SIGNATURE = "(traced inside another function's trace)"
 #: What a compile budget raises on purpose (``RecompileWarning`` under ``-W error``).
@@ -42,6 +45,7 @@ def on_scalar(event: str, value: float, **kw: Any) -> None:
                 # trace too: they are part of the outer function's trace.
                 return
             tls.nevents += 1
+            TRACES_SEEN[0] = True
             if DEPTH_KNOWN[0]:
                 tls.depth += 1
                 with REGISTRY.lock:
@@ -84,6 +88,8 @@ def trace_start(fun_name: str) -> bool:
     now = time.perf_counter()
     frame = _compat.find_trace_frame(_compat.caller(2))
     info = _compat.trace_frame_info(frame) if frame is not None else None
+    if info is None:
+        _unreadable_trace(frame)
     fun = info["fun"] if info else None
     if isinstance(fun, TrackedJit) or _compat.is_pjit_function(fun):
         # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
@@ -92,6 +98,8 @@ def trace_start(fun_name: str) -> bool:
     call = find_call(frame) if frame is not None else None
     fe = _compat.frontend_of(fun) if info is not None else None
     user = _frontend_call(fe, info, call) if fe is not None else None
+    if fe is not None and user is None:
+        selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=fe.kind))
     if user is not None:  # a library's jit (eqx.filter_jit): the user's function and args
         rec, call, call_index, args, kwargs, _fn, _options = user
     elif call is not None and call[0].matches(fun, fun_name):
@@ -106,6 +114,9 @@ def trace_start(fun_name: str) -> bool:
             # GraphDef and leaves (NodeStates); describe those, don't split again.
             args, kwargs = tuple(info["args"]), dict(info["kwargs"])
     else:
+        if call is not None and call[0].wrapper_ref is not None and _compat.is_flax_inner_fn(fun):
+            # an nnx wrapper's own trace that jitlens could not tie to the wrapper
+            selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=call[0].kind))
         call = None
         rec = REGISTRY.record_for_untracked(fun, fun_name, info["dbg"] if info else None)
         call_index = None
@@ -140,7 +151,7 @@ def trace_start(fun_name: str) -> bool:
             )
         except Exception as exc:
             internal_failure("describing a trace", exc)
-    if REGISTRY.on_trace and not tls.in_canary:
+    if REGISTRY.on_trace:
         for cb in list(REGISTRY.on_trace):
             try:
                 cb(rec, b)
@@ -152,6 +163,28 @@ def trace_start(fun_name: str) -> bool:
             except Exception as exc:
                 internal_failure("checking a compile budget", exc)
     return call is not None
+
+
+#: A front-end recognises JAX's traced callable but cannot map it back to the user's call.
+UNPACK_PROBLEM = (
+    "{kind} traces are not matched to their functions (rows, calls and compile budgets "
+    "of {kind} functions unknown)"
+)
+#: JAX announced a trace whose frame jitlens cannot read.
+FRAME_PROBLEM = (
+    "JAX's trace frame ({name}) cannot be read (traces cannot be attributed to functions)"
+)
+#: JAX compiled a function whose trace it never announced.
+SILENT_TRACE_PROBLEM = "JAX compiled {name} without announcing its trace (trace counts unknown)"
+
+
+def _unreadable_trace(frame: Any) -> None:
+    """A trace-start event without a readable trace frame: unless the probe said so, a problem."""
+    if not _compat.has_trace_frame():
+        return  # already known and announced as a missing piece
+    if frame is None and tls.depth > 1:
+        return  # a trace JAX starts inside another one (jnp's own jits before jax 0.10)
+    selfcheck.runtime_problem(FRAME_PROBLEM.format(name=_compat.TRACE_FRAME_NAME))
 
 
 def _frontend_call(fe: _compat.Frontend, info: dict[str, Any], call: Any) -> Any:
@@ -252,8 +285,6 @@ def nested_trace(fun: Any, frame: Any) -> None:
         rec.traces += 1
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
-    if tls.in_canary:
-        return
     for cb in list(REGISTRY.on_trace):
         cb(rec, b)
 
@@ -344,6 +375,8 @@ def compile_only(fun_name: str, secs: float) -> None:
             rec = next((r for r in reversed(REGISTRY.records) if r.jax_name == name), None)
     if rec is None:
         rec = REGISTRY.record_for_untracked(None, name, None)
+        if not TRACES_SEEN[0]:  # every first compile follows a trace JAX announces
+            selfcheck.runtime_problem(SILENT_TRACE_PROBLEM.format(name=name))
     b = EventBuilder(
         rec,
         "compile",

@@ -4,7 +4,6 @@
 * ``jax.eval_shape`` unwraps it, so JAX keeps its fast path for jit objects;
 * ``pe.trace_to_jaxpr`` counts traces that run inside another trace (JAX emits
   no monitoring event for those);
-* ``nnx.cached_partial`` watches the cached graph for statics changed after caching.
 
 nnx wrapper classes get the counting ``__call__`` of :mod:`.calls`. Each patched
 function steps aside (calls the original) when jitlens fails inside it.
@@ -106,20 +105,3 @@ def make_trace_to_jaxpr(original: Any) -> Callable[..., Any]:
         if not name.startswith("__"):
             setattr(trace_to_jaxpr, name, getattr(original, name))
     return trace_to_jaxpr
-
-
-def make_cached_partial(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def cached_partial(f: Any, *cached_args: Any, **kw: Any) -> Any:
-        out = original(f, *cached_args, **kw)
-        if not REGISTRY.active:
-            return out
-        try:
-            from .stale import watch_cached_partial
-
-            return watch_cached_partial(out, f, cached_args)
-        except Exception as exc:
-            internal_failure("watching nnx.cached_partial", exc)
-            return out
-
-    return cached_partial

@@ -1,39 +1,53 @@
 """The self-check: can jitlens count and explain on the installed JAX/Flax?
 
-Run once per process, at the first activation: :func:`~jitlens._compat.probe.probe`
-looks up each private piece, then a canary (a ``jax.jit`` function called with
-two shapes, an ``nnx.jit`` on a tiny module called with two shapes, and an
-``eqx.filter_jit`` function if the program imported equinox, also when it did
-so later) checks against counters inside the bodies that calls, traces and the
-shape reason come out right, and that an ``eqx.filter_jit`` function finds the
-row its traces went to (what its budgets count). The canary's records are removed afterwards; it costs a few
-tens of milliseconds (four tiny compiles).
+Two halves, neither of which runs anything in the program's process:
 
-On failure one :class:`~jitlens.JitlensCompatWarning` names the versions and
+* **Once per set of installed versions, out of process.** The canary
+  (:mod:`.canary`: jitted functions whose figures are checked against counters
+  in their bodies) runs in a child process, on the CPU, at low priority, and
+  its verdict is kept in jitlens' cache folder under a key made of the
+  versions of Python, jax, jaxlib, flax, equinox and jitlens itself. The
+  program never sees it: not its monitoring listeners, its compile log, its
+  profiler, its ``jax.jit`` patches, its threads or its ``sys.modules``. A
+  later run with the same versions reads the verdict (a file read).
+* **Always, in process, from the program's own events.** :func:`~jitlens._compat.probe.probe`
+  looks up each private piece; while the program runs, the engine checks that
+  what JAX announces fits together (:func:`runtime_problem`): a trace whose
+  frame cannot be read, a compile of a function no trace announced, a
+  front-end's trace that its adapter recognises but cannot unpack. Each such
+  problem turns the figures it affects unknown, with one warning.
+
+On a problem, one :class:`~jitlens.JitlensCompatWarning` names the versions and
 what is unavailable; figures jitlens cannot measure become unknown (``null``
 in JSON, ``?`` in text) and compile budgets raise instead of passing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
+import json
 import os
+import pathlib
+import subprocess
+import sys
+import tempfile
 import threading
 import warnings
 from typing import Any
 
-import numpy as np
-
-try:
-    from flax import nnx
-except Exception:  # pragma: no cover - flax missing: the jax.jit canary only
-    nnx = None  # type: ignore[assignment]
-
-from .. import _compat
-from .._compat.probe import COMPILE_COUNTS, TRACE_COUNTS, Capabilities, probe, tested_range
-from .._errors import JitlensCompatWarning, JitlensError
-from .registry import REGISTRY
-from .state import CANARY_PENDING, log, tls, update_threshold
+from .. import _compat, _config
+from .._compat.probe import (
+    COMPILE_COUNTS,
+    TRACE_COUNTS,
+    Capabilities,
+    installed_versions,
+    probe,
+    tested_range,
+)
+from .._errors import JitlensCompatWarning
+from .state import log
 
 COMPAT_WARNING = (
     "jitlens: on jax {jax} / flax {flax}, {what}{untested}. What jitlens cannot measure is "
@@ -44,33 +58,37 @@ UNTESTED_WARNING = (
     "jitlens: {why}; jitlens' self-check passed, but figures on untested versions deserve "
     "a second look (see the README's version table)."
 )
-
 CANNOT_COUNT = (
     "{source}: cannot count traces on jax {jax} / flax {flax}: {why}. A compile budget "
     "that cannot count would pass silently, so it refuses to run. Use a tested pair "
     "({tested}), or drop the budget on this environment."
 )
-#: Seconds the canary may take (it usually takes 0.1-0.3 s).
-CANARY_TIMEOUT = 60.0
+#: Seconds the canary's child may take (it usually takes 2-4 s, most of it importing JAX).
+CANARY_TIMEOUT = 120.0
 #: Compile budgets (guards, scopes, the pytest marker) open now.
 BUDGETS_OPEN = [0]
-
-#: Environment switch: ``JITLENS_SELF_CHECK=0`` skips the canary (the probe still runs).
-ENV = "JITLENS_SELF_CHECK"
+#: Set in the canary's own process: it must not start another canary.
+IN_CANARY = [False]
 
 
 @dataclasses.dataclass(frozen=True)
 class SelfCheck:
-    """What the self-check found: the probe, and what the canary saw go wrong."""
+    """What the self-check found: the probe, the canary's verdict, the program's own events."""
 
     capabilities: Capabilities
-    #: Human-readable problems found by the canary (empty: it passed or did not run).
+    #: Problems found by the canary (empty: it passed, or it has not reported yet).
     canary_problems: tuple[str, ...] = ()
     canary_ran: bool = False
+    #: Problems seen in the program's own events (:func:`runtime_problem`).
+    runtime_problems: tuple[str, ...] = ()
 
     @property
     def traces_known(self) -> bool:
-        return self.capabilities.can_count_traces and not self.canary_problems
+        return (
+            self.capabilities.can_count_traces
+            and not self.canary_problems
+            and not self.runtime_problems
+        )
 
     @property
     def compiles_known(self) -> bool:
@@ -80,264 +98,227 @@ class SelfCheck:
         out = [
             f"{piece} is missing ({loss} unavailable)" for piece, loss in self.capabilities.missing
         ]
-        return out + list(self.canary_problems)
+        return out + list(self.canary_problems) + list(self.runtime_problems)
 
 
-_RESULT: list[SelfCheck | None] = [None]
 _LOCK = threading.RLock()
+_STATE: dict[str, Any] = {
+    "caps": None,  # the probe's Capabilities, once run
+    "canary": None,  # (problems, ran) once the verdict is known
+    "child": None,  # the canary's child process while it runs
+    "runtime": (),  # problems seen in the program's own events
+    "warned": frozenset(),  # problems already announced
+}
 
 
-def _canary() -> list[str]:
-    """Run the canary with the hooks installed; the problems it found."""
-    import jax
-
-    problems: list[str] = []
-    counter = [0]
-
-    def jitlens_canary(x: Any) -> Any:
-        counter[0] += 1
-        return x + 1
-
-    f = jax.jit(jitlens_canary)
-    rec = getattr(f, "_record", None)
-    f(np.zeros((1,), np.float32))
-    f(np.zeros((2,), np.float32))
-    f(np.zeros((2,), np.float32))
-    if rec is None:
-        problems.append("jax.jit could not be wrapped (calls and cache hits unknown)")
-        recs = [r for r in REGISTRY.records if r.name == "jitlens_canary"]
-        rec = recs[-1] if recs else None
-    problems += _compare(
-        "jax.jit", rec, counter[0], calls=3 if getattr(f, "_record", None) else None
-    )
-    if _compat.NNX_WRAPPERS and nnx is not None:
-        problems += _nnx_canary()
-    if _compat.EQUINOX.loaded():
-        problems += _eqx_canary()
-    return problems
+# ------------------------------------------------------------------ the verdict's cache
 
 
-_EQX_COUNTER = [0]
-#: Has the equinox canary run (at the self-check, or later when equinox came after it)?
-_EQX_CHECKED = [False]
+def _cache_dir() -> pathlib.Path | None:
+    configured = _config.get("cache_dir")
+    if configured:
+        return pathlib.Path(configured).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "jitlens"
 
 
-def jitlens_eqx_canary(x: Any) -> Any:
-    _EQX_COUNTER[0] += 1
-    return x + 1
-
-
-def _eqx_canary() -> list[str]:
-    """``eqx.filter_jit`` called with two shapes: rows, calls and traces as equinox ran them."""
-    import sys
-
-    _EQX_CHECKED[0] = True
-    eqx = sys.modules.get("equinox")
-    if eqx is None:
-        return []
-    # equinox imported after tracking started is patched at its first trace, as for the user
-    _EQX_COUNTER[0] = 0
-    f = eqx.filter_jit(jitlens_eqx_canary)
-    for n in (1, 2, 2):
-        f(np.zeros((n,), np.float32))
-    recs = [r for r in REGISTRY.records if r.name == "jitlens_eqx_canary"]
-    rec = recs[-1] if recs else None
-    problems = _compare("eqx.filter_jit", rec, _EQX_COUNTER[0], calls=3)
-    if rec is not None and (rec.frontend is None or REGISTRY.frontend_record_of(f) is not rec):
-        # JAX's trace seen, but not as the user's filter_jit function: no row, no budget
-        problems.append(
-            "eqx.filter_jit traces are not matched to their functions (rows, calls and "
-            "compile budgets of eqx.filter_jit functions unknown)"
-        )
-    return problems
-
-
-class JitlensCanary(nnx.Module if nnx is not None else object):  # type: ignore[misc]
-    """The canary's model: one parameter, no randomness."""
-
-    def __init__(self) -> None:
-        self.w = nnx.Param(np.ones((1,), np.float32))
-
-
-def jitlens_nnx_canary(m: Any, x: Any) -> Any:
-    _NNX_COUNTER[0] += 1
-    return m.w * x
-
-
-_NNX_COUNTER = [0]
-
-
-def _nnx_canary() -> list[str]:
-    _NNX_COUNTER[0] = 0
-    g = nnx.jit(jitlens_nnx_canary)
-    m = JitlensCanary()
-    g(m, np.zeros((1,), np.float32))
-    g(m, np.zeros((2,), np.float32))
-    g(m, np.zeros((2,), np.float32))
-    recs = [r for r in REGISTRY.records if r.name == "jitlens_nnx_canary"]
-    return _compare("nnx.jit", recs[-1] if recs else None, _NNX_COUNTER[0], calls=3)
-
-
-def _compare(what: str, rec: Any, truth: int, calls: int | None) -> list[str]:
-    if rec is None:
-        return [f"{what} traces are not seen ({truth} traces ran, jitlens saw none)"]
-    out = []
-    if rec.traces != truth:
-        out.append(f"{what} traces miscounted ({truth} ran, jitlens counted {rec.traces})")
-    if calls is not None and rec.counts_calls and rec.calls != calls:
-        out.append(f"{what} calls miscounted ({calls} made, jitlens counted {rec.calls})")
-    kinds = [r.kind for e in rec.events for r in e.reasons]
-    if truth == 2 and rec.traces == 2 and "shape" not in kinds:
-        out.append(f"{what} retrace not explained (expected a shape change, got {kinds or 'none'})")
-    return out
-
-
-def _forget_canary_records(before: int) -> None:
-    with REGISTRY.lock:
-        mine = REGISTRY.records[before:]
-        keep = [r for r in mine if not r.name.startswith("jitlens_") and "canary" not in r.name]
-        gone = {id(r) for r in mine} - {id(r) for r in keep}
-        del REGISTRY.records[before:]
-        REGISTRY.records.extend(keep)
-        for table in (REGISTRY.by_wrapper, REGISTRY.by_fun):
-            for k in [k for k, (_ref, r) in table.items() if id(r) in gone]:
-                del table[k]
-        for k in [k for k, r in REGISTRY.by_frontend.items() if id(r) in gone]:
-            del REGISTRY.by_frontend[k]
-        for k, sibs in list(REGISTRY.by_code.items()):
-            sibs[:] = [r for r in sibs if id(r) not in gone]
-            if not sibs:
-                del REGISTRY.by_code[k]
-
-
-def run() -> SelfCheck:
-    """The self-check, once per process (call with the hooks installed).
-
-    The canary runs JAX, so it waits until the program's own first JAX
-    operation has created the backends (config like ``jax_num_cpu_devices``
-    must still be settable until then): meanwhile the result is pending and
-    the next tracked call runs it (:func:`run_pending`).
-    """
-    with _LOCK:
-        done = _RESULT[0]
-        if done is not None and not CANARY_PENDING[0]:
-            return done
-        caps = probe()
-        skip = os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no", "off")
-        if skip or not caps.can_count_traces or _disable_jit():
-            return _finish(SelfCheck(caps))
-        if not _compat.backends_initialized() or tls.depth > 0:
-            CANARY_PENDING[0] = True
-            update_threshold()
-            pending = SelfCheck(caps)
-            _RESULT[0] = pending
-            return pending
-        CANARY_PENDING[0] = False  # the canary's own calls must not run it again
-        update_threshold()
-        return _finish(SelfCheck(caps, tuple(_run_canary()), True))
-
-
-def _finish(result: SelfCheck) -> SelfCheck:
-    CANARY_PENDING[0] = False
-    update_threshold()
-    _RESULT[0] = result
-    _warn(result)
-    return result
-
-
-def _run_canary(body: Any = None) -> list[str]:
-    body = body or _canary
-    before = len(REGISTRY.records)
-    internal_keys = REGISTRY.include_internal_keys
-    REGISTRY.include_internal_keys = True  # the canary lives in jitlens' files
-    found: list[list[str]] = []
-
-    def canary() -> None:
-        tls.in_canary = True  # guards and scopes must not see the canary (this thread only)
+def _jitlens_fingerprint() -> str:
+    """jitlens' own code, by file sizes and times: an edited jitlens checks again."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
         try:
-            found.append(body())
-        except Exception as exc:
-            found.append([f"the canary failed ({type(exc).__name__}: {exc})"])
+            st = p.stat()
+        except OSError:
+            continue
+        h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()[:16]
 
-    # A thread of its own: none of the caller's thread-local contexts (a
-    # cached_partial call, a mesh, a trace in progress) leak into the canary.
-    worker = threading.Thread(target=canary, name="jitlens-self-check", daemon=True)
+
+def verdict_key() -> str:
+    """The cache key of the canary's verdict: every version it depends on."""
+    parts = {**installed_versions(), "jitlens_code": _jitlens_fingerprint()}
+    text = json.dumps(parts, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _verdict_path() -> pathlib.Path | None:
+    folder = _cache_dir()
+    return folder / f"selfcheck-{verdict_key()}.json" if folder is not None else None
+
+
+def _read_cached() -> tuple[str, ...] | None:
+    path = _verdict_path()
+    if path is None:
+        return None
     try:
-        worker.start()
-        worker.join(CANARY_TIMEOUT)
-        if worker.is_alive():
-            return [f"the canary did not finish within {CANARY_TIMEOUT:.0f} s"]
-        return found[0] if found else ["the canary did not report"]
-    finally:
-        REGISTRY.include_internal_keys = internal_keys
-        _forget_canary_records(before)
-
-
-def check_late_frontends() -> None:
-    """Equinox imported after the self-check ran: run its canary now, once (outside traces).
-
-    Its problems join the self-check's result (and its one warning), so that
-    budgets over ``eqx.filter_jit`` functions refuse to pass on wrong counts.
-    """
-    done = _RESULT[0]
-    if (
-        done is None
-        or CANARY_PENDING[0]
-        or not done.canary_ran
-        or _EQX_CHECKED[0]
-        or not _compat.EQUINOX.loaded()
-        or tls.depth > 0
-        or tls.busy
-    ):
-        return
-    with _LOCK:
-        if _EQX_CHECKED[0]:
-            return
-        _EQX_CHECKED[0] = True
-        problems = tuple(_run_canary(_eqx_canary))
-        if problems:
-            result = dataclasses.replace(done, canary_problems=done.canary_problems + problems)
-            _RESULT[0] = result
-            _warn(result)
-
-
-def run_pending() -> None:
-    """Run a pending canary now (from a tracked call, outside any trace).
-
-    Raises:
-      JitlensError: the canary found that traces cannot be counted while a
-        compile budget is open (it would otherwise pass silently).
-    """
-    if not CANARY_PENDING[0] or tls.depth > 0 or tls.busy:
-        return
-    with _LOCK:
-        if not CANARY_PENDING[0]:
-            return
-        check = run()
-    if BUDGETS_OPEN[0] > 0 and not check.traces_known:
-        raise JitlensError(
-            CANNOT_COUNT.format(
-                source="compile budget",
-                jax=check.capabilities.jax_version,
-                flax=check.capabilities.flax_version,
-                why="; ".join(check.problems()),
-                tested=tested_range(),
-            )
-        )
-
-
-def _disable_jit() -> bool:
-    try:
-        import jax
-
-        return bool(jax.config.jax_disable_jit)
+        data = json.loads(path.read_text())
+        problems = data["problems"]
+        if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
+            return None
+        return tuple(problems)
     except Exception:
-        return False
+        return None
 
 
-def _warn(result: SelfCheck) -> None:
-    caps = result.capabilities
-    problems = result.problems()
+def _write_cached(problems: tuple[str, ...]) -> None:
+    path = _verdict_path()
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".selfcheck-", suffix=".tmp")
+        with os.fdopen(fd, "w") as out:
+            json.dump({"problems": list(problems), "versions": installed_versions()}, out)
+        os.replace(tmp, path)
+    except Exception as exc:  # a read-only home: the check runs again next time
+        log.debug("jitlens: cannot keep the self-check's verdict: %s", exc)
+
+
+# ------------------------------------------------------------------ the child
+
+
+def _child_env() -> dict[str, str]:
+    """The program's environment minus what would make the child visible or heavy."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("JITLENS", "JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))
+        and k not in ("JAX_LOG_COMPILES", "JAX_EXPLAIN_CACHE_MISSES", "JAX_TRACEBACK_FILTERING")
+    }
+    env["JAX_PLATFORMS"] = "cpu"  # never the program's accelerators
+    env["JITLENS_SELF_CHECK"] = "child"
+    src = str(pathlib.Path(__file__).resolve().parent.parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _start_child() -> Any:
+    def lower_priority() -> None:
+        with contextlib.suppress(Exception):
+            os.nice(10)
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "jitlens._track.canary"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_child_env(),
+        cwd=tempfile.gettempdir(),
+        preexec_fn=lower_priority if os.name == "posix" else None,
+        close_fds=True,
+    )
+
+
+def _collect(child: Any, timeout: float | None) -> tuple[str, ...] | None:
+    """The child's problems; None while it still runs (``timeout`` 0: don't wait)."""
+    try:
+        out, _err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if timeout is not None and timeout > 0:
+            child.kill()
+            child.communicate()
+            return (f"the canary did not finish within {timeout:.0f} s",)
+        return None
+    try:
+        line = [ln for ln in out.decode(errors="replace").splitlines() if ln.startswith("{")][-1]
+        problems = json.loads(line)["problems"]
+        return tuple(str(p) for p in problems)
+    except Exception:
+        return (f"the canary's process failed (exit {child.returncode})",)
+
+
+def _poll(wait: bool) -> None:
+    """Take the child's verdict if it is there (``wait``: until it is)."""
+    child = _STATE["child"]
+    if child is None:
+        return
+    problems = _collect(child, CANARY_TIMEOUT if wait else 0)
+    if problems is None:
+        return
+    _STATE["child"] = None
+    _STATE["canary"] = (problems, True)
+    if not any("did not finish" in p or "process failed" in p for p in problems):
+        _write_cached(problems)
+    _warn()
+
+
+def _skip_canary() -> bool:
+    raw = os.environ.get("JITLENS_SELF_CHECK", "1").strip().lower()
+    return raw in ("0", "false", "no", "off", "child") or IN_CANARY[0]
+
+
+# ------------------------------------------------------------------ public
+
+
+def run(wait: bool = False) -> SelfCheck:
+    """The self-check: probe now; the canary's verdict from the cache, or its child started.
+
+    ``wait``: block until the verdict is known (compile budgets, which must not
+    pass on counts nobody checked).
+    """
+    with _LOCK:
+        if _STATE["caps"] is None:
+            _STATE["caps"] = probe()
+            caps = _STATE["caps"]
+            if _skip_canary() or not caps.can_count_traces:
+                _STATE["canary"] = ((), False)
+            else:
+                cached = _read_cached()
+                if cached is not None:
+                    _STATE["canary"] = (cached, True)
+                else:
+                    try:
+                        _STATE["child"] = _start_child()
+                    except Exception as exc:
+                        _STATE["canary"] = ((f"the canary could not start ({exc})",), True)
+            _warn()
+        elif _STATE["caps"].missing != probe().missing:  # a library imported since
+            _STATE["caps"] = probe()
+            _warn()
+        _poll(wait)
+        return _result()
+
+
+def _result() -> SelfCheck:
+    canary = _STATE["canary"] or ((), False)
+    return SelfCheck(_STATE["caps"], canary[0], canary[1], _STATE["runtime"])
+
+
+def result(wait: bool = False) -> SelfCheck | None:
+    """The self-check's result so far, if it ran in this process (``wait``: for the canary)."""
+    if _STATE["caps"] is None:
+        return None
+    if _STATE["child"] is not None:
+        with _LOCK:
+            _poll(wait)
+    return _result()
+
+
+def pending() -> bool:
+    """Is the canary's verdict still to come?"""
+    return _STATE["child"] is not None
+
+
+def runtime_problem(text: str) -> None:
+    """The program's own events do not fit together: ``text`` says what jitlens cannot see.
+
+    Figures that depend on it become unknown from now on (and were suspect
+    before), compile budgets raise, and one warning says so.
+    """
+    with _LOCK:
+        if text in _STATE["runtime"]:
+            return
+        _STATE["runtime"] = (*_STATE["runtime"], text)
+        if _STATE["caps"] is None:
+            _STATE["caps"] = probe()
+    _warn()
+
+
+def _warn() -> None:
+    check = _result()
+    caps = check.capabilities
+    problems = check.problems()
     if problems:
         text = COMPAT_WARNING.format(
             jax=caps.jax_version,
@@ -346,27 +327,26 @@ def _warn(result: SelfCheck) -> None:
             untested=f" — {caps.untested}" if caps.untested else "",
             tested=tested_range(),
         )
-    elif caps.untested:
+    elif caps.untested and check.canary_ran:
         text = UNTESTED_WARNING.format(why=caps.untested)
     else:
         return
+    key = frozenset(problems) | {caps.untested or ""}
+    if key <= _STATE["warned"]:
+        return
+    _STATE["warned"] = _STATE["warned"] | key
     try:
         warnings.warn(text, JitlensCompatWarning, stacklevel=_compat.user_stacklevel())
     except Exception:  # -W error: say it, don't raise it into the program
         log.warning(text)
 
 
-def result() -> SelfCheck | None:
-    """The self-check's result, if it ran in this process."""
-    return _RESULT[0]
-
-
-def counting_problem() -> str | None:
-    """Why traces cannot be counted here, or None when they can (or the canary is pending)."""
-    check = run()
+def counting_problem(wait: bool = True) -> str | None:
+    """Why traces cannot be counted here, or None when they can."""
+    check = run(wait=wait)
     if check.traces_known:
         return None
     if not check.capabilities.can_count_traces:
         missing = [p for p, loss in check.capabilities.missing if TRACE_COUNTS in loss]
         return f"{', '.join(missing)} is missing"
-    return "; ".join(check.canary_problems)
+    return "; ".join((*check.canary_problems, *check.runtime_problems))

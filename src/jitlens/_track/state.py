@@ -30,7 +30,6 @@ class _TLS(threading.local):
         self.building: Any = None  # the EventBuilder of the trace in progress
         self.last_built: Any = None
         self.busy = False
-        self.in_canary = False  # the self-check's own thread: budgets and scopes ignore it
 
 
 tls = _TLS()
@@ -50,13 +49,10 @@ TRACING = [0]
 #: Does JAX report the end of traces (the duration listener)? Without it the
 #: per-thread trace depth cannot be balanced, so it is not kept at all.
 DEPTH_KNOWN = [True]
-#: The self-check's canary waits for JAX's backends (set up by the program's
-#: first JAX operation); while it waits, calls take the detailed path, which runs it.
-CANARY_PENDING = [False]
 
 
 def update_threshold() -> None:
-    busy = TRACING[0] > 0 or CANARY_PENDING[0]
+    busy = TRACING[0] > 0
     STATE[1] = sys.maxsize if busy else max(WINDOW[0], ADVICE_CALLS[0])
 
 

@@ -23,7 +23,7 @@ from . import advisor, hooks, selfcheck
 from .calls import TrackedJit
 from .records import Counts, Record
 from .registry import REGISTRY
-from .state import CANARY_PENDING, FAILURES, internal_failure
+from .state import FAILURES, internal_failure
 
 
 class Tracker:
@@ -72,12 +72,6 @@ class Tracker:
         if not self._open:
             return
         self._check_stale()
-        if CANARY_PENDING[0] and self._hooked:
-            try:  # the program ran JAX by now: the self-check can run before the report
-                if _compat.backends_initialized():
-                    selfcheck.run()
-            except Exception as exc:
-                internal_failure("jitlens' self-check", exc)
         with REGISTRY.lock:
             self._final = {r.id: r.snapshot() for r in REGISTRY.records}
         self._end_t = time.perf_counter()
@@ -254,7 +248,7 @@ def hostname() -> str:
 
 def _unknowns(fn: FunctionReport) -> FunctionReport:
     """Figures the self-check found unmeasurable on this JAX become None, never 0."""
-    check = selfcheck.result()
+    check = selfcheck.result(wait=True)
     if check is None:
         return fn
     if not check.traces_known:
@@ -267,7 +261,7 @@ def _unknowns(fn: FunctionReport) -> FunctionReport:
 def report_warnings() -> tuple[str, ...]:
     """The self-check's problems and jitlens' internal failures, for ``Report.warnings``."""
     out: list[str] = []
-    check = selfcheck.result()
+    check = selfcheck.result(wait=True)
     if check is not None:
         out += check.problems()
     return (*out, *FAILURES)
