@@ -71,4 +71,5 @@ from .jax_api import trace_context as trace_context
 from .jax_api import trace_frame_info as trace_frame_info
 from .jax_api import trace_state_clean as trace_state_clean
 from .jax_api import trace_to_jaxpr_patchable as trace_to_jaxpr_patchable
+from .jax_api import without_hidden_frames as without_hidden_frames
 from .probe import has_trace_frame as has_trace_frame

@@ -137,13 +137,13 @@ def user_stacklevel() -> int:
 
 def find_locals(
     frame: FrameType | None, codes: frozenset[object], limit: int
-) -> tuple[int, dict[str, object]] | None:
-    """``(id, locals)`` of the first frame at or above ``frame`` running one of ``codes``."""
+) -> tuple[int, dict[str, object], object] | None:
+    """``(id, locals, code)`` of the first frame at or above ``frame`` running one of ``codes``."""
     f = frame
     for _ in range(limit):
         if f is None:
             return None
         if f.f_code in codes:
-            return id(f), f.f_locals
+            return id(f), f.f_locals, f.f_code
         f = f.f_back
     return None

@@ -150,6 +150,27 @@ def hide_from_tracebacks(path: str) -> None:
         pass
 
 
+def without_hidden_frames(exc: BaseException) -> None:
+    """Drop jitlens' (and JAX's) frames from ``exc``'s traceback, as JAX drops its own.
+
+    Called by a counting wrapper on its way out with the user's exception, then
+    re-raised with a bare ``raise`` (which adds no frame). Honours
+    ``JAX_TRACEBACK_FILTERING=off`` (nothing dropped).
+    """
+    try:
+        from jax._src import traceback_util
+
+        mode = traceback_util._filtering_mode()
+        if mode == "off" or exc.__traceback__ is None:
+            return
+        if mode == "tracebackhide":
+            traceback_util._add_tracebackhide_to_hidden_frames(exc.__traceback__)
+            return
+        exc.with_traceback(traceback_util.filter_traceback(exc.__traceback__))
+    except Exception:
+        pass
+
+
 def partial_eval() -> Any:
     """``jax._src.interpreters.partial_eval`` (its ``trace_to_jaxpr`` runs the user's function)."""
     try:

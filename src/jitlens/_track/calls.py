@@ -9,6 +9,7 @@ flattened or published per call.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 import time
@@ -151,11 +152,16 @@ def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
                     return call_detailed(original.__get__(self), rec, n, args, kwargs)
                 return original(self, *args, **kwargs)
             except PassThrough as exc:
-                __tracebackhide__ = True
-                raise exc.error.with_traceback(None) from None
-            except BaseException:
+                # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+                try:
+                    raise exc.error.with_traceback(None) from None
+                except BaseException as error:
+                    _compat.without_hidden_frames(error)
+                    raise
+            except BaseException as exc:
                 if not detailed:  # call_detailed counts its own failures
                     failed_call(rec, n)
+                _compat.without_hidden_frames(exc)
                 raise
         return original(self, *args, **kwargs)
 
@@ -193,11 +199,16 @@ def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[
                     )
                 return original(wrapper, is_lower, args, kwargs)
             except PassThrough as exc:
-                __tracebackhide__ = True
-                raise exc.error.with_traceback(None) from None
-            except BaseException:
+                # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+                try:
+                    raise exc.error.with_traceback(None) from None
+                except BaseException as error:
+                    _compat.without_hidden_frames(error)
+                    raise
+            except BaseException as exc:
                 if not detailed:  # call_detailed counts its own failures
                     failed_call(rec, n)
+                _compat.without_hidden_frames(exc)
                 raise
         return original(wrapper, is_lower, args, kwargs)
 
@@ -256,21 +267,35 @@ class TrackedJit:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The hit path: count the call, nothing else. A miss is found by the
         # trace-start listener, which walks up to this frame for `self`, `n`,
-        # `args` and `kwargs`; nothing is hashed, flattened or published here.
+        # `args` and `kwargs` (CALL_LOCALS); nothing is hashed or published here.
+        if not STATE[0]:
+            return self._jitted(*args, **kwargs)
+        n = next(self._counter)
+        if n < STATE[1]:  # timeline window, or another trace in progress
+            try:
+                return call_detailed(self._jitted, self._record, n, args, kwargs)
+            except PassThrough as exc:
+                # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+                try:
+                    raise exc.error.with_traceback(None) from None
+                except BaseException as error:
+                    _compat.without_hidden_frames(error)
+                    raise
+            except BaseException as exc:  # counted by call_detailed
+                _compat.without_hidden_frames(exc)
+                raise
         try:
-            if STATE[0]:
-                n = next(self._counter)
-                if n < STATE[1]:  # timeline window, or another trace in progress
-                    detailed = True  # call_detailed counts its own failures
-                    return call_detailed(self._jitted, self._record, n, args, kwargs)
             return self._jitted(*args, **kwargs)
         except PassThrough as exc:
-            __tracebackhide__ = True  # pytest: show the user's frame, not this one
-            raise exc.error.with_traceback(None) from None
-        except BaseException:
-            loc = locals()  # the exception path only
-            if "n" in loc and "detailed" not in loc:
-                failed_call(self._record, loc["n"])
+            # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+            try:
+                raise exc.error.with_traceback(None) from None
+            except BaseException as error:
+                _compat.without_hidden_frames(error)
+                raise
+        except BaseException as exc:
+            failed_call(self._record, n)
+            _compat.without_hidden_frames(exc)
             raise
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -306,22 +331,29 @@ def _forward(name: str) -> property:
 
 # Forward the jax.jit object's API as properties: a ``__getattr__`` hook would
 # slow down every attribute read on the hit path.
-for _name in [*dir(type(jax.jit(lambda x: x))), "_fun", "_jit_info", "__signature__"]:
+_PJIT_TYPE = type(jax.jit(lambda x: x))
+for _name in [*dir(_PJIT_TYPE), "_fun", "_jit_info", "__signature__"]:
     dunder = _name.startswith("__") and _name.endswith("__")
     if (not dunder or _name == "__signature__") and not hasattr(TrackedJit, _name):
         setattr(TrackedJit, _name, _forward(_name))
 del _name
+# type(f).__name__ reads as without jitlens (isinstance cannot: JAX's type is final)
+TrackedJit.__name__ = _PJIT_TYPE.__name__
+TrackedJit.__qualname__ = _PJIT_TYPE.__qualname__
+TrackedJit.__module__ = _PJIT_TYPE.__module__
 
 
-#: Code objects of the frames that carry a tracked call (`rec`, `n`, `args`, `kwargs`).
-CALL_CODES = frozenset(
-    {
-        call_detailed.__code__,
-        TrackedJit.__call__.__code__,
-        make_nnx_call(lambda self: None).__code__,
-        make_frontend_call(lambda *a: None, None).__code__,
-    }
-)
+#: The locals through which a counting frame hands its call to a trace below it,
+#: for each counting function's code: (record, call index, args, kwargs). A
+#: record local named ``self`` is a :class:`TrackedJit`, whose record it holds.
+#: ``tests/test_invisible.py`` pins every name against the code objects.
+CALL_LOCALS: dict[Any, tuple[str, str, str, str]] = {
+    call_detailed.__code__: ("rec", "n", "args", "kwargs"),
+    TrackedJit.__call__.__code__: ("self", "n", "args", "kwargs"),
+    make_nnx_call(lambda self: None).__code__: ("rec", "n", "args", "kwargs"),
+    make_frontend_call(lambda *a: None, None).__code__: ("rec", "n", "args", "kwargs"),
+}
+CALL_CODES = frozenset(CALL_LOCALS)
 
 
 def failed_call(rec: Record, n: int) -> None:
@@ -351,20 +383,33 @@ def forget_failed_trace(rec: Record, n: int | None) -> None:
     tls.last_built = None
 
 
-def find_call(frame: Any) -> tuple[Record, int, tuple[Any, ...], dict[str, Any], Any] | None:
-    """The tracked call a trace belongs to, found by walking up from the trace frame."""
+@dataclasses.dataclass(frozen=True)
+class CountedCall:
+    """A counted call in progress, as a trace that belongs to it finds it."""
+
+    record: Record
+    #: The call's index among the record's calls (0 for the first).
+    index: int
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    #: Unique per call (frame ids are reused): one call is one miss however many events.
+    frame_id: Any
+
+
+def find_call(frame: Any) -> CountedCall | None:
+    """The counted call a trace belongs to, found by walking up from the trace frame."""
     found = _compat.find_locals(frame, CALL_CODES, 40)
     if found is None:
         return None
-    frame_id, loc = found
-    rec = loc.get("rec")
-    if rec is None and isinstance(loc.get("self"), TrackedJit):
-        rec = loc["self"]._record  # type: ignore[attr-defined]
+    frame_id, loc, code = found
+    rec_name, index_name, args_name, kwargs_name = CALL_LOCALS[code]
+    rec = loc.get(rec_name)
+    if isinstance(rec, TrackedJit):
+        rec = rec._record
     if not isinstance(rec, Record):
         return None
-    n = loc.get("n", 0)
-    # the call index makes the call unique (frame ids are reused)
-    return rec, n, loc.get("args", ()), loc.get("kwargs", {}), (frame_id, n)  # type: ignore[return-value]
+    n = loc.get(index_name, 0)
+    return CountedCall(rec, n, loc.get(args_name, ()), loc.get(kwargs_name, {}), (frame_id, n))
 
 
 def note_miss(rec: Record, frame_id: Any) -> None:

@@ -183,7 +183,11 @@ class Guarded(Generic[P, R]):
             ):
                 raise
             __tracebackhide__ = True
-            raise error.with_traceback(None) from None
+            try:  # raised and filtered here: the traceback starts at the user's call
+                raise error.with_traceback(None) from None
+            except BaseException as raised:
+                _compat.without_hidden_frames(raised)
+                raise
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Guarded[P, R]:
         return self  # a function stand-in: copy.deepcopy keeps functions as they are

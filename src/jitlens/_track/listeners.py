@@ -10,6 +10,7 @@ guard's own error (a compile budget exceeded) is raised, on purpose.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
 from . import selfcheck
-from .calls import TrackedJit, find_call, note_miss
+from .calls import CountedCall, TrackedJit, find_call, note_miss
 from .describe import describe_and_explain
 from .frontends import ensure_installed, is_installed
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -101,10 +102,16 @@ def trace_start(fun_name: str) -> bool:
     if fe is not None and user is None:
         selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=fe.kind))
     if user is not None:  # a library's jit (eqx.filter_jit): the user's function and args
-        rec, call, call_index, args, kwargs, _fn, _options = user
-    elif call is not None and call[0].matches(fun, fun_name):
-        rec, call_index, args, kwargs, frame_id = call
-        note_miss(rec, frame_id)
+        rec, call, call_index, args, kwargs = (
+            user.record,
+            user.call,
+            user.index,
+            user.args,
+            user.kwargs,
+        )
+    elif call is not None and call.record.matches(fun, fun_name):
+        rec, call_index, args, kwargs = call.record, call.index, call.args, call.kwargs
+        note_miss(rec, call.frame_id)
         if (
             info is not None
             and _compat.NNX_SPLIT_FN is not None
@@ -114,9 +121,13 @@ def trace_start(fun_name: str) -> bool:
             # GraphDef and leaves (NodeStates); describe those, don't split again.
             args, kwargs = tuple(info["args"]), dict(info["kwargs"])
     else:
-        if call is not None and call[0].wrapper_ref is not None and _compat.is_flax_inner_fn(fun):
+        if (
+            call is not None
+            and call.record.wrapper_ref is not None
+            and _compat.is_flax_inner_fn(fun)
+        ):
             # an nnx wrapper's own trace that jitlens could not tie to the wrapper
-            selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=call[0].kind))
+            selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=call.record.kind))
         call = None
         rec = REGISTRY.record_for_untracked(fun, fun_name, info["dbg"] if info else None)
         call_index = None
@@ -136,7 +147,7 @@ def trace_start(fun_name: str) -> bool:
             rec.events.append(b)
     tls.in_tracked_call = call is not None  # read by guards deciding where to raise
     if not rec.internal or REGISTRY.include_internal_keys:
-        user_fn = user[5] if user is not None else rec.user_fn()
+        user_fn = user.user_fn if user is not None else rec.user_fn()
         try:
             describe_and_explain(
                 rec,
@@ -147,7 +158,7 @@ def trace_start(fun_name: str) -> bool:
                 rec.static_argnums if user is not None or not info else info["static_argnums"],
                 rec.static_argnames if user is not None or not info else info["static_argnames"],
                 first=first,
-                options=user[6] if user is not None else None,
+                options=user.options if user is not None else None,
             )
         except Exception as exc:
             internal_failure("describing a trace", exc)
@@ -187,9 +198,25 @@ def _unreadable_trace(frame: Any) -> None:
     selfcheck.runtime_problem(FRAME_PROBLEM.format(name=_compat.TRACE_FRAME_NAME))
 
 
-def _frontend_call(fe: _compat.Frontend, info: dict[str, Any], call: Any) -> Any:
-    """``(record, call, call index, args, kwargs, user fn, jit options)`` of a front-end's
-    trace, or None.
+@dataclasses.dataclass(frozen=True)
+class FrontendTrace:
+    """A library front-end's trace mapped back to the user's call."""
+
+    record: Record
+    #: The counted call above the trace (None when the library's entry point went uncounted).
+    call: CountedCall | None
+    index: int | None
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    user_fn: Any
+    #: The library's options that are part of the compiled key (``donate=``).
+    options: tuple[tuple[str, Any], ...]
+
+
+def _frontend_call(
+    fe: _compat.Frontend, info: dict[str, Any], call: CountedCall | None
+) -> FrontendTrace | None:
+    """A front-end's trace as the user's call, or None (the adapter cannot unpack it).
 
     The record is the user function's (found from the library's key); the
     tracked call above is the library's counted per-call function.
@@ -204,12 +231,16 @@ def _frontend_call(fe: _compat.Frontend, info: dict[str, Any], call: Any) -> Any
     if late:  # patched just now: this call went through the unpatched function
         next(rec.calls_counter)
         rec.counts_calls = True
-    if call is not None and call[0] is rec:
-        note_miss(rec, call[4])
-        return rec, call, call[1], unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
+    if call is not None and call.record is rec:
+        note_miss(rec, call.frame_id)
+        return FrontendTrace(
+            rec, call, call.index, unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
+        )
     if late:
         note_miss(rec, ("late", id(rec)))
-    return rec, None, None, unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
+    return FrontendTrace(
+        rec, None, None, unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
+    )
 
 
 # ------------------------------------------------------------------ aborted traces
@@ -268,7 +299,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
     if rec is None and _compat.frontend_of(fun) is not None:
         # eqx.filter_jit inside another trace: its counted call is right above
         above = find_call(frame)
-        rec = above[0] if above is not None and above[0].frontend is not None else None
+        rec = above.record if above is not None and above.record.frontend is not None else None
     if rec is None:
         owner = _compat.nnx_wrapper_of_traced(fun)
         if owner is not None:
@@ -276,8 +307,8 @@ def nested_trace(fun: Any, frame: Any) -> None:
     if rec is None or rec.internal:
         return
     call = find_call(frame)
-    if call is not None and call[0] is rec and tls.depth == 0:
-        note_miss(rec, call[4])  # e.g. under jax.checkpoint / lax.scan at top level
+    if call is not None and call.record is rec and tls.depth == 0:
+        note_miss(rec, call.frame_id)  # e.g. under jax.checkpoint / lax.scan at top level
     b = EventBuilder(rec, "trace", None, _compat.user_call_site(frame), time.perf_counter())
     b.signature = NESTED_SIGNATURE
     b.jax_name = rec.jax_name
@@ -348,7 +379,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
 def _stale_builder(b: EventBuilder) -> bool:
     """Is this compile happening in a tracked call other than the one that traced ``b``?"""
     found = find_call(_compat.caller(4))
-    return found is not None and (found[0] is not b.record or found[1] != b.call_index)
+    return found is not None and (found.record is not b.record or found.index != b.call_index)
 
 
 def _same_fun(b: EventBuilder, fun_name: str) -> bool:
@@ -366,10 +397,10 @@ def compile_only(fun_name: str, secs: float) -> None:
     name = fun_name[4:-1] if fun_name.startswith("jit(") else fun_name
     frame = _compat.caller(3)
     found = find_call(frame)
-    cur = found if found is not None and found[0].jax_name == name else None
-    rec = cur[0] if cur is not None else None
+    cur = found if found is not None and found.record.jax_name == name else None
+    rec = cur.record if cur is not None else None
     if cur is not None:
-        note_miss(cur[0], cur[4])
+        note_miss(cur.record, cur.frame_id)
     if rec is None:
         with REGISTRY.lock:
             rec = next((r for r in reversed(REGISTRY.records) if r.jax_name == name), None)
@@ -380,21 +411,21 @@ def compile_only(fun_name: str, secs: float) -> None:
     b = EventBuilder(
         rec,
         "compile",
-        cur[1] if cur is not None and cur[0] is rec else None,
+        cur.index if cur is not None and cur.record is rec else None,
         _compat.user_call_site(frame),
         time.perf_counter() - secs,
     )
     b.compile_seconds = secs
     b.compiled = True
     b.jax_name = name
-    if cur is not None and cur[0] is rec and not rec.internal:
+    if cur is not None and cur.record is rec and not rec.internal:
         try:
             describe_and_explain(
                 rec,
                 b,
                 rec.user_fn(),
-                cur[2],
-                cur[3],
+                cur.args,
+                cur.kwargs,
                 rec.static_argnums,
                 rec.static_argnames,
                 first=False,

@@ -1,0 +1,218 @@
+"""Nothing jitlens does for itself is observable by the program it watches.
+
+A pure-JAX program that counts JAX's own monitoring events, patches ``jax.jit``
+to count its own jits, lists the threads it runs and the libraries in
+``sys.modules``, and logs its compiles prints the same under ``python``,
+``jitlens run`` and ``JITLENS=1``: the self-check runs out of process, and
+jitlens imports no library the program did not.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import traceback
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jitlens
+from conftest import run_python
+
+PROGRAM = textwrap.dedent(
+    """
+    import collections, sys, threading
+    from jax import monitoring
+    counts = collections.Counter()
+    monitoring.register_event_duration_secs_listener(lambda e, s, **k: counts.update([e]))
+    monitoring.register_scalar_listener(lambda e, v, **k: counts.update([e]))
+    import jax, jax.numpy as jnp
+    jits = collections.Counter()
+    original = jax.jit
+    def my_jit(*a, **k):
+        jits["jax"] += 1
+        return original(*a, **k)
+    jax.jit = my_jit
+    @jax.jit
+    def f(x):
+        return x * 2
+    for n in (2, 2, 3):
+        f(jnp.ones(n)).block_until_ready()
+    libraries = ("flax", "optax", "equinox", "treescope", "jitlens_canary")
+    print("counts", sorted(counts.items()))
+    print("jits", dict(jits))
+    print("modules", sorted(m for m in libraries if m in sys.modules))
+    print("threads", sorted(t.name for t in threading.enumerate()))
+    """
+)
+
+COMPILED = re.compile(r"jit\(([A-Za-z_]\w*)\)")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
+    folder = tmp_path_factory.mktemp("invisible")
+    prog = folder / "prog.py"
+    prog.write_text(PROGRAM)
+    env = {"JAX_LOG_COMPILES": "1"}
+    out = {}
+    for name, args, extra in (
+        ("python", [str(prog)], {}),
+        ("run", ["-m", "jitlens", "run", str(prog)], {}),
+        ("env", [str(prog)], {"JITLENS": "1"}),
+    ):
+        proc = run_python(args, cwd=folder, env={**env, **extra})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out[name] = (proc.stdout, proc.stderr)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["run", "env"])
+def test_the_program_sees_the_same_events_jits_threads_and_modules(runs, mode) -> None:
+    plain, tracked = runs["python"][0], runs[mode][0]
+    assert "counts" in plain and "'jax': 1" in plain
+    assert tracked == plain
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["run", "env"])
+def test_jax_compile_log_names_the_same_functions(runs, mode) -> None:
+    def compiled(stderr: str) -> list[str]:
+        return sorted(COMPILED.findall(stderr))
+
+    assert "f" in compiled(runs["python"][1])
+    assert compiled(runs[mode][1]) == compiled(runs["python"][1])
+    assert "canary" not in runs[mode][1]
+
+
+@pytest.mark.slow
+def test_a_program_that_jits_nothing_prints_nothing_under_jitlens_env(tmp_path) -> None:
+    prog = tmp_path / "nothing.py"
+    prog.write_text("import jax.numpy as jnp\nprint(float(jnp.ones(3).sum()))\n")
+    plain = run_python([str(prog)], cwd=tmp_path)
+    tracked = run_python([str(prog)], cwd=tmp_path, env={"JITLENS": "1"})
+    assert (tracked.returncode, tracked.stdout, tracked.stderr) == (0, "3.0\n", plain.stderr)
+
+
+@pytest.mark.slow
+def test_tracking_imports_no_library_the_program_did_not(tmp_path) -> None:
+    code = textwrap.dedent(
+        """
+        import sys, jax, jax.numpy as jnp, jitlens
+        with jitlens.track() as t:
+            jax.jit(lambda x: x + 1)(jnp.ones(2))
+        t.report()
+        print(sorted(m for m in ("flax", "optax", "equinox", "treescope") if m in sys.modules))
+        """
+    )
+    proc = run_python(["-c", code], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
+
+
+def test_a_library_imported_after_tracking_started_is_counted_from_its_import() -> None:
+    """nnx.jit is patched the moment the program imports flax (here: already imported)."""
+    from flax import nnx
+
+    runs = [0]
+
+    @nnx.jit
+    def g(x):
+        runs[0] += 1
+        return x + 1
+
+    with jitlens.track() as t:
+        for n in (2, 2, 3):
+            g(jnp.ones(n))
+    row = t.stats(g)
+    assert (row.calls, row.traces, row.cache_hits) == (3, runs[0], 1) == (3, 2, 1)
+
+
+def test_jitlens_frames_do_not_show_in_the_users_traceback() -> None:
+    def boom(x):
+        raise ValueError("from the body")
+
+    with jitlens.track():
+        f = jax.jit(boom)
+        with pytest.raises(ValueError) as info:
+            f(jnp.ones(2))
+    files = [fr.filename for fr in traceback.extract_tb(info.value.__traceback__)]
+    assert not [p for p in files if "/jitlens/" in p.replace("\\", "/")], files
+
+
+def test_the_tracked_jit_looks_like_what_it_wraps() -> None:
+    plain = jax.jit(lambda x: x)
+    with jitlens.track():
+        tracked = jax.jit(lambda x: x)
+    assert type(tracked).__name__ == type(plain).__name__
+    assert type(tracked).__qualname__ == type(plain).__qualname__
+
+
+@pytest.mark.slow
+def test_the_canary_runs_out_of_process_and_its_verdict_is_kept(tmp_path) -> None:
+    """A fresh cache folder: the first process starts the canary's child and keeps the
+    verdict; the second reads it. Neither program sees a canary function."""
+    code = textwrap.dedent(
+        """
+        import jax, jax.numpy as jnp, jitlens
+        from jitlens._track import selfcheck
+        with jitlens.track() as t:
+            jax.jit(lambda x: x + 1)(jnp.ones(2))
+        report = t.report()
+        print("warnings", list(report.warnings))
+        print("names", sorted(f.name for f in report.functions))
+        """
+    )
+    env = {"JITLENS_CACHE_DIR": str(tmp_path / "cache")}
+    first = run_python(["-c", code], cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    kept = list((tmp_path / "cache").glob("selfcheck-*.json"))
+    assert len(kept) == 1 and '"problems": []' in kept[0].read_text()
+    written = kept[0].stat().st_mtime_ns
+    second = run_python(["-c", code], cwd=tmp_path, env=env)
+    assert second.stdout == first.stdout
+    assert kept[0].stat().st_mtime_ns == written  # read, not checked again
+    assert "warnings []" in first.stdout and "canary" not in first.stdout
+
+
+def test_a_recompile_error_traceback_starts_at_the_users_call() -> None:
+    @jitlens.max_traces(1)
+    @jax.jit
+    def h(x):
+        return x + 1
+
+    h(jnp.ones(2))
+    with pytest.raises(jitlens.RecompileError) as info:
+        h(jnp.ones(3))
+    files = [fr.filename for fr in traceback.extract_tb(info.value.__traceback__)]
+    assert files == [__file__], files
+
+
+def test_the_locals_a_counted_call_hands_to_its_trace_are_pinned() -> None:
+    """The trace finds its call through declared locals of the counting frames: renaming
+    one of them must fail here, not silently misattribute calls."""
+    from jitlens._track import calls
+
+    assert calls.CALL_CODES == frozenset(calls.CALL_LOCALS)
+    for code, names in calls.CALL_LOCALS.items():
+        assert set(names) <= set(code.co_varnames), (code.co_name, names)
+
+
+@pytest.mark.parametrize("late", [3, 40])
+def test_a_retrace_names_the_call_that_retraced_early_and_late(late: int) -> None:
+    """Call 41 is past the 32 calls that take the detailed path: it is found all the same."""
+    runs = [0]
+
+    def body(x):
+        runs[0] += 1
+        return x * 3
+
+    with jitlens.track() as t:
+        f = jax.jit(body)
+        for _ in range(late):
+            f(jnp.ones(2))
+        f(jnp.ones(5))
+    (event,) = [e for e in t.stats(f).events if e.kind == "retrace"]
+    assert runs[0] == 2 and event.call_index == late
