@@ -150,12 +150,13 @@ def test_an_internal_failure_never_reaches_the_users_call(
 
 
 def test_a_failed_activation_leaves_nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from jitlens._track import patches, registry, state
+    from jitlens._track import registry, state
+    from jitlens._track.frontends import jax_jit
 
     before = jax.jit
     depth = registry.REGISTRY.depth
     monkeypatch.setattr(state, "_WARNED", set())
-    monkeypatch.setattr(patches, "make_eval_shape", _boom)
+    monkeypatch.setattr(jax_jit, "make_eval_shape", _boom)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with jitlens.track():

@@ -13,7 +13,7 @@ from .._errors import RecompileError, RecompileWarning
 from . import budget as _budget
 from . import hooks
 from .budget import OVER_BUDGET, OnExceed, act, check_budget, check_on_exceed, deref, warn
-from .calls import TrackedJit
+from .frontends.jax_jit import TrackedJit
 from .listeners import abort_trace
 from .records import EventBuilder, Record
 from .registry import REGISTRY

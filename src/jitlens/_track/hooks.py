@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-
 from .. import _compat
 from .._compat.probe import tested_range
 from .._errors import JitlensError
@@ -50,12 +48,10 @@ def _install() -> None:
         DEPTH_KNOWN[0] = "register_event_duration_secs_listener" not in MISSING_LISTENERS
         _LISTENING[0] = True
     _compat.hide_from_tracebacks(_compat.PACKAGE_DIR)
-    _set(jax, "jit", patches.make_tracked_jit(jax.jit))
-    _set(jax, "eval_shape", patches.make_eval_shape(jax.eval_shape))
     if _compat.trace_to_jaxpr_patchable():
         pe = _compat.partial_eval()
         _set(pe, "trace_to_jaxpr", patches.make_trace_to_jaxpr(pe.trace_to_jaxpr))
-    # Library front-ends (nnx.jit, eqx.filter_jit, ...): now if the program
+    # Front-ends (jax.jit, nnx.jit, eqx.filter_jit, ...): now if the program
     # imported the library, else the moment it does (jitlens imports none).
     frontends.install()
 

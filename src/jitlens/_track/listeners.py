@@ -17,10 +17,9 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from . import selfcheck
-from .calls import CountedCall, TrackedJit, find_call, note_miss
+from . import calls, selfcheck
+from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
-from .frontends import ensure_installed, is_installed
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
 from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, log, tls, update_threshold
@@ -92,7 +91,7 @@ def trace_start(fun_name: str) -> bool:
     if info is None:
         _unreadable_trace(frame)
     fun = info["fun"] if info else None
-    if isinstance(fun, TrackedJit) or _compat.is_pjit_function(fun):
+    if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
         # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
         # function's own trace, if its body runs, is counted as a nested trace.
         return False
@@ -226,18 +225,13 @@ def _frontend_call(
     unpacked = fe.user_args(jit_args, dict(info["kwargs"]))
     if user_fn is None or unpacked is None:
         return None
-    late = ensure_installed(fe)
-    rec = REGISTRY.record_for_frontend(fe, fe.cache_key(jit_args), user_fn, is_installed(fe))
-    if late:  # patched just now: this call went through the unpatched function
-        next(rec.calls_counter)
-        rec.counts_calls = True
+    counted = fe.kind in REGISTRY.installed_kinds  # its entry point counts calls
+    rec = REGISTRY.record_for_frontend(fe, fe.cache_key(jit_args), user_fn, counted)
     if call is not None and call.record is rec:
         note_miss(rec, call.frame_id)
         return FrontendTrace(
             rec, call, call.index, unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
         )
-    if late:
-        note_miss(rec, ("late", id(rec)))
     return FrontendTrace(
         rec, None, None, unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
     )

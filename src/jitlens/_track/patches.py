@@ -1,12 +1,10 @@
-"""The functions jitlens puts in place of JAX's and Flax's while tracking.
+"""The engine's own patch: ``pe.trace_to_jaxpr`` counts traces inside other traces.
 
-* ``jax.jit`` returns a :class:`~.calls.TrackedJit` (calls and hits counted);
-* ``jax.eval_shape`` unwraps it, so JAX keeps its fast path for jit objects;
-* ``pe.trace_to_jaxpr`` counts traces that run inside another trace (JAX emits
-  no monitoring event for those);
-
-nnx wrapper classes get the counting ``__call__`` of :mod:`.calls`. Each patched
-function steps aside (calls the original) when jitlens fails inside it.
+JAX emits no monitoring event for a trace that runs inside another one (jit in
+jit, grad/vmap/scan of a jit), but each runs the user's Python function: a
+miss of ``trace_to_jaxpr``'s own cache is exactly "the body ran". Front-ends'
+patches live in their adapters (:mod:`.frontends`). The patch steps aside
+(calls the original) when jitlens fails inside it.
 """
 
 from __future__ import annotations
@@ -16,48 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _compat
-from .calls import TrackedJit
 from .listeners import GUARD_ERRORS, nested_trace, uncount_trace
-from .registry import REGISTRY
 from .state import STATE, internal_failure, tls
-
-
-def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def jit(*args: Any, **options: Any) -> Any:
-        if len(args) != 1 or not callable(args[0]):
-            # decorator form (`jax.jit(static_argnums=0)`), or arguments JAX
-            # rejects: JAX answers, with its own errors
-            if not args and "fun" not in options:
-                return lambda f: jit(f, **options)
-            return original(*args, **options)
-        fun = args[0]
-        jitted = original(fun, **options)
-        if not REGISTRY.active:
-            return jitted
-        try:
-            if _compat.is_flax_inner_fn(fun) or _compat.frontend_of(fun) is not None:
-                return jitted  # counted at the nnx wrapper / the library's own call
-            rec = REGISTRY.record_for_jax_jit(fun, options)
-            return TrackedJit(jitted, rec)
-        except Exception as exc:
-            internal_failure("wrapping jax.jit", exc)
-            return jitted
-
-    jit.__jitlens_original__ = original  # type: ignore[attr-defined]
-    return jit
-
-
-def make_eval_shape(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``jax.eval_shape`` takes its fast path only for a real jax.jit object: give it one."""
-
-    @functools.wraps(original)
-    def eval_shape(fun: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(fun, TrackedJit):
-            fun = fun._jitted
-        return original(fun, *args, **kwargs)
-
-    return eval_shape
 
 
 def make_trace_to_jaxpr(original: Any) -> Callable[..., Any]:

@@ -79,6 +79,8 @@ class Registry:
         #: Front-end records by :func:`_frontend_index`, latest last.
         self.by_frontend: OrderedDict[tuple[str, str, Any], Record] = OrderedDict()
         self.timelines = 0
+        #: Kinds of the front-ends whose per-call entry points are counted now.
+        self.installed_kinds: set[str] = set()
 
     # ------------------------------------------------------------ the one factory
 

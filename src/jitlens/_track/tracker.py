@@ -20,7 +20,7 @@ from .. import _compat
 from .._core.report import SCHEMA_VERSION, FunctionReport, Report
 from .._version import __version__
 from . import advisor, hooks, selfcheck
-from .calls import TrackedJit
+from .frontends.jax_jit import TrackedJit
 from .records import Counts, Record
 from .registry import REGISTRY
 from .state import FAILURES, internal_failure

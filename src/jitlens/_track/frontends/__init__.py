@@ -13,15 +13,13 @@ Adapters are listed in :data:`LIBRARIES`; a new one is one more entry.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Any
 
-from .. import _compat
-from .._compat import imports
-from .calls import make_frontend_call, make_nnx_call
-from .registry import REGISTRY
-from .state import internal_failure
+from ..._compat import imports
+from ..registry import REGISTRY
+from ..state import internal_failure
+from . import equinox, jax_jit, nnx
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,52 +34,11 @@ class LibraryPatch:
     install: Callable[[Callable[[Any, str, Any], None]], None]
 
 
-def make_cached_partial(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``nnx.cached_partial``, watching the cached graph for statics changed after caching."""
-
-    @functools.wraps(original)
-    def cached_partial(f: Any, *cached_args: Any, **kw: Any) -> Any:
-        out = original(f, *cached_args, **kw)
-        if not REGISTRY.active:
-            return out
-        try:
-            from .stale import watch_cached_partial
-
-            return watch_cached_partial(out, f, cached_args)
-        except Exception as exc:
-            internal_failure("watching nnx.cached_partial", exc)
-            return out
-
-    return cached_partial
-
-
-def _install_nnx(set_attr: Callable[[Any, str, Any], None]) -> None:
-    from .._compat import flax_api
-
-    flax_api.load()
-    for cls, _kind in _compat.NNX_WRAPPERS:
-        set_attr(cls, "__call__", make_nnx_call(cls.__call__))
-    owners = _compat.cached_partial_owners()
-    if owners:
-        patched = make_cached_partial(getattr(*owners[0]))
-        for owner, attr in owners:
-            set_attr(owner, attr, patched)
-
-
-def _install_library_frontends(set_attr: Callable[[Any, str, Any], None]) -> None:
-    for fe in _compat.FRONTENDS:
-        if not fe.loaded():
-            continue
-        entry = fe.call_entry()
-        if entry is not None:
-            owner, attr = entry
-            set_attr(owner, attr, make_frontend_call(getattr(owner, attr), fe))
-
-
 #: Every library front-end jitlens knows, by the module it waits for.
 LIBRARIES: tuple[LibraryPatch, ...] = (
-    LibraryPatch("nnx.jit", "flax.nnx", _install_nnx),
-    LibraryPatch("eqx.filter_jit", _compat.EQUINOX.module, _install_library_frontends),
+    LibraryPatch(jax_jit.KIND, "jax", jax_jit.install),
+    LibraryPatch(nnx.KIND, nnx.MODULE, nnx.install),
+    LibraryPatch(equinox.KIND, equinox.MODULE, equinox.install),
 )
 
 #: kind -> [(owner, attribute, original), ...] of each installed front-end.
@@ -106,12 +63,16 @@ def _installer(lib: LibraryPatch, now: bool = False) -> Callable[[], None]:
 
             try:
                 lib.install(set_attr)
-            except Exception as exc:  # the library changed: it goes uncounted, said once
+            except Exception as exc:
                 for owner, name, original in reversed(done):
                     setattr(owner, name, original)
+                if now:  # at activation: all or nothing (the caller undoes the rest)
+                    raise
+                # at the program's import: this front-end goes uncounted, said once
                 internal_failure(f"installing the {lib.kind} front-end", exc)
                 return
             _PATCHED[lib.kind] = done
+            REGISTRY.installed_kinds.add(lib.kind)
 
     return install_now
 
@@ -143,21 +104,4 @@ def uninstall() -> None:
                 except Exception as exc:  # pragma: no cover - a read-only attribute now
                     internal_failure("restoring a patched function", exc)
         _PATCHED.clear()
-
-
-def is_installed(frontend: _compat.Frontend) -> bool:
-    return frontend.kind in _PATCHED
-
-
-def ensure_installed(frontend: _compat.Frontend) -> bool:
-    """Install ``frontend`` now if its library's import was not seen (imported oddly).
-
-    Returns True when it was installed just now (the current call went uncounted).
-    """
-    if frontend.kind in _PATCHED or not REGISTRY.active:
-        return False
-    lib = next((lib for lib in LIBRARIES if lib.kind == frontend.kind), None)
-    if lib is None:
-        return False
-    _installer(lib, now=True)()
-    return frontend.kind in _PATCHED
+        REGISTRY.installed_kinds.clear()

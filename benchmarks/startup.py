@@ -1,0 +1,75 @@
+"""Start-up cost of tracking: a ~1 s pure-JAX program under python, `jitlens run` and JITLENS=1.
+
+Runs the three side by side, round-robin, and prints each mode's minimum wall
+time over the rounds and its ratio to plain ``python`` (the goal: within
+1.05x). The self-check's verdict is cached per set of installed versions, so a
+first warm-up run keeps it out of the figures (the first run on a new set of
+versions pays for one canary child in the background).
+
+    python benchmarks/startup.py [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+PROGRAM = textwrap.dedent(
+    """
+    import time
+    import jax, jax.numpy as jnp
+
+    @jax.jit
+    def step(w, x):
+        return jnp.tanh(x @ w) @ w.T
+
+    w = jnp.ones((64, 64)) * 0.01
+    x = jnp.ones((32, 64))
+    start = time.perf_counter()
+    while time.perf_counter() - start < 0.6:  # ~1 s with JAX's import
+        x = step(w, x)
+    x.block_until_ready()
+    """
+)
+
+
+def wall(cmd: list[str], env: dict[str, str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    rounds = parser.parse_args().rounds
+    with tempfile.TemporaryDirectory() as folder:
+        prog = os.path.join(folder, "prog.py")
+        with open(prog, "w") as f:
+            f.write(PROGRAM)
+        base = {**os.environ, "JAX_PLATFORMS": "cpu"}
+        base.pop("JITLENS", None)
+        modes = {
+            "python": ([sys.executable, prog], base),
+            "jitlens run": ([sys.executable, "-m", "jitlens", "run", prog], base),
+            "JITLENS=1": ([sys.executable, prog], {**base, "JITLENS": "1"}),
+        }
+        for cmd, env in modes.values():  # warm-up: OS caches, the self-check's verdict
+            wall(cmd, env)
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        for _ in range(rounds):
+            for mode, (cmd, env) in modes.items():
+                times[mode].append(wall(cmd, env))
+    plain = min(times["python"])
+    print(f"start-up of a ~1 s pure-JAX program, min of {rounds} rounds")
+    for mode, ts in times.items():
+        print(f"  {mode:12s} {min(ts):6.3f} s   {min(ts) / plain:5.3f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""The ``jax.jit`` front-end: while jitlens tracks, ``jax.jit`` returns a counted wrapper.
+
+:class:`TrackedJit` looks like the ``jax.jit`` object it wraps and counts each
+call (one counter increment on a cache hit); its frame hands the call to a
+trace below it through the locals registered with the engine. ``jax.eval_shape``
+unwraps it, so JAX keeps its fast path for jit objects. A ``jax.jit`` made
+before tracking started is seen through JAX's monitoring events only (no calls).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from ... import _compat
+from ..calls import call_detailed, failed_call, register_counting_frame, register_counting_type
+from ..records import Record
+from ..registry import REGISTRY
+from ..state import STATE, PassThrough, finalize, internal_failure
+
+KIND = "jax.jit"
+
+
+class TrackedJit:
+    """What ``jax.jit`` returns while jitlens tracks: the jitted function, counted.
+
+    Looks like the ``jax.jit`` object it wraps: the same ``repr``, ``__wrapped__``,
+    ``__name__``/``__doc__``/``__signature__``, ``lower``/``trace``/``eval_shape``/
+    ``clear_cache``... (forwarded), binding as a method. ``copy``/``deepcopy``
+    return it unchanged (an object holding a jitted function deep-copies); pickling
+    pickles the jax.jit object, as without jitlens. Calls go straight through once
+    tracking stopped.
+    """
+
+    __slots__ = ("__dict__", "__weakref__", "_counter", "_jitted", "_record")
+
+    def __init__(self, jitted: Any, record: Record) -> None:
+        self._jitted = jitted
+        self._record = record
+        self._counter = record.calls_counter
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            try:
+                self.__dict__[attr] = getattr(jitted, attr)
+            except AttributeError:
+                pass
+        self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
+        finalize(self, record.forget_keys, 1)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The hit path: count the call, nothing else. A miss is found by the
+        # trace-start listener, which walks up to this frame for `self`, `n`,
+        # `args` and `kwargs` (CALL_LOCALS); nothing is hashed or published here.
+        if not STATE[0]:
+            return self._jitted(*args, **kwargs)
+        n = next(self._counter)
+        if n < STATE[1]:  # timeline window, or another trace in progress
+            try:
+                return call_detailed(self._jitted, self._record, n, args, kwargs)
+            except PassThrough as exc:
+                # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+                try:
+                    raise exc.error.with_traceback(None) from None
+                except BaseException as error:
+                    _compat.without_hidden_frames(error)
+                    raise
+            except BaseException as exc:  # counted by call_detailed
+                _compat.without_hidden_frames(exc)
+                raise
+        try:
+            return self._jitted(*args, **kwargs)
+        except PassThrough as exc:
+            # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+            try:
+                raise exc.error.with_traceback(None) from None
+            except BaseException as error:
+                _compat.without_hidden_frames(error)
+                raise
+        except BaseException as exc:
+            failed_call(self._record, n)
+            _compat.without_hidden_frames(exc)
+            raise
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        # a bound method, like the jax.jit object's own binding
+        return self if obj is None else types.MethodType(self, obj)
+
+    def clear_cache(self) -> Any:
+        self._record.mark_cleared()
+        return self._jitted.clear_cache()
+
+    def __repr__(self) -> str:
+        return repr(self._jitted)
+
+    def __reduce__(self) -> Any:
+        # pickle behaves as for the jax.jit object: it is the jax.jit object that
+        # is pickled (and fails or not exactly as it would without jitlens).
+        return (_identity, (self._jitted,))
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def _forward(name: str) -> property:
+    return property(lambda self: getattr(self._jitted, name), doc=f"The jax.jit object's `{name}`.")
+
+
+# Forward the jax.jit object's API as properties: a ``__getattr__`` hook would
+# slow down every attribute read on the hit path.
+_PJIT_TYPE = type(jax.jit(lambda x: x))
+for _name in [*dir(_PJIT_TYPE), "_fun", "_jit_info", "__signature__"]:
+    dunder = _name.startswith("__") and _name.endswith("__")
+    if (not dunder or _name == "__signature__") and not hasattr(TrackedJit, _name):
+        setattr(TrackedJit, _name, _forward(_name))
+del _name
+# type(f).__name__ reads as without jitlens (isinstance cannot: JAX's type is final)
+TrackedJit.__name__ = _PJIT_TYPE.__name__
+TrackedJit.__qualname__ = _PJIT_TYPE.__qualname__
+TrackedJit.__module__ = _PJIT_TYPE.__module__
+
+register_counting_frame(TrackedJit.__call__.__code__, ("self", "n", "args", "kwargs"))
+register_counting_type(TrackedJit)
+
+
+def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def jit(*args: Any, **options: Any) -> Any:
+        if len(args) != 1 or not callable(args[0]):
+            # decorator form (`jax.jit(static_argnums=0)`), or arguments JAX
+            # rejects: JAX answers, with its own errors
+            if not args and "fun" not in options:
+                return lambda f: jit(f, **options)
+            return original(*args, **options)
+        fun = args[0]
+        jitted = original(fun, **options)
+        if not REGISTRY.active:
+            return jitted
+        try:
+            if _compat.is_flax_inner_fn(fun) or _compat.frontend_of(fun) is not None:
+                return jitted  # counted at the nnx wrapper / the library's own call
+            rec = REGISTRY.record_for_jax_jit(fun, options)
+            return TrackedJit(jitted, rec)
+        except Exception as exc:
+            internal_failure("wrapping jax.jit", exc)
+            return jitted
+
+    jit.__jitlens_original__ = original  # type: ignore[attr-defined]
+    return jit
+
+
+def make_eval_shape(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``jax.eval_shape`` takes its fast path only for a real jax.jit object: give it one."""
+
+    @functools.wraps(original)
+    def eval_shape(fun: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(fun, TrackedJit):
+            fun = fun._jitted
+        return original(fun, *args, **kwargs)
+
+    return eval_shape
+
+
+def install(set_attr: Callable[[Any, str, Any], None]) -> None:
+    """Swap ``jax.jit`` for the counting factory and ``jax.eval_shape`` for its unwrapper."""
+    set_attr(jax, "jit", make_tracked_jit(jax.jit))
+    set_attr(jax, "eval_shape", make_eval_shape(jax.eval_shape))

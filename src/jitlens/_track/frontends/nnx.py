@@ -1,0 +1,123 @@
+"""The ``nnx.jit`` front-end (all modes) and ``nnx.cached_partial``, installed when the
+program imports ``flax.nnx``.
+
+flax exposes its jit wrapper objects: each wrapper class's ``__call__`` is
+replaced by a counting one while jitlens tracks (so wrappers made before
+tracking count too); the wrapper's records ride on the wrapper (one dict read
+per call). ``nnx.cached_partial`` is watched for statics changed after caching.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ... import _compat
+from ..calls import call_detailed, failed_call, register_counting_frame
+from ..registry import REGISTRY
+from ..state import STATE, PassThrough, internal_failure
+
+KIND = "nnx.jit"
+#: The module whose import means the program uses nnx.
+MODULE = "flax.nnx"
+
+
+class WrapperRecords(list):  # type: ignore[type-arg]
+    """The records riding on an nnx jit wrapper: ``[plain call's, cached_partial call's]``.
+
+    Stored in the wrapper's ``__dict__`` (one dict read per call). jitlens'
+    state is never copied with the user's object: a deep copy or a pickle of
+    the wrapper gets an empty slot (its own row on its first call), a shallow
+    copy shares it, as it shares the wrapper's compiled cache.
+    """
+
+    __slots__ = ()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> WrapperRecords:
+        return WrapperRecords((None, None))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WrapperRecords, ((None, None),))
+
+
+def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``__call__`` of an nnx jit wrapper class, counted."""
+
+    # flax's graph context (thread-local state): read directly on every call
+    context = _compat.graph_context()
+
+    @functools.wraps(original)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # pytest: show the user's frame, not this one
+        if STATE[0]:
+            try:
+                cached = getattr(context, "tmp_static_cache", None) is not None
+                # the wrapper's records ride on the wrapper: one dict read per call
+                recs = self.__dict__.get("_jitlens_records")
+                rec = recs[cached] if recs is not None else None
+                if rec is None:
+                    rec = REGISTRY.record_for_wrapper(self, None, cached)
+                    if recs is None:
+                        recs = self.__dict__["_jitlens_records"] = WrapperRecords((None, None))
+                    recs[cached] = rec
+            except Exception as exc:
+                internal_failure("recording an nnx.jit call", exc)
+                return original(self, *args, **kwargs)
+            n = next(rec.calls_counter)
+            detailed = n < STATE[1]  # timeline window, or another trace in progress
+            try:
+                if detailed:
+                    return call_detailed(original.__get__(self), rec, n, args, kwargs)
+                return original(self, *args, **kwargs)
+            except PassThrough as exc:
+                # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+                try:
+                    raise exc.error.with_traceback(None) from None
+                except BaseException as error:
+                    _compat.without_hidden_frames(error)
+                    raise
+            except BaseException as exc:
+                if not detailed:  # call_detailed counts its own failures
+                    failed_call(rec, n)
+                _compat.without_hidden_frames(exc)
+                raise
+        return original(self, *args, **kwargs)
+
+    __call__.__jitlens_original__ = original  # type: ignore[attr-defined]
+    return __call__
+
+
+register_counting_frame(make_nnx_call(lambda self: None).__code__, ("rec", "n", "args", "kwargs"))
+
+
+def make_cached_partial(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``nnx.cached_partial``, watching the cached graph for statics changed after caching."""
+
+    @functools.wraps(original)
+    def cached_partial(f: Any, *cached_args: Any, **kw: Any) -> Any:
+        out = original(f, *cached_args, **kw)
+        if not REGISTRY.active:
+            return out
+        try:
+            from ..stale import watch_cached_partial
+
+            return watch_cached_partial(out, f, cached_args)
+        except Exception as exc:
+            internal_failure("watching nnx.cached_partial", exc)
+            return out
+
+    return cached_partial
+
+
+def install(set_attr: Callable[[Any, str, Any], None]) -> None:
+    from ..._compat import flax_api
+
+    flax_api.load()
+    for cls, _kind in _compat.NNX_WRAPPERS:
+        set_attr(cls, "__call__", make_nnx_call(cls.__call__))
+    owners = _compat.cached_partial_owners()
+    if owners:
+        patched = make_cached_partial(getattr(*owners[0]))
+        for owner, attr in owners:
+            set_attr(owner, attr, patched)
