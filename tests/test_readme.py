@@ -15,7 +15,7 @@ def _commands() -> list[str]:
 
 def test_readme_opens_with_demo_and_test_commands():
     demo, tests = _commands()[:2]
-    assert demo.startswith("python -m pip install .") and demo.endswith("jitlens demo")
+    assert demo.startswith("python -m pip install '.[flax]'") and demo.endswith("jitlens demo")
     assert "[test]" in tests and "pytest" in tests
 
 

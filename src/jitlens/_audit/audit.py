@@ -9,9 +9,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from flax import nnx
-
 from .. import _compat
+from .._compat.flax_api import LAZY_NNX as nnx
 from .._core import messages as M
 from .._core.key import Entry, Path, short_repr
 from .._core.report import write_atomic

@@ -8,8 +8,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from flax import nnx
-
+from .._compat.flax_api import LAZY_NNX as nnx
 from .._core import messages as M
 from .._core import messages_static as S
 from .._core.explain import diff_keys

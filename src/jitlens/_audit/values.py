@@ -13,9 +13,9 @@ from typing import Any
 
 import jax
 import numpy as np
-from flax import nnx
 
 from .. import _compat
+from .._compat.flax_api import LAZY_NNX as nnx
 from .._core.key import compares_by_identity
 
 _LIBRARIES = frozenset(_compat.FRAMEWORK_PACKAGES)

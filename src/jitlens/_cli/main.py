@@ -73,6 +73,15 @@ def _demo_main(argv: list[str]) -> int:
         description="Run the seed discussion's CNN (functools.partial stored on a module) and "
         "the exercise's jit_forward under jitlens, and print counts and explanations.",
     ).parse_args(argv)
+    import importlib.util
+
+    if importlib.util.find_spec("flax") is None:
+        print(
+            "jitlens demo runs a Flax NNX model, and flax is not installed: "
+            "pip install 'jitlens[flax]'",
+            file=sys.stderr,
+        )
+        return 2
     from .._exercise.demo import run_demo
 
     return run_demo()

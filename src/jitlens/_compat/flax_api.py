@@ -52,6 +52,32 @@ _LOADED = [False]
 MODULE = "flax.nnx"
 
 
+class LazyModule:
+    """A library module imported on first use, for tools that need it (``jitlens audit``).
+
+    Importing jitlens' tools then costs nothing for programs without the library,
+    and using it without the library installed says how to get it.
+    """
+
+    def __init__(self, name: str, extra: str) -> None:
+        self._name = name
+        self._extra = extra
+
+    def __getattr__(self, attr: str) -> Any:
+        try:
+            module = importlib.import_module(self._name)
+        except ImportError as exc:
+            raise ModuleNotFoundError(
+                f"this needs {self._name}, which is not installed: "
+                f"pip install 'jitlens[{self._extra}]'"
+            ) from exc
+        return getattr(module, attr)
+
+
+#: ``flax.nnx``, imported when a tool first uses it.
+LAZY_NNX = LazyModule("flax.nnx", "flax")
+
+
 def loaded() -> bool:
     return _LOADED[0]
 
