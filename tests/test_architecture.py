@@ -50,7 +50,18 @@ def _lint_imports(src: pathlib.Path, cwd: pathlib.Path) -> subprocess.CompletedP
 def test_layers_are_kept() -> None:
     done = _lint_imports(ROOT / "src", ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 kept, 0 broken" in done.stdout
+    assert "3 kept, 0 broken" in done.stdout
+
+
+def test_the_engine_names_no_front_end(tmp_path: pathlib.Path) -> None:
+    """A front-end imported into the engine (here: listeners) breaks the seam's contract."""
+    shutil.copytree(PKG, tmp_path / "src" / "jitlens", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    listeners = tmp_path / "src" / "jitlens" / "_track" / "listeners.py"
+    listeners.write_text(listeners.read_text() + "\n\ndef _x():\n    from .frontends import nnx\n")
+    done = _lint_imports(tmp_path / "src", tmp_path)
+    assert done.returncode != 0
+    assert "the engine imports no front-end adapter BROKEN" in done.stdout
 
 
 def test_an_upward_import_breaks_the_build(tmp_path: pathlib.Path) -> None:
