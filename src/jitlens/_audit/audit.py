@@ -16,6 +16,7 @@ from .._core import messages as M
 from .._core.key import Entry, Path, short_repr
 from .._core.report import write_atomic
 from .._core.signature import walk_graphdef
+from .._render.color import add_color_option, want_color
 from .checks import _Audit
 from .equinox import audit_equinox, equinox_roots
 from .model import SEVERITIES as SEVERITIES
@@ -184,12 +185,7 @@ def _parser() -> argparse.ArgumentParser:
         "nnx.Optimizer, or a tuple/list/dict of them",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the findings as JSON to PATH")
-    parser.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="a coloured table (default: when stdout is a terminal)",
-    )
+    add_color_option(parser)
     parser.add_argument(
         "--width", type=int, default=None, help="text width (default: terminal, 100)"
     )
@@ -208,7 +204,7 @@ def cli_main(argv: Sequence[str]) -> int:
         print(f"jitlens audit: error: {exc}", file=sys.stderr)
         return 2
     tty = sys.stdout.isatty()
-    color = args.color == "always" or (args.color == "auto" and tty)
+    color = want_color(args.color)
     width = args.width or (os.get_terminal_size().columns if tty else 100)
     sys.stdout.write(render_audit(result, color=color, width=width))
     sys.stdout.flush()

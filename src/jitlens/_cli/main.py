@@ -92,6 +92,9 @@ def _report_main(argv: list[str]) -> int:
     p.add_argument(
         "--width", type=int, default=None, help="terminal width (default: detected, 100 when piped)"
     )
+    from .._render.color import add_color_option, want_color
+
+    add_color_option(p)
     args = p.parse_args(argv)
     from .._core.report import load_report
     from .._errors import ReportError
@@ -110,7 +113,10 @@ def _report_main(argv: list[str]) -> int:
     from .._render.text import render_text
     from .outputs import write_outputs
 
-    print(render_text(report, width=args.width, include_internal=args.include_internal))
+    color = want_color(args.color)
+    print(
+        render_text(report, color=color, width=args.width, include_internal=args.include_internal)
+    )
     for path in write_outputs(report, args):
         print(f"jitlens: wrote {path}", file=sys.stderr)
     return 0

@@ -19,6 +19,8 @@ import traceback
 import types
 from typing import Any
 
+from .._render.color import CHOICES as COLOR_CHOICES
+from .._render.color import add_color_option, want_color
 from .outputs import add_output_options as add_output_options
 from .outputs import anchor_outputs as anchor_outputs
 from .outputs import output_problem
@@ -29,6 +31,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 USAGE = (
     "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--include-internal] [--quiet] "
+    "[--color {auto,always,never}] "
     "(SCRIPT.py | -m MODULE) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
@@ -59,6 +62,7 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         action="store_true",
         help="no summary on stderr (report files are still written)",
     )
+    add_color_option(p)
     p.add_argument(
         "-m",
         dest="module",
@@ -91,7 +95,9 @@ def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
             return argv[:i], None, rest
         if word.startswith("-m") and not word.startswith("--"):
             return _module_split(argv[:i], argv[i:])
-        if word in _VALUE_OPTIONS:
+        if word in _VALUE_OPTIONS or (
+            word == "--color" and i + 1 < len(argv) and argv[i + 1] in COLOR_CHOICES
+        ):
             i += 2
             continue
         if not word.startswith("-") or word == "-":
@@ -223,7 +229,12 @@ def _finish(tracker: Any, args: argparse.Namespace, outcome: Outcome) -> None:
         if report.functions or not failed:
             from .._render.text import render_text
 
-            text = render_text(report, include_internal=args.include_internal, max_lines=EXIT_LINES)
+            text = render_text(
+                report,
+                color=want_color(args.color, sys.stderr),
+                include_internal=args.include_internal,
+                max_lines=EXIT_LINES,
+            )
             _say("\n" + text + "\n")
     except Exception as exc:
         _say(f"jitlens: could not print the summary ({type(exc).__name__}: {exc})\n")
