@@ -709,3 +709,41 @@ def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["--help"]) == 0
     assert "usage: jitlens audit" in capsys.readouterr().out
     assert cli_main([]) == 2
+
+
+HOSTILE_FACTORIES = """
+import os, sys, time
+
+def sleeper():
+    time.sleep(1000)
+
+def looper():
+    while True:
+        try:
+            time.sleep(0.01)
+        except Exception:  # a broad except must not swallow the time limit
+            pass
+
+def exiter():
+    sys.exit(0)
+
+def hard_exiter():
+    os._exit(0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "words"),
+    [
+        ("sleeper", "did not finish within 0.5 s"),
+        ("looper", "did not finish within 0.5 s"),
+        ("exiter", "called sys.exit(0)"),
+        ("hard_exiter", "called os._exit(0)"),
+    ],
+)
+def test_a_factory_that_hangs_or_exits_fails_the_audit(tmp_path, capsys, factory, words):
+    (tmp_path / "facs.py").write_text(HOSTILE_FACTORIES)
+    target = f"{tmp_path / 'facs.py'}:{factory}"
+    assert jitlens_main(["audit", target, "--timeout", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1, err

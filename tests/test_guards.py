@@ -324,3 +324,21 @@ def test_no_retrace_catches_a_jit_recreated_in_the_loop_and_works_as_a_decorator
 
     with pytest.warns(RecompileWarning, match="new_function"):
         loop()
+
+
+def test_a_budget_on_a_compiled_executable_raises_instead_of_passing() -> None:
+    """``.lower().compile()`` never traces: a guard on it could only pass without counting."""
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    lowered = jax.jit(lambda x: x + 1).lower(jnp.ones(2))
+    compiled = lowered.compile()
+    for target in (compiled, lowered):
+        with pytest.raises(jitlens.JitlensError, match="never traces again") as info:
+            jitlens.max_traces(target, 1)
+        assert isinstance(info.value, TypeError)
+        assert "jitlens.max_traces(jax.jit(fn), 1)" in str(info.value)
+    with pytest.raises(jitlens.JitlensError, match="compiled executable"):
+        jitlens.max_traces(1)(compiled)

@@ -157,9 +157,18 @@ def test_divergences_are_ordered_earliest_first() -> None:
 
 def test_single_report_and_missing_processes() -> None:
     merged = merge_reports([s.report(1, [s.step("f32[8,3]")], process_count=3)])
-    assert merged.consistent
+    assert not merged.consistent and not merged.divergences  # a process not seen may differ
     assert merged.missing_processes == (0, 2)
-    assert "no report from processes 0, 2" in render_merged_text(merged)
+    text = render_merged_text(merged, color=False)
+    assert "INCOMPLETE, no report from processes 0, 2" in text.splitlines()[0]
+    assert "consistent" not in text and "Every process" not in text
+
+
+def test_cli_one_of_two_reports_is_not_consistent(tmp_path: Path, capsys) -> None:
+    (path,) = _write(tmp_path, s.consistent_pair()[1:])
+    assert cli_main([path]) == 1
+    out = capsys.readouterr().out
+    assert "no report from process 0" in out and "consistent" not in out
 
 
 @pytest.mark.parametrize(

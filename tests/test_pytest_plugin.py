@@ -226,3 +226,16 @@ def test_the_session_report_is_written_where_pytest_started(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess(*_plugin_args(), "--jitlens-report=report.json")
     result.assert_outcomes(passed=1)
     assert (pytester.path / "report.json").exists()
+
+
+def test_a_bad_report_path_is_a_usage_error_before_any_test_runs(pytester: pytest.Pytester) -> None:
+    source = "def test_one():\n    open('ran', 'w').close()\n"
+    pytester.makepyfile(test_mine=source)
+    for bad, words in (("test_mine.py", "the test file"), (".", "folder")):
+        result = pytester.runpytest_inprocess(
+            *_plugin_args(), f"--jitlens-report={bad}", "test_mine.py"
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert f"--jitlens-report {bad}" in result.stderr.str() and words in result.stderr.str()
+    assert (pytester.path / "test_mine.py").read_text().strip() == source.strip()
+    assert not (pytester.path / "ran").exists()

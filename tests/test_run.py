@@ -194,10 +194,11 @@ def args_program(tmp_path_factory):
         (["-m", "mypkg.train", "--epochs", "1"], "['{d}/mypkg/train.py', '--epochs', '1']"),
         (
             ["-q", "-m", "mypkg.train", "--", "--epochs", "1"],
-            "['{d}/mypkg/train.py', '--epochs', '1']",
+            "['{d}/mypkg/train.py', '--', '--epochs', '1']",
         ),
         (["prog.py", "--flag", "v", "-q"], "['prog.py', '--flag', 'v', '-q']"),
-        (["--json", "r.json", "--", "prog.py", "--", "--flag"], "['prog.py', '--flag']"),
+        (["--json", "r.json", "--", "prog.py", "--", "--flag"], "['prog.py', '--', '--flag']"),
+        (["-q", "--", "-m", "mypkg.train", "a"], "['{d}/mypkg/train.py', 'a']"),
     ],
 )
 def test_everything_after_the_program_belongs_to_it(args_program, command, argv):

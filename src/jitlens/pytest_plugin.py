@@ -152,6 +152,8 @@ class _Session:
         path = config.getoption("jitlens_report")
         if not summary and budget is None and path is None:
             return None
+        if path is not None:
+            _check_report_path(config, path)
         workerinput = getattr(config, "workerinput", None)
         worker = workerinput.get("workerid") if workerinput is not None else None
         numprocesses = getattr(config.option, "numprocesses", None)
@@ -207,11 +209,9 @@ class _Session:
                 self.config.workeroutput[WORKER_KEY] = self.report.to_json(indent=None)  # type: ignore[attr-defined]
                 return
         if self.path is not None and self.report is not None:
-            from ._core.report import write_atomic
+            from ._render.outputs import write_outputs
 
-            # Relative to where pytest was started, not to a test's monkeypatch.chdir.
-            where = os.path.join(str(self.config.invocation_params.dir), self.path)
-            write_atomic(where, self.report.to_json())
+            write_outputs(self.report, [_report_output(self.config, self.path)])
 
     def _stop(self) -> Report:
         if self._scope is not None:
@@ -233,6 +233,29 @@ class _Session:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._tracker is not None and self.report is None:
             self._stop()
+
+
+def _report_output(config: pytest.Config, path: str) -> Any:
+    from ._render.outputs import Output, is_url
+
+    # Relative to where pytest was started, not to a test's monkeypatch.chdir.
+    where = path if is_url(path) else os.path.join(str(config.invocation_params.dir), path)
+    return Output("json", path, where)
+
+
+def _check_report_path(config: pytest.Config, path: str) -> None:
+    """A bad ``--jitlens-report`` is a usage error before any test runs."""
+    from ._render.outputs import OutputError, check_outputs
+
+    output = _report_output(config, path)
+    output = dataclasses.replace(output, label=f"--jitlens-report {path}")
+    base = str(config.invocation_params.dir)
+    files = [os.path.join(base, a.split("::")[0]) for a in config.invocation_params.args]
+    inputs = [(f, f"the test file {os.path.relpath(f, base)}") for f in files if os.path.isfile(f)]
+    try:
+        check_outputs([output], inputs)
+    except OutputError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _combine(reports: list[Report]) -> Report | None:

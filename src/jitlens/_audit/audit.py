@@ -15,8 +15,10 @@ from .._core import messages as M
 from .._core.key import Entry, Path, short_repr
 from .._core.report import write_atomic
 from .._core.signature import walk_graphdef
+from .._render.color import add_color_option, want_color
 from .checks import _Audit
 from .equinox import audit_equinox, equinox_roots
+from .limits import DEFAULT_TIMEOUT, bounded
 from .model import SEVERITIES as SEVERITIES
 from .model import AuditFinding as AuditFinding
 from .model import AuditResult as AuditResult
@@ -183,11 +185,14 @@ def _parser() -> argparse.ArgumentParser:
         "nnx.Optimizer, or a tuple/list/dict of them",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the findings as JSON to PATH")
+    add_color_option(parser)
     parser.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="a coloured table (default: when stdout is a terminal)",
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds for importing TARGET and building the model twice "
+        f"(default {DEFAULT_TIMEOUT:g})",
     )
     parser.add_argument(
         "--width", type=int, default=None, help="text width (default: terminal, 100)"
@@ -201,13 +206,20 @@ def cli_main(argv: Sequence[str]) -> int:
         args = _parser().parse_args(list(argv))
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 2
+    if not args.timeout > 0:
+        print(
+            f"jitlens audit: error: --timeout must be positive, got {args.timeout:g}",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        result = audit(args.target)
+        with bounded(args.target, args.timeout):
+            result = audit(args.target)
     except AuditError as exc:
         print(f"jitlens audit: error: {exc}", file=sys.stderr)
         return 2
     tty = sys.stdout.isatty()
-    color = args.color == "always" or (args.color == "auto" and tty)
+    color = want_color(args.color)
     width = args.width or (os.get_terminal_size().columns if tty else 100)
     sys.stdout.write(render_audit(result, color=color, width=width))
     sys.stdout.flush()

@@ -16,6 +16,7 @@ and ``JITLENS_REPORT`` / ``JITLENS_HTML`` name report files to write.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib.abc
 import importlib.machinery
 import logging
@@ -83,10 +84,51 @@ def _arm() -> None:
     if owner and owner != str(os.getpid()) and not _truthy(os.environ.get(CHILDREN)):
         return  # a child of the tracked program
     os.environ[MAIN_PID] = str(os.getpid())
+    _check_report_paths()
     if "jax" in sys.modules:
         _start()
     else:
         sys.meta_path.insert(0, _WATCHER)
+
+
+class _Args:
+    """The report paths of the environment, shaped like ``jitlens run``'s options."""
+
+    def __init__(self, cwd: str | None = None) -> None:
+        from .. import _config
+        from .outputs import anchor_outputs
+
+        self.json = _config.get("report") or None
+        self.html = _config.get("html") or None
+        self.trace = None
+        anchor_outputs(self, cwd)  # relative paths: where the program started
+
+
+#: How the environment's report paths are named in messages.
+_ENV_NAMES = {"json": "JITLENS_REPORT", "html": "JITLENS_HTML"}
+
+
+def _check_report_paths() -> None:
+    """A bad ``JITLENS_REPORT`` / ``JITLENS_HTML`` stops the program before it runs (exit 2)."""
+    from .._render.outputs import OutputError, check_outputs
+    from .outputs import outputs_of
+
+    try:
+        outputs = outputs_of(_Args())
+        script = (getattr(sys, "argv", None) or [""])[0]
+        inputs = [(script, f"the script {script}")] if os.path.isfile(script) else []
+        named = [dataclasses.replace(o, label=f"{_ENV_NAMES[o.kind]}={o.given}") for o in outputs]
+        check_outputs(named, inputs)
+    except OutputError as exc:
+        _warn(str(exc))
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(2)
+    except Exception as exc:  # never break the program over a check
+        _warn(f"could not check the report paths ({type(exc).__name__}: {exc})")
 
 
 def _warn(text: str) -> None:
@@ -132,23 +174,16 @@ def _finish(tracker: Any, pid: int, cwd: str | None = None) -> None:
     if os.getpid() != pid:  # a forked child running atexit: not the tracked program
         return
     try:
-        from .. import _config
         from .._render.text import render_text
-        from .run import anchor_outputs, write_outputs
+        from .outputs import write_outputs
 
         tracker.stop()
         report = tracker.report()
+        args = _Args(cwd)
+        written = write_outputs(report, args)
         if report.functions and not getattr(sys.stderr, "closed", False):
             sys.stderr.write("\n" + render_text(report) + "\n")
-
-        class _Args:
-            json = _config.get("report") or None
-            html = _config.get("html") or None
-            trace = None
-
-        args = _Args()
-        anchor_outputs(args, cwd)  # relative paths: where the program started
-        for path in write_outputs(report, args):  # type: ignore[arg-type]
+        for path in written:
             _warn(f"wrote {path}")
     except Exception as exc:
         _warn(f"could not write the report ({type(exc).__name__}: {exc})")

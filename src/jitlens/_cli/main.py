@@ -88,7 +88,7 @@ def _demo_main(argv: list[str]) -> int:
 
 
 def _report_main(argv: list[str]) -> int:
-    from .run import add_output_options
+    from .outputs import add_output_options
 
     p = argparse.ArgumentParser(
         prog="jitlens report", description="Show a saved jitlens JSON report."
@@ -101,19 +101,31 @@ def _report_main(argv: list[str]) -> int:
     p.add_argument(
         "--width", type=int, default=None, help="terminal width (default: detected, 100 when piped)"
     )
+    from .._render.color import add_color_option, want_color
+
+    add_color_option(p)
     args = p.parse_args(argv)
     from .._core.report import load_report
     from .._errors import ReportError
+    from .outputs import anchor_outputs, output_problem
 
+    anchor_outputs(args)
+    problem = output_problem(args, [(args.report, f"the report {args.report}")])
+    if problem is not None:
+        print(f"jitlens report: {problem}", file=sys.stderr)
+        return 2
     try:
         report = load_report(args.report)
     except ReportError as exc:
         print(f"jitlens report: {exc}", file=sys.stderr)
         return 2
     from .._render.text import render_text
-    from .run import write_outputs
+    from .outputs import write_outputs
 
-    print(render_text(report, width=args.width, include_internal=args.include_internal))
+    color = want_color(args.color)
+    print(
+        render_text(report, color=color, width=args.width, include_internal=args.include_internal)
+    )
     for path in write_outputs(report, args):
         print(f"jitlens: wrote {path}", file=sys.stderr)
     return 0

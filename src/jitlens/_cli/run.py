@@ -19,11 +19,19 @@ import traceback
 import types
 from typing import Any
 
+from .._render.color import CHOICES as COLOR_CHOICES
+from .._render.color import add_color_option, want_color
+from .outputs import add_output_options as add_output_options
+from .outputs import anchor_outputs as anchor_outputs
+from .outputs import output_problem
+from .outputs import write_outputs as write_outputs
+
 #: jitlens' own directory (its frames are hidden from the program's tracebacks).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 USAGE = (
     "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--include-internal] [--quiet] "
+    "[--color {auto,always,never}] "
     "(SCRIPT.py | -m MODULE) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
@@ -54,6 +62,7 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         action="store_true",
         help="no summary on stderr (report files are still written)",
     )
+    add_color_option(p)
     p.add_argument(
         "-m",
         dest="module",
@@ -73,86 +82,37 @@ def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
     Like ``python``: the first word that is not one of jitlens' options is the
     script, and it and everything after it are the program's ``sys.argv``;
     ``-m MODULE`` ends jitlens' options the same way. A ``--`` before the
-    script, or right after the script or module, only separates and is dropped.
+    script (or ``-m``) only separates; one after the script is the program's
+    and stays in its ``sys.argv``, as python keeps it.
     """
     i = 0
     while i < len(argv):
         word = argv[i]
         if word == "--":
-            return argv[:i], None, _drop_separator(argv[i + 1 :], at=1)
-        if word == "-m":
-            if i + 1 >= len(argv):
-                return argv, None, []  # argparse says "-m: expected one argument"
-            return argv[:i], argv[i + 1], _drop_separator(argv[i + 2 :], at=0)
+            rest = argv[i + 1 :]
+            if rest and rest[0].startswith("-m"):
+                return _module_split(argv[:i], rest)
+            return argv[:i], None, rest
         if word.startswith("-m") and not word.startswith("--"):
-            return argv[:i], word[2:], _drop_separator(argv[i + 1 :], at=0)
-        if word in _VALUE_OPTIONS:
+            return _module_split(argv[:i], argv[i:])
+        if word in _VALUE_OPTIONS or (
+            word == "--color" and i + 1 < len(argv) and argv[i + 1] in COLOR_CHOICES
+        ):
             i += 2
             continue
         if not word.startswith("-") or word == "-":
-            return argv[:i], None, _drop_separator(argv[i:], at=1)
+            return argv[:i], None, argv[i:]
         i += 1
     return argv, None, []
 
 
-def _drop_separator(words: list[str], at: int) -> list[str]:
-    return words[:at] + words[at + 1 :] if len(words) > at and words[at] == "--" else words
-
-
-def add_output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--json",
-        metavar="PATH",
-        help="write the JSON report; {process_index}, {host}, {pid} are filled in",
-    )
-    p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
-    p.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace-event JSON")
-
-
-def anchor_outputs(args: Any, cwd: str | None = None) -> None:
-    """Make the report paths absolute now: the program may ``os.chdir`` before they are written."""
-    from .._track.process import anchor_path
-
-    args.launch_cwd = cwd or os.getcwd()
-    for name in ("json", "html", "trace"):
-        value = getattr(args, name, None)
-        if value:
-            setattr(args, name, anchor_path(value, cwd))
-
-
-def _shown(path: str, args: Any) -> str:
-    """``path`` relative to where the program started, when it is below it."""
-    start = getattr(args, "launch_cwd", None)
-    if start is None:
-        return path
-    rel = os.path.relpath(path, start)
-    return path if rel.startswith(os.pardir) else rel
-
-
-def write_outputs(report: Any, args: argparse.Namespace) -> list[str]:
-    """Write the report files asked for; returns the paths written (as the user gave them)."""
-    from .._core.report import write_atomic
-    from .._track.process import expand_path_template, process_info
-
-    info = process_info()
-    written = []
-    if args.json:
-        path = expand_path_template(args.json, info)
-        write_atomic(path, report.to_json())
-        written.append(_shown(path, args))
-    if args.html:
-        from .._render.html import render_html
-
-        path = expand_path_template(args.html, info)
-        write_atomic(path, render_html(report))
-        written.append(_shown(path, args))
-    if args.trace:
-        from .._render.perfetto import write_trace
-
-        path = expand_path_template(args.trace, info)
-        write_trace(report, path)
-        written.append(_shown(path, args))
-    return written
+def _module_split(own: list[str], rest: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """``rest`` starts with ``-m MODULE`` or ``-mMODULE``."""
+    if rest[0] != "-m":
+        return own, rest[0][2:], rest[1:]
+    if len(rest) < 2:
+        return [*own, "-m"], None, []  # argparse says "-m: expected one argument"
+    return own, rest[1], rest[2:]
 
 
 def main(argv: list[str]) -> int:
@@ -165,9 +125,13 @@ def main(argv: list[str]) -> int:
     anchor_outputs(args)
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
+    script = args.target[0] if args.module is None else None
+    problem = output_problem(args, [(script, f"the script {script}")] if script else [])
+    if problem is not None:  # before the program runs: a typo must not cost the run
+        print(f"jitlens run: {problem}", file=sys.stderr)
+        return 2
     code_obj = None
-    if args.module is None:
-        script = args.target[0]
+    if script is not None and not _is_path_target(script):
         try:
             with open(script, "rb") as fh:
                 source = fh.read()
@@ -181,23 +145,58 @@ def main(argv: list[str]) -> int:
             _print_user_traceback(exc)
             return 1
     from .._track.tracker import Tracker
-    from .signals import finish_on_signals
+    from .signals import Finish, finish_on_signals
 
     tracker = Tracker(include_internal=args.include_internal, timeline=True)
     outcome = Outcome()
+    finish = Finish(lambda: _finish(tracker, args, outcome))
     tracker.start()
-    try:
-        with finish_on_signals(lambda: _finish(tracker, args, outcome)):
+    with finish_on_signals(finish):
+        try:
             _run_program(args, code_obj, outcome)
-    finally:
-        _finish(tracker, args, outcome)
+        finally:
+            finish()
     if outcome.exception is not None:  # the traceback is the last thing shown, as with python
         _print_user_traceback(outcome.exception)
     if outcome.exit_message is not None:
-        print(outcome.exit_message, file=sys.stderr)
+        _say(outcome.exit_message + "\n")
     if outcome.signal is not None:
         PENDING_SIGNAL[0] = outcome.signal
     return outcome.code
+
+
+def _is_path_target(target: str) -> bool:
+    """A folder with ``__main__.py`` or a zip application: python runs those too."""
+    import zipfile
+
+    return os.path.isdir(target) or (os.path.isfile(target) and zipfile.is_zipfile(target))
+
+
+def _wait_for_the_end() -> None:
+    """What python does after the main module: join non-daemon threads, then run atexit hooks.
+
+    Done before the report is taken, so calls made there are in it.
+    """
+    import atexit
+    import threading
+
+    me = threading.current_thread()
+    while True:
+        alive = [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
+        if not alive:
+            break
+        for t in alive:
+            t.join()
+    atexit._run_exitfuncs()
+
+
+def _say(text: str) -> None:
+    """Write to stderr; a program that closed it keeps its exit status."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except Exception:
+        pass
 
 
 class Outcome:
@@ -208,7 +207,6 @@ class Outcome:
         self.exception: BaseException | None = None
         self.signal: int | None = None
         self.exit_message: str | None = None  # sys.exit("text"): printed last, as python does
-        self.finished = False
 
 
 #: A signal the program died of (SIGINT): the console entry point re-raises it, like python.
@@ -216,30 +214,31 @@ PENDING_SIGNAL: list[int | None] = [None]
 
 
 def _finish(tracker: Any, args: argparse.Namespace, outcome: Outcome) -> None:
-    """Write the report files and the summary, once (also from a signal handler)."""
-    if outcome.finished:
-        return
-    outcome.finished = True
+    """Write the report files and the summary (once: see ``signals.Finish``)."""
     try:
         tracker.stop()
         report = tracker.report()
-        written = write_outputs(report, args)
-        failed = outcome.code != 0 or outcome.exception is not None
-        if not args.quiet and (report.functions or not failed):
+    except Exception as exc:  # never turn a program's result into a jitlens failure
+        _say(f"jitlens: could not take the report ({type(exc).__name__}: {exc})\n")
+        return
+    written = write_outputs(report, args)
+    failed = outcome.code != 0 or outcome.exception is not None
+    if args.quiet:
+        return
+    try:
+        if report.functions or not failed:
             from .._render.text import render_text
 
-            sys.stderr.write(
-                "\n"
-                + render_text(report, include_internal=args.include_internal, max_lines=EXIT_LINES)
-                + "\n"
+            text = render_text(
+                report,
+                color=want_color(args.color, sys.stderr),
+                include_internal=args.include_internal,
+                max_lines=EXIT_LINES,
             )
-        if not args.quiet:
-            for path in written:
-                sys.stderr.write(f"jitlens: wrote {path}\n")
-        sys.stderr.flush()
-    except Exception as exc:  # never turn a program's result into a jitlens failure
-        sys.stderr.write(f"jitlens: could not write the report ({type(exc).__name__}: {exc})\n")
-        outcome.code = outcome.code or 3
+            _say("\n" + text + "\n")
+    except Exception as exc:
+        _say(f"jitlens: could not print the summary ({type(exc).__name__}: {exc})\n")
+    _say("".join(f"jitlens: wrote {path}\n" for path in written))
 
 
 def _run_program(args: argparse.Namespace, code_obj: Any, outcome: Outcome) -> None:
@@ -256,15 +255,19 @@ def _run_program(args: argparse.Namespace, code_obj: Any, outcome: Outcome) -> N
                 lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True),
                 outcome,
             )
-            return
-        script = args.target[0]
-        sys.argv = list(args.target)
-        script_dir = os.path.dirname(os.path.abspath(script))
-        if sys.path:
-            sys.path[0] = script_dir
         else:
-            sys.path.insert(0, script_dir)
-        _guarded(lambda: _exec_script(os.path.abspath(script), code_obj), outcome)
+            script = args.target[0]
+            sys.argv = list(args.target)
+            if code_obj is None:  # a folder or a zip: runpy puts it on sys.path, as python does
+                _guarded(lambda: runpy.run_path(script, run_name="__main__"), outcome)
+            else:
+                script_dir = os.path.dirname(os.path.abspath(script))
+                if sys.path:
+                    sys.path[0] = script_dir
+                else:
+                    sys.path.insert(0, script_dir)
+                _guarded(lambda: _exec_script(os.path.abspath(script), code_obj), outcome)
+        _guarded(_wait_for_the_end, outcome)
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:

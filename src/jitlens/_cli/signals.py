@@ -29,21 +29,65 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasat
 FINISH_TIMEOUT = 20.0
 
 
+class Finish:
+    """The report-writing step, run once, that a signal may interrupt without losing it.
+
+    Called by ``jitlens run`` when the program ends, or by the signal handler
+    when a signal ends it first. A signal that arrives while the main thread
+    is already writing waits for it: the handler returns at once, the writing
+    goes on, and the process dies of the signal right after (:meth:`__call__`).
+    """
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn = fn
+        self._done = threading.Event()
+        self.started = False
+        self.owner: int | None = None  # the thread writing
+        self.deferred: int | None = None  # a signal that came while the main thread wrote
+
+    def __call__(self) -> None:
+        # No lock: the handler runs on the main thread, between these bytecodes if need be
+        # (the owner first: a handler that sees ``started`` knows who writes).
+        if self.started:
+            return
+        self.owner = threading.get_ident()
+        self.started = True
+        try:
+            _quietly(self._fn)
+        finally:
+            self._done.set()
+        if self.deferred is not None and self.owner == threading.main_thread().ident:
+            die_of(self.deferred)
+
+    def wait(self, timeout: float) -> None:
+        self._done.wait(timeout)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+
 @contextlib.contextmanager
-def finish_on_signals(finish: Callable[[], None]) -> Iterator[None]:
+def finish_on_signals(finish: Finish) -> Iterator[None]:
     """While the block runs, SIGTERM / SIGHUP call ``finish`` and then kill the process as before.
 
     A handler the program (or its parent, with ``SIG_IGN``) set is left alone;
-    so is one the program installs later.
+    so is one the program installs later. The block should end with
+    ``finish()``: a signal while it writes then still gets complete files.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        worker = threading.Thread(target=_quietly, args=(finish,), daemon=True)
-        worker.start()
-        worker.join(FINISH_TIMEOUT)
+        if finish.done:
+            die_of(signum)
+        if finish.started and finish.owner == threading.get_ident():
+            finish.deferred = signum  # the main thread is writing: let it finish, then die
+            return
+        if not finish.started:
+            threading.Thread(target=finish, daemon=True).start()
+        finish.wait(FINISH_TIMEOUT)
         die_of(signum)
 
     installed = []
@@ -62,8 +106,9 @@ def finish_on_signals(finish: Callable[[], None]) -> Iterator[None]:
 def _quietly(finish: Callable[[], None]) -> None:
     try:
         finish()
-    except Exception as exc:  # the process is dying of its signal whatever happens here
-        sys.stderr.write(f"jitlens: could not write the report ({type(exc).__name__}: {exc})\n")
+    except Exception as exc:  # the process may be dying of its signal whatever happens here
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"jitlens: could not write the report ({type(exc).__name__}: {exc})\n")
 
 
 def die_of(signum: int) -> None:

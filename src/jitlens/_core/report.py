@@ -362,11 +362,28 @@ def report_from_dict(data: Any) -> Report:
     return Report(**kw)
 
 
+#: The largest report file read (``jitlens report`` / ``merge``): a real one is a few MiB.
+MAX_REPORT_BYTES = 128 << 20
+#: The most functions a report read back may hold (a real one has tens to thousands).
+MAX_FUNCTIONS = 100_000
+TOO_DEEP = "{path}: not a jitlens report (JSON nested deeper than Python can read)"
+TOO_MANY_FUNCTIONS = (
+    "{path}: {n} functions, above the limit of {limit} a report may hold; "
+    "a jitlens report of a real program has far fewer (was it generated?)"
+)
+
+
 def load_report(path: str | os.PathLike[str]) -> Report:
-    """Read and validate a report file; errors name the file and the problem."""
+    """Read and validate a report file; errors name the file and the problem.
+
+    Only regular files up to :data:`MAX_REPORT_BYTES` holding at most
+    :data:`MAX_FUNCTIONS` functions are read: a FIFO, a device or a hostile
+    file is refused with one line, never hangs or exhausts memory.
+    """
+    from .files import read_regular
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_regular(path, MAX_REPORT_BYTES, "a report").decode("utf-8")
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -379,12 +396,23 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         raise ReportError(
             f"{path}: not valid JSON (truncated or edited?): {exc.msg} at line {exc.lineno}"
         ) from None
+    except RecursionError:
+        raise ReportError(TOO_DEEP.format(path=path)) from None
+    functions = data.get("functions") if isinstance(data, dict) else None
+    if isinstance(functions, list) and len(functions) > MAX_FUNCTIONS:
+        raise ReportError(
+            TOO_MANY_FUNCTIONS.format(
+                path=path, n=f"{len(functions):,}", limit=f"{MAX_FUNCTIONS:,}"
+            )
+        )
     try:
         return report_from_dict(data)
     except ReportError as exc:
         raise ReportError(f"{path}: {exc}") from None
     except (TypeError, ValueError) as exc:
         raise ReportError(f"{path}: malformed report: {exc}") from None
+    except RecursionError:
+        raise ReportError(TOO_DEEP.format(path=path)) from None
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _pyast as pyast
+from .._render.color import add_color_option, want_color
 from . import sandbox as _sandbox
 from .cases import BAD_INPUTS as BAD_INPUTS
 from .cases import BadInput as BadInput
@@ -289,7 +290,7 @@ def cli_main(argv: list[str]) -> int:
         metavar="GIB",
         help="address-space limit of the child in GiB (default 4; 0: none)",
     )
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    add_color_option(parser)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -305,7 +306,7 @@ def cli_main(argv: list[str]) -> int:
         print(f"jitlens check: error: {exc}", file=sys.stderr)
         return 2
     tty = sys.stdout.isatty()
-    color = args.color == "always" or (args.color == "auto" and tty)
+    color = want_color(args.color)
     width = shutil.get_terminal_size((100, 24)).columns if tty else 100
     sys.stdout.write(render_check(result, color=color, width=width))
     sys.stdout.flush()

@@ -32,6 +32,7 @@ import warnings
 from collections.abc import Iterable
 
 from .. import _pyast as pyast
+from .._core.files import regular_file_problem
 from .rules import RULES, run_rules
 
 #: Every rule code, in order.
@@ -124,6 +125,10 @@ def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], int]:
     skipped: list[str] = []
     files = list(dict.fromkeys(f for p in paths for f in _python_files(p)))
     for path in files:
+        not_regular = regular_file_problem(path)
+        if not_regular is not None:  # a FIFO would block the read forever
+            skipped.append(SKIPPED.format(path=path, line=1, col=1, error=not_regular))
+            continue
         try:
             with tokenize.open(path) as stream:
                 source = stream.read()
@@ -243,6 +248,11 @@ def cli_main(argv: list[str]) -> int:
         for path in missing:
             print(MISSING.format(path=path), file=sys.stderr)
         return 2
+    for path in args.paths:
+        problem = None if os.path.isdir(path) else regular_file_problem(path)
+        if problem is not None:
+            print(f"jitlens lint: {path}: {problem}", file=sys.stderr)
+            return 2
     findings, skipped, files = _lint_files(args.paths)
     findings = [
         f

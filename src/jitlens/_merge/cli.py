@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .._core.report import load_report, write_atomic
 from .._errors import ReportError
+from .._render.color import add_color_option, want_color
 
 WROTE = "jitlens: wrote {what} to {path}"
 BAD_INPUT = "jitlens merge: {error}"
@@ -19,7 +20,8 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Combine the reports of the processes of one multi-host run and flag the functions "
             "they traced, compiled or called differently (the usual cause of a hang). "
-            "Exit status: 0 consistent, 1 divergence found, 2 bad input."
+            "Exit status: 0 consistent, 1 divergence found or a process's report missing, "
+            "2 bad input."
         ),
     )
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="per-process JSON reports")
@@ -28,10 +30,26 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--include-internal", action="store_true", help="also compare jitlens-internal functions"
     )
-    color = parser.add_mutually_exclusive_group()
-    color.add_argument("--color", dest="color", action="store_true", default=None)
-    color.add_argument("--no-color", dest="color", action="store_false")
+    add_color_option(parser)
     return parser
+
+
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Why --json / --html cannot be written (an input, each other, no folder...), or None."""
+    import os
+
+    from .._render.outputs import Output, OutputError, check_outputs, is_url
+
+    outputs = [
+        Output(kind, path, path if is_url(path) else os.path.abspath(path))
+        for kind, path in (("json", args.json), ("html", args.html))
+        if path
+    ]
+    try:
+        check_outputs(outputs, [(p, f"the report {p}") for p in args.reports])
+    except OutputError as exc:
+        return str(exc)
+    return None
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
@@ -44,6 +62,10 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     from .merge import merge_reports
     from .render import render_merged_html, render_merged_text
 
+    problem = _output_problem(args)
+    if problem is not None:
+        print(BAD_INPUT.format(error=problem), file=sys.stderr)
+        return 2
     try:
         reports = [load_report(path) for path in args.reports]
         merged = merge_reports(
@@ -52,7 +74,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     except ReportError as exc:
         print(BAD_INPUT.format(error=exc), file=sys.stderr)
         return 2
-    sys.stdout.write(render_merged_text(merged, color=args.color))
+    sys.stdout.write(render_merged_text(merged, color=want_color(args.color)))
     try:
         if args.json:
             write_atomic(args.json, merged.to_json() + "\n")

@@ -111,8 +111,14 @@ class MergedReport:
         return tuple(i for i in range(self.process_count) if i not in given)
 
     @property
+    def complete(self) -> bool:
+        """Every process of the job gave its report."""
+        return not self.missing_processes
+
+    @property
     def consistent(self) -> bool:
-        return not self.divergences
+        """No divergence among the processes, and none missing (one not seen may differ)."""
+        return not self.divergences and self.complete
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: per-process figures and divergences (full reports stay in their files)."""

@@ -27,6 +27,7 @@ UNKNOWN = "?"
 
 TITLE = "jitlens merge: {processes} of {count}, {hosts}, {functions}: {verdict}"
 CONSISTENT = "consistent"
+INCOMPLETE = "INCOMPLETE, no report from {processes}"
 CONSISTENT_NOTE = "Every process traced, compiled and called the same programs."
 DIVERGED = "{functions} DIVERGED"
 MISSING_PROCESSES = "no report from {processes}: divergences involving them cannot be seen"
@@ -165,17 +166,25 @@ def _title(merged: MergedReport) -> str:
         count=_count(merged.process_count, "process", "processes"),
         hosts=_count(len({r.host for r in merged.reports}), "host"),
         functions=_count(len(merged.functions), "function"),
-        verdict=DIVERGED.format(functions=_count(diverged, "function")) if diverged else CONSISTENT,
+        verdict=DIVERGED.format(functions=_count(diverged, "function"))
+        if diverged
+        else CONSISTENT
+        if merged.complete
+        else INCOMPLETE.format(processes=_procs(merged.missing_processes)),
     )
 
 
 def merged_lines(merged: MergedReport) -> list[Line]:
     """Everything above the table, as indented lines."""
-    lines: list[Line] = [(0, _title(merged), "bold red" if merged.divergences else "bold green")]
+    style = (
+        "bold green" if merged.consistent else "bold red" if merged.divergences else "bold yellow"
+    )
+    lines: list[Line] = [(0, _title(merged), style)]
     if merged.missing_processes:
         text = MISSING_PROCESSES.format(processes=_procs(merged.missing_processes))
         lines.append((2, text, "yellow"))
-    lines.append((2, HANG_NOTE if merged.divergences else CONSISTENT_NOTE, "dim"))
+    if merged.divergences or merged.complete:
+        lines.append((2, HANG_NOTE if merged.divergences else CONSISTENT_NOTE, "dim"))
     total = len(merged.divergences)
     for number, div in enumerate(merged.divergences, 1):
         lines.append((0, "", ""))

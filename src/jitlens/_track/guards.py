@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from .. import _compat
-from .._errors import RecompileError, RecompileWarning
+from .._errors import JitlensError, RecompileError, RecompileWarning
 from . import budget as _budget
 from . import hooks
 from .budget import OVER_BUDGET, OnExceed, act, check_budget, check_on_exceed, deref, warn
@@ -31,6 +31,18 @@ NOT_WATCHED = (
     "{name} is not watched by jitlens: guard it with jitlens.max_traces(...), "
     "or call it inside jitlens.track() first"
 )
+CANNOT_COUNT = (
+    "max_traces cannot count the traces of {name}: it is {what}, which never traces again "
+    "(a call with new shapes raises instead of recompiling), so a budget on it would pass "
+    "without counting anything; guard the jitted function it came from, "
+    "f = jitlens.max_traces(jax.jit(fn), {n}), and call f instead of f.lower(...).compile()"
+)
+
+
+class UncountableError(JitlensError, TypeError):
+    """A guard was asked to count something that cannot trace (a compiled executable)."""
+
+
 #: How this budget names itself in its message.
 SOURCE = "max_traces"
 
@@ -222,7 +234,26 @@ def _jitted_target(fn: Any) -> Any:
     return target if callable(lower) and hasattr(target, "__wrapped__") else None
 
 
+def _uncountable(fn: Any) -> str | None:
+    """What ``fn`` is, when it is an AOT stage no budget can count (``None`` otherwise)."""
+    import jax
+
+    stages = getattr(jax, "stages", None)
+    for cls_name, what in (
+        ("Compiled", "a compiled executable (from .lower(...).compile())"),
+        ("Lowered", "a lowered computation (from .lower(...))"),
+    ):
+        cls = getattr(stages, cls_name, None)
+        if isinstance(cls, type) and isinstance(fn, cls):
+            return what
+    return None
+
+
 def _guard(fn: Callable[P, R], budget: int | None, on_exceed: OnExceed) -> Callable[P, R]:
+    what = _uncountable(fn)
+    if what is not None:
+        name = getattr(fn, "__name__", None) or f"this {type(fn).__name__} object"
+        raise UncountableError(CANNOT_COUNT.format(name=name, what=what, n=budget))
     jitted = _jitted_target(fn)
     if jitted is not None:
         watch = _Watch(budget, on_exceed, jitted, body=False)

@@ -1,0 +1,79 @@
+"""The report options of ``jitlens run`` and ``jitlens report``: parsed, anchored, checked, written.
+
+The checks and the writing live in ``_render.outputs`` (the pytest plugin uses
+them too); this module ties them to the command line: ``--json``, ``--html``,
+``--trace``, paths anchored where the program started (it may ``os.chdir``),
+shown relative to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from .._render.outputs import Output, OutputError, check_outputs
+from .._render.outputs import write_outputs as _write
+
+#: The report options, in the order they are checked and written.
+KINDS = ("json", "html", "trace")
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write the JSON report; {process_index}, {host}, {pid} are filled in; "
+        "gs://... and other URLs need fsspec",
+    )
+    p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
+    p.add_argument("--trace", metavar="PATH", help="write a Chrome/Perfetto trace-event JSON")
+
+
+def anchor_outputs(args: Any, cwd: str | None = None) -> None:
+    """Make the report paths absolute now: the program may ``os.chdir`` before they are written."""
+    from .._render.outputs import is_url
+    from .._track.process import anchor_path
+
+    args.launch_cwd = cwd or os.getcwd()
+    given = {}
+    for name in KINDS:
+        value = getattr(args, name, None)
+        if value:
+            given[name] = value
+            if not is_url(value):
+                setattr(args, name, anchor_path(value, cwd))
+    args.given_outputs = given
+
+
+def outputs_of(args: Any) -> list[Output]:
+    given = getattr(args, "given_outputs", {})
+    return [
+        Output(name, given.get(name, getattr(args, name)), getattr(args, name))
+        for name in KINDS
+        if getattr(args, name, None)
+    ]
+
+
+def output_problem(args: Any, inputs: Iterable[tuple[str, str]] = ()) -> str | None:
+    """Why one of the report paths cannot be written (one line), or ``None``."""
+    try:
+        check_outputs(outputs_of(args), inputs)
+    except OutputError as exc:
+        return str(exc)
+    return None
+
+
+def shown(path: str, args: Any) -> str:
+    """``path`` relative to where the program started, when it is below it."""
+    start = getattr(args, "launch_cwd", None)
+    if start is None:
+        return path
+    rel = os.path.relpath(path, start)
+    return path if rel.startswith(os.pardir) else rel
+
+
+def write_outputs(report: Any, args: Any) -> list[str]:
+    """Write each report file asked for, on its own; returns the paths written (as shown)."""
+    return _write(report, outputs_of(args), lambda p: shown(p, args))

@@ -1,0 +1,69 @@
+"""Reading the files a command is given: regular files only, of bounded size.
+
+Every jitlens command reads input it did not write (reports from other
+machines, source trees, files named on a command line). Opening a FIFO
+blocks until something writes to it, and a device or ``/dev/zero`` never
+ends: :func:`read_regular` opens without blocking, refuses anything that is
+not a regular file, and refuses files above a size limit before reading them.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+NOT_REGULAR = "not a regular file ({kind}); give the path of a file"
+TOO_LARGE = "{size} MiB, above the limit of {limit} MiB for {what}"
+
+
+class InputFileError(OSError):
+    """A file jitlens will not read: not a regular file, or too large."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def regular_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is not a regular file jitlens may read (``None``: it is one)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # opening it gives the real error
+    return None if stat.S_ISREG(mode) else NOT_REGULAR.format(kind=_kind(mode))
+
+
+def read_regular(
+    path: str | os.PathLike[str], limit: int | None = None, what: str = "this file"
+) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    Raises:
+        InputFileError: not a regular file (a FIFO, a device, a folder) or larger than ``limit``.
+        OSError: it cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputFileError(NOT_REGULAR.format(kind=_kind(info.st_mode)))
+        if limit is not None and info.st_size > limit:
+            size = round(info.st_size / (1 << 20))
+            raise InputFileError(TOO_LARGE.format(size=size, limit=limit >> 20, what=what))
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read() if limit is None else fh.read(limit + 1)
+    finally:
+        os.close(fd)
+    if limit is not None and len(data) > limit:  # grew while being read
+        size = round(len(data) / (1 << 20))
+        raise InputFileError(TOO_LARGE.format(size=size, limit=limit >> 20, what=what))
+    return data

@@ -1,0 +1,128 @@
+"""Every command takes untrusted input: FIFOs, deep JSON and huge reports get one line and exit 2.
+
+Commands run in-process through ``main(argv)``; the ones that would hang
+before the fix (a FIFO nobody writes to) run in a real process with a
+timeout, so a regression fails instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jitlens._cli.main import main
+from jitlens._core.report import MAX_FUNCTIONS
+from report_samples import sample_report
+
+#: Fields a function of a report may leave out (the smallest valid function is ~230 bytes).
+OPTIONAL = ("events", "stale_hits", "internal", "id", "call_times", "call_entries", "advice")
+#: Each must answer within this many seconds (the 1,000,000-function case included).
+ANSWER_SECONDS = 20
+
+
+def _one_line_exit_2(capsys, argv, *words):
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in err, err
+
+
+@pytest.mark.parametrize("command", ["report", "merge", "lint"])
+def test_a_fifo_is_refused_not_read_forever(tmp_path, command):
+    fifo = tmp_path / ("in.py" if command == "lint" else "in.json")
+    os.mkfifo(fifo)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jitlens", command, str(fifo)],
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "not a regular file (a FIFO)" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_fifo_inside_a_linted_folder_is_skipped(tmp_path):
+    from jitlens._lint.lint import _lint_files
+
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "pipe.py")
+    findings, skipped, linted = _lint_files([str(tmp_path)])
+    assert (findings, linted) == ([], 1)
+    assert len(skipped) == 1 and "pipe.py" in skipped[0] and "FIFO" in skipped[0]
+
+
+@pytest.mark.parametrize("command", ["report", "merge"])
+def test_json_nested_100000_deep_is_one_line_not_a_recursion_error(tmp_path, capsys, command):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    _one_line_exit_2(capsys, [command, str(deep)], "deep.json", "nested deeper")
+
+
+def _write_many_functions(path, n):
+    """A valid report of ``n`` functions, written without holding it in memory."""
+    data = sample_report().to_dict()
+    one = json.dumps(
+        {k: v for k, v in data["functions"][0].items() if k not in OPTIONAL}, separators=(",", ":")
+    )
+    rest = json.dumps({k: v for k, v in data.items() if k != "functions"})
+    with open(path, "w") as fh:
+        fh.write(rest[:-1] + ', "functions": [')
+        chunk = ",".join([one] * 1000)
+        for i in range(n // 1000):
+            fh.write(("," if i else "") + chunk)
+        fh.write("]}")
+
+
+@pytest.mark.parametrize("n", [1_000_000, MAX_FUNCTIONS + 1000])
+def test_a_report_with_too_many_functions_is_answered_quickly(tmp_path, capsys, n):
+    """1,000,000 functions (230 MB) is refused by its size; 101,000 by its count."""
+    big = tmp_path / "big.json"
+    _write_many_functions(big, n)
+    start = time.monotonic()
+    _one_line_exit_2(capsys, ["report", str(big)], "big.json", "limit")
+    assert time.monotonic() - start < ANSWER_SECONDS
+    big.unlink()
+
+
+def test_merge_may_not_overwrite_its_inputs(tmp_path, capsys):
+    report = tmp_path / "r0.json"
+    report.write_text(sample_report().to_json())
+    before = report.read_text()
+    _one_line_exit_2(capsys, ["merge", str(report), "--html", str(report)], "the report")
+    assert report.read_text() == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "{r}", "--color", "always"],
+        ["report", "{r}", "--color"],
+        ["merge", "{r}", "--color=always"],
+        ["merge", "{r}", "--color"],
+    ],
+)
+def test_one_color_option_on_every_command(tmp_path, capsys, argv):
+    path = tmp_path / "r.json"
+    path.write_text(sample_report().to_json())
+    argv = [a.format(r=path) for a in argv]
+    main(argv)
+    assert "\x1b[" in capsys.readouterr().out
+    for never in (["--color", "never"], ["--color=never"], ["--no-color"]):
+        main([*argv[:2], *never])
+        assert "\x1b[" not in capsys.readouterr().out
+
+
+def test_every_command_documents_the_same_color_option(capsys):
+    for command in ("run", "report", "merge", "check", "audit"):
+        assert main([command, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "--color [{auto,always,never}]" in out, (command, out)

@@ -1,0 +1,120 @@
+"""The end of a program under ``jitlens run``: late calls, signals while writing, closed stderr,
+and the targets python runs (a folder with ``__main__.py``, a zip application)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import zipfile
+
+from conftest import run_python
+
+LATE = """
+import atexit, threading, time
+import jax, jax.numpy as jnp
+T, C = [0], [0]
+
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+def call(n):
+    C[0] += 1
+    return f(jnp.ones(n))
+
+atexit.register(lambda: print("TRUTH", T[0], C[0], flush=True))  # registered first: runs last
+atexit.register(lambda: [call(n) for n in (4, 5, 5)])
+
+def worker():
+    time.sleep(0.3)  # outlives the main module
+    for n in (6, 6, 7):
+        call(n)
+
+threading.Thread(target=worker).start()
+call(2)
+"""
+
+
+def test_calls_in_atexit_handlers_and_lingering_threads_are_in_the_report(tmp_path):
+    (tmp_path / "late.py").write_text(LATE)
+    proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "late.py"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    truth = next(line.split()[1:] for line in proc.stdout.splitlines() if "TRUTH" in line)
+    (f,) = json.loads((tmp_path / "r.json").read_text())["functions"]
+    assert [str(f["traces"]), str(f["calls"])] == truth == ["5", "7"]
+
+
+TERM = """
+import os, signal, sys, threading, time
+import jax, jax.numpy as jnp
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(2)); f(jnp.ones(3))
+report = sys.argv[1]
+
+def kill_once_the_json_is_written():  # the bad moment: the HTML is being written
+    while not os.path.exists(report):
+        time.sleep(0.0002)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+sys.setswitchinterval(1e-6)  # let the watcher run as soon as the file appears
+threading.Thread(target=kill_once_the_json_is_written, daemon=True).start()
+"""
+
+
+def test_sigterm_while_the_reports_are_written_still_leaves_them_all(tmp_path):
+    (tmp_path / "term.py").write_text(TERM)
+    command = ["-m", "jitlens", "run", "--json", "r.json", "--html", "r.html", "term.py", "r.json"]
+    proc = subprocess.run(
+        [sys.executable, *command],
+        cwd=tmp_path,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == -signal.SIGTERM, proc.stderr  # as without jitlens
+    assert [f["traces"] for f in json.loads((tmp_path / "r.json").read_text())["functions"]] == [2]
+    assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
+    assert "jitlens: 1 jitted function" in proc.stderr
+    assert "jitlens: wrote r.html" in proc.stderr
+
+
+def test_a_program_that_closes_stderr_keeps_its_exit_status(tmp_path):
+    (tmp_path / "closer.py").write_text(
+        "import os, jax, jax.numpy as jnp\njax.jit(lambda x: x + 1)(jnp.ones(2))\nos.close(2)\n"
+    )
+    proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "closer.py"], cwd=tmp_path)
+    assert proc.returncode == 0
+    assert json.loads((tmp_path / "r.json").read_text())["functions"]
+
+
+APP = """
+import sys
+import jax, jax.numpy as jnp
+import helper
+print("argv", sys.argv[1:], "path0", sys.path[0].endswith(("app", "app.pyz")))
+helper.f(jnp.ones(2)); helper.f(jnp.ones(3))
+"""
+
+
+def test_a_folder_with_main_and_a_zip_app_run_as_with_python(tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "__main__.py").write_text(APP)
+    (app / "helper.py").write_text("import jax\nf = jax.jit(lambda x: x * 2)\n")
+    with zipfile.ZipFile(tmp_path / "app.pyz", "w") as zf:
+        for name in ("__main__.py", "helper.py"):
+            zf.write(app / name, name)
+    for target in ("app", "app.pyz"):
+        report = tmp_path / f"{target}.json"
+        proc = run_python(
+            ["-m", "jitlens", "run", "--json", str(report), target, "--", "x"], cwd=tmp_path
+        )
+        plain = run_python([target, "--", "x"], cwd=tmp_path)
+        assert proc.returncode == plain.returncode == 0, proc.stderr
+        assert proc.stdout == plain.stdout == "argv ['--', 'x'] path0 True\n"
+        assert [f["traces"] for f in json.loads(report.read_text())["functions"]] == [2]
