@@ -14,6 +14,7 @@ Modules:
     :mod:`.equinox_api`), mapped back to the user's function and arguments.
 """
 
+from .cache_keys import trace_cache_fill as trace_cache_fill
 from .callables import code_key as code_key
 from .callables import definition_site as definition_site
 from .callables import transform_names as transform_names

@@ -1,6 +1,6 @@
 """Flax NNX's private pieces: jit wrapper classes, graph flattening, the cached-partial context.
 
-Tested against flax 0.12.5-0.12.8. Each flax module is imported on its own, so
+Tested against flax 0.12.5-0.12.12. Each flax module is imported on its own, so
 a module that moved disables only what needs it. Every accessor degrades to
 ``None`` (or an empty result) instead of raising.
 """

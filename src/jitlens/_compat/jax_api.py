@@ -1,6 +1,6 @@
 """JAX's private and semi-public pieces: monitoring events, the trace frame, config, caches.
 
-Tested against jax 0.9.x-0.10.2. Every accessor degrades to ``None`` (or an
+Tested against jax 0.9.2-0.12.0.1. Every accessor degrades to ``None`` (or an
 empty result) instead of raising; :mod:`jitlens._compat.probe` records what is
 missing so that figures jitlens cannot measure are reported as unknown.
 """

@@ -16,8 +16,8 @@ from typing import Any
 from . import equinox_api, flax_api, jax_api
 
 #: The newest jax / flax releases jitlens was tested against (a warning above them).
-TESTED_JAX = ((0, 9, 2), (0, 10, 2))
-TESTED_FLAX = ((0, 12, 5), (0, 12, 8))
+TESTED_JAX = ((0, 9, 2), (0, 12, 0, 1))
+TESTED_FLAX = ((0, 12, 5), (0, 12, 12))
 
 #: piece -> what jitlens loses without it.
 TRACE_COUNTS = "trace counts and compile budgets"

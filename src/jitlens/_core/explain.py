@@ -14,16 +14,20 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from .._compat import cache_keys
 from . import messages as M
+from . import messages_evidence as E
 from . import messages_static as S
 from .key import (
     Entry,
     Key,
     Path,
     StaticVal,
+    changed_in_place,
     compares_by_identity,
     diff_texts,
     render_path,
+    same_type,
     snapshot_text,
 )
 from .report import REASON_KINDS, Reason
@@ -287,9 +291,14 @@ def _static(
     anything else unequal is a changed value, shown where it differs.
     """
     field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
+    if not same_type(old, new) and old.same(new):
+        return E.static_type(arg, path, old, new)
+    if changed_in_place(old, new):
+        return _mutation(arg, path, old.snapshot or old.key_text, new.snapshot or new.text, new)
     mutated = _mutated(old, new)
     if mutated is not None:
-        return S.mutated_static(arg, path, old.snapshot or old.key_text, mutated, new.text)
+        return _mutation(arg, path, old.snapshot or old.key_text, mutated, new)
+    boxed = in_graph  # compared as a dataclass field (flax's graph records, a user's dataclass)
     a, b = old.value(), new.value()
     if a is not None and b is not None:
         found = first_difference(a, b)
@@ -304,9 +313,10 @@ def _static(
                 p = (*p, *parts)
                 path = render_path(p)
                 old, new = part_old, part_new
+                boxed = boxed or dataclasses.is_dataclass(a)
     attr = str(p[-1][1]) if len(p) > 1 else arg
     if S.is_nan(old.value()) and S.is_nan(new.value()):
-        return S.nan_static(arg, path, attr, old, new)
+        return _nan(arg, path, attr, old, new, boxed)
     dtypes = S.as_dtype(old.value()), S.as_dtype(new.value())
     if dtypes[0] is not None and dtypes[0] == dtypes[1]:
         return S.dtype_spelling(arg, path, attr, old, new)
@@ -317,6 +327,22 @@ def _static(
         before, after = diff_texts(old.full_text(), new.full_text())
         return M.layer_config(arg, path, layer, before, after)
     return S.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field)
+
+
+def _mutation(arg: str, path: str, then: str, now: str, new: StaticVal) -> Reason:
+    """A static changed in place: stale hits since (jax <= 0.10), or misses (jax >= 0.11)."""
+    if cache_keys.mutated_static_hits():
+        return S.mutated_static(arg, path, then, now, new.text)
+    return E.mutated_static_miss(arg, path, then, now, new.text)
+
+
+def _nan(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, boxed: bool) -> Reason:
+    """Two NaNs: one shared NaN object hits, unless even that one missed (a dataclass field on
+    Python >= 3.13, where fields are compared without the identity shortcut)."""
+    same_object = old.value() is new.value()
+    if same_object or (boxed and cache_keys.dataclass_fields_skip_identity()):
+        return E.nan_field(arg, path, attr, old, new)
+    return S.nan_static(arg, path, attr, old, new)
 
 
 def _mutated(old: StaticVal, new: StaticVal) -> str | None:
@@ -439,21 +465,49 @@ def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]
     return best_key, best_reasons
 
 
-def explain(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> list[Reason]:
+def explain(
+    new: Key,
+    live: Sequence[Key],
+    cleared: Sequence[Key] = (),
+    cache_fill: tuple[int, int] | None = None,
+) -> list[Reason]:
     """Reasons for a retrace of ``new`` given the keys compiled before.
 
     ``live`` are keys that should still be in JAX's cache; ``cleared`` those
-    compiled before a ``clear_cache()`` jitlens saw.
+    compiled before a ``clear_cache()`` / ``jax.clear_caches()`` jitlens saw.
+    ``cache_fill``: ``(entries, capacity)`` of JAX's trace cache now, the
+    evidence of an eviction when a live key equals the new one.
     """
     if live:
         _k, rs = closest(new, live)
         if rs:
             return rs
-        return [M.cache_evicted()]
+        return [no_difference(new, cache_fill)]
     if cleared:
         _k, rs = closest(new, cleared)
         return [M.cache_cleared(), *rs]
     return []
+
+
+def differences(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> list[Reason]:
+    """What differs from the closest compiled key (live ones first); no cause for equal keys."""
+    if live or cleared:
+        return closest(new, live or cleared)[1]
+    return []
+
+
+def no_difference(new: Key, cache_fill: tuple[int, int] | None) -> Reason:
+    """An equal key compiled again: an eviction if JAX's trace cache is full, else unknown."""
+    if cache_fill is not None and cache_fill[1] > 0 and cache_fill[0] >= cache_fill[1]:
+        return E.cache_evicted(*cache_fill)
+    return E.no_difference(_compared(new))
+
+
+def _compared(key: Key) -> str:
+    """What jitlens compared, for a reason that found nothing: positions and the signature."""
+    n = sum(1 for p in key.entries if p[-1][0] != "passed")
+    sig = key.signature if len(key.signature) <= 80 else key.signature[:77] + "..."
+    return f"{n} key position(s) ({sig or 'no arguments'}) and the JAX config"
 
 
 def data_free_vars(fn: Any) -> tuple[str, ...]:

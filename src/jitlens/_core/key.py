@@ -272,6 +272,18 @@ class StaticVal:
         return self.text
 
 
+def same_type(a: StaticVal, b: StaticVal) -> bool:
+    """Are two statics of one type? (``1`` and ``True`` are equal, hash equal, and differ here.)"""
+    return a.type_name == b.type_name
+
+
+def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
+    """Is ``b`` the very object ``a`` was described from, changed since (its text differs)?"""
+    if a.identity or a.snapshot is None or b.snapshot is None:
+        return False
+    return a.value() is b.value() and a.snapshot != b.snapshot
+
+
 def snapshot_text(value: Any) -> str | None:
     """The text :attr:`StaticVal.snapshot` holds for ``value``, made now (no user code runs)."""
     return short_repr(value, user=False) if not user_repr(value) else _fields_text(value)
@@ -335,6 +347,8 @@ class Entry:
     meta: tuple[tuple[str, StaticVal], ...] = ()
     target: str = ""
     in_graph: bool = False
+    #: JAX's key includes the static's type here (a jax.jit ``static_argnums`` value).
+    typed: bool = False
 
     def same(self, other: Entry) -> bool:
         if self.kind != other.kind:
@@ -343,7 +357,11 @@ class Entry:
             return self.aval == other.aval
         if self.kind == "static":
             assert self.static is not None and other.static is not None
-            return self.static.same(other.static)
+            if (self.typed or other.typed) and not same_type(self.static, other.static):
+                return False
+            return self.static.same(other.static) and not changed_in_place(
+                self.static, other.static
+            )
         if self.kind in ("node", "var"):
             if self.type_name != other.type_name or not _same_type(self, other):
                 return False
@@ -375,6 +393,8 @@ class Key:
     signature: str
     fingerprint: str
     cleared: bool = False
+    #: ``jax.clear_caches()`` calls seen when it was compiled (None: not counted).
+    clears_seen: int | None = None
 
 
 #: Paths deeper than this are shown by their head and their depth.

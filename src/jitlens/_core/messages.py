@@ -99,8 +99,6 @@ CONFIG_MSG = (
     "JAX configuration `{name}` changed {before} -> {after}; the config is part of every cache key."
 )
 CONFIG_FIX = "Set `{name}` once at start-up (or keep the same context manager around every call)."
-EVICTED_MSG = "An equal key was compiled before: the entry was evicted (jax.clear_caches(), fn.clear_cache(), or the cache's size limit)."
-EVICTED_FIX = "Don't clear JAX caches inside the loop; if memory forces eviction, reduce the number of distinct keys."
 CLEARED_MSG = "The function's compilation cache was cleared (clear_cache() / jax.clear_caches()) since the last compile."
 CLEARED_FIX = "Don't clear JAX caches between calls of a function you keep using."
 UNKNOWN_MSG = "{path} differs ({before} -> {after}) in a way jitlens cannot classify."
@@ -471,10 +469,6 @@ def config(name: str, before: str, after: str) -> Reason:
         "config", "", name, before, after,
         CONFIG_MSG.format(name=name, before=before, after=after), fix,
     )  # fmt: skip
-
-
-def cache_evicted() -> Reason:
-    return _reason("cache_cleared", "", "", "compiled", "evicted", EVICTED_MSG, EVICTED_FIX)
 
 
 def cache_cleared() -> Reason:

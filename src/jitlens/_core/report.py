@@ -32,6 +32,7 @@ REASON_KINDS: tuple[str, ...] = (
     "static_value",
     "identity_static",
     "mutated_static",
+    "static_type",
     "variable_metadata",
     "shape",
     "dtype",

@@ -442,14 +442,14 @@ def describe_call(
         p: Path = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry("passed", target="positional")
         if i in nstatic and not _is_graphdef(a):
-            out[p] = Entry("static", static=StaticVal(a))
+            out[p] = Entry("static", static=StaticVal(a), typed=True)
         else:
             describe_value(a, p, out, ref_index, static_leaves=static_leaves)
     for name in sorted(kwargs):
         p = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry("passed", target="keyword")
         if name in static_argnames and not _is_graphdef(kwargs[name]):
-            out[p] = Entry("static", static=StaticVal(kwargs[name]))
+            out[p] = Entry("static", static=StaticVal(kwargs[name]), typed=True)
         else:
             describe_value(kwargs[name], p, out, ref_index, static_leaves=static_leaves)
     cfg = tuple((str(k), short_repr(v, 80)) for k, v in (config or ()))

@@ -89,11 +89,12 @@ def describe_and_explain(
         b.key = key
         live, cleared = rec.live_and_cleared()
         if compile_only:
-            reasons = _explain.explain(key, live, cleared) if live or cleared else []
-            b.reasons = tuple(r for r in reasons if r.kind != "cache_cleared")
+            b.reasons = tuple(_explain.differences(key, live, cleared))
         else:
             reasons = (
-                _first_trace_reasons(rec, key) if first else _explain.explain(key, live, cleared)
+                _first_trace_reasons(rec, key)
+                if first
+                else _explain.explain(key, live, cleared, _compat.trace_cache_fill())
             )
             if reasons and fe is not None:
                 reasons = frontend_words(rec.kind, list(reasons), key, rec.defined_at)

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from .._compat import cache_keys
 from .._core.key import Key
 from .._core.report import Event, FunctionReport, Reason, StaleHit
 from .._core.retrace_text import render_retrace
@@ -201,6 +202,10 @@ class Record:
         return self.user_fn_ref() if self.user_fn_ref is not None else None
 
     def live_and_cleared(self) -> tuple[list[Key], list[Key]]:
+        now = cache_keys.clear_count()
+        gone = [k for k in self.keys if None not in (now, k.clears_seen) and k.clears_seen != now]
+        if gone:  # jax.clear_caches() ran since they were compiled
+            self.mark_cleared()
         live = [k for k in self.keys if not k.cleared]
         cleared = [k for k in self.keys if k.cleared]
         return live, cleared
@@ -209,11 +214,14 @@ class Record:
         """Remember ``key``; return its entry index (equal keys share an entry)."""
         from .._core.explain import diff_keys
 
+        cache_keys.watch_clears()
+        key.clears_seen = cache_keys.clear_count()
         for k in reversed(self.keys):
             if k.fingerprint == key.fingerprint and not diff_keys(k, key):
                 idx = getattr(k, "entry", 0)
                 key.entry = idx  # type: ignore[attr-defined]
                 k.cleared = False
+                k.clears_seen = key.clears_seen
                 return idx
         idx = self.n_entries
         self.n_entries += 1
@@ -299,4 +307,5 @@ class Record:
     def mark_cleared(self) -> None:
         for k in self.keys:
             k.cleared = True
+            k.clears_seen = None  # counted as cleared: a later jax.clear_caches() adds nothing
         self.entry_by_light.clear()
