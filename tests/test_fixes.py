@@ -49,6 +49,10 @@ FIXES: dict[str, str] = {
     "WEAK_FIX": "test_weak_fix",
     "SHARDING_FIX": "test_sharding_fix",
     "STATIC_GRAPH_FIX": "test_static_graph_fix",
+    "STATIC_ROLE_FIX": "test_static_role_fix",
+    "COUNTER_FIX": "test_counter_fix",
+    "SIZE_FIX": OPTION,
+    "VAR_WEAK_FIX": "test_var_weak_fix",
     "STATIC_ARG_FIX": "test_static_arg_fix",
     "STATIC_AUX_FIX": "test_static_aux_fix",
     "STATIC_FIELD_FIX": "test_static_field_fix",
@@ -399,12 +403,143 @@ def nnx_forward():
     return forward
 
 
+def test_counter_fix() -> None:
+    """bayesflow-org/bayesflow#223: a plain-int step counter bumped in ``__call__``: one folded
+    reason, one fix that names the first value (0), not the current one."""
+
+    def calls(model):
+        f = nnx_forward()
+        return f, [f(model, X) for _ in range(4)]
+
+    prove("COUNTER_FIX", lambda: calls(Counter()), lambda: calls(VarCounter()))
+    s, rs, _ = run(lambda: calls(Counter()))
+    rs = [r for r in rs if r.kind != "new_function"]  # `forward` was wrapped by earlier runs too
+    assert s.traces == 4 and len(rs) == 3
+    assert {r.fix for r in rs} == {rs[0].fix}, [r.fix for r in rs]
+    assert "changes on every call: a counter" in rs[0].message
+    assert "jnp.asarray(0, jnp.int32)" in rs[0].fix and "self.step[...] += 1" in rs[0].fix
+    report = str(_report_of(lambda: calls(Counter())))
+    assert report.count("static_value") == 1 and "(in 3 retraces)" in report, report
+
+
+def _report_of(program: Callable[[], tuple[Any, Any]]) -> jitlens.Report:
+    with jitlens.track() as t:
+        program()
+    return t.report()
+
+
+class Offset(nnx.Module):
+    def __init__(self, offset):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.offset = offset
+
+    def __call__(self, x):
+        return self.lin(x) + self.offset
+
+
+class VarOffset(nnx.Module):
+    def __init__(self, offset):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.offset = nnx.Variable(jnp.asarray(offset))  # the fix's second option, as printed
+
+    def __call__(self, x):
+        return self.lin(x) + self.offset
+
+
 def test_static_graph_fix() -> None:
+    """``jitlens audit``'s words for a number on a user Module, applied: one compile."""
+    from jitlens._audit.audit import audit
+
+    fixes = [f.fix for f in audit(Counter).findings if f.path.endswith("step")]
+    assert fixes and printed("STATIC_GRAPH_FIX", fixes[0]), fixes
+
     def calls(model):
         f = nnx_forward()
         return f, [f(model, X) for _ in range(2)]
 
-    prove("STATIC_GRAPH_FIX", lambda: calls(Counter()), lambda: calls(VarCounter()))
+    s, _rs, out_f = run(lambda: calls(VarCounter()))
+    _s, _rs, out_b = run(lambda: calls(Counter()))
+    assert s.traces == 1
+    np.testing.assert_allclose(np.asarray(out_f), np.asarray(out_b))
+
+
+def test_static_role_fix() -> None:
+    """A module's number of unknown role changed: the fix says when it must stay static and
+    how to make it state otherwise (proven here), naming the first value compiled."""
+
+    def calls(make):
+        f = nnx_forward()
+        model = make(0.5)
+        out = [f(model, X)]
+        model.offset = 2.0 if isinstance(model, Offset) else model.offset
+        if isinstance(model, VarOffset):
+            model.offset[...] = 2.0
+        return f, [*out, f(model, X)]
+
+    prove("STATIC_ROLE_FIX", lambda: calls(Offset), lambda: calls(VarOffset))
+    _s, rs, _ = run(lambda: calls(Offset))
+    fix = next(r.fix for r in rs if r.kind == "static_value")
+    assert "jnp.asarray(0.5)" in fix and "shape" in fix, fix
+
+
+class Heads(nnx.Module):
+    """google/flax#3863: a static ``num_heads`` used as a shape."""
+
+    def __init__(self, num_heads):
+        self.num_heads = num_heads
+
+    def __call__(self, x):
+        return x.reshape(self.num_heads, -1).sum(0)
+
+
+class VarHeads(Heads):
+    def __init__(self, num_heads):
+        self.num_heads = nnx.Variable(jnp.asarray(num_heads))
+
+
+def test_size_fix_keeps_a_shape_static() -> None:
+    """A static used as a shape must stay static: a Variable fails, so the fix says so."""
+
+    def calls(heads):
+        f = nnx_forward()
+        return f, [f(Heads(h), jnp.ones(8)) for h in heads]
+
+    s, rs, _ = run(lambda: calls((2, 4)))
+    rs = [r for r in rs if r.kind != "new_function"]  # `forward` was wrapped by earlier runs too
+    assert s.traces == 2 and [r.kind for r in rs] == ["static_value"]
+    assert printed("SIZE_FIX", rs[0].fix) and "nnx.Variable(" not in rs[0].fix, rs[0].fix
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+        nnx_forward()(VarHeads(2), jnp.ones(8))  # the advice it must not give
+    s, rs, _ = run(lambda: calls((2, 2)))  # the same value: one compile, as the fix says
+    assert s.traces == 1 and [r for r in rs if r.kind != "new_function"] == []
+
+
+class Metric(nnx.Module):
+    """A hand-written NNX metric: ``nnx.Variable(0.0)`` is weakly typed until its first update."""
+
+    def __init__(self, typed):
+        self.total = nnx.Variable(jnp.asarray(0.0, jnp.float32) if typed else 0.0)
+
+    def update(self, x):
+        self.total[...] = self.total[...] + x.sum()
+
+
+def test_var_weak_fix() -> None:
+    def calls(typed):
+        @nnx.jit
+        def update(metric, x):
+            metric.update(x)
+
+        metric = Metric(typed)
+        for _ in range(3):
+            update(metric, X)
+        return update, metric.total[...]
+
+    prove("VAR_WEAK_FIX", lambda: calls(False), lambda: calls(True))
+    _s, rs, _ = run(lambda: calls(False))
+    fix = next(r.fix for r in rs if r.kind == "weak_type")
+    assert "self.total = nnx.Variable(jnp.asarray(value, jnp.float32))" in fix, fix
+    assert "metric.total = jnp.asarray" not in fix
 
 
 def test_static_arg_fix() -> None:

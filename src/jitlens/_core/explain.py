@@ -137,6 +137,11 @@ def _flax_layer(e: Entry) -> bool:
     return (getattr(t, "__module__", "") or "").startswith("flax.")
 
 
+def _class_spelling(e: Entry) -> str:
+    """How the user writes ``e``'s class: ``nnx.Param`` for flax's own, else its name."""
+    return f"nnx.{e.type_name}" if _flax_layer(e) else e.type_name
+
+
 def _types_equal(a: Entry, b: Entry) -> bool:
     ta = a.type_ref() if a.type_ref is not None else None
     tb = b.type_ref() if b.type_ref is not None else None
@@ -187,8 +192,10 @@ def _short(e: Entry) -> str:
 
 def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> list[Reason] | None:
     arg, path = _arg(p), render_path(p)
+    variable = ""
     if parent is not None and parent.kind == "var" and p[-1] == ("attr", "value"):
         path = render_path(p[:-1])  # a Variable's value: the user writes `model.kernel`
+        variable = _class_spelling(parent)
     if p[0][0] == "jit":
         assert eo.static is not None and en.static is not None
         return [M.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
@@ -213,7 +220,11 @@ def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> l
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
-            out.append(M.weak_type(arg, path, a.short(), b.short(), a.dtype, now_weak=b.weak))
+            out.append(
+                M.weak_type(
+                    arg, path, a.short(), b.short(), a.dtype, now_weak=b.weak, variable=variable
+                )
+            )
         if a.sharding != b.sharding:
             out.append(
                 M.sharding(
@@ -446,14 +457,44 @@ def explain(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> list[
     compiled before a ``clear_cache()`` jitlens saw.
     """
     if live:
-        _k, rs = closest(new, live)
+        k, rs = closest(new, live)
         if rs:
-            return rs
+            return [_with_history(r, new, k, live) for r in rs]
         return [M.cache_evicted()]
     if cleared:
         _k, rs = closest(new, cleared)
         return [M.cache_cleared(), *rs]
     return []
+
+
+def _with_history(r: Reason, new: Key, old: Key | None, live: Sequence[Key]) -> Reason:
+    """``r`` reworded from every compiled key when it is a module's static number: a counter
+    (0, 1, 2, ...) is then one reason with one fix, however many retraces it causes."""
+    if r.kind != "static_value" or old is None:
+        return r
+    index = {render_path(p): p for p in new.entries}
+    p = index.get(r.path)
+    en, eo = new.entries.get(p) if p else None, old.entries.get(p) if p else None
+    if p is None or en is None or eo is None or not en.in_graph or len(p) < 2:
+        return r
+    if en.static is None or eo.static is None or not S.is_number(en.static.value()):
+        return r
+    parent = new.entries.get(p[:-1])
+    attr = str(p[-1][1])
+    if attr in S.MODE_FLAGS or (
+        parent is not None and parent.kind == "node" and _flax_layer(parent)
+    ):
+        return r
+    values = [k.entries[p].static.value() for k in live if _static_at(k, p)]  # type: ignore[union-attr]
+    values = [v for v in values if S.is_number(v)] + [en.static.value()]
+    return S.static_value(
+        r.argument, r.path, attr, eo.static, en.static, in_graph=True, history=values
+    )
+
+
+def _static_at(k: Key, p: Path) -> bool:
+    e = k.entries.get(p)
+    return e is not None and e.static is not None
 
 
 def data_free_vars(fn: Any) -> tuple[str, ...]:

@@ -49,6 +49,11 @@ WEAK_FIX = (
     "initial value, a hyper-parameter), make it a typed array with the same value, "
     "`{arg} = jnp.asarray({arg}, jnp.{dtype})`."
 )
+VAR_WEAK_FIX = (
+    "Create `{attr}` typed where `__init__` makes it, `self.{attr} = {var}(jnp.asarray(value, "
+    "jnp.{dtype}))`, not from a Python number (weakly typed until its first update); it stays "
+    "a Variable."
+)
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
     "Place `{arg}` the same way on every call: `jax.device_put({arg}, sharding)` with one "
@@ -249,7 +254,23 @@ def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtyp
     )  # fmt: skip
 
 
-def weak_type(arg: str, path: str, before: str, after: str, dtype: str, now_weak: bool) -> Reason:
+def weak_type(
+    arg: str,
+    path: str,
+    before: str,
+    after: str,
+    dtype: str,
+    now_weak: bool,
+    variable: str = "",
+) -> Reason:
+    """``variable``: the Variable's class (``nnx.Variable``) when the value is one's: the fix
+    keeps it a Variable instead of replacing it with an array."""
+    if variable and "." in path:
+        fix = VAR_WEAK_FIX.format(
+            attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)
+        )
+    else:
+        fix = WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
     return _reason(
         "weak_type",
         arg,
@@ -257,7 +278,7 @@ def weak_type(arg: str, path: str, before: str, after: str, dtype: str, now_weak
         before,
         after,
         WEAK_MSG.format(path=f"`{path}`", before=before, after=after),
-        WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype)),
+        fix,
     )
 
 
