@@ -223,3 +223,22 @@ def test_internal_failure_returns_raw_data_and_logs(caplog: pytest.LogCaptureFix
     assert "could not render" in text and "not a function" in text
     assert any("text report failed" in r.message for r in caplog.records)
     assert "could not render" in render_retrace(None, None)  # type: ignore[arg-type]
+
+
+def test_a_reason_cut_from_one_retrace_shows_under_the_next_that_has_it() -> None:
+    """Two retraces, the second a pure shape change: it is not lost to `… and 1 more` of the
+    first (issue 26), and every difference of the first still has its line."""
+    step = report_samples.sample_report().function("step")
+    long = Reason("static_value", "n", "n", "1", "2", "n changed. " * 12, "keep n fixed. " * 9)
+    shape = Reason("shape", "x", "x", "f32[2,4]", "f32[3,4]", "x changed shape.", "pad x. " * 12)
+    second = dataclasses.replace(shape, before="f32[3,4]", after="f32[5,4]")
+    events = (
+        step.events[0],
+        dataclasses.replace(step.events[1], reasons=(long, shape)),
+        dataclasses.replace(step.events[2], reasons=(second,)),
+    )
+    report = report_samples.sample_report()
+    report = dataclasses.replace(report, functions=(dataclasses.replace(step, events=events),))
+    text = render_text(report, color=False, width=80)
+    assert "more difference" not in text, text
+    assert "x  shape" in text and "f32[3,4] -> f32[5,4]" in text, text

@@ -85,8 +85,62 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
         if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
         reasons.append(_structure(p, o[p], None, o))
-    reasons.sort(key=lambda r: _ORDER.get(r.kind, len(_ORDER)))
+    reasons = [_optax_made(r, o, n) for r in reasons]
+    # a new optimizer (`optimizer.tx`) is the cause of its state's new structure: the fix
+    # that alone makes the key match leads
+    tx_changed = any(_is_optax_transform(r, n) for r in reasons)
+    made = [r for r in reasons if r.fix.startswith(M.OPTAX_STATE_FIX.split("{", 1)[0])]
+    if tx_changed and made:
+        reasons = [
+            M.optax_kind(r, made[0].path) if _is_optax_transform(r, n) else r for r in reasons
+        ]
+    reasons.sort(
+        key=lambda r: (
+            tx_changed and r.fix.startswith(M.OPTAX_STATE_FIX.split("{", 1)[0]),
+            _ORDER.get(r.kind, len(_ORDER)),
+        )
+    )
     return reasons
+
+
+_STRUCTURE_KINDS = ("graph_structure", "pytree_structure")
+
+
+def _optax_made(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> Reason:
+    """A structure change in state optax builds (an optimizer's ``opt_state``): worded so."""
+    if r.kind not in _STRUCTURE_KINDS:
+        return r
+    cls = _optax_class(r.path, o) or _optax_class(r.path, n)
+    return M.optax_state(r, "" if cls == _NNX_OPTIMIZER else cls) if cls else r
+
+
+_NNX_OPTIMIZER = "nnx.Optimizer"
+
+
+def _optax_class(path: str, entries: dict[Path, Entry]) -> str:
+    """The optax class at or right below ``path`` (or above it), ``nnx.Optimizer`` when
+    ``path`` is in an nnx.Optimizer's ``opt_state``, else ""."""
+    p = next((q for q in entries if render_path(q) == path), None)
+    if p is None:
+        return ""
+    if ("attr", "opt_state") in p:
+        owner = entries.get(p[: p.index(("attr", "opt_state"))])
+        if owner is not None and _module_of(owner).startswith("flax.nnx.training"):
+            return _NNX_OPTIMIZER
+    for q, e in entries.items():
+        near = (q[: len(p)] == p and len(q) - len(p) <= 2) or p[: len(q)] == q
+        if near and e.kind == "node" and _module_of(e).startswith("optax"):
+            return e.type_name
+    return ""
+
+
+def _module_of(e: Entry) -> str:
+    t = e.type_ref() if e.type_ref is not None else None
+    return getattr(t, "__module__", "") or ""
+
+
+def _is_optax_transform(r: Reason, n: dict[Path, Entry]) -> bool:
+    return r.kind == "identity_static" and "optax transform" in r.message
 
 
 def _under(p: Path, roots: set[Path]) -> bool:
@@ -508,8 +562,8 @@ def data_free_vars(fn: Any) -> tuple[str, ...]:
             v = cell.cell_contents
         except ValueError:
             continue
-        if callable(v) or isinstance(v, type) or type(v).__name__ == "module":
-            continue
+        if callable(v) or isinstance(v, type) or type(v).__name__ == "module" or _closure_bundle(v):
+            continue  # an optax transform is not data: it cannot be passed as an argument
         out.append(name)
     return tuple(out)
 
@@ -551,6 +605,8 @@ def explain_first_trace(
     _k, diffs = closest(new, [k for s in others for k in s.keys])
     if diffs and not all(s.calls <= 1 for s in others):
         return []
+    # reusing the wrapper alone would not have removed a trace whose key differs: the
+    # differences lead, the new wrapper comes last
     kind = "nnx.jit" if wrapper.kind.startswith("nnx") else "jax.jit"
     name = wrapper.name
     is_lambda = name == "<lambda>" or ("<locals>" in wrapper.qualname and wrapper.kind == "jax.jit")
@@ -560,4 +616,4 @@ def explain_first_trace(
         head = M.new_function(
             name, kind, wrapper.defined_at, len(others), not diffs, is_lambda, wrapper.free_vars
         )
-    return [head, *diffs]
+    return [*diffs, head]

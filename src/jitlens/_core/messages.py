@@ -353,6 +353,40 @@ def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: st
     )
 
 
+OPTAX_STATE_FIX = (
+    "Expected once per optimizer build: optax makes `{path}` ({made}), not "
+    "your code, and another optimizer makes another structure. Reuse one optimizer (the same "
+    "`tx`) to share one compile."
+)
+
+
+OPTAX_KIND_FIX = (
+    "Expected once per optimizer build: `{path}` is another optimizer, not only other "
+    "hyper-parameters (its state `{state}` changed structure too); reuse one optimizer object "
+    "to share one compile."
+)
+
+
+def optax_kind(r: Reason, state: str) -> Reason:
+    """``r`` (a new optax transform) when its state's structure changed too: a sweep of
+    hyper-parameters (``inject_hyperparams``) would not remove this compile."""
+    return Reason(
+        r.kind, r.argument, r.path, r.before, r.after, r.message,
+        _cap(OPTAX_KIND_FIX.format(path=r.path, state=state)),
+    )  # fmt: skip
+
+
+def optax_state(r: Reason, cls: str) -> Reason:
+    """``r`` (a structure change) said of state optax makes: whose code it is, what to reuse.
+
+    ``cls``: the optax state class seen there, or "" for state an ``nnx.Optimizer`` holds."""
+    made = f"`{cls}`, from `tx.init`" if cls else "from `tx.init`, kept by nnx.Optimizer"
+    return Reason(
+        r.kind, r.argument, r.path, r.before, r.after, r.message,
+        _cap(OPTAX_STATE_FIX.format(path=r.path, made=made)),
+    )  # fmt: skip
+
+
 NODE_TYPE_MSG = (
     "{path} is now {after}, before {before}: a different class is a different graph (cache key)."
 )

@@ -121,6 +121,22 @@ def retrace_lines(
     message or fix costs what it takes on screen. A first reason too tall even
     alone loses its message before anything else.
     """
+    return retrace_block(fn, event, reasons, also, width)[0]
+
+
+def retrace_block(
+    fn: FunctionReport,
+    event: Event,
+    reasons: Sequence[Folded],
+    also: int = 0,
+    width: int | None = None,
+    later: frozenset[tuple[str, str, str, str]] = frozenset(),
+) -> tuple[list[Line], list[Folded]]:
+    """:func:`retrace_lines`, and the reasons that did not fit (a report shows them under a
+    later retrace that has them too, so that a distinct retrace never vanishes).
+
+    ``later``: fold keys of reasons a later retrace has: one that does not fit here with its
+    fix is left to that retrace instead of shrinking to one line."""
     label = RETRACE_LABELS.get(event.kind, event.kind).format(number=_retrace_number(fn, event))
     header = RETRACE_HEADER.format(
         call_site=event.call_site or fn.first_call_site,
@@ -133,8 +149,9 @@ def retrace_lines(
         also=ALSO_SUFFIX.format(n=also) if also else "",
     )
     lines: list[Line] = [(0, header, "cyan")]
-    ordered = sorted(reasons, key=lambda item: _reason_order(item[0]))
+    ordered = list(reasons)  # the explainer's order: the reason whose fix removes the trace first
     fixes: set[str] = set()
+    deferred: list[Folded] = []
     for shown, (reason, count, values) in enumerate(ordered):
         block = _reason_lines(reason, count, values, detailed=shown == 0, noun=_noun(fn, reason))
         if reason.fix and reason.fix not in fixes:
@@ -143,6 +160,12 @@ def retrace_lines(
         room -= 1 if shown < len(ordered) - 1 else 0
         if shown == 0 and _height(block, width) > room and reason.message:
             block = [line for line in block if line[1] != reason.message]
+        if _height(block, width) > room and shown > 0:
+            if fold_key(reason) in later:
+                deferred.append((reason, count, values))
+                continue
+            # no room for its fix: one line still says what changed
+            block = [_one_line(reason, count, values, _noun(fn, reason))]
         if _height(block, width) > room:
             rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
             paths = ", ".join(shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
@@ -153,10 +176,20 @@ def retrace_lines(
                     "dim",
                 )
             )
-            break
-        fixes.add(reason.fix)
+            return lines, [*deferred, *ordered[shown:]]
+        if len(block) > 1 or shown == 0:
+            fixes.add(reason.fix)
         lines.extend(block)
-    return lines
+    return lines, deferred
+
+
+def _one_line(reason: Reason, count: int, values: str, noun: str) -> Line:
+    counted = REASON_COUNT.format(n=count, noun=noun) if count > 1 else ""
+    where = reason.path or reason.argument
+    text = REASON_LINE.format(
+        path=where, kind=reason.kind, count=counted, values=shorten(values, 40)
+    )
+    return (2, text, "bold")
 
 
 def _noun(fn: FunctionReport, reason: Reason) -> str:

@@ -30,6 +30,7 @@ from .._core.retrace_text import (
     Line,
     fallback,
     fold_key,
+    retrace_block,
     retrace_lines,
     stale_lines,
     values_text,
@@ -127,11 +128,19 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     for reason, count, first in fold_reasons(retraces):
         alike = [r for r in every if fold_key(r) == fold_key(reason) and r is not reason]
         by_event.setdefault(id(first), []).append((reason, count, values_text(reason, alike)))
-    for event in retraces:
-        if id(event) in by_event:
-            own = by_event.pop(id(event))  # an event listed twice is explained once
-            also = len(event.reasons) - len(own)
-            lines += _indented(retrace_lines(fn, event, own, also, _less(width, 2)), 2)
+    carried: list[Folded] = []  # cut from an earlier retrace, due under a later one that has it
+    for i, event in enumerate(retraces):
+        keys = {fold_key(r) for r in event.reasons}
+        due = [item for item in carried if fold_key(item[0]) in keys]
+        own = [*by_event.pop(id(event), []), *due]  # an event listed twice is explained once
+        if not own:
+            continue
+        carried = [item for item in carried if item not in due]
+        also = len(event.reasons) - len(own)
+        later = frozenset(fold_key(r) for e in retraces[i + 1 :] for r in e.reasons)
+        block, cut = retrace_block(fn, event, own, also, _less(width, 2), later)
+        lines += _indented(block, 2)
+        carried += [item for item in cut if fold_key(item[0]) in later]
     unexplained = [e for e in retraces if not e.reasons]
     if unexplained:
         lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
