@@ -17,6 +17,7 @@ import functools
 import math
 import pathlib
 import re
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -1220,3 +1221,21 @@ def test_jit_option_fix() -> None:
 @pytest.mark.parametrize("name", [n for n, row in FIXES.items() if row == OPTION])
 def test_option_rows_name_their_condition(name: str) -> None:
     assert any(c in templates()[name] for c in CONDITIONS)
+
+
+def test_printed_fixes_applied_to_the_corpus_remove_the_retrace() -> None:
+    """``benchmarks/fix_rate.py``: every headline fix on the corpus, applied (mechanically
+    where it is code), traces once and keeps the outputs; expected compiles say so."""
+    import importlib.util
+
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" / "fix_rate.py"
+    spec = importlib.util.spec_from_file_location("fix_rate", path)
+    assert spec is not None and spec.loader is not None
+    fix_rate = importlib.util.module_from_spec(spec)
+    sys.modules["fix_rate"] = fix_rate  # its dataclasses look their module up
+    spec.loader.exec_module(fix_rate)
+    outcomes = fix_rate.measure()
+    assert len(outcomes) >= 17
+    assert [o for o in outcomes if not o.works] == []
+    assert sum(o.how == "mechanical" for o in outcomes) >= 3
+    assert [o.fix for o in outcomes if o.fix.endswith("…")] == []  # never cut mid-code

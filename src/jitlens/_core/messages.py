@@ -121,8 +121,22 @@ def with_article(noun: str) -> str:
 
 
 def _cap(s: str) -> str:
+    """``s`` on one line, at most ``LIMIT`` characters: cut after the last whole sentence or
+    clause that fits, outside code (backticks), so that a fix is not cut mid-code."""
     s = " ".join(s.split())
-    return s if len(s) <= LIMIT else s[: LIMIT - 1] + "…"
+    if len(s) <= LIMIT:
+        return s
+    ends = [
+        i
+        for i, c in enumerate(s[: LIMIT - 2])
+        if c in ".;," and s[i + 1 : i + 2] == " " and s[:i].count("`") % 2 == 0
+    ]
+    if ends and ends[-1] > LIMIT // 2:
+        return s[: ends[-1]] + (" …" if s[ends[-1]] != "." else ".")
+    cut = LIMIT - 1
+    if s[:cut].count("`") % 2:  # inside code: stop before it
+        cut = max(s.rindex("`", 0, cut), LIMIT // 3)
+    return s[:cut].rstrip() + "…"
 
 
 def _reason(

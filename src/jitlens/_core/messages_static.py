@@ -67,9 +67,9 @@ COUNTER_FIX = (
     "one compile then serves every value."
 )
 SIZE_FIX = (
-    "Expected once per value: `{attr}` looks like a size (a shape, a loop bound or a Python "
-    'branch), which must stay static; as an nnx.Variable it would fail ("Shapes must be 1D '
-    'sequences of concrete values"). Models built with the same `{attr}` share one compile.'
+    "Expected once per value: `{attr}` looks like a size (a shape, a loop bound, a branch), "
+    'which must stay static (as an nnx.Variable it fails: "Shapes must be 1D sequences of '
+    'concrete values"); models with one `{attr}` share a compile.'
 )
 #: Attribute names that count calls or steps (a counter belongs in an nnx.Variable) ...
 COUNTER_NAMES = frozenset(
