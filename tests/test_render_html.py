@@ -282,3 +282,22 @@ def test_figures_read_as_english() -> None:
     assert cards[0] == "1jitted function"
     cells = [c.text() for c in dom.find("table", "functions").find("tbody").find_all("td")]
     assert cells[6] == "99.7%"  # 938/941, not "100%"
+
+
+def test_the_cause_and_its_fix_come_before_the_advice() -> None:
+    """Issue 26: the advice panel used to open the page and the retraces to sit under the
+    timeline and the compiled entries; the cause and its fix now lead each function."""
+    from jitlens._core.report import Advice
+
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    advised = dataclasses.replace(
+        loss, advice=(Advice("compile_cache", "cache off", "set it", 9.0),)
+    )
+    others = tuple(f for f in report.functions if f is not loss)
+    page = render_html(dataclasses.replace(report, functions=(advised, *others)))
+    fix = loss.events[1].reasons[0].fix
+    assert page.index(fix) < page.index('<section class="advice">')
+    section = page[page.index('data-function="Trainer.loss"') :]
+    assert section.index("<h3>Retraces</h3>") < section.index("<h3>Timeline")
+    assert section.index("<h3>Retraces</h3>") < section.index("<h3>Compiled entries</h3>")

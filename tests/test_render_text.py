@@ -242,3 +242,16 @@ def test_a_reason_cut_from_one_retrace_shows_under_the_next_that_has_it() -> Non
     text = render_text(report, color=False, width=80)
     assert "more difference" not in text, text
     assert "x  shape" in text and "f32[3,4] -> f32[5,4]" in text, text
+
+
+def test_the_cause_and_its_fix_come_before_the_advice() -> None:
+    from jitlens._core.report import Advice
+
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    advised = dataclasses.replace(
+        loss, advice=(Advice("compile_cache", "cache off", "set it", 9.0),)
+    )
+    others = tuple(f for f in report.functions if f is not loss)
+    text = render_text(dataclasses.replace(report, functions=(advised, *others)), color=False)
+    assert text.index(loss.events[1].reasons[0].fix[:40]) < text.index("compile_cache, saves")

@@ -430,10 +430,10 @@ def _section(report: Report, fi: int, fn: FunctionReport, span: float, origin: f
     warnings = f"<h3>Warnings</h3>{stale}" if stale else ""
     return (
         f'<section class="function" id="fn{fi}" data-function="{escape(fn.qualname)}">'
-        f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>'
+        f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>{explained}{warnings}'
         f'<h3>Timeline <button type="button" class="jl-reset">reset zoom</button></h3>'
         f"{timeline_svg(fn, span, anchors, origin)}"
-        f"<h3>Compiled entries</h3>{entries_table(fn)}{explained}{warnings}</section>"
+        f"<h3>Compiled entries</h3>{entries_table(fn)}</section>"
     )
 
 
@@ -488,7 +488,7 @@ def _page(report: Report) -> str:
         f"</head>"
         f'<body><header><h1>jitlens report</h1><p class="meta">{escape(meta)}</p>{argv}</header>'
         f'<div id="jl-errors" hidden></div><div class="cards">{cards}</div>'
-        f"{_table(everything, ids)}{toggle}{_advice_panel(users, ids)}{LEGEND}{note}{sections}"
+        f"{_table(everything, ids)}{toggle}{LEGEND}{note}{sections}{_advice_panel(users, ids)}"
         f'<div id="jl-tip" role="tooltip" hidden></div><script>{JS}</script></body></html>'
     )
 
