@@ -158,6 +158,11 @@ def retrace_block(
             block.append((4, FIX_LINE.format(fix=reason.fix), "green"))
         room = MAX_LINES_PER_RETRACE - _height(lines, width)
         room -= 1 if shown < len(ordered) - 1 else 0
+        if shown == 0 and _height(block, width) > room and len(block) > 1:
+            # the values on the head line first: the message (the why) goes last
+            merged = [_one_line(reason, count, values, _noun(fn, reason), None), *block[2:]]
+            if block[1][1] == values and _height(merged, width) < _height(block, width):
+                block = merged
         if shown == 0 and _height(block, width) > room and reason.message:
             block = [line for line in block if line[1] != reason.message]
         if _height(block, width) > room and shown > 0:
@@ -183,12 +188,21 @@ def retrace_block(
     return lines, deferred
 
 
-def _one_line(reason: Reason, count: int, values: str, noun: str) -> Line:
+def _wrapped(indent: int, text: str, width: int | None) -> str:
+    pad = " " * indent
+    if width is None:
+        return pad + text
+    return textwrap.fill(
+        text, max(width, 40), initial_indent=pad, subsequent_indent=pad + "  ",
+        break_on_hyphens=False,
+    )  # fmt: skip
+
+
+def _one_line(reason: Reason, count: int, values: str, noun: str, limit: int | None = 40) -> Line:
     counted = REASON_COUNT.format(n=count, noun=noun) if count > 1 else ""
     where = reason.path or reason.argument
-    text = REASON_LINE.format(
-        path=where, kind=reason.kind, count=counted, values=shorten(values, 40)
-    )
+    shown = values if limit is None else shorten(values, limit)
+    text = REASON_LINE.format(path=where, kind=reason.kind, count=counted, values=shown)
     return (2, text, "bold")
 
 
@@ -230,8 +244,11 @@ def fallback(report: object) -> str:
     return FALLBACK.format(raw=raw)
 
 
-def render_retrace(fn: FunctionReport, event: Event) -> str:
+def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -> str:
     """One retrace as plain text for a log record or an error message (at most 8 lines).
+
+    ``width``: wrap every line at this many characters (a terminal's), continuation lines
+    indented under their line; ``None`` leaves lines whole.
 
     Example:
         >>> from jitlens._core.report import Event, FunctionReport
@@ -241,12 +258,13 @@ def render_retrace(fn: FunctionReport, event: Event) -> str:
           no difference found between the new cache key and the compiled ones (1 retrace(s))
     """
     try:
-        lines = retrace_lines(fn, event, [(r, 1, values_text(r)) for r in event.reasons])
+        folded = [(r, 1, values_text(r)) for r in event.reasons]
+        lines = retrace_lines(fn, event, folded, width=width)
         head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0][1])
-        body = [" " * indent + text for indent, text, _ in lines[1:]]
+        body = [(indent, text) for indent, text, _ in lines[1:]]
         if not event.reasons and event.kind != "trace":
-            body.append("  " + NO_REASON.format(n=1))
-        return "\n".join([head, *body])
+            body.append((2, NO_REASON.format(n=1)))
+        return "\n".join([_wrapped(0, head, width), *(_wrapped(i, t, width) for i, t in body)])
     except Exception:
         LOG.exception("jitlens: rendering a retrace failed")
         return fallback(event)

@@ -52,9 +52,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("lost s", "right"),
 )
 #: Columns given up, in this order, when the width cannot hold them all.
-DROPPABLE = ("compiles", "compile s", "trace s", "kind", "hit %")
+DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 #: The function column gets at least this many characters before others are dropped.
 MIN_NAME_WIDTH = 24
+#: A name's longest word is never broken below this width (``build_update_fn.<locals>.update``).
+MAX_WORD_WIDTH = 48
 TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
 HIDDEN = " ({n} internal hidden)"
 CAPTION = (
@@ -67,6 +69,7 @@ NO_FUNCTIONS_SEEN = (
 )
 WARNING_LINE = "warning: {text}"
 NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s)."
+NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
@@ -256,7 +259,7 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
     natural = [
         max(len(name), *(len(row[i]) for row in rows)) + 2 for i, (name, _) in enumerate(COLUMNS)
     ]
-    natural[0] = min(natural[0], MIN_NAME_WIDTH + 2)
+    natural[0] = min(natural[0], max(MIN_NAME_WIDTH, _longest_word(rows)) + 2)
     width += 2  # no outer edge
     keep = list(range(len(COLUMNS)))
     for name in DROPPABLE:
@@ -264,6 +267,12 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
             break
         keep.remove([n for n, _ in COLUMNS].index(name))
     return keep
+
+
+def _longest_word(rows: Sequence[Sequence[str]]) -> int:
+    """The longest unbreakable part of a function name, capped at ``MAX_WORD_WIDTH``."""
+    words = [len(w) for row in rows for w in row[0].split()]
+    return min(max(words, default=0), MAX_WORD_WIDTH)
 
 
 def _table(
@@ -300,7 +309,8 @@ def _table(
     for i in keep:
         name, justify = COLUMNS[i]
         if i == 0:
-            table.add_column(name, min_width=min(longest, MIN_NAME_WIDTH), overflow="fold")
+            floor = max(min(longest, MIN_NAME_WIDTH), _longest_word(rows))
+            table.add_column(name, min_width=min(floor, width // 2), overflow="fold")
         else:
             table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for fn, row in zip(functions, rows, strict=True):
@@ -321,7 +331,9 @@ def _want_color(color: bool | None) -> bool:
 def _width(width: int | None) -> int:
     if width is not None:
         return max(40, width)
-    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _is_tty() else DEFAULT_WIDTH
+    if _is_tty() or os.environ.get("COLUMNS", "").isdigit():  # COLUMNS=80 is asked for
+        return max(40, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+    return DEFAULT_WIDTH
 
 
 def make_console(width: int, color: bool) -> Console:
@@ -355,12 +367,17 @@ def _render(
         console.print(_table(report, functions, include_internal, width))
         if more:
             console.print(MORE_FUNCTIONS.format(n=more))
+    explained = False
     for fn in functions:
         lines = _explanations(fn, width)
         if lines:
             console.print()
+            explained = True
         for indent, text, style in lines:
             console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    if functions and not explained and all(f.traces is not None for f in functions):
+        console.print()
+        console.print(Text(NO_RETRACES, style="green"))
     advice = advice_lines(functions)
     if advice:
         console.print()
