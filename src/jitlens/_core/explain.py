@@ -16,6 +16,7 @@ from typing import Any
 
 from . import messages as M
 from . import messages_static as S
+from . import rank as R
 from .key import (
     Entry,
     Key,
@@ -85,62 +86,7 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
         if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
         reasons.append(_structure(p, o[p], None, o))
-    reasons = [_optax_made(r, o, n) for r in reasons]
-    # a new optimizer (`optimizer.tx`) is the cause of its state's new structure: the fix
-    # that alone makes the key match leads
-    tx_changed = any(_is_optax_transform(r, n) for r in reasons)
-    made = [r for r in reasons if r.fix.startswith(M.OPTAX_STATE_FIX.split("{", 1)[0])]
-    if tx_changed and made:
-        reasons = [
-            M.optax_kind(r, made[0].path) if _is_optax_transform(r, n) else r for r in reasons
-        ]
-    reasons.sort(
-        key=lambda r: (
-            tx_changed and r.fix.startswith(M.OPTAX_STATE_FIX.split("{", 1)[0]),
-            _ORDER.get(r.kind, len(_ORDER)),
-        )
-    )
-    return reasons
-
-
-_STRUCTURE_KINDS = ("graph_structure", "pytree_structure")
-
-
-def _optax_made(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> Reason:
-    """A structure change in state optax builds (an optimizer's ``opt_state``): worded so."""
-    if r.kind not in _STRUCTURE_KINDS:
-        return r
-    cls = _optax_class(r.path, o) or _optax_class(r.path, n)
-    return M.optax_state(r, "" if cls == _NNX_OPTIMIZER else cls) if cls else r
-
-
-_NNX_OPTIMIZER = "nnx.Optimizer"
-
-
-def _optax_class(path: str, entries: dict[Path, Entry]) -> str:
-    """The optax class at or right below ``path`` (or above it), ``nnx.Optimizer`` when
-    ``path`` is in an nnx.Optimizer's ``opt_state``, else ""."""
-    p = next((q for q in entries if render_path(q) == path), None)
-    if p is None:
-        return ""
-    if ("attr", "opt_state") in p:
-        owner = entries.get(p[: p.index(("attr", "opt_state"))])
-        if owner is not None and _module_of(owner).startswith("flax.nnx.training"):
-            return _NNX_OPTIMIZER
-    for q, e in entries.items():
-        near = (q[: len(p)] == p and len(q) - len(p) <= 2) or p[: len(q)] == q
-        if near and e.kind == "node" and _module_of(e).startswith("optax"):
-            return e.type_name
-    return ""
-
-
-def _module_of(e: Entry) -> str:
-    t = e.type_ref() if e.type_ref is not None else None
-    return getattr(t, "__module__", "") or ""
-
-
-def _is_optax_transform(r: Reason, n: dict[Path, Entry]) -> bool:
-    return r.kind == "identity_static" and "optax transform" in r.message
+    return R.rank(reasons, o, n)
 
 
 def _under(p: Path, roots: set[Path]) -> bool:
@@ -513,42 +459,12 @@ def explain(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> list[
     if live:
         k, rs = closest(new, live)
         if rs:
-            return [_with_history(r, new, k, live) for r in rs]
+            return [R.with_history(r, new, k, live) for r in rs]
         return [M.cache_evicted()]
     if cleared:
         _k, rs = closest(new, cleared)
         return [M.cache_cleared(), *rs]
     return []
-
-
-def _with_history(r: Reason, new: Key, old: Key | None, live: Sequence[Key]) -> Reason:
-    """``r`` reworded from every compiled key when it is a module's static number: a counter
-    (0, 1, 2, ...) is then one reason with one fix, however many retraces it causes."""
-    if r.kind != "static_value" or old is None:
-        return r
-    index = {render_path(p): p for p in new.entries}
-    p = index.get(r.path)
-    en, eo = new.entries.get(p) if p else None, old.entries.get(p) if p else None
-    if p is None or en is None or eo is None or not en.in_graph or len(p) < 2:
-        return r
-    if en.static is None or eo.static is None or not S.is_number(en.static.value()):
-        return r
-    parent = new.entries.get(p[:-1])
-    attr = str(p[-1][1])
-    if attr in S.MODE_FLAGS or (
-        parent is not None and parent.kind == "node" and _flax_layer(parent)
-    ):
-        return r
-    values = [k.entries[p].static.value() for k in live if _static_at(k, p)]  # type: ignore[union-attr]
-    values = [v for v in values if S.is_number(v)] + [en.static.value()]
-    return S.static_value(
-        r.argument, r.path, attr, eo.static, en.static, in_graph=True, history=values
-    )
-
-
-def _static_at(k: Key, p: Path) -> bool:
-    e = k.entries.get(p)
-    return e is not None and e.static is not None
 
 
 def data_free_vars(fn: Any) -> tuple[str, ...]:

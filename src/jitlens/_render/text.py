@@ -16,6 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from .._core import buckets
 from .._core.report import (
     FunctionReport,
     Report,
@@ -69,6 +70,10 @@ NO_FUNCTIONS_SEEN = (
 )
 WARNING_LINE = "warning: {text}"
 NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s)."
+BUCKETED = (
+    "`{path}` axis {axis} took {sizes} (multiples of {step}): a bounded set of buckets, each "
+    "compiled once; expected, not lost"
+)
 NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
@@ -126,6 +131,14 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
     )
     lines: list[Line] = [(0, header, "bold yellow")]
+    chosen = buckets.bucketed(fn.events)
+    if chosen:  # a deliberate bounded set of shapes: said so, not explained as a problem
+        for s in chosen:
+            sizes = ", ".join(map(str, s.distinct))
+            step = buckets.bucket_step(s.sizes)
+            text = BUCKETED.format(path=s.path, axis=s.axis, sizes=sizes, step=step)
+            lines.append((2, text, "green"))
+        return lines
     every = [r for e in retraces for r in e.reasons]
     by_event: dict[int, list[Folded]] = {}
     for reason, count, first in fold_reasons(retraces):
