@@ -808,7 +808,7 @@ def test_a_new_wrapper_whose_key_differs_is_not_the_headline() -> None:
     head = event.reasons[0]
     assert head.path == "opt_state" and printed("OPTAX_STATE_FIX", head.fix), head.fix
     assert "`EmptyState`" in head.fix and "__init__" not in head.fix
-    block = str(t.report()).split("retrace #1")[1].splitlines()
+    block = str(t.report()).split("retrace #1")[1].split("\n\n")[0].splitlines()
     assert block[1].split()[0] == "opt_state" and "pytree_structure" in block[1], block
     assert block[-1].split()[:2] == ["update", "new_function:"], block
 
