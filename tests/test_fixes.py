@@ -810,7 +810,7 @@ def test_a_new_wrapper_whose_key_differs_is_not_the_headline() -> None:
     assert "`EmptyState`" in head.fix and "__init__" not in head.fix
     block = str(t.report()).split("retrace #1")[1].split("\n\n")[0].splitlines()
     assert block[1].split()[0] == "opt_state" and "pytree_structure" in block[1], block
-    assert block[-1].split()[:2] == ["update", "new_function:"], block
+    assert all("new_function" not in line for line in block[:4]), block
 
 
 def optimizer_runs(txs):
