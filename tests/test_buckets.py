@@ -50,6 +50,10 @@ def test_bucketing_proposes_sizes_from_the_recorded_signatures() -> None:
     assert advice.estimated_saving_seconds == 1.5  # 3 compiles of 0.5 s fewer
 
 
+def test_no_proposal_that_saves_a_single_compile() -> None:
+    assert bucketing(_fn([1, 2, 3, 4])) is None  # 1, 2, 4 would save one
+
+
 def test_measured_buckets_are_expected_and_the_fix_is_the_proposal() -> None:
     """Against JAX: the bucketed function compiles once per bucket (counter in the body) and
     jitlens says so; the raw one gets buckets that, applied, compile 4 times for 7 sizes."""

@@ -32,6 +32,8 @@ BUCKET_MIN_STEP = 8
 PROPOSE_MIN_SIZES = 4
 #: ... with at most this share of padding over the sizes seen.
 MAX_PADDING = 0.25
+#: ... saving at least this many compiles.
+MIN_SAVED_COMPILES = 2
 #: Bucket steps tried: multiples of each, and powers of two.
 STEPS = (8, 16, 32, 64, 128, 256)
 
@@ -139,7 +141,7 @@ def propose(size_set: SizeSet) -> Proposal | None:
     for step in (*STEPS, None):
         buckets = _buckets(distinct, step)
         padding = _padding(distinct, buckets)
-        if padding > MAX_PADDING or len(buckets) >= len(distinct):
+        if padding > MAX_PADDING or len(distinct) - len(buckets) < MIN_SAVED_COMPILES:
             continue
         candidate = (len(buckets), padding, buckets)
         if best is None or candidate[:2] < best[:2]:
