@@ -10,7 +10,7 @@ import pytest
 
 import html_dom
 import report_samples
-from jitlens._core.report import Event, Report
+from jitlens._core.report import Event, Reason, Report
 from jitlens._render.html import render_html
 
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -301,3 +301,20 @@ def test_the_cause_and_its_fix_come_before_the_advice() -> None:
     section = page[page.index('data-function="Trainer.loss"') :]
     assert section.index("<h3>Retraces</h3>") < section.index("<h3>Timeline")
     assert section.index("<h3>Retraces</h3>") < section.index("<h3>Compiled entries</h3>")
+
+
+def test_a_deliberate_bucket_set_is_said_so_and_not_lost() -> None:
+    report = report_samples.sample_report()
+    step = report.function("step")
+    shape = Reason("shape", "x", "x", "f32[16,4]", "f32[32,4]", "x changed shape.", "pad x.")
+    events = (
+        step.events[0],
+        dataclasses.replace(step.events[1], reasons=(shape,)),
+        dataclasses.replace(
+            step.events[2],
+            reasons=(dataclasses.replace(shape, before="f32[32,4]", after="f32[48,4]"),),
+        ),
+    )
+    fn = dataclasses.replace(step, events=events)
+    page = render_html(dataclasses.replace(report, functions=(fn,)))
+    assert "took 16, 32, 48 (multiples of 16)" in page and fn.seconds_lost == 0.0

@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from html import escape
 
+from .._core import buckets
 from .._core.report import (
-    REASON_KINDS,
     Event,
     FunctionReport,
     Reason,
@@ -20,7 +20,7 @@ from .._core.report import (
     total_traces,
 )
 from .svg import entries_table, time_origin, time_span, timeline_svg
-from .text import fold_key, percent, sorted_functions
+from .text import bucketed_text, fold_key, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -341,7 +341,6 @@ def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
     """Folded retrace articles of one function and, per event index, the anchor explaining it."""
     retraces = [e for e in fn.events if e.kind != "trace"]
     every = [r for e in retraces for r in e.reasons]
-    rank = {kind: i for i, kind in enumerate(REASON_KINDS)}
     key: dict[int, str] = {}
     for i, e in enumerate(fn.events):
         key.setdefault(id(e), f"fn{fi}-ev{i}")  # an event listed twice keeps its first place
@@ -368,12 +367,15 @@ def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
             continue
         anchors[i] = home[fold_key(event.reasons[0])]
         if id(event) in own:
-            ordered = sorted(own.pop(id(event)), key=lambda item: rank.get(item[0].kind, len(rank)))
+            ordered = own.pop(id(event))  # the explainer's order: what removes the trace first
             seen: set[str] = set()
             items = [_reason_html(r, n, alike, seen) for r, n, alike in ordered]
             also = len(event.reasons) - len(items)
             articles.append(_retrace_html(fn, event, number, key[id(event)], items, also))
-    return "".join(articles), anchors
+    note = "".join(
+        f'<p class="legend">{escape(bucketed_text(b))}</p>' for b in buckets.bucketed(fn.events)
+    )
+    return note + "".join(articles), anchors
 
 
 def _stale_html(fn: FunctionReport, stale: StaleHit) -> str:

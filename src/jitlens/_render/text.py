@@ -133,11 +133,7 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     lines: list[Line] = [(0, header, "bold yellow")]
     chosen = buckets.bucketed(fn.events)
     if chosen:  # a deliberate bounded set of shapes: said so, not explained as a problem
-        for s in chosen:
-            sizes = ", ".join(map(str, s.distinct))
-            step = buckets.bucket_step(s.sizes)
-            text = BUCKETED.format(path=s.path, axis=s.axis, sizes=sizes, step=step)
-            lines.append((2, text, "green"))
+        lines += [(2, bucketed_text(s), "green") for s in chosen]
         return lines
     every = [r for e in retraces for r in e.reasons]
     by_event: dict[int, list[Folded]] = {}
@@ -164,6 +160,12 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     for stale in fn.stale_hits:
         lines += _indented(stale_lines(fn, stale), 2)
     return lines
+
+
+def bucketed_text(b: buckets.SizeSet) -> str:
+    """What a deliberate bucket set is, in one sentence (text and HTML)."""
+    sizes = ", ".join(map(str, b.distinct))
+    return BUCKETED.format(path=b.path, axis=b.axis, sizes=sizes, step=buckets.bucket_step(b.sizes))
 
 
 def _less(width: int | None, indent: int) -> int | None:
