@@ -17,6 +17,7 @@ import functools
 import math
 import pathlib
 import re
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,10 @@ FIXES: dict[str, str] = {
     "WEAK_FIX": "test_weak_fix",
     "SHARDING_FIX": "test_sharding_fix",
     "STATIC_GRAPH_FIX": "test_static_graph_fix",
+    "STATIC_ROLE_FIX": "test_static_role_fix",
+    "COUNTER_FIX": "test_counter_fix",
+    "SIZE_FIX": OPTION,
+    "VAR_WEAK_FIX": "test_var_weak_fix",
     "STATIC_ARG_FIX": "test_static_arg_fix",
     "STATIC_AUX_FIX": "test_static_aux_fix",
     "STATIC_FIELD_FIX": "test_static_field_fix",
@@ -83,6 +88,8 @@ FIXES: dict[str, str] = {
     "FUNCTION_FIX": "test_function_fix",
     "JITTED_FIX": "test_jitted_fix",
     "OPTAX_FIX": "test_optax_fix",
+    "OPTAX_STATE_FIX": OPTION,  # worded by test_optax_state_is_said_to_be_optax_s
+    "OPTAX_KIND_FIX": OPTION,
     "NO_EQ_FIX": "test_no_eq_fix",
     "NAN_FIX": "test_nan_fix_static_argument",
     "MUTATED_FIX": "test_mutated_fix",
@@ -404,12 +411,143 @@ def nnx_forward():
     return forward
 
 
+def test_counter_fix() -> None:
+    """bayesflow-org/bayesflow#223: a plain-int step counter bumped in ``__call__``: one folded
+    reason, one fix that names the first value (0), not the current one."""
+
+    def calls(model):
+        f = nnx_forward()
+        return f, [f(model, X) for _ in range(4)]
+
+    prove("COUNTER_FIX", lambda: calls(Counter()), lambda: calls(VarCounter()))
+    s, rs, _ = run(lambda: calls(Counter()))
+    rs = [r for r in rs if r.kind != "new_function"]  # `forward` was wrapped by earlier runs too
+    assert s.traces == 4 and len(rs) == 3
+    assert {r.fix for r in rs} == {rs[0].fix}, [r.fix for r in rs]
+    assert "changes on every call: a counter" in rs[0].message
+    assert "jnp.asarray(0, jnp.int32)" in rs[0].fix and "self.step[...] += 1" in rs[0].fix
+    report = str(_report_of(lambda: calls(Counter())))
+    assert report.count("static_value") == 1 and "(in 3 retraces)" in report, report
+
+
+def _report_of(program: Callable[[], tuple[Any, Any]]) -> jitlens.Report:
+    with jitlens.track() as t:
+        program()
+    return t.report()
+
+
+class Offset(nnx.Module):
+    def __init__(self, offset):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.offset = offset
+
+    def __call__(self, x):
+        return self.lin(x) + self.offset
+
+
+class VarOffset(nnx.Module):
+    def __init__(self, offset):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.offset = nnx.Variable(jnp.asarray(offset))  # the fix's second option, as printed
+
+    def __call__(self, x):
+        return self.lin(x) + self.offset
+
+
 def test_static_graph_fix() -> None:
+    """``jitlens audit``'s words for a number on a user Module, applied: one compile."""
+    from jitlens._audit.audit import audit
+
+    fixes = [f.fix for f in audit(Counter).findings if f.path.endswith("step")]
+    assert fixes and printed("STATIC_GRAPH_FIX", fixes[0]), fixes
+
     def calls(model):
         f = nnx_forward()
         return f, [f(model, X) for _ in range(2)]
 
-    prove("STATIC_GRAPH_FIX", lambda: calls(Counter()), lambda: calls(VarCounter()))
+    s, _rs, out_f = run(lambda: calls(VarCounter()))
+    _s, _rs, out_b = run(lambda: calls(Counter()))
+    assert s.traces == 1
+    np.testing.assert_allclose(np.asarray(out_f), np.asarray(out_b))
+
+
+def test_static_role_fix() -> None:
+    """A module's number of unknown role changed: the fix says when it must stay static and
+    how to make it state otherwise (proven here), naming the first value compiled."""
+
+    def calls(make):
+        f = nnx_forward()
+        model = make(0.5)
+        out = [f(model, X)]
+        model.offset = 2.0 if isinstance(model, Offset) else model.offset
+        if isinstance(model, VarOffset):
+            model.offset[...] = 2.0
+        return f, [*out, f(model, X)]
+
+    prove("STATIC_ROLE_FIX", lambda: calls(Offset), lambda: calls(VarOffset))
+    _s, rs, _ = run(lambda: calls(Offset))
+    fix = next(r.fix for r in rs if r.kind == "static_value")
+    assert "jnp.asarray(0.5)" in fix and "shape" in fix, fix
+
+
+class Heads(nnx.Module):
+    """google/flax#3863: a static ``num_heads`` used as a shape."""
+
+    def __init__(self, num_heads):
+        self.num_heads = num_heads
+
+    def __call__(self, x):
+        return x.reshape(self.num_heads, -1).sum(0)
+
+
+class VarHeads(Heads):
+    def __init__(self, num_heads):
+        self.num_heads = nnx.Variable(jnp.asarray(num_heads))
+
+
+def test_size_fix_keeps_a_shape_static() -> None:
+    """A static used as a shape must stay static: a Variable fails, so the fix says so."""
+
+    def calls(heads):
+        f = nnx_forward()
+        return f, [f(Heads(h), jnp.ones(8)) for h in heads]
+
+    s, rs, _ = run(lambda: calls((2, 4)))
+    rs = [r for r in rs if r.kind != "new_function"]  # `forward` was wrapped by earlier runs too
+    assert s.traces == 2 and [r.kind for r in rs] == ["static_value"]
+    assert printed("SIZE_FIX", rs[0].fix) and "nnx.Variable(" not in rs[0].fix, rs[0].fix
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+        nnx_forward()(VarHeads(2), jnp.ones(8))  # the advice it must not give
+    s, rs, _ = run(lambda: calls((2, 2)))  # the same value: one compile, as the fix says
+    assert s.traces == 1 and [r for r in rs if r.kind != "new_function"] == []
+
+
+class Metric(nnx.Module):
+    """A hand-written NNX metric: ``nnx.Variable(0.0)`` is weakly typed until its first update."""
+
+    def __init__(self, typed):
+        self.total = nnx.Variable(jnp.asarray(0.0, jnp.float32) if typed else 0.0)
+
+    def update(self, x):
+        self.total[...] = self.total[...] + x.sum()
+
+
+def test_var_weak_fix() -> None:
+    def calls(typed):
+        @nnx.jit
+        def update(metric, x):
+            metric.update(x)
+
+        metric = Metric(typed)
+        for _ in range(3):
+            update(metric, X)
+        return update, metric.total[...]
+
+    prove("VAR_WEAK_FIX", lambda: calls(False), lambda: calls(True))
+    _s, rs, _ = run(lambda: calls(False))
+    fix = next(r.fix for r in rs if r.kind == "weak_type")
+    assert "self.total = nnx.Variable(jnp.asarray(value, jnp.float32))" in fix, fix
+    assert "metric.total = jnp.asarray" not in fix
 
 
 def test_static_arg_fix() -> None:
@@ -639,6 +777,72 @@ def test_optax_fix() -> None:
         lambda: sweep(lambda lr: optax.adam(lr), set_lr=False),
         lambda: sweep(lambda lr: TX, set_lr=True),
     )
+
+
+def build_update_fn(optimizer):
+    """optax's gradient-accumulation example: the update is jitted anew per optimizer."""
+
+    @jax.jit
+    def update(params, opt_state, batch):
+        grads = jax.grad(lambda p: ((batch @ p) ** 2).mean())(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    return update
+
+
+def fit(optimizer, params, batches):
+    update = build_update_fn(optimizer)
+    opt_state = optimizer.init(params)
+    for batch in batches:
+        params, opt_state = update(params, opt_state, batch)
+    return params
+
+
+def test_a_new_wrapper_whose_key_differs_is_not_the_headline() -> None:
+    """optax's gradient accumulation: `fit` rebuilds the jitted update *and* changes the
+    optimizer and the batch shape. Reusing the wrapper would not remove the trace, so its
+    reason comes last; the optimizer's state, made by optax, leads, named as optax's."""
+    data = jnp.ones((9, 2))
+    with jitlens.track() as t:
+        fit(optax.sgd(0.1), jnp.ones(2), [data])
+        fit(optax.MultiSteps(optax.sgd(0.1), every_k_schedule=3), jnp.ones(2), [data[:3]] * 3)
+    (event,) = [e for f in t.report().functions for e in f.events if e.kind == "retrace"]
+    kinds = [r.kind for r in event.reasons]
+    assert kinds[0] == "pytree_structure" and kinds[-1] == "new_function", kinds
+    head = event.reasons[0]
+    assert head.path == "opt_state" and printed("OPTAX_STATE_FIX", head.fix), head.fix
+    assert "`EmptyState`" in head.fix and "__init__" not in head.fix
+    block = str(t.report()).split("retrace #1")[1].split("\n\n")[0].splitlines()
+    assert block[1].split()[0] == "opt_state" and "pytree_structure" in block[1], block
+    assert all("new_function" not in line for line in block[:4]), block
+
+
+def optimizer_runs(txs):
+    @nnx.jit
+    def train_step(model, optimizer, x):
+        grads = nnx.grad(lambda m: (m(x) ** 2).sum())(model)
+        optimizer.update(model, grads)
+
+    for tx in txs:
+        model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        train_step(model, nnx.Optimizer(model, tx, wrt=nnx.Param), X)
+    return train_step
+
+
+def test_optax_state_is_said_to_be_optax_s() -> None:
+    """An nnx.Optimizer rebuilt with another kind of optax chain: the new `tx` leads (rebuild
+    it once), and its new state is optax's, not something to create in `__init__`."""
+    with jitlens.track() as t:
+        step = optimizer_runs([optax.sgd(0.1), optax.chain(optax.clip(1.0), optax.adam(1e-3))])
+    rs = [r for e in t.stats(step).events for r in e.reasons]
+    assert [r.path for r in rs] == ["optimizer.tx", "optimizer.opt_state[1]"], rs
+    assert printed("OPTAX_KIND_FIX", rs[0].fix) and "inject_hyperparams" not in rs[0].fix
+    assert printed("OPTAX_STATE_FIX", rs[1].fix) and "nnx.Optimizer" in rs[1].fix
+    with jitlens.track() as t:  # the fix, reusing one optimizer: one compile
+        tx = optax.adam(1e-3)
+        step = optimizer_runs([tx, tx])
+    assert t.stats(step).traces == 1
 
 
 class NoEq:
@@ -1069,3 +1273,21 @@ def test_jit_option_fix() -> None:
 @pytest.mark.parametrize("name", [n for n, row in FIXES.items() if row == OPTION])
 def test_option_rows_name_their_condition(name: str) -> None:
     assert any(c in templates()[name] for c in CONDITIONS)
+
+
+def test_printed_fixes_applied_to_the_corpus_remove_the_retrace() -> None:
+    """``benchmarks/fix_rate.py``: every headline fix on the corpus, applied (mechanically
+    where it is code), traces once and keeps the outputs; expected compiles say so."""
+    import importlib.util
+
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" / "fix_rate.py"
+    spec = importlib.util.spec_from_file_location("fix_rate", path)
+    assert spec is not None and spec.loader is not None
+    fix_rate = importlib.util.module_from_spec(spec)
+    sys.modules["fix_rate"] = fix_rate  # its dataclasses look their module up
+    spec.loader.exec_module(fix_rate)
+    outcomes = fix_rate.measure()
+    assert len(outcomes) >= 17
+    assert [o for o in outcomes if not o.works] == []
+    assert sum(o.how == "mechanical" for o in outcomes) >= 3
+    assert [o.fix for o in outcomes if o.fix.endswith("…")] == []  # never cut mid-code

@@ -10,7 +10,7 @@ import pytest
 
 import html_dom
 import report_samples
-from jitlens._core.report import Event, Report
+from jitlens._core.report import Event, Reason, Report
 from jitlens._render.html import render_html
 
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -282,3 +282,39 @@ def test_figures_read_as_english() -> None:
     assert cards[0] == "1jitted function"
     cells = [c.text() for c in dom.find("table", "functions").find("tbody").find_all("td")]
     assert cells[6] == "99.7%"  # 938/941, not "100%"
+
+
+def test_the_cause_and_its_fix_come_before_the_advice() -> None:
+    """Issue 26: the advice panel used to open the page and the retraces to sit under the
+    timeline and the compiled entries; the cause and its fix now lead each function."""
+    from jitlens._core.report import Advice
+
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    advised = dataclasses.replace(
+        loss, advice=(Advice("compile_cache", "cache off", "set it", 9.0),)
+    )
+    others = tuple(f for f in report.functions if f is not loss)
+    page = render_html(dataclasses.replace(report, functions=(advised, *others)))
+    fix = loss.events[1].reasons[0].fix
+    assert page.index(fix) < page.index('<section class="advice">')
+    section = page[page.index('data-function="Trainer.loss"') :]
+    assert section.index("<h3>Retraces</h3>") < section.index("<h3>Timeline")
+    assert section.index("<h3>Retraces</h3>") < section.index("<h3>Compiled entries</h3>")
+
+
+def test_a_deliberate_bucket_set_is_said_so_and_not_lost() -> None:
+    report = report_samples.sample_report()
+    step = report.function("step")
+    shape = Reason("shape", "x", "x", "f32[16,4]", "f32[32,4]", "x changed shape.", "pad x.")
+    events = (
+        step.events[0],
+        dataclasses.replace(step.events[1], reasons=(shape,)),
+        dataclasses.replace(
+            step.events[2],
+            reasons=(dataclasses.replace(shape, before="f32[32,4]", after="f32[48,4]"),),
+        ),
+    )
+    fn = dataclasses.replace(step, events=events)
+    page = render_html(dataclasses.replace(report, functions=(fn,)))
+    assert "took 16, 32, 48 (multiples of 16)" in page and fn.seconds_lost == 0.0

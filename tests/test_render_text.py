@@ -126,7 +126,8 @@ def test_a_retrace_takes_at_most_eight_screen_lines_at_width_100() -> None:
     start = next(i for i, line in enumerate(lines) if "retrace #2" in line)
     assert len(lines[start:]) <= MAX_LINES_PER_RETRACE, "\n".join(lines[start:])
     assert "model.block0.pool" in lines[start + 1]
-    assert lines[-1].lstrip().startswith("… and 2 more differences")
+    # the later differences keep one line each (no room for their fixes), none vanishes
+    assert [line.split()[0] for line in lines[-2:]] == ["model.block1.pool", "model.block2.pool"]
 
 
 def test_report_section_caps_every_retrace() -> None:
@@ -223,3 +224,86 @@ def test_internal_failure_returns_raw_data_and_logs(caplog: pytest.LogCaptureFix
     assert "could not render" in text and "not a function" in text
     assert any("text report failed" in r.message for r in caplog.records)
     assert "could not render" in render_retrace(None, None)  # type: ignore[arg-type]
+
+
+def test_a_reason_cut_from_one_retrace_shows_under_the_next_that_has_it() -> None:
+    """Two retraces, the second a pure shape change: it is not lost to `… and 1 more` of the
+    first (issue 26), and every difference of the first still has its line."""
+    step = report_samples.sample_report().function("step")
+    long = Reason("static_value", "n", "n", "1", "2", "n changed. " * 12, "keep n fixed. " * 9)
+    shape = Reason("shape", "x", "x", "f32[2,4]", "f32[3,4]", "x changed shape.", "pad x. " * 12)
+    second = dataclasses.replace(shape, before="f32[3,4]", after="f32[5,4]")
+    events = (
+        step.events[0],
+        dataclasses.replace(step.events[1], reasons=(long, shape)),
+        dataclasses.replace(step.events[2], reasons=(second,)),
+    )
+    report = report_samples.sample_report()
+    report = dataclasses.replace(report, functions=(dataclasses.replace(step, events=events),))
+    text = render_text(report, color=False, width=80)
+    assert "more difference" not in text, text
+    assert "x  shape" in text and "f32[3,4] -> f32[5,4]" in text, text
+
+
+def test_the_cause_and_its_fix_come_before_the_advice() -> None:
+    from jitlens._core.report import Advice
+
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    advised = dataclasses.replace(
+        loss, advice=(Advice("compile_cache", "cache off", "set it", 9.0),)
+    )
+    others = tuple(f for f in report.functions if f is not loss)
+    text = render_text(dataclasses.replace(report, functions=(advised, *others)), color=False)
+    assert text.index(loss.events[1].reasons[0].fix[:40]) < text.index("compile_cache, saves")
+
+
+def _one(qualname: str, kind: str = "jax.jit", reasons: tuple[Reason, ...] = ()) -> object:
+    report = report_samples.sample_report()
+    step = report.function("step")
+    events = step.events if not reasons else (
+        step.events[0], dataclasses.replace(step.events[1], reasons=reasons)
+    )  # fmt: skip
+    fn = dataclasses.replace(step, qualname=qualname, kind=kind, events=events)
+    return dataclasses.replace(report, functions=(fn,))
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_function_names_never_break_mid_word(width: int) -> None:
+    """Issue 26: `jax_train_ste` / `p` even at COLUMNS=200."""
+    name = "build_update_fn.<locals>.jax_train_step"
+    text = render_text(_one(name), color=False, width=width)
+    assert name in text, text
+
+
+def test_at_80_columns_the_compiles_and_the_why_stay() -> None:
+    """Issue 26: at 80 columns the compile column and the Equinox "why" sentence vanished."""
+    why = Reason(
+        "static_value", "lr", "lr", "0.1", "0.05",
+        "`lr` changed value 0.1 -> 0.05: eqx.filter_jit keeps every non-array value (a Python "
+        "int/float too) static, unlike jax.jit, so each new value compiles again.",
+        "Pass it as an array so it is traced: `jnp.asarray(lr)` at the call (one compile for "
+        "every value); keep a Python number only for a few fixed values.",
+    )  # fmt: skip
+    text = render_text(_one("sgd_step", "eqx.filter_jit", (why,)), color=False, width=80)
+    head = text.splitlines()[1].split()
+    assert "compiles" in head and "compile" in head, head
+    assert "unlike jax.jit" in " ".join(text.split()), text
+    assert "jnp.asarray(lr)" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_clean_run_says_no_retraces() -> None:
+    report = report_samples.sample_report()
+    clean = dataclasses.replace(report.function("evaluate"), stale_hits=())
+    text = render_text(dataclasses.replace(report, functions=(clean,)), color=False)
+    assert "no retraces" in text, text
+    assert "no retraces" not in render_text(report, color=False)
+
+
+def test_a_logged_retrace_wraps_at_the_width_it_is_given() -> None:
+    step = report_samples.sample_report().function("step")
+    long = Reason("identity_static", "m", "m.pool", "partial " * 20, "partial " * 20, "x", "y")
+    event = dataclasses.replace(step.events[1], reasons=(long,))
+    assert max(len(line) for line in render_retrace(step, event).splitlines()) > 100
+    assert max(len(line) for line in render_retrace(step, event, width=76).splitlines()) <= 76

@@ -15,6 +15,8 @@ plain data (no JAX here, so every rule is tested with made-up figures):
   (flax#5548: recreating an optimizer each epoch grew memory until OOM).
 * ``disable_jit``: ``jax_disable_jit`` is on, jitted functions run op by op
   (jax#19654).
+* ``buckets``: many sizes of one axis, each compiled once: the buckets the
+  recorded sizes call for (``buckets.propose``).
 
 The figures come from ``_track/advisor.py``, which samples a few of the
 function's own cache hits. Every threshold below is a documented module
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from . import buckets
 from .report import Advice, FunctionReport
 
 #: ``dispatch``: advise only when the estimated saving of the whole run is at
@@ -89,6 +92,13 @@ ENTRIES_MESSAGE = (
 ENTRIES_FIX_DEFAULT = (
     "build the jitted function and the objects it receives (model, optimizer) once, "
     "outside the loop; or call `{name}.clear_cache()` where an epoch ends"
+)
+BUCKETS_MESSAGE = (
+    "`{path}` took {n} sizes on axis {axis} ({sizes}), each compiled once, and more may come"
+)
+BUCKETS_FIX = (
+    "pad axis {axis} of `{path}` up to one of {buckets} (and mask the padding): {k} compiles "
+    "instead of {n}, ~{padding:.0%} padding over the sizes seen"
 )
 DISABLE_JIT_MESSAGE = (
     "jax_disable_jit is on: {n} sampled calls ran eagerly, op by op, not as one compiled program"
@@ -239,6 +249,33 @@ def entries(fn: FunctionReport) -> Advice | None:
     )
 
 
+def bucketing(fn: FunctionReport) -> Advice | None:
+    """``buckets`` advice: many sizes of one axis, and the buckets the recorded sizes call for."""
+    compiled = [e for e in fn.events if e.compiled]
+    for size_set in buckets.size_sets(fn.events):
+        proposal = buckets.propose(size_set)
+        if proposal is None:
+            continue
+        n, k = proposal.compiles_before, len(proposal.buckets)
+        shown = list(size_set.distinct)
+        sizes = ", ".join(map(str, shown[:6])) + (", …" if len(shown) > 6 else "")
+        each = sum(e.seconds for e in compiled) / len(compiled) if compiled else 0.0
+        return Advice(
+            "buckets",
+            BUCKETS_MESSAGE.format(path=size_set.path, n=n, axis=size_set.axis, sizes=sizes),
+            BUCKETS_FIX.format(
+                axis=size_set.axis,
+                path=size_set.path,
+                buckets=", ".join(map(str, proposal.buckets)),
+                k=k,
+                n=n,
+                padding=proposal.padding,
+            ),
+            round(each * (n - k), 6),
+        )
+    return None
+
+
 def disable_jit(eager_calls: int) -> Advice | None:
     """``disable_jit`` advice when sampled calls ran with ``jax_disable_jit`` on."""
     if eager_calls <= 0:
@@ -268,6 +305,7 @@ def advise(
         dispatch(fn, sample, env),
         compile_cache(fn, env),
         entries(fn),
+        bucketing(fn),
     ]
     chosen = [a for a in found if a is not None]
     return tuple(

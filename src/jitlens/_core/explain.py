@@ -18,6 +18,7 @@ from .._compat import cache_keys
 from . import messages as M
 from . import messages_evidence as E
 from . import messages_static as S
+from . import rank as R
 from .key import (
     Entry,
     Key,
@@ -89,8 +90,7 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
         if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
         reasons.append(_structure(p, o[p], None, o))
-    reasons.sort(key=lambda r: _ORDER.get(r.kind, len(_ORDER)))
-    return reasons
+    return R.rank(reasons, o, n)
 
 
 def _under(p: Path, roots: set[Path]) -> bool:
@@ -139,6 +139,11 @@ def _value_summary(sub: dict[Path, Entry]) -> str:
 def _flax_layer(e: Entry) -> bool:
     t = e.type_ref() if e.type_ref is not None else None
     return (getattr(t, "__module__", "") or "").startswith("flax.")
+
+
+def _class_spelling(e: Entry) -> str:
+    """How the user writes ``e``'s class: ``nnx.Param`` for flax's own, else its name."""
+    return f"nnx.{e.type_name}" if _flax_layer(e) else e.type_name
 
 
 def _types_equal(a: Entry, b: Entry) -> bool:
@@ -191,8 +196,10 @@ def _short(e: Entry) -> str:
 
 def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> list[Reason] | None:
     arg, path = _arg(p), render_path(p)
+    variable = ""
     if parent is not None and parent.kind == "var" and p[-1] == ("attr", "value"):
         path = render_path(p[:-1])  # a Variable's value: the user writes `model.kernel`
+        variable = _class_spelling(parent)
     if p[0][0] == "jit":
         assert eo.static is not None and en.static is not None
         return [M.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
@@ -217,7 +224,11 @@ def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> l
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
-            out.append(M.weak_type(arg, path, a.short(), b.short(), a.dtype, now_weak=b.weak))
+            out.append(
+                M.weak_type(
+                    arg, path, a.short(), b.short(), a.dtype, now_weak=b.weak, variable=variable
+                )
+            )
         if a.sharding != b.sharding:
             out.append(
                 M.sharding(
@@ -479,9 +490,9 @@ def explain(
     evidence of an eviction when a live key equals the new one.
     """
     if live:
-        _k, rs = closest(new, live)
+        k, rs = closest(new, live)
         if rs:
-            return rs
+            return [R.with_history(r, new, k, live) for r in rs]
         return [no_difference(new, cache_fill)]
     if cleared:
         _k, rs = closest(new, cleared)
@@ -521,8 +532,8 @@ def data_free_vars(fn: Any) -> tuple[str, ...]:
             v = cell.cell_contents
         except ValueError:
             continue
-        if callable(v) or isinstance(v, type) or type(v).__name__ == "module":
-            continue
+        if callable(v) or isinstance(v, type) or type(v).__name__ == "module" or _closure_bundle(v):
+            continue  # an optax transform is not data: it cannot be passed as an argument
         out.append(name)
     return tuple(out)
 
@@ -564,6 +575,8 @@ def explain_first_trace(
     _k, diffs = closest(new, [k for s in others for k in s.keys])
     if diffs and not all(s.calls <= 1 for s in others):
         return []
+    # reusing the wrapper alone would not have removed a trace whose key differs: the
+    # differences lead, the new wrapper comes last
     kind = "nnx.jit" if wrapper.kind.startswith("nnx") else "jax.jit"
     name = wrapper.name
     is_lambda = name == "<lambda>" or ("<locals>" in wrapper.qualname and wrapper.kind == "jax.jit")
@@ -573,4 +586,4 @@ def explain_first_trace(
         head = M.new_function(
             name, kind, wrapper.defined_at, len(others), not diffs, is_lambda, wrapper.free_vars
         )
-    return [head, *diffs]
+    return [*diffs, head]

@@ -49,6 +49,11 @@ WEAK_FIX = (
     "initial value, a hyper-parameter), make it a typed array with the same value, "
     "`{arg} = jnp.asarray({arg}, jnp.{dtype})`."
 )
+VAR_WEAK_FIX = (
+    "Create `{attr}` typed where `__init__` makes it, `self.{attr} = {var}(jnp.asarray(value, "
+    "jnp.{dtype}))`, not from a Python number (weakly typed until its first update); it stays "
+    "a Variable."
+)
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
     "Place `{arg}` the same way on every call: `jax.device_put({arg}, sharding)` with one "
@@ -114,8 +119,22 @@ def with_article(noun: str) -> str:
 
 
 def _cap(s: str) -> str:
+    """``s`` on one line, at most ``LIMIT`` characters: cut after the last whole sentence or
+    clause that fits, outside code (backticks), so that a fix is not cut mid-code."""
     s = " ".join(s.split())
-    return s if len(s) <= LIMIT else s[: LIMIT - 1] + "…"
+    if len(s) <= LIMIT:
+        return s
+    ends = [
+        i
+        for i, c in enumerate(s[: LIMIT - 2])
+        if c in ".;," and s[i + 1 : i + 2] == " " and s[:i].count("`") % 2 == 0
+    ]
+    if ends and ends[-1] > LIMIT // 2:
+        return s[: ends[-1]] + (" …" if s[ends[-1]] != "." else ".")
+    cut = LIMIT - 1
+    if s[:cut].count("`") % 2:  # inside code: stop before it
+        cut = max(s.rindex("`", 0, cut), LIMIT // 3)
+    return s[:cut].rstrip() + "…"
 
 
 def _reason(
@@ -247,7 +266,23 @@ def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtyp
     )  # fmt: skip
 
 
-def weak_type(arg: str, path: str, before: str, after: str, dtype: str, now_weak: bool) -> Reason:
+def weak_type(
+    arg: str,
+    path: str,
+    before: str,
+    after: str,
+    dtype: str,
+    now_weak: bool,
+    variable: str = "",
+) -> Reason:
+    """``variable``: the Variable's class (``nnx.Variable``) when the value is one's: the fix
+    keeps it a Variable instead of replacing it with an array."""
+    if variable and "." in path:
+        fix = VAR_WEAK_FIX.format(
+            attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)
+        )
+    else:
+        fix = WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
     return _reason(
         "weak_type",
         arg,
@@ -255,7 +290,7 @@ def weak_type(arg: str, path: str, before: str, after: str, dtype: str, now_weak
         before,
         after,
         WEAK_MSG.format(path=f"`{path}`", before=before, after=after),
-        WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype)),
+        fix,
     )
 
 
@@ -328,6 +363,40 @@ def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: st
         GRAPH_ADDED_MSG.format(path=f"`{path}`", what=what, verb=verb),
         fix,
     )
+
+
+OPTAX_STATE_FIX = (
+    "Expected once per optimizer build: optax makes `{path}` ({made}), not "
+    "your code, and another optimizer makes another structure. Reuse one optimizer (the same "
+    "`tx`) to share one compile."
+)
+
+
+OPTAX_KIND_FIX = (
+    "Expected once per optimizer build: `{path}` is another optimizer, not only other "
+    "hyper-parameters (its state `{state}` changed structure too); reuse one optimizer object "
+    "to share one compile."
+)
+
+
+def optax_kind(r: Reason, state: str) -> Reason:
+    """``r`` (a new optax transform) when its state's structure changed too: a sweep of
+    hyper-parameters (``inject_hyperparams``) would not remove this compile."""
+    return Reason(
+        r.kind, r.argument, r.path, r.before, r.after, r.message,
+        _cap(OPTAX_KIND_FIX.format(path=r.path, state=state)),
+    )  # fmt: skip
+
+
+def optax_state(r: Reason, cls: str) -> Reason:
+    """``r`` (a structure change) said of state optax makes: whose code it is, what to reuse.
+
+    ``cls``: the optax state class seen there, or "" for state an ``nnx.Optimizer`` holds."""
+    made = f"`{cls}`, from `tx.init`" if cls else "from `tx.init`, kept by nnx.Optimizer"
+    return Reason(
+        r.kind, r.argument, r.path, r.before, r.after, r.message,
+        _cap(OPTAX_STATE_FIX.format(path=r.path, made=made)),
+    )  # fmt: skip
 
 
 NODE_TYPE_MSG = (

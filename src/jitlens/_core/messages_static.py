@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import re
 import sys
 from typing import Any
@@ -20,7 +21,6 @@ from .messages import (
     LIMIT,
     STATIC_ARG_FIX,
     STATIC_AUX_FIX,
-    STATIC_GRAPH_FIX,
     STATIC_MSG,
     _reason,
 )
@@ -52,6 +52,82 @@ STATIC_FIELD_FIX = (
 )
 
 
+STATIC_ROLE_FIX = (
+    "If `{attr}` sets a shape, a loop bound or a Python branch, it must stay static: expected "
+    "once per value. If it changes on every call, make it state where `__init__` sets it, "
+    "`self.{attr} = nnx.Variable(jnp.asarray({before}))`, and update it through `[...]`."
+)
+COUNTER_MSG = (
+    "static `{path}` changes on every call: a counter ({values}); statics are part of the cache "
+    "key, so every new value compiles again."
+)
+COUNTER_FIX = (
+    "Make `{attr}` state where `__init__` sets it: `self.{attr} = nnx.Variable(jnp.asarray("
+    "{initial}, jnp.{dtype}))`, and update it through `[...]`: `self.{attr}[...] += {delta}`; "
+    "one compile then serves every value."
+)
+SIZE_FIX = (
+    "Expected once per value: `{attr}` looks like a size (a shape, a loop bound, a branch), "
+    'which must stay static (as an nnx.Variable it fails: "Shapes must be 1D sequences of '
+    'concrete values"); models with one `{attr}` share a compile.'
+)
+#: Attribute names that count calls or steps (a counter belongs in an nnx.Variable) ...
+COUNTER_NAMES = frozenset(
+    {
+        "step",
+        "steps",
+        "count",
+        "counter",
+        "iteration",
+        "iter",
+        "epoch",
+        "calls",
+        "call_count",
+        "n_calls",
+        "num_calls",
+        "global_step",
+        "num_updates",
+        "updates",
+        "t",
+    }
+)
+#: ... and names of sizes, which must stay static (a shape, a loop bound, a layer count).
+_SIZE_NAME = re.compile(
+    r"(num|n)_\w+|\w*(size|dim|dims|features|heads|layers|blocks|length|len|channels|width|"
+    r"depth|units|vocab|window|stride|kernel|rank|hidden)"
+)
+
+
+def number_role(attr: str, values: list[Any], *, calls: bool = True) -> str:
+    """``counter``, ``size`` or ``""`` (unknown) for a module's static number and its values,
+    in the order they were compiled.
+
+    ``calls``: the values come from successive calls (a retrace), where one step of +1 is
+    a counter's; two builds of a model (``jitlens audit``) need a counter's name or 3 values.
+    """
+    counter_name = attr in COUNTER_NAMES or attr.endswith(("_step", "_count", "_counter"))
+    if _SIZE_NAME.fullmatch(attr) and not counter_name:
+        return "size"
+    steps = {b - a for a, b in itertools.pairwise(values)}
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    regular = ints and len(steps) == 1 and 0 not in steps and len(values) >= 2
+    if counter_name or (regular and (len(values) >= 3 or (calls and steps == {1}))):
+        return "counter"
+    return ""
+
+
+def counter_static(arg: str, path: str, attr: str, values: list[Any]) -> Reason:
+    """A module's static number that changes on every call: one reason, one fix, however many
+    retraces (the fix names the first value, not the current one)."""
+    shown = " -> ".join(map(str, values[:4])) + (" -> …" if len(values) > 4 else "")
+    delta = values[-1] - values[-2] if len(values) >= 2 else 1
+    dtype = "int32" if all(isinstance(v, int) for v in values) else "float32"
+    msg = COUNTER_MSG.format(path=path, values=shown)
+    fix = COUNTER_FIX.format(attr=attr, initial=values[0], dtype=dtype, delta=delta)
+    before, after = str(values[-2]) if len(values) >= 2 else "?", str(values[-1])
+    return _reason("static_value", arg, path, before, after, msg, fix)
+
+
 STATIC_CHOICE_FIX = (
     "Expected once per value: each distinct `{path}` compiles once and is reused (an equal value "
     "hits the cache). If it changes on every call, keep it to a few values."
@@ -68,11 +144,14 @@ def static_value(
     in_graph: bool,
     aux: str = "",
     field: bool = False,
+    history: list[Any] | None = None,
 ) -> Reason:
     """A static whose *value* changed (``==`` says unequal; a rebuild of the old one would hit).
 
     ``field``: a static field of a dataclass pytree (``flax.struct``,
     ``equinox``), rather than a static argument or a part of one.
+    ``history``: a module attribute's values in every compiled key, in order, then the new
+    one (tells a counter from a size; the fix names the first value, not the current one).
     """
     what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
     before, after = diff_texts(old.full_text(), new.full_text())
@@ -85,7 +164,12 @@ def static_value(
     elif not (_is_number(old) and _is_number(new)):
         fix = STATIC_CHOICE_FIX.format(path=path)
     elif in_graph:
-        fix = STATIC_GRAPH_FIX.format(attr=attr, before=before)
+        values = history or [old.value(), new.value()]
+        role = number_role(attr, values, calls=history is not None)
+        if role == "counter":
+            return counter_static(arg, path, attr, values)
+        template = SIZE_FIX if role == "size" else STATIC_ROLE_FIX
+        fix = template.format(attr=attr, before=values[0])
     elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
         fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
     elif path == arg:  # the static argument itself is the number: it can be traced instead
@@ -143,7 +227,11 @@ def dtype_spelling(arg: str, path: str, attr: str, old: StaticVal, new: StaticVa
 
 
 def _is_number(s: StaticVal) -> bool:
-    v = s.value()
+    return is_number(s.value())
+
+
+def is_number(v: Any) -> bool:
+    """A Python int or float, not a bool."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

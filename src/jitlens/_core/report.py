@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._errors import ReportError
+from . import buckets
 
 SCHEMA_VERSION = 2
 #: Schema versions this jitlens reads (1: before unknown figures, warnings and
@@ -111,7 +112,13 @@ class StaleHit:
 
 
 #: ``Advice.kind``: what the advisor (``_core/advice.py``) looks at, beyond retraces.
-ADVICE_KINDS: tuple[str, ...] = ("dispatch", "compile_cache", "entries", "disable_jit")
+ADVICE_KINDS: tuple[str, ...] = (
+    "dispatch",
+    "compile_cache",
+    "entries",
+    "disable_jit",
+    "buckets",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,12 +183,20 @@ class FunctionReport:
     @property
     def seconds_lost(self) -> float:
         """Seconds spent on avoidable retraces and recompiles: compilations beyond the first,
-        except a train/eval mode's own first compile (``Event.expected``)."""
+        except a train/eval mode's own first compile (``Event.expected``) and the entries of a
+        deliberate bucket set (``_core/buckets.py``: 16, 32, 48, each compiled once)."""
+        if self.bucketed:
+            return 0.0
         return sum(
             e.seconds
             for e in self.events
             if (e.kind == "retrace" or (e.kind == "compile" and e.reasons)) and not e.expected
         )
+
+    @property
+    def bucketed(self) -> bool:
+        """Every retrace is a shape of a deliberate bucket set, each compiled once."""
+        return bool(buckets.bucketed(self.events))
 
     @property
     def hit_rate(self) -> float | None:

@@ -121,6 +121,22 @@ def retrace_lines(
     message or fix costs what it takes on screen. A first reason too tall even
     alone loses its message before anything else.
     """
+    return retrace_block(fn, event, reasons, also, width)[0]
+
+
+def retrace_block(
+    fn: FunctionReport,
+    event: Event,
+    reasons: Sequence[Folded],
+    also: int = 0,
+    width: int | None = None,
+    later: frozenset[tuple[str, str, str, str]] = frozenset(),
+) -> tuple[list[Line], list[Folded]]:
+    """:func:`retrace_lines`, and the reasons that did not fit (a report shows them under a
+    later retrace that has them too, so that a distinct retrace never vanishes).
+
+    ``later``: fold keys of reasons a later retrace has: one that does not fit here with its
+    fix is left to that retrace instead of shrinking to one line."""
     label = RETRACE_LABELS.get(event.kind, event.kind).format(number=_retrace_number(fn, event))
     header = RETRACE_HEADER.format(
         call_site=event.call_site or fn.first_call_site,
@@ -133,16 +149,28 @@ def retrace_lines(
         also=ALSO_SUFFIX.format(n=also) if also else "",
     )
     lines: list[Line] = [(0, header, "cyan")]
-    ordered = sorted(reasons, key=lambda item: _reason_order(item[0]))
+    ordered = list(reasons)  # the explainer's order: the reason whose fix removes the trace first
     fixes: set[str] = set()
+    deferred: list[Folded] = []
     for shown, (reason, count, values) in enumerate(ordered):
         block = _reason_lines(reason, count, values, detailed=shown == 0, noun=_noun(fn, reason))
         if reason.fix and reason.fix not in fixes:
             block.append((4, FIX_LINE.format(fix=reason.fix), "green"))
         room = MAX_LINES_PER_RETRACE - _height(lines, width)
         room -= 1 if shown < len(ordered) - 1 else 0
+        if shown == 0 and _height(block, width) > room and len(block) > 1:
+            # the values on the head line first: the message (the why) goes last
+            merged = [_one_line(reason, count, values, _noun(fn, reason), None), *block[2:]]
+            if block[1][1] == values and _height(merged, width) < _height(block, width):
+                block = merged
         if shown == 0 and _height(block, width) > room and reason.message:
             block = [line for line in block if line[1] != reason.message]
+        if _height(block, width) > room and shown > 0:
+            if fold_key(reason) in later:
+                deferred.append((reason, count, values))
+                continue
+            # no room for its fix: one line still says what changed
+            block = [_one_line(reason, count, values, _noun(fn, reason))]
         if _height(block, width) > room:
             rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
             paths = ", ".join(shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
@@ -153,10 +181,29 @@ def retrace_lines(
                     "dim",
                 )
             )
-            break
-        fixes.add(reason.fix)
+            return lines, [*deferred, *ordered[shown:]]
+        if len(block) > 1 or shown == 0:
+            fixes.add(reason.fix)
         lines.extend(block)
-    return lines
+    return lines, deferred
+
+
+def _wrapped(indent: int, text: str, width: int | None) -> str:
+    pad = " " * indent
+    if width is None:
+        return pad + text
+    return textwrap.fill(
+        text, max(width, 40), initial_indent=pad, subsequent_indent=pad + "  ",
+        break_on_hyphens=False,
+    )  # fmt: skip
+
+
+def _one_line(reason: Reason, count: int, values: str, noun: str, limit: int | None = 40) -> Line:
+    counted = REASON_COUNT.format(n=count, noun=noun) if count > 1 else ""
+    where = reason.path or reason.argument
+    shown = values if limit is None else shorten(values, limit)
+    text = REASON_LINE.format(path=where, kind=reason.kind, count=counted, values=shown)
+    return (2, text, "bold")
 
 
 def _noun(fn: FunctionReport, reason: Reason) -> str:
@@ -197,8 +244,11 @@ def fallback(report: object) -> str:
     return FALLBACK.format(raw=raw)
 
 
-def render_retrace(fn: FunctionReport, event: Event) -> str:
+def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -> str:
     """One retrace as plain text for a log record or an error message (at most 8 lines).
+
+    ``width``: wrap every line at this many characters (a terminal's), continuation lines
+    indented under their line; ``None`` leaves lines whole.
 
     Example:
         >>> from jitlens._core.report import Event, FunctionReport
@@ -208,12 +258,13 @@ def render_retrace(fn: FunctionReport, event: Event) -> str:
           no difference found between the new cache key and the compiled ones (1 retrace(s))
     """
     try:
-        lines = retrace_lines(fn, event, [(r, 1, values_text(r)) for r in event.reasons])
+        folded = [(r, 1, values_text(r)) for r in event.reasons]
+        lines = retrace_lines(fn, event, folded, width=width)
         head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0][1])
-        body = [" " * indent + text for indent, text, _ in lines[1:]]
+        body = [(indent, text) for indent, text, _ in lines[1:]]
         if not event.reasons and event.kind != "trace":
-            body.append("  " + NO_REASON.format(n=1))
-        return "\n".join([head, *body])
+            body.append((2, NO_REASON.format(n=1)))
+        return "\n".join([_wrapped(0, head, width), *(_wrapped(i, t, width) for i, t in body)])
     except Exception:
         LOG.exception("jitlens: rendering a retrace failed")
         return fallback(event)

@@ -10,6 +10,7 @@ inside the jitted function), never a constant.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from functools import partial
 from typing import Any, TextIO
@@ -25,8 +26,8 @@ TRACES = {"buggy": 0, "fixed": 0}
 HEADER = 'jitlens demo: "When does recreating a model trigger nnx.jit recompilation?"'
 VARIANT = "{label}\n  {name}: {calls} calls, traced {traces}x, compiled {compiles}x, {hits} cache hits (counter inside the function: {truth} {traces_word})"
 EXERCISE = (
-    "jitlens.jit_forward(seed=0.0, x: f32[{n},{d}], features=4.0, num_calls=5.0) -> output shape {shape}, "
-    "dtype {dtype}\n  fwd: {calls} calls, traced {traces}x, {hits} cache hits"
+    "jitlens.jit_forward(seed=0.0, x: f32[{n},{d}], features=4.0, num_calls=5.0)\n"
+    "  -> output shape {shape}, dtype {dtype}\n  fwd: {calls} calls, traced {traces}x, {hits} cache hits"
 )
 
 
@@ -84,6 +85,11 @@ def _two_fresh_models(step: Any, cls: type) -> None:
         step(model)
 
 
+def _width() -> int:
+    """The terminal's width (``COLUMNS``), at most 100: the demo is read, not scrolled."""
+    return min(shutil.get_terminal_size((100, 24)).columns, 100)
+
+
 def run_demo(out: TextIO = sys.stdout) -> int:
     """Print the demo; return 0 when the measurements match the ground truth."""
     from .forward import jit_forward
@@ -125,7 +131,8 @@ def run_demo(out: TextIO = sys.stdout) -> int:
         for e in s.events:
             if e.kind == "retrace":
                 print("  why it compiled again:", file=out)
-                print("    " + render_retrace(s, e).replace("\n", "\n    "), file=out)
+                text = render_retrace(s, e, width=_width() - 4)
+                print("    " + text.replace("\n", "\n    "), file=out)
     fwd = [f for f in t.report().functions if f.name == "fwd"]
     if fwd:
         f = fwd[-1]

@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from html import escape
 
+from .._core import buckets
 from .._core.report import (
-    REASON_KINDS,
     Event,
     FunctionReport,
     Reason,
@@ -20,7 +20,7 @@ from .._core.report import (
     total_traces,
 )
 from .svg import entries_table, time_origin, time_span, timeline_svg
-from .text import fold_key, percent, sorted_functions
+from .text import bucketed_text, fold_key, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -341,7 +341,6 @@ def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
     """Folded retrace articles of one function and, per event index, the anchor explaining it."""
     retraces = [e for e in fn.events if e.kind != "trace"]
     every = [r for e in retraces for r in e.reasons]
-    rank = {kind: i for i, kind in enumerate(REASON_KINDS)}
     key: dict[int, str] = {}
     for i, e in enumerate(fn.events):
         key.setdefault(id(e), f"fn{fi}-ev{i}")  # an event listed twice keeps its first place
@@ -368,12 +367,15 @@ def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
             continue
         anchors[i] = home[fold_key(event.reasons[0])]
         if id(event) in own:
-            ordered = sorted(own.pop(id(event)), key=lambda item: rank.get(item[0].kind, len(rank)))
+            ordered = own.pop(id(event))  # the explainer's order: what removes the trace first
             seen: set[str] = set()
             items = [_reason_html(r, n, alike, seen) for r, n, alike in ordered]
             also = len(event.reasons) - len(items)
             articles.append(_retrace_html(fn, event, number, key[id(event)], items, also))
-    return "".join(articles), anchors
+    note = "".join(
+        f'<p class="legend">{escape(bucketed_text(b))}</p>' for b in buckets.bucketed(fn.events)
+    )
+    return note + "".join(articles), anchors
 
 
 def _stale_html(fn: FunctionReport, stale: StaleHit) -> str:
@@ -430,10 +432,10 @@ def _section(report: Report, fi: int, fn: FunctionReport, span: float, origin: f
     warnings = f"<h3>Warnings</h3>{stale}" if stale else ""
     return (
         f'<section class="function" id="fn{fi}" data-function="{escape(fn.qualname)}">'
-        f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>'
+        f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>{explained}{warnings}'
         f'<h3>Timeline <button type="button" class="jl-reset">reset zoom</button></h3>'
         f"{timeline_svg(fn, span, anchors, origin)}"
-        f"<h3>Compiled entries</h3>{entries_table(fn)}{explained}{warnings}</section>"
+        f"<h3>Compiled entries</h3>{entries_table(fn)}</section>"
     )
 
 
@@ -488,7 +490,7 @@ def _page(report: Report) -> str:
         f"</head>"
         f'<body><header><h1>jitlens report</h1><p class="meta">{escape(meta)}</p>{argv}</header>'
         f'<div id="jl-errors" hidden></div><div class="cards">{cards}</div>'
-        f"{_table(everything, ids)}{toggle}{_advice_panel(users, ids)}{LEGEND}{note}{sections}"
+        f"{_table(everything, ids)}{toggle}{LEGEND}{note}{sections}{_advice_panel(users, ids)}"
         f'<div id="jl-tip" role="tooltip" hidden></div><script>{JS}</script></body></html>'
     )
 

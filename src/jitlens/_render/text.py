@@ -16,6 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from .._core import buckets
 from .._core.report import (
     FunctionReport,
     Report,
@@ -30,6 +31,7 @@ from .._core.retrace_text import (
     Line,
     fallback,
     fold_key,
+    retrace_block,
     retrace_lines,
     stale_lines,
     values_text,
@@ -51,9 +53,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("lost s", "right"),
 )
 #: Columns given up, in this order, when the width cannot hold them all.
-DROPPABLE = ("compiles", "compile s", "trace s", "kind", "hit %")
+DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 #: The function column gets at least this many characters before others are dropped.
 MIN_NAME_WIDTH = 24
+#: A name's longest word is never broken below this width (``build_update_fn.<locals>.update``).
+MAX_WORD_WIDTH = 48
 TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
 HIDDEN = " ({n} internal hidden)"
 CAPTION = (
@@ -66,6 +70,11 @@ NO_FUNCTIONS_SEEN = (
 )
 WARNING_LINE = "warning: {text}"
 NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s)."
+BUCKETED = (
+    "`{path}` axis {axis} took {sizes} (multiples of {step}): a bounded set of buckets, each "
+    "compiled once; expected, not lost"
+)
+NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
@@ -122,16 +131,28 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
     )
     lines: list[Line] = [(0, header, "bold yellow")]
+    chosen = buckets.bucketed(fn.events)
+    if chosen:  # a deliberate bounded set of shapes: said so, not explained as a problem
+        lines += [(2, bucketed_text(s), "green") for s in chosen]
+        return lines
     every = [r for e in retraces for r in e.reasons]
     by_event: dict[int, list[Folded]] = {}
     for reason, count, first in fold_reasons(retraces):
         alike = [r for r in every if fold_key(r) == fold_key(reason) and r is not reason]
         by_event.setdefault(id(first), []).append((reason, count, values_text(reason, alike)))
-    for event in retraces:
-        if id(event) in by_event:
-            own = by_event.pop(id(event))  # an event listed twice is explained once
-            also = len(event.reasons) - len(own)
-            lines += _indented(retrace_lines(fn, event, own, also, _less(width, 2)), 2)
+    carried: list[Folded] = []  # cut from an earlier retrace, due under a later one that has it
+    for i, event in enumerate(retraces):
+        keys = {fold_key(r) for r in event.reasons}
+        due = [item for item in carried if fold_key(item[0]) in keys]
+        own = [*by_event.pop(id(event), []), *due]  # an event listed twice is explained once
+        if not own:
+            continue
+        carried = [item for item in carried if item not in due]
+        also = len(event.reasons) - len(own)
+        later = frozenset(fold_key(r) for e in retraces[i + 1 :] for r in e.reasons)
+        block, cut = retrace_block(fn, event, own, also, _less(width, 2), later)
+        lines += _indented(block, 2)
+        carried += [item for item in cut if fold_key(item[0]) in later]
     unexplained = [e for e in retraces if not e.reasons]
     if unexplained:
         lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
@@ -139,6 +160,12 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     for stale in fn.stale_hits:
         lines += _indented(stale_lines(fn, stale), 2)
     return lines
+
+
+def bucketed_text(b: buckets.SizeSet) -> str:
+    """What a deliberate bucket set is, in one sentence (text and HTML)."""
+    sizes = ", ".join(map(str, b.distinct))
+    return BUCKETED.format(path=b.path, axis=b.axis, sizes=sizes, step=buckets.bucket_step(b.sizes))
 
 
 def _less(width: int | None, indent: int) -> int | None:
@@ -247,7 +274,7 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
     natural = [
         max(len(name), *(len(row[i]) for row in rows)) + 2 for i, (name, _) in enumerate(COLUMNS)
     ]
-    natural[0] = min(natural[0], MIN_NAME_WIDTH + 2)
+    natural[0] = min(natural[0], max(MIN_NAME_WIDTH, _longest_word(rows)) + 2)
     width += 2  # no outer edge
     keep = list(range(len(COLUMNS)))
     for name in DROPPABLE:
@@ -255,6 +282,12 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
             break
         keep.remove([n for n, _ in COLUMNS].index(name))
     return keep
+
+
+def _longest_word(rows: Sequence[Sequence[str]]) -> int:
+    """The longest unbreakable part of a function name, capped at ``MAX_WORD_WIDTH``."""
+    words = [len(w) for row in rows for w in row[0].split()]
+    return min(max(words, default=0), MAX_WORD_WIDTH)
 
 
 def _table(
@@ -291,7 +324,8 @@ def _table(
     for i in keep:
         name, justify = COLUMNS[i]
         if i == 0:
-            table.add_column(name, min_width=min(longest, MIN_NAME_WIDTH), overflow="fold")
+            floor = max(min(longest, MIN_NAME_WIDTH), _longest_word(rows))
+            table.add_column(name, min_width=min(floor, width // 2), overflow="fold")
         else:
             table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for fn, row in zip(functions, rows, strict=True):
@@ -312,7 +346,9 @@ def _want_color(color: bool | None) -> bool:
 def _width(width: int | None) -> int:
     if width is not None:
         return max(40, width)
-    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns if _is_tty() else DEFAULT_WIDTH
+    if _is_tty() or os.environ.get("COLUMNS", "").isdigit():  # COLUMNS=80 is asked for
+        return max(40, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+    return DEFAULT_WIDTH
 
 
 def make_console(width: int, color: bool) -> Console:
@@ -346,12 +382,17 @@ def _render(
         console.print(_table(report, functions, include_internal, width))
         if more:
             console.print(MORE_FUNCTIONS.format(n=more))
+    explained = False
     for fn in functions:
         lines = _explanations(fn, width)
         if lines:
             console.print()
+            explained = True
         for indent, text, style in lines:
             console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    if functions and not explained and all(f.traces is not None for f in functions):
+        console.print()
+        console.print(Text(NO_RETRACES, style="green"))
     advice = advice_lines(functions)
     if advice:
         console.print()

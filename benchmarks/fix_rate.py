@@ -1,0 +1,662 @@
+"""Does every printed fix work? Apply it to the program, run it again, count.
+
+A corpus of small programs, each the faulty pattern of a public report or
+example (the shared cases of ``tests/cases``, flax/optax/bayesflow issues,
+optax's gradient-accumulation example). For each program this runs the faulty
+version under ``jitlens.track()``, takes the fix of every retrace's first
+reason (the headline), and applies it:
+
+* mechanically where the fix is code: each backticked statement of the fix
+  replaces the program's statement with the same target (``self.step = ...``,
+  ``self.step[...] += 1`` for ``self.step += 1``), wraps the value the program
+  had (``value`` in ``nnx.Variable(jnp.asarray(value, ...))``), or, when it
+  reads its own target (``acc = jnp.asarray(acc, ...)``), follows the
+  statement it retypes;
+* by the case's written rewrite where the fix is prose ("pad smaller batches",
+  "call ... in ``__call__``"), after checking the fix printed is that prose.
+
+The fixed program must trace once (a counter in the jitted body is the truth)
+and return the same outputs. A fix that says the compiles are expected
+("Expected once per optimizer build") is counted apart: nothing to apply, and
+the case says the compiles are the program's choice.
+
+    python benchmarks/fix_rate.py [-v]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import os
+import re
+import sys
+import tempfile
+import textwrap
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+import jitlens
+from jitlens._core import messages as M
+from jitlens._core import messages_frontend as F
+from jitlens._core import messages_static as S
+
+HEADER = """\
+import functools
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+TRACES = [0]
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A faulty program (``run()`` returns its outputs; jitted bodies bump ``TRACES[0]``)."""
+
+    name: str
+    origin: str
+    source: str
+    #: The fix template the headline must come from (``messages*`` constant name).
+    template: str
+    #: ``(old, new)`` text replacements that apply a prose fix; ``None``: apply it mechanically.
+    rewrite: tuple[tuple[str, str], ...] | None = None
+    #: The compiles are the program's choice: the fix must say "Expected", nothing is applied.
+    expected: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    case: str
+    template: str
+    how: str  # mechanical | rewrite | expected | wrong-template | not-applied
+    traces_before: int
+    traces_after: int | None
+    same_outputs: bool
+    fix: str
+
+    @property
+    def works(self) -> bool:
+        if self.how == "expected":
+            return True
+        ok = self.how in ("mechanical", "rewrite")
+        return ok and self.traces_after == 1 and self.same_outputs
+
+
+def _case(name: str, origin: str, template: str, source: str, **kw: Any) -> Case:
+    return Case(name, origin, HEADER + textwrap.dedent(source), template, **kw)
+
+
+CASES: tuple[Case, ...] = (
+    _case(
+        "step counter on a module",
+        "bayesflow-org/bayesflow#223; tests/cases/06",
+        "COUNTER_FIX",
+        """
+        class Model(nnx.Module):
+            def __init__(self):
+                self.linear = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
+                self.step = 0
+
+            def __call__(self, x):
+                self.step += 1
+                return self.linear(x) * self.step
+
+        @nnx.jit
+        def train_step(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            model = Model()
+            return [train_step(model, jnp.ones((2, 3))) for _ in range(4)]
+        """,
+    ),
+    _case(
+        "weakly typed metric Variable",
+        "hand-written NNX metric, `nnx.Variable(0.0)`",
+        "VAR_WEAK_FIX",
+        """
+        class Total(nnx.Module):
+            def __init__(self):
+                self.total = nnx.Variable(0.0)
+
+            def update(self, x):
+                self.total[...] = self.total[...] + x.sum()
+
+        @nnx.jit
+        def update(metric, x):
+            TRACES[0] += 1
+            metric.update(x)
+
+        def run():
+            metric = Total()
+            for i in range(3):
+                update(metric, jnp.full((2,), float(i)))
+            return metric.total[...]
+        """,
+    ),
+    _case(
+        "Python scalar carry fed back",
+        "tests/cases/15 (jax#4016-style loop carry)",
+        "WEAK_FIX",
+        """
+        @jax.jit
+        def accumulate(acc, x):
+            TRACES[0] += 1
+            return acc + x.sum()
+
+        def run():
+            acc = 0.0
+            for i in range(3):
+                acc = accumulate(acc, jnp.full((2,), float(i)))
+            return acc
+        """,
+    ),
+    _case(
+        "num_heads used as a shape, models rebuilt",
+        "google/flax#3863",
+        "SIZE_FIX",
+        """
+        class Attention(nnx.Module):
+            def __init__(self, num_heads):
+                self.num_heads = num_heads
+
+            def __call__(self, x):
+                return x.reshape(self.num_heads, -1).sum(0)
+
+        @nnx.jit
+        def forward(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            return [forward(Attention(h), jnp.ones(8)) for h in (2, 4)]
+        """,
+        expected=True,
+    ),
+    _case(
+        "functools.partial stored on a module",
+        "flax discussion 'When does recreating a model trigger nnx.jit recompilation?'; cases/01",
+        "PARTIAL_GRAPH_FIX",
+        """
+        class CNN(nnx.Module):
+            def __init__(self):
+                self.linear = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+                self.avg_pool = functools.partial(nnx.avg_pool, window_shape=(2,), strides=(2,))
+
+            def __call__(self, x):
+                return self.avg_pool(self.linear(x)[..., None])
+
+        @nnx.jit
+        def forward(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            return [forward(CNN(), jnp.ones((2, 4))) for _ in range(2)]
+        """,
+        rewrite=(
+            (
+                "        self.avg_pool = functools.partial(nnx.avg_pool, window_shape=(2,), "
+                "strides=(2,))\n",
+                "",
+            ),
+            (
+                "self.avg_pool(self.linear(x)[..., None])",
+                "nnx.avg_pool(self.linear(x)[..., None], window_shape=(2,), strides=(2,))",
+            ),
+        ),
+    ),
+    _case(
+        "ragged last batch",
+        "tests/cases/17",
+        "SHAPE_FIX",
+        """
+        @jax.jit
+        def loss(x):
+            TRACES[0] += 1
+            return (x**2).sum()
+
+        def run():
+            data = jnp.arange(20.0).reshape(10, 2)
+            return [loss(data[i : i + 4]) for i in range(0, 10, 4)]
+        """,
+        rewrite=(
+            ("def loss(x):", "def loss(x, mask):"),
+            ("return (x**2).sum()", "return ((x**2) * mask[:, None]).sum()"),
+            (
+                "return [loss(data[i : i + 4]) for i in range(0, 10, 4)]",
+                "return [loss(jnp.pad(data[i : i + 4], ((0, 4 - len(data[i : i + 4])), (0, 0))),"
+                " (jnp.arange(4) < len(data[i : i + 4])).astype(data.dtype))"
+                " for i in range(0, 10, 4)]",
+            ),
+        ),
+    ),
+    _case(
+        "int then float argument",
+        "tests/cases/18",
+        "DTYPE_FIX",
+        """
+        @jax.jit
+        def scale(x, decay):
+            TRACES[0] += 1
+            return x * decay
+
+        def run():
+            return [scale(jnp.ones(2), jnp.asarray(d)) for d in (1, 0.5)]
+        """,
+        rewrite=(("jnp.asarray(d)", "jnp.asarray(d, jnp.float32)"),),
+    ),
+    _case(
+        "static argument that changes every call",
+        "tests/cases/19",
+        "STATIC_ARG_FIX",
+        """
+        @functools.partial(jax.jit, static_argnames="temperature")
+        def softmax_t(logits, temperature):
+            TRACES[0] += 1
+            return jax.nn.softmax(logits / temperature)
+
+        def run():
+            return [softmax_t(jnp.ones(4), temperature=1.0 / (s + 1)) for s in range(3)]
+        """,
+        rewrite=(('@functools.partial(jax.jit, static_argnames="temperature")', "@jax.jit"),),
+    ),
+    _case(
+        "jax.jit(lambda) in a loop",
+        "tests/cases/21",
+        "NEW_LAMBDA_FIX",
+        """
+        def run():
+            outs = []
+            for i in range(3):
+                f = jax.jit(lambda x: (TRACES.__setitem__(0, TRACES[0] + 1), x * 2)[1])
+                outs.append(f(jnp.full((2,), float(i))))
+            return outs
+        """,
+        rewrite=(
+            (
+                "    outs = []\n",
+                "    outs = []\n    step_fn_jit = jax.jit("
+                "lambda x: (TRACES.__setitem__(0, TRACES[0] + 1), x * 2)[1])\n",
+            ),
+            (
+                "        f = jax.jit(lambda x: (TRACES.__setitem__(0, TRACES[0] + 1), x * 2)[1])\n",
+                "        f = step_fn_jit\n",
+            ),
+        ),
+    ),
+    _case(
+        "optional mask: None, then an array",
+        "tests/cases/24",
+        "NONE_FIX",
+        """
+        @jax.jit
+        def masked_mean(x, mask):
+            TRACES[0] += 1
+            if mask is None:
+                return x.mean()
+            return (x * mask).sum() / mask.sum()
+
+        def run():
+            x = jnp.arange(4.0)
+            return [masked_mean(x, m) for m in (None, jnp.ones(4), None)]
+        """,
+        rewrite=(("for m in (None, jnp.ones(4), None)", "for m in (jnp.ones(4),) * 3"),),
+    ),
+    _case(
+        "nnx.jit re-wrapped inside the loop",
+        "tests/cases/30",
+        "NEW_FUNCTION_FIX",
+        """
+        def train_step(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            model = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
+            return [nnx.jit(train_step)(model, jnp.ones((1, 3))) for _ in range(3)]
+        """,
+        rewrite=(
+            ("def run():\n", "train_step_jit = nnx.jit(train_step)\n\n\ndef run():\n"),
+            ("nnx.jit(train_step)(model", "train_step_jit(model"),
+        ),
+    ),
+    _case(
+        "sow intermediates never popped",
+        "tests/cases/09",
+        "SOW_FIX",
+        """
+        class Model(nnx.Module):
+            def __init__(self):
+                self.linear = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
+
+            def __call__(self, x):
+                y = self.linear(x)
+                self.sow(nnx.Intermediate, "hidden", y)
+                return y
+
+        @nnx.jit
+        def step(model, x):
+            TRACES[0] += 1
+            y = model(x)
+            return y
+
+        def run():
+            model = Model()
+            return [step(model, jnp.ones((2, 3))) for _ in range(3)]
+        """,
+        rewrite=(
+            (
+                "    y = model(x)\n    return y",
+                "    y = model(x)\n    nnx.pop(model, nnx.Intermediate)\n    return y",
+            ),
+        ),
+    ),
+    _case(
+        "Variable metadata written every step",
+        "tests/cases/11",
+        "VAR_META_FIX",
+        """
+        class Model(nnx.Module):
+            def __init__(self):
+                self.w = nnx.Param(jnp.ones((3,)), last_update=-1)
+
+            def __call__(self, x):
+                return x * self.w[...]
+
+        @nnx.jit
+        def step(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            model = Model()
+            outs = []
+            for i in range(3):
+                model.w.set_metadata(last_update=i)
+                outs.append(step(model, jnp.ones((3,))))
+            return outs
+        """,
+        rewrite=(
+            (
+                "        self.w = nnx.Param(jnp.ones((3,)), last_update=-1)\n",
+                "        self.w = nnx.Param(jnp.ones((3,)))\n"
+                "        self.last_update = nnx.Variable(jnp.array(-1))\n",
+            ),
+            ("model.w.set_metadata(last_update=i)", "model.last_update[...] = i"),
+        ),
+    ),
+    _case(
+        "module class defined in a factory",
+        "tests/cases/13",
+        "CLASS_FIX",
+        """
+        def make_model(seed):
+            class MLP(nnx.Module):
+                def __init__(self, rngs):
+                    self.l1 = nnx.Linear(3, 4, rngs=rngs)
+
+                def __call__(self, x):
+                    return self.l1(x)
+
+            return MLP(nnx.Rngs(seed))
+
+        @nnx.jit
+        def forward(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            return [forward(make_model(s), jnp.ones((1, 3))) for s in range(2)]
+        """,
+        rewrite=(
+            (
+                "def make_model(seed):\n    class MLP(nnx.Module):\n"
+                "        def __init__(self, rngs):\n            self.l1 = nnx.Linear(3, 4, rngs=rngs)\n\n"
+                "        def __call__(self, x):\n            return self.l1(x)\n\n",
+                "class MLP(nnx.Module):\n    def __init__(self, rngs):\n"
+                "        self.l1 = nnx.Linear(3, 4, rngs=rngs)\n\n    def __call__(self, x):\n"
+                "        return self.l1(x)\n\n\ndef make_model(seed):\n",
+            ),
+        ),
+    ),
+    _case(
+        "Python-float learning rate under eqx.filter_jit",
+        "equinox FAQ 'my function recompiles'; issue 26's 20-compile trial",
+        "eqx.SCALAR_FIX",
+        """
+        import equinox as eqx
+
+        @eqx.filter_jit
+        def sgd_step(w, lr):
+            TRACES[0] += 1
+            return w - lr * w
+
+        def run():
+            w = jnp.ones(3)
+            for i in range(3):
+                w = sgd_step(w, 0.1 / (i + 1))
+            return w
+        """,
+        rewrite=(("sgd_step(w, 0.1 / (i + 1))", "sgd_step(w, jnp.asarray(0.1 / (i + 1)))"),),
+    ),
+    _case(
+        "gradient accumulation: a new optimizer per fit",
+        "optax examples/gradient_accumulation.ipynb",
+        "OPTAX_STATE_FIX",
+        """
+        def build_update_fn(optimizer):
+            @jax.jit
+            def update(params, opt_state, batch):
+                TRACES[0] += 1
+                grads = jax.grad(lambda p: ((batch @ p) ** 2).mean())(params)
+                updates, opt_state = optimizer.update(grads, opt_state, params)
+                return optax.apply_updates(params, updates), opt_state
+
+            return update
+
+        def fit(optimizer, params, batches):
+            update = build_update_fn(optimizer)
+            opt_state = optimizer.init(params)
+            for batch in batches:
+                params, opt_state = update(params, opt_state, batch)
+            return params
+
+        def run():
+            data = jnp.ones((9, 2))
+            single = fit(optax.sgd(0.1), jnp.ones(2), [data])
+            multi = fit(optax.MultiSteps(optax.sgd(0.1), every_k_schedule=3), jnp.ones(2),
+                        [data[:3], data[3:6], data[6:]])
+            return single, multi
+        """,
+        expected=True,
+    ),
+    _case(
+        "nnx.Optimizer rebuilt with another optax chain",
+        "flax NNX training loop, one sweep run per optimizer",
+        "OPTAX_KIND_FIX",
+        """
+        @nnx.jit
+        def train_step(model, optimizer, x):
+            TRACES[0] += 1
+            grads = nnx.grad(lambda m: (m(x) ** 2).sum())(model)
+            optimizer.update(model, grads)
+
+        def run():
+            outs = []
+            for tx in (optax.sgd(0.1), optax.chain(optax.clip(1.0), optax.adam(1e-3))):
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                train_step(model, nnx.Optimizer(model, tx, wrt=nnx.Param), jnp.ones((2, 2)))
+                outs.append(model.kernel[...])
+            return outs
+        """,
+        expected=True,
+    ),
+)
+
+
+# ---------------------------------------------------------------- applying a printed fix
+
+
+def templates() -> dict[str, str]:
+    """Every fix template, by constant name (``eqx.`` for filter_jit's words)."""
+    out = {}
+    for prefix, mod in (("", M), ("", S), ("eqx.", F)):
+        for name, value in vars(mod).items():
+            if name.endswith("_FIX") and isinstance(value, str):
+                out.setdefault(prefix + name, value)
+    return out
+
+
+def made_from(name: str, fix: str) -> bool:
+    """Was ``fix`` made from the template ``name``?"""
+    parts = re.split(r"\{[^{}]*\}", " ".join(templates()[name].split()))
+    return re.search(".*?".join(map(re.escape, parts)), " ".join(fix.split()), re.S) is not None
+
+
+def _statements(source: str) -> list[ast.stmt]:
+    return [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.stmt)]
+
+
+def _target(node: ast.stmt) -> str | None:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return ast.unparse(node.targets[0])
+    if isinstance(node, ast.AugAssign):
+        return ast.unparse(node.target)
+    return None
+
+
+def _replace_lines(source: str, node: ast.stmt, text: str, *, after: bool = False) -> str:
+    lines = source.splitlines(keepends=True)
+    indent = lines[node.lineno - 1][: node.col_offset]
+    new = [indent + text + "\n"]
+    end = node.end_lineno or node.lineno
+    if after:
+        return "".join(lines[:end] + new + lines[end:])
+    return "".join(lines[: node.lineno - 1] + new + lines[end:])
+
+
+def _apply_one(source: str, snippet: str) -> str | None:
+    try:
+        (stmt,) = ast.parse(snippet).body
+    except (SyntaxError, ValueError):
+        return None
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
+        base = ast.unparse(stmt.target.value)  # `self.step[...] += 1` for `self.step += 1`
+        for node in _statements(source):
+            if isinstance(node, ast.AugAssign) and _target(node) == base:
+                return _replace_lines(source, node, snippet)
+        return None
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return None
+    target = ast.unparse(stmt.targets[0])
+    names = {ast.unparse(n) for n in ast.walk(stmt.value) if isinstance(n, ast.expr)}
+    for node in _statements(source):
+        if not isinstance(node, ast.Assign) or _target(node) != target:
+            continue
+        if "value" in names and isinstance(node.value, ast.Call) and node.value.args:
+            wrapped = ast.unparse(node.value.args[0])  # wrap the value the program had
+            return _replace_lines(source, node, re.sub(r"\bvalue\b", wrapped, snippet))
+        if target in names:  # `acc = jnp.asarray(acc, ...)`: retype right after it is made
+            return _replace_lines(source, node, snippet, after=True)
+        return _replace_lines(source, node, snippet)
+    return None
+
+
+def apply_fix(source: str, fix: str) -> str | None:
+    """``source`` with every backticked statement of ``fix`` applied, or None if none applies."""
+    changed = None
+    for snippet in re.findall(r"`([^`]+)`", fix):
+        new = _apply_one(changed or source, snippet)
+        if new is not None:
+            changed = new
+    return changed
+
+
+# ---------------------------------------------------------------- running a case
+
+
+def _execute(source: str, name: str) -> tuple[int, Any, list[jitlens.Reason]]:
+    """Run ``source``'s ``run()`` tracked: (ground-truth traces, outputs, headline reasons)."""
+    fd, path = tempfile.mkstemp(prefix="fixcase_", suffix=".py")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(source)
+    try:
+        ns: dict[str, Any] = {"__name__": f"fixcase_{abs(hash(name))}", "__file__": path}
+        with jitlens.track() as t:
+            exec(compile(source, path, "exec"), ns)  # the corpus is this file's
+            outputs = ns["run"]()
+        heads = [e.reasons[0] for f in t.report().user_functions() for e in f.events if e.reasons]
+        return ns["TRACES"][0], outputs, heads
+    finally:
+        os.unlink(path)
+
+
+def _same(a: Any, b: Any) -> bool:
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    return len(la) == len(lb) and all(
+        np.allclose(np.asarray(x), np.asarray(y), rtol=1e-5) for x, y in zip(la, lb, strict=True)
+    )
+
+
+def check(case: Case) -> Outcome:
+    """Run ``case``, apply its headline fix, run the fixed program, compare."""
+    traces, outputs, heads = _execute(case.source, case.name)
+    fixes = list(dict.fromkeys(r.fix for r in heads))
+    fix = fixes[0] if fixes else ""
+    if not fix or not made_from(case.template, fix):
+        return Outcome(case.name, case.template, "wrong-template", traces, None, False, fix)
+    if case.expected:
+        how = "expected" if fix.startswith("Expected") else "wrong-template"
+        return Outcome(case.name, case.template, how, traces, None, True, fix)
+    if case.rewrite is None:
+        fixed, how = apply_fix(case.source, fix), "mechanical"
+    else:
+        fixed, how = case.source, "rewrite"
+        for old, new in case.rewrite:
+            fixed = fixed.replace(old, new) if old in fixed else None
+            if fixed is None:
+                break
+    if fixed is None:
+        return Outcome(case.name, case.template, "not-applied", traces, None, False, fix)
+    after, fixed_outputs, _ = _execute(fixed, case.name + " (fixed)")
+    return Outcome(case.name, case.template, how, traces, after, _same(outputs, fixed_outputs), fix)
+
+
+def measure(cases: tuple[Case, ...] = CASES) -> list[Outcome]:
+    return [check(c) for c in cases]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every fix")
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    outcomes = measure()
+    for o in outcomes:
+        after = "-" if o.traces_after is None else o.traces_after
+        mark = "ok " if o.works else "BAD"
+        print(f"{mark} {o.case:48} {o.how:14} traces {o.traces_before} -> {after}  {o.template}")
+        if args.verbose or not o.works:
+            print(textwrap.indent(textwrap.fill(o.fix, 96), "      "))
+    code = [o for o in outcomes if o.how != "expected"]
+    working = sum(o.works for o in code)
+    expected = len(outcomes) - len(code)
+    print(
+        f"\n{working}/{len(code)} printed code fixes remove the retrace and keep the outputs "
+        f"({sum(o.how == 'mechanical' for o in code)} applied mechanically); {expected} "
+        f"expected compiles said so; corpus of {len(outcomes)} programs, "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
+    return 0 if working == len(code) and all(o.works for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

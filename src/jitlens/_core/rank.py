@@ -1,0 +1,106 @@
+"""A diff's reasons read with the rest of the key: what causes what, and what the earlier keys say.
+
+``explain.diff_keys`` finds every difference between two keys; some of them
+are consequences of another (a new optax optimizer gives its state a new
+structure), and some read differently once the earlier compiled keys are
+known (a static going 0, 1, 2, 3 is a counter). This module rewords and
+orders them so that the reason whose fix alone removes the retrace leads,
+and a fix names who makes the value (optax, not the user's ``__init__``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import messages as M
+from . import messages_static as S
+from .key import Entry, Key, Path, render_path
+from .report import REASON_KINDS, Reason
+
+_ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
+_STRUCTURE_KINDS = ("graph_structure", "pytree_structure")
+_NNX_OPTIMIZER = "nnx.Optimizer"
+_OPTAX_MADE = M.OPTAX_STATE_FIX.split("{", 1)[0]
+
+
+def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> list[Reason]:
+    """``reasons`` (one diff of ``o`` -> ``n``), most decisive first: by kind, except that a new
+    optimizer (``optimizer.tx``) leads the state changes it causes."""
+    reasons = [_optax_made(r, o, n) for r in reasons]
+    tx_changed = any(_is_optax_transform(r) for r in reasons)
+    made = [r for r in reasons if r.fix.startswith(_OPTAX_MADE)]
+    if tx_changed and made:  # another kind of optimizer: inject_hyperparams would not help
+        reasons = [M.optax_kind(r, made[0].path) if _is_optax_transform(r) else r for r in reasons]
+    return sorted(
+        reasons,
+        key=lambda r: (
+            tx_changed and r.fix.startswith(_OPTAX_MADE),
+            _ORDER.get(r.kind, len(_ORDER)),
+        ),
+    )
+
+
+def _optax_made(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> Reason:
+    """A structure change in state optax builds (an optimizer's ``opt_state``): worded so."""
+    if r.kind not in _STRUCTURE_KINDS:
+        return r
+    cls = _optax_class(r.path, o) or _optax_class(r.path, n)
+    return M.optax_state(r, "" if cls == _NNX_OPTIMIZER else cls) if cls else r
+
+
+def _optax_class(path: str, entries: dict[Path, Entry]) -> str:
+    """The optax class at or right below ``path`` (or above it), ``nnx.Optimizer`` when
+    ``path`` is in an nnx.Optimizer's ``opt_state``, else ""."""
+    p = next((q for q in entries if render_path(q) == path), None)
+    if p is None:
+        return ""
+    if ("attr", "opt_state") in p:
+        owner = entries.get(p[: p.index(("attr", "opt_state"))])
+        if owner is not None and module_of(owner).startswith("flax.nnx.training"):
+            return _NNX_OPTIMIZER
+    for q, e in entries.items():
+        near = (q[: len(p)] == p and len(q) - len(p) <= 2) or p[: len(q)] == q
+        if near and e.kind == "node" and module_of(e).startswith("optax"):
+            return e.type_name
+    return ""
+
+
+def module_of(e: Entry) -> str:
+    """The module of ``e``'s class ("" when unknown)."""
+    t = e.type_ref() if e.type_ref is not None else None
+    return getattr(t, "__module__", "") or ""
+
+
+def _is_optax_transform(r: Reason) -> bool:
+    return r.kind == "identity_static" and "optax transform" in r.message
+
+
+def with_history(r: Reason, new: Key, old: Key | None, live: Sequence[Key]) -> Reason:
+    """``r`` reworded from every compiled key when it is a module's static number: a counter
+    (0, 1, 2, ...) is then one reason with one fix, however many retraces it causes."""
+    if r.kind != "static_value" or old is None:
+        return r
+    index = {render_path(p): p for p in new.entries}
+    p = index.get(r.path)
+    en, eo = new.entries.get(p) if p else None, old.entries.get(p) if p else None
+    if p is None or en is None or eo is None or not en.in_graph or len(p) < 2:
+        return r
+    if en.static is None or eo.static is None or not S.is_number(en.static.value()):
+        return r
+    parent = new.entries.get(p[:-1])
+    attr = str(p[-1][1])
+    flax_layer = (
+        parent is not None and parent.kind == "node" and module_of(parent).startswith("flax.")
+    )
+    if attr in S.MODE_FLAGS or flax_layer:
+        return r
+    values = [v for k in live if (v := _static_value(k, p)) is not None and S.is_number(v)]
+    return S.static_value(
+        r.argument, r.path, attr, eo.static, en.static, in_graph=True,
+        history=[*values, en.static.value()],
+    )  # fmt: skip
+
+
+def _static_value(k: Key, p: Path) -> object:
+    e = k.entries.get(p)
+    return e.static.value() if e is not None and e.static is not None else None
