@@ -70,7 +70,7 @@ def _nnx_canary(np: Any) -> list[str]:
 
     counter = [0]
 
-    class JitlensCanary(nnx.Module):
+    class JitlensCanary(nnx.Module):  # noqa: JL004 - built once per canary process
         def __init__(self) -> None:
             self.w = nnx.Param(np.ones((1,), np.float32))
 
