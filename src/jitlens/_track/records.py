@@ -14,8 +14,8 @@ import threading
 import time
 from typing import Any
 
-from .._core.key import Key
-from .._core.report import Event, FunctionReport, Reason, StaleHit
+from .._core.key import Key, flat_key
+from .._core.report import KEY_ENTRIES_MAX, Event, FunctionReport, Reason, StaleHit
 from .._core.retrace_text import render_retrace
 from .state import weak
 
@@ -49,6 +49,7 @@ class EventBuilder:
         "key",
         "kind",
         "lower_seconds",
+        "persistent_cache",  # jitlens diff (issue 23): the persistent cache's outcome
         "persistent_cache_hit",
         "reasons",
         "record",
@@ -77,6 +78,7 @@ class EventBuilder:
         self.explain_seconds = 0.0
         self.compiled = False
         self.persistent_cache_hit = False
+        self.persistent_cache = ""  # set by _track/pcache.py (issue 23)
         self.entry = 0
         self.key: Key | None = None
         self.jax_name = ""
@@ -99,6 +101,8 @@ class EventBuilder:
             persistent_cache_hit=self.persistent_cache_hit,
             entry=self.entry,
             thread=self.thread,
+            persistent_cache=self.persistent_cache,  # issue 23: jitlens diff
+            key=flat_key(self.key, KEY_ENTRIES_MAX),  # issue 23: jitlens diff
         )
 
 
