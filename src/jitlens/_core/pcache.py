@@ -2,7 +2,8 @@
 
 JAX's persistent cache fails quietly: a folder that is set but never
 written, entries below a threshold skipped at DEBUG log level, a cache
-enabled after the process's first compile (JAX decides once per process),
+enabled after the process's first compile (JAX decides once per process, and
+on jax 0.10 only the folder may come later),
 a backend that cannot serialise executables. :func:`diagnose` reads a run's
 :class:`~._core.runinfo.RunInfo` (JAX's own monitoring counts, its settings,
 the folder's contents) and returns one :class:`CacheNote` per cause, with
@@ -23,9 +24,9 @@ MESSAGES: dict[str, str] = {
     "is False: nothing is read or written",
     "backend": "the persistent cache is on ({dir}) but the {platform} backend cannot serialize "
     "executables: JAX never consults it",
-    "too_late": "the persistent cache folder is set ({dir}) but JAX decided at this process's "
-    "first compile, before it was set, not to use a cache: {compiles} compiles, none consulted "
-    "it",
+    "too_late": "the persistent cache is on ({dir}) but JAX decided at this process's first "
+    "compile, while jax_enable_compilation_cache was False, not to use it (once per process): "
+    "{compiles} compiles, none consulted it",
     "read_only": "the persistent cache folder {dir} is not writable by this process: "
     "{requests} compiles consulted it, nothing was written",
     "not_process_0": "only process 0 writes persistent cache entries; this is process {index}: "
@@ -46,8 +47,9 @@ FIXES: dict[str, str] = {
     "disabled": 'jax.config.update("jax_enable_compilation_cache", True)',
     "backend": "run on a backend that supports the persistent cache (TPU, GPU, or a CPU "
     "jaxlib that serializes executables); or leave the cache off",
-    "too_late": 'call jax.config.update("jax_compilation_cache_dir", ...) before the first '
-    "jitted call, or set JAX_COMPILATION_CACHE_DIR in the environment",
+    "too_late": "enable the cache before the first jitted call: "
+    'jax.config.update("jax_enable_compilation_cache", True) at start-up, or '
+    "JAX_ENABLE_COMPILATION_CACHE=1 in the environment",
     "read_only": "point jax_compilation_cache_dir at a folder this process can write (or let "
     "one writer fill it first)",
     "not_process_0": "share the folder between hosts so process 0's entries are read here; "
@@ -64,7 +66,7 @@ FIXES: dict[str, str] = {
 SETTINGS: dict[str, str] = {
     "disabled": "jax_enable_compilation_cache",
     "backend": "backend",
-    "too_late": "jax_compilation_cache_dir",
+    "too_late": "jax_enable_compilation_cache",
     "read_only": "jax_compilation_cache_dir",
     "not_process_0": "process_index",
     "min_compile_time": "jax_persistent_cache_min_compile_time_secs",

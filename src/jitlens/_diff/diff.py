@@ -1,0 +1,468 @@
+"""``jitlens diff``: why did this run compile again when the last one did not?
+
+Two reports of the same program, BEFORE and AFTER. Functions are matched by
+``qualname`` and ``defined_at`` (then, for a function whose line moved, by
+``qualname`` and file when that is unique on both sides). For each one:
+
+* the compiled entries (signatures) only one run has, and for a new entry
+  the key paths that differ from the closest old one (shape, dtype, weak
+  type, sharding, static value, structure: ``_core.messages``' words);
+* entries both runs have that one read from the persistent cache and the
+  other compiled; what changed outside the program that JAX hashes into the
+  persistent-cache key (``jax/_src/cache_key.py``: jaxlib, the platform and
+  its version, the XLA flags, compile options from the config, the devices);
+  when nothing did, the computation itself changed, or the entry left the folder;
+* when both runs compiled, why the cache could not help (``_core.pcache``).
+
+A function is *worse* when it gained traces or compiles; ``jitlens diff``
+exits 1 then, so CI can keep a baseline report and fail the change that adds
+compiles.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+from .._core import messages
+from .._core.report import Event, FunctionReport, Reason, Report, load_report
+from .._core.runinfo import RunInfo
+from .model import Counts, EntryChange, FunctionDiff, ReportDiff, RunChange
+
+#: An aval as ``_core.key`` writes it: ``f32[4,3]{weak}@NamedSharding(...)``.
+_AVAL = re.compile(
+    r"^(?P<dtype>[^\[\s]+)\[(?P<shape>[\d,]*)\](?P<weak>\{weak\})?(?:@(?P<sharding>.*))?$"
+)
+_ROOT = re.compile(r"[A-Za-z_]\w*")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+|(?<=@…)[0-9a-f]{4}")
+
+UNSET = "unset"
+STATIC_MSG = "`{path}` is {before} in BEFORE and {after} in AFTER; each static value compiles."
+STATIC_FIX = "Pass `{path}` with the value of the baseline run, or accept one compile per value."
+STRUCTURE_MSG = "`{path}` is {before} in BEFORE and {after} in AFTER: a new key structure."
+STRUCTURE_FIX = "Pass the same structure (keys, lengths, None vs array) as the baseline run."
+
+GAINED = "`{name}` {what} in AFTER"
+CAUSE_ENTRY = "new entry {signature}: {reasons}"
+CAUSE_KEY = "compiled again, loaded from the persistent cache in BEFORE: {changes}"
+CAUSE_KEY_NONE = (
+    "compiled again, loaded from the persistent cache in BEFORE, with the same versions, XLA "
+    "flags, key config and devices: the computation itself changed (the function's code or "
+    "what it calls), or its entry left {folder}"
+)
+CAUSE_SAME = "compiled the same entries more often ({signatures})"
+CAUSE_NO_CACHE = "compiled in both runs: {note}"
+BETTER = "`{name}` {what} in AFTER"
+FIX_KEY = (
+    "run with the baseline's {what} ({before}); or, if the change is meant, make this run's "
+    "report the new baseline (its entries are in the cache now)"
+)
+FIX_KEY_NONE = (
+    "if the code did not change, keep the cache folder between runs and check "
+    "jax_compilation_cache_max_size; else make this run's report the new baseline"
+)
+FIX_SAME = "see `jitlens report AFTER.json` for why each compile came back within the run"
+
+
+# ------------------------------------------------------------------ matching
+
+
+def _file(defined_at: str) -> str:
+    return defined_at.rsplit(":", 1)[0]
+
+
+def _match(
+    before: Sequence[FunctionReport], after: Sequence[FunctionReport]
+) -> list[tuple[FunctionReport | None, FunctionReport | None]]:
+    """Pairs by (qualname, defined_at) in order of creation; then by (qualname, file) if unique."""
+    table: dict[tuple[str, str], list[FunctionReport]] = {}
+    for fn in before:
+        table.setdefault((fn.qualname, fn.defined_at), []).append(fn)
+    pairs: list[tuple[FunctionReport | None, FunctionReport | None]] = []
+    unmatched: list[FunctionReport] = []
+    for fn in after:
+        olds = table.get((fn.qualname, fn.defined_at))
+        if olds:
+            pairs.append((olds.pop(0), fn))
+        else:
+            unmatched.append(fn)
+    left = [fn for fns in table.values() for fn in fns]
+
+    def by_file(fns: Sequence[FunctionReport]) -> dict[tuple[str, str], list[FunctionReport]]:
+        out: dict[tuple[str, str], list[FunctionReport]] = {}
+        for f in fns:
+            out.setdefault((f.qualname, _file(f.defined_at)), []).append(f)
+        return out
+
+    old_files, new_files = by_file(left), by_file(unmatched)
+    moved = set()
+    for k, news in new_files.items():
+        olds = old_files.get(k, [])
+        if len(news) == 1 and len(olds) == 1:
+            pairs.append((olds[0], news[0]))
+            moved.update((id(olds[0]), id(news[0])))
+    pairs += [(f, None) for f in left if id(f) not in moved]
+    pairs += [(None, f) for f in unmatched if id(f) not in moved]
+    return pairs
+
+
+# ------------------------------------------------------------------ keys
+
+
+def _normalise(text: str) -> str:
+    return _ADDRESS.sub("0x…", text)
+
+
+def _signature_pairs(signature: str) -> tuple[tuple[str, str], ...]:
+    """``x: f32[4], n=3`` -> ``(("x", "f32[4]"), ("n", "3"))``, brackets respected."""
+    parts, depth, cur = [], 0, ""
+    for ch in signature:
+        depth += ch in "([{<"
+        depth -= ch in ")]}>"
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    out = []
+    for p in parts:
+        m = re.match(r"^([A-Za-z_]\w*)(?:: |=)(.*)$", p)
+        if m:
+            out.append((m.group(1), m.group(2)))
+    return tuple(out)
+
+
+def _key(e: Event) -> dict[str, str]:
+    return dict(e.key) if e.key else dict(_signature_pairs(e.signature))
+
+
+def _arg(path: str) -> str:
+    m = _ROOT.match(path)
+    return m.group(0) if m else path
+
+
+def _reason(path: str, before: str | None, after: str | None) -> Reason:
+    arg = _arg(path)
+    if before is None or after is None:
+        b, a = before or "absent", after or "absent"
+        return Reason(
+            "pytree_structure",
+            arg,
+            path,
+            b,
+            a,
+            STRUCTURE_MSG.format(path=path, before=b, after=a),
+            STRUCTURE_FIX,
+        )
+    mb, ma = _AVAL.match(before), _AVAL.match(after)
+    if mb and ma:
+        if mb["dtype"] != ma["dtype"]:
+            return messages.dtype(arg, path, before, after, ma["dtype"], mb["dtype"])
+        if mb["shape"] != ma["shape"]:
+            return messages.shape(arg, path, before, after)
+        if bool(mb["weak"]) != bool(ma["weak"]):
+            return messages.weak_type(arg, path, before, after, ma["dtype"], bool(ma["weak"]))
+        return messages.sharding(
+            arg, path, mb["sharding"] or "default", ma["sharding"] or "default"
+        )
+    return Reason(
+        "static_value",
+        arg,
+        path,
+        before,
+        after,
+        STATIC_MSG.format(path=path, before=before, after=after),
+        STATIC_FIX.format(path=path),
+    )
+
+
+def key_reasons(before: dict[str, str], after: dict[str, str]) -> tuple[Reason, ...]:
+    """The paths whose entries differ between two keys, most decisive kind first."""
+    from .._core.report import REASON_KINDS
+
+    found = [
+        _reason(p, before.get(p), after.get(p))
+        for p in (*before, *(p for p in after if p not in before))
+        if before.get(p) != after.get(p)
+    ]
+    return tuple(sorted(found, key=lambda r: REASON_KINDS.index(r.kind)))
+
+
+def _closest(e: Event, olds: Sequence[Event]) -> Event | None:
+    if not olds:
+        return None
+    new = _key(e)
+    return max(olds, key=lambda o: sum(1 for p, t in _key(o).items() if new.get(p) == t))
+
+
+# ------------------------------------------------------------------ runs
+
+
+def run_changes(before: RunInfo, after: RunInfo) -> tuple[RunChange, ...]:
+    """What differs between the runs outside the program; ``in_key`` for the key's inputs."""
+    out = []
+    for what, field in (
+        ("jax version", "jax_version"),
+        ("jaxlib version", "jaxlib_version"),
+        ("platform", "platform"),
+        ("platform version", "platform_version"),
+        ("device kind", "device_kind"),
+        ("device count", "device_count"),
+    ):
+        b, a = getattr(before, field), getattr(after, field)
+        if b is not None and a is not None and b != a:
+            out.append(RunChange(what, str(b), str(a)))
+    flags_b = dict(_flag(f) for f in before.key_flags)
+    flags_a = dict(_flag(f) for f in after.key_flags)
+    for name in sorted(set(flags_b) | set(flags_a)):
+        if flags_b.get(name) != flags_a.get(name):
+            out.append(
+                RunChange(f"XLA flag {name}", flags_b.get(name, UNSET), flags_a.get(name, UNSET))
+            )
+    for name in sorted(set(before.config) | set(after.config)):
+        if name in before.config and name in after.config:
+            if before.config[name] != after.config[name]:
+                b, a = before.config[name], after.config[name]
+                out.append(RunChange(name, str(b), str(a)))
+    pb, pa = before.persistent_cache, after.persistent_cache
+    for what, b, a in (
+        ("jax_compilation_cache_dir", pb.dir, pa.dir),
+        ("jax_enable_compilation_cache", pb.enabled, pa.enabled),
+    ):
+        if b != a:
+            out.append(RunChange(what, str(b), str(a), in_key=False))
+    return tuple(out)
+
+
+def _flag(word: str) -> tuple[str, str]:
+    name, eq, value = word.partition("=")
+    return name, value if eq else "true"
+
+
+# ------------------------------------------------------------------ functions
+
+
+def _counts(fn: FunctionReport) -> Counts:
+    return Counts(fn.calls, fn.traces, fn.compiles, fn.persistent_cache_hits)
+
+
+def _by_signature(fn: FunctionReport) -> dict[str, list[Event]]:
+    out: dict[str, list[Event]] = {}
+    for e in fn.events:
+        out.setdefault(_normalise(e.signature), []).append(e)
+    return out
+
+
+def _loaded(events: Sequence[Event]) -> bool:
+    compiled = [e for e in events if e.compiled]
+    return bool(compiled) and all(e.persistent_cache_hit for e in compiled)
+
+
+def _entries(before: FunctionReport, after: FunctionReport) -> list[EntryChange]:
+    old, new = _by_signature(before), _by_signature(after)
+    out = []
+    old_events = [e for e in before.events if e.compiled or e.kind != "compile"]
+    for sig, events in new.items():
+        if sig not in old:
+            near = _closest(events[0], old_events)
+            reasons = key_reasons(_key(near), _key(events[0])) if near is not None else ()
+            out.append(EntryChange("new", sig, near.signature if near else "", reasons))
+        elif _loaded(old[sig]) and any(e.compiled and not e.persistent_cache_hit for e in events):
+            out.append(EntryChange("cache_miss", sig))
+        elif _loaded(events) and any(e.compiled and not e.persistent_cache_hit for e in old[sig]):
+            out.append(EntryChange("cache_hit", sig))
+    out += [EntryChange("vanished", sig) for sig in old if sig not in new]
+    return out
+
+
+def _more(a: int | None, b: int | None) -> bool:
+    return a is not None and b is not None and a > b
+
+
+def _what(b: Counts, a: Counts) -> tuple[list[str], list[str]]:
+    gained, lost = [], []
+    for label, x, y in (("traced", b.traces, a.traces), ("compiled", b.compiles, a.compiles)):
+        if _more(y, x):
+            gained.append(f"{label} {x}x -> {y}x")
+        elif _more(x, y):
+            lost.append(f"{label} {x}x -> {y}x")
+    return gained, lost
+
+
+def _function(
+    before: FunctionReport,
+    after: FunctionReport,
+    changes: Sequence[RunChange],
+    after_run: RunInfo | None,
+) -> FunctionDiff:
+    b, a = _counts(before), _counts(after)
+    entries = _entries(before, after)
+    gained, lost = _what(b, a)
+    causes: list[str] = []
+    fix = ""
+    for ch in entries:
+        if ch.kind == "new" and ch.reasons and gained:
+            shown = "; ".join(
+                f"{r.path} {r.before} -> {r.after} ({r.kind})" for r in ch.reasons[:3]
+            )
+            causes.append(CAUSE_ENTRY.format(signature=ch.signature, reasons=shown))
+            fix = fix or ch.reasons[0].fix
+    if any(ch.kind == "cache_miss" for ch in entries):
+        in_key = [c for c in changes if c.in_key]
+        if in_key:
+            shown = "; ".join(f"{c.what} {c.before} -> {c.after}" for c in in_key[:4])
+            causes.append(CAUSE_KEY.format(changes=shown))
+            fix = fix or FIX_KEY.format(what=in_key[0].what, before=in_key[0].before)
+        else:
+            folder = after_run.persistent_cache.dir if after_run else None
+            causes.append(CAUSE_KEY_NONE.format(folder=folder or "the cache folder"))
+            fix = fix or FIX_KEY_NONE
+    if gained and not causes:
+        sigs = ", ".join(sorted({_normalise(e.signature) for e in after.events})[:3])
+        causes.append(CAUSE_SAME.format(signatures=sigs))
+        fix = FIX_SAME
+    if gained:
+        status = "worse"
+        head = GAINED.format(name=after.qualname, what=", ".join(gained))
+    elif lost:
+        status = "better"
+        head = BETTER.format(name=after.qualname, what=", ".join(lost))
+    else:
+        status = "changed" if entries else "same"
+        head = ""
+        notes = after_run.notes if after_run is not None else ()
+        if notes and a.compiles:
+            head = CAUSE_NO_CACHE.format(note=notes[0].message)
+            fix = notes[0].fix
+    message = head + (": " + "; ".join(causes) if causes and head else "")
+    return FunctionDiff(
+        name=after.name,
+        qualname=after.qualname,
+        defined_at=after.defined_at,
+        status=status,
+        before=b,
+        after=a,
+        entries=tuple(entries),
+        message=message,
+        fix=fix,
+        defined_at_before=before.defined_at if before.defined_at != after.defined_at else "",
+    )
+
+
+def diff_reports(
+    before: Report,
+    after: Report,
+    *,
+    sources: Sequence[str] = (),
+    include_internal: bool = False,
+) -> ReportDiff:
+    """Compare two runs' reports: per function, what changed and why.
+
+    Args:
+        before: The baseline run's report.
+        after: The run to judge.
+        sources: Where the two reports came from (file names), for the text.
+        include_internal: Also compare JAX's and Flax's own helpers.
+
+    Returns:
+        A :class:`~jitlens._diff.model.ReportDiff`; its ``worse`` functions
+        gained traces or compiles.
+
+    Example:
+        >>> from jitlens._core.report import Report
+        >>> r = Report(2, "0", "0", "0", "cpu", 0, 1, "h", 0.0, 1.0, ())
+        >>> diff_reports(r, r).worse
+        ()
+
+    See also:
+        ``jitlens merge`` compares the processes of one run, not two runs.
+    """
+    names = list(sources) if len(sources) == 2 else ["BEFORE", "AFTER"]
+
+    def rows(r: Report) -> list[FunctionReport]:
+        return [f for f in r.functions if include_internal or not f.internal]
+
+    unknowns = [
+        f"{name} has no run section (written by an older jitlens): environments not compared"
+        for name, r in zip(names, (before, after), strict=True)
+        if r.run is None
+    ]
+    changes = run_changes(before.run, after.run) if before.run and after.run else ()
+    functions = []
+    for old, new in _match(rows(before), rows(after)):
+        if old is not None and new is not None:
+            functions.append(_function(old, new, changes, after.run))
+        elif new is not None:
+            functions.append(_lonely(new, "new"))
+        elif old is not None:
+            functions.append(_lonely(old, "gone"))
+    order = {s: i for i, s in enumerate(("worse", "better", "changed", "new", "gone", "same"))}
+    functions.sort(key=lambda f: order[f.status])
+    return ReportDiff(
+        before_source=names[0],
+        after_source=names[1],
+        functions=tuple(functions),
+        run_changes=tuple(changes),
+        notes_before=before.run.notes if before.run else (),
+        notes_after=after.run.notes if after.run else (),
+        unknowns=tuple(unknowns),
+    )
+
+
+def _lonely(fn: FunctionReport, status: str) -> FunctionDiff:
+    counts = _counts(fn)
+    return FunctionDiff(
+        name=fn.name,
+        qualname=fn.qualname,
+        defined_at=fn.defined_at,
+        status=status,
+        before=counts if status == "gone" else None,
+        after=counts if status == "new" else None,
+    )
+
+
+def diff(
+    before: Report | str | os.PathLike[str],
+    after: Report | str | os.PathLike[str],
+    *,
+    include_internal: bool = False,
+) -> ReportDiff:
+    """Why did this run compile again when the last one did not? Two runs' reports compared.
+
+    Args:
+        before: The baseline run: a :class:`jitlens.Report` or the path of its JSON.
+        after: The run to judge, likewise.
+        include_internal: Also compare JAX's and Flax's own helpers.
+
+    Returns:
+        A ``ReportDiff``: ``str()`` is the text ``jitlens diff`` prints; ``.worse``
+        lists the functions that gained traces or compiles (``jitlens diff`` exits 1).
+
+    Raises:
+        ReportError: a path that is not a readable jitlens report.
+
+    Example:
+        >>> import jitlens
+        >>> from jitlens._core.report import Report
+        >>> r = Report(2, "0", "0", "0", "cpu", 0, 1, "h", 0.0, 1.0, ())
+        >>> jitlens.diff(r, r).worse
+        ()
+
+    See also:
+        ``jitlens.merge_reports`` compares the processes of one run.
+    """
+    from . import render as _render  # registers str(ReportDiff)
+
+    del _render
+    reports, sources = [], []
+    for r in (before, after):
+        if isinstance(r, Report):
+            reports.append(r)
+            sources.append("BEFORE" if not sources else "AFTER")
+        else:
+            reports.append(load_report(r))
+            sources.append(os.fspath(r))
+    return diff_reports(reports[0], reports[1], sources=sources, include_internal=include_internal)
