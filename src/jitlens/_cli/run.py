@@ -19,11 +19,14 @@ import traceback
 import types
 from typing import Any
 
+from .gather import GATHER_HELP, check_options, write_gathered  # issue 23
+
 #: jitlens' own directory (its frames are hidden from the program's tracebacks).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 USAGE = (
-    "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--include-internal] [--quiet] "
+    "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--gather PATH] [--include-internal] "
+    "[--quiet] "
     "(SCRIPT.py | -m MODULE) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
@@ -54,6 +57,7 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         action="store_true",
         help="no summary on stderr (report files are still written)",
     )
+    p.add_argument("--gather", metavar="PATH", help=GATHER_HELP)  # issue 23
     p.add_argument(
         "-m",
         dest="module",
@@ -64,7 +68,7 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
 
 
 #: jitlens run's options that take a value (``--json PATH`` or ``--json=PATH``).
-_VALUE_OPTIONS = ("--json", "--html", "--trace")
+_VALUE_OPTIONS = ("--json", "--html", "--trace", "--gather")
 
 
 def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
@@ -114,7 +118,7 @@ def anchor_outputs(args: Any, cwd: str | None = None) -> None:
     from .._track.process import anchor_path
 
     args.launch_cwd = cwd or os.getcwd()
-    for name in ("json", "html", "trace"):
+    for name in ("json", "html", "trace", "gather"):
         value = getattr(args, name, None)
         if value:
             setattr(args, name, anchor_path(value, cwd))
@@ -163,6 +167,7 @@ def main(argv: list[str]) -> int:
     args.module = module if module is not None else args.module
     args.target = program
     anchor_outputs(args)
+    check_options(p, args)  # issue 23: --gather
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
     code_obj = None
@@ -223,8 +228,12 @@ def _finish(tracker: Any, args: argparse.Namespace, outcome: Outcome) -> None:
     try:
         tracker.stop()
         report = tracker.report()
-        written = write_outputs(report, args)
         failed = outcome.code != 0 or outcome.exception is not None
+        if getattr(args, "gather", None):  # issue 23: one merged report on process 0
+            clean = not failed and outcome.signal is None
+            written = write_gathered(report, args, clean, write_outputs, _shown)
+        else:
+            written = write_outputs(report, args)
         if not args.quiet and (report.functions or not failed):
             from .._render.text import render_text
 
