@@ -147,7 +147,7 @@ def test_a_changed_xla_flag_exits_1_naming_the_function_and_the_flag(
     assert code == 1, out
     assert "WORSE  step" in out
     assert "XLA flag --xla_cpu_enable_fast_math unset -> true" in out
-    assert "loaded from the persistent cache in BEFORE" in out
+    assert "BEFORE read it from the persistent cache; the key changed with XLA flag" in out
     (worse,) = diff_reports(runs["warm"].report, flag.report).worse
     assert (worse.qualname, worse.before.compiles, worse.after.compiles) == ("step", 0, 1)
     assert [e.kind for e in worse.entries] == ["cache_miss"]

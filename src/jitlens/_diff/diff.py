@@ -45,11 +45,11 @@ STRUCTURE_FIX = "Pass the same structure (keys, lengths, None vs array) as the b
 
 GAINED = "`{name}` {what} in AFTER"
 CAUSE_ENTRY = "new entry {signature}: {reasons}"
-CAUSE_KEY = "compiled again, loaded from the persistent cache in BEFORE: {changes}"
+CAUSE_KEY = "BEFORE read it from the persistent cache; the key changed with {changes}"
 CAUSE_KEY_NONE = (
-    "compiled again, loaded from the persistent cache in BEFORE, with the same versions, XLA "
-    "flags, key config and devices: the computation itself changed (the function's code or "
-    "what it calls), or its entry left {folder}"
+    "BEFORE read it from the persistent cache, and the versions, XLA flags, key config and "
+    "devices are the same: the computation itself changed (the function's code or what it "
+    "calls), or its entry left {folder}"
 )
 CAUSE_SAME = "compiled the same entries more often ({signatures})"
 CAUSE_NO_CACHE = "compiled in both runs: {note}"

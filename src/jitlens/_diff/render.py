@@ -48,6 +48,8 @@ STATUS_WORDS = {
     "gone": "gone",
 }
 UNCHANGED = "{n} function(s) unchanged"
+#: Run notes the diff itself answers ("none of the old entries matched": here is why).
+DIFF_EXPLAINS = ("no_hits",)
 
 
 def _n(value: int | None) -> str:
@@ -123,7 +125,8 @@ def diff_lines(d: ReportDiff) -> list[str]:
             )
     elif not d.unknowns:
         lines.append(RUN_NONE)
-    for side, notes in (("in BEFORE", d.notes_before), ("in AFTER", d.notes_after)):
+    for side, all_notes in (("in BEFORE", d.notes_before), ("in AFTER", d.notes_after)):
+        notes = [n for n in all_notes if n.kind not in DIFF_EXPLAINS]
         if notes:
             lines.append(NOTES_HEADER.format(side=side))
             lines += [NOTE_LINE.format(message=n.message, fix=n.fix) for n in notes]
