@@ -251,3 +251,79 @@ def test_a_line_shift_still_matches(runs: dict[str, Run]) -> None:
     moved = dataclasses.replace(warm, functions=(shifted,))
     (fn,) = diff_reports(warm, moved).functions
     assert (fn.status, fn.defined_at_before) == ("same", step.defined_at)
+
+
+def test_a_remote_cache_folder_is_unknown_not_read_only() -> None:
+    from jitlens._track.runinfo import _folder
+
+    assert _folder("gs://bucket/jax-cache", 0.0) == {}
+    assert diagnose(_pc(dir="gs://bucket/jax-cache", dir_writable=None, dir_exists=None))[
+        0
+    ].kind == ("min_compile_time")
+
+
+def _report(flags: tuple[str, ...], rows: int, hit: bool, traces: int | None = 1) -> Report:
+    from jitlens._core.report import Event, FunctionReport
+
+    event = Event(
+        call_index=0,
+        kind="trace",
+        call_site="train.py:9",
+        signature=f"x: f32[{rows}], n=3",
+        compiled=True,
+        persistent_cache_hit=hit,
+        persistent_cache="hit" if hit else "written",
+        key=(("x", f"f32[{rows}]"), ("n", "3")),
+    )
+    step = FunctionReport(
+        "step", "step", "jax.jit", "train.py:4", "train.py:9", 2, traces, 0 if hit else 1, 1,
+        int(hit), 0.0, 0.0, 0.0, (event,),
+    )  # fmt: skip
+    run = RunInfo(jax_version="0.10.2", jaxlib_version="0.10.2", key_flags=flags)
+    return Report(2, "0", "0.10.2", "0", "cpu", 0, 1, "h", 0.0, 1.0, (step,), run=run)
+
+
+GOLDEN_FLAG = """\
+jitlens diff: base.json -> new.json: 1 function(s) gained traces or compiles
+outside the program (what the persistent-cache key hashes):
+  XLA flag --xla_cpu_enable_fast_math: unset -> true
+
+WORSE  step (train.py:4)
+  traces 1 -> 1, compiles 0 -> 1, from the persistent cache 1 -> 0
+  compiled again (BEFORE read it from the persistent cache): x: f32[4], n=3
+  `step` compiled 0x -> 1x in AFTER: BEFORE read it from the persistent cache; the key changed \
+with XLA flag --xla_cpu_enable_fast_math unset -> true
+  fix: run with the baseline's XLA flag --xla_cpu_enable_fast_math (unset); or, if the change \
+is meant, make this run's report the new baseline (its entries are in the cache now)
+"""
+GOLDEN_SHAPE = """\
+jitlens diff: base.json -> new.json: 1 function(s) gained traces or compiles
+outside the program: same versions, XLA flags, key config and devices
+
+WORSE  step (train.py:4)
+  traces 1 -> 1, compiles 0 -> 1, from the persistent cache 1 -> 0
+  new entry: x: f32[8], n=3  (closest in BEFORE: x: f32[4], n=3)
+    x  shape: f32[4] -> f32[8]
+  gone entry: x: f32[4], n=3
+  `step` compiled 0x -> 1x in AFTER: new entry x: f32[8], n=3: x f32[4] -> f32[8] (shape)
+  fix: Keep shapes fixed: pad smaller batches to the largest shape (and mask the padding), or \
+bucket lengths to a few sizes so each compiles once.
+"""
+
+
+def test_golden_text() -> None:
+    from jitlens._diff.render import render_diff_text
+
+    base = _report((), 4, hit=True)
+    sources = ["base.json", "new.json"]
+    flag = diff_reports(base, _report((FLAG,), 4, hit=False), sources=sources)
+    assert render_diff_text(flag) == GOLDEN_FLAG
+    shape = diff_reports(base, _report((), 8, hit=False), sources=sources)
+    assert render_diff_text(shape) == GOLDEN_SHAPE
+    unknown = diff_reports(base, _report((), 4, hit=True, traces=None))
+    (fn,) = unknown.functions
+    assert (fn.status, fn.message) == (
+        "same",
+        "cannot compare: AFTER could not count traces on its JAX version (shown as ?)",
+    )
+    assert json.loads(flag.to_json())["worse"] == 1

@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 
 from .._core import messages
-from .._core.report import Event, FunctionReport, Reason, Report, load_report
+from .._core.report import REASON_KINDS, Event, FunctionReport, Reason, Report, load_report
 from .._core.runinfo import RunInfo
 from .model import Counts, EntryChange, FunctionDiff, ReportDiff, RunChange
 
@@ -53,6 +53,7 @@ CAUSE_KEY_NONE = (
 )
 CAUSE_SAME = "compiled the same entries more often ({signatures})"
 CAUSE_NO_CACHE = "compiled in both runs: {note}"
+UNKNOWN_COUNTS = "cannot compare: {side} could not count {what} on its JAX version (shown as ?)"
 BETTER = "`{name}` {what} in AFTER"
 FIX_KEY = (
     "run with the baseline's {what} ({before}); or, if the change is meant, make this run's "
@@ -181,8 +182,6 @@ def _reason(path: str, before: str | None, after: str | None) -> Reason:
 
 def key_reasons(before: dict[str, str], after: dict[str, str]) -> tuple[Reason, ...]:
     """The paths whose entries differ between two keys, most decisive kind first."""
-    from .._core.report import REASON_KINDS
-
     found = [
         _reason(p, before.get(p), after.get(p))
         for p in (*before, *(p for p in after if p not in before))
@@ -264,10 +263,9 @@ def _loaded(events: Sequence[Event]) -> bool:
 def _entries(before: FunctionReport, after: FunctionReport) -> list[EntryChange]:
     old, new = _by_signature(before), _by_signature(after)
     out = []
-    old_events = [e for e in before.events if e.compiled or e.kind != "compile"]
     for sig, events in new.items():
         if sig not in old:
-            near = _closest(events[0], old_events)
+            near = _closest(events[0], before.events)
             reasons = key_reasons(_key(near), _key(events[0])) if near is not None else ()
             out.append(EntryChange("new", sig, near.signature if near else "", reasons))
         elif _loaded(old[sig]) and any(e.compiled and not e.persistent_cache_hit for e in events):
@@ -332,9 +330,9 @@ def _function(
         head = BETTER.format(name=after.qualname, what=", ".join(lost))
     else:
         status = "changed" if entries else "same"
-        head = ""
+        head = _unknown(b, a)
         notes = after_run.notes if after_run is not None else ()
-        if notes and a.compiles:
+        if not head and notes and a.compiles:
             head = CAUSE_NO_CACHE.format(note=notes[0].message)
             fix = notes[0].fix
     message = head + (": " + "; ".join(causes) if causes and head else "")
@@ -350,6 +348,14 @@ def _function(
         fix=fix,
         defined_at_before=before.defined_at if before.defined_at != after.defined_at else "",
     )
+
+
+def _unknown(b: Counts, a: Counts) -> str:
+    for side, c in (("BEFORE", b), ("AFTER", a)):
+        missing = [w for w in ("traces", "compiles") if getattr(c, w) is None]
+        if missing:
+            return UNKNOWN_COUNTS.format(side=side, what=" and ".join(missing))
+    return ""
 
 
 def diff_reports(

@@ -26,13 +26,15 @@ from .state import internal_failure
 
 #: JAX's cache files end so (``<module>-<sha256>-cache``; ``-atime`` files track use).
 ENTRY_SUFFIX = "-cache"
+#: A cache folder JAX reaches through a file-system URL (``gs://bucket/cache``).
+REMOTE = "://"
 #: A file modified this long before the tracker opened still counts as this run's (clock skew).
 MTIME_SLACK_SECONDS = 1.0
 
 
 def _folder(path: str | None, since: float) -> dict[str, Any]:
-    if not path:
-        return {}
+    if not path or REMOTE in path:
+        return {}  # gs://, s3://...: JAX's own file system layer, not listed here (unknown)
     out: dict[str, Any] = {"dir_exists": os.path.isdir(path)}
     if not out["dir_exists"]:
         parent = os.path.dirname(os.path.abspath(path))
