@@ -327,3 +327,9 @@ def test_golden_text() -> None:
         "cannot compare: AFTER could not count traces on its JAX version (shown as ?)",
     )
     assert json.loads(flag.to_json())["worse"] == 1
+    import dataclasses
+
+    old = diff_reports(dataclasses.replace(base, run=None), base)
+    assert old.unknowns == (
+        "BEFORE has no run section (written by an older jitlens): environments not compared",
+    )
