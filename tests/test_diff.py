@@ -233,6 +233,9 @@ def test_diagnose_names_each_condition() -> None:
     assert [n.setting for n in diagnose(_pc())] == ["jax_persistent_cache_min_compile_time_secs"]
     assert [n.kind for n in diagnose(_pc(dir_writable=False))] == ["read_only"]
     assert [n.kind for n in diagnose(_pc(), process_index=1)] == ["not_process_0"]
+    assert diagnose(_pc(entries=3), process_index=1) == ()  # a shared folder process 0 filled
+    assert diagnose(_pc(requests=0, used=None)) == ()  # no record of JAX's decision: no claim
+    assert [n.kind for n in diagnose(_pc(requests=0, used=False))] == ["too_late"]
     assert [n.kind for n in diagnose(_pc(enabled=False))] == ["disabled"]
     assert [n.kind for n in diagnose(_pc(writes=2, entries_written=()))] == ["rejected"]
     assert [n.kind for n in diagnose(_pc(min_compile_time_secs=0.0, writes=2, entries=4,

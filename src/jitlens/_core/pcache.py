@@ -29,8 +29,8 @@ MESSAGES: dict[str, str] = {
     "{compiles} compiles, none consulted it",
     "read_only": "the persistent cache folder {dir} is not writable by this process: "
     "{requests} compiles consulted it, nothing was written",
-    "not_process_0": "only process 0 writes persistent cache entries; this is process {index}: "
-    "{requests} compiles consulted the cache, none hit",
+    "not_process_0": "only process 0 writes persistent cache entries, and this process's "
+    "folder ({dir}) stayed empty: process {index} compiles everything on every run",
     "min_compile_time": "nothing was written to the persistent cache ({dir}): every compile "
     "took less than jax_persistent_cache_min_compile_time_secs={threshold:g} s (longest "
     "{longest:.3f} s)",
@@ -52,8 +52,8 @@ FIXES: dict[str, str] = {
     "JAX_ENABLE_COMPILATION_CACHE=1 in the environment",
     "read_only": "point jax_compilation_cache_dir at a folder this process can write (or let "
     "one writer fill it first)",
-    "not_process_0": "share the folder between hosts so process 0's entries are read here; "
-    "nothing to change if it is shared",
+    "not_process_0": "point every host's jax_compilation_cache_dir at one shared folder (a "
+    "network filesystem or a gs:// path) so process 0's entries are read here",
     "min_compile_time": 'jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)',
     "min_entry_size": 'jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)',
     "not_written": 'rerun with jax.config.update("jax_explain_cache_misses", True): JAX logs '
@@ -103,13 +103,14 @@ def diagnose(run: RunInfo, process_index: int = 0) -> tuple[CacheNote, ...]:
     if pc.requests == 0:
         if run.supports_serialization is False:
             return (_note("backend", platform=run.platform or "?", **where),)
-        if pc.used is not True:
+        if pc.used is False:  # JAX's own record: decided at the first compile
             return (_note("too_late", compiles=pc.compiles, **where),)
         return ()
     if pc.hits or pc.writes is None:
         return ()
     if pc.writes == 0:
-        return (_not_written(run, process_index, where),)
+        found = _not_written(run, process_index, where)
+        return (found,) if found is not None else ()
     if pc.dir_exists and not pc.entries_written:
         return (_note("rejected", writes=pc.writes, **where),)
     held = (pc.entries or 0) - len(pc.entries_written)
@@ -118,12 +119,14 @@ def diagnose(run: RunInfo, process_index: int = 0) -> tuple[CacheNote, ...]:
     return ()
 
 
-def _not_written(run: RunInfo, process_index: int, where: dict[str, object]) -> CacheNote:
+def _not_written(run: RunInfo, process_index: int, where: dict[str, object]) -> CacheNote | None:
     pc = run.persistent_cache
     if pc.dir_writable is False:
         return _note("read_only", **where)
     if process_index != 0:
-        return _note("not_process_0", **where)
+        # JAX checks this before any threshold. A shared folder holds process 0's entries
+        # by the end (nothing to say); an empty one is this host's own, never written.
+        return _note("not_process_0", **where) if pc.entries == 0 else None
     threshold = pc.min_compile_time_secs
     longest = pc.longest_compile_seconds
     if threshold is not None and longest is not None and longest < threshold:

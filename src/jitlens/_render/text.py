@@ -83,7 +83,7 @@ ADVICE_SAVING = ", saves ~{seconds:.2f} s"
 ADVICE_FIX = "fix: {fix}"
 ADVICE_MORE = "also: {kinds}"
 #: Why the persistent cache could not help (``Report.run.notes``, issue 23).
-CACHE_NOTE = "persistent cache: {message}"
+CACHE_NOTE = "{message}"
 CACHE_FIX = "fix: {fix}"
 
 
