@@ -336,3 +336,33 @@ def test_golden_text() -> None:
     assert old.unknowns == (
         "BEFORE has no run section (written by an older jitlens): environments not compared",
     )
+
+
+def test_nnx_keys_name_the_parameter_path() -> None:
+    """In one process: two trackers' reports of an nnx.jit function with models of two sizes."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    traces = [0]
+
+    @nnx.jit
+    def fwd(model: nnx.Linear, x: jnp.ndarray) -> jnp.ndarray:
+        traces[0] += 1
+        return model(x)
+
+    reports = []
+    for n in (3, 5):
+        with jitlens.track() as t:
+            fwd(nnx.Linear(n, 2, rngs=nnx.Rngs(0)), jnp.ones((1, n)))
+        reports.append(t.report())
+    assert traces[0] == 2
+    (fn,) = diff_reports(*reports).functions
+    (new,) = [e for e in fn.entries if e.kind == "new"]
+    shapes = {(r.path, r.before, r.after) for r in new.reasons if r.kind == "shape"}
+    assert shapes == {
+        ("model.kernel.value", "f32[3,2]", "f32[5,2]"),
+        ("x", "f32[1,3]", "f32[1,5]"),
+    }
+    assert ("model.in_features", "3", "5") in {(r.path, r.before, r.after) for r in new.reasons}
+    key = dict(reports[0].function("fwd").events[0].key)
+    assert key["model.kernel"].startswith("Param(")

@@ -510,5 +510,10 @@ def flat_key(key: Key | None, limit: int = 400) -> tuple[tuple[str, str], ...]:
             break
         if entry.kind == "passed":
             continue
-        out.append((render_path(path), _ADDR.sub("", _entry_text(entry))))
+        if entry.kind in ("node", "var") and entry.meta:
+            meta = ", ".join(f"{k}={v.key_text}" for k, v in entry.meta)
+            text = f"{entry.type_name}({meta})"
+        else:
+            text = _entry_text(entry)
+        out.append((render_path(path), _ADDR.sub("", text)))
     return tuple(out)
