@@ -5,7 +5,8 @@ program prints what JAX itself did (its monitoring events per module, a
 counter in the jitted body), the folder shows what JAX stored. The runs are
 shared by every test (one module-scoped fixture, three rounds of parallel
 processes): cold, warm (its repeat), warm with an XLA flag, warm with a new
-shape; a folder whose min entry size keeps everything out (twice); a cache
+shape, warm from a copy of the folder (another path), warm from the folder with an
+entry made unreadable; a folder whose min entry size keeps everything out (twice); a cache
 enabled after the first compile.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -42,6 +44,8 @@ RUNS: dict[str, tuple[dict[str, str], int]] = {
     "never2": ({"PCACHE_DIR": "tiny", "PCACHE_MIN_ENTRY": HUGE}, 1),
     "flag": ({"PCACHE_DIR": "cache", "XLA_FLAGS": FLAG}, 2),
     "shape": ({"PCACHE_DIR": "cache", "PCACHE_ROWS": "8"}, 2),
+    "corrupt": ({"PCACHE_DIR": "cache", "CWD": "other"}, 2),
+    "moved": ({"PCACHE_DIR": "moved"}, 2),
 }
 TIMEOUT = 180.0
 
@@ -66,7 +70,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     base["JAX_PLATFORMS"] = "cpu"
     done: dict[str, Run] = {}
+    outputs: dict[str, str] = {}
     for round_ in range(3):
+        if round_ == 2:
+            # the warm folder copied to another path; and to the same relative path from
+            # another directory (the same key), with its entry for `step` made unreadable
+            shutil.copytree(workdir / "cache", workdir / "moved")
+            shutil.copytree(workdir / "cache", workdir / "other" / "cache")
+            (entry,) = (workdir / "other" / "cache").glob("jit_step-*-cache")
+            entry.write_bytes(b"not an executable")
         procs = {}
         for name, (env, r) in RUNS.items():
             if r != round_:
@@ -74,7 +86,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
             cmd = [sys.executable, "-m", "jitlens", "run", "-q", "--json", f"{name}.json"]
             procs[name] = subprocess.Popen(
                 [*cmd, str(PROGRAM)],
-                cwd=workdir,
+                cwd=workdir / env.get("CWD", ""),
                 env={**base, **env},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -89,7 +101,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
                     p.kill()
                 pytest.fail(f"{name}: ran over {TIMEOUT} s")
             assert proc.returncode == 0, f"{name}:\n{out}"
-            done[name] = Run(name, workdir, out)
+            outputs[name] = out
+        for name in procs:  # the folders once every run of the round has ended
+            done[name] = Run(name, workdir / RUNS[name][0].get("CWD", ""), outputs[name])
     return done
 
 
@@ -141,8 +155,9 @@ def test_a_changed_xla_flag_exits_1_naming_the_function_and_the_flag(
 ) -> None:
     flag = runs["flag"]
     assert flag.jax_step()["compiles"] == 1 and flag.jax_step()["pcache_hits"] == 0
-    steps = [n for n in flag.folder if n.startswith("jit_step-")]
-    assert len(steps) == 3  # cold's, shape's, and the flag's own key: JAX saw a new key
+    assert flag.jax_step()["pcache_writes"] == 1  # JAX wrote it under a new key
+    written = {n for n in flag.report.run.persistent_cache.entries_written if "step" in n}
+    assert written and not written & set(runs["warm"].folder)
     code, out = _diff(capsys, runs["warm"], flag)
     assert code == 1, out
     assert "WORSE  step" in out
@@ -197,6 +212,34 @@ def test_a_cache_enabled_after_the_first_compile_is_named(runs: dict[str, Run]) 
     assert "before the first jitted call" in note.fix
 
 
+def test_an_entry_jax_cannot_read_back_is_named(runs: dict[str, Run]) -> None:
+    corrupt = runs["corrupt"]
+    # JAX found the key, failed to read the entry, compiled and "wrote" it (its cache kept
+    # the old file: the next run fails the same way)
+    assert corrupt.jax_step() == {"compiles": 1, "pcache_hits": 0, "pcache_writes": 1}
+    (entry,) = [n for n in runs["warm"].folder if n.startswith("jit_step-")]
+    assert entry in corrupt.folder
+    pc = corrupt.report.run.persistent_cache
+    assert pc.entries_unreadable == (entry,)
+    (note,) = corrupt.report.run.notes
+    assert (note.kind, note.setting) == ("unreadable", "jax_raise_persistent_cache_errors")
+    assert entry in note.message and "jax#38445" in note.message
+    assert runs["warm"].report.run.persistent_cache.entries_unreadable == ()
+
+
+def test_a_copied_cache_folder_is_a_new_key(
+    runs: dict[str, Run], capsys: pytest.CaptureFixture[str]
+) -> None:
+    moved = runs["moved"]
+    # JAX itself: the copy held the warm run's entry, yet compiled and wrote another key
+    assert moved.jax_step() == {"compiles": 1, "pcache_hits": 0, "pcache_writes": 1}
+    assert set(runs["warm"].folder) < set(moved.folder)
+    code, out = _diff(capsys, runs["warm"], moved)
+    assert code == 1, out
+    assert "  jax_compilation_cache_dir: cache -> moved\n" in out  # in the key, no "(not in"
+    assert "the key changed with jax_compilation_cache_dir cache -> moved" in out
+
+
 # ------------------------------------------------------------------ without processes
 
 
@@ -239,7 +282,9 @@ def test_diagnose_names_each_condition() -> None:
     assert [n.kind for n in diagnose(_pc(enabled=False))] == ["disabled"]
     assert [n.kind for n in diagnose(_pc(writes=2, entries_written=()))] == ["rejected"]
     assert [n.kind for n in diagnose(_pc(min_compile_time_secs=0.0, writes=2, entries=4,
-                                         entries_written=("a", "b")))] == ["no_hits"]  # fmt: skip
+                                         entries_before=2, entries_written=("a", "b")))] == [
+        "no_hits"
+    ]  # fmt: skip
     assert diagnose(_pc(hits=1)) == ()
     assert diagnose(_pc(dir=None)) == ()
     assert diagnose(_pc(requests=None)) == ()  # not counted: no evidence, no note
@@ -259,7 +304,7 @@ def test_a_line_shift_still_matches(runs: dict[str, Run]) -> None:
 def test_a_remote_cache_folder_is_unknown_not_read_only() -> None:
     from jitlens._track.runinfo import _folder
 
-    assert _folder("gs://bucket/jax-cache", 0.0) == {}
+    assert _folder("gs://bucket/jax-cache", 0.0, ()) == {}
     assert diagnose(_pc(dir="gs://bucket/jax-cache", dir_writable=None, dir_exists=None))[
         0
     ].kind == ("min_compile_time")

@@ -4,7 +4,8 @@ JAX's persistent cache fails quietly: a folder that is set but never
 written, entries below a threshold skipped at DEBUG log level, a cache
 enabled after the process's first compile (JAX decides once per process, and
 on jax 0.10 only the folder may come later),
-a backend that cannot serialise executables. :func:`diagnose` reads a run's
+a backend that cannot serialise executables, entries it cannot read back
+(jax#38445: every CPU entry rejected on reload). :func:`diagnose` reads a run's
 :class:`~._core.runinfo.RunInfo` (JAX's own monitoring counts, its settings,
 the folder's contents) and returns one :class:`CacheNote` per cause, with
 the fix; none when the cache worked or was never turned on (the advisor's
@@ -40,6 +41,9 @@ MESSAGES: dict[str, str] = {
     "consulted it and JAX stored none",
     "rejected": "JAX wrote {writes} persistent cache entries but none is in {dir}: the cache "
     "dropped them",
+    "unreadable": "{n} persistent cache entries in {dir} had this run's key but JAX could not "
+    "read them: it compiled again and kept the old file, so every run compiles (e.g. "
+    "{example}; on CPU see jax#38445)",
     "no_hits": "the persistent cache ({dir}) held {held} entries from earlier runs and none "
     "matched this run's {requests} compiles: their keys differ",
 }
@@ -60,6 +64,8 @@ FIXES: dict[str, str] = {
     "why each entry was skipped (host callbacks such as jax.debug.print are never cached)",
     "rejected": 'rerun with jax.config.update("jax_raise_persistent_cache_errors", True) to see '
     "the write error; check jax_compilation_cache_max_size",
+    "unreadable": 'rerun with jax.config.update("jax_raise_persistent_cache_errors", True) to '
+    "see the read error; delete the folder if entries are corrupt",
     "no_hits": "compare with the earlier run's report: `jitlens diff BEFORE.json AFTER.json` "
     "names what changed (XLA flags, versions, config, devices, shapes)",
 }
@@ -73,6 +79,7 @@ SETTINGS: dict[str, str] = {
     "min_entry_size": "jax_persistent_cache_min_entry_size_bytes",
     "not_written": "",
     "rejected": "jax_compilation_cache_max_size",
+    "unreadable": "jax_raise_persistent_cache_errors",
     "no_hits": "cache key",
 }
 
@@ -106,6 +113,9 @@ def diagnose(run: RunInfo, process_index: int = 0) -> tuple[CacheNote, ...]:
         if pc.used is False:  # JAX's own record: decided at the first compile
             return (_note("too_late", compiles=pc.compiles, **where),)
         return ()
+    if pc.entries_unreadable:
+        n, example = len(pc.entries_unreadable), pc.entries_unreadable[0]
+        return (_note("unreadable", n=n, example=example, **where),)
     if pc.hits or pc.writes is None:
         return ()
     if pc.writes == 0:
@@ -113,9 +123,8 @@ def diagnose(run: RunInfo, process_index: int = 0) -> tuple[CacheNote, ...]:
         return (found,) if found is not None else ()
     if pc.dir_exists and not pc.entries_written:
         return (_note("rejected", writes=pc.writes, **where),)
-    held = (pc.entries or 0) - len(pc.entries_written)
-    if held > 0:
-        return (_note("no_hits", held=held, **where),)
+    if pc.entries_before:
+        return (_note("no_hits", held=pc.entries_before, **where),)
     return ()
 
 

@@ -61,11 +61,18 @@ class PersistentCache:
     hits: int | None = None
     writes: int | None = None
     #: The folder: does it exist, can this process write it, how many entries
-    #: (``*-cache`` files) at the end, and which were written during this run.
+    #: (``*-cache`` files) at the end, and which were written while this run was
+    #: open (by it, or by another process sharing the folder).
     dir_exists: bool | None = None
     dir_writable: bool | None = None
     entries: int | None = None
+    #: Entries the folder held when this process first consulted it (jitlens' own
+    #: self-check entries left out).
+    entries_before: int | None = None
     entries_written: tuple[str, ...] = ()
+    #: Entries the folder held for a function whose compile JAX then wrote to the
+    #: cache, no new file appearing: the key matched and the entry could not be read.
+    entries_unreadable: tuple[str, ...] = ()
     #: Backend compiles of this run (with or without the cache), and their longest time.
     compiles: int | None = None
     longest_compile_seconds: float | None = None
@@ -108,7 +115,8 @@ def runinfo_from_dict(data: Any, where: str = "run") -> RunInfo:
     """Rebuild :class:`RunInfo` from its JSON form (unknown keys are ignored: newer writers)."""
     kw = _fields(RunInfo, data, where)
     pc = _fields(PersistentCache, kw.get("persistent_cache", {}), f"{where}.persistent_cache")
-    pc["entries_written"] = tuple(str(e) for e in pc.get("entries_written", ()))
+    for k in ("entries_written", "entries_unreadable"):
+        pc[k] = tuple(str(e) for e in pc.get(k, ()))
     kw["persistent_cache"] = PersistentCache(**pc)
     notes = kw.get("notes", ())
     if not isinstance(notes, (list, tuple)):

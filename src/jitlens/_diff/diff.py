@@ -38,6 +38,8 @@ _ROOT = re.compile(r"[A-Za-z_]\w*")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+|(?<=@…)[0-9a-f]{4}")
 
 UNSET = "unset"
+#: The config option through which the cache folder's path enters the key.
+XLA_CACHES = "jax_persistent_cache_enable_xla_caches"
 STATIC_MSG = "`{path}` is {before} in BEFORE and {after} in AFTER; each static value compiles."
 STATIC_FIX = "Pass `{path}` with the value of the baseline run, or accept one compile per value."
 STRUCTURE_MSG = "`{path}` is {before} in BEFORE and {after} in AFTER: a new key structure."
@@ -227,12 +229,15 @@ def run_changes(before: RunInfo, after: RunInfo) -> tuple[RunChange, ...]:
                 b, a = before.config[name], after.config[name]
                 out.append(RunChange(name, str(b), str(a)))
     pb, pa = before.persistent_cache, after.persistent_cache
-    for what, b, a in (
-        ("jax_compilation_cache_dir", pb.dir, pa.dir),
-        ("jax_enable_compilation_cache", pb.enabled, pa.enabled),
-    ):
-        if b != a:
-            out.append(RunChange(what, str(b), str(a), in_key=False))
+    if pb.dir != pa.dir:
+        # jax_persistent_cache_enable_xla_caches (on by default) puts a path below the folder
+        # into the compile options: another folder path is another key, even for a copy
+        xla = XLA_CACHES in before.config and before.config.get(XLA_CACHES)
+        out.append(RunChange("jax_compilation_cache_dir", str(pb.dir), str(pa.dir), bool(xla)))
+    if pb.enabled != pa.enabled:
+        out.append(
+            RunChange("jax_enable_compilation_cache", str(pb.enabled), str(pa.enabled), False)
+        )
     return tuple(out)
 
 

@@ -24,16 +24,14 @@ from .._core.runinfo import MAX_LISTED_ENTRIES, PersistentCache, RunInfo
 from . import pcache
 from .state import internal_failure
 
-#: JAX's cache files end so (``<module>-<sha256>-cache``; ``-atime`` files track use).
-ENTRY_SUFFIX = "-cache"
-#: A cache folder JAX reaches through a file-system URL (``gs://bucket/cache``).
-REMOTE = "://"
+#: jitlens' own self-check compiles (``jitlens_canary``) are not the program's entries.
+SELF_CHECK_PREFIX = "jit_jitlens_"
 #: A file modified this long before the tracker opened still counts as this run's (clock skew).
 MTIME_SLACK_SECONDS = 1.0
 
 
-def _folder(path: str | None, since: float) -> dict[str, Any]:
-    if not path or REMOTE in path:
+def _folder(path: str | None, since: float, functions: Sequence[FunctionReport]) -> dict[str, Any]:
+    if not path or pcache.REMOTE in path:
         return {}  # gs://, s3://...: JAX's own file system layer, not listed here (unknown)
     out: dict[str, Any] = {"dir_exists": os.path.isdir(path)}
     if not out["dir_exists"]:
@@ -42,21 +40,45 @@ def _folder(path: str | None, since: float) -> dict[str, Any]:
         out["entries"] = 0
         return out
     out["dir_writable"] = os.access(path, os.W_OK)
-    entries = []
-    try:
-        with os.scandir(path) as it:
-            for e in it:
-                if e.name.endswith(ENTRY_SUFFIX):
-                    try:
-                        entries.append((e.stat().st_mtime, e.name))
-                    except OSError:
-                        continue
-    except OSError:
+    entries = pcache.list_entries(path)
+    if entries is None:
         return out
     out["entries"] = len(entries)
-    new = sorted((t, n) for t, n in entries if t >= since - MTIME_SLACK_SECONDS)
-    out["entries_written"] = tuple(n for _, n in reversed(new))[:MAX_LISTED_ENTRIES]
+    before = pcache.FOLDERS.get(path, frozenset())
+    new = sorted(
+        (t, n)
+        for t, n in entries
+        if n not in before and t >= since - MTIME_SLACK_SECONDS and not _own(n)
+    )
+    written = tuple(n for _, n in reversed(new))
+    out["entries_written"] = written[:MAX_LISTED_ENTRIES]
+    if path in pcache.FOLDERS:
+        out["entries_before"] = sum(1 for n in before if not _own(n))
+        out["entries_unreadable"] = _unreadable(before, written, functions)[:MAX_LISTED_ENTRIES]
     return out
+
+
+def _own(name: str) -> bool:
+    return name.startswith(SELF_CHECK_PREFIX)
+
+
+def _unreadable(
+    before: frozenset[str], written: tuple[str, ...], functions: Sequence[FunctionReport]
+) -> tuple[str, ...]:
+    """Entries the folder held for a function JAX says it wrote, though no new file appeared.
+
+    JAX writes only after a read found nothing usable, and its cache keeps the old file
+    when the key exists (``LRUCache.put``): such an entry is there and cannot be read.
+    """
+    out: list[str] = []
+    for fn in functions:
+        if not any(e.persistent_cache == "written" for e in fn.events):
+            continue
+        prefix = f"jit_{fn.name}-"
+        if any(n.startswith(prefix) for n in written):
+            continue
+        out += sorted(n for n in before if n.startswith(prefix))
+    return tuple(dict.fromkeys(out))
 
 
 def _compiles(functions: Sequence[FunctionReport]) -> tuple[int, float | None]:
@@ -95,7 +117,7 @@ def collect(
         writes=counts["writes"],
         compiles=n,
         longest_compile_seconds=longest,
-        **_folder(cache_dir, started_wall),
+        **_folder(cache_dir, started_wall, functions),
     )
     flags = pcache_api.flag_variables()
     info = RunInfo(
