@@ -20,6 +20,9 @@ from .runinfo import RunInfo, runinfo_from_dict
 SCHEMA_VERSION = 2
 #: ``Event.key`` keeps this many paths (a 200-layer model has thousands).
 KEY_ENTRIES_MAX = 400
+#: ... and only the first event of each of this many distinct signatures keeps its key
+#: (a function retracing 10,000 times must not write 10,000 keys).
+KEYED_SIGNATURES_MAX = 64
 #: Schema versions this jitlens reads (1: before unknown figures, warnings and
 #: advice; the fields added since have defaults, so a version-1 file reads as is).
 READABLE_SCHEMA_VERSIONS = (1, 2)

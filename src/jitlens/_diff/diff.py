@@ -193,6 +193,7 @@ def key_reasons(before: dict[str, str], after: dict[str, str]) -> tuple[Reason, 
 
 
 def _closest(e: Event, olds: Sequence[Event]) -> Event | None:
+    olds = [o for o in olds if o.key] or list(olds)  # keys and signatures do not compare
     if not olds:
         return None
     new = _key(e)

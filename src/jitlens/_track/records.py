@@ -15,7 +15,14 @@ import time
 from typing import Any
 
 from .._core.key import Key, flat_key
-from .._core.report import KEY_ENTRIES_MAX, Event, FunctionReport, Reason, StaleHit
+from .._core.report import (
+    KEY_ENTRIES_MAX,
+    KEYED_SIGNATURES_MAX,
+    Event,
+    FunctionReport,
+    Reason,
+    StaleHit,
+)
 from .._core.retrace_text import render_retrace
 from .state import weak
 
@@ -85,7 +92,7 @@ class EventBuilder:
         self.thread = threading.current_thread().name
         self.detached = False  # announced as a trace, but served from JAX's trace cache
 
-    def freeze(self, t0: float) -> Event:
+    def freeze(self, t0: float, with_key: bool = True) -> Event:
         return Event(
             call_index=self.call_index,
             kind=self.kind,
@@ -102,7 +109,7 @@ class EventBuilder:
             entry=self.entry,
             thread=self.thread,
             persistent_cache=self.persistent_cache,  # issue 23: jitlens diff
-            key=flat_key(self.key, KEY_ENTRIES_MAX),  # issue 23: jitlens diff
+            key=flat_key(self.key, KEY_ENTRIES_MAX) if with_key else (),  # issue 23
         )
 
 
@@ -246,7 +253,15 @@ class Record:
 
     def freeze(self, base: Counts, top: Counts, t0: float) -> FunctionReport:
         """The figures between two snapshots as a FunctionReport (times relative to ``t0``)."""
-        events = tuple(e.freeze(t0) for e in self.events[base.events : top.events])
+        keyed: set[str] = set()  # issue 23: one key per distinct signature, a few dozen at most
+
+        def with_key(e: EventBuilder) -> bool:
+            if e.signature in keyed or len(keyed) >= KEYED_SIGNATURES_MAX:
+                return False
+            keyed.add(e.signature)
+            return True
+
+        events = tuple(e.freeze(t0, with_key(e)) for e in self.events[base.events : top.events])
         calls = top.calls - base.calls
         # a call that traced and then raised is one miss, not a miss and a failure
         not_hits = (
