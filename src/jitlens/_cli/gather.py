@@ -12,6 +12,7 @@ own files as without ``--gather``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -29,8 +30,13 @@ NOT_GATHERED = "jitlens: --gather skipped ({why}); each process wrote its own re
 
 
 def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """A --json path without ``{process_index}`` would write N reports to one file."""
-    if args.gather and args.json and "{process_index" not in args.json:
+    """Anchor the merged view's path where the program starts (it may ``os.chdir``); refuse
+    a --json path without ``{process_index}``, which would write N reports to one file."""
+    if not args.gather:
+        return
+    start = getattr(args, "launch_cwd", None) or os.getcwd()
+    args.gather = os.path.join(start, os.path.expanduser(args.gather))  # no template: as given
+    if args.json and "{process_index" not in args.json:
         parser.error(NEEDS_INDEX.format(path=args.json))
 
 

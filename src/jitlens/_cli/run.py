@@ -118,7 +118,7 @@ def anchor_outputs(args: Any, cwd: str | None = None) -> None:
     from .._track.process import anchor_path
 
     args.launch_cwd = cwd or os.getcwd()
-    for name in ("json", "html", "trace", "gather"):
+    for name in ("json", "html", "trace"):
         value = getattr(args, name, None)
         if value:
             setattr(args, name, anchor_path(value, cwd))
