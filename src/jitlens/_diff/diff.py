@@ -5,8 +5,8 @@ Two reports of the same program, BEFORE and AFTER. Functions are matched by
 ``qualname`` and file when that is unique on both sides). For each one:
 
 * the compiled entries (signatures) only one run has, and for a new entry
-  the key paths that differ from the closest old one (shape, dtype, weak
-  type, sharding, static value, structure: ``_core.messages``' words);
+  the key paths that differ from the closest old one (``keys``: shape, dtype,
+  weak type, sharding, static value, structure, in ``_core.messages``' words);
 * entries both runs have that one read from the persistent cache and the
   other compiled; what changed outside the program that JAX hashes into the
   persistent-cache key (``jax/_src/cache_key.py``: jaxlib, the platform and
@@ -22,28 +22,13 @@ compiles.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 
-from .._core import messages
-from .._core.report import REASON_KINDS, Event, FunctionReport, Reason, Report, load_report
+from .._core.report import Event, FunctionReport, Report, load_report
 from .._core.runinfo import RunInfo
+from .keys import closest, event_key, normalise, run_changes
+from .keys import key_reasons as key_reasons
 from .model import Counts, EntryChange, FunctionDiff, ReportDiff, RunChange
-
-#: An aval as ``_core.key`` writes it: ``f32[4,3]{weak}@NamedSharding(...)``.
-_AVAL = re.compile(
-    r"^(?P<dtype>[^\[\s]+)\[(?P<shape>[\d,]*)\](?P<weak>\{weak\})?(?:@(?P<sharding>.*))?$"
-)
-_ROOT = re.compile(r"[A-Za-z_]\w*")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+|(?<=@…)[0-9a-f]{4}")
-
-UNSET = "unset"
-#: The config option through which the cache folder's path enters the key.
-XLA_CACHES = "jax_persistent_cache_enable_xla_caches"
-STATIC_MSG = "`{path}` is {before} in BEFORE and {after} in AFTER; each static value compiles."
-STATIC_FIX = "Pass `{path}` with the value of the baseline run, or accept one compile per value."
-STRUCTURE_MSG = "`{path}` is {before} in BEFORE and {after} in AFTER: a new key structure."
-STRUCTURE_FIX = "Pass the same structure (keys, lengths, None vs array) as the baseline run."
 
 GAINED = "`{name}` {what} in AFTER"
 CAUSE_ENTRY = "new entry {signature}: {reasons}"
@@ -110,143 +95,6 @@ def _match(
     return pairs
 
 
-# ------------------------------------------------------------------ keys
-
-
-def _normalise(text: str) -> str:
-    return _ADDRESS.sub("0x…", text)
-
-
-def _signature_pairs(signature: str) -> tuple[tuple[str, str], ...]:
-    """``x: f32[4], n=3`` -> ``(("x", "f32[4]"), ("n", "3"))``, brackets respected."""
-    parts, depth, cur = [], 0, ""
-    for ch in signature:
-        depth += ch in "([{<"
-        depth -= ch in ")]}>"
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    out = []
-    for p in parts:
-        m = re.match(r"^([A-Za-z_]\w*)(?:: |=)(.*)$", p)
-        if m:
-            out.append((m.group(1), m.group(2)))
-    return tuple(out)
-
-
-def _key(e: Event) -> dict[str, str]:
-    return dict(e.key) if e.key else dict(_signature_pairs(e.signature))
-
-
-def _arg(path: str) -> str:
-    m = _ROOT.match(path)
-    return m.group(0) if m else path
-
-
-def _reason(path: str, before: str | None, after: str | None) -> Reason:
-    arg = _arg(path)
-    if before is None or after is None:
-        b, a = before or "absent", after or "absent"
-        return Reason(
-            "pytree_structure",
-            arg,
-            path,
-            b,
-            a,
-            STRUCTURE_MSG.format(path=path, before=b, after=a),
-            STRUCTURE_FIX,
-        )
-    mb, ma = _AVAL.match(before), _AVAL.match(after)
-    if mb and ma:
-        if mb["dtype"] != ma["dtype"]:
-            return messages.dtype(arg, path, before, after, ma["dtype"], mb["dtype"])
-        if mb["shape"] != ma["shape"]:
-            return messages.shape(arg, path, before, after)
-        if bool(mb["weak"]) != bool(ma["weak"]):
-            return messages.weak_type(arg, path, before, after, ma["dtype"], bool(ma["weak"]))
-        return messages.sharding(
-            arg, path, mb["sharding"] or "default", ma["sharding"] or "default"
-        )
-    return Reason(
-        "static_value",
-        arg,
-        path,
-        before,
-        after,
-        STATIC_MSG.format(path=path, before=before, after=after),
-        STATIC_FIX.format(path=path),
-    )
-
-
-def key_reasons(before: dict[str, str], after: dict[str, str]) -> tuple[Reason, ...]:
-    """The paths whose entries differ between two keys, most decisive kind first."""
-    found = [
-        _reason(p, before.get(p), after.get(p))
-        for p in (*before, *(p for p in after if p not in before))
-        if before.get(p) != after.get(p)
-    ]
-    return tuple(sorted(found, key=lambda r: REASON_KINDS.index(r.kind)))
-
-
-def _closest(e: Event, olds: Sequence[Event]) -> Event | None:
-    olds = [o for o in olds if o.key] or list(olds)  # keys and signatures do not compare
-    if not olds:
-        return None
-    new = _key(e)
-    return max(olds, key=lambda o: sum(1 for p, t in _key(o).items() if new.get(p) == t))
-
-
-# ------------------------------------------------------------------ runs
-
-
-def run_changes(before: RunInfo, after: RunInfo) -> tuple[RunChange, ...]:
-    """What differs between the runs outside the program; ``in_key`` for the key's inputs."""
-    out = []
-    for what, field in (
-        ("jax version", "jax_version"),
-        ("jaxlib version", "jaxlib_version"),
-        ("platform", "platform"),
-        ("platform version", "platform_version"),
-        ("device kind", "device_kind"),
-        ("device count", "device_count"),
-    ):
-        b, a = getattr(before, field), getattr(after, field)
-        if b is not None and a is not None and b != a:
-            out.append(RunChange(what, str(b), str(a)))
-    flags_b = dict(_flag(f) for f in before.key_flags)
-    flags_a = dict(_flag(f) for f in after.key_flags)
-    for name in sorted(set(flags_b) | set(flags_a)):
-        if flags_b.get(name) != flags_a.get(name):
-            out.append(
-                RunChange(f"XLA flag {name}", flags_b.get(name, UNSET), flags_a.get(name, UNSET))
-            )
-    for name in sorted(set(before.config) | set(after.config)):
-        if name in before.config and name in after.config:
-            if before.config[name] != after.config[name]:
-                b, a = before.config[name], after.config[name]
-                out.append(RunChange(name, str(b), str(a)))
-    pb, pa = before.persistent_cache, after.persistent_cache
-    if pb.dir != pa.dir:
-        # jax_persistent_cache_enable_xla_caches (on by default) puts a path below the folder
-        # into the compile options: another folder path is another key, even for a copy
-        xla = XLA_CACHES in before.config and before.config.get(XLA_CACHES)
-        out.append(RunChange("jax_compilation_cache_dir", str(pb.dir), str(pa.dir), bool(xla)))
-    if pb.enabled != pa.enabled:
-        out.append(
-            RunChange("jax_enable_compilation_cache", str(pb.enabled), str(pa.enabled), False)
-        )
-    return tuple(out)
-
-
-def _flag(word: str) -> tuple[str, str]:
-    name, eq, value = word.partition("=")
-    return name, value if eq else "true"
-
-
 # ------------------------------------------------------------------ functions
 
 
@@ -257,7 +105,7 @@ def _counts(fn: FunctionReport) -> Counts:
 def _by_signature(fn: FunctionReport) -> dict[str, list[Event]]:
     out: dict[str, list[Event]] = {}
     for e in fn.events:
-        out.setdefault(_normalise(e.signature), []).append(e)
+        out.setdefault(normalise(e.signature), []).append(e)
     return out
 
 
@@ -271,8 +119,8 @@ def _entries(before: FunctionReport, after: FunctionReport) -> list[EntryChange]
     out = []
     for sig, events in new.items():
         if sig not in old:
-            near = _closest(events[0], before.events)
-            reasons = key_reasons(_key(near), _key(events[0])) if near is not None else ()
+            near = closest(events[0], before.events)
+            reasons = key_reasons(event_key(near), event_key(events[0])) if near is not None else ()
             out.append(EntryChange("new", sig, near.signature if near else "", reasons))
         elif _loaded(old[sig]) and any(e.compiled and not e.persistent_cache_hit for e in events):
             out.append(EntryChange("cache_miss", sig))
@@ -325,7 +173,7 @@ def _function(
             causes.append(CAUSE_KEY_NONE.format(folder=folder or "the cache folder"))
             fix = fix or FIX_KEY_NONE
     if gained and not causes:
-        sigs = ", ".join(sorted({_normalise(e.signature) for e in after.events})[:3])
+        sigs = ", ".join(sorted({normalise(e.signature) for e in after.events})[:3])
         causes.append(CAUSE_SAME.format(signatures=sigs))
         fix = FIX_SAME
     if gained:
