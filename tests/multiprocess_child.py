@@ -2,7 +2,7 @@
 
 Settings come from the environment (so the script runs unchanged under
 ``jitlens run``): ``JITLENS_MP_PORT``, ``JITLENS_MP_PROCESS_ID``,
-``JITLENS_MP_MODE`` (``same`` or ``diverge``) and ``JITLENS_MP_WATCHDOG``
+``JITLENS_MP_MODE`` (``same``, ``diverge`` or ``gather``) and ``JITLENS_MP_WATCHDOG``
 (seconds before the process gives up on itself).
 
 Each process owns one CPU device of a 2-device mesh. ``normalize`` is
@@ -12,7 +12,9 @@ elementwise, so XLA partitions it without any cross-process collective;
 ``normalize`` retraces on process 1 only, the divergence jitlens must report.
 ``loss`` then runs only at step 0, where shapes still agree: in a real program
 the next ``loss`` call is where the two processes would wait for each other
-forever, which a test must not do.
+forever, which a test must not do. ``gather`` runs as ``same`` with a
+persistent cache folder per process, then clears JAX's in-memory caches and
+calls ``normalize`` once more (under ``jitlens run --gather``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ jax.distributed.initialize(
     shutdown_timeout_seconds=10,
 )
 
+if MODE == "gather":  # a cache folder per host, not shared: only process 0 writes entries
+    jax.config.update("jax_compilation_cache_dir", f"cache-{PROCESS_ID}")
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
 import jax.numpy as jnp  # noqa: E402  (after distributed.initialize, as JAX asks)
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding  # noqa: E402
@@ -85,3 +91,9 @@ for step in range(STEPS):
         print(f"process {PROCESS_ID} step {step}: batch {batch.shape} loss {value}", flush=True)
     else:
         print(f"process {PROCESS_ID} step {step}: batch {batch.shape} (loss skipped)", flush=True)
+
+if MODE == "gather":
+    # Dropped from memory, the next compile goes to the persistent cache: process 0
+    # reads the entry it wrote, process 1 (whose folder stayed empty) compiles again.
+    jax.clear_caches()
+    normalize(jax.make_array_from_process_local_data(rows_sharded, local)).block_until_ready()

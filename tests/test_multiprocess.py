@@ -9,6 +9,7 @@ children are killed in a ``finally`` whatever happens.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -19,15 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from jitlens._core.report import load_report
+from jitlens._core.report import _to_jsonable, load_report
 from jitlens._merge.cli import cli_main
 from jitlens._merge.merge import MergedReport, merge_reports
+from jitlens._merge.render import render_merged_text as _render
 
 # One group: under `pytest -n N --dist loadgroup` the two pairs of processes start only once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("multiprocess")]
 
 CHILD = Path(__file__).with_name("multiprocess_child.py")
 REPORT_TEMPLATE = "report-{process_index}.json"
+#: ``jitlens run --gather``'s merged view, written by process 0.
+MERGED = "merged.json"
 #: Deadline of both pairs of processes (start, compile, run, write the reports);
 #: about 10 s on an idle 2-core machine; the margin is for a machine under load.
 RUN_TIMEOUT = 120.0
@@ -70,11 +74,12 @@ def _children(workdir: Path, mode: str) -> Iterator[list[subprocess.Popen[bytes]
     try:
         for i in (0, 1):
             with open(workdir / f"process-{i}.log", "wb") as log:
+                gather = ["--gather", MERGED] if mode == "gather" else []
                 procs.append(
                     subprocess.Popen(
                         [
                             sys.executable, "-m", "jitlens", "run",
-                            "--json", REPORT_TEMPLATE, str(CHILD),
+                            "--json", REPORT_TEMPLATE, *gather, str(CHILD),
                         ],
                         cwd=workdir, env=_env(port, i, mode),
                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -109,7 +114,7 @@ def _merge(workdir: Path) -> MergedReport:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, MergedReport]]:
     """Both pairs at once (their start-up is mostly waiting), each in its own directory."""
     root = tmp_path_factory.mktemp("multiprocess")
-    modes = ("same", "diverge")
+    modes = ("same", "diverge", "gather")
     with contextlib.ExitStack() as stack:
         started = {}
         for mode in modes:
@@ -166,3 +171,40 @@ def test_cli_merge_exit_status(
         assert html.read_text().startswith("<!DOCTYPE html>")
     out = capsys.readouterr().out
     assert "consistent" in out and "DIVERGED" in out
+
+
+def test_gather_writes_every_report_and_the_merged_view_on_process_0(
+    runs: dict[str, tuple[Path, MergedReport]],
+) -> None:
+    workdir, merged = runs["gather"]
+    logs = [(workdir / f"process-{i}.log").read_text() for i in (0, 1)]
+    assert "wrote report-1.json" in logs[0] and "wrote merged.json" in logs[0], logs[0]
+    assert "wrote" not in logs[1], logs[1]  # process 1 sent its report, wrote nothing
+    view = json.loads((workdir / MERGED).read_text())
+    assert view["consistent"] is True and [p["process_index"] for p in view["processes"]] == [0, 1]
+    assert view["cache_differences"] == _to_jsonable(merged.cache_differences)
+
+
+def test_merge_flags_a_host_whose_persistent_cache_behaved_differently(
+    runs: dict[str, tuple[Path, MergedReport]],
+) -> None:
+    workdir, merged = runs["gather"]
+    assert merged.consistent, str(merged)  # the same programs ran: a cost, not a hang
+    by_name = {f.name: f for f in merged.functions}
+    p0, p1 = by_name["normalize"].reports
+    assert p0 is not None and p1 is not None
+    # JAX's own evidence: process 0 wrote entries into its folder, process 1 none
+    assert any(n.startswith("jit_normalize-") for n in os.listdir(workdir / "cache-0"))
+    assert not [n for n in os.listdir(workdir / "cache-1") if n.endswith("-cache")]
+    assert (p0.persistent_cache_hits, p1.persistent_cache_hits) == (1, 0)
+    assert [e.persistent_cache for e in p1.events] == ["not_written", "not_written"]
+    diffs = {(d.kind, d.what): d for d in merged.cache_differences}
+    flagged = diffs[("function", "normalize")]
+    assert flagged.groups == ((0,), (1,))
+    assert flagged.message == (
+        "`normalize` compiled 1x, read 1x from the persistent cache on process 0; "
+        "compiled 2x, read 0x from the persistent cache on process 1"
+    )
+    assert "share one cache" in flagged.fix
+    assert ("setting", "jax_compilation_cache_dir") in diffs
+    assert "persistent compilation cache: the processes behaved differently" in str(_render(merged))

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from ._core.report import Reason as Reason
     from ._core.report import Report as Report
     from ._core.report import load_report as load_report
+    from ._diff.diff import diff as diff
+    from ._diff.model import ReportDiff as ReportDiff
     from ._exercise.check import CheckResult as CheckResult
     from ._exercise.check import check_jit_forward as check_jit_forward
     from ._exercise.forward import jit_forward as jit_forward
@@ -58,6 +60,8 @@ _LAZY = {
     "AuditFinding": "_audit.audit",
     "AuditResult": "_audit.audit",
     "audit": "_audit.audit",
+    "ReportDiff": "_diff.model",
+    "diff": "_diff.diff",
     "CheckResult": "_exercise.check",
     "check_jit_forward": "_exercise.check",
     "jit_forward": "_exercise.forward",
@@ -123,12 +127,14 @@ __all__ = [
     "RecompileError",
     "RecompileWarning",
     "Report",
+    "ReportDiff",
     "ReportError",
     "StaleCacheWarning",
     "Tracker",
     "__version__",
     "audit",
     "check_jit_forward",
+    "diff",
     "find_divergence",
     "get_num_traces",
     "jit_forward",

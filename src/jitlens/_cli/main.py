@@ -16,6 +16,7 @@ commands:
   run       run a Python program with every jitted function tracked
   report    show a saved JSON report (terminal, --html, --trace)
   merge     merge per-process reports and flag processes that compiled differently
+  diff      compare two runs' reports: what compiled again and why (exit 1 if compiles grew)
   check     grade a jit_forward solution on its numbers and its method
   audit     find statics that will recompile for every new model instance
   lint      find recompile traps in source code (no imports)
@@ -28,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("jitlens._cli.run", "main"),
     "report": ("jitlens._cli.main", "_report_main"),
     "merge": ("jitlens._merge.cli", "cli_main"),
+    "diff": ("jitlens._diff.cli", "cli_main"),
     "check": ("jitlens._exercise.check", "cli_main"),
     "audit": ("jitlens._audit.audit", "cli_main"),
     "lint": ("jitlens._lint.lint", "cli_main"),

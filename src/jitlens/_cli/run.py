@@ -21,17 +21,18 @@ from typing import Any
 
 from .._render.color import CHOICES as COLOR_CHOICES
 from .._render.color import add_color_option, want_color
+from .gather import GATHER_HELP, check_options, write_gathered  # issue 23
 from .outputs import add_output_options as add_output_options
 from .outputs import anchor_outputs as anchor_outputs
-from .outputs import output_problem
+from .outputs import output_problem, shown
 from .outputs import write_outputs as write_outputs
 
 #: jitlens' own directory (its frames are hidden from the program's tracebacks).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 USAGE = (
-    "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--include-internal] [--quiet] "
-    "[--color {auto,always,never}] "
+    "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--gather PATH] [--include-internal] "
+    "[--quiet] [--color {auto,always,never}] "
     "(SCRIPT.py | -m MODULE) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
@@ -63,6 +64,7 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         help="no summary on stderr (report files are still written)",
     )
     add_color_option(p)
+    p.add_argument("--gather", metavar="PATH", help=GATHER_HELP)  # issue 23
     p.add_argument(
         "-m",
         dest="module",
@@ -73,7 +75,7 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
 
 
 #: jitlens run's options that take a value (``--json PATH`` or ``--json=PATH``).
-_VALUE_OPTIONS = ("--json", "--html", "--trace")
+_VALUE_OPTIONS = ("--json", "--html", "--trace", "--gather")
 
 
 def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
@@ -123,6 +125,7 @@ def main(argv: list[str]) -> int:
     args.module = module if module is not None else args.module
     args.target = program
     anchor_outputs(args)
+    check_options(p, args)  # issue 23: --gather
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
     script = args.target[0] if args.module is None else None
@@ -221,8 +224,12 @@ def _finish(tracker: Any, args: argparse.Namespace, outcome: Outcome) -> None:
     except Exception as exc:  # never turn a program's result into a jitlens failure
         _say(f"jitlens: could not take the report ({type(exc).__name__}: {exc})\n")
         return
-    written = write_outputs(report, args)
     failed = outcome.code != 0 or outcome.exception is not None
+    if getattr(args, "gather", None):  # issue 23: one merged report on process 0
+        clean = not failed and outcome.signal is None
+        written = write_gathered(report, args, clean, write_outputs, shown)
+    else:
+        written = write_outputs(report, args)
     if args.quiet:
         return
     try:

@@ -517,3 +517,23 @@ def identity_suffix(entries: dict[Path, Entry], names: list[str]) -> str:
         return ""
     more = len(found) - _IDENTITY_SHOWN
     return f" [{', '.join(found[:_IDENTITY_SHOWN])}{f', +{more}' if more > 0 else ''}]"
+
+
+def flat_key(key: Key | None, limit: int = 400) -> tuple[tuple[str, str], ...]:
+    """``(user path, what JAX compared there)`` of each position of ``key``, address-free:
+    what a report keeps of a key, so that two runs' keys can be compared (``jitlens diff``)."""
+    if key is None:
+        return ()
+    out = []
+    for path, entry in key.entries.items():
+        if len(out) >= limit:
+            break
+        if entry.kind == "passed":
+            continue
+        if entry.kind in ("node", "var") and entry.meta:
+            meta = ", ".join(f"{k}={v.key_text}" for k, v in entry.meta)
+            text = f"{entry.type_name}({meta})"
+        else:
+            text = _entry_text(entry)
+        out.append((render_path(path), _ADDR.sub("", text)))
+    return tuple(out)

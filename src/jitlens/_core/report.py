@@ -16,8 +16,14 @@ from typing import Any
 
 from .._errors import ReportError
 from . import buckets
+from .runinfo import RunInfo, runinfo_from_dict
 
 SCHEMA_VERSION = 2
+#: ``Event.key`` keeps this many paths (a 200-layer model has thousands).
+KEY_ENTRIES_MAX = 400
+#: ... and only the first event of each of this many distinct signatures keeps its key
+#: (a function retracing 10,000 times must not write 10,000 keys).
+KEYED_SIGNATURES_MAX = 64
 #: Schema versions this jitlens reads (1: before unknown figures, warnings and
 #: advice; the fields added since have defaults, so a version-1 file reads as is).
 READABLE_SCHEMA_VERSIONS = (1, 2)
@@ -85,6 +91,11 @@ class Event:
     persistent_cache_hit: bool = False
     entry: int = 0
     thread: str = ""
+    #: What the persistent compilation cache did (``runinfo.PCACHE_OUTCOMES``).
+    persistent_cache: str = ""
+    #: The call's key as ``(user path, what JAX compared there)`` pairs (capped at
+    #: ``KEY_ENTRIES_MAX``), for comparing runs: ``jitlens diff``.
+    key: tuple[tuple[str, str], ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -223,6 +234,8 @@ class Report:
     argv: tuple[str, ...] = ()
     #: What jitlens could not measure or did not manage (self-check, internal failures).
     warnings: tuple[str, ...] = ()
+    #: What the persistent-cache key depends on and what the cache did (``jitlens diff``).
+    run: RunInfo | None = None
 
     def function(self, name: str) -> FunctionReport:
         """The one function called ``name`` (qualname or name); error if ambiguous."""
@@ -314,6 +327,8 @@ def _event(d: Any, where: str) -> Event:
     for k in ("trace_seconds", "lower_seconds", "compile_seconds", "explain_seconds", "time"):
         if k in kw:
             _check_type(kw[k], _NUM, f"{where}.{k}")
+    if "key" in kw:
+        kw["key"] = tuple((str(p), str(t)) for p, t in _list(kw["key"], f"{where}.key"))
     return Event(**kw)
 
 
@@ -374,6 +389,8 @@ def report_from_dict(data: Any) -> Report:
     )
     kw["argv"] = tuple(kw.get("argv", ()))
     kw["warnings"] = tuple(str(w) for w in _list(kw.get("warnings", ()), "warnings"))
+    if kw.get("run") is not None:
+        kw["run"] = runinfo_from_dict(kw["run"])
     kw["schema_version"] = SCHEMA_VERSION
     return Report(**kw)
 

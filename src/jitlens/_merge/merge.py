@@ -17,6 +17,7 @@ from .model import Branch as Branch
 from .model import Divergence as Divergence
 from .model import MergedFunction as MergedFunction
 from .model import MergedReport as MergedReport
+from .pcache import cache_differences  # issue 23
 
 NO_REPORTS = "jitlens merge needs at least one report"
 DUPLICATE_INDEX = (
@@ -372,4 +373,5 @@ def merge_reports(
         functions=tuple(marked),
         divergences=_order(divergences),
         sources=tuple(sources),
+        cache_differences=cache_differences(ordered, marked),  # issue 23
     )

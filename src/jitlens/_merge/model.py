@@ -74,6 +74,22 @@ class Divergence:
         return tuple(sorted(p for b in self.branches for p in b.processes))
 
 
+#: ``CacheDifference.kind`` (``_merge/pcache.py``, issue 23).
+CACHE_DIFFERENCE_KINDS: tuple[str, ...] = ("setting", "function", "note")
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheDifference:
+    """Processes whose persistent compilation cache behaved differently (not a hang: a cost)."""
+
+    kind: str
+    what: str
+    #: The processes, grouped by what they did or had.
+    groups: tuple[tuple[int, ...], ...]
+    message: str
+    fix: str
+
+
 @dataclasses.dataclass(frozen=True)
 class MergedFunction:
     """One jitted function matched across processes (``None`` where a process lacks it)."""
@@ -99,6 +115,9 @@ class MergedReport:
     #: Most likely cause of a hang first (earliest parting in wall-clock time).
     divergences: tuple[Divergence, ...]
     sources: tuple[str, ...] = ()
+    #: Persistent-cache differences between processes (issue 23); they do not make the
+    #: view inconsistent.
+    cache_differences: tuple[CacheDifference, ...] = ()
 
     @property
     def process_indices(self) -> tuple[int, ...]:
@@ -132,6 +151,7 @@ class MergedReport:
                 _process_dict(r, s) for r, s in zip(self.reports, self._sources(), strict=True)
             ],
             "divergences": _to_jsonable(self.divergences),
+            "cache_differences": _to_jsonable(self.cache_differences),
             "functions": [_function_dict(f, self.process_indices) for f in self.functions],
         }
 

@@ -51,6 +51,7 @@ BRANCH_LINES: dict[str, str] = {
 CALLS_SUFFIX = " ({n} calls in all)"
 REASON_LINE = "{path}  {kind}: {before} -> {after}"
 FIX_LINE = "fix: {fix}"
+CACHE_HEADER = "persistent compilation cache: the processes behaved differently"
 STATUS_OK = "ok"
 STATUS_DIVERGED = "DIVERGED"
 STATUS_MISSING = "missing on {procs}"
@@ -189,6 +190,10 @@ def merged_lines(merged: MergedReport) -> list[Line]:
     for number, div in enumerate(merged.divergences, 1):
         lines.append((0, "", ""))
         lines.extend(divergence_lines(div, number, total))
+    if merged.cache_differences:  # issue 23
+        lines += [(0, "", ""), (0, CACHE_HEADER, "bold yellow")]
+    for diff in merged.cache_differences:
+        lines += [(2, diff.message, ""), (4, FIX_LINE.format(fix=diff.fix), "green")]
     return lines
 
 

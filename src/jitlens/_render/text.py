@@ -91,6 +91,9 @@ ADVICE_LINE = "{qualname}  {kind}{saving}: {message}"
 ADVICE_SAVING = ", saves ~{seconds:.2f} s"
 ADVICE_FIX = "fix: {fix}"
 ADVICE_MORE = "also: {kinds}"
+#: Why the persistent cache could not help (``Report.run.notes``, issue 23).
+CACHE_NOTE = "{message}"
+CACHE_FIX = "fix: {fix}"
 
 
 def plural(n: int, noun: str) -> str:
@@ -398,6 +401,9 @@ def _render(
         console.print()
     for indent, text, style in advice:
         console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    for note in report.run.notes if report.run is not None else ():  # issue 23
+        console.print(Text(CACHE_NOTE.format(message=note.message), style="yellow"))
+        console.print(Padding(Text(CACHE_FIX.format(fix=note.fix), style="green"), (0, 0, 0, 2)))
     for warning in report.warnings:
         console.print(Text(WARNING_LINE.format(text=warning), style="yellow"))
     return _export(console, color, max_lines)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from . import calls, selfcheck
+from . import calls, pcache, selfcheck
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -437,6 +437,8 @@ def compile_only(fun_name: str, secs: float) -> None:
 
 def on_event(event: str, **kw: Any) -> None:
     try:
+        if REGISTRY.active and not tls.in_canary:  # issue 23: the persistent cache's outcome
+            pcache.note_event(event, tls.building)
         if REGISTRY.active and event == _compat.PCACHE_HIT_EVENT:
             b = tls.building
             if b is not None:

@@ -15,8 +15,15 @@ import time
 from typing import Any
 
 from .._compat import cache_keys
-from .._core.key import Key
-from .._core.report import Event, FunctionReport, Reason, StaleHit
+from .._core.key import Key, flat_key
+from .._core.report import (
+    KEY_ENTRIES_MAX,
+    KEYED_SIGNATURES_MAX,
+    Event,
+    FunctionReport,
+    Reason,
+    StaleHit,
+)
 from .._core.retrace_text import render_retrace
 from .state import weak
 
@@ -50,6 +57,7 @@ class EventBuilder:
         "key",
         "kind",
         "lower_seconds",
+        "persistent_cache",  # jitlens diff (issue 23): the persistent cache's outcome
         "persistent_cache_hit",
         "reasons",
         "record",
@@ -78,13 +86,14 @@ class EventBuilder:
         self.explain_seconds = 0.0
         self.compiled = False
         self.persistent_cache_hit = False
+        self.persistent_cache = ""  # set by _track/pcache.py (issue 23)
         self.entry = 0
         self.key: Key | None = None
         self.jax_name = ""
         self.thread = threading.current_thread().name
         self.detached = False  # announced as a trace, but served from JAX's trace cache
 
-    def freeze(self, t0: float) -> Event:
+    def freeze(self, t0: float, with_key: bool = True) -> Event:
         return Event(
             call_index=self.call_index,
             kind=self.kind,
@@ -100,6 +109,8 @@ class EventBuilder:
             persistent_cache_hit=self.persistent_cache_hit,
             entry=self.entry,
             thread=self.thread,
+            persistent_cache=self.persistent_cache,  # issue 23: jitlens diff
+            key=flat_key(self.key, KEY_ENTRIES_MAX) if with_key else (),  # issue 23
         )
 
 
@@ -250,7 +261,15 @@ class Record:
 
     def freeze(self, base: Counts, top: Counts, t0: float) -> FunctionReport:
         """The figures between two snapshots as a FunctionReport (times relative to ``t0``)."""
-        events = tuple(e.freeze(t0) for e in self.events[base.events : top.events])
+        keyed: set[str] = set()  # issue 23: one key per distinct signature, a few dozen at most
+
+        def with_key(e: EventBuilder) -> bool:
+            if e.signature in keyed or len(keyed) >= KEYED_SIGNATURES_MAX:
+                return False
+            keyed.add(e.signature)
+            return True
+
+        events = tuple(e.freeze(t0, with_key(e)) for e in self.events[base.events : top.events])
         calls = top.calls - base.calls
         # a call that traced and then raised is one miss, not a miss and a failure
         not_hits = (

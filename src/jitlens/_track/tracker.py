@@ -19,7 +19,7 @@ from typing import Any
 from .. import _compat
 from .._core.report import SCHEMA_VERSION, FunctionReport, Report
 from .._version import __version__
-from . import advisor, hooks, selfcheck
+from . import advisor, hooks, pcache, runinfo, selfcheck  # pcache, runinfo: issue 23
 from .frontends.jax_jit import TrackedJit
 from .records import Counts, Record
 from .registry import REGISTRY
@@ -50,6 +50,7 @@ class Tracker:
         self._end_t: float | None = None
         self._final: dict[int, Counts] | None = None
         self._open = False
+        self._pcache_base: dict[str, int] | None = None
 
     def __enter__(self) -> Tracker:
         self.start()
@@ -66,6 +67,7 @@ class Tracker:
             self._base = {r.id: r.snapshot() for r in REGISTRY.records}
         self._start_t = time.perf_counter()
         self._start_wall = time.time()
+        self._pcache_base = pcache.snapshot()  # issue 23: persistent-cache events since start
         self._open = True
 
     def stop(self) -> None:
@@ -121,6 +123,9 @@ class Tracker:
             functions=tuple(functions),
             argv=(os.path.basename(sys.argv[0]), *sys.argv[1:]) if sys.argv else (),
             warnings=report_warnings(),
+            run=runinfo.run_section(
+                self._pcache_base, self._start_wall, functions, index
+            ),  # issue 23
         )
 
     def _function(self, r: Record) -> FunctionReport | None:

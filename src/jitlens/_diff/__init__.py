@@ -1,0 +1,1 @@
+"""``jitlens diff``: two runs' reports compared (model, logic, text, command line)."""
