@@ -437,7 +437,7 @@ def compile_only(fun_name: str, secs: float) -> None:
 
 def on_event(event: str, **kw: Any) -> None:
     try:
-        if REGISTRY.active and not tls.in_canary:  # issue 23: the persistent cache's outcome
+        if REGISTRY.active:  # issue 23: the persistent cache's outcome
             pcache.note_event(event, tls.building)
         if REGISTRY.active and event == _compat.PCACHE_HIT_EVENT:
             b = tls.building
