@@ -576,3 +576,23 @@ def test_a_repeated_cause_folds_the_same_on_every_front_end() -> None:
         block = text.split(f"{name}  retraced")[1].split("\n\n")[0]
         assert block.count("retrace #") == 1 and "(in 2 retraces)" in block, block
         assert block.count("fix:") == 1, block
+
+
+def test_a_layer_s_own_state_is_the_layer_s() -> None:
+    """`model.bias` Param -> None when an nnx.Linear is built with use_bias=False: flax made
+    it, not the user's `__init__`; the layer's argument leads, the bias follows as its effect."""
+
+    @nnx.jit
+    def forward(model, x):
+        return model(x)
+
+    with jitlens.track() as t:
+        for use_bias in (True, False):
+            forward(nnx.Linear(2, 2, use_bias=use_bias, rngs=nnx.Rngs(0)), jnp.ones((1, 2)))
+    rs = [r for e in t.stats(forward).events for r in e.reasons]
+    assert [(r.kind, r.path) for r in rs] == [
+        ("static_value", "model.use_bias"),
+        ("graph_structure", "model.bias"),
+    ]
+    assert rs[1].fix.startswith("Expected once per configuration: nnx.Linear makes `model.bias`")
+    assert "(here `use_bias`)" in rs[1].fix and "__init__" not in rs[1].fix
