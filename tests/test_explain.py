@@ -537,3 +537,62 @@ def test_mutation_of_a_dataclass_static_is_named_and_lookalikes_are_not_dtypes()
     lookalike = [r for r in reasons if "OtherDtypeLike" in r.after]
     assert lookalike and "same dtype" not in lookalike[0].message
     assert all("NaN" not in r.message for r in reasons)
+
+
+class _Stepper(nnx.Module):
+    def __init__(self):
+        self.step = 0
+
+    def __call__(self, x):
+        self.step += 1
+        return x * self.step
+
+
+def test_a_repeated_cause_folds_the_same_on_every_front_end() -> None:
+    """Issue 25: nnx.jit printed one block per retrace of a counter where jax.jit folded them
+    ("in 2 retraces"); every front-end now gives one block with one fix."""
+    eqx = pytest.importorskip("equinox")
+
+    @functools.partial(jax.jit, static_argnames="n")
+    def with_jax(x, n):
+        return x * n
+
+    @nnx.jit
+    def with_nnx(m, x):
+        return m(x)
+
+    @eqx.filter_jit
+    def with_eqx(x, n):
+        return x * n
+
+    x, model = jnp.ones(2), _Stepper()
+    with jitlens.track() as t:
+        for i in range(3):
+            with_jax(x, n=i)
+            with_nnx(model, x)
+            with_eqx(x, i)
+    text = str(t.report())
+    for name in ("with_jax", "with_nnx", "with_eqx"):
+        block = text.split(f"{name}  retraced")[1].split("\n\n")[0]
+        assert block.count("retrace #") == 1 and "(in 2 retraces)" in block, block
+        assert block.count("fix:") == 1, block
+
+
+def test_a_layer_s_own_state_is_the_layer_s() -> None:
+    """`model.bias` Param -> None when an nnx.Linear is built with use_bias=False: flax made
+    it, not the user's `__init__`; the layer's argument leads, the bias follows as its effect."""
+
+    @nnx.jit
+    def forward(model, x):
+        return model(x)
+
+    with jitlens.track() as t:
+        for use_bias in (True, False):
+            forward(nnx.Linear(2, 2, use_bias=use_bias, rngs=nnx.Rngs(0)), jnp.ones((1, 2)))
+    rs = [r for e in t.stats(forward).events for r in e.reasons]
+    assert [(r.kind, r.path) for r in rs] == [
+        ("static_value", "model.use_bias"),
+        ("graph_structure", "model.bias"),
+    ]
+    assert rs[1].fix.startswith("Expected once per configuration: nnx.Linear makes `model.bias`")
+    assert "(here `use_bias`)" in rs[1].fix and "__init__" not in rs[1].fix

@@ -90,6 +90,7 @@ FIXES: dict[str, str] = {
     "OPTAX_FIX": "test_optax_fix",
     "OPTAX_STATE_FIX": OPTION,  # worded by test_optax_state_is_said_to_be_optax_s
     "OPTAX_KIND_FIX": OPTION,
+    "LIBRARY_MADE_FIX": OPTION,  # worded by test_explain.py::test_a_layer_s_own_state_is_the_layer_s
     "NO_EQ_FIX": "test_no_eq_fix",
     "NAN_FIX": "test_nan_fix_static_argument",
     "MUTATED_FIX": "test_mutated_fix",

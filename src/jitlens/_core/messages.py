@@ -379,6 +379,20 @@ OPTAX_KIND_FIX = (
 )
 
 
+LIBRARY_MADE_FIX = (
+    "Expected once per configuration: {cls} makes `{path}` from the arguments it is built "
+    "with{args}, not your code; build every {cls} with the same arguments to share one compile."
+)
+
+
+def library_made(r: Reason, cls: str, args: str) -> Reason:
+    """``r`` (a structure change) inside a library layer: the layer's arguments make it."""
+    return Reason(
+        r.kind, r.argument, r.path, r.before, r.after, r.message,
+        _cap(LIBRARY_MADE_FIX.format(cls=cls, path=r.path, args=args)),
+    )  # fmt: skip
+
+
 def optax_kind(r: Reason, state: str) -> Reason:
     """``r`` (a new optax transform) when its state's structure changed too: a sweep of
     hyper-parameters (``inject_hyperparams``) would not remove this compile."""

@@ -27,6 +27,7 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
     """``reasons`` (one diff of ``o`` -> ``n``), most decisive first: by kind, except that a new
     optimizer (``optimizer.tx``) leads the state changes it causes."""
     reasons = [_optax_made(r, o, n) for r in reasons]
+    reasons = _library_made(reasons, o, n)
     tx_changed = any(_is_optax_transform(r) for r in reasons)
     made = [r for r in reasons if r.fix.startswith(_OPTAX_MADE)]
     if tx_changed and made:  # another kind of optimizer: inject_hyperparams would not help
@@ -34,10 +35,52 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
     return sorted(
         reasons,
         key=lambda r: (
-            tx_changed and r.fix.startswith(_OPTAX_MADE),
+            (tx_changed and r.fix.startswith(_OPTAX_MADE)) or r.fix.startswith(_LIBRARY_MADE),
             _ORDER.get(r.kind, len(_ORDER)),
         ),
     )
+
+
+_LIBRARY_MADE = M.LIBRARY_MADE_FIX.split("{", 1)[0]
+_LIBRARIES = {"flax": "nnx.", "equinox": "eqx.nn."}
+
+
+def _library_made(
+    reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]
+) -> list[Reason]:
+    """Structure changes inside a flax/equinox layer (``model.bias`` of an ``nnx.Linear``
+    built with ``use_bias=False``): the layer's arguments made them, and those lead."""
+    config: dict[str, list[str]] = {}  # layer path -> its changed arguments
+    for r in reasons:
+        if (
+            r.kind == "static_value"
+            and "." in r.path
+            and r.fix == M.LAYER_FIX.format(attr=r.path.rsplit(".", 1)[-1])
+        ):
+            layer, attr = r.path.rsplit(".", 1)
+            config.setdefault(layer, []).append(f"`{attr}`")
+    out = []
+    for r in reasons:
+        cls = _layer_class(r, o, n) if r.kind in _STRUCTURE_KINDS else ""
+        if cls and not r.fix.startswith(_OPTAX_MADE):
+            layer = r.path.rsplit(".", 1)[0]
+            args = ", ".join(config.get(layer, []))
+            r = M.library_made(r, cls, f" (here {args})" if args else "")
+        out.append(r)
+    return out
+
+
+def _layer_class(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> str:
+    """``nnx.Linear`` when ``r.path`` is an attribute of a flax/equinox layer, else ""."""
+    for entries in (n, o):
+        p = next((q for q in entries if render_path(q) == r.path), None)
+        parent = entries.get(p[:-1]) if p is not None and len(p) > 1 else None
+        if parent is None or parent.kind != "node" or p is None or p[-1][0] != "attr":
+            continue
+        prefix = _LIBRARIES.get(module_of(parent).split(".", 1)[0])
+        if prefix is not None and not module_of(parent).startswith("flax.nnx.training"):
+            return prefix + parent.type_name
+    return ""
 
 
 def _optax_made(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> Reason:
