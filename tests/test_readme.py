@@ -41,6 +41,7 @@ def test_public_names_are_pinned():
             "RecompileWarning",
             "Report",
             "ReportError",
+            "RunawayRecompileWarning",
             "StaleCacheWarning",
             "JitlensCompatWarning",
             "JitlensInternalWarning",

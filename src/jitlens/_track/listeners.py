@@ -10,18 +10,18 @@ guard's own error (a compile budget exceeded) is raised, on purpose.
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
+from . import live  # issue 24: live log, runaway warning, profiler annotation
 from .calls import TrackedJit, find_call, note_miss
 from .describe import describe_and_explain
 from .frontends import ensure_installed, is_installed
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
-from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, log, tls, update_threshold
+from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, tls, update_threshold
 
 #: The signature shown for a trace that ran inside another function's trace.
 NESTED_SIGNATURE = "(traced inside another function's trace)"
@@ -263,8 +263,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
 
 def _log_retrace(rec: Record, b: EventBuilder) -> None:
     """Log a retrace (logger ``jitlens``, INFO) once its compile time is known."""
-    if log.isEnabledFor(logging.INFO):
-        log.info("jitlens: %s", rec.explain_retrace(b, REGISTRY.t0))
+    live.log_retrace(rec, b)  # issue 24: folded, with record.jitlens, runaway warning, profiler
 
 
 def on_duration(event: str, secs: float, **kw: Any) -> None:
