@@ -18,7 +18,7 @@ import jax
 from .. import _compat
 from .._compat.probe import tested_range
 from .._errors import JitlensError
-from . import frontends, listeners, patches, selfcheck
+from . import fastpath, frontends, listeners, patches, selfcheck
 from .calls import make_nnx_call
 from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
@@ -61,6 +61,7 @@ def _install() -> None:
         for owner, attr in owners:
             _set(owner, attr, patched)
     _set(jax, "eval_shape", patches.make_eval_shape(jax.eval_shape))
+    fastpath.install(_set)  # issue 24: count cache hits that miss JAX's C++ fast path
     if _compat.trace_to_jaxpr_patchable():
         pe = _compat.partial_eval()
         _set(pe, "trace_to_jaxpr", patches.make_trace_to_jaxpr(pe.trace_to_jaxpr))
