@@ -116,8 +116,15 @@ class LiveRun:
                 log.propagate = self.saved[1]
             self.handler = None
         if self.scope_cm is not None:
+            from .._errors import JitlensError
+
             cm, self.scope_cm = self.scope_cm, None
-            cm.__exit__(None, None, None)
+            try:
+                cm.__exit__(None, None, None)
+            except JitlensError as exc:  # the self-check found traces cannot be counted
+                outcome.code = outcome.code or 2
+                outcome.exit_message = f"jitlens run: {exc}"
+                return
             violations = self.scope.violations
             if violations and outcome.code == 0 and outcome.exception is None:
                 flag = "--fail-on-retrace" if self.args.fail_on_retrace else "--max-traces"

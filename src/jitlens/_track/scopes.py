@@ -262,6 +262,7 @@ def program_scope(fail_on_retrace: bool, max_traces: int | None) -> Iterator[Pro
     add_scope(scope)
     try:
         yield scope
+        hooks.confirm_counting(source)  # a stance that could not count must not pass
     finally:
         remove_scope(scope)
         hooks.deactivate_counting()
