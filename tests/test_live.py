@@ -231,3 +231,14 @@ def test_warn_recompiles_setting_is_validated():
         assert _config.get("warn_recompiles", 5) == 5
     with pytest.raises(ConfigError, match="an integer >= 0, or off"):
         _config.get("warn_recompiles", "-1")
+
+
+def test_a_bad_setting_stops_jitlens_run_before_the_program(tmp_path, capsys, monkeypatch):
+    from jitlens._cli.run import main
+
+    (tmp_path / "never.py").write_text("print('RAN')\n")
+    monkeypatch.setenv("JITLENS_WARN_RECOMPILES", "lots")
+    assert main([str(tmp_path / "never.py")]) == 2
+    out, err = capsys.readouterr()
+    assert "RAN" not in out
+    assert "JITLENS_WARN_RECOMPILES='lots' is not valid" in err

@@ -81,13 +81,19 @@ class LiveRun:
     def start(self, outcome: Any) -> bool:
         """Show jitlens' log on stderr and open the budget asked for, before the program runs.
 
-        False when the budget cannot count on this JAX (``outcome`` then says why, exit 2).
+        False when a setting is invalid or the budget cannot count on this JAX
+        (``outcome`` then says why, exit 2).
         """
         from .. import _config
         from .._errors import JitlensError
 
         args, log = self.args, logging.getLogger("jitlens")
-        level = _config.get("log_level")
+        try:  # a bad setting fails at once, before the program runs
+            level = _config.get("log_level")
+            _config.get("warn_recompiles")
+        except JitlensError as exc:
+            outcome.code, outcome.exit_message = 2, f"jitlens run: {exc}"
+            return False
         if not args.quiet and level != "off" and not log.handlers:
             self.saved = (log.level, log.propagate)
             self.handler = _StderrHandler()

@@ -371,6 +371,7 @@ def compile_only(fun_name: str, secs: float) -> None:
     with rec.lock:
         rec.compiles += 1
         rec.events.append(b)
+    live.check_runaway(rec, b)  # issue 24: recompiles without a retrace count too
 
 
 # ------------------------------------------------------------------ plain events

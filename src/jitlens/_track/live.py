@@ -180,7 +180,7 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
             if number == LIVE_FULL + 1:
                 text += FOLDED_NOTE.format(name=rec.qualname)
         log.log(level, "%s", text, extra={"jitlens": event_data(rec, b, "retrace", number)})
-    _check_runaway(rec, b)
+    check_runaway(rec, b)
 
 
 # ------------------------------------------------------------------ the runaway warning
@@ -226,8 +226,9 @@ def runaway_text(rec: Record, recompiles: int, limit: int) -> str:
     return text + RUNAWAY_OFF
 
 
-def _check_runaway(rec: Record, b: EventBuilder) -> None:
-    if rec.internal or rec.id in _WARNED:
+def check_runaway(rec: Record, b: EventBuilder) -> None:
+    """Warn once when ``rec``'s recompiles reach ``JITLENS_WARN_RECOMPILES``."""
+    if rec.internal or rec.id in _WARNED or tls.in_canary:
         return
     limit = _config.get("warn_recompiles")
     recompiles = rec.compiles - 1
