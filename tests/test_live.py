@@ -242,3 +242,34 @@ def test_a_bad_setting_stops_jitlens_run_before_the_program(tmp_path, capsys, mo
     out, err = capsys.readouterr()
     assert "RAN" not in out
     assert "JITLENS_WARN_RECOMPILES='lots' is not valid" in err
+
+
+def test_the_runaway_warning_is_once_per_function_and_off_by_a_setting():
+    import warnings
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+    from jitlens import _config
+
+    def run(setting):
+        body = []
+
+        def grow(x):
+            body.append(1)
+            return x + 1
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with _config.override(warn_recompiles=setting), jitlens.track() as t:
+                f = jax.jit(grow)
+                for n in range(1, 6):
+                    f(jnp.ones(n))
+        assert len(body) == t.stats(f).traces == 5  # the truth: five runs of the body
+        return [w for w in caught if issubclass(w.category, jitlens.RunawayRecompileWarning)]
+
+    (once,) = run("2")  # recompiles 2, 3 and 4: one warning
+    assert ".grow` (jax.jit" in str(once.message) and "recompiled 2 times" in str(once.message)
+    assert once.filename == __file__  # at the user's call
+    assert run("off") == []
