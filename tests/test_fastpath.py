@@ -13,6 +13,8 @@ from jitlens._core.advice import fast_path
 from jitlens._core.report import FunctionReport, report_from_dict
 
 CALLS = 150
+# one worker runs the module: its fixture compiles once
+pytestmark = pytest.mark.xdist_group("fastpath")
 
 
 def _noop(value: object) -> None:

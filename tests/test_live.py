@@ -16,6 +16,9 @@ import pytest
 
 from conftest import run_python
 
+# one worker runs the module: its fixture's subprocess runs once
+pytestmark = pytest.mark.xdist_group("live")
+
 # Retraces 6 times (x changes shape every call); the program keeps its own
 # counter inside the jitted body (the truth), takes its own jax.profiler trace
 # and forwards jitlens' log records through its own handler.
