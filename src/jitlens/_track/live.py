@@ -53,6 +53,8 @@ FOLDED_NOTE = (
     "all of them are in the summary at exit)"
 )
 NO_REASON = "no difference found"
+FOLDED_REASON = "{path} {kind}: {before} -> {after}"
+MORE_REASONS = " (+{n} more)"
 RUNAWAY = (
     "jitlens: `{name}` ({kind}, {defined_at}) recompiled {n} times "
     "(JITLENS_WARN_RECOMPILES={limit}): {path} {reason_kind} in {count} of them, {values}"
@@ -60,9 +62,7 @@ RUNAWAY = (
 RUNAWAY_FIX = "\n  fix: {fix}"
 RUNAWAY_OFF = "\n  (JITLENS_WARN_RECOMPILES=off silences this warning)"
 PROFILER_NAME = "jitlens: retrace {name} ({reasons})"
-
-#: What ``record.jitlens["event"]`` says.
-EVENTS = ("retrace", "runaway", "message")
+CHANGE = "{before} -> {after}"
 
 _LOCK = threading.Lock()
 #: record id -> retraces logged so far.
@@ -145,8 +145,13 @@ def _first_reason(reasons: tuple[Reason, ...]) -> str:
     if not reasons:
         return NO_REASON
     r = reasons[0]
-    text = f"{r.path or r.argument} {r.kind}: {shorten(r.before, 40)} -> {shorten(r.after, 40)}"
-    return text + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else "")
+    text = FOLDED_REASON.format(
+        path=r.path or r.argument,
+        kind=r.kind,
+        before=shorten(r.before, 40),
+        after=shorten(r.after, 40),
+    )
+    return text + (MORE_REASONS.format(n=len(reasons) - 1) if len(reasons) > 1 else "")
 
 
 # ------------------------------------------------------------------ the log
@@ -261,13 +266,14 @@ def _on_trace(rec: Record, b: EventBuilder) -> None:
         return
     _close_annotation(None)  # a retrace of this thread that never compiled
     reason = b.reasons[0] if b.reasons else None
-    annotation = jax.profiler.TraceAnnotation(
-        annotation_name(rec, b),
-        call_site=b.call_site,
-        call_index=-1 if b.call_index is None else b.call_index,
-        change=f"{reason.before} -> {reason.after}" if reason is not None else NO_REASON,
-        fix=reason.fix if reason is not None else "",
+    args: dict[str, Any] = {"call_site": b.call_site}
+    if b.call_index is not None:  # unknown: left out, never a made-up number
+        args["call_index"] = b.call_index
+    args["change"] = (
+        CHANGE.format(before=reason.before, after=reason.after) if reason else NO_REASON
     )
+    args["fix"] = reason.fix if reason is not None else ""
+    annotation = jax.profiler.TraceAnnotation(annotation_name(rec, b), **args)
     annotation.__enter__()
     _open.builder, _open.annotation = b, annotation
 
