@@ -48,7 +48,7 @@ class _Seen(threading.local):
 
 
 _seen = _Seen()
-#: Is the counting wrapper in place (set while the hooks are installed)?
+#: Was the counting wrapper installed when the hooks last were (else the counts are unknown)?
 INSTALLED = [False]
 
 
