@@ -50,6 +50,19 @@ logging.getLogger("jitlens").setLevel(logging.DEBUG)  # the folded retraces too,
 step(jnp.ones(9))
 print("TRACES", T[0], flush=True)
 print("EVENTS", json.dumps(EVENTS), flush=True)
+
+def with_callback(x):
+    jax.debug.callback(lambda v: None, x)
+    return x + 1
+
+def plain(x):
+    return x + 1
+
+slow, fast = jax.jit(with_callback), jax.jit(plain)
+for _ in range(150):
+    slow(jnp.ones(2))
+    fast(jnp.ones(2))
+jax.effects_barrier()
 """
 
 
@@ -72,7 +85,7 @@ def live_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("live")
     (d / "prog.py").write_text(textwrap.dedent(LIVE_PROGRAM))
     proc = _merged(
-        ["-m", "jitlens", "run", "prog.py", str(d / "profile")],
+        ["-m", "jitlens", "run", "--json", "r.json", "prog.py", str(d / "profile")],
         cwd=d,
         env={"JITLENS_WARN_RECOMPILES": "7"},
     )
@@ -88,13 +101,13 @@ def test_each_retrace_is_explained_before_the_programs_next_line(live_run):
     assert out.index("after call 1") < first < out.index("after call 2")
     assert "x  shape" in out[first : out.index("after call 2")]
     assert "f32[1] -> f32[2]" in out[first : out.index("after call 2")]
-    summary = out.index("jitlens: 1 jitted function")
+    summary = out.index("jitlens: 3 jitted functions")
     assert summary > out.index("EVENTS")  # the summary at exit stays
 
 
 def test_a_runaway_function_is_folded_not_flooding_the_log(live_run):
     _d, out = live_run
-    live = out[: out.index("jitlens: 1 jitted function")]
+    live = out[: out.index("jitlens: 3 jitted functions")]
     assert live.count("step (jax.jit)") == 3  # the first three in full
     assert live.count("jitlens: `step` retrace #4") == 1
     assert "further retraces of `step` are folded" in live
@@ -140,6 +153,16 @@ def test_a_handler_receives_the_data_of_each_event(live_run):
     # the runaway event goes to handlers at DEBUG (the warning is what stderr shows)
     (runaway,) = [e for e in events if e["event"] == "runaway"]
     assert runaway["function"] == "step" and runaway["compiles"] == 8
+
+
+def test_a_host_callback_is_reported_as_missing_the_fast_path_and_a_plain_jit_is_not(live_run):
+    d, _out = live_run
+    functions = {f["name"]: f for f in json.loads((d / "r.json").read_text())["functions"]}
+    slow, fast = functions["with_callback"], functions["plain"]
+    assert (slow["cache_hits"], slow["python_dispatch_calls"]) == (149, 149)
+    assert slow["python_dispatch_cause"] == "host_callback"
+    assert [a["kind"] for a in slow["advice"]] == ["fast_path"]
+    assert (fast["cache_hits"], fast["python_dispatch_calls"], fast["advice"]) == (149, 0, [])
 
 
 FAIL_PROGRAM = """
