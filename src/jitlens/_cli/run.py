@@ -192,7 +192,7 @@ def main(argv: list[str]) -> int:
     live = live_run.LiveRun(args)  # issue 24
     try:
         with finish_on_signals(lambda: _finish(tracker, args, outcome)):
-            if live.start(outcome):  # issue 24 (False: the budget cannot count; outcome says why)
+            if live.start(outcome):  # issue 24 (False: a bad setting or a budget that cannot count)
                 _run_program(args, code_obj, outcome)
     finally:
         live.stop(outcome)  # issue 24
