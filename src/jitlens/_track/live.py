@@ -273,9 +273,18 @@ def _on_trace(rec: Record, b: EventBuilder) -> None:
         CHANGE.format(before=reason.before, after=reason.after) if reason else NO_REASON
     )
     args["fix"] = reason.fix if reason is not None else ""
-    annotation = jax.profiler.TraceAnnotation(annotation_name(rec, b), **args)
+    annotation = jax.profiler.TraceAnnotation(
+        annotation_name(rec, b).replace("#", ""),  # a "#" would start the metadata
+        **{k: _traceme_text(v) if isinstance(v, str) else v for k, v in args.items()},
+    )
     annotation.__enter__()
     _open.builder, _open.annotation = b, annotation
+
+
+def _traceme_text(text: str) -> str:
+    """``text`` safe inside a TraceMe name, encoded ``name#key=value,key=value#``:
+    a comma would end the value there, a ``#`` the metadata."""
+    return text.replace("#", "").replace(",", ";")
 
 
 def _close_annotation(b: EventBuilder | None) -> None:
