@@ -42,6 +42,7 @@ def test_public_names_are_pinned():
             "Report",
             "ReportDiff",
             "ReportError",
+            "RunawayRecompileWarning",
             "StaleCacheWarning",
             "JitlensCompatWarning",
             "JitlensInternalWarning",

@@ -20,6 +20,7 @@ from ._errors import JitlensInternalWarning as JitlensInternalWarning
 from ._errors import RecompileError as RecompileError
 from ._errors import RecompileWarning as RecompileWarning
 from ._errors import ReportError as ReportError
+from ._errors import RunawayRecompileWarning as RunawayRecompileWarning
 from ._errors import StaleCacheWarning as StaleCacheWarning
 from ._version import __version__ as __version__
 
@@ -129,6 +130,7 @@ __all__ = [
     "Report",
     "ReportDiff",
     "ReportError",
+    "RunawayRecompileWarning",
     "StaleCacheWarning",
     "Tracker",
     "__version__",

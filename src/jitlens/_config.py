@@ -25,7 +25,11 @@ SETTINGS: dict[str, tuple[str, Any, tuple[str, ...] | None]] = {
     # where the self-check keeps its verdict per set of installed versions
     # (default: $XDG_CACHE_HOME/jitlens or ~/.cache/jitlens)
     "cache_dir": ("JITLENS_CACHE_DIR", "", None),
+    # recompiles of one function after which it is warned about once (0 or off: never)
+    "warn_recompiles": ("JITLENS_WARN_RECOMPILES", 8, None),
 }
+
+BAD_COUNT = "{env}={raw!r} is not valid; use an integer >= 0, or off (0 and off disable it)"
 
 _overrides: list[dict[str, Any]] = []
 
@@ -41,10 +45,28 @@ def _parse(name: str, raw: Any) -> Any:
                 f"{env}={raw!r} is not valid; use one of: 1, 0, true, false, yes, no, on, off"
             )
         return text in _TRUE
+    if isinstance(default, int):
+        return _parse_count(env, raw)
     text = str(raw).strip()
     if valid is not None and text.lower() not in valid:
         raise ConfigError(f"{env}={raw!r} is not valid; use one of: {', '.join(valid)}")
     return text.lower() if valid is not None else text
+
+
+def _parse_count(env: str, raw: Any) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    else:
+        text = str(raw).strip().lower()
+        if text in ("off", "false", "no", ""):
+            return 0
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(BAD_COUNT.format(env=env, raw=raw)) from None
+    if value < 0:
+        raise ConfigError(BAD_COUNT.format(env=env, raw=raw))
+    return value
 
 
 def get(name: str, explicit: Any = None) -> Any:

@@ -23,6 +23,10 @@ class RecompileWarning(UserWarning):
     """A jitted function exceeded its trace budget (``on_exceed="warn"``)."""
 
 
+class RunawayRecompileWarning(RecompileWarning):
+    """A jitted function passed ``JITLENS_WARN_RECOMPILES`` recompiles (once per function)."""
+
+
 class StaleCacheWarning(UserWarning):
     """``nnx.cached_partial`` served a call with a static attribute it did not see change."""
 

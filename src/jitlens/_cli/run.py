@@ -21,6 +21,7 @@ from typing import Any
 
 from .._render.color import CHOICES as COLOR_CHOICES
 from .._render.color import add_color_option, want_color
+from . import live_run  # issue 24: --fail-on-retrace, --max-traces, retraces live on stderr
 from .gather import GATHER_HELP, check_options, write_gathered  # issue 23
 from .outputs import add_output_options as add_output_options
 from .outputs import anchor_outputs as anchor_outputs
@@ -32,7 +33,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 USAGE = (
     "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--gather PATH] [--include-internal] "
-    "[--quiet] [--color {auto,always,never}] "
+    f"[--quiet] [--color {{auto,always,never}}] {live_run.USAGE} "  # issue 24
     "(SCRIPT.py | -m MODULE) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
@@ -52,6 +53,7 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         "as with python.",
     )
     add_output_options(p)
+    live_run.add_live_options(p)  # issue 24
     p.add_argument(
         "--include-internal",
         action="store_true",
@@ -75,7 +77,7 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
 
 
 #: jitlens run's options that take a value (``--json PATH`` or ``--json=PATH``).
-_VALUE_OPTIONS = ("--json", "--html", "--trace", "--gather")
+_VALUE_OPTIONS = ("--json", "--html", "--trace", "--gather", *live_run.VALUE_OPTIONS)
 
 
 def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
@@ -154,10 +156,13 @@ def main(argv: list[str]) -> int:
     outcome = Outcome()
     finish = Finish(lambda: _finish(tracker, args, outcome))
     tracker.start()
+    live = live_run.LiveRun(args)  # issue 24
     with finish_on_signals(finish):
         try:
-            _run_program(args, code_obj, outcome)
+            if live.start(outcome):  # issue 24 (False: a bad setting or a budget that cannot count)
+                _run_program(args, code_obj, outcome)
         finally:
+            live.stop(outcome)  # issue 24
             finish()
     if outcome.exception is not None:  # the traceback is the last thing shown, as with python
         _print_user_traceback(outcome.exception)

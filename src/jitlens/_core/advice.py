@@ -17,6 +17,9 @@ plain data (no JAX here, so every rule is tested with made-up figures):
   (jax#19654).
 * ``buckets``: many sizes of one axis, each compiled once: the buckets the
   recorded sizes call for (``buckets.propose``).
+* ``fast_path``: cache hits served by JAX's Python dispatch instead of its
+  C++ fast path (a host callback in the function, jax#31319): hundreds of
+  us per call instead of a few.
 
 The figures come from ``_track/advisor.py``, which samples a few of the
 function's own cache hits. Every threshold below is a documented module
@@ -107,6 +110,36 @@ DISABLE_JIT_FIX = (
     'remove `jax.config.update("jax_disable_jit", True)`, JAX_DISABLE_JIT=1 or the '
     "`with jax.disable_jit():` block around these calls"
 )
+
+#: ``fast_path``: advise when fixing it saves at least this many seconds of the run ...
+FAST_PATH_MIN_SECONDS = 0.01
+#: ... or, when none of those calls was timed, when at least this many took the Python path.
+FAST_PATH_MIN_CALLS = 10
+#: What one call costs on JAX's C++ fast path, subtracted from a timed Python-dispatched
+#: call (5-6 us measured on CPU, jax 0.10.2; ``benchmarks/fastpath.py`` checks the estimate).
+FAST_PATH_CALL_SECONDS = 6e-6
+FAST_PATH_MESSAGE = (
+    "{n} of its cache hits ran JAX's Python dispatch, not its C++ fast path: {cause}{cost}"
+)
+FAST_PATH_COST = "; {cost} per call (best of {samples} timed) vs ~{fast} on the fast path"
+FAST_PATH_CAUSES = {
+    "host_callback": "it contains a host callback (jax.debug.callback / jax.debug.print), "
+    "an effect that keeps every call off the fast path",
+    "ordered_effect": "it has an ordered effect (io_callback(..., ordered=True), "
+    "jax.debug.print(..., ordered=True)), which keeps every call off the fast path",
+    "ref_effect": "it has a reference (state) effect, which keeps every call off the fast path",
+    "non_array_output": "it returns values that are not jax.Arrays, which the fast path "
+    "cannot build",
+    "unknown": "JAX refused the fast path for a reason jitlens cannot name",
+}
+FAST_PATH_FIXES = {
+    "host_callback": "keep jax.debug.print / jax.debug.callback out of the hot `{name}`: "
+    "return the values and print them on the host every N steps, or debug a separate "
+    "jitted copy of it",
+    "ordered_effect": "move the io_callback out of `{name}` (return its inputs and call the "
+    "host function after it), or pass ordered=False if the order does not matter",
+}
+FAST_PATH_FIX_OTHER = "profile a few calls of `{name}` (jax.profiler) to see its Python dispatch"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,11 +316,42 @@ def disable_jit(eager_calls: int) -> Advice | None:
     return Advice("disable_jit", DISABLE_JIT_MESSAGE.format(n=eager_calls), DISABLE_JIT_FIX, None)
 
 
+def fast_path(fn: FunctionReport, timed: tuple[int, float] | None) -> Advice | None:
+    """``fast_path`` advice: cache hits that ran JAX's Python dispatch.
+
+    ``timed`` is ``(samples, seconds)``: the least-disturbed of a few such
+    calls, from entry to outputs ready and host callbacks done. The saving
+    is what each would cost less on the fast path, times the calls counted.
+    """
+    n = fn.python_dispatch_calls
+    if not n:
+        return None
+    cause = fn.python_dispatch_cause or "unknown"
+    saving = None
+    cost = ""
+    if timed is not None:
+        samples, seconds = timed
+        saving = round(max(0.0, seconds - FAST_PATH_CALL_SECONDS) * n, 6)
+        cost = FAST_PATH_COST.format(
+            cost=_duration(seconds), samples=samples, fast=_duration(FAST_PATH_CALL_SECONDS)
+        )
+        if saving < FAST_PATH_MIN_SECONDS:
+            return None
+    elif n < FAST_PATH_MIN_CALLS:
+        return None
+    message = FAST_PATH_MESSAGE.format(
+        n=n, cause=FAST_PATH_CAUSES.get(cause, FAST_PATH_CAUSES["unknown"]), cost=cost
+    )
+    fix = FAST_PATH_FIXES.get(cause, FAST_PATH_FIX_OTHER).format(name=fn.name)
+    return Advice("fast_path", message, fix, saving)
+
+
 def advise(
     fn: FunctionReport,
     sample: DispatchSample | None,
     env: Environment,
     eager_calls: int = 0,
+    fast_path_timed: tuple[int, float] | None = None,
 ) -> tuple[Advice, ...]:
     """Every rule on one function, most valuable first.
 
@@ -306,6 +370,7 @@ def advise(
         compile_cache(fn, env),
         entries(fn),
         bucketing(fn),
+        fast_path(fn, fast_path_timed),  # issue 24
     ]
     chosen = [a for a in found if a is not None]
     return tuple(

@@ -129,6 +129,7 @@ ADVICE_KINDS: tuple[str, ...] = (
     "entries",
     "disable_jit",
     "buckets",
+    "fast_path",
 )
 
 
@@ -180,6 +181,12 @@ class FunctionReport:
     #: What to change, most valuable first (``_core/advice.py``); empty when
     #: nothing is worth changing.
     advice: tuple[Advice, ...] = ()
+    #: Cache hits JAX served through its Python dispatch instead of its C++
+    #: fast path (``_track/fastpath.py``); None when jitlens cannot tell.
+    python_dispatch_calls: int | None = None
+    #: Why the fast path refused them (``host_callback``, ``ordered_effect``,
+    #: ``ref_effect``, ``non_array_output``, ``unknown``); "" when none did.
+    python_dispatch_cause: str = ""
 
     @property
     def retraces(self) -> int:
@@ -365,8 +372,8 @@ def _function(d: Any, where: str) -> FunctionReport:
         if k in kw:
             kw[k] = tuple(_list(kw[k], f"{where}.{k}"))
     _check_type(kw["persistent_cache_hits"], (int,), f"{where}.persistent_cache_hits")
-    for k in ("calls", "cache_hits", "traces", "compiles"):
-        if kw[k] is not None:
+    for k in ("calls", "cache_hits", "traces", "compiles", "python_dispatch_calls"):
+        if kw.get(k) is not None:
             _check_type(kw[k], (int,), f"{where}.{k}")
     for k in ("name", "qualname", "kind", "defined_at", "first_call_site"):
         _check_type(kw[k], (str,), f"{where}.{k}")

@@ -37,6 +37,7 @@ import jax
 from .. import _compat
 from .._core.advice import DispatchSample, Environment, advise
 from .._core.report import Advice, FunctionReport
+from . import fastpath
 from .records import Record
 from .state import ADVICE_CALLS, internal_failure, tls
 
@@ -52,6 +53,8 @@ def wants_sample(rec: Record, n: int) -> bool:
     """Is call ``n`` of ``rec`` one to sample (default-mode nnx.jit, a sampling index)?"""
     if n < SAMPLE_FROM or n % SAMPLE_EVERY or n >= ADVICE_CALLS[0]:
         return False  # a few samples, even when a timeline keeps more calls detailed
+    if fastpath.is_slow(rec):  # its hits run JAX's Python dispatch: what would fixing it save?
+        return True
     mode = rec.sample_mode
     if mode is None:
         wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
@@ -83,6 +86,9 @@ def sampled_call(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, 
             t2 = time.perf_counter()
             with rec.lock:
                 rec.dispatch_samples.append((t1 - t0, t2 - t1))
+            if fastpath.is_slow(rec):  # its host callbacks finish after its outputs
+                jax.effects_barrier()
+                fastpath.add_sample(rec, time.perf_counter() - t0)
             if rec.cached_graph is None:
                 rec.cached_graph = _cached_graph(rec, args)
     except Exception as exc:
@@ -160,7 +166,7 @@ def advice_for(rec: Record, fn: FunctionReport, env: Environment | None) -> tupl
     if env is None:
         return ()
     try:
-        return advise(fn, dispatch_sample(rec), env, rec.eager_calls)
+        return advise(fn, dispatch_sample(rec), env, rec.eager_calls, fastpath.sample_seconds(rec))
     except Exception as exc:
         internal_failure("advising on a function", exc)
         return ()

@@ -16,7 +16,7 @@ from typing import Any
 from .. import _compat
 from .._compat.probe import tested_range
 from .._errors import JitlensError
-from . import frontends, listeners, patches, selfcheck
+from . import fastpath, frontends, listeners, patches, selfcheck
 from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
 from .state import (
@@ -48,6 +48,7 @@ def _install() -> None:
         DEPTH_KNOWN[0] = "register_event_duration_secs_listener" not in MISSING_LISTENERS
         _LISTENING[0] = True
     _compat.hide_from_tracebacks(_compat.PACKAGE_DIR)
+    fastpath.install(_set)  # issue 24: count cache hits that miss JAX's C++ fast path
     if _compat.trace_to_jaxpr_patchable():
         pe = _compat.partial_eval()
         _set(pe, "trace_to_jaxpr", patches.make_trace_to_jaxpr(pe.trace_to_jaxpr))

@@ -11,18 +11,17 @@ guard's own error (a compile budget exceeded) is raised, on purpose.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from . import calls, pcache, selfcheck
+from . import calls, live, pcache, selfcheck  # live: issue 24
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
-from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, log, tls, update_threshold
+from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, tls, update_threshold
 
 #: Has any trace-start event reached jitlens in this process?
 TRACES_SEEN = [False]
@@ -319,8 +318,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
 
 def _log_retrace(rec: Record, b: EventBuilder) -> None:
     """Log a retrace (logger ``jitlens``, INFO) once its compile time is known."""
-    if log.isEnabledFor(logging.INFO):
-        log.info("jitlens: %s", rec.explain_retrace(b, REGISTRY.t0))
+    live.log_retrace(rec, b)  # issue 24: folded, with record.jitlens, runaway warning, profiler
 
 
 def on_duration(event: str, secs: float, **kw: Any) -> None:
@@ -430,6 +428,7 @@ def compile_only(fun_name: str, secs: float) -> None:
     with rec.lock:
         rec.compiles += 1
         rec.events.append(b)
+    live.check_runaway(rec, b)  # issue 24: recompiles without a retrace count too
 
 
 # ------------------------------------------------------------------ plain events

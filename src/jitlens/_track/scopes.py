@@ -212,3 +212,57 @@ def budget_scope(
     finally:
         remove_scope(scope)
         hooks.deactivate_counting()
+
+
+# ------------------------------------------------------------------ issue 24: jitlens run's stance
+
+RETRACE_IN_RUN = (
+    "jitlens: `{name}` was traced again, and `jitlens run --fail-on-retrace` forbids it."
+)
+OVER_RUN_BUDGET = (
+    "jitlens: `{name}` was traced {count} times, over `jitlens run --max-traces {budget}`."
+)
+
+
+class ProgramScope(_Scope):
+    """``jitlens run --fail-on-retrace`` / ``--max-traces N``: every user function, every thread.
+
+    Like torch's ``set_stance("fail_on_recompile")``, but the error names the
+    attribute path that changed and a fix. First traces are allowed; the
+    budget counts every trace of one function (its first included).
+    """
+
+    def __init__(self, fail_on_retrace: bool, max_traces: int | None) -> None:
+        super().__init__("raise", None)
+        self.fail_on_retrace = fail_on_retrace
+        self.max_traces = max_traces
+        self.counts: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def check(self, rec: Record, b: EventBuilder) -> str | None:
+        with self._lock:
+            count = self.counts[rec.id] = self.counts.get(rec.id, 0) + 1
+        if self.max_traces is not None and count > self.max_traces:
+            head = OVER_RUN_BUDGET.format(name=rec.qualname, count=count, budget=self.max_traces)
+            return message(head, rec, b)
+        if self.fail_on_retrace and (b.kind == "retrace" or _compiled_unseen(rec)):
+            return message(RETRACE_IN_RUN.format(name=rec.qualname), rec, b)
+        return None
+
+
+@contextlib.contextmanager
+def program_scope(fail_on_retrace: bool, max_traces: int | None) -> Iterator[ProgramScope]:
+    """``jitlens run``'s program-wide budget while the block is open (raises when it cannot count)."""
+    source = (
+        "jitlens run --max-traces" if max_traces is not None else "jitlens run --fail-on-retrace"
+    )
+    checked = check_budget(max_traces, source)
+    scope = ProgramScope(fail_on_retrace, checked)
+    hooks.activate_counting(source)
+    add_scope(scope)
+    try:
+        yield scope
+        hooks.confirm_counting(source)  # a stance that could not count must not pass
+    finally:
+        remove_scope(scope)
+        hooks.deactivate_counting()

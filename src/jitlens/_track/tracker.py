@@ -19,7 +19,7 @@ from typing import Any
 from .. import _compat
 from .._core.report import SCHEMA_VERSION, FunctionReport, Report
 from .._version import __version__
-from . import advisor, hooks, pcache, runinfo, selfcheck  # pcache, runinfo: issue 23
+from . import advisor, fastpath, hooks, pcache, runinfo, selfcheck  # issues 23, 24
 from .frontends.jax_jit import TrackedJit
 from .records import Counts, Record
 from .registry import REGISTRY
@@ -51,6 +51,7 @@ class Tracker:
         self._final: dict[int, Counts] | None = None
         self._open = False
         self._pcache_base: dict[str, int] | None = None
+        self._dispatch: tuple[dict[int, int], dict[int, int] | None] = ({}, None)  # issue 24
 
     def __enter__(self) -> Tracker:
         self.start()
@@ -65,6 +66,7 @@ class Tracker:
         self._hooked = hooks.activate(self.timeline)
         with REGISTRY.lock:
             self._base = {r.id: r.snapshot() for r in REGISTRY.records}
+        self._dispatch = (fastpath.snapshot(), None)  # issue 24
         self._start_t = time.perf_counter()
         self._start_wall = time.time()
         self._pcache_base = pcache.snapshot()  # issue 23: persistent-cache events since start
@@ -76,6 +78,7 @@ class Tracker:
         self._check_stale()
         with REGISTRY.lock:
             self._final = {r.id: r.snapshot() for r in REGISTRY.records}
+        self._dispatch = (self._dispatch[0], fastpath.snapshot())  # issue 24
         self._end_t = time.perf_counter()
         self._open = False
         if self._hooked:
@@ -107,6 +110,7 @@ class Tracker:
         for r in records:
             fr = self._function(r)
             if fr is not None and (self.include_internal or not fr.internal):
+                fr = fastpath.with_counts(r, fr, *self._dispatch)  # issue 24
                 advice = advisor.advice_for(r, fr, env) if not fr.internal else ()
                 functions.append(dataclasses.replace(fr, advice=advice) if advice else fr)
         return Report(

@@ -1,0 +1,298 @@
+"""A retrace as it happens: the log line, its data, the runaway warning, the profiler mark.
+
+The summary at exit says everything, but a ten-hour job should show its
+first retrace in minute one, where its user already looks:
+
+* **the log** (logger ``jitlens``): each function's first
+  :data:`LIVE_FULL` retraces explained in full at INFO, then one line at
+  retrace 4, 8, 16, … (powers of two), the rest at DEBUG, so that a runaway
+  function cannot flood the log. Every record carries ``record.jitlens``, a
+  plain dict (:func:`event_data`), so a ``logging.Handler`` can forward the
+  event to any dashboard without parsing text.
+* **one warning per function** (:class:`jitlens.RunawayRecompileWarning`)
+  when its recompiles reach ``JITLENS_WARN_RECOMPILES`` (default 8, ``0``
+  or ``off``: never), with the folded reason and its fix. Under ``-W error``
+  it is logged instead: it is raised from inside JAX's compile, where an
+  exception would only be jitlens failing.
+* **the user's own profile**: a ``jax.profiler.TraceAnnotation`` named
+  ``jitlens: retrace f (model.avg_pool identity_static)`` spans each
+  retrace, from its trace start to its compile end, so XProf and Perfetto
+  show it on the profile's own clock. Outside a profiling session the
+  annotation is a no-op of JAX's.
+
+Compare ``jax_log_compiles`` (every compile, no reason) and
+``jax_explain_cache_misses`` (a key dump per miss, unfolded): this module
+logs the reason with the user's path, folded.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import warnings
+from typing import Any
+
+import jax
+
+from .. import _compat, _config
+from .._core.report import Reason
+from .._core.retrace_text import shorten, values_text
+from .._errors import RunawayRecompileWarning
+from .records import EventBuilder, Record
+from .registry import REGISTRY
+from .state import internal_failure, log
+
+#: Retraces of one function explained in full as they happen; later ones are folded.
+LIVE_FULL = 3
+
+FULL_LINE = "jitlens: {text}"
+FOLDED_LINE = "jitlens: `{name}` retrace #{number} at {site}: {reason}"
+FOLDED_NOTE = (
+    " (further retraces of `{name}` are folded: one line at retrace 8, 16, 32, …; "
+    "all of them are in the summary at exit)"
+)
+NO_REASON = "no difference found"
+FOLDED_REASON = "{path} {kind}: {before} -> {after}"
+MORE_REASONS = " (+{n} more)"
+RUNAWAY = (
+    "jitlens: `{name}` ({kind}, {defined_at}) recompiled {n} times "
+    "(JITLENS_WARN_RECOMPILES={limit}): {path} {reason_kind} in {count} of them, {values}"
+)
+RUNAWAY_FIX = "\n  fix: {fix}"
+RUNAWAY_OFF = "\n  (JITLENS_WARN_RECOMPILES=off silences this warning)"
+PROFILER_NAME = "jitlens: retrace {name} ({reasons})"
+CHANGE = "{before} -> {after}"
+
+_LOCK = threading.Lock()
+#: record id -> retraces logged so far.
+_LOGGED: dict[int, int] = {}
+#: record ids already warned about (one runaway warning per function).
+_WARNED: set[int] = set()
+
+
+class _Open(threading.local):
+    """The profiler annotation of the retrace in progress in this thread."""
+
+    def __init__(self) -> None:
+        self.builder: EventBuilder | None = None
+        self.annotation: Any = None
+
+
+_open = _Open()
+
+
+# ------------------------------------------------------------------ data
+
+
+def _reasons(reasons: tuple[Reason, ...]) -> list[dict[str, str]]:
+    return [
+        {
+            "kind": r.kind,
+            "argument": r.argument,
+            "path": r.path,
+            "before": r.before,
+            "after": r.after,
+        }
+        for r in reasons
+    ]
+
+
+def event_data(rec: Record, b: EventBuilder, event: str, number: int | None) -> dict[str, Any]:
+    """What ``record.jitlens`` holds: plain JSON-able data of one event.
+
+    Example of a retrace's dict::
+
+        {"event": "retrace", "function": "train_step", "name": "train_step",
+         "jit_kind": "nnx.jit", "defined_at": "train.py:12", "call_site": "train.py:40",
+         "call_index": 5, "retrace": 1, "compiles": 2,
+         "reasons": [{"kind": "shape", "argument": "x", "path": "x",
+                      "before": "f32[8,3]", "after": "f32[5,3]"}],
+         "trace_seconds": 0.01, "lower_seconds": 0.002, "compile_seconds": 0.03,
+         "seconds": 0.042}
+    """
+    seconds = b.trace_seconds + b.lower_seconds + b.compile_seconds
+    return {
+        "event": event,
+        "function": rec.qualname,
+        "name": rec.name,
+        "jit_kind": rec.kind,
+        "defined_at": rec.defined_at,
+        "call_site": b.call_site,
+        "call_index": b.call_index,
+        "retrace": number,
+        "compiles": rec.compiles,
+        "reasons": _reasons(b.reasons),
+        "trace_seconds": round(b.trace_seconds, 6),
+        "lower_seconds": round(b.lower_seconds, 6),
+        "compile_seconds": round(b.compile_seconds, 6),
+        "seconds": round(seconds, 6),
+    }
+
+
+def _plain_data(record: logging.LogRecord) -> bool:
+    """Logger filter: every jitlens record carries ``record.jitlens`` (a message's is minimal)."""
+    if not hasattr(record, "jitlens"):
+        record.jitlens = {"event": "message", "function": None, "level": record.levelname}
+    return True
+
+
+if _plain_data not in log.filters:
+    log.addFilter(_plain_data)
+
+
+def _first_reason(reasons: tuple[Reason, ...]) -> str:
+    if not reasons:
+        return NO_REASON
+    r = reasons[0]
+    text = FOLDED_REASON.format(
+        path=r.path or r.argument,
+        kind=r.kind,
+        before=shorten(r.before, 40),
+        after=shorten(r.after, 40),
+    )
+    return text + (MORE_REASONS.format(n=len(reasons) - 1) if len(reasons) > 1 else "")
+
+
+# ------------------------------------------------------------------ the log
+
+
+def _level(number: int) -> int:
+    if number <= LIVE_FULL or number & (number - 1) == 0:
+        return logging.INFO
+    return logging.DEBUG
+
+
+def log_retrace(rec: Record, b: EventBuilder) -> None:
+    """A retrace compiled (its seconds are known): log it, maybe warn, close its profiler mark."""
+    try:
+        _close_annotation(b)
+    except Exception as exc:
+        internal_failure("closing a profiler annotation", exc)
+    with _LOCK:
+        number = _LOGGED.get(rec.id, 0) + 1
+        _LOGGED[rec.id] = number
+    level = _level(number)
+    if log.isEnabledFor(level):
+        if number <= LIVE_FULL:
+            text = FULL_LINE.format(text=rec.explain_retrace(b, REGISTRY.t0))
+        else:
+            text = FOLDED_LINE.format(
+                name=rec.qualname, number=number, site=b.call_site, reason=_first_reason(b.reasons)
+            )
+            if number == LIVE_FULL + 1:
+                text += FOLDED_NOTE.format(name=rec.qualname)
+        log.log(level, "%s", text, extra={"jitlens": event_data(rec, b, "retrace", number)})
+    check_runaway(rec, b)
+
+
+# ------------------------------------------------------------------ the runaway warning
+
+
+def _folded(rec: Record) -> tuple[Reason, int, str] | None:
+    """The most frequent reason of the record's retraces and recompiles, with its values."""
+    with rec.lock:
+        events = [e for e in rec.events if e.kind in ("retrace", "compile") and e.reasons]
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    seen: dict[tuple[str, str], list[Reason]] = {}
+    for e in events:
+        for r in e.reasons:
+            key = (r.kind, r.path or r.argument)
+            counts[key] += 1
+            seen.setdefault(key, []).append(r)
+    if not counts:
+        return None
+    key, count = counts.most_common(1)[0]
+    rs = seen[key]
+    return rs[-1], count, values_text(rs[-1], rs[:-1])
+
+
+def runaway_text(rec: Record, recompiles: int, limit: int) -> str:
+    folded = _folded(rec)
+    if folded is None:
+        reason, count, values = None, recompiles, NO_REASON
+    else:
+        reason, count, values = folded
+    text = RUNAWAY.format(
+        name=rec.qualname,
+        kind=rec.kind,
+        defined_at=rec.defined_at,
+        n=recompiles,
+        limit=limit,
+        path=(reason.path or reason.argument) if reason is not None else "",
+        reason_kind=reason.kind if reason is not None else "unknown",
+        count=count,
+        values=values,
+    )
+    if reason is not None and reason.fix:
+        text += RUNAWAY_FIX.format(fix=reason.fix)
+    return text + RUNAWAY_OFF
+
+
+def check_runaway(rec: Record, b: EventBuilder) -> None:
+    """Warn once when ``rec``'s recompiles reach ``JITLENS_WARN_RECOMPILES``."""
+    if rec.internal or rec.id in _WARNED:
+        return
+    limit = _config.get("warn_recompiles")
+    recompiles = rec.compiles - 1
+    if not limit or recompiles < limit:
+        return
+    with _LOCK:
+        if rec.id in _WARNED:
+            return
+        _WARNED.add(rec.id)
+    text = runaway_text(rec, recompiles, limit)
+    data = event_data(rec, b, "runaway", _LOGGED.get(rec.id))
+    log.debug("%s", text, extra={"jitlens": data})
+    try:
+        warnings.warn(RunawayRecompileWarning(text), stacklevel=_compat.user_stacklevel())
+    except Exception:  # -W error: never raised from inside JAX's compile
+        log.warning("%s", text, extra={"jitlens": data})
+
+
+# ------------------------------------------------------------------ the profiler mark
+
+
+def annotation_name(rec: Record, b: EventBuilder) -> str:
+    reasons = ", ".join(f"{r.path or r.argument} {r.kind}" for r in b.reasons[:3]) or NO_REASON
+    return PROFILER_NAME.format(name=rec.qualname, reasons=reasons)
+
+
+def _on_trace(rec: Record, b: EventBuilder) -> None:
+    """``REGISTRY.on_trace``: open the retrace's profiler annotation (its reasons are known)."""
+    if b.kind != "retrace" or rec.internal:
+        return
+    _close_annotation(None)  # a retrace of this thread that never compiled
+    reason = b.reasons[0] if b.reasons else None
+    args: dict[str, Any] = {"call_site": b.call_site}
+    if b.call_index is not None:  # unknown: left out, never a made-up number
+        args["call_index"] = b.call_index
+    args["change"] = (
+        CHANGE.format(before=reason.before, after=reason.after) if reason else NO_REASON
+    )
+    args["fix"] = reason.fix if reason is not None else ""
+    annotation = jax.profiler.TraceAnnotation(
+        annotation_name(rec, b).replace("#", ""),  # a "#" would start the metadata
+        **{k: _traceme_text(v) if isinstance(v, str) else v for k, v in args.items()},
+    )
+    annotation.__enter__()
+    _open.builder, _open.annotation = b, annotation
+
+
+def _traceme_text(text: str) -> str:
+    """``text`` safe inside a TraceMe name, encoded ``name#key=value,key=value#``:
+    a comma would end the value there, a ``#`` the metadata."""
+    return text.replace("#", "").replace(",", ";")
+
+
+def _close_annotation(b: EventBuilder | None) -> None:
+    """End the open annotation (of ``b``, or whichever is open when ``b`` is None)."""
+    annotation = _open.annotation
+    if annotation is None or (b is not None and _open.builder is not b):
+        return
+    _open.builder = _open.annotation = None
+    annotation.__exit__(None, None, None)
+
+
+if _on_trace not in REGISTRY.on_trace:
+    REGISTRY.on_trace.append(_on_trace)

@@ -1,0 +1,115 @@
+"""Issue 24: cache hits served by JAX's Python dispatch instead of its C++ fast path."""
+
+from __future__ import annotations
+
+import json
+
+import jax.numpy as jnp
+import pytest
+from flax import nnx
+
+import jitlens
+from jitlens._core.advice import fast_path
+from jitlens._core.report import FunctionReport, report_from_dict
+
+CALLS = 150
+# one worker runs the module: its fixture compiles once
+pytestmark = pytest.mark.xdist_group("fastpath")
+
+
+def _noop(value: object) -> None:
+    return None
+
+
+@pytest.fixture(scope="module")
+def report():
+    bodies = {"with_callback": 0, "plain": 0, "ordered": 0, "nnx_callback": 0}
+
+    def with_callback(x):
+        bodies["with_callback"] += 1
+        jax.debug.callback(_noop, x)
+        return x * 2
+
+    def plain(x):
+        bodies["plain"] += 1
+        return x * 2
+
+    def ordered(x):
+        bodies["ordered"] += 1
+        jax.experimental.io_callback(_noop, None, x, ordered=True)
+        return x + 1
+
+    def nnx_callback(model, x):
+        bodies["nnx_callback"] += 1
+        jax.debug.callback(_noop, x)
+        return model(x)
+
+    import jax.experimental
+
+    model = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    x = jnp.ones((1, 3))
+    with jitlens.track() as t:
+        fns = [jax.jit(with_callback), jax.jit(plain), jax.jit(ordered)]
+        step = nnx.jit(nnx_callback)
+        for _ in range(CALLS):
+            for f in fns:
+                f(x)
+            step(model, x)
+    jax.effects_barrier()
+    assert set(bodies.values()) == {1}  # one trace each: every later call was a cache hit
+    return t.report()
+
+
+def test_a_host_callback_misses_the_fast_path_and_a_plain_jit_does_not(report):
+    cb = report.function("with_callback")
+    assert (cb.calls, cb.cache_hits) == (CALLS, CALLS - 1)
+    assert cb.python_dispatch_calls == CALLS - 1
+    assert cb.python_dispatch_cause == "host_callback"
+    (advice,) = [a for a in cb.advice if a.kind == "fast_path"]
+    assert "ran JAX's Python dispatch, not its C++ fast path" in advice.message
+    assert "jax.debug.callback" in advice.fix
+    assert advice.estimated_saving_seconds > 0
+
+    plain = report.function("plain")
+    assert (plain.cache_hits, plain.python_dispatch_calls, plain.python_dispatch_cause) == (
+        CALLS - 1,
+        0,
+        "",
+    )
+    assert not [a for a in plain.advice if a.kind == "fast_path"]
+
+
+def test_the_cause_is_named_for_ordered_effects_and_inside_nnx_jit(report):
+    ordered = report.function("ordered")
+    assert (ordered.python_dispatch_calls, ordered.python_dispatch_cause) == (
+        CALLS - 1,
+        "ordered_effect",
+    )
+    assert "ordered=False" in next(a for a in ordered.advice if a.kind == "fast_path").fix
+    step = report.function("nnx_callback")
+    assert (step.python_dispatch_calls, step.python_dispatch_cause) == (CALLS - 1, "host_callback")
+
+
+def test_the_count_is_in_the_text_and_survives_json(report):
+    text = " ".join(str(report).split())  # unwrapped
+    assert "with_callback fast_path, saves ~" in text
+    assert f"{CALLS - 1} of its cache hits ran JAX's Python dispatch" in text
+    again = report_from_dict(json.loads(report.to_json()))
+    assert again.function("with_callback").python_dispatch_calls == CALLS - 1
+    assert again.function("with_callback").python_dispatch_cause == "host_callback"
+    old = json.loads(report.to_json())
+    for fn in old["functions"]:  # a report written before this field: unknown, not 0
+        del fn["python_dispatch_calls"]
+    assert report_from_dict(old).function("plain").python_dispatch_calls is None
+
+
+def test_the_rule_needs_a_saving_or_enough_calls():
+    fn = FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:2", 100, 1, 1, 99, 0, 0, 0, 0)
+    fn = fn.__class__(**{**fn.__dict__, "python_dispatch_calls": 99})
+    fn = fn.__class__(**{**fn.__dict__, "python_dispatch_cause": "host_callback"})
+    assert fast_path(fn, (5, 200e-6)).estimated_saving_seconds == pytest.approx(99 * 194e-6)
+    assert fast_path(fn, (5, 7e-6)) is None  # saves ~0.1 ms in all: nothing worth changing
+    untimed = fast_path(fn, None)
+    assert untimed is not None and untimed.estimated_saving_seconds is None
+    few = fn.__class__(**{**fn.__dict__, "python_dispatch_calls": 3})
+    assert fast_path(few, None) is None

@@ -1,0 +1,307 @@
+"""Issue 24: retraces seen as they happen, the fail-fast stance, the runaway warning,
+the user's own profile, structured log records."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+# one worker runs the module: its fixture's subprocess runs once
+pytestmark = pytest.mark.xdist_group("live")
+
+# Retraces 6 times (x changes shape every call); the program keeps its own
+# counter inside the jitted body (the truth), takes its own jax.profiler trace
+# and forwards jitlens' log records through its own handler.
+LIVE_PROGRAM = """
+import json, logging, sys
+import jax, jax.numpy as jnp
+
+EVENTS = []
+
+class Forward(logging.Handler):
+    def emit(self, record):
+        EVENTS.append(record.jitlens)
+
+handler = Forward(level=logging.DEBUG)
+logging.getLogger("jitlens").addHandler(handler)
+
+T = [0]
+
+@jax.jit
+def step(x):
+    T[0] += 1
+    return x * 2
+
+with jax.profiler.trace(sys.argv[1]):
+    for n in range(1, 8):
+        step(jnp.ones(n)).block_until_ready()
+        print(f"after call {n}", flush=True)
+logging.getLogger("jitlens").setLevel(logging.DEBUG)  # the folded retraces too, from here
+step(jnp.ones(9))
+print("TRACES", T[0], flush=True)
+print("EVENTS", json.dumps(EVENTS), flush=True)
+
+def with_callback(x):
+    jax.debug.callback(lambda v: None, x)
+    return x + 1
+
+def plain(x):
+    return x + 1
+
+slow, fast = jax.jit(with_callback), jax.jit(plain)
+for _ in range(150):
+    slow(jnp.ones(2))
+    fast(jnp.ones(2))
+jax.effects_barrier()
+"""
+
+
+def _merged(args, cwd, env=None, timeout=240):
+    """Run ``python ARGS`` with stderr and stdout in one pipe, in the order they were written."""
+    full = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("live")
+    (d / "prog.py").write_text(textwrap.dedent(LIVE_PROGRAM))
+    proc = _merged(
+        ["-m", "jitlens", "run", "--json", "r.json", "prog.py", str(d / "profile")],
+        cwd=d,
+        env={"JITLENS_WARN_RECOMPILES": "7"},
+    )
+    assert proc.returncode == 0, proc.stdout
+    return d, proc.stdout
+
+
+def test_each_retrace_is_explained_before_the_programs_next_line(live_run):
+    _d, out = live_run
+    assert "TRACES 8" in out
+    # retrace #1 happens in call 2: its explanation comes before "after call 2"
+    first = out.index("step (jax.jit)")
+    assert out.index("after call 1") < first < out.index("after call 2")
+    assert "x  shape" in out[first : out.index("after call 2")]
+    assert "f32[1] -> f32[2]" in out[first : out.index("after call 2")]
+    summary = out.index("jitlens: 3 jitted functions")
+    assert summary > out.index("EVENTS")  # the summary at exit stays
+
+
+def test_a_runaway_function_is_folded_not_flooding_the_log(live_run):
+    _d, out = live_run
+    live = out[: out.index("jitlens: 3 jitted functions")]
+    assert live.count("step (jax.jit)") == 3  # the first three in full
+    assert live.count("jitlens: `step` retrace #4") == 1
+    assert "further retraces of `step` are folded" in live
+    for folded in ("#5", "#6"):
+        assert f"`step` retrace {folded}" not in live  # DEBUG: not on stderr at INFO
+
+
+def test_the_runaway_warning_fires_once_with_the_folded_reason(live_run):
+    _d, out = live_run
+    assert out.count("RunawayRecompileWarning") == 1
+    warning = out[out.index("RunawayRecompileWarning") - 400 :]
+    assert "`step` (jax.jit" in warning
+    assert "recompiled 7 times (JITLENS_WARN_RECOMPILES=7): x shape in 7 of them" in warning
+    assert "fix: Keep shapes fixed" in warning
+
+
+def test_the_programs_own_profile_holds_each_retrace_with_its_reason(live_run):
+    d, _out = live_run
+    (pb,) = glob.glob(str(d / "profile" / "**" / "*.xplane.pb"), recursive=True)
+    assert b"jitlens: retrace step (x shape)" in open(pb, "rb").read()
+    (tj,) = glob.glob(str(d / "profile" / "**" / "*.trace.json.gz"), recursive=True)
+    events = json.loads(gzip.open(tj).read())["traceEvents"]
+    marks = [e for e in events if e.get("name") == "jitlens: retrace step (x shape)"]
+    assert len(marks) == 6  # retraces 1..6 happened inside the profiled block
+    assert {m["args"]["change"] for m in marks} >= {"f32[1] -> f32[2]", "f32[6] -> f32[7]"}
+    # the whole fix (a comma would end a TraceMe value: they become semicolons)
+    assert all(m["args"]["fix"].endswith("so each compiles once.") for m in marks)
+    assert all(m["dur"] > 0 for m in marks)  # spans the retrace: trace to compile end
+
+
+def test_a_handler_receives_the_data_of_each_event(live_run):
+    _d, out = live_run
+    line = next(x for x in out.splitlines() if x.startswith("EVENTS "))
+    events = json.loads(line[len("EVENTS ") :])
+    retraces = [e for e in events if e["event"] == "retrace"]
+    assert [e["retrace"] for e in retraces] == [1, 2, 3, 4, 7]  # #5, #6 at DEBUG, level was INFO
+    first = retraces[0]
+    assert first["function"] == "step" and first["jit_kind"] == "jax.jit"
+    assert first["call_index"] == 1
+    assert first["reasons"] == [
+        {"kind": "shape", "argument": "x", "path": "x", "before": "f32[1]", "after": "f32[2]"}
+    ]
+    assert first["seconds"] > 0 and first["compile_seconds"] > 0
+    # the runaway event goes to handlers at DEBUG (the warning is what stderr shows)
+    (runaway,) = [e for e in events if e["event"] == "runaway"]
+    assert runaway["function"] == "step" and runaway["compiles"] == 8
+
+
+def test_a_host_callback_is_reported_as_missing_the_fast_path_and_a_plain_jit_is_not(live_run):
+    d, _out = live_run
+    functions = {f["name"]: f for f in json.loads((d / "r.json").read_text())["functions"]}
+    slow, fast = functions["with_callback"], functions["plain"]
+    assert (slow["cache_hits"], slow["python_dispatch_calls"]) == (149, 149)
+    assert slow["python_dispatch_cause"] == "host_callback"
+    assert [a["kind"] for a in slow["advice"]] == ["fast_path"]
+    assert (fast["cache_hits"], fast["python_dispatch_calls"], fast["advice"]) == (149, 0, [])
+
+
+FAIL_PROGRAM = """
+import time
+import jax, jax.numpy as jnp
+
+@jax.jit
+def step(x):
+    return x + 1
+
+start = time.time()
+i = 0
+while time.time() - start < 30:          # a 30 s job
+    step(jnp.ones(3 if i < 5 else 4))    # the batch shape changes at call 6
+    print("step", i, flush=True)
+    i += 1
+    time.sleep(0.05)
+print("FINISHED")
+"""
+
+
+def test_fail_on_retrace_stops_a_long_job_with_the_cause_and_the_reports(tmp_path):
+    (tmp_path / "job.py").write_text(textwrap.dedent(FAIL_PROGRAM))
+    reports = ["--json", "r.json", "--html", "r.html", "--trace", "r.trace.json"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitlens", "run", "--fail-on-retrace", *reports, "job.py"],
+        cwd=tmp_path,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first = proc.stdout.readline()  # the job's first step: imports (slow on a busy machine) done
+    started = time.monotonic()
+    out, err = proc.communicate(timeout=240)
+    elapsed = time.monotonic() - started
+    assert first == "step 0\n", err
+    assert elapsed < 15, elapsed  # the job would run 30 s more
+    assert proc.returncode == 1, err
+    assert "FINISHED" not in out and "step 4" in out
+    assert "jitlens.RecompileError: jitlens: `step` was traced again" in err
+    assert "--fail-on-retrace" in err
+    assert "x  shape" in err and "f32[3] -> f32[4]" in err and "fix: Keep shapes fixed" in err
+    assert err.rindex("jitlens.RecompileError") > err.index("jitlens: wrote")  # traceback last
+    data = json.loads((tmp_path / "r.json").read_text())
+    (step,) = [f for f in data["functions"] if f["name"] == "step"]
+    assert step["traces"] == 1  # the forbidden retrace was stopped before JAX traced
+    assert (tmp_path / "r.html").stat().st_size > 0
+    assert json.loads((tmp_path / "r.trace.json").read_text())
+
+
+BUDGET_PROGRAM = """
+import jax, jax.numpy as jnp
+
+T = [0]
+
+@jax.jit
+def step(x):
+    T[0] += 1
+    return x + 1
+
+for n in (1, 2, 3, 4):
+    try:
+        step(jnp.ones(n))
+    except Exception as exc:  # a program that swallows everything
+        print("caught", type(exc).__name__)
+print("TRACES", T[0])
+"""
+
+
+def test_max_traces_is_a_program_wide_budget_and_swallowing_it_still_fails(tmp_path, capsys):
+    from jitlens._cli.run import main
+
+    (tmp_path / "budget.py").write_text(textwrap.dedent(BUDGET_PROGRAM))
+    code = main(["--max-traces", "2", str(tmp_path / "budget.py")])
+    out, err = capsys.readouterr()
+    assert "TRACES 2" in out  # calls 3 and 4 were stopped before JAX traced
+    assert out.count("caught RecompileError") == 2
+    assert code == 1
+    assert "the program caught jitlens' RecompileError" in err
+
+
+def test_bad_budget_is_refused_before_the_program_runs(tmp_path, capsys):
+    from jitlens._cli.run import main
+
+    with pytest.raises(SystemExit):
+        main(["--max-traces", "0", str(tmp_path / "never.py")])
+    assert "expected an integer >= 1" in capsys.readouterr().err
+
+
+def test_warn_recompiles_setting_is_validated():
+    from jitlens import _config
+    from jitlens._errors import ConfigError
+
+    assert _config.get("warn_recompiles") == 8
+    assert _config.get("warn_recompiles", "off") == 0
+    with _config.override(warn_recompiles="3"):
+        assert _config.get("warn_recompiles") == 3
+        assert _config.get("warn_recompiles", 5) == 5
+    with pytest.raises(ConfigError, match="an integer >= 0, or off"):
+        _config.get("warn_recompiles", "-1")
+
+
+def test_a_bad_setting_stops_jitlens_run_before_the_program(tmp_path, capsys, monkeypatch):
+    from jitlens._cli.run import main
+
+    (tmp_path / "never.py").write_text("print('RAN')\n")
+    monkeypatch.setenv("JITLENS_WARN_RECOMPILES", "lots")
+    assert main([str(tmp_path / "never.py")]) == 2
+    out, err = capsys.readouterr()
+    assert "RAN" not in out
+    assert "JITLENS_WARN_RECOMPILES='lots' is not valid" in err
+
+
+def test_the_runaway_warning_is_once_per_function_and_off_by_a_setting():
+    import warnings
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+    from jitlens import _config
+
+    def run(setting):
+        body = []
+
+        def grow(x):
+            body.append(1)
+            return x + 1
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with _config.override(warn_recompiles=setting), jitlens.track() as t:
+                f = jax.jit(grow)
+                for n in range(1, 6):
+                    f(jnp.ones(n))
+        assert len(body) == t.stats(f).traces == 5  # the truth: five runs of the body
+        return [w for w in caught if issubclass(w.category, jitlens.RunawayRecompileWarning)]
+
+    (once,) = run("2")  # recompiles 2, 3 and 4: one warning
+    assert ".grow` (jax.jit" in str(once.message) and "recompiled 2 times" in str(once.message)
+    assert once.filename == __file__  # at the user's call
+    assert run("off") == []
