@@ -291,6 +291,9 @@ def cli_main(argv: list[str]) -> int:
         help="address-space limit of the child in GiB (default 4; 0: none)",
     )
     add_color_option(parser)
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="every criterion's table, also on a pass"
+    )
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -308,7 +311,7 @@ def cli_main(argv: list[str]) -> int:
     tty = sys.stdout.isatty()
     color = want_color(args.color)
     width = shutil.get_terminal_size((100, 24)).columns if tty else 100
-    sys.stdout.write(render_check(result, color=color, width=width))
+    sys.stdout.write(render_check(result, color=color, width=width, verbose=args.verbose))
     sys.stdout.flush()
     if args.json:
         try:
