@@ -122,6 +122,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(own)
     args.module = module if module is not None else args.module
     args.target = program
+    args.own_process = _owns_the_process()
     anchor_outputs(args)
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
@@ -170,6 +171,12 @@ def _is_path_target(target: str) -> bool:
     import zipfile
 
     return os.path.isdir(target) or (os.path.isfile(target) and zipfile.is_zipfile(target))
+
+
+def _owns_the_process() -> bool:
+    """``jitlens run`` is the process (not ``main(["run", ...])`` inside pytest or a notebook)."""
+    name = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return name in ("jitlens", "__main__.py", "-c") and sys.argv[1:2] == ["run"]
 
 
 def _wait_for_the_end() -> None:
@@ -267,7 +274,8 @@ def _run_program(args: argparse.Namespace, code_obj: Any, outcome: Outcome) -> N
                 else:
                     sys.path.insert(0, script_dir)
                 _guarded(lambda: _exec_script(os.path.abspath(script), code_obj), outcome)
-        _guarded(_wait_for_the_end, outcome)
+        if args.own_process:
+            _guarded(_wait_for_the_end, outcome)
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
