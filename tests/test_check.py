@@ -74,6 +74,7 @@ CHEATS: dict[str, tuple[str, str]] = {
         "compiled cache (they ran eagerly under jax.disable_jit())",
     ),
     "cheat_numpy_first": ("data_flow", "returned a NumPy copy that no call's output shares"),
+    "cheat_first_reshaped": ("data_flow", "returned the output of call 1 of 5, not of the last"),
 }
 
 #: Wall seconds per hostile case: the hang case waits this long, and an overloaded

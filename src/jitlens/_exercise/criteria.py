@@ -88,7 +88,8 @@ UNDER_DISABLE_JIT = " (they ran eagerly under jax.disable_jit())"
 FLOW_OK = "every call received x and the model's parameters; {returned}"
 RETURNED_SAME = "returned the last call's output itself"
 RETURNED_VIEW = "returned a view of the last call's output"
-RETURNED_EQUAL = "returned the last call's output (reshaped)"
+RETURNED_RESHAPED = "returned the last call's output, reshaped"
+RETURNED_EQUAL = "returned an array equal to the last call's output"
 NOT_RECORDED = "no nnx.jit call was recorded, so none can be shown to have computed the output"
 FLOW_UNMEASURED = "the calls' arguments could not be recorded ({why})"
 MISSING_INPUT = (
@@ -412,7 +413,9 @@ def judge_data_flow(case: CheckCase, result: Mapping[str, Any]) -> CheckFinding:
             position = positions.get(returned["call"], "?")
             text = RETURNED_EARLIER.format(call=position, total=len(calls))
             return CheckFinding(subject, "fail", text)
-        how = RETURNED_SAME if returned["how"] == "same" else RETURNED_VIEW
+        how = {"same": RETURNED_SAME, "reshaped": RETURNED_RESHAPED}.get(
+            returned["how"], RETURNED_VIEW
+        )
         return CheckFinding(subject, "pass", FLOW_OK.format(returned=how))
     if returned.get("numpy"):
         return CheckFinding(subject, "fail", RETURNED_COPY)

@@ -36,6 +36,23 @@ class CaseEvidence:
         self.calls: list[dict[str, Any]] = []
         self.outputs: list[list[Any]] = []  # strong references: their buffers stay unique
         self.more = 0
+        #: id(array made by a reshape) -> (the call whose output it came from, the array).
+        self.derived: dict[int, tuple[int, Any]] = {}
+
+    def origin(self, a: Any) -> int | None:
+        """The call whose output ``a`` is, or was reshaped from (``None``: none known)."""
+        known = self.derived.get(id(a))
+        if known is not None and known[1] is a:
+            return known[0]
+        for i in range(len(self.outputs) - 1, -1, -1):
+            if any(leaf is a for leaf in self.outputs[i]):
+                return i
+        return None
+
+    def reshaped(self, source: Any, result: Any) -> None:
+        call = self.origin(source)
+        if call is not None:
+            self.derived[id(result)] = (call, result)
 
     def note(self, wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(self.calls) >= MAX_CALLS:
@@ -61,6 +78,9 @@ class CaseEvidence:
     def returned(self, out: Any) -> dict[str, Any]:
         """How ``out`` relates to the calls' outputs: which call, and how (same/view/equal)."""
         found: dict[str, Any] = {"type": f"{type(out).__module__}.{type(out).__qualname__}"}
+        known = self.derived.get(id(out))
+        if known is not None and known[1] is out:
+            return found | {"call": known[0], "how": "reshaped"}
         pointer = _pointer(out)
         for i in range(len(self.outputs) - 1, -1, -1):
             for leaf in self.outputs[i]:
@@ -180,8 +200,46 @@ class Recorder:
     def recording(
         self, x: Any, param_shapes: Mapping[str, tuple[int, ...]]
     ) -> Iterator[CaseEvidence]:
-        self.case = CaseEvidence(x, param_shapes)
+        self.case = case = CaseEvidence(x, param_shapes)
+        undo = _follow_reshapes(case)
         try:
-            yield self.case
+            yield case
         finally:
             self.case = None
+            for owner, name, original in undo:
+                with contextlib.suppress(Exception):
+                    setattr(owner, name, original)
+
+
+#: The ways a solution flattens its output: ``out.reshape(-1)``, ``jnp.ravel(out)``...
+RESHAPES = ("reshape", "ravel", "flatten")
+
+
+def _follow_reshapes(case: CaseEvidence) -> list[tuple[Any, str, Any]]:
+    """While a case runs, note which call's output each reshaped array came from."""
+    undo: list[tuple[Any, str, Any]] = []
+    try:
+        import jax.numpy as jnp
+
+        owners = [(type(jnp.zeros(())), RESHAPES), (jnp, ("reshape", "ravel"))]
+    except Exception:
+        return undo
+    for owner, names in owners:
+        for name in names:
+            original = getattr(owner, name, None)
+            if original is None:
+                continue
+            with contextlib.suppress(Exception):
+                setattr(owner, name, _noting(original, case))
+                undo.append((owner, name, original))
+    return undo
+
+
+def _noting(original: Any, case: CaseEvidence) -> Any:
+    def reshape(a: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(a, *args, **kwargs)
+        with contextlib.suppress(Exception):
+            case.reshaped(a, out)
+        return out
+
+    return reshape
