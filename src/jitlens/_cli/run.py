@@ -187,6 +187,8 @@ def _wait_for_the_end() -> None:
     import atexit
     import threading
 
+    from .._track.process import process_info
+
     me = threading.current_thread()
     while True:
         alive = [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
@@ -194,6 +196,7 @@ def _wait_for_the_end() -> None:
             break
         for t in alive:
             t.join()
+    process_info()  # seen now: JAX's own atexit hook shuts jax.distributed down
     atexit._run_exitfuncs()
 
 
