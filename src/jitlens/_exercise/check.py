@@ -298,6 +298,12 @@ def cli_main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    from .._render.outputs import output_problem
+
+    problem = output_problem(args.json, [(args.solution, f"the solution {args.solution}")])
+    if problem is not None:
+        print(f"jitlens check: error: {problem}", file=sys.stderr)
+        return 2
     try:
         result = check_jit_forward(
             args.solution,
