@@ -44,9 +44,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check")]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "exercise"
 FIXTURES = ROOT / "tests" / "fixtures"
-REQUIRED = ("numbers", "jit_used", "calls_repeated", "cache_hits")
+REQUIRED = ("numbers", "jit_used", "calls_repeated", "cache_hits", "data_flow")
 
-#: Status of numbers / JIT used / calls repeated / cache hits on each default case.
+#: Status of numbers / JIT used / calls repeated / cache hits / data flow on each default case.
 VERDICTS: dict[str, dict[str, tuple[str, ...]]] = {
     "solution": {k: ("pass",) * 6 for k in REQUIRED},
     "eager_shortcut": {"numbers": ("pass",) * 6} | {k: ("fail",) * 6 for k in REQUIRED[1:]},
@@ -56,7 +56,25 @@ VERDICTS: dict[str, dict[str, tuple[str, ...]]] = {
     | {"cache_hits": ("fail",) * 4 + ("pass", "fail")},
     "wrong_initializer": {k: ("pass",) * 6 for k in REQUIRED} | {"numbers": ("fail",) * 6},
     "unflattened": {k: ("pass",) * 6 for k in REQUIRED} | {"numbers": ("fail",) * 6},
-    "raw_jax_jit": {k: ("pass",) * 6 for k in REQUIRED} | {"jit_used": ("fail",) * 6},
+    "raw_jax_jit": {k: ("pass",) * 6 for k in REQUIRED}
+    | {"jit_used": ("fail",) * 6, "data_flow": ("fail",) * 6},
+}
+
+#: Solutions that game the counts, graded on the first default case (num_calls = 5): the
+#: criterion each must fail, and the reason it must give.
+CHEATS: dict[str, tuple[str, str]] = {
+    "cheat_dummy_input": ("data_flow", "no call of `fwd` received x: no argument equals the input"),
+    "cheat_identity": (
+        "data_flow",
+        "no call of `ident` received the model's parameters: no argument holds a kernel",
+    ),
+    "cheat_disable_jit": (
+        "cache_hits",
+        "1 trace in 5 calls, 0 cache hits: 4 calls were neither traced nor served from the "
+        "compiled cache (they ran eagerly under jax.disable_jit())",
+    ),
+    "cheat_numpy_first": ("data_flow", "returned a NumPy copy that no call's output shares"),
+    "cheat_first_reshaped": ("data_flow", "returned the output of call 1 of 5, not of the last"),
 }
 
 #: Wall seconds per hostile case: the hang case waits this long, and an overloaded
@@ -131,6 +149,23 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         jobs["naive"] = pool.submit(check_jit_forward, naive.jit_forward, bad_inputs=BAD_INPUTS[:6])
         for name in ("hostile_import", "jit_forward_not_callable"):
             jobs[name] = pool.submit(check_jit_forward, FIXTURES / f"{name}.py", cases=small)
+        for name in CHEATS:
+            jobs[name] = pool.submit(
+                check_jit_forward, FIXTURES / f"{name}.py", cases=small, bad_inputs=()
+            )
+        secrets = {"WANDB_API_KEY": "w", "HF_TOKEN": "h", "AWS_SECRET_ACCESS_KEY": "a"}
+        saved = {k: os.environ.get(k) for k in secrets}
+        os.environ.update(secrets)  # read by the child's environment when it starts, now
+        try:
+            probe = check_jit_forward(FIXTURES / "env_probe.py", cases=small, bad_inputs=())
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        jobs["env_probe"] = concurrent.futures.Future()
+        jobs["env_probe"].set_result(probe)
         out, err = cli.communicate(timeout=300)
         jobs["cli"] = (cli.returncode, out, err, json_path)
         solution = concurrent.futures.Future()
@@ -166,11 +201,31 @@ def test_example_verdict(graded: dict[str, Any], name: str) -> None:
     assert [c.status for c in result.criteria][-1] == ("pass" if name == "solution" else "skip")
 
 
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_a_solution_that_games_the_counts_fails_with_the_reason(
+    graded: dict[str, Any], name: str
+) -> None:
+    result = graded[name].result()
+    key, reason = CHEATS[name]
+    assert result.exit_code == 1 and not result.passed
+    (finding,) = result.criterion(key).findings
+    assert finding.status == "fail" and finding.evidence.startswith(reason), finding.evidence
+    assert result.criterion("numbers").passed  # the numbers alone cannot tell
+
+
+def test_the_child_sees_no_secrets_and_runs_in_a_folder_of_its_own(graded: dict[str, Any]) -> None:
+    (finding,) = graded["env_probe"].result().criterion("numbers").findings
+    assert "raised RuntimeError: secrets=[] cwd=" in finding.evidence
+    cwd = finding.evidence.split("cwd=")[1].split()[0]
+    assert cwd != os.getcwd() and "jitlens-check-" in cwd
+    assert f"home={cwd}" in finding.evidence
+
+
 def test_solution_passes_everything(graded: dict[str, Any]) -> None:
     result = graded["solution"].result()
-    assert [c.status for c in result.criteria] == ["pass"] * 5
+    assert [c.status for c in result.criteria] == ["pass"] * 6
     assert result.verdict == (
-        "PASS: solution.py meets all 4 criteria on 6 cases; bad input: 22/22 rejected."
+        "PASS: solution.py meets all 5 criteria on 6 cases; bad input: 22/22 rejected."
     )
     hits = result.criterion("cache_hits").findings[0]
     assert hits.evidence == "1 trace in 5 calls, 4 cache hits"
@@ -388,11 +443,14 @@ def test_cli_end_to_end(graded: dict[str, Any]) -> None:
     assert code == 0, err
     assert "\x1b[" not in out  # not a TTY: plain text
     lines = out.splitlines()
+    assert len(lines) == 3  # a pass is short; the tables come with --verbose
     assert lines[0].startswith("jitlens check examples/exercise/solution.py (seed 0, 6 cases")
-    assert "1. Numbers: PASS (6/6 cases pass)" in lines
-    assert "5. Bad input: PASS (22/22 rejected; advisory, never a failure)" in lines
+    assert lines[1] == (
+        "Numbers 6/6, JIT used 6/6, Calls repeated 6/6, Cache hits 6/6, Data flow 6/6; "
+        "details: --verbose"
+    )
     assert lines[-1] == (
-        "PASS: solution.py meets all 4 criteria on 6 cases; bad input: 22/22 rejected."
+        "PASS: solution.py meets all 5 criteria on 6 cases; bad input: 22/22 rejected."
     )
     data = json.loads(json_path.read_text())
     assert data["passed"] is True and data["exit_code"] == 0

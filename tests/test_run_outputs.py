@@ -115,3 +115,18 @@ def test_jitlens_report_env_path_is_checked_before_the_program(tmp_path):
     assert "JITLENS_REPORT=prog.py" in proc.stderr and "the script" in proc.stderr
     assert not (tmp_path / "ran").exists()
     assert (tmp_path / "prog.py").read_text() == PROGRAM
+
+
+@pytest.mark.parametrize(
+    ("argv", "source"),
+    [
+        (["check", "sol.py", "--json", "sol.py"], "the solution sol.py"),
+        (["audit", "sol.py:make", "--json", "./sol.py"], "the file sol.py"),
+    ],
+)
+def test_check_and_audit_may_not_overwrite_their_input(tmp_path, capsys, monkeypatch, argv, source):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sol.py").write_text("def jit_forward(seed, x, features, num_calls):\n    pass\n")
+    before = (tmp_path / "sol.py").read_text()
+    _refused(capsys, argv, "--json", source)
+    assert (tmp_path / "sol.py").read_text() == before

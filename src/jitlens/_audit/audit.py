@@ -212,6 +212,13 @@ def cli_main(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    from .._render.outputs import output_problem
+
+    source = args.target.rpartition(":")[0]
+    problem = output_problem(args.json, [(source, f"the file {source}")] if source else [])
+    if problem is not None:
+        print(f"jitlens audit: error: {problem}", file=sys.stderr)
+        return 2
     try:
         with bounded(args.target, args.timeout):
             result = audit(args.target)

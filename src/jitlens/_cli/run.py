@@ -126,6 +126,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(own)
     args.module = module if module is not None else args.module
     args.target = program
+    args.own_process = _owns_the_process()
     anchor_outputs(args)
     check_options(p, args)  # issue 23: --gather
     if args.module is None and not args.target:
@@ -180,6 +181,12 @@ def _is_path_target(target: str) -> bool:
     return os.path.isdir(target) or (os.path.isfile(target) and zipfile.is_zipfile(target))
 
 
+def _owns_the_process() -> bool:
+    """``jitlens run`` is the process (not ``main(["run", ...])`` inside pytest or a notebook)."""
+    name = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return name in ("jitlens", "__main__.py", "-c") and sys.argv[1:2] == ["run"]
+
+
 def _wait_for_the_end() -> None:
     """What python does after the main module: join non-daemon threads, then run atexit hooks.
 
@@ -188,6 +195,8 @@ def _wait_for_the_end() -> None:
     import atexit
     import threading
 
+    from .._track.process import process_info
+
     me = threading.current_thread()
     while True:
         alive = [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
@@ -195,6 +204,7 @@ def _wait_for_the_end() -> None:
             break
         for t in alive:
             t.join()
+    process_info()  # seen now: JAX's own atexit hook shuts jax.distributed down
     atexit._run_exitfuncs()
 
 
@@ -279,7 +289,8 @@ def _run_program(args: argparse.Namespace, code_obj: Any, outcome: Outcome) -> N
                 else:
                     sys.path.insert(0, script_dir)
                 _guarded(lambda: _exec_script(os.path.abspath(script), code_obj), outcome)
-        _guarded(_wait_for_the_end, outcome)
+        if args.own_process:
+            _guarded(_wait_for_the_end, outcome)
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:

@@ -291,10 +291,19 @@ def cli_main(argv: list[str]) -> int:
         help="address-space limit of the child in GiB (default 4; 0: none)",
     )
     add_color_option(parser)
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="every criterion's table, also on a pass"
+    )
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    from .._render.outputs import output_problem
+
+    problem = output_problem(args.json, [(args.solution, f"the solution {args.solution}")])
+    if problem is not None:
+        print(f"jitlens check: error: {problem}", file=sys.stderr)
+        return 2
     try:
         result = check_jit_forward(
             args.solution,
@@ -308,7 +317,7 @@ def cli_main(argv: list[str]) -> int:
     tty = sys.stdout.isatty()
     color = want_color(args.color)
     width = shutil.get_terminal_size((100, 24)).columns if tty else 100
-    sys.stdout.write(render_check(result, color=color, width=width))
+    sys.stdout.write(render_check(result, color=color, width=width, verbose=args.verbose))
     sys.stdout.flush()
     if args.json:
         try:

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from jitlens._exercise.evidence import Recorder
+
 #: Cap on the text of an exception message or traceback sent to the parent.
 TEXT_LIMIT = 2000
 #: Outputs larger than this many elements are described, never sent.
@@ -249,7 +251,12 @@ def summarize(f: Any) -> dict[str, Any]:
     }
 
 
-def run_case(fn: Callable[..., Any], case: Mapping[str, Any], measure: Measure) -> dict[str, Any]:
+def run_case(
+    fn: Callable[..., Any],
+    case: Mapping[str, Any],
+    measure: Measure,
+    recorder: Recorder,
+) -> dict[str, Any]:
     import jax.numpy as jnp
 
     x = jnp.asarray(make_x(case))
@@ -257,12 +264,20 @@ def run_case(fn: Callable[..., Any], case: Mapping[str, Any], measure: Measure) 
     args = (float(case["seed"]), x, float(case["features"]), float(case["num_calls"]))
     start = time.perf_counter()
     out: Any = None
-    with measure.case(result):
+    shapes = {
+        "kernel": (int(case["d_in"]), int(case["features"])),
+        "bias": (int(case["features"]),),
+    }
+    with measure.case(result), recorder.recording(x, shapes) as evidence:
         try:
             out = fn(*args)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt are failures too
             result["error"] = describe_exception(exc)
     result["seconds"] = time.perf_counter() - start
+    if recorder.error:
+        result["evidence_error"] = recorder.error
+    else:
+        result["evidence"] = evidence.summary(out, "error" not in result)
     if "error" not in result:
         result["output"] = describe_output(out, int(case["n"]) * int(case["features"]))
     return result
@@ -329,6 +344,7 @@ def main(argv: list[str]) -> None:
                 refs = {"error": f"{type(exc).__name__}: {exc}"[:TEXT_LIMIT]}
             channel.send("reference", index=item["index"], **refs)
     measure = Measure()
+    recorder = Recorder()  # over the tracker's own patch, which Measure just installed
     try:
         fn, measure.solution_file = load(config["solution"])
     except NoEntryPoint as exc:
@@ -343,7 +359,7 @@ def main(argv: list[str]) -> None:
         channel.send("start", index=item["index"])
         try:
             if item["kind"] == "case":
-                result = run_case(fn, item, measure)
+                result = run_case(fn, item, measure, recorder)
             else:
                 result = run_probe(fn, item)
         except Exception as exc:  # jitlens' own failure, reported as such

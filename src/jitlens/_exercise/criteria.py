@@ -29,6 +29,7 @@ CRITERIA: tuple[tuple[str, str, bool], ...] = (
     ("jit_used", "JIT used", True),
     ("calls_repeated", "Calls repeated", True),
     ("cache_hits", "Cache hits", True),
+    ("data_flow", "Data flow", True),
     ("bad_input", "Bad input", False),
 )
 RTOL, ATOL = 1e-5, 1e-6
@@ -79,6 +80,43 @@ REUSED = " (compiled by an earlier case and reused)"
 WRAPPED = "{traces} in {calls}, {hits}: {name} was wrapped {wrappers} times, once per call"
 RETRACED = "{traces} in {calls}, {hits}: traced again ({kind})"
 NO_REASON = "{traces} in {calls}, {hits}: traced again; the tracker gave no reason"
+NOT_ALL_HITS = (
+    "{traces} in {calls}, {hits}: {n} neither traced nor served from the compiled "
+    "cache{why}; run every call through the jitted function, outside jax.disable_jit()"
+)
+UNDER_DISABLE_JIT = " (they ran eagerly under jax.disable_jit())"
+FLOW_OK = "every call received x and the model's parameters; {returned}"
+RETURNED_SAME = "returned the last call's output itself"
+RETURNED_VIEW = "returned a view of the last call's output"
+RETURNED_RESHAPED = "returned the last call's output, reshaped"
+RETURNED_EQUAL = "returned an array equal to the last call's output"
+NOT_RECORDED = "no nnx.jit call was recorded, so none can be shown to have computed the output"
+FLOW_UNMEASURED = "the calls' arguments could not be recorded ({why})"
+MISSING_INPUT = (
+    "{which} {what}: {detail}; the output cannot have come from these calls: call "
+    "{name}(model, x) with the model you built and the x you were given"
+)
+NO_CALL_GOT = "no call of {name} received"
+CALL_MISSED = "call {n} of {total} of {name} did not receive"
+MISSING_DETAIL: dict[str, str] = {
+    "x": "no argument equals the input x (a dummy such as jnp.zeros_like(x)?)",
+    "kernel": "no argument holds a kernel of the model's shape",
+    "bias": "no argument holds a bias of the model's shape",
+}
+WHAT: dict[str, str] = {"x": "x", "kernel": "the model's parameters", "bias": "the model's bias"}
+RETURNED_EARLIER = (
+    "returned the output of call {call} of {total}, not of the last call; return the output of "
+    "the last call (the exercise asks for the final output)"
+)
+RETURNED_COPY = (
+    "returned a NumPy copy that no call's output shares memory with, so it cannot be shown to be "
+    "the last call's output; return the last output itself, out.reshape(-1)"
+)
+RETURNED_OTHER = (
+    "the returned array is not the last call's output (its values differ from it): the answer "
+    "was computed outside the jitted calls; return the output of the last call"
+)
+RETURNED_UNKNOWN = "what was returned cannot be related to the calls ({why})"
 PROBE_OK = "raised {type}: {message}"
 PROBE_ACCEPTED = "returned {what}: {label} is {why}; raise ValueError, {argument} must be {allowed}"
 PROBE_EXITED = "raised {type} (not an Exception) instead of ValueError/TypeError: {message}"
@@ -297,7 +335,16 @@ def judge_method(
         "hits": _plural(hits, "cache hit") if hits is not None else "cache hits not counted",
     }
     reasons = [r for f in group for r in f["reasons"]]
-    if traces <= 1:
+    neither = (calls - traces - hits) if counted and hits is not None else None
+    if traces <= 1 and neither:
+        disabled = sum(c.get("disabled", False) for _, c in _group_calls(result, group))
+        why = UNDER_DISABLE_JIT if disabled else ""
+        n = f"{_plural(neither, 'call')} {'was' if neither == 1 else 'were'}"
+        text = NOT_ALL_HITS.format(n=n, why=why, **words)
+        hit = CheckFinding(subject, "fail", text, figures)
+    elif traces <= 1 and hits is None:
+        hit = CheckFinding(subject, "fail", NOT_MEASURED.format(why=words["hits"]), figures)
+    elif traces <= 1:
         reuse = REUSED if traces == 0 else ""
         hit = CheckFinding(subject, "pass", HITS_OK.format(reuse=reuse, **words), figures)
     elif len(group) > 1:
@@ -315,6 +362,66 @@ def judge_method(
     else:
         hit = CheckFinding(subject, "fail", NO_REASON.format(**words), figures)
     return jit, repeated, hit
+
+
+def _group_calls(result: Mapping[str, Any], group: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """``(index among all recorded calls, call)`` of the wrappers in ``group``, in call order."""
+    ids = {f["id"] for f in group}
+    names = {f["qualname"] for f in group}
+    calls = result.get("evidence", {}).get("calls", ())
+    return [
+        (i, c)
+        for i, c in enumerate(calls)
+        if (ids & set(c.get("ids", ()))) or (not c.get("ids") and c.get("qualname") in names)
+    ]
+
+
+def judge_data_flow(case: CheckCase, result: Mapping[str, Any]) -> CheckFinding:
+    """Did the jitted calls take x and the model, and is the returned array the last output?"""
+    subject = case_subject(case)
+    if "evidence_error" in result or "tracker_error" in result:
+        why = result.get("evidence_error") or result.get("tracker_error")
+        return CheckFinding(subject, "fail", FLOW_UNMEASURED.format(why=why))
+    group = [f for f in _chosen(result.get("functions", ())) if f["kind"] != "jax.jit"]
+    indexed = _group_calls(result, group)
+    calls = [c for _, c in indexed]
+    if not calls:
+        return CheckFinding(subject, "fail", NOT_RECORDED)
+    name = f"`{group[0]['name']}`"
+    for what in ("x", "kernel", "bias"):
+        # A parameter counts by value (the exercise's model) or by shape (a model built
+        # otherwise, which Numbers already judges): its absence is what gives a cheat away.
+        missing = [i for i, c in enumerate(calls, 1) if not c.get(what)]
+        if missing:
+            which = (
+                NO_CALL_GOT.format(name=name)
+                if len(missing) == len(calls)
+                else CALL_MISSED.format(n=missing[0], total=len(calls), name=name)
+            )
+            text = MISSING_INPUT.format(
+                which=which, name=name, what=WHAT[what], detail=MISSING_DETAIL[what]
+            )
+            return CheckFinding(subject, "fail", text)
+    if "error" in result:
+        return CheckFinding(subject, "fail", RETURNED_UNKNOWN.format(why="jit_forward raised"))
+    returned = result["evidence"].get("returned", {})
+    positions = {index: n for n, (index, _) in enumerate(indexed, 1)}
+    if "error" in returned:
+        return CheckFinding(subject, "fail", RETURNED_UNKNOWN.format(why=returned["error"]))
+    if "call" in returned:
+        if returned["call"] != indexed[-1][0]:
+            position = positions.get(returned["call"], "?")
+            text = RETURNED_EARLIER.format(call=position, total=len(calls))
+            return CheckFinding(subject, "fail", text)
+        how = {"same": RETURNED_SAME, "reshaped": RETURNED_RESHAPED}.get(
+            returned["how"], RETURNED_VIEW
+        )
+        return CheckFinding(subject, "pass", FLOW_OK.format(returned=how))
+    if returned.get("numpy"):
+        return CheckFinding(subject, "fail", RETURNED_COPY)
+    if not returned.get("equal_to_last"):
+        return CheckFinding(subject, "fail", RETURNED_OTHER)
+    return CheckFinding(subject, "pass", FLOW_OK.format(returned=RETURNED_EQUAL))
 
 
 def judge_probe(probe: BadInput, outcome: Outcome | None) -> CheckFinding:
@@ -377,7 +484,7 @@ def judge(
             else:
                 why = outcome.detail
             per_key["numbers"].append(CheckFinding(subject, "fail", why))
-            for key in ("jit_used", "calls_repeated", "cache_hits"):
+            for key in ("jit_used", "calls_repeated", "cache_hits", "data_flow"):
                 per_key[key].append(CheckFinding(subject, "fail", NOT_MEASURED.format(why=why)))
             continue
         per_key["numbers"].append(judge_numbers(case, outcome.result, run.references.get(i, {})))
@@ -387,6 +494,7 @@ def judge(
             strict=True,
         ):
             per_key[key].append(finding)
+        per_key["data_flow"].append(judge_data_flow(case, outcome.result))
     for i, probe in enumerate(probes):
         per_key["bad_input"].append(judge_probe(probe, run.outcomes.get(len(cases) + i)))
     return tuple(

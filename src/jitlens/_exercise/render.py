@@ -21,15 +21,23 @@ ADVISORY = "; advisory, never a failure"
 LOAD_ERROR_LINES = 12
 SAME_CAUSE = " (same cause and fix as above)"
 REJECTED = "each raised an exception ({how}); details in the JSON"
+#: A pass, in brief: each criterion's tally on one line (the tables come with --verbose).
+BRIEF = "{tallies}; details: --verbose"
 STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "SKIP"}
 STATUS_STYLES = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "dim"}
 
 
-def render_check(result: CheckResult, *, color: bool = False, width: int = 100) -> str:
+def render_check(
+    result: CheckResult, *, color: bool = False, width: int = 100, verbose: bool = True
+) -> str:
     """The report as text: ANSI colours and box lines when ``color``, plain ASCII otherwise.
 
-    Never raises: if rich fails, the verdict and findings come back as plain lines.
+    A passing result is three lines unless ``verbose`` (a failure always shows
+    its tables). Never raises: if rich fails, the verdict and findings come
+    back as plain lines.
     """
+    if result.passed and not verbose:
+        return _render_brief(result, color=color)
     try:
         return _render_rich(result, color=color, width=width)
     except Exception:
@@ -103,6 +111,12 @@ def _render_rich(result: CheckResult, *, color: bool, width: int) -> str:
     console.print(Text(result.verdict, style=style), soft_wrap=True)
     text = buffer.getvalue()
     return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def _render_brief(result: CheckResult, *, color: bool) -> str:
+    tallies = ", ".join(f"{c.title} {c.summary.split()[0]}" for c in result.criteria if c.required)
+    verdict = f"\x1b[32m{result.verdict}\x1b[0m" if color else result.verdict
+    return "\n".join([_header(result), BRIEF.format(tallies=tallies), verdict]) + "\n"
 
 
 def _rows(crit: CriterionResult) -> list[tuple[str, str, str]]:

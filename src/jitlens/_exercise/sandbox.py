@@ -19,9 +19,11 @@ import json
 import os
 import secrets
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -93,6 +95,27 @@ class SandboxRun:
     output_bytes: int = 0
 
 
+#: Variables the child keeps (the solution is untrusted: no tokens, no credentials).
+KEPT_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
+#: Prefixes of the variables the child keeps: JAX/XLA settings, locale, jitlens' own.
+KEPT_PREFIXES = ("JAX_", "XLA_", "LC_", "JITLENS_", "TF_CPP_", "NVIDIA_")
+
+
+def child_environment(home: str) -> dict[str, str]:
+    """The child's environment: an allow-list of the grader's, ``HOME`` a fresh folder.
+
+    Cloud, W&B and Hugging Face tokens (and anything else not listed) stay
+    with the grader; ``PYTHONPATH`` is only what it takes to import jitlens.
+    """
+    env = {
+        k: v for k, v in os.environ.items() if k in KEPT_VARIABLES or k.startswith(KEPT_PREFIXES)
+    }
+    env.pop("JITLENS", None)  # the child tracks on its own terms, never by autostart
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env.update(HOME=home, TMPDIR=home, PYTHONPATH=root)
+    return env
+
+
 def describe_status(returncode: int, limits: Limits, cpu: float) -> str:
     if returncode >= 0:
         return EXIT_MSG.format(code=returncode)
@@ -112,9 +135,7 @@ class _Child:
         self.token = secrets.token_hex(16)
         cfg_r, cfg_w = os.pipe()
         self.report_fd, rep_w = os.pipe()
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.home = tempfile.mkdtemp(prefix="jitlens-check-")
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "jitlens._exercise.child", str(cfg_r), str(rep_w)],
@@ -123,7 +144,8 @@ class _Child:
                 stderr=subprocess.PIPE,
                 pass_fds=(cfg_r, rep_w),
                 start_new_session=True,
-                env=env,
+                env=child_environment(self.home),
+                cwd=self.home,
             )
         finally:
             os.close(cfg_r)
@@ -237,6 +259,7 @@ class _Child:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+        shutil.rmtree(self.home, ignore_errors=True)
         return code
 
 
@@ -258,7 +281,7 @@ def run(
         config = {
             "solution": dict(solution),
             "items": pending,
-            "sys_path": list(sys.path),
+            "sys_path": [p or os.getcwd() for p in sys.path],  # the child runs elsewhere
             "have_references": sorted(out.references),
             "limits": {
                 "memory_bytes": limits.memory_bytes,

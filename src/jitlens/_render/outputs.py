@@ -106,6 +106,20 @@ def check_outputs(outputs: Sequence[Output], inputs: Iterable[tuple[str, str]] =
         seen[target] = out
 
 
+def output_problem(
+    path: str | None, inputs: Iterable[tuple[str, str]] = (), option: str = "--json"
+) -> str | None:
+    """Why the one output ``path`` of a command cannot be written (one line), or ``None``."""
+    if not path:
+        return None
+    target = path if is_url(path) else os.path.abspath(path)
+    try:
+        check_outputs([Output("json", path, target, f"{option} {path}")], inputs)
+    except OutputError as exc:
+        return str(exc)
+    return None
+
+
 def _check_local(out: Output, target: str, inputs: Sequence[tuple[str, str]]) -> None:
     for real, what in inputs:
         if real == target or _same_file(real, target):

@@ -56,8 +56,14 @@ def process_info() -> ProcessInfo:
 
     state = _compat.distributed_state()
     if state is None:
-        return ProcessInfo(0, 1, host)
-    return ProcessInfo(state[0], state[1], host)
+        # Shut down since it was last seen (JAX's own atexit hook does): still that process.
+        return _SEEN[0] if _SEEN[0] is not None else ProcessInfo(0, 1, host)
+    _SEEN[0] = ProcessInfo(state[0], state[1], host)
+    return _SEEN[0]
+
+
+#: The last place in a job :func:`process_info` saw while ``jax.distributed`` was up.
+_SEEN: list[ProcessInfo | None] = [None]
 
 
 def anchor_path(path: str, cwd: str | None = None) -> str:
