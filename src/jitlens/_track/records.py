@@ -215,8 +215,10 @@ class Record:
     def live_and_cleared(self) -> tuple[list[Key], list[Key]]:
         now = cache_keys.clear_count()
         gone = [k for k in self.keys if None not in (now, k.clears_seen) and k.clears_seen != now]
-        if gone:  # jax.clear_caches() ran since they were compiled
-            self.mark_cleared()
+        for k in gone:  # jax.clear_caches() ran since they were compiled
+            k.cleared, k.clears_seen = True, None
+        if gone:
+            self.entry_by_light.clear()
         live = [k for k in self.keys if not k.cleared]
         cleared = [k for k in self.keys if k.cleared]
         return live, cleared
