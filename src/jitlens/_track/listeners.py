@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from .calls import TrackedJit, find_call, note_miss
+from .calls import TrackedJit, file_late_call, find_call, late_call, note_miss
 from .describe import describe_and_explain
 from .frontends import ensure_installed, is_installed
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -140,6 +140,8 @@ def trace_start(fun_name: str) -> bool:
             )
         except Exception as exc:
             internal_failure("describing a trace", exc)
+    if user is not None and call is None and call_index is not None:
+        file_late_call(rec, call_index, b.entry)
     if REGISTRY.on_trace and not tls.in_canary:
         for cb in list(REGISTRY.on_trace):
             try:
@@ -168,15 +170,13 @@ def _frontend_call(fe: _compat.Frontend, info: dict[str, Any], call: Any) -> Any
         return None
     late = ensure_installed(fe)
     rec = REGISTRY.record_for_frontend(fe, fe.cache_key(jit_args), user_fn, is_installed(fe))
-    if late:  # patched just now: this call went through the unpatched function
-        next(rec.calls_counter)
-        rec.counts_calls = True
+    late_index = late_call(rec) if late else None
     if call is not None and call[0] is rec:
         note_miss(rec, call[4])
         return rec, call, call[1], unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
     if late:
         note_miss(rec, ("late", id(rec)))
-    return rec, None, None, unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
+    return rec, None, late_index, unpacked[0], unpacked[1], user_fn, fe.jit_options(jit_args)
 
 
 # ------------------------------------------------------------------ aborted traces
@@ -247,6 +247,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
         note_miss(rec, call[4])  # e.g. under jax.checkpoint / lax.scan at top level
     b = EventBuilder(rec, "trace", None, _compat.user_call_site(frame), time.perf_counter())
     b.signature = NESTED_SIGNATURE
+    b.entry = -1  # inlined into the outer function's entry: none of its own
     b.jax_name = rec.jax_name
     with rec.lock:
         rec.traces += 1

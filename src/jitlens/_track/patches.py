@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import _compat
 from .calls import TrackedJit
+from .frontends import ensure_installed
 from .listeners import GUARD_ERRORS, nested_trace, uncount_trace
 from .registry import REGISTRY
 from .state import STATE, internal_failure, tls
@@ -37,8 +38,14 @@ def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
         if not REGISTRY.active:
             return jitted
         try:
-            if _compat.is_flax_inner_fn(fun) or _compat.frontend_of(fun) is not None:
-                return jitted  # counted at the nnx wrapper / the library's own call
+            frontend = _compat.frontend_of(fun)
+            if frontend is not None:
+                # a library's jit made while tracking (e.g. equinox imported after
+                # `jitlens run` started): patch its per-call function before the first call
+                ensure_installed(frontend)
+                return jitted  # counted at the library's own call
+            if _compat.is_flax_inner_fn(fun):
+                return jitted  # counted at the nnx wrapper
             rec = REGISTRY.record_for_jax_jit(fun, options)
             return TrackedJit(jitted, rec)
         except Exception as exc:
