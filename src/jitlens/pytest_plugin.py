@@ -182,6 +182,7 @@ class _Session:
             self._scope = budget_scope(self.budget, source=OPTION_SOURCE)
             self._scope.__enter__()
 
+    @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """pytest-xdist (controller): a worker finished; keep its report."""
         text = getattr(node, "workeroutput", {}).get(WORKER_KEY)
