@@ -167,6 +167,17 @@ class Counter:  # not a Module
 
     def tick(self):
         self.n += 1
+
+class Stack(nnx.Module):  # as flax's own nnx.List: the length `__len__` must return
+    def __init__(self):
+        self._length: int = 0
+
+    def __len__(self):
+        return self._length
+
+    def append(self, value):
+        setattr(self, str(self._length), value)
+        self._length += 1
 """,
     ),
     "JL004": (
