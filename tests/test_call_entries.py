@@ -164,3 +164,28 @@ def test_filter_jit_imported_after_tracking_started_keeps_its_first_call(tmp_pat
     assert row["calls"] == len(row["call_times"]) == 4
     assert row["call_entries"] == [0, 1, 0, 0]
     assert [e["call_index"] for e in row["events"]] == [0, 1]
+
+
+def test_a_model_built_anew_each_epoch_is_its_own_entry() -> None:
+    """The seed's CNN: a partial stored on the model makes each new model a new entry."""
+    import functools
+
+    traced: list[object] = []
+
+    class Pooled(nnx.Module):
+        def __init__(self) -> None:
+            self.pool = functools.partial(jnp.multiply, 2.0)
+
+    @nnx.jit
+    def step(model, x):
+        traced.append(id(model))
+        return model.pool(x)
+
+    with jitlens.track(timeline=True) as t:
+        for _ in range(3):
+            model = Pooled()  # the last one is freed: its address may be the next one's
+            for _ in range(3):
+                step(model, jnp.ones(2))
+    row = _row(t.report(), "step")
+    assert len(traced) == 3
+    assert list(row.call_entries) == [0, 0, 0, 1, 1, 1, 2, 2, 2]

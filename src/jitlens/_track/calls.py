@@ -13,6 +13,7 @@ import functools
 import sys
 import time
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,10 @@ def _first_call(rec: Record) -> None:
 
 
 _ARRAYISH: dict[type, bool] = {}
+#: Types whose objects a light signature names by identity: NNX graph nodes (a
+#: Module, an Optimizer), whose static structure it cannot see but which stay one
+#: object from call to call; a new model built per epoch is then a new signature.
+_BY_IDENTITY: dict[type, bool] = {}
 #: Python values a static argument compares by: part of the light signature.
 _SCALARS = frozenset({bool, int, float, complex, str, type(None)})
 #: At most this many container items enter one call's light signature; a bigger
@@ -48,22 +53,25 @@ _SCALARS = frozenset({bool, int, float, complex, str, type(None)})
 LIGHT_ITEMS = 32
 
 
-def _light(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _light(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], objs: list[Any]) -> Any:
     """A cheap per-call signature to file hits under entries: shapes and dtypes of the
     arrays in the arguments and their tuples, lists and dicts (keyword arguments too),
-    the values of static Python scalars, else types."""
+    the values of static Python scalars, NNX objects by identity (collected in
+    ``objs``), else types."""
     budget = [LIGHT_ITEMS]
     every = rec.frontend is not None  # eqx.filter_jit: every non-array is static
     nums, names = rec.static_argnums, rec.static_argnames
-    out = [_light_value(a, every or i in nums, budget) for i, a in enumerate(args)]
+    out = [_light_value(a, every or i in nums, budget, objs) for i, a in enumerate(args)]
     if kwargs:
         out.append(
-            tuple((k, _light_value(v, every or k in names, budget)) for k, v in kwargs.items())
+            tuple(
+                (k, _light_value(v, every or k in names, budget, objs)) for k, v in kwargs.items()
+            )
         )
     return tuple(out)
 
 
-def _light_value(a: Any, static: bool, budget: list[int]) -> Any:
+def _light_value(a: Any, static: bool, budget: list[int], objs: list[Any]) -> Any:
     t = type(a)
     arrayish = _ARRAYISH.get(t)
     if arrayish is None:
@@ -75,10 +83,16 @@ def _light_value(a: Any, static: bool, budget: list[int]) -> Any:
             return (t, len(a))
         budget[0] -= len(a)
         if t is dict:
-            return (t, tuple((k, _light_value(v, static, budget)) for k, v in a.items()))
-        return (t, tuple(_light_value(v, static, budget) for v in a))
+            return (t, tuple((k, _light_value(v, static, budget, objs)) for k, v in a.items()))
+        return (t, tuple(_light_value(v, static, budget, objs) for v in a))
     if static and t in _SCALARS:
         return (t, a)
+    by_identity = _BY_IDENTITY.get(t)
+    if by_identity is None:
+        by_identity = _BY_IDENTITY[t] = _compat.is_graph_node(a) and weak(a) is not None
+    if by_identity:
+        objs.append(a)
+        return (t, id(a))
     return t
 
 
@@ -137,13 +151,19 @@ def _after_detailed(
 def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed: bool) -> int:
     """The compiled entry a call went to: its own trace's, or the one its light signature
     was filed under; -1 (unknown) once two entries were made with one light signature."""
-    light = _light(rec, args, kwargs)
+    objs: list[Any] = []
+    light = _light(rec, args, kwargs, objs)
     known = rec.entry_by_light.get(light)
+    # an object named by identity died and another took its address: not the same signature
+    reused = known is not None and any(ref() is None for ref in known[1])
     if not missed:
-        return -1 if known is None else known
+        return -1 if known is None or reused else known[0]
     b = tls.last_built
     entry = b.entry if b is not None and b.record is rec else -1
-    rec.entry_by_light[light] = entry if known is None or known == entry else -1
+    if known is None or reused or known[0] == entry:
+        rec.entry_by_light[light] = (entry, tuple(weakref.ref(o) for o in objs))
+    else:
+        rec.entry_by_light[light] = (-1, ())
     return entry
 
 
