@@ -518,15 +518,24 @@ def render_html(report: Report) -> str:
 
 #: A report inside another page (a notebook cell): its own document in a frame,
 #: so that its styles and scripts neither leak into the page nor get its styles.
+#: The frame grows to its page once loaded (and follows it), so that the
+#: explanations below the table are not hidden below the fold.
 FRAME = (
     '<iframe srcdoc="{doc}" style="width:100%;height:{height}px;border:1px solid #e4e7ec;'
-    'border-radius:6px" title="jitlens report"></iframe>'
+    'border-radius:6px" title="jitlens report" onload="{fit}"></iframe>'
 )
-#: Height of the frame: tall enough for the table and a retrace.
+#: The frame's onload: its height follows its page's (srcdoc frames share the
+#: notebook's origin); where scripts are off, it keeps FRAME_HEIGHT and scrolls.
+FRAME_FIT = (
+    "var f=this;try{var d=f.contentDocument.documentElement;"
+    "var fit=function(){f.style.height=Math.ceil(d.getBoundingClientRect().height+4)+'px'};"
+    "fit();if(window.ResizeObserver){new ResizeObserver(fit).observe(d)}}catch(e){}"
+)
+#: Height of the frame before it is fitted: tall enough for the table and a retrace.
 FRAME_HEIGHT = 560
 
 
 def render_html_frame(report: Report, *, height: int = FRAME_HEIGHT) -> str:
     """The report page inside an ``<iframe srcdoc>``, for notebooks (``Report._repr_html_``)."""
     doc = escape(render_html(report), quote=True)
-    return FRAME.format(doc=doc, height=height)
+    return FRAME.format(doc=doc, height=height, fit=escape(FRAME_FIT, quote=True))
