@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from html import escape
 
+from .._core.advice import SAVING_SCOPE
 from .._core.report import (
     REASON_KINDS,
     Event,
@@ -58,6 +59,12 @@ COLUMNS = (
     "function", "kind", "calls", "traces", "compiles", "cache hits",
     "hit rate", "trace s", "compile s", "lost s",
 )  # fmt: skip
+#: What the seconds columns add up (shown on hover).
+COLUMN_TITLES = {
+    "trace s": "tracing the Python function, every trace",
+    "compile s": "lowering + compiling, every trace",
+    "lost s": "the retraces' tracing + lowering + compiling: what fixing them saves",
+}
 LEGEND = (
     '<p class="legend"><svg width="14" height="14"><circle class="mark hit" cx="7" cy="7" r="4"/>'
     '</svg> cache hit <svg width="14" height="14"><rect class="mark trace" x="2" y="2" width="10" '
@@ -143,6 +150,7 @@ def _advice_panel(functions: Sequence[FunctionReport], ids: dict[int, str]) -> s
             ADVICE_UNKNOWN
             if a.estimated_saving_seconds is None
             else ADVICE_SAVING.format(seconds=a.estimated_saving_seconds)
+            + SAVING_SCOPE.get(a.kind, "")
         )
         anchor = ids.get(id(fn))
         name = escape(fn.qualname)
@@ -416,7 +424,12 @@ def _table(functions: Sequence[FunctionReport], ids: dict[int, str]) -> str:
         )
         tds = "".join(f"<td>{c}</td>" for c in cells[:-1]) + f'<td class="lost">{cells[-1]}</td>'
         rows.append(f'<tr class="{classes}" data-function="{escape(fn.qualname)}">{tds}</tr>')
-    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    head = "".join(
+        f'<th title="{escape(COLUMN_TITLES[c])}">{c}</th>'
+        if c in COLUMN_TITLES
+        else f"<th>{c}</th>"
+        for c in COLUMNS
+    )
     return f'<table class="functions"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
