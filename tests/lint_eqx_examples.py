@@ -9,6 +9,7 @@ from __future__ import annotations
 
 EQX_HEADER = """\
 import functools
+import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -65,15 +66,30 @@ class Trainer(eqx.Module):
     def update(self, x, scale):
         return x * scale
 
+NUM_STEPS = 100
+
+def lr_at(i):
+    return 0.1 * 0.5 ** (i // 10)
+
 for lr in (1e-3, 3e-4, 1e-4):
     step(model, x, lr)  # <-
 for i in range(100):
     step(model, x, lr=0.1 / (i + 1))  # <-
     decayed = 0.1 * 0.99**i
     trainer.update(x, decayed)  # <-
+for i in range(NUM_STEPS):
+    lr = 0.1 * (1 - i / NUM_STEPS)
+    step(model, x, lr)  # <-
+    step(model, x, lr_at(i))  # <-
+    step(model, x, 0.5 * (1 + math.cos(math.pi * i / len(batches))))  # <-
 """,
         EQX_HEADER
         + """
+NUM_STEPS = 100
+
+def lr_at(i):
+    return 0.1 * 0.5 ** (i // 10)
+
 @eqx.filter_jit
 def step(model, x, lr):
     return model(x) * lr
@@ -85,6 +101,12 @@ for i in range(100):
     step(model, x, 0.1)  # the same value every time: one compile
 for batch in batches:
     jax.jit(step)(model, batch, lr)  # not filter_jit
+for i in range(NUM_STEPS):
+    step(model, x, jnp.asarray(lr_at(i)))
+    step(model, x, schedule(i))  # a library's schedule: an array, traced
+    step(model, x, float(NUM_STEPS))  # the same value every time
+    lr = lr_at(0)
+    step(model, x, lr)
 """,
     ),
     "JL103": (

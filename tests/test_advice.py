@@ -258,3 +258,16 @@ def test_compile_cache_advice_then_hit_with_the_advised_setting(tmp_path, run_py
     assert second.persistent_cache_hits == 0 and second.advice == ()
     third = run(cache, threshold)
     assert third.persistent_cache_hits == 1 and third.advice == ()
+
+
+def test_the_seconds_figures_say_what_they_add_up() -> None:
+    """compile s, lost s and a compile-cache saving differ by design: each says what it is."""
+    cache = Advice("compile_cache", "compiled 1x for 0.40 s with the cache off", "set a dir", 0.4)
+    fn = FunctionReport(**{**_fn().__dict__, "advice": (cache,)})
+    report = jitlens.Report(2, "0", "0", "0", "cpu", 0, 1, "box", 0.0, 1.0, (fn,))
+    text = " ".join(render_text(report, color=False, width=100).split())
+    assert "compile s = lowering + compiling; lost s = the retraces' seconds" in text
+    assert "compile_cache, saves ~0.40 s of compiling in the next run: compiled 1x" in text
+    page = render_html(report)
+    assert "saves ~0.40 s of compiling in the next run" in page
+    assert '<th title="the retraces&#x27; tracing + lowering + compiling' in page

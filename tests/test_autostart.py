@@ -86,8 +86,18 @@ def test_spawn_workers_are_left_alone(tmp_path):
 
 
 def test_a_venv_with_system_site_packages(tmp_path):
-    """The .pth runs before the base site-packages are on sys.path: it must not import jax."""
+    """The .pth runs before the base site-packages are on sys.path: it must not import jax.
+
+    The venv is built from the base interpreter (as ``python -m venv`` is, even
+    from inside another venv), which may or may not hold jax: the directories
+    that hold jax and jitlens' dependencies for this test run are added by a
+    .pth that sorts after jitlens', so that jax is importable only after
+    jitlens' .pth ran, wherever jax is installed.
+    """
     import venv
+
+    import jax
+    import rich
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
@@ -100,6 +110,8 @@ def test_a_venv_with_system_site_packages(tmp_path):
     ).stdout.strip()
     pth = pathlib.Path(site) / "zz_jitlens_autostart.pth"
     pth.write_text(str(SRC) + "\n" + (SRC / "jitlens_autostart.pth").read_text())
+    holders = {str(pathlib.Path(m.__file__).parent.parent) for m in (jax, rich)}
+    (pathlib.Path(site) / "zzz_jax_for_this_test.pth").write_text("\n".join(sorted(holders)) + "\n")
     code = "import jax, jax.numpy as jnp; f = jax.jit(lambda x: x); f(jnp.ones(2)); print('OK')"
     proc = subprocess.run(
         [str(python), "-c", code],

@@ -167,6 +167,17 @@ class Counter:  # not a Module
 
     def tick(self):
         self.n += 1
+
+class Stack(nnx.Module):  # as flax's own nnx.List: the length `__len__` must return
+    def __init__(self):
+        self._length: int = 0
+
+    def __len__(self):
+        return self._length
+
+    def append(self, value):
+        setattr(self, str(self._length), value)
+        self._length += 1
 """,
     ),
     "JL004": (
@@ -576,6 +587,30 @@ def test_cli_syntax_error_is_an_error_and_fails_the_run(
     )
 
 
+def test_cli_a_non_python_file_is_noted_and_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jitlens lint README.md` says it is not Python (not "cannot parse: invalid character")."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# Title \u2014 with a dash\n\nfor i in range(3): jax.jit(f)\n")
+    script = tmp_path / "train"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport jax\nfor i in range(3):\n    jax.jit(lambda x: x)(i)\n"
+    )
+    assert cli_main([str(readme)]) == 0
+    captured = capsys.readouterr()
+    assert (
+        captured.err
+        == f"{readme}: not a Python file (no .py suffix, no python #! line); not linted\n"
+    )
+    assert "cannot parse" not in captured.out + captured.err
+    assert cli_main([str(readme), str(script)]) == 1  # the script is linted: python #! line
+    captured = capsys.readouterr()
+    assert f"{script}:4:5: JL001" in captured.out and "not a Python file" in captured.err
+    assert cli_main(["--format", "github", str(readme)]) == 0
+    assert capsys.readouterr().out.startswith("::notice title=jitlens lint::")
+
+
 def test_cli_github_format_annotates_findings_and_unparsable_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -588,7 +623,8 @@ def test_cli_github_format_annotates_findings_and_unparsable_files(
     loop = str(tmp_path / "loop.py").replace(":", "%3A").replace(",", "%2C")
     broken = str(tmp_path / "broken.py").replace(":", "%3A").replace(",", "%2C")
     assert lines[0].startswith(f"::error file={loop},line=3,col=5,title=jitlens JL001::JL001 ")
-    assert " fix: " in lines[0]
+    message, fix = lines[0].split("%0A")  # the fix on its own line of the annotation
+    assert fix.startswith("fix: ") and not message.endswith(" fix:")
     assert lines[1].startswith(
         f"::error file={broken},line=1,col=5,title=jitlens lint::cannot parse"
     )

@@ -29,7 +29,14 @@ def test_messages_name_filter_jit_and_the_users_names():
     assert any("the function `forward` defined there" in f.message for f in jl101)
     assert "@eqx.filter_jit" in jl101[0].fix
     jl102 = by_code["JL102"]
-    assert [f.message.split("`")[3] for f in jl102] == ["lr", "0.1 / (i + 1)", "decayed"]
+    assert [f.message.split("`")[3] for f in jl102] == [
+        "lr",
+        "0.1 / (i + 1)",
+        "decayed",
+        "lr",  # lr = 0.1 * (1 - i / NUM_STEPS)
+        "lr_at(i)",  # def lr_at(i): return 0.1 * 0.5 ** (i // 10)
+        "0.5 * (1 + math.cos(math.pi * i / len...",
+    ]
     assert "unlike jax.jit" in jl102[0].message
     assert jl102[0].fix.endswith("`jnp.asarray(lr)` (one compile for every value)")
     jl103 = by_code["JL103"]

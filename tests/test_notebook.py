@@ -17,18 +17,23 @@ from conftest import run_python
 pytest.importorskip("IPython")
 
 SESSION = """
+import warnings
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 ip = start_ipython()
 if {html}:
     ip.display_formatter.active_types = ["text/plain", "text/html"]
+ip.run_cell("import jax, jax.numpy as jnp\\nE = []\\ndef early_body(x):\\n    E.append(1)\\n    return x\\nearly = jax.jit(early_body)")
 ip.run_line_magic("load_ext", "jitlens")
-ip.run_cell("import jax, jax.numpy as jnp\\nT = []\\ndef body(x):\\n    T.append(1)\\n    return x + 1\\n")
+# the usual flow: a function jitted in an earlier cell, called in a %%jitlens cell
+ip.run_cell("T = []\\ndef body(x):\\n    T.append(1)\\n    return x + 1\\nS = []\\ndef step_body(x):\\n    S.append(1)\\n    return x * 3\\nstep = jax.jit(step_body)")
 outputs = {{}}
-with capture_output() as cap:
-    ip.run_cell_magic("jitlens", "", "f = jax.jit(body)\\nfor n in (2, 2, 3):\\n    f(jnp.ones(n))\\n")
+with capture_output() as cap, warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ip.run_cell_magic("jitlens", "", "f = jax.jit(body)\\nfor n in (2, 2, 3):\\n    f(jnp.ones(n))\\n    step(jnp.ones(n))\\ne = early(jnp.ones(1))\\n")
 outputs["cell"] = [cap.stdout, [o.data for o in cap.outputs]]
+outputs["warnings"] = [str(w.message) for w in caught]
 with capture_output() as cap:
     ip.run_line_magic("jitlens", "report")
     ip.run_line_magic("jitlens", "on")
@@ -39,7 +44,8 @@ with capture_output() as cap:
     ip.run_line_magic("jitlens", "off")
     ip.run_cell("g(jnp.ones(7))")
 outputs["on"] = [cap.stdout, [o.data for o in cap.outputs]]
-outputs["traces"] = len(__import__("__main__").__dict__.get("T", ip.user_ns["T"]))
+outputs["traces"] = len(ip.user_ns["T"])
+outputs["step_traces"] = len(ip.user_ns["S"])
 print("JSON" + json.dumps(outputs))
 """
 
@@ -55,9 +61,19 @@ def test_cell_magic_and_tracking_across_cells_in_terminal_ipython() -> None:
     out = _session(html=False)
     cell_text, cell_displays = out["cell"]
     assert cell_displays == []  # a terminal shows text, printed
-    assert cell_text.startswith("jitlens: 1 jitted function, 2 traces")
+    assert cell_text.startswith("jitlens: 3 jitted functions, 5 traces")
     assert "<lambda>" not in cell_text and "body  retraced 1x" in cell_text
     assert "f32[2] -> f32[3]" in cell_text
+    rows = {line.split()[0]: line.split()[1:] for line in cell_text.splitlines()[3:6]}
+    # jitted in an earlier cell: 3 calls, 2 traces (the body ran twice), 1 hit
+    assert out["step_traces"] == 2
+    assert rows["step_body"][1:5] == ["3", "2", "2", "1"]
+    # jitted before %load_ext: its calls cannot be counted, and a note says so
+    assert rows["early_body"][1] == "?"
+    assert cell_text.rstrip().endswith(
+        "jitlens: calls and cache hits of `early_body` are unknown (?): jitted before "
+        "`%load_ext jitlens`; re-run the cell that defines it to count them."
+    )
 
     text, _ = out["on"]
     first, rest = text.split("jitlens: tracking jitted functions across cells", 1)
@@ -73,10 +89,12 @@ def test_cell_magic_and_tracking_across_cells_in_terminal_ipython() -> None:
 def test_cell_magic_shows_the_html_report_in_a_notebook_front_end() -> None:
     out = _session(html=True)
     cell_text, cell_displays = out["cell"]
-    assert cell_text == ""
+    assert cell_text.startswith("jitlens: calls and cache hits of `early_body` are unknown")
+    assert out["warnings"] == []  # no "Consider using IPython.display.IFrame"
     (shown,) = cell_displays
     page = shown["text/html"]
     assert page.startswith('<iframe srcdoc="&lt;!DOCTYPE html&gt;')
+    assert 'onload="var f=this;' in page  # sized to its page once loaded
     assert "f32[2] -&amp;gt; f32[3]" in page or "f32[3]" in page
     assert "body" in page
 

@@ -129,6 +129,8 @@ def test_marker_fixture_and_every_session_option(pytester: pytest.Pytester) -> N
     pytester.makepyfile(test_budgeted=CASES)
     result = pytester.runpytest_inprocess(
         *_plugin_args(),
+        "-p",
+        "no:xdist",  # the session options need no pytest-xdist (its hooks are optional)
         "--jitlens",
         "--jitlens-max-traces=5",
         "--jitlens-report=out/report.json",

@@ -231,3 +231,29 @@ def test_timeline_starts_at_the_first_call_zooms_and_shows_tooltips(
     assert seen["visible"] < len(seen["ts"]) or seen["xsZoomed"] != seen["xs"]
     # a double-click shows it all again
     assert seen["view2"] == seen["view0"]
+
+
+NOTEBOOK = """<!DOCTYPE html><html><body><p>a notebook cell's output:</p>{frame}
+<script>
+window.addEventListener("load", function () {{
+  var f = document.querySelector("iframe"), d = f.contentDocument.documentElement;
+  var last = d.querySelector("section.function:last-of-type") || d;
+  document.body.setAttribute("data-fit", [f.getBoundingClientRect().height,
+    d.getBoundingClientRect().height, last.getBoundingClientRect().bottom].join(" "));
+}});
+</script></body></html>"""
+
+
+def test_the_notebook_frame_fits_its_page(tmp_path: Path) -> None:
+    """`%%jitlens`'s frame grows to the report, so the explanations are not below its fold."""
+    from jitlens._render.html import FRAME_HEIGHT, render_html_frame
+
+    page = tmp_path / "notebook.html"
+    frame = render_html_frame(report_samples.sample_report())
+    page.write_text(NOTEBOOK.format(frame=frame), encoding="utf-8")
+    done = _chromium(page, tmp_path / "profile", "--dump-dom")
+    outer, inner, last_section = map(
+        float, html_dom.parse(done.stdout).find("body").attrs["data-fit"].split()
+    )
+    assert inner > FRAME_HEIGHT  # the sample report is taller than the frame's first height
+    assert outer >= inner >= last_section  # the last explanation is inside the frame

@@ -21,7 +21,8 @@ jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidd
  step          jax.jit                 ?       3         3     ?      ?     0.16       0.34    0.35
  forward       nnx.jit                 3       3         3     0     0%     0.26       0.21    0.31
  evaluate      nnx.cached_partial      4       1         1     3    75%     0.04       0.01    0.00
-cpu on devbox, process 0/1, 4.2 s; hits = cache hits, lost s = seconds spent on retraces
+cpu on devbox, process 0/1, 4.2 s
+hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds
 
 Trainer.loss  retraced 4x, 0.47 s lost   (defined at train.py:30)
   train.py:88  retrace #1, 0.10 s (call #13)

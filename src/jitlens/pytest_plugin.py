@@ -184,6 +184,7 @@ class _Session:
             self._scope = budget_scope(self.budget, source=OPTION_SOURCE)
             self._scope.__enter__()
 
+    @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """pytest-xdist (controller): a worker finished; keep its report."""
         text = getattr(node, "workeroutput", {}).get(WORKER_KEY)
@@ -271,9 +272,10 @@ def _combine(reports: list[Report]) -> Report | None:
 
 
 def _summary(report: Report, color: bool) -> str:
+    from ._core.fold import count_functions
     from ._render.text import render_text
 
     retraced = tuple(f for f in report.user_functions() if f.retraces or f.stale_hits)
     if not retraced:
-        return NO_RETRACES.format(n=len(report.user_functions())) + "\n"
+        return NO_RETRACES.format(n=count_functions(report.user_functions())) + "\n"
     return render_text(dataclasses.replace(report, functions=retraced), color=color)

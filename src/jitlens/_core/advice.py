@@ -54,6 +54,9 @@ DISPATCH_MIN_CALL_SHARE = 0.10
 #: measured saving was 1.5-1.8x one flatten on Linear(3, 4) to 16-layer MLPs
 #: (interleaved loops, min and median); ``benchmarks/advisor.py`` checks it.
 CACHED_PARTIAL_FACTOR = 1.7
+#: What an advice kind's saving is, where "saves ~N s" alone would be read as this
+#: run's: compile_cache saves XLA compile time (not tracing or lowering) in the next run.
+SAVING_SCOPE = {"compile_cache": " of compiling in the next run"}
 #: ``compile_cache``: advise when the next run would save at least this much compile time.
 COMPILE_CACHE_MIN_SECONDS = 0.5
 #: Where the advised cache goes (the user may pick any writable directory).

@@ -29,7 +29,7 @@ import re
 import sys
 import tokenize
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .. import _pyast as pyast
 from .._core.files import regular_file_problem
@@ -44,6 +44,9 @@ UNKNOWN_CODE = "unknown rule code {code!r}; valid codes: {codes}"
 FOUND = "Found {n} recompile trap{s} in {files} file{fs}."
 CLEAN = "No recompile traps found in {files} file{fs}."
 UNLINTED = "{n} file{s} could not be linted (see the errors above)."
+NOT_PYTHON = "{path}: not a Python file (no .py suffix, no python #! line); not linted"
+#: Suffixes of Python source; a file without one is linted if its #! line names python.
+PY_SUFFIXES = (".py", ".pyi", ".pyw")
 
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[a-z]+[0-9]+(?:[\s,]+[a-z]+[0-9]+)*))?", re.IGNORECASE
@@ -110,19 +113,22 @@ def lint_paths(
     """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    findings, skipped, _ = _lint_files([os.fspath(p) for p in paths])
-    for message in skipped:
+    findings, skipped, notes, _ = _lint_files([os.fspath(p) for p in paths])
+    for message in [*notes, *skipped]:
         warnings.warn(message, LintSkipWarning, stacklevel=2)
     return findings
 
 
-def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], int]:
-    """Findings, error messages for files that could not be linted, and the number linted."""
+def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], list[str], int]:
+    """Findings, error messages for files that could not be linted, notes for files given
+    that are not Python (README.md: not an error), and the number linted."""
     for path in paths:
         if not os.path.exists(path):
             raise FileNotFoundError(MISSING.format(path=path))
     findings: list[LintFinding] = []
     skipped: list[str] = []
+    notes = [NOT_PYTHON.format(path=p) for p in paths if not _is_python(p)]
+    paths = [p for p in paths if _is_python(p)]
     files = list(dict.fromkeys(f for p in paths for f in _python_files(p)))
     for path in files:
         not_regular = regular_file_problem(path)
@@ -144,7 +150,19 @@ def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], int]:
         except Exception as exc:  # one odd file must not stop the others
             error = f"jitlens internal error ({type(exc).__name__}: {exc}), please report it"
             skipped.append(SKIPPED.format(path=path, line=1, col=1, error=error))
-    return findings, skipped, len(files) - len(skipped)
+    return findings, skipped, notes, len(files) - len(skipped)
+
+
+def _is_python(path: str) -> bool:
+    """A directory, a ``*.py`` file, or a script whose ``#!`` line runs python."""
+    if os.path.isdir(path) or path.endswith(PY_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as stream:
+            first = stream.readline(200)
+    except OSError:
+        return True  # reading it fails where it is linted, with the error
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _python_files(path: str) -> list[str]:
@@ -214,6 +232,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=(
             f"rules:\n{rules}\n\n"
             "Silence one line with `# noqa: JL001` (or a bare `# noqa`).\n"
+            "A file given by name that is not Python (README.md) is noted and skipped.\n"
             "Exit status: 0 no findings, 1 findings or a file that could not be read or "
             "parsed, 2 usage error."
         ),
@@ -253,19 +272,19 @@ def cli_main(argv: list[str]) -> int:
         if problem is not None:
             print(f"jitlens lint: {path}: {problem}", file=sys.stderr)
             return 2
-    findings, skipped, files = _lint_files(args.paths)
+    findings, skipped, notes, files = _lint_files(args.paths)
     findings = [
         f
         for f in findings
         if (args.select is None or f.code in args.select)
         and (args.ignore is None or f.code not in args.ignore)
     ]
-    for message in skipped:
+    for message in [*notes, *skipped]:
         print(message, file=sys.stderr)
     if args.format == "json":
         print(json.dumps([dataclasses.asdict(f) for f in findings], indent=2))
     elif args.format == "github":
-        for line in _render_github(findings, skipped):
+        for line in _render_github(findings, skipped, notes):
             print(line)
     else:
         print(_render_text(findings, files, len(skipped)))
@@ -275,10 +294,15 @@ def cli_main(argv: list[str]) -> int:
 #: Output formats of ``jitlens lint --format``.
 FORMATS = ("text", "json", "github")
 
+#: One annotation's text: the fix on its own line (GitHub shows ``%0A`` as a line break).
+GITHUB_FINDING = "{code} {message}\nfix: {fix}"
+
 _SKIPPED_PARTS = re.compile(r"^(?P<path>.*):(?P<line>\d+):(?P<col>\d+): error: (?P<error>.*)$")
 
 
-def _render_github(findings: list[LintFinding], skipped: list[str]) -> list[str]:
+def _render_github(
+    findings: list[LintFinding], skipped: list[str], notes: Sequence[str] = ()
+) -> list[str]:
     """GitHub Actions workflow commands: one ``::error file=..,line=..,col=..::`` per finding.
 
     GitHub shows each as an annotation on the pull request's diff, as it does
@@ -287,7 +311,8 @@ def _render_github(findings: list[LintFinding], skipped: list[str]) -> list[str]
     out = []
     for f in findings:
         props = _github_props(f.path, f.line, f.col, f"jitlens {f.code}")
-        out.append(f"::error {props}::{_github_data(f'{f.code} {f.message} fix: {f.fix}')}")
+        text = GITHUB_FINDING.format(code=f.code, message=f.message, fix=f.fix)
+        out.append(f"::error {props}::{_github_data(text)}")
     for message in skipped:
         match = _SKIPPED_PARTS.match(message)
         if match is None:
@@ -295,6 +320,7 @@ def _render_github(findings: list[LintFinding], skipped: list[str]) -> list[str]
             continue
         props = _github_props(match["path"], int(match["line"]), int(match["col"]), "jitlens lint")
         out.append(f"::error {props}::{_github_data(match['error'])}")
+    out += [f"::notice title=jitlens lint::{_github_data(note)}" for note in notes]
     return out
 
 

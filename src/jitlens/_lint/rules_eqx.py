@@ -26,6 +26,7 @@ from .nodes import (
     self_name,
     short,
 )
+from .numbers import Numbers, literal_kind
 from .rules_jit import repeated_use
 
 FILTER_JIT = "equinox.filter_jit"
@@ -113,19 +114,6 @@ def _filter_jit_names(index: FileIndex) -> dict[str, bool]:
     return names
 
 
-def _numbers(node: ast.AST) -> str | None:
-    """``float``/``int`` when ``node`` is a number literal (or a sequence of them)."""
-    if isinstance(node, ast.UnaryOp):
-        node = node.operand
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return type(node.value).__name__
-    if isinstance(node, ast.Tuple | ast.List) and node.elts:
-        kinds = {_numbers(e) for e in node.elts}
-        if None not in kinds:
-            return "float" if "float" in kinds else "int"
-    return None
-
-
 def _iterated_numbers(index: FileIndex, loop: Loop, scope: ast.AST) -> dict[str, str]:
     """Loop variables that are Python numbers: ``range(...)``, literal number sequences."""
     if not isinstance(loop, ast.For | ast.AsyncFor):
@@ -146,47 +134,15 @@ def _sequence_names(
 ) -> dict[str, str]:
     if isinstance(it, ast.Name):
         bound = index.bindings(it.id, scope) or index.bindings(it.id, index.tree)  # type: ignore[arg-type]
-        kinds = {_numbers(b) for b in bound}
+        kinds = {literal_kind(b) for b in bound}
         kind = kinds.pop() if len(kinds) == 1 else None
     else:
-        kind = _numbers(it)
+        kind = literal_kind(it)
     return _names_of(target, kind) if kind else {}
 
 
 def _names_of(target: ast.AST, kind: str) -> dict[str, str]:
     return {target.id: kind} if isinstance(target, ast.Name) else {}
-
-
-def _number_expr(node: ast.AST, names: dict[str, str]) -> str | None:
-    """The kind of a Python-number expression reading a changing name, else None."""
-    if isinstance(node, ast.Name):
-        return names.get(node.id)
-    if isinstance(node, ast.UnaryOp):
-        return _number_expr(node.operand, names)
-    if isinstance(node, ast.BinOp):
-        sides = [_number_expr(node.left, names), _number_expr(node.right, names)]
-        consts = [_numbers(s) for s in (node.left, node.right)]
-        if any(sides) and all(s or c for s, c in zip(sides, consts, strict=True)):
-            kinds = {k for k in sides + consts if k}
-            return "float" if "float" in kinds or isinstance(node.op, ast.Div) else "int"
-    return None
-
-
-def _loop_numbers(index: FileIndex, loop: Loop, scope: ast.AST) -> dict[str, str]:
-    """Names holding a Python number that changes on every iteration of ``loop``."""
-    names = _iterated_numbers(index, loop, scope)
-    body = [n for stmt in getattr(loop, "body", []) for n in ast.walk(stmt)]
-    changed = True
-    while changed:
-        changed = False
-        for node in body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                kind = _number_expr(node.value, names)
-                if isinstance(target, ast.Name) and kind and target.id not in names:
-                    names[target.id] = kind
-                    changed = True
-    return names
 
 
 def check_numbers_to_filter_jit(index: FileIndex) -> Iterator[Hit]:
@@ -204,11 +160,12 @@ def check_numbers_to_filter_jit(index: FileIndex) -> Iterator[Hit]:
         scope, loops = index._frame(call)
         if not loops:
             continue
-        numbers: dict[str, str] = {}
+        changing: dict[str, str] = {}
         for loop in loops:
-            numbers.update(_loop_numbers(index, loop, scope))
+            changing.update(_iterated_numbers(index, loop, scope))
+        numbers = Numbers(index, scope, changing, loops)
         for value in [*call.args, *(kw.value for kw in call.keywords)]:
-            kind = _number_expr(value, numbers)
+            kind = numbers.changing_kind(value)
             if kind is None:
                 continue
             message = JL102_MESSAGE.format(

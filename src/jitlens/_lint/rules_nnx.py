@@ -161,7 +161,30 @@ def _number_attributes(index: FileIndex, cls: ast.ClassDef) -> dict[str, _Number
                     qualname = index.qualname(value.func) or ""
                     if qualname.startswith(("flax.", "jax.", "numpy.")):
                         stateful.add(attr)
-    return {attr: info for attr, info in found.items() if attr not in stateful}
+    protocol = _protocol_attributes(index, cls)
+    return {a: info for a, info in found.items() if a not in stateful and a not in protocol}
+
+
+#: Methods that must return a Python int or bool: an attribute they read cannot be a Variable.
+INT_PROTOCOL = frozenset({"__len__", "__length_hint__", "__index__", "__int__", "__bool__"})
+
+
+def _protocol_attributes(index: FileIndex, cls: ast.ClassDef) -> set[str]:
+    """Attributes ``__len__`` and its kin read (``nnx.List._length``): the Module's own
+    structure, which changes its graph anyway; the fix would break ``len()``."""
+    found: set[str] = set()
+    for owner in index.class_family(cls):
+        for method in index.methods(owner):
+            if method.name in INT_PROTOCOL:
+                me = self_name(method)
+                found.update(
+                    n.attr
+                    for n in ast.walk(method)
+                    if isinstance(n, ast.Attribute)
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id == me
+                )
+    return found
 
 
 def _mutation(node: ast.AST) -> ast.Attribute | None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from html import escape
 
 from .._core import buckets
+from .._core.advice import SAVING_SCOPE
 from .._core.report import (
     Event,
     FunctionReport,
@@ -58,6 +59,12 @@ COLUMNS = (
     "function", "kind", "calls", "traces", "compiles", "cache hits",
     "hit rate", "trace s", "compile s", "lost s",
 )  # fmt: skip
+#: What the seconds columns add up (shown on hover).
+COLUMN_TITLES = {
+    "trace s": "tracing the Python function, every trace",
+    "compile s": "lowering + compiling, every trace",
+    "lost s": "the retraces' tracing + lowering + compiling: what fixing them saves",
+}
 LEGEND = (
     '<p class="legend"><svg width="14" height="14"><circle class="mark hit" cx="7" cy="7" r="4"/>'
     '</svg> cache hit <svg width="14" height="14"><rect class="mark trace" x="2" y="2" width="10" '
@@ -143,6 +150,7 @@ def _advice_panel(functions: Sequence[FunctionReport], ids: dict[int, str]) -> s
             ADVICE_UNKNOWN
             if a.estimated_saving_seconds is None
             else ADVICE_SAVING.format(seconds=a.estimated_saving_seconds)
+            + SAVING_SCOPE.get(a.kind, "")
         )
         anchor = ids.get(id(fn))
         name = escape(fn.qualname)
@@ -418,7 +426,12 @@ def _table(functions: Sequence[FunctionReport], ids: dict[int, str]) -> str:
         )
         tds = "".join(f"<td>{c}</td>" for c in cells[:-1]) + f'<td class="lost">{cells[-1]}</td>'
         rows.append(f'<tr class="{classes}" data-function="{escape(fn.qualname)}">{tds}</tr>')
-    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    head = "".join(
+        f'<th title="{escape(COLUMN_TITLES[c])}">{c}</th>'
+        if c in COLUMN_TITLES
+        else f"<th>{c}</th>"
+        for c in COLUMNS
+    )
     return f'<table class="functions"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
@@ -520,15 +533,24 @@ def render_html(report: Report) -> str:
 
 #: A report inside another page (a notebook cell): its own document in a frame,
 #: so that its styles and scripts neither leak into the page nor get its styles.
+#: The frame grows to its page once loaded (and follows it), so that the
+#: explanations below the table are not hidden below the fold.
 FRAME = (
     '<iframe srcdoc="{doc}" style="width:100%;height:{height}px;border:1px solid #e4e7ec;'
-    'border-radius:6px" title="jitlens report"></iframe>'
+    'border-radius:6px" title="jitlens report" onload="{fit}"></iframe>'
 )
-#: Height of the frame: tall enough for the table and a retrace.
+#: The frame's onload: its height follows its page's (srcdoc frames share the
+#: notebook's origin); where scripts are off, it keeps FRAME_HEIGHT and scrolls.
+FRAME_FIT = (
+    "var f=this;try{var d=f.contentDocument.documentElement;"
+    "var fit=function(){f.style.height=Math.ceil(d.getBoundingClientRect().height+4)+'px'};"
+    "fit();if(window.ResizeObserver){new ResizeObserver(fit).observe(d)}}catch(e){}"
+)
+#: Height of the frame before it is fitted: tall enough for the table and a retrace.
 FRAME_HEIGHT = 560
 
 
 def render_html_frame(report: Report, *, height: int = FRAME_HEIGHT) -> str:
     """The report page inside an ``<iframe srcdoc>``, for notebooks (``Report._repr_html_``)."""
     doc = escape(render_html(report), quote=True)
-    return FRAME.format(doc=doc, height=height)
+    return FRAME.format(doc=doc, height=height, fit=escape(FRAME_FIT, quote=True))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import math
 import os
@@ -17,6 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .._core import buckets
+from .._core.advice import SAVING_SCOPE
+from .._core.fold import count_functions, fold_wrappers
 from .._core.report import (
     FunctionReport,
     Report,
@@ -61,8 +62,8 @@ MAX_WORD_WIDTH = 48
 TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
 HIDDEN = " ({n} internal hidden)"
 CAPTION = (
-    "{backend} on {host}, process {index}/{count}, {duration:.1f} s; "
-    "hits = cache hits, lost s = seconds spent on retraces"
+    "{backend} on {host}, process {index}/{count}, {duration:.1f} s\n"
+    "hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds"
 )
 NO_FUNCTIONS_SEEN = (
     "jitlens: saw no jitted function ({backend} on {host}, {duration:.1f} s), but it cannot "
@@ -79,9 +80,6 @@ FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
-#: Wrappers of the same code (``jax.jit(lambda ...)`` in a loop) shown as one row from this many.
-FOLD_MIN = 3
-FOLDED = "{n:,} wrappers of `{qualname}` at {defined_at}, {each}"
 #: At most this many lines when a line budget is given (``jitlens run`` at exit).
 TABLE_ROWS = 20
 MORE_FUNCTIONS = "... {n:,} more function(s): see `--json` or `--html` for all."
@@ -175,8 +173,10 @@ def _less(width: int | None, indent: int) -> int | None:
     return None if width is None else width - indent
 
 
-def _saving(seconds: float | None) -> str:
-    return "" if seconds is None else ADVICE_SAVING.format(seconds=seconds)
+def _saving(seconds: float | None, kind: str) -> str:
+    if seconds is None:
+        return ""
+    return ADVICE_SAVING.format(seconds=seconds) + SAVING_SCOPE.get(kind, "")
 
 
 def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
@@ -191,13 +191,13 @@ def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
         text = ADVICE_LINE.format(
             qualname=fn.qualname,
             kind=top.kind,
-            saving=_saving(top.estimated_saving_seconds),
+            saving=_saving(top.estimated_saving_seconds, top.kind),
             message=top.message,
         )
         lines.append((2, text, "bold"))
         lines.append((4, ADVICE_FIX.format(fix=top.fix), "green"))
         if rest:
-            kinds = ", ".join(a.kind + _saving(a.estimated_saving_seconds) for a in rest)
+            kinds = ", ".join(a.kind + _saving(a.estimated_saving_seconds, a.kind) for a in rest)
             lines.append((4, ADVICE_MORE.format(kinds=kinds), "dim"))
     return lines
 
@@ -229,49 +229,6 @@ def sorted_functions(report: Report, include_internal: bool = False) -> list[Fun
     return sorted(folded, key=lambda f: (-f.seconds_lost, -(f.traces or 0), f.qualname))
 
 
-def _sum(values: Sequence[int | None]) -> int | None:
-    return None if any(v is None for v in values) else sum(v or 0 for v in values)
-
-
-def fold_wrappers(functions: Sequence[FunctionReport]) -> list[FunctionReport]:
-    """One row per code for ``FOLD_MIN`` or more wrappers of it ("2,000 wrappers of ...")."""
-    groups: dict[tuple[str, str, str], list[FunctionReport]] = {}
-    for fn in functions:
-        groups.setdefault((fn.qualname, fn.kind, fn.defined_at), []).append(fn)
-    out = []
-    for (qualname, _kind, defined_at), members in groups.items():
-        if len(members) < FOLD_MIN or not defined_at:
-            out += members
-            continue
-        traces = [m.traces for m in members]
-        each = (
-            f"{traces[0]} trace{'' if traces[0] == 1 else 's'} each"
-            if len(set(traces)) == 1 and traces[0] is not None
-            else f"{_sum(traces) if _sum(traces) is not None else UNKNOWN} traces"
-        )
-        out.append(
-            dataclasses.replace(
-                members[0],
-                qualname=FOLDED.format(
-                    n=len(members), qualname=qualname, defined_at=defined_at, each=each
-                ),
-                calls=_sum([m.calls for m in members]),
-                traces=_sum(traces),
-                compiles=_sum([m.compiles for m in members]),
-                cache_hits=_sum([m.cache_hits for m in members]),
-                persistent_cache_hits=sum(m.persistent_cache_hits for m in members),
-                trace_seconds=sum(m.trace_seconds for m in members),
-                lower_seconds=sum(m.lower_seconds for m in members),
-                compile_seconds=sum(m.compile_seconds for m in members),
-                events=tuple(e for m in members for e in m.events),
-                stale_hits=tuple(h for m in members for h in m.stale_hits),
-                call_times=(),
-                call_entries=(),
-            )
-        )
-    return out
-
-
 def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
     """Indices of the columns that fit ``width``, dropping the least useful first."""
     natural = [
@@ -300,7 +257,7 @@ def _table(
     hidden = len(report.functions) - len(shown)  # before folding and the row limit
     traces = total_traces(shown)
     title = TITLE.format(
-        functions=plural(len(shown), "jitted function"),
+        functions=plural(count_functions(shown), "jitted function"),
         traces=f"{traces} trace{'' if traces == '1' else 's'}",
         lost=sum(f.seconds_lost for f in shown),
         hidden=HIDDEN.format(n=hidden) if hidden else "",

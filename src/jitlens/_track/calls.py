@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+import weakref
 from typing import Any
 
 from .. import _compat
@@ -22,6 +23,7 @@ from .state import (
     PassThrough,
     internal_failure,
     tls,
+    weak,
 )
 
 
@@ -31,18 +33,59 @@ def _first_call(rec: Record) -> None:
 
 
 _ARRAYISH: dict[type, bool] = {}
+#: Types whose objects a light signature names by identity: NNX graph nodes (a
+#: Module, an Optimizer), whose static structure it cannot see but which stay one
+#: object from call to call; a new model built per epoch is then a new signature.
+_BY_IDENTITY: dict[type, bool] = {}
+#: Python values a static argument compares by: part of the light signature.
+_SCALARS = frozenset({bool, int, float, complex, str, type(None)})
+#: At most this many container items enter one call's light signature; a bigger
+#: container is filed by its type and length (two entries then share a light
+#: signature, and its calls show an unknown entry, never a wrong one).
+LIGHT_ITEMS = 32
 
 
-def _light(args: tuple[Any, ...]) -> Any:
-    """A cheap per-call signature (top-level shapes and dtypes, else types) to file hits under entries."""
-    out = []
-    for a in args:
-        t = type(a)
-        arrayish = _ARRAYISH.get(t)
-        if arrayish is None:
-            arrayish = _ARRAYISH[t] = hasattr(t, "shape") and hasattr(t, "dtype")
-        out.append((a.shape, a.dtype) if arrayish else t)
+def _light(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], objs: list[Any]) -> Any:
+    """A cheap per-call signature to file hits under entries: shapes and dtypes of the
+    arrays in the arguments and their tuples, lists and dicts (keyword arguments too),
+    the values of static Python scalars, NNX objects by identity (collected in
+    ``objs``), else types."""
+    budget = [LIGHT_ITEMS]
+    every = rec.frontend is not None  # eqx.filter_jit: every non-array is static
+    nums, names = rec.static_argnums, rec.static_argnames
+    out = [_light_value(a, every or i in nums, budget, objs) for i, a in enumerate(args)]
+    if kwargs:
+        out.append(
+            tuple(
+                (k, _light_value(v, every or k in names, budget, objs)) for k, v in kwargs.items()
+            )
+        )
     return tuple(out)
+
+
+def _light_value(a: Any, static: bool, budget: list[int], objs: list[Any]) -> Any:
+    t = type(a)
+    arrayish = _ARRAYISH.get(t)
+    if arrayish is None:
+        arrayish = _ARRAYISH[t] = hasattr(t, "shape") and hasattr(t, "dtype")
+    if arrayish:
+        return (a.shape, a.dtype)
+    if t is tuple or t is list or t is dict:
+        if len(a) > budget[0]:
+            return (t, len(a))
+        budget[0] -= len(a)
+        if t is dict:
+            return (t, tuple((k, _light_value(v, static, budget, objs)) for k, v in a.items()))
+        return (t, tuple(_light_value(v, static, budget, objs) for v in a))
+    if static and t in _SCALARS:
+        return (t, a)
+    by_identity = _BY_IDENTITY.get(t)
+    if by_identity is None:
+        by_identity = _BY_IDENTITY[t] = _compat.is_graph_node(a) and weak(a) is not None
+    if by_identity:
+        objs.append(a)
+        return (t, id(a))
+    return t
 
 
 def call_detailed(
@@ -67,14 +110,20 @@ def call_detailed(
     except BaseException:
         if not isinstance(sys.exc_info()[1], PassThrough):
             failed_call(rec, n)
-        _after_detailed(rec, n, args, t, inside, local.nevents != n0)
+        _after_detailed(rec, n, args, kwargs, t, inside, local.nevents != n0)
         raise
-    _after_detailed(rec, n, args, t, inside, local.nevents != n0)
+    _after_detailed(rec, n, args, kwargs, t, inside, local.nevents != n0)
     return out
 
 
 def _after_detailed(
-    rec: Record, n: int, args: tuple[Any, ...], t: float, inside: bool, missed: bool
+    rec: Record,
+    n: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    t: float,
+    inside: bool,
+    missed: bool,
 ) -> None:
     try:
         if inside:  # called while another function traces: JAX inlines it
@@ -83,16 +132,29 @@ def _after_detailed(
         else:
             advisor.note_eager(rec)
         if n < WINDOW[0]:
-            light = _light(args)
-            b = tls.last_built
-            if missed and b is not None and b.record is rec:
-                entry = rec.entry_by_light[light] = b.entry
-            else:
-                entry = rec.entry_by_light.get(light, -1)
             rec.call_times.append(t)
-            rec.call_entries.append(entry)
+            rec.call_entries.append(-1 if inside else _entry_of(rec, args, kwargs, missed))
     except Exception as exc:
         internal_failure("timing a call", exc)
+
+
+def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed: bool) -> int:
+    """The compiled entry a call went to: its own trace's, or the one its light signature
+    was filed under; -1 (unknown) once two entries were made with one light signature."""
+    objs: list[Any] = []
+    light = _light(rec, args, kwargs, objs)
+    known = rec.entry_by_light.get(light)
+    # an object named by identity died and another took its address: not the same signature
+    reused = known is not None and any(ref() is None for ref in known[1])
+    if not missed:
+        return -1 if known is None or reused else known[0]
+    b = tls.last_built
+    entry = b.entry if b is not None and b.record is rec else -1
+    if known is None or reused or known[0] == entry:
+        rec.entry_by_light[light] = (entry, tuple(weakref.ref(o) for o in objs))
+    else:
+        rec.entry_by_light[light] = (-1, ())
+    return entry
 
 
 #: The locals through which a counting frame hands its call to a trace below it,

@@ -304,6 +304,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
         note_miss(rec, call.frame_id)  # e.g. under jax.checkpoint / lax.scan at top level
     b = EventBuilder(rec, "trace", None, _compat.user_call_site(frame), time.perf_counter())
     b.signature = NESTED_SIGNATURE
+    b.entry = -1  # inlined into the outer function's entry: none of its own
     b.jax_name = rec.jax_name
     with rec.lock:
         rec.traces += 1

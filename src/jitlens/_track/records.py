@@ -179,7 +179,8 @@ class Record:
         self.stale_hits: list[StaleHit] = []
         self.call_times: list[float] = []
         self.call_entries: list[int] = []
-        self.entry_by_light: dict[Any, int] = {}
+        #: light signature -> (entry, weak references to the objects it names by identity)
+        self.entry_by_light: dict[Any, tuple[int, tuple[Any, ...]]] = {}
         self.n_entries = 0
         self.lock = threading.Lock()
         self.static_argnums: tuple[int, ...] = ()
