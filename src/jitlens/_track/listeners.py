@@ -282,7 +282,8 @@ def uncount_trace(b: EventBuilder | None) -> None:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
     b.kind = "compile"
-    b.reasons = tuple(r for r in b.reasons if r.kind != "cache_cleared")
+    # an equal key served from the trace cache: neither a clear nor an unknown cause
+    b.reasons = tuple(r for r in b.reasons if r.kind != "cache_cleared" and r.before != "equal key")
     b.detached = True
 
 
