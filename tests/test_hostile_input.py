@@ -55,7 +55,7 @@ def test_a_fifo_inside_a_linted_folder_is_skipped(tmp_path):
 
     (tmp_path / "ok.py").write_text("x = 1\n")
     os.mkfifo(tmp_path / "pipe.py")
-    findings, skipped, linted = _lint_files([str(tmp_path)])
+    findings, skipped, _notes, linted = _lint_files([str(tmp_path)])
     assert (findings, linted) == ([], 1)
     assert len(skipped) == 1 and "pipe.py" in skipped[0] and "FIFO" in skipped[0]
 

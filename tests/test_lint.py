@@ -631,24 +631,6 @@ def test_cli_github_format_annotates_findings_and_unparsable_files(
     assert len(lines) == 2 and all("\n" not in line for line in lines)
 
 
-def test_pre_commit_manifest_declares_the_lint_hook() -> None:
-    """`.pre-commit-hooks.yaml`: a `jitlens-lint` hook that runs `jitlens lint` on Python files."""
-    import yaml
-
-    root = Path(__file__).resolve().parents[1]
-    (hook,) = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "jitlens-lint"
-    assert hook["entry"] == "jitlens lint"
-    assert hook["language"] == "python"
-    assert hook["types"] == ["python"]
-    try:  # pre-commit's own schema, where pre-commit is installed
-        from pre_commit.clientlib import load_manifest
-    except ImportError:
-        return
-    (loaded,) = load_manifest(str(root / ".pre-commit-hooks.yaml"))
-    assert loaded["id"] == "jitlens-lint" and loaded["pass_filenames"] is True
-
-
 def test_cli_help_lists_the_rules(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["--help"]) == 0
     out = capsys.readouterr().out

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import logging
 import re
+import sys
 
 import pytest
 
@@ -188,7 +190,10 @@ def test_colour_on_request_off_otherwise(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "\x1b[" not in render_text(report, width=100)
 
 
-def test_str_of_a_report_is_the_plain_text() -> None:
+def test_str_of_a_report_is_the_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # str() follows the terminal (COLUMNS, a TTY): here, none
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
     report = report_samples.sample_report()
     assert str(report) == render_text(report, color=False, width=100)
 
