@@ -17,6 +17,7 @@ from .._core import explain as _explain
 from .._core.key import Key
 from .._core.messages_frontend import frontend_words
 from .._core.signature import describe_call
+from . import fe_explain
 from .records import EventBuilder, Record
 from .registry import REGISTRY
 from .state import deref, tls
@@ -97,6 +98,8 @@ def describe_and_explain(
             )
             if reasons and fe is not None:
                 reasons = frontend_words(rec.kind, list(reasons), key, rec.defined_at)
+            if reasons:  # jitlens-frontends: pmap / nn.jit words
+                reasons = fe_explain.reword(rec, list(reasons), key)
             if reasons:
                 b.kind = "retrace"
                 b.reasons = tuple(reasons)

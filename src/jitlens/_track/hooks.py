@@ -18,7 +18,7 @@ import jax
 from .. import _compat
 from .._compat.probe import tested_range
 from .._errors import JitlensError
-from . import frontends, listeners, patches, selfcheck
+from . import fe_pmap, frontends, listeners, patches, selfcheck
 from .calls import make_nnx_call
 from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
@@ -55,6 +55,7 @@ def _install() -> None:
         _set(cls, "__call__", make_nnx_call(cls.__call__))
     _set(jax, "jit", patches.make_tracked_jit(jax.jit))
     frontends.install()  # eqx.filter_jit calls, if the program imported equinox
+    fe_pmap.install(_set)  # jitlens-frontends: jax.pmap / nnx.pmap counted
     owners = _compat.cached_partial_owners()
     if owners:
         patched = patches.make_cached_partial(getattr(*owners[0]))

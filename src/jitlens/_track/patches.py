@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _compat
+from . import fe_linen
 from .calls import TrackedJit
 from .listeners import GUARD_ERRORS, nested_trace, uncount_trace
 from .registry import REGISTRY
@@ -39,7 +40,9 @@ def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             if _compat.is_flax_inner_fn(fun) or _compat.frontend_of(fun) is not None:
                 return jitted  # counted at the nnx wrapper / the library's own call
-            rec = REGISTRY.record_for_jax_jit(fun, options)
+            rec = fe_linen.record_for(fun, options)  # jitlens-frontends: nn.jit rows
+            if rec is None:
+                rec = REGISTRY.record_for_jax_jit(fun, options)
             return TrackedJit(jitted, rec)
         except Exception as exc:
             internal_failure("wrapping jax.jit", exc)

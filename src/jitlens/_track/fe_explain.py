@@ -1,0 +1,124 @@
+"""Reasons of pmap and nn.jit rows, reworded with what only the tracker knows.
+
+The explainer (``_core/explain``) diffs keys alike for every front-end; the
+words of ``_core/messages_transforms`` need facts that live with the record:
+how many earlier wrappers of the same code compiled, the names a rebuilt
+lambda reads, a pmap's ``axis_name``, the module class an ``nn.jit`` row
+jits and where its class was built. :func:`reword` is called by
+``describe.describe_and_explain`` for every traced call with reasons.
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+from typing import Any
+
+from .._core import messages_transforms as W
+from .._core.explain import data_free_vars
+from .._core.key import Key
+from .._core.report import Reason
+from . import fe_linen, fe_pmap
+from .records import Record
+from .registry import REGISTRY
+
+
+def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+    """``reasons`` of a trace of ``rec`` in its front-end's terms (unchanged for other kinds)."""
+    if rec.kind in fe_pmap.KINDS:
+        return [_pmap(rec, r, len(reasons) == 1) for r in reasons]
+    target = fe_linen.target_of(rec)
+    if target is not None:
+        # flax compares its module proxy by hash alone: the weakref beside it is never a cause
+        kept = [r for r in reasons if not r.path.startswith(_MODULE_REF)]
+        out = [_linen(rec, target, r, len(kept) == 1) for r in kept]
+        mode = [r for r in out if r.path == W.LINEN_MUTABLE_PATH]
+        if mode:  # init vs apply: the variables and rngs passed differ with the mode
+            return [*mode, *(r for r in out if r.path != W.LINEN_MUTABLE_PATH and not _lifted(r))]
+        return out
+    return reasons
+
+
+def earlier_wrappers(rec: Record) -> int:
+    """Earlier wrappers of the same code and kind that compiled something."""
+    siblings = REGISTRY.by_code.get(rec.code_key, ())
+    return sum(1 for r in siblings if r is not rec and r.kind == rec.kind and r.keys)
+
+
+# ------------------------------------------------------------------ pmap
+
+
+def _pmap(rec: Record, r: Reason, alone: bool) -> Reason:
+    kind = rec.kind
+    if r.kind == "new_function":
+        fn = rec.user_fn()
+        return W.pmap_new_function(
+            r,
+            kind,
+            earlier_wrappers(rec),
+            rec.defined_at,
+            alone,
+            one_call(fn),
+            data_free_vars(fn),
+        )
+    if r.kind == "sharding" and "NamedSharding" in r.after:
+        root = r.path.split(".", 1)[0].split("[", 1)[0]
+        nested = "." in r.path or "[" in r.path
+        return W.pmap_sharding(
+            r, kind, fe_pmap.axis_name(rec), root, kind == fe_pmap.NNX_PMAP and nested
+        )
+    return r
+
+
+def one_call(fn: Any) -> tuple[str, tuple[tuple[str, bool], ...]] | None:
+    """``(callee, ((argument name, read from outside), ...))`` when ``fn`` is one call.
+
+    ``lambda b: eval_step(params, b)`` -> ``('eval_step', (('params', True), ('b', False)))``:
+    a lambda that only calls a named function with plain names.
+    """
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType) or code.co_name != "<lambda>":
+        return None
+    own = set(code.co_varnames[: code.co_argcount])
+    loads: list[tuple[str, bool]] = []
+    calls = 0
+    for ins in dis.get_instructions(code):
+        op = ins.opname
+        if op in ("RESUME", "PUSH_NULL", "PRECALL", "RETURN_VALUE", "COPY_FREE_VARS", "CACHE"):
+            continue
+        if op in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_FAST", "LOAD_NAME", "LOAD_CLOSURE"):
+            name = ins.argval if isinstance(ins.argval, str) else str(ins.argval)
+            loads.append((name.removeprefix("NULL + ").removesuffix(" + NULL"), name not in own))
+            continue
+        if op in ("CALL", "CALL_FUNCTION"):
+            calls += 1
+            continue
+        return None  # anything else (attributes, constants, arithmetic): not one plain call
+    if calls != 1 or len(loads) < 2 or loads[0][1] is False:
+        return None
+    return loads[0][0], tuple(loads[1:])
+
+
+# ------------------------------------------------------------------ nn.jit
+
+_MODULE_REF = f"{fe_linen.LIFTED_NAMES[0]}[1].module_ref"
+
+
+def _linen(rec: Record, target: fe_linen.LinenTarget, r: Reason, alone: bool) -> Reason:
+    if r.kind == "new_function":
+        return W.linen_new_class(r, target.cls, target.built_in, earlier_wrappers(rec), alone)
+    if r.kind == "pytree_structure" and r.path.startswith(fe_linen.LIFTED_NAMES[2]):
+        return W.linen_rngs(r, target.cls)
+    if not r.path.startswith(fe_linen.LIFTED_NAMES[0]):
+        return r
+    rest = r.path[len(fe_linen.LIFTED_NAMES[0]) :]
+    if rest.startswith("[1]"):
+        return W.linen_fields(r, target.cls, target.method)
+    if rest.startswith("[0]") or not rest:
+        return W.linen_mutable(r, target.cls, r.before, r.after)
+    return r
+
+
+def _lifted(r: Reason) -> bool:
+    """A difference in the variables or rngs nn.jit passes (not in the user's arguments)?"""
+    return r.path.split("[", 1)[0] in fe_linen.LIFTED_NAMES[1:]

@@ -1,0 +1,87 @@
+"""Counting ``jax.pmap`` and ``nnx.pmap`` functions while tracking.
+
+While hooks are in place ``jax.pmap`` returns the pmapped function inside a
+:class:`~.calls.TrackedJit` (calls and hits counted, the per-call path is the
+one of ``jax.jit``). Its record is named after the user's function, and its
+``jax_name`` is the name JAX gives every pmap's trace (``_fun``), so that the
+trace-start listener files the trace under the counted call above it and the
+user's own arguments are described (names from the user's signature, shapes
+as passed, with the mapped axis). ``nnx.pmap`` calls ``jax.pmap`` with a
+``PmapFn`` of the user's function: the same wrapper counts it, as an
+``nnx.pmap`` row. A pmap created before tracking started is not counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .._compat import pmap_api
+from .calls import TrackedJit
+from .records import Record
+from .registry import REGISTRY, options_of
+from .state import internal_failure
+
+#: Row kinds of the pmaps counted here.
+JAX_PMAP = "jax.pmap"
+NNX_PMAP = "nnx.pmap"
+KINDS = (JAX_PMAP, NNX_PMAP)
+
+#: record -> the pmap's ``axis_name`` (None when the user gave none).
+_AXIS_NAMES: weakref.WeakKeyDictionary[Record, Any] = weakref.WeakKeyDictionary()
+
+
+def record_for_pmap(fun: Any, options: dict[str, Any]) -> Record:
+    """The record of a ``jax.pmap(fun, **options)`` made while tracking (nnx.pmap's too)."""
+    nnx_user = pmap_api.nnx_pmap_user_function(fun)
+    user_fn = nnx_user if nnx_user is not None else fun
+    rec = REGISTRY.new_record(
+        NNX_PMAP if nnx_user is not None else JAX_PMAP,
+        user_fn,
+        user_fn=user_fn,
+        jax_name=pmap_api.TRACED_NAME,
+    )
+    sa = options.get("static_broadcasted_argnums")
+    rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
+    rec.options = options_of({"donate_argnums": options.get("donate_argnums")})
+    _AXIS_NAMES[rec] = options.get("axis_name")
+    return rec
+
+
+def axis_name(rec: Record) -> str | None:
+    name = _AXIS_NAMES.get(rec)
+    return name if isinstance(name, str) else None
+
+
+def make_tracked_pmap(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``jax.pmap`` returning a counted pmapped function."""
+
+    @functools.wraps(original)
+    def pmap(fun: Any = None, *args: Any, **options: Any) -> Any:
+        pmapped = original(fun, *args, **options)
+        if not REGISTRY.active or not callable(fun):
+            return pmapped
+        try:
+            if args:  # axis_name given positionally
+                options = {"axis_name": args[0], **options}
+            return TrackedJit(pmapped, record_for_pmap(fun, options))
+        except Exception as exc:
+            internal_failure("wrapping jax.pmap", exc)
+            return pmapped
+
+    pmap.__jitlens_original__ = original  # type: ignore[attr-defined]
+    return pmap
+
+
+def install(set_attr: Callable[[Any, str, Any], None]) -> None:
+    """Swap ``jax.pmap`` for the counting one (``set_attr`` records the original)."""
+    import jax
+
+    if pmap_api.pmap_loaded():
+        set_attr(jax, "pmap", make_tracked_pmap(jax.pmap))
+
+
+def is_pmap_record(rec: Record) -> bool:
+    return rec.kind in KINDS

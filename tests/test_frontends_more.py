@@ -1,0 +1,205 @@
+"""The front-ends users meet beyond jit: jax.pmap, nnx.pmap, linen's nn.jit, jits inside scan/vmap/grad.
+
+Each case is a public report (google/flax#663, #3171, blackjax-devs/blackjax#486, ...),
+reduced to a tiny model on one CPU device. jitlens' counts are checked against a
+counter inside the traced body, and every fix it prints is applied here and shown
+to remove the retrace while keeping the results.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jitlens
+
+nn = pytest.importorskip("flax.linen")
+nnx = pytest.importorskip("flax.nnx")
+
+
+def _rows(report: jitlens.Report, kind: str) -> list[jitlens.FunctionReport]:
+    return [f for f in report.functions if f.kind == kind]
+
+
+def _reasons(rows: list[jitlens.FunctionReport]) -> list[jitlens.Reason]:
+    return [r for f in rows for e in f.events for r in e.reasons]
+
+
+def _total(rows: list[jitlens.FunctionReport], field: str) -> int:
+    return sum(getattr(f, field) for f in rows)
+
+
+# ------------------------------------------------------------------ jax.pmap
+
+
+def test_pmap_rebuilt_per_epoch_is_counted_and_named() -> None:
+    """google/flax#663: `jax.pmap(lambda b: eval_step(params, b))` built every epoch."""
+    traces = [0]
+
+    def eval_step(params, b):
+        traces[0] += 1
+        return (params["w"] * b).sum(-1)
+
+    params = {"w": jnp.arange(3.0)}
+    batch = jnp.ones((1, 3))
+    with jitlens.track() as t:
+        outs = [jax.pmap(lambda b: eval_step(params, b))(batch) for _epoch in range(3)]
+    rows = _rows(t.report(), "jax.pmap")
+    assert traces[0] == 3
+    assert (_total(rows, "calls"), _total(rows, "traces")) == (3, 3)
+    assert _total(rows, "compiles") == 3
+    (reason,) = {r.fix: r for r in _reasons(rows) if r.kind == "new_function"}.values()
+    fix = "`p_eval_step = jax.pmap(eval_step, in_axes=(None, 0))`"
+    assert fix in reason.fix and "`p_eval_step(params, b)`" in reason.fix
+
+    traces[0] = 0
+    with jitlens.track() as t:
+        p_eval_step = jax.pmap(eval_step, in_axes=(None, 0))  # the fix, as printed
+        fixed = [p_eval_step(params, batch) for _epoch in range(3)]
+    (row,) = _rows(t.report(), "jax.pmap")
+    assert traces[0] == 1 and (row.calls, row.traces, row.cache_hits) == (3, 1, 2)
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_pmap_shape_change_names_the_argument() -> None:
+    traces = [0]
+
+    def double(b):
+        traces[0] += 1
+        return b * 2
+
+    with jitlens.track() as t:
+        g = jax.pmap(double)
+        g(jnp.ones((1, 3)))
+        g(jnp.ones((1, 3)))
+        g(jnp.ones((1, 4)))
+    row = t.stats(g)
+    assert row.kind == "jax.pmap" and row.name == "double"
+    assert traces[0] == 2 and (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
+    (reason,) = row.events[-1].reasons
+    assert (reason.kind, reason.path, reason.before, reason.after) == (
+        "shape",
+        "b",
+        "f32[1,3]",
+        "f32[1,4]",
+    )
+
+
+# ------------------------------------------------------------------ nnx.pmap
+
+
+class _Counter(nnx.Module):
+    def __init__(self) -> None:
+        self.w = nnx.Param(jnp.arange(3.0)[None])
+        self.count = nnx.BatchStat(jnp.zeros((1,)))
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        self.count[...] += 1
+        return x * self.w[...]
+
+
+def _nnx_pmap_run(fixed: bool) -> tuple[int, list[np.ndarray], jitlens.Report]:
+    traces = [0]
+    with jitlens.track() as t:
+        m = _Counter()
+
+        @nnx.pmap(in_axes=(0, 0), out_axes=0, axis_name="batch" if fixed else None)
+        def f(m, x):
+            traces[0] += 1
+            return m(x)
+
+        if fixed:  # the printed fix
+            from jax.sharding import Mesh, NamedSharding
+            from jax.sharding import PartitionSpec as P
+
+            s = NamedSharding(Mesh(jax.local_devices()[:1], ("batch",)), P("batch"))
+            nnx.update(m, jax.device_put(nnx.state(m), s))
+        outs = [np.asarray(f(m, jnp.ones((1, 3)))) for _ in range(3)]
+        outs.append(np.asarray(m.count[...]))
+    return traces[0], outs, t.report()
+
+
+def test_nnx_pmap_state_sharded_on_return_is_explained_and_fixed() -> None:
+    traces, outs, report = _nnx_pmap_run(fixed=False)
+    (row,) = _rows(report, "nnx.pmap")
+    assert traces == 2 and (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
+    first = row.events[-1].reasons[0]
+    assert first.kind == "sharding" and first.path in ("m.count", "m.w")
+    assert "NamedSharding" in first.after
+    assert "`nnx.update(m, jax.device_put(nnx.state(m), s))`" in first.fix
+    assert "axis_name='batch'" in first.fix
+
+    fixed_traces, fixed_outs, fixed_report = _nnx_pmap_run(fixed=True)
+    (row,) = _rows(fixed_report, "nnx.pmap")
+    assert fixed_traces == 1 and (row.calls, row.traces) == (3, 1)
+    for a, b in zip(outs, fixed_outs, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------ linen nn.jit
+
+
+#: Runs of `_Dense.__call__`'s body (linen freezes list fields into tuples: a global).
+_LINEN_TRACES = [0]
+
+
+class _Dense(nn.Module):
+    n: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        _LINEN_TRACES[0] += 1
+        return nn.Dense(self.n)(x)
+
+
+_JIT_DENSE = nn.jit(_Dense)
+
+
+class _Model(nn.Module):
+    """google/flax#3171: `nn.jit(nn.Dense)` applied inside `__call__`."""
+
+    n: int
+    hoisted: bool = False
+
+    @nn.compact
+    def __call__(self, x: jax.Array, training: bool) -> jax.Array:
+        layer = _JIT_DENSE if self.hoisted else nn.jit(_Dense)
+        x = layer(self.n)(x)
+        return nn.Dropout(rate=0.5, deterministic=not training)(x)
+
+
+def _linen_run(hoisted: bool) -> tuple[int, list[np.ndarray], jitlens.Report]:
+    _LINEN_TRACES[0] = 0
+    m = _Model(3, hoisted)
+    x = jnp.ones((2, 4))
+    with jitlens.track() as t:
+        v = m.init(jax.random.key(0), x, False)
+        outs = [
+            np.asarray(m.apply(v, x, True, rngs={"dropout": jax.random.key(i)})) for i in range(3)
+        ]
+    return _LINEN_TRACES[0], outs, t.report()
+
+
+def test_linen_jit_inside_call_is_counted_and_named() -> None:
+    traces, outs, report = _linen_run(hoisted=False)
+    rows = _rows(report, "nn.jit")
+    assert traces == 4
+    assert (_total(rows, "calls"), _total(rows, "traces"), _total(rows, "compiles")) == (4, 4, 4)
+    assert {f.name for f in rows} == {"_Dense"}
+    reasons = [r for r in _reasons(rows) if r.kind == "new_function"]
+    assert reasons and all(r.path == "_Dense" for r in reasons)
+    assert "`Jit_Dense = nn.jit(_Dense)`" in reasons[-1].fix
+    assert "`_Model.__call__`" in reasons[-1].fix
+    assert "this very key" in reasons[-1].message  # applies 2 and 3 match apply 1's key
+    assert not [r for r in _reasons(rows) if "module_ref" in r.path]
+
+    fixed_traces, fixed_outs, fixed_report = _linen_run(hoisted=True)  # the printed fix
+    (row,) = _rows(fixed_report, "nn.jit")
+    assert fixed_traces == 2 and (row.calls, row.traces, row.cache_hits) == (4, 2, 2)
+    (mode,) = row.events[-1].reasons
+    assert mode.path == "mutable" and mode.fix.startswith("Expected once per mode.")
+    for a, b in zip(outs, fixed_outs, strict=True):
+        np.testing.assert_array_equal(a, b)
