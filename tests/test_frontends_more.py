@@ -203,3 +203,127 @@ def test_linen_jit_inside_call_is_counted_and_named() -> None:
     assert mode.path == "mutable" and mode.fix.startswith("Expected once per mode.")
     for a, b in zip(outs, fixed_outs, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------ jits under other transformations
+
+
+def test_jit_called_inside_scan_explains_a_shape_change() -> None:
+    traces = [0]
+    with jitlens.track() as t:
+
+        @jax.jit
+        def step(c):
+            traces[0] += 1
+            return c * 2
+
+        def run(x):
+            return jax.lax.scan(lambda c, _: (step(c), None), x, None, length=2)[0]
+
+        run(jnp.ones(3))
+        run(jnp.ones(4))
+    row = t.stats(step)
+    assert traces[0] == 2 and row.traces == 2
+    assert row.events[-1].signature == "c: f32[4]"
+    (reason,) = row.events[-1].reasons
+    assert (reason.kind, reason.path, reason.before, reason.after) == (
+        "shape",
+        "c",
+        "f32[3]",
+        "f32[4]",
+    )
+    assert "lax.scan" in reason.message
+
+
+def _kernel(x):
+    _SCAN_TRACES[0] += 1
+    return x * 0.5
+
+
+_SCAN_TRACES = [0]
+_ONE_STEP = jax.jit(lambda c, _: (_kernel(c), c))  # the printed fix: made once
+
+
+def test_fresh_jit_scanned_per_call_names_the_wrapper() -> None:
+    """blackjax-devs/blackjax#486: a new jitted `one_step` scanned by every inference loop."""
+
+    def inference_loop(x, n):
+        one_step = jax.jit(lambda c, _: (_kernel(c), c))
+        return jax.lax.scan(one_step, x, None, length=n)
+
+    _SCAN_TRACES[0] = 0
+    with jitlens.track() as t:
+        outs = [inference_loop(jnp.ones(3), 4) for _ in range(3)]
+    rows = _rows(t.report(), "jax.jit")
+    assert _SCAN_TRACES[0] == 3
+    assert (_total(rows, "calls"), _total(rows, "traces"), _total(rows, "compiles")) == (3, 3, 3)
+    lost = sum(e.seconds for f in rows for e in f.events if e.kind == "retrace")
+    assert lost > 0
+    reasons = [r for r in _reasons(rows) if r.kind == "new_function"]
+    assert len(reasons) == 2 and all(r.path == "one_step" for r in reasons)
+    assert "traced inside lax.scan" in reasons[-1].message
+    assert reasons[-1].fix.startswith("Create `one_step` once")
+
+    def fixed_loop(x, n):
+        return jax.lax.scan(_ONE_STEP, x, None, length=n)
+
+    _SCAN_TRACES[0] = 0
+    with jitlens.track() as t:
+        fixed = [fixed_loop(jnp.ones(3), 4) for _ in range(3)]
+    assert _SCAN_TRACES[0] == 1
+    assert t.stats(_ONE_STEP).traces == 1
+    for a, b in zip(outs, fixed, strict=True):
+        jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
+def test_jit_under_vmap_and_grad_is_explained() -> None:
+    traces = [0]
+    with jitlens.track() as t:
+
+        @jax.jit
+        def energy(x):
+            traces[0] += 1
+            return (x**2).sum()
+
+        jax.vmap(energy)(jnp.ones((2, 3)))
+        jax.vmap(energy)(jnp.ones((2, 4)))
+        jax.grad(energy)(jnp.ones(5))
+    row = t.stats(energy)
+    assert traces[0] == 3 and row.traces == 3
+    vmapped, grad = (e.reasons[0] for e in row.events if e.kind == "retrace")
+    assert (vmapped.kind, vmapped.path, vmapped.after) == ("shape", "x", "f32[2,4]")
+    assert "jax.vmap" in vmapped.message
+    assert (grad.kind, grad.after) == ("shape", "f32[5]")
+    assert "traced inside jax.grad" in grad.message
+
+
+EQX_UNDER_VMAP = """
+import jax, jax.numpy as jnp, jitlens
+T = [0]
+with jitlens.track() as t:
+    import equinox as eqx  # imported after tracking began, as under `jitlens run`
+
+    @eqx.filter_jit
+    def f(x):
+        T[0] += 1
+        return x * 2
+
+    jax.vmap(f)(jnp.ones((2, 3)))
+    jax.grad(lambda x: f(x).sum())(jnp.ones(4))
+(row,) = [r for r in t.report().functions if r.kind == "eqx.filter_jit"]
+(retrace,) = [e for e in row.events if e.kind == "retrace"]
+print("TRACES", T[0], row.traces, row.calls)
+print("REASON", retrace.reasons[0].kind, retrace.reasons[0].path, retrace.reasons[0].after)
+print("WHERE", "jax.grad" in retrace.reasons[0].message)
+"""
+
+
+def test_eqx_filter_jit_called_only_under_vmap_and_grad_is_counted() -> None:
+    pytest.importorskip("equinox")
+    from conftest import run_python
+
+    out = run_python(["-c", EQX_UNDER_VMAP])
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "TRACES 2 2 2" in lines
+    assert "REASON shape x f32[4]" in lines and "WHERE True" in lines

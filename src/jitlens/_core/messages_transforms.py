@@ -192,6 +192,8 @@ def nested_new_function(
 
 def nested_context(r: Reason, outer: str) -> Reason:
     """Any other reason of a trace inside ``outer``: say where it happened."""
+    if outer in r.message:
+        return r
     return dataclasses.replace(
         r, message=_cap(r.message.rstrip(".") + NESTED_SHAPE_SUFFIX.format(outer=outer) + ".")
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
+from . import nested
 from .calls import TrackedJit, find_call, note_miss
 from .describe import describe_and_explain
 from .frontends import ensure_installed, is_installed
@@ -236,10 +237,14 @@ def nested_trace(fun: Any, frame: Any) -> None:
         # eqx.filter_jit inside another trace: its counted call is right above
         above = find_call(frame)
         rec = above[0] if above is not None and above[0].frontend is not None else None
+        if rec is None:  # jitlens-frontends: no counted call above (equinox imported late)
+            rec = nested.frontend_record(frame)
     if rec is None:
         owner = _compat.nnx_wrapper_of_traced(fun)
         if owner is not None:
             rec = REGISTRY.record_for_wrapper(owner, None, False)
+    if rec is None:  # jitlens-frontends: a jax.jit made before tracking, traced in a trace
+        rec = nested.untracked_record(fun, frame)
     if rec is None or rec.internal:
         return
     call = find_call(frame)
@@ -254,6 +259,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
             rec.events.append(b)
     if tls.in_canary:
         return
+    nested.describe(rec, b, fun, frame)  # jitlens-frontends: key and reasons, as at top level
     for cb in list(REGISTRY.on_trace):
         cb(rec, b)
 
@@ -304,6 +310,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
             if not b.persistent_cache_hit:
                 with b.record.lock:
                     b.record.compiles += 1
+            nested.claim_compile(b, secs)  # jitlens-frontends: an eager lax.scan's compile
             tls.building = None
             if b.kind == "retrace":
                 try:
