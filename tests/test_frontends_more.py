@@ -327,3 +327,67 @@ def test_eqx_filter_jit_called_only_under_vmap_and_grad_is_counted() -> None:
     lines = out.stdout.splitlines()
     assert "TRACES 2 2 2" in lines
     assert "REASON shape x f32[4]" in lines and "WHERE True" in lines
+
+
+# ------------------------------------------------------------------ two devices, one subprocess
+
+TWO_DEVICES = """
+import jax, jax.numpy as jnp, numpy as np, jitlens
+from flax import nnx
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+T = [0]
+def eval_step(params, b):
+    T[0] += 1
+    return (params["w"] * b).sum(-1)
+params = {"w": jnp.arange(3.0)}
+batch = jnp.ones((2, 3))
+with jitlens.track() as t:
+    outs = [jax.pmap(lambda b: eval_step(params, b))(batch) for _ in range(3)]
+    p_eval_step = jax.pmap(eval_step, in_axes=(None, 0))
+    fixed = [p_eval_step(params, batch) for _ in range(3)]
+rows = [f for f in t.report().functions if f.kind == "jax.pmap"]
+fix = [r.fix for f in rows for e in f.events for r in e.reasons if r.kind == "new_function"][-1]
+print("PMAP", T[0], sum(f.traces for f in rows), sum(f.calls for f in rows), "p_eval_step" in fix)
+print("SAME", all(np.array_equal(a, b) for a, b in zip(outs, fixed)))
+
+class Counter(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones((2, 3)))
+        self.count = nnx.BatchStat(jnp.zeros((2,)))
+    def __call__(self, x):
+        self.count[...] += 1
+        return x * self.w[...]
+
+def run(fixed):
+    T[0] = 0
+    with jitlens.track() as t:
+        m = Counter()
+        @nnx.pmap(in_axes=(0, 0), out_axes=0, axis_name="batch" if fixed else None)
+        def f(m, x):
+            T[0] += 1
+            return m(x)
+        if fixed:
+            s = NamedSharding(Mesh(jax.local_devices()[:2], ("batch",)), P("batch"))
+            nnx.update(m, jax.device_put(nnx.state(m), s))
+        outs = [np.asarray(f(m, jnp.ones((2, 3)))) for _ in range(3)] + [np.asarray(m.count[...])]
+    (row,) = [r for r in t.report().functions if r.kind == "nnx.pmap"]
+    return T[0], row, outs
+
+n, row, outs = run(False)
+kinds = sorted({r.kind for e in row.events for r in e.reasons})
+print("NNX", n, row.traces, row.calls, kinds)
+n, row, fixed = run(True)
+print("NNX_FIXED", n, row.traces, all(np.array_equal(a, b) for a, b in zip(outs, fixed)))
+"""
+
+
+def test_pmaps_on_two_devices() -> None:
+    """The pmap cases and fixes above, on two forced CPU devices (one subprocess for all)."""
+    from test_sharding_subprocess import run_with_devices
+
+    lines = run_with_devices(TWO_DEVICES, devices=2).splitlines()
+    assert "PMAP 4 4 6 True" in lines  # 3 lambdas + the fixed one traced once, 6 calls
+    assert "SAME True" in lines
+    assert "NNX 2 2 3 ['sharding']" in lines
+    assert "NNX_FIXED 1 1 True" in lines
