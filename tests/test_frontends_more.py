@@ -391,3 +391,46 @@ def test_pmaps_on_two_devices() -> None:
     assert "SAME True" in lines
     assert "NNX 2 2 3 ['sharding']" in lines
     assert "NNX_FIXED 1 1 True" in lines
+
+
+_SCALED_TRACES = [0]
+
+
+class _Scaled(nn.Module):
+    scale: float = 1.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array, scale: jax.Array | None = None) -> jax.Array:
+        _SCALED_TRACES[0] += 1
+        return nn.Dense(2)(x) * (self.scale if scale is None else scale)
+
+
+_JIT_SCALED = nn.jit(_Scaled)
+_JIT_SCALED_FIXED = nn.jit(_Scaled)  # its own compiled cache, for the fixed run
+
+
+def test_linen_jit_field_change_names_the_field() -> None:
+    x = jnp.ones((1, 3))
+    _SCALED_TRACES[0] = 0
+    with jitlens.track() as t:
+        v = _JIT_SCALED(1.0).init(jax.random.key(0), x)
+        outs = [np.asarray(_JIT_SCALED(s).apply(v, x)) for s in (1.0, 2.0, 3.0)]
+    (row,) = _rows(t.report(), "nn.jit")
+    assert _SCALED_TRACES[0] == 4 and (row.calls, row.traces) == (4, 4)
+    changed = [e.reasons[0] for e in row.events[2:]]
+    assert [(r.path, r.before, r.after) for r in changed] == [
+        ("_Scaled.scale", "1.0", "2.0"),
+        ("_Scaled.scale", "2.0", "3.0"),
+    ]
+    assert "pass it to `_Scaled.__call__` as an array argument" in changed[0].fix
+
+    _SCALED_TRACES[0] = 0
+    with jitlens.track() as t:  # the printed fix: the value is an array argument
+        v = _JIT_SCALED_FIXED().init(jax.random.key(0), x)
+        fixed = [
+            np.asarray(_JIT_SCALED_FIXED().apply(v, x, jnp.asarray(s))) for s in (1.0, 2.0, 3.0)
+        ]
+    (row,) = _rows(t.report(), "nn.jit")
+    assert _SCALED_TRACES[0] == 2 and row.traces == 2  # init and apply, once each
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)

@@ -12,6 +12,7 @@ imported ``flax.linen``; everything degrades to None.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -77,3 +78,29 @@ def fingerprint_parts(value: Any) -> tuple[Any, int | None] | None:
     mutable, proxy = value
     h = getattr(proxy, "hash_key", None)
     return mutable, h if isinstance(h, int) else None
+
+
+def module_of(value: Any) -> Any:
+    """The module a lifted jit's fingerprint points to (None once it is gone)."""
+    proxy = value[1] if isinstance(value, tuple) and len(value) == 2 else None
+    try:
+        return proxy.module if proxy is not None else None
+    except Exception:
+        return None
+
+
+def module_fields(module: Any) -> dict[str, str]:
+    """``{field: repr}`` of a linen module's constructor fields (not ``parent`` / ``name``)."""
+    try:
+        fields = dataclasses.fields(module)
+    except TypeError:
+        return {}
+    out = {}
+    for f in fields:
+        if not f.init or f.name in ("parent", "name"):
+            continue
+        try:
+            out[f.name] = repr(getattr(module, f.name))
+        except Exception:
+            continue
+    return out

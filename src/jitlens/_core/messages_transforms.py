@@ -64,6 +64,14 @@ LINEN_RNGS_FIX = (
     EXPECTED_FIX + " each set of rng names passed to `apply` compiles once; pass the same "
     "`rngs=` names on every call (e.g. always a 'dropout' key) to stay at one compile."
 )
+LINEN_FIELD_MSG = (
+    "`{path}` changed value {before} -> {after}: nn.jit keys its cache on a hash of the "
+    "module's fields, so each new value compiles again."
+)
+LINEN_FIELD_FIX = (
+    "Keep `{path}` constant across apply calls (each value compiles once), or pass it to "
+    "`{method}` as an array argument (`jnp.asarray(...)`) so that it is traced."
+)
 LINEN_FIELDS_MSG = (
     "`{cls}`'s fields hash differently ({before} -> {after}): nn.jit keys its cache on a hash "
     "of the module's attributes, so a changed field compiles again."
@@ -164,6 +172,13 @@ def linen_mutable(r: Reason, cls: str, before: str, after: str) -> Reason:
 def linen_rngs(r: Reason, cls: str) -> Reason:
     msg = LINEN_RNGS_MSG.format(cls=cls, path=r.path, before=r.before, after=r.after)
     return dataclasses.replace(r, message=_cap(msg), fix=_cap(LINEN_RNGS_FIX))
+
+
+def linen_field(r: Reason, cls: str, method: str) -> Reason:
+    """One field of an nn.jit module that changed value (the module hash changed with it)."""
+    msg = LINEN_FIELD_MSG.format(path=r.path, before=r.before, after=r.after)
+    fix = LINEN_FIELD_FIX.format(path=r.path, method=f"{cls}.{method}")
+    return dataclasses.replace(r, message=_cap(msg), fix=_cap(fix))
 
 
 def linen_fields(r: Reason, cls: str, method: str) -> Reason:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dis
 import types
+import weakref
 from typing import Any
 
+from .._compat import linen_api
 from .._core import messages_transforms as W
 from .._core.explain import data_free_vars
 from .._core.key import Key
@@ -30,7 +32,10 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     target = fe_linen.target_of(rec)
     if target is not None:
         # flax compares its module proxy by hash alone: the weakref beside it is never a cause
+        fields = _linen_fields(rec, target, key)
         kept = [r for r in reasons if not r.path.startswith(_MODULE_REF)]
+        if len(kept) < len(reasons):
+            kept.extend(fields)
         out = [_linen(rec, target, r, len(kept) == 1) for r in kept]
         mode = [r for r in out if r.path == W.LINEN_MUTABLE_PATH]
         if mode:  # init vs apply: the variables and rngs passed differ with the mode
@@ -109,6 +114,8 @@ def _linen(rec: Record, target: fe_linen.LinenTarget, r: Reason, alone: bool) ->
         return W.linen_new_class(r, target.cls, target.built_in, earlier_wrappers(rec), alone)
     if r.kind == "pytree_structure" and r.path.startswith(fe_linen.LIFTED_NAMES[2]):
         return W.linen_rngs(r, target.cls)
+    if r.path.startswith(f"{target.cls}.") and r.argument == fe_linen.LIFTED_NAMES[0]:
+        return W.linen_field(r, target.cls, target.method)
     if not r.path.startswith(fe_linen.LIFTED_NAMES[0]):
         return r
     rest = r.path[len(fe_linen.LIFTED_NAMES[0]) :]
@@ -117,6 +124,55 @@ def _linen(rec: Record, target: fe_linen.LinenTarget, r: Reason, alone: bool) ->
     if rest.startswith("[0]") or not rest:
         return W.linen_mutable(r, target.cls, r.before, r.after)
     return r
+
+
+#: record -> {module hash: the module's fields then}, for naming the field that changed.
+_FIELDS: weakref.WeakKeyDictionary[Record, dict[int, dict[str, str]]] = weakref.WeakKeyDictionary()
+#: Module hashes remembered per nn.jit row.
+MAX_FIELD_SNAPSHOTS = 16
+
+
+def _fingerprint(key: Key) -> Any:
+    entry = key.entries.get((("arg", fe_linen.LIFTED_NAMES[0]),))
+    return entry.static.value() if entry is not None and entry.static is not None else None
+
+
+def _linen_fields(rec: Record, target: fe_linen.LinenTarget, key: Key) -> list[Reason]:
+    """The module fields that changed since the closest earlier trace of the same mode.
+
+    flax keys nn.jit on a hash of the module's fields; jitlens remembers the
+    fields behind each hash it saw, and names the ones that differ.
+    """
+    value = _fingerprint(key)
+    parts = linen_api.fingerprint_parts(value)
+    if parts is None or parts[1] is None:
+        return []
+    mutable, h = parts
+    fields = linen_api.module_fields(linen_api.module_of(value))
+    seen = _FIELDS.setdefault(rec, {})
+    earlier = []
+    for k in rec.keys:
+        p = linen_api.fingerprint_parts(_fingerprint(k))
+        if p is not None and p[1] is not None and p[1] != h and p[0] == mutable:
+            earlier.append(p[1])
+    if len(seen) < MAX_FIELD_SNAPSHOTS:
+        seen[h] = fields
+    before = seen.get(earlier[-1]) if earlier else None
+    if not before or not fields:
+        return []
+    return [
+        Reason(
+            "static_value",
+            fe_linen.LIFTED_NAMES[0],
+            f"{target.cls}.{name}",
+            before.get(name, "absent"),
+            fields.get(name, "absent"),
+            "",
+            "",
+        )
+        for name in sorted(set(before) | set(fields))
+        if before.get(name) != fields.get(name)
+    ]
 
 
 def _lifted(r: Reason) -> bool:
