@@ -277,7 +277,7 @@ def test_fresh_jit_scanned_per_call_names_the_wrapper() -> None:
 
 
 def test_jit_under_vmap_and_grad_is_explained() -> None:
-    traces = [0]
+    traces = [0, 0]
     with jitlens.track() as t:
 
         @jax.jit
@@ -285,16 +285,24 @@ def test_jit_under_vmap_and_grad_is_explained() -> None:
             traces[0] += 1
             return (x**2).sum()
 
+        @jax.jit
+        def loss(x):
+            traces[1] += 1
+            return (x**2).sum()
+
         jax.vmap(energy)(jnp.ones((2, 3)))
         jax.vmap(energy)(jnp.ones((2, 4)))
-        jax.grad(energy)(jnp.ones(5))
-    row = t.stats(energy)
-    assert traces[0] == 3 and row.traces == 3
-    vmapped, grad = (e.reasons[0] for e in row.events if e.kind == "retrace")
-    assert (vmapped.kind, vmapped.path, vmapped.after) == ("shape", "x", "f32[2,4]")
-    assert "jax.vmap" in vmapped.message
-    assert (grad.kind, grad.after) == ("shape", "f32[5]")
-    assert "traced inside jax.grad" in grad.message
+        jax.grad(loss)(jnp.ones(3))
+        jax.grad(loss)(jnp.ones(5))
+    vmapped, grad = t.stats(energy), t.stats(loss)
+    assert traces == [2, 2] and (vmapped.traces, grad.traces) == (2, 2)
+    assert (vmapped.calls, vmapped.compiles) == (2, 2)  # eager vmap compiles the batched jit
+    (reason,) = vmapped.events[1].reasons
+    assert (reason.kind, reason.path, reason.after) == ("shape", "x", "f32[2,4]")
+    assert "jax.vmap" in reason.message and vmapped.events[1].compile_seconds > 0
+    (retrace,) = [e for e in grad.events if e.kind == "retrace"]
+    assert (retrace.reasons[0].kind, retrace.reasons[0].after) == ("shape", "f32[5]")
+    assert "traced inside jax.grad" in retrace.reasons[0].message
 
 
 EQX_UNDER_VMAP = """

@@ -24,7 +24,7 @@ from .._compat import transforms_api
 from .._core import messages_transforms as W
 from .._core.explain import data_free_vars
 from .._core.report import Reason
-from .calls import TrackedJit
+from .calls import TrackedJit, find_call
 from .describe import describe_and_explain
 from .fe_explain import earlier_wrappers
 from .frontends import ensure_installed, is_installed
@@ -121,6 +121,9 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
     else:
         args, kwargs = tuple(info["args"]), dict(info["kwargs"])
         user_fn, statics, names = rec.user_fn(), info["static_argnums"], info["static_argnames"]
+    call = find_call(frame)
+    if call is not None and call[0] is rec:
+        b.call_index = call[1]
     first = not rec.keys
     describe_and_explain(
         rec,
@@ -134,10 +137,12 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
         options=options,
     )
     outer = transforms_api.outer_transformation(frame)
-    primitive = EAGER_PRIMITIVES.get(outer or "")
-    if primitive is not None and tls.depth == 0:
-        # lax.scan run outside jit compiles its own primitive next: that compile is this trace's
-        tls.nested_pending = (b, primitive)
+    if tls.depth == 0 and outer is not None:
+        # run outside jit, the transformation compiles next: that compile is this trace's
+        # (lax.scan compiles its own primitive; jax.vmap / jax.grad the transformed jit)
+        primitive = EAGER_PRIMITIVES.get(outer)
+        above = call if primitive is None and call is not None and call[0] is rec else None
+        tls.nested_pending = (b, primitive or rec.jax_name, above[4] if above else None)
     if b.reasons and outer is not None:
         alone = len(b.reasons) == 1
         b.reasons = tuple(_under(rec, r, outer, alone, user_fn) for r in b.reasons)
@@ -153,11 +158,33 @@ def claim_compile(outer: EventBuilder, secs: float) -> None:
     row says what the retrace cost. ``outer`` is the internal record's event.
     """
     pending = getattr(tls, "nested_pending", None)
-    if pending is None or not outer.record.internal:
+    if pending is None or not outer.record.internal or pending[2] is not None:
         return
-    b, primitive = pending
     tls.nested_pending = None
-    if outer.jax_name != primitive or b.compiled:
+    if outer.jax_name == pending[1]:
+        _charge(pending[0], secs)
+
+
+def claim_compile_only(name: str, secs: float, found: Any) -> bool:
+    """A compile with no trace of its own, right after a nested trace under eager vmap/grad.
+
+    ``jax.vmap(f)(x)`` outside jit traces ``f`` inside vmap's trace, then
+    compiles the batched ``f`` in the same call: one retrace, one compile,
+    charged to the nested trace's event (True: the compile is claimed).
+    """
+    pending = getattr(tls, "nested_pending", None)
+    if pending is None or pending[2] is None:
+        return False
+    b, jax_name, call_id = pending
+    if found is None or found[4] != call_id or name != jax_name:
+        return False
+    tls.nested_pending = None
+    _charge(b, secs)
+    return True
+
+
+def _charge(b: EventBuilder, secs: float) -> None:
+    if b.compiled:
         return
     b.compile_seconds += secs
     b.compiled = True
