@@ -88,6 +88,23 @@ def test_pmap_shape_change_names_the_argument() -> None:
     )
 
 
+def test_pmap_made_before_tracking_is_traced_and_explained() -> None:
+    traces = [0]
+
+    def triple(b):
+        traces[0] += 1
+        return b * 3
+
+    g = jax.pmap(triple)  # before the tracker: its calls are unknown, its traces are not
+    with jitlens.track() as t:
+        g(jnp.ones((1, 3)))
+        g(jnp.ones((1, 5)))
+    (row,) = [f for f in _rows(t.report(), "jax.pmap") if f.name == "triple"]
+    assert traces[0] == 2 and (row.calls, row.traces, row.cache_hits) == (None, 2, None)
+    (reason,) = row.events[-1].reasons
+    assert (reason.kind, reason.path, reason.after) == ("shape", "b", "f32[1,5]")
+
+
 # ------------------------------------------------------------------ nnx.pmap
 
 

@@ -35,13 +35,17 @@ def is_traced_pmap(fun: Any) -> bool:
     )
 
 
+def _cell(fun: Any, name: str) -> Any:
+    inner = getattr(fun, "__wrapped__", fun)
+    names = inner.__code__.co_freevars
+    cells = dict(zip(names, inner.__closure__ or (), strict=False))
+    return cells[name].cell_contents
+
+
 def traced_user_function(fun: Any) -> Any:
     """The function a pmap's traced ``_fun`` runs (what the user handed ``jax.pmap``), or None."""
-    inner = getattr(fun, "__wrapped__", fun)
     try:
-        names = inner.__code__.co_freevars
-        cells = dict(zip(names, inner.__closure__ or (), strict=False))
-        wrapped = cells["fun"].cell_contents
+        wrapped = _cell(fun, "fun")
     except Exception:
         return None
     f = getattr(wrapped, "f", None)
@@ -49,6 +53,22 @@ def traced_user_function(fun: Any) -> Any:
     while f is not None and getattr(f, "__qualname__", "").startswith("argnums_partial"):
         f = getattr(f, "__wrapped__", None)
     return f
+
+
+def traced_user_args(
+    fun: Any, flat_args: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The user's ``(args, kwargs)`` from the flat arguments JAX traces a pmap's ``_fun`` with.
+
+    Static broadcasted arguments are not among them (JAX bound them already).
+    """
+    try:
+        import jax
+
+        args, kwargs = jax.tree_util.tree_unflatten(_cell(fun, "in_tree"), list(flat_args))
+        return tuple(args), dict(kwargs)
+    except Exception:
+        return None
 
 
 def is_nnx_pmap_fn(fun: Any) -> bool:

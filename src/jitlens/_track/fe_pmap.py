@@ -22,7 +22,7 @@ from .._compat import pmap_api
 from .calls import TrackedJit
 from .records import Record
 from .registry import REGISTRY, options_of
-from .state import internal_failure
+from .state import finalize, internal_failure, weak
 
 #: Row kinds of the pmaps counted here.
 JAX_PMAP = "jax.pmap"
@@ -53,6 +53,44 @@ def record_for_pmap(fun: Any, options: dict[str, Any]) -> Record:
 def axis_name(rec: Record) -> str | None:
     name = _AXIS_NAMES.get(rec)
     return name if isinstance(name, str) else None
+
+
+#: id(user function) -> (weak reference to it, its record), for pmaps made before tracking.
+_UNTRACKED: dict[int, tuple[Any, Record]] = {}
+
+
+def untracked(
+    fun: Any, info: dict[str, Any] | None
+) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
+    """``(record, user args, user kwargs)`` of a trace of a pmap made before tracking, or None.
+
+    Its calls are unknown (nothing counted them); its traces are the user's
+    function's, one record per function (a lambda rebuilt per epoch is a new one).
+    """
+    if info is None or not pmap_api.is_traced_pmap(fun):
+        return None
+    user_fn = pmap_api.traced_user_function(fun)
+    unpacked = pmap_api.traced_user_args(fun, tuple(info["args"]))
+    if user_fn is None or unpacked is None:
+        return None
+    nnx_user = pmap_api.nnx_pmap_user_function(user_fn)
+    target = nnx_user if nnx_user is not None else user_fn
+    with REGISTRY.lock:
+        hit = _UNTRACKED.get(id(target))
+        if hit is not None and hit[0]() is target:
+            return hit[1], unpacked[0], unpacked[1]
+        rec = REGISTRY.new_record(
+            NNX_PMAP if nnx_user is not None else JAX_PMAP,
+            target,
+            user_fn=target,
+            counts_calls=False,
+            jax_name=pmap_api.TRACED_NAME,
+        )
+        ref = weak(target)
+        if ref is not None:
+            _UNTRACKED[id(target)] = (ref, rec)
+            finalize(target, _UNTRACKED.pop, id(target))
+    return rec, unpacked[0], unpacked[1]
 
 
 def make_tracked_pmap(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from . import nested
+from . import fe_pmap, nested
 from .calls import TrackedJit, find_call, note_miss
 from .describe import describe_and_explain
 from .frontends import ensure_installed, is_installed
@@ -106,6 +106,9 @@ def trace_start(fun_name: str) -> bool:
             # Default nnx.jit mode: nnx already split each graph node into its
             # GraphDef and leaves (NodeStates); describe those, don't split again.
             args, kwargs = tuple(info["args"]), dict(info["kwargs"])
+    elif (pm := fe_pmap.untracked(fun, info)) is not None:  # jitlens-frontends: an old pmap
+        call, call_index = None, None
+        rec, args, kwargs = pm
     else:
         call = None
         rec = REGISTRY.record_for_untracked(fun, fun_name, info["dbg"] if info else None)
