@@ -39,7 +39,9 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         out = [_linen(rec, target, r, len(kept) == 1) for r in kept]
         mode = [r for r in out if r.path == W.LINEN_MUTABLE_PATH]
         if mode:  # init vs apply: the variables and rngs passed differ with the mode
-            return [*mode, *(r for r in out if r.path != W.LINEN_MUTABLE_PATH and not _lifted(r))]
+            rest = [r for r in out if r.path != W.LINEN_MUTABLE_PATH and not _lifted(r)]
+            new = [r for r in rest if r.kind == "new_function"]  # most decisive first
+            return [*new, *mode, *(r for r in rest if r.kind != "new_function")]
         return out
     return reasons
 
