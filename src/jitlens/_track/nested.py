@@ -125,17 +125,21 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
     if call is not None and call[0] is rec:
         b.call_index = call[1]
     first = not rec.keys
-    describe_and_explain(
-        rec,
-        b,
-        user_fn if user_fn is not None else getattr(traced, "f", traced),
-        args,
-        kwargs,
-        statics,
-        names,
-        first=first,
-        options=options,
-    )
+    outer_built = tls.last_built  # the enclosing call's trace keeps its place (timeline, failures)
+    try:
+        describe_and_explain(
+            rec,
+            b,
+            user_fn if user_fn is not None else getattr(traced, "f", traced),
+            args,
+            kwargs,
+            statics,
+            names,
+            first=first,
+            options=options,
+        )
+    finally:
+        tls.last_built = outer_built
     outer = transforms_api.outer_transformation(frame)
     if tls.depth == 0 and outer is not None:
         # run outside jit, the transformation compiles next: that compile is this trace's
