@@ -88,6 +88,36 @@ def test_pmap_shape_change_names_the_argument() -> None:
     )
 
 
+def test_pmap_static_broadcasted_value_is_named() -> None:
+    traces = [0]
+
+    def scale(x, s):
+        traces[0] += 1
+        return x * s
+
+    with jitlens.track() as t:
+        q = jax.pmap(scale, static_broadcasted_argnums=1)
+        outs = [q(jnp.ones((1, 3)), s) for s in (3, 3, 4)]
+    row = t.stats(q)
+    assert traces[0] == 2 and (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
+    (reason,) = row.events[-1].reasons
+    assert (reason.kind, reason.path, reason.before, reason.after) == (
+        "static_value",
+        "s",
+        "3",
+        "4",
+    )
+    assert "static_broadcasted_argnums" in reason.fix
+
+    traces[0] = 0
+    with jitlens.track() as t:  # the printed fix: an array argument, not broadcast-static
+        q = jax.pmap(scale, in_axes=(0, None))
+        fixed = [q(jnp.ones((1, 3)), jnp.asarray(s)) for s in (3, 3, 4)]
+    assert traces[0] == 1 and t.stats(q).traces == 1
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_pmap_made_before_tracking_is_traced_and_explained() -> None:
     traces = [0]
 

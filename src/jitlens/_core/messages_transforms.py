@@ -30,6 +30,10 @@ PMAP_NEW_FUNCTION_FIX = (
     "Build the pmapped function once, before the loop (`p_step = {kind}(step)`), and pass "
     "what it reads from outside{free} as arguments (`in_axes=None` for those)."
 )
+PMAP_STATIC_FIX = (
+    "Pass `{path}` as an array argument (drop it from static_broadcasted_argnums, `in_axes=None` "
+    "for it) if it is a number that changes; keep it static for a few fixed values."
+)
 PMAP_SHARDING_MSG = (
     "`{path}` came back from {kind} sharded over its devices ({after}); the first call got it "
     "{before}, and the two placements are different keys, so the second call compiled again."
@@ -129,6 +133,11 @@ def pmap_new_function(
     else:
         fix = PMAP_NEW_FUNCTION_FIX.format(kind=kind, free=_free(free))
     return dataclasses.replace(r, message=_cap(msg), fix=_cap(fix))
+
+
+def pmap_static(r: Reason) -> Reason:
+    """A ``static_broadcasted_argnums`` value that changed: the pmap's spelling of the fix."""
+    return dataclasses.replace(r, fix=_cap(PMAP_STATIC_FIX.format(path=r.path)))
 
 
 def pmap_sharding(r: Reason, kind: str, axis: str | None, root: str, nnx_state: bool) -> Reason:

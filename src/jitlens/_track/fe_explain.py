@@ -68,6 +68,8 @@ def _pmap(rec: Record, r: Reason, alone: bool) -> Reason:
             one_call(fn),
             data_free_vars(fn),
         )
+    if r.kind == "static_value" and r.argument == r.path:
+        return W.pmap_static(r)
     if r.kind == "sharding" and "NamedSharding" in r.after:
         root = r.path.split(".", 1)[0].split("[", 1)[0]
         nested = "." in r.path or "[" in r.path

@@ -47,7 +47,16 @@ def record_for_pmap(fun: Any, options: dict[str, Any]) -> Record:
     rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
     rec.options = options_of({"donate_argnums": options.get("donate_argnums")})
     _AXIS_NAMES[rec] = options.get("axis_name")
+    _remember(user_fn, rec)  # its .lower() traces with no counted call: the same row
     return rec
+
+
+def _remember(user_fn: Any, rec: Record) -> None:
+    ref = weak(user_fn)
+    if ref is not None:
+        with REGISTRY.lock:
+            _UNTRACKED[id(user_fn)] = (ref, rec)
+        finalize(user_fn, _UNTRACKED.pop, id(user_fn))
 
 
 def axis_name(rec: Record) -> str | None:
@@ -86,10 +95,7 @@ def untracked(
             counts_calls=False,
             jax_name=pmap_api.TRACED_NAME,
         )
-        ref = weak(target)
-        if ref is not None:
-            _UNTRACKED[id(target)] = (ref, rec)
-            finalize(target, _UNTRACKED.pop, id(target))
+        _remember(target, rec)
     return rec, unpacked[0], unpacked[1]
 
 

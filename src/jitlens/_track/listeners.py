@@ -129,6 +129,8 @@ def trace_start(fun_name: str) -> bool:
             rec.events.append(b)
     tls.in_tracked_call = call is not None  # read by guards deciding where to raise
     if not rec.internal or REGISTRY.include_internal_keys:
+        # the user's arguments: the record's statics (jitlens-frontends: a pmap's too)
+        own = user is not None or rec.kind in fe_pmap.KINDS
         user_fn = user[5] if user is not None else rec.user_fn()
         try:
             describe_and_explain(
@@ -137,8 +139,8 @@ def trace_start(fun_name: str) -> bool:
                 user_fn if user_fn is not None else getattr(fun, "f", fun),
                 args,
                 kwargs,
-                rec.static_argnums if user is not None or not info else info["static_argnums"],
-                rec.static_argnames if user is not None or not info else info["static_argnames"],
+                rec.static_argnums if own or not info else info["static_argnums"],
+                rec.static_argnames if own or not info else info["static_argnames"],
                 first=first,
                 options=user[6] if user is not None else None,
             )
