@@ -35,8 +35,8 @@ PMAP_STATIC_FIX = (
     "for it) if it is a number that changes; keep it static for a few fixed values."
 )
 PMAP_SHARDING_MSG = (
-    "`{path}` came back from {kind} sharded over its devices ({after}); the first call got it "
-    "{before}, and the two placements are different keys, so the second call compiled again."
+    "`{path}` came back from {kind} sharded over its devices; the first call got it {before}, "
+    "and the two placements are different keys, so the second call compiled again."
 )
 PMAP_SHARDING_FIX = (
     "Place it as {kind} returns it, before the first call: `s = NamedSharding(Mesh("
@@ -154,7 +154,7 @@ def pmap_sharding(r: Reason, kind: str, axis: str | None, root: str, nnx_state: 
         put=put,
         named="" if axis else f", with `axis_name='{name}'` in {kind}",
     )
-    msg = PMAP_SHARDING_MSG.format(path=r.path, kind=kind, before=r.before, after=r.after)
+    msg = PMAP_SHARDING_MSG.format(path=r.path, kind=kind, before=r.before)
     return dataclasses.replace(r, message=_cap(msg), fix=_cap(fix))
 
 
