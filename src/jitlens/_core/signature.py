@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import inspect
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -246,6 +246,19 @@ def describe_value(
             stack.extend(reversed(children))
 
 
+def _state_leaves(st: Any) -> list[Any]:
+    """The leaves of one of a NodeStates' states: a flat list, or a nested ``nnx.State``.
+
+    ``nnx.pmap`` / ``nnx.vmap`` split into nested States (keys sorted, as the
+    graph's attributes are), the default ``nnx.jit`` mode into flat lists.
+    """
+    if isinstance(st, (list, tuple)):
+        return list(st)
+    if isinstance(st, Mapping):
+        return jax.tree_util.tree_leaves(st, is_leaf=_compat.is_graph_node)
+    return [st]
+
+
 def _describe_one(
     x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, static_leaves: bool = False
 ) -> list[tuple[Any, Path]]:
@@ -254,9 +267,7 @@ def _describe_one(
         out[path] = Entry("none")
         return []
     if _compat.NODE_STATES is not None and isinstance(x, _compat.NODE_STATES):
-        leaves = [
-            leaf for st in x.states for leaf in (st if isinstance(st, (list, tuple)) else [st])
-        ]
+        leaves = [leaf for st in x.states for leaf in _state_leaves(st)]
         walk_graphdef(x._graphdef, leaves, path, out)
         return []
     if _is_graphdef(x):  # the functional API's graphdef: name the attribute that changed

@@ -98,6 +98,9 @@ def describe_and_explain(
             )
             if reasons and fe is not None:
                 reasons = frontend_words(rec.kind, list(reasons), key, rec.defined_at)
+            for reword in REGISTRY.rewords:  # front-ends' words (pmap, nn.jit)
+                if reasons:
+                    reasons = reword(rec, list(reasons), key)
             if reasons:
                 b.kind = "retrace"
                 b.reasons = tuple(reasons)

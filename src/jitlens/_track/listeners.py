@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from . import calls, live, pcache, selfcheck  # live: issue 24
+from . import calls, live, nested, pcache, selfcheck  # live: issue 24
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -118,6 +118,9 @@ def trace_start(fun_name: str) -> bool:
             # Default nnx.jit mode: nnx already split each graph node into its
             # GraphDef and leaves (NodeStates); describe those, don't split again.
             args, kwargs = tuple(info["args"]), dict(info["kwargs"])
+    elif (pm := REGISTRY.resolve_untracked(fun, info)) is not None:  # e.g. a pmap made before
+        call, call_index = None, None
+        rec, args, kwargs = pm
     else:
         if (
             call is not None
@@ -145,6 +148,8 @@ def trace_start(fun_name: str) -> bool:
             rec.events.append(b)
     tls.in_tracked_call = call is not None  # read by guards deciding where to raise
     if not rec.internal or REGISTRY.include_internal_keys:
+        # the user's arguments: the record's statics (a front-end's own, e.g. a pmap's)
+        own = user is not None or rec.own_statics
         user_fn = user.user_fn if user is not None else rec.user_fn()
         try:
             describe_and_explain(
@@ -153,8 +158,8 @@ def trace_start(fun_name: str) -> bool:
                 user_fn if user_fn is not None else getattr(fun, "f", fun),
                 args,
                 kwargs,
-                rec.static_argnums if user is not None or not info else info["static_argnums"],
-                rec.static_argnames if user is not None or not info else info["static_argnames"],
+                rec.static_argnums if own or not info else info["static_argnums"],
+                rec.static_argnames if own or not info else info["static_argnames"],
                 first=first,
                 options=user.options if user is not None else None,
             )
@@ -294,10 +299,14 @@ def nested_trace(fun: Any, frame: Any) -> None:
         # eqx.filter_jit inside another trace: its counted call is right above
         above = find_call(frame)
         rec = above.record if above is not None and above.record.frontend is not None else None
+        if rec is None:  # no counted call above: the front-end's trace frame says whose it is
+            rec = nested.frontend_record(frame)
     if rec is None:
         owner = _compat.nnx_wrapper_of_traced(fun)
         if owner is not None:
             rec = REGISTRY.record_for_wrapper(owner, None, False)
+    if rec is None:  # jitlens-frontends: a jax.jit made before tracking, traced in a trace
+        rec = nested.untracked_record(fun, frame)
     if rec is None or rec.internal:
         return
     call = find_call(frame)
@@ -311,6 +320,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
         rec.traces += 1
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
+    nested.describe(rec, b, fun, frame)  # key and reasons, as at top level
     for cb in list(REGISTRY.on_trace):
         cb(rec, b)
 
@@ -360,6 +370,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
             if not b.persistent_cache_hit:
                 with b.record.lock:
                     b.record.compiles += 1
+            nested.claim_compile(b, secs)  # jitlens-frontends: an eager lax.scan's compile
             tls.building = None
             if b.kind == "retrace":
                 try:
@@ -391,6 +402,8 @@ def compile_only(fun_name: str, secs: float) -> None:
     name = fun_name[4:-1] if fun_name.startswith("jit(") else fun_name
     frame = _compat.caller(3)
     found = find_call(frame)
+    if nested.claim_compile_only(name, secs, found):  # an eager vmap/grad's compile
+        return
     cur = found if found is not None and found.record.jax_name == name else None
     rec = cur.record if cur is not None else None
     if cur is not None:

@@ -196,6 +196,9 @@ class Record:
         self.eager_calls = 0
         #: The library front-end (``_compat.Frontend``) whose jit this is, if any.
         self.frontend: Any = None
+        #: Are the record's statics the user's (a front-end that hands JAX its own
+        #: function, e.g. a pmap), rather than the ones in JAX's trace frame?
+        self.own_statics = False
 
     @property
     def calls(self) -> int:

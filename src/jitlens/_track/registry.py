@@ -81,6 +81,14 @@ class Registry:
         self.timelines = 0
         #: Kinds of the front-ends whose per-call entry points are counted now.
         self.installed_kinds: set[str] = set()
+        # What front-end adapters register (the engine names none of them):
+        #: ``(fun, trace info) -> (record, args, kwargs) | None`` for their callables
+        #: traced with no counted call above;
+        self.untracked_resolvers: list[Callable[[Any, Any], Any]] = []
+        #: ``(fun, jit options) -> Record | None`` for the jax.jit of their callables;
+        self.jit_record_makers: list[Callable[[Any, dict[str, Any]], Any]] = []
+        #: ``(record, reasons, key) -> reasons`` in their words.
+        self.rewords: list[Callable[[Any, list[Any], Any], list[Any]]] = []
 
     # ------------------------------------------------------------ the one factory
 
@@ -136,6 +144,29 @@ class Registry:
             if len(siblings) > MAX_SIBLINGS:
                 del siblings[0]
         return rec
+
+    def earlier_wrappers(self, rec: Record) -> int:
+        """Earlier wrappers of the same code and kind that compiled something."""
+        siblings = self.by_code.get(rec.code_key, ())
+        return sum(1 for r in siblings if r is not rec and r.kind == rec.kind and r.keys)
+
+    def resolve_untracked(self, fun: Any, info: Any) -> Any:
+        """``(record, user args, user kwargs)`` of a trace a front-end recognises though no
+        counted call made it (its callable was made before tracking), or None."""
+        for resolve in self.untracked_resolvers:
+            found = resolve(fun, info)
+            if found is not None:
+                return found
+        return None
+
+    def jit_record_for(self, fun: Any, options: dict[str, Any]) -> Record:
+        """The record of a ``jax.jit(fun, **options)`` made while tracking: a front-end's
+        (a linen ``nn.jit``'s, named after its module) or a plain one."""
+        for make in self.jit_record_makers:
+            rec = make(fun, options)
+            if rec is not None:
+                return rec
+        return self.record_for_jax_jit(fun, options)
 
     def _index_fun(self, fun: Any, rec: Record) -> None:
         """Find ``rec`` from the callable JAX traces (weakly: dropped with ``fun``)."""

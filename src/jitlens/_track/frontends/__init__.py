@@ -19,7 +19,9 @@ from typing import Any
 from ..._compat import imports
 from ..registry import REGISTRY
 from ..state import internal_failure
-from . import equinox, jax_jit, nnx
+from . import equinox, jax_jit, nnx, pmap
+from . import linen as linen  # registers its jax.jit record maker (nn.jit rows)
+from . import words as words  # registers the pmap / nn.jit words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +41,10 @@ LIBRARIES: tuple[LibraryPatch, ...] = (
     LibraryPatch(jax_jit.KIND, "jax", jax_jit.install),
     LibraryPatch(nnx.KIND, nnx.MODULE, nnx.install),
     LibraryPatch(equinox.KIND, equinox.MODULE, equinox.install),
+    LibraryPatch(pmap.JAX_PMAP, "jax", pmap.install),
 )
+# linen's nn.jit goes through jax.jit (its records named by ``linen.record_for``) and
+# pmap/nn.jit reasons are reworded by ``words``: both register with the engine on import.
 
 #: kind -> [(owner, attribute, original), ...] of each installed front-end.
 _PATCHED: dict[str, list[tuple[Any, str, Any]]] = {}

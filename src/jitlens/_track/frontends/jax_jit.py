@@ -148,7 +148,7 @@ def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             if _compat.is_flax_inner_fn(fun) or _compat.frontend_of(fun) is not None:
                 return jitted  # counted at the nnx wrapper / the library's own call
-            rec = REGISTRY.record_for_jax_jit(fun, options)
+            rec = REGISTRY.jit_record_for(fun, options)  # a front-end's (nn.jit) or plain
             return TrackedJit(jitted, rec)
         except Exception as exc:
             internal_failure("wrapping jax.jit", exc)

@@ -1,0 +1,86 @@
+"""Which JAX transformation a trace runs inside: the frames of ``lax.scan``, ``jax.vmap``, ...
+
+A jitted function called inside another transformation is traced inside that
+transformation's own trace (JAX emits no monitoring event for it). To explain
+it in the user's terms jitlens names the enclosing transformation, found by
+walking up from the nested trace's frame to the first frame of a known JAX
+entry point (``scan`` in ``lax/control_flow/loops.py``, ``vmap_f`` in
+``api.py``, another ``_trace_for_jit``: an enclosing jit). It also reads the
+name a jitted lambda was assigned to (``one_step = jax.jit(lambda ...)``)
+from its source line. Both are best-effort and degrade to None.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from types import FrameType
+from typing import Any
+
+from .jax_api import TRACE_FRAME_NAME
+
+#: (code name, the end of its file's path) -> how the user spells the transformation.
+OUTER_FRAMES: dict[tuple[str, str], str] = {
+    ("scan", "lax/control_flow/loops.py"): "lax.scan",
+    ("fori_loop", "lax/control_flow/loops.py"): "lax.fori_loop",
+    ("while_loop", "lax/control_flow/loops.py"): "lax.while_loop",
+    ("map", "lax/control_flow/loops.py"): "lax.map",
+    ("cond", "lax/control_flow/conditionals.py"): "lax.cond",
+    ("switch", "lax/control_flow/conditionals.py"): "lax.switch",
+    ("vmap_f", "_src/api.py"): "jax.vmap",
+    ("grad_f", "_src/api.py"): "jax.grad",
+    ("grad_f_aux", "_src/api.py"): "jax.grad",
+    ("value_and_grad_f", "_src/api.py"): "jax.value_and_grad",
+    ("jacfun", "_src/api.py"): "jax.jacobian",
+    ("vjp", "_src/api.py"): "jax.vjp",
+    ("jvp", "_src/api.py"): "jax.jvp",
+    ("make_jaxpr_f", "_src/api.py"): "jax.make_jaxpr",
+    ("fun_remat", "_src/ad_checkpoint.py"): "jax.checkpoint",
+    ("wrapped", "_src/pmap.py"): "jax.pmap",
+}
+#: An enclosing ``jax.jit`` (its own trace frame, above the nested one).
+OUTER_JIT = "jax.jit"
+
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*[\w.]*jit\b")
+
+
+def outer_transformation(frame: FrameType | None, limit: int = 80) -> str | None:
+    """The transformation whose trace the nested trace at ``frame`` runs in, or None.
+
+    ``frame`` is at or below the nested jit's own ``_trace_for_jit`` frame.
+    The outermost JAX entry point below the user's call wins (``jax.grad``
+    runs through ``vjp``: the user called ``grad``).
+    """
+    f = frame
+    seen_own = False
+    found: str | None = None
+    for _ in range(limit):
+        if f is None:
+            break
+        code = f.f_code
+        path = code.co_filename.replace("\\", "/")
+        if code.co_name == TRACE_FRAME_NAME:
+            if seen_own:
+                return found or OUTER_JIT
+            seen_own = True
+        elif found is not None and "/jax/" not in path:
+            return found  # the user's frame that called the transformation
+        else:
+            for (name, tail), spelled in OUTER_FRAMES.items():
+                if code.co_name == name and path.endswith(tail):
+                    found = spelled
+        f = f.f_back
+    return found
+
+
+def assigned_name(fn: Any) -> str | None:
+    """``one_step`` for a lambda defined on ``one_step = jax.jit(lambda c, _: ...)``."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    try:
+        line = linecache.getline(code.co_filename, code.co_firstlineno)
+    except Exception:
+        return None
+    m = _ASSIGNED.match(line)
+    return m.group(1) if m else None
