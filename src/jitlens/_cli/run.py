@@ -190,7 +190,10 @@ def _owns_the_process() -> bool:
 def _wait_for_the_end() -> None:
     """What python does after the main module: join non-daemon threads, then run atexit hooks.
 
-    Done before the report is taken, so calls made there are in it.
+    Done before the report is taken, so calls made there are in it. JAX's own
+    hooks (clear the backends, shut ``jax.distributed`` down) stay for the real
+    exit: they ran after the program's at a plain exit too, and ``--gather``
+    needs the processes connected.
     """
     import atexit
     import threading
@@ -205,7 +208,14 @@ def _wait_for_the_end() -> None:
         for t in alive:
             t.join()
     process_info()  # seen now: JAX's own atexit hook shuts jax.distributed down
+    from .. import _compat
+
+    jax_hooks = _compat.exit_hooks()  # JAX's own: after the report, as at a plain exit
+    for hook in jax_hooks:
+        atexit.unregister(hook)
     atexit._run_exitfuncs()
+    for hook in jax_hooks:
+        atexit.register(hook)
 
 
 def _say(text: str) -> None:

@@ -7,6 +7,7 @@ missing so that figures jitlens cannot measure are reported as unknown.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -310,3 +311,18 @@ def batched_value(x: Any) -> tuple[Any, int] | None:
     if val is None or not isinstance(axis, int):
         return None
     return val, axis
+
+
+def exit_hooks() -> list[Any]:
+    """JAX's own ``atexit`` hooks, in the order JAX registered them (``[]`` if not found).
+
+    ``clean_up`` clears the backends and shuts ``jax.distributed`` down; a
+    report taken after it cannot gather across processes. ``jitlens run``
+    runs the program's hooks before taking its report and these after.
+    """
+    hooks = []
+    for module, name in (("jax._src.dispatch", "wait_for_tokens"), ("jax._src.api", "clean_up")):
+        hook = getattr(sys.modules.get(module), name, None)
+        if callable(hook):
+            hooks.append(hook)
+    return hooks

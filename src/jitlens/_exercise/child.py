@@ -343,6 +343,8 @@ def main(argv: list[str]) -> None:
             except Exception as exc:  # the parent reports it on that case
                 refs = {"error": f"{type(exc).__name__}: {exc}"[:TEXT_LIMIT]}
             channel.send("reference", index=item["index"], **refs)
+    import flax.nnx  # noqa: F401  (the tracker patches nnx.jit now, the recorder over it)
+
     measure = Measure()
     recorder = Recorder()  # over the tracker's own patch, which Measure just installed
     try:

@@ -167,13 +167,18 @@ class Recorder:
     def __init__(self) -> None:
         self.case: CaseEvidence | None = None
         self.error = ""
+        self._install()
+
+    def _install(self) -> None:
+        """Layer over the current ``__call__`` of each wrapper class, unless already on top."""
         try:
             import jax
 
             from .._compat import NNX_WRAPPERS
 
             for cls, _kind in NNX_WRAPPERS:
-                cls.__call__ = self._wrap(cls.__call__, jax)
+                if not getattr(cls.__call__, "__jitlens_evidence__", False):
+                    cls.__call__ = self._wrap(cls.__call__, jax)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
 
@@ -194,12 +199,14 @@ class Recorder:
                 case.done(wrapper, call, out, disabled)
             return out
 
+        __call__.__jitlens_evidence__ = True  # type: ignore[attr-defined]
         return __call__
 
     @contextlib.contextmanager
     def recording(
         self, x: Any, param_shapes: Mapping[str, tuple[int, ...]]
     ) -> Iterator[CaseEvidence]:
+        self._install()  # the tracker may have patched the classes since (a lazy front-end)
         self.case = case = CaseEvidence(x, param_shapes)
         undo = _follow_reshapes(case)
         try:
