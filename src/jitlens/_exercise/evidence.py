@@ -161,18 +161,32 @@ def _record_ids(wrapper: Any) -> list[int]:
         return []
 
 
+#: Why no call can be recorded when flax exposes none of the wrapper classes jitlens knows.
+NO_WRAPPERS = "flax.nnx {version} has none of the nnx.jit wrapper classes jitlens records"
+
+
 class Recorder:
-    """Installs the evidence layer over the nnx wrapper classes' ``__call__`` (once)."""
+    """Installs the evidence layer over the nnx wrapper classes' ``__call__`` (once).
+
+    jitlens reads flax's wrapper classes only once ``flax.nnx`` is imported
+    (``flax_api.load``). The child imports it while computing the references,
+    but not when the parent already has them, so the recorder imports it
+    itself: the exercise is an ``nnx.jit`` one, and its solutions import flax.
+    """
 
     def __init__(self) -> None:
         self.case: CaseEvidence | None = None
         self.error = ""
         try:
+            import flax.nnx  # noqa: F401  (the tracker's front-end installs on this import)
             import jax
 
-            from .._compat import NNX_WRAPPERS
+            from .._compat import flax_api
 
-            for cls, _kind in NNX_WRAPPERS:
+            flax_api.load()
+            if not flax_api.NNX_WRAPPERS:
+                raise LookupError(NO_WRAPPERS.format(version=flax_api.flax_version()))
+            for cls, _kind in flax_api.NNX_WRAPPERS:
                 cls.__call__ = self._wrap(cls.__call__, jax)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
