@@ -161,8 +161,18 @@ def _record_ids(wrapper: Any) -> list[int]:
         return []
 
 
+#: Why no call can be recorded when flax exposes none of the wrapper classes jitlens knows.
+NO_WRAPPERS = "flax.nnx {version} has none of the nnx.jit wrapper classes jitlens records"
+
+
 class Recorder:
-    """Installs the evidence layer over the nnx wrapper classes' ``__call__`` (once)."""
+    """Installs the evidence layer over the nnx wrapper classes' ``__call__`` (once).
+
+    jitlens reads flax's wrapper classes only once ``flax.nnx`` is imported
+    (``flax_api.load``). The child imports it while computing the references,
+    but not when the parent already has them, so the recorder imports it
+    itself: the exercise is an ``nnx.jit`` one, and its solutions import flax.
+    """
 
     def __init__(self) -> None:
         self.case: CaseEvidence | None = None
@@ -172,11 +182,15 @@ class Recorder:
     def _install(self) -> None:
         """Layer over the current ``__call__`` of each wrapper class, unless already on top."""
         try:
+            import flax.nnx  # noqa: F401  (the tracker's front-end installs on this import)
             import jax
 
-            from .._compat import NNX_WRAPPERS
+            from .._compat import flax_api
 
-            for cls, _kind in NNX_WRAPPERS:
+            flax_api.load()
+            if not flax_api.NNX_WRAPPERS:
+                raise LookupError(NO_WRAPPERS.format(version=flax_api.flax_version()))
+            for cls, _kind in flax_api.NNX_WRAPPERS:
                 if not getattr(cls.__call__, "__jitlens_evidence__", False):
                     cls.__call__ = self._wrap(cls.__call__, jax)
         except Exception as exc:
