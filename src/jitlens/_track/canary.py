@@ -141,12 +141,22 @@ def run() -> list[str]:
 
 
 def main() -> int:
+    import os
+    import tempfile
+
+    # started in the program's folder: nothing of it may shadow jax, flax or numpy here
+    here = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", here)]
+    os.chdir(tempfile.gettempdir())
     from .._compat.probe import installed_versions
 
     try:
         problems = run()
     except Exception as exc:
         problems = [f"the canary failed ({type(exc).__name__}: {exc})"]
+    from .selfcheck import write_verdict
+
+    write_verdict(tuple(problems))  # the program that started it may have ended by now
     print(json.dumps({"problems": problems, "versions": installed_versions()}))
     sys.stdout.flush()
     return 0

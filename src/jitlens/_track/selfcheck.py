@@ -161,6 +161,11 @@ def _read_cached() -> tuple[str, ...] | None:
         return None
 
 
+def write_verdict(problems: tuple[str, ...]) -> None:
+    """Keep the canary's verdict for these versions (called in the canary's own process)."""
+    _write_cached(problems)
+
+
 def _write_cached(problems: tuple[str, ...]) -> None:
     path = _verdict_path()
     if path is None:
@@ -188,44 +193,91 @@ def _child_env() -> dict[str, str]:
     }
     env["JAX_PLATFORMS"] = "cpu"  # never the program's accelerators
     env["JITLENS_SELF_CHECK"] = "child"
+    folder = _cache_dir()
+    if folder is not None:  # where the parent will look for the verdict
+        env["JITLENS_CACHE_DIR"] = str(folder)
     src = str(pathlib.Path(__file__).resolve().parent.parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
     return env
 
 
-def _start_child() -> Any:
-    def lower_priority() -> None:
+class _Child:
+    """The canary's process: it writes its verdict to the cache folder itself.
+
+    Started with ``os.posix_spawn`` where there is one (no ``Popen`` object: a
+    program that ends before the canary does leaves it running, undisturbed, to
+    keep its verdict for the next run, with no "still running" warning), else
+    with ``subprocess.Popen``.
+    """
+
+    def __init__(self) -> None:
+        import time
+
+        cmd = [sys.executable, "-m", "jitlens._track.canary"]
+        env = _child_env()
+        self.started = time.monotonic()
+        self.proc: Any = None
+        self.pid: int | None = None
+        if hasattr(os, "posix_spawn"):
+            devnull = os.open(os.devnull, os.O_RDWR)
+            try:
+                actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
+                self.pid = os.posix_spawn(
+                    sys.executable, cmd, env, file_actions=actions, setsid=True
+                )
+            finally:
+                os.close(devnull)
+        else:  # pragma: no cover - Windows
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=tempfile.gettempdir(),
+            )
+
+    def exit_status(self) -> int | None:
+        """The child's exit status once it ended, else None (reaped, never a zombie)."""
+        if self.proc is not None:
+            return self.proc.poll()  # pragma: no cover - Windows
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)  # type: ignore[arg-type]
+        except ChildProcessError:  # reaped by someone else (a SIGCHLD handler)
+            return 0
+        return os.waitstatus_to_exitcode(status) if pid else None
+
+    def kill(self) -> None:
         with contextlib.suppress(Exception):
-            os.nice(10)
-
-    return subprocess.Popen(
-        [sys.executable, "-m", "jitlens._track.canary"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_child_env(),
-        cwd=tempfile.gettempdir(),
-        preexec_fn=lower_priority if os.name == "posix" else None,
-        close_fds=True,
-    )
+            if self.proc is not None:
+                self.proc.kill()  # pragma: no cover - Windows
+            elif self.pid is not None:
+                os.kill(self.pid, 9)
 
 
-def _collect(child: Any, timeout: float | None) -> tuple[str, ...] | None:
-    """The child's problems; None while it still runs (``timeout`` 0: don't wait)."""
-    try:
-        out, _err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        if timeout is not None and timeout > 0:
-            child.kill()
-            child.communicate()
-            return (f"the canary did not finish within {timeout:.0f} s",)
-        return None
-    try:
-        line = [ln for ln in out.decode(errors="replace").splitlines() if ln.startswith("{")][-1]
-        problems = json.loads(line)["problems"]
-        return tuple(str(p) for p in problems)
-    except Exception:
-        return (f"the canary's process failed (exit {child.returncode})",)
+def _start_child() -> _Child:
+    return _Child()
+
+
+def _collect(child: _Child, timeout: float | None) -> tuple[str, ...] | None:
+    """The child's problems, read from the verdict it kept; None while it still runs."""
+    import time
+
+    deadline = time.monotonic() + (timeout or 0)
+    while True:
+        status = child.exit_status()
+        if status is not None:
+            kept = _read_cached()
+            if kept is not None:
+                return kept
+            return (f"the canary's process failed (exit {status})",)
+        if time.monotonic() >= deadline:
+            if timeout:
+                child.kill()
+                child.exit_status()
+                return (f"the canary did not finish within {timeout:.0f} s",)
+            return None
+        time.sleep(0.02)
 
 
 def _poll(wait: bool) -> None:
@@ -238,8 +290,6 @@ def _poll(wait: bool) -> None:
         return
     _STATE["child"] = None
     _STATE["canary"] = (problems, True)
-    if not any("did not finish" in p or "process failed" in p for p in problems):
-        _write_cached(problems)
     _warn()
 
 
