@@ -187,10 +187,12 @@ def _owns_the_process() -> bool:
     return name in ("jitlens", "__main__.py", "-c") and sys.argv[1:2] == ["run"]
 
 
-def _wait_for_the_end() -> None:
+def _wait_for_the_end(keep_jax_up: bool = False) -> None:
     """What python does after the main module: join non-daemon threads, then run atexit hooks.
 
-    Done before the report is taken, so calls made there are in it.
+    Done before the report is taken, so calls made there are in it. ``keep_jax_up``
+    (``--gather``): JAX's own hook, which shuts ``jax.distributed`` down, is kept for
+    the real exit, after the reports are gathered over the job's collectives.
     """
     import atexit
     import threading
@@ -205,7 +207,16 @@ def _wait_for_the_end() -> None:
         for t in alive:
             t.join()
     process_info()  # seen now: JAX's own atexit hook shuts jax.distributed down
+    hook = None
+    if keep_jax_up and "jax" in sys.modules:
+        from .. import _compat
+
+        hook = _compat.exit_hook()
+        if hook is not None:
+            atexit.unregister(hook)
     atexit._run_exitfuncs()
+    if hook is not None:
+        atexit.register(hook)
 
 
 def _say(text: str) -> None:
@@ -290,7 +301,8 @@ def _run_program(args: argparse.Namespace, code_obj: Any, outcome: Outcome) -> N
                     sys.path.insert(0, script_dir)
                 _guarded(lambda: _exec_script(os.path.abspath(script), code_obj), outcome)
         if args.own_process:
-            _guarded(_wait_for_the_end, outcome)
+            keep_jax_up = bool(getattr(args, "gather", None))  # issue 23: a collective follows
+            _guarded(lambda: _wait_for_the_end(keep_jax_up), outcome)
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:

@@ -249,6 +249,19 @@ def distributed_state() -> tuple[int, int] | None:
     return int(state.process_id), int(state.num_processes)
 
 
+def exit_hook() -> Any:
+    """JAX's own atexit hook (clears the backends, shuts ``jax.distributed`` down), or None.
+
+    None when this JAX has no such hook.
+    """
+    try:
+        from jax._src import api
+    except ImportError:
+        return None
+    hook = getattr(api, "clean_up", None)
+    return hook if callable(hook) else None
+
+
 def is_pjit_function(fun: Any) -> bool:
     """Is ``fun`` the object ``jax.jit`` returns (its C++ ``PjitFunction``)?"""
     return type(fun).__name__ == "PjitFunction"
