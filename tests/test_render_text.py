@@ -282,6 +282,16 @@ def test_function_names_never_break_mid_word(width: int) -> None:
     assert name in text, text
 
 
+@pytest.mark.parametrize("width", [80, 81, 82, 83])
+def test_the_table_fits_its_width_without_folding_a_short_name(width: int) -> None:
+    """The columns kept must fit with rich's edge padding: 2 characters over folded
+    `double [gw0]` (the pytest plugin's xdist name) at COLUMNS=80."""
+    text = render_text(_one("double [gw0]"), color=False, width=width)
+    table = text.split("\n")[1:4]
+    assert [line for line in table if line.startswith(" double [gw0]  ")], text
+    assert max(len(line) for line in table) <= width, text
+
+
 def test_at_80_columns_the_compiles_and_the_why_stay() -> None:
     """Issue 26: at 80 columns the compile column and the Equinox "why" sentence vanished."""
     why = Reason(

@@ -7,7 +7,8 @@ comparisons, from each report's ``run`` section and its functions:
 
 * the cache's settings and what enters its key (folder, enabled, thresholds,
   XLA flags, jaxlib), grouped by value;
-* per function: read from the persistent cache on some processes, compiled on others;
+* per function: read from the persistent cache on some processes (or more often),
+  compiled on others; compile counts alone are a divergence, not a cache difference;
 * why the cache could not help (``_core.pcache`` notes) on some processes only.
 
 Writes are not compared: JAX writes entries from process 0 only, by design.
@@ -66,12 +67,13 @@ def _groups_text(groups: list[tuple[tuple[int, ...], Any]]) -> str:
     return "; ".join(f"{v} on {_procs(ps)}" for ps, v in groups)
 
 
-def _behaviour(fn: FunctionReport) -> str | None:
+def _behaviour(fn: FunctionReport) -> tuple[int, int] | None:
+    """(compiled, read from the persistent cache), or None when it never compiled."""
     compiled = [e for e in fn.events if e.compiled]
     if not compiled:
         return None
     read = sum(1 for e in compiled if e.persistent_cache_hit)
-    return BEHAVIOUR.format(compiled=len(compiled) - read, read=read)
+    return len(compiled) - read, read
 
 
 def cache_differences(
@@ -93,9 +95,15 @@ def cache_differences(
             for p, rec in zip(indices, fn.reports, strict=True)
             if rec is not None and (b := _behaviour(rec)) is not None
         }
+        # Only reads tell the caches apart: equal reads with other compile counts
+        # is a compile-count divergence, reported as such, not a cache difference.
+        if len({read for _, read in seen.values()}) < 2:
+            continue
         groups = _group(seen)
         if len(groups) > 1:
-            text = "; ".join(f"{v} on {_procs(ps)}" for ps, v in groups)
+            text = "; ".join(
+                f"{BEHAVIOUR.format(compiled=c, read=r)} on {_procs(ps)}" for ps, (c, r) in groups
+            )
             msg = FUNCTION_MSG.format(name=fn.qualname, groups=text)
             out.append(
                 CacheDifference("function", fn.qualname, _procs_of(groups), msg, FUNCTION_FIX)

@@ -235,7 +235,6 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
         max(len(name), *(len(row[i]) for row in rows)) + 2 for i, (name, _) in enumerate(COLUMNS)
     ]
     natural[0] = min(natural[0], max(MIN_NAME_WIDTH, _longest_word(rows)) + 2)
-    width += 2  # no outer edge
     keep = list(range(len(COLUMNS)))
     for name in DROPPABLE:
         if sum(natural[i] for i in keep) <= width:
