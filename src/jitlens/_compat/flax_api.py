@@ -84,7 +84,8 @@ def loaded() -> bool:
 
 def load_if_imported() -> bool:
     """Read flax's pieces if the program imported ``flax.nnx``; is it loaded?"""
-    if not _LOADED[0] and MODULE in sys.modules:
+    current = sys.modules.get(MODULE)
+    if current is not None and (not _LOADED[0] or current is not nnx):
         load()
     return _LOADED[0]
 
@@ -93,8 +94,9 @@ def load() -> None:
     """Read flax's private pieces (the program imported ``flax.nnx``; idempotent)."""
     global nnx, graphlib, _extract, _compilation
     global NNX_WRAPPERS, NNX_WRAPPER_TYPES, NNX_INNER_FNS, NNX_SPLIT_FN, NODE_STATES, TREE_STATE
-    if _LOADED[0]:
+    if _LOADED[0] and nnx is not None and nnx is sys.modules.get(MODULE):
         return
+    # (a flax imported anew, e.g. after sys.modules was restored by pytester: read it again)
     _LOADED[0] = True
     nnx = _module("flax.nnx")
     graphlib = _module("flax.nnx.graphlib", "flax.nnx.graph")

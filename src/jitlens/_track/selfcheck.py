@@ -147,8 +147,8 @@ def _verdict_path() -> pathlib.Path | None:
     return folder / f"selfcheck-{verdict_key()}.json" if folder is not None else None
 
 
-def _read_cached() -> tuple[str, ...] | None:
-    path = _verdict_path()
+def _read_cached(path: pathlib.Path | None = None) -> tuple[str, ...] | None:
+    path = path if path is not None else _verdict_path()
     if path is None:
         return None
     try:
@@ -215,6 +215,8 @@ class _Child:
 
         cmd = [sys.executable, "-m", "jitlens._track.canary"]
         env = _child_env()
+        #: Where the child keeps its verdict (HOME may change before it is read: pytester).
+        self.verdict = _verdict_path()
         self.started = time.monotonic()
         self.proc: Any = None
         self.pid: int | None = None
@@ -267,7 +269,7 @@ def _collect(child: _Child, timeout: float | None) -> tuple[str, ...] | None:
     while True:
         status = child.exit_status()
         if status is not None:
-            kept = _read_cached()
+            kept = _read_cached(child.verdict)
             if kept is not None:
                 return kept
             return (f"the canary's process failed (exit {status})",)
