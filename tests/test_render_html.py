@@ -261,7 +261,7 @@ def test_a_modes_first_compile_is_expected_not_lost() -> None:
     report = report_samples.sample_report()
     step = report.function("step")
     mode = Reason("static_value", "model", "model.dropout.deterministic", "False", "True",
-                  "flipped", MODE_FIX.format(attr="deterministic"))  # fmt: skip
+                  "flipped", MODE_FIX.format(attr="deterministic"), expected=True)  # fmt: skip
     events = (step.events[0], dataclasses.replace(step.events[1], reasons=(mode,)))
     step = dataclasses.replace(step, events=events)
     assert step.retraces == 1 and step.seconds_lost == 0
@@ -272,6 +272,19 @@ def test_a_modes_first_compile_is_expected_not_lost() -> None:
     assert "expected" in article.classes
     assert "expected retrace #1 (a new mode)" in article.text()
     assert dom.find("svg", "timeline").find_all("rect", "mark retrace expected")
+
+
+def test_expected_is_data_and_older_reports_still_read_it() -> None:
+    """A retrace is expected because its reasons say so as data (``Reason.expected``), not
+    because of how a fix begins; a report written before the flag is read as it meant."""
+    from jitlens._core.messages_static import MODE_FIX
+    from jitlens._core.report import Reason, _reason
+
+    worded = Reason("static_value", "m", "m.train", "False", "True", "flipped", MODE_FIX)
+    assert not worded.expected  # the words alone decide nothing
+    old = {k: v for k, v in dataclasses.asdict(worded).items() if k != "expected"}
+    assert _reason(old, "r").expected  # before the flag: its fix said so
+    assert not _reason({**old, "expected": False}, "r").expected
 
 
 def test_figures_read_as_english() -> None:

@@ -149,6 +149,7 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
             r,
             message=MODE_MSG.format(path=r.path, before=r.before, after=r.after),
             fix=MODE_FIX,
+            expected=True,  # inference=True / False: each mode compiles once
         )
     if r.kind == "static_value" and owner is not None and _compat.is_eqx_module_class(owner):
         if _is_library_class(owner):  # eqx.nn.Linear(in_features=3) vs 4

@@ -7,6 +7,7 @@ is known to work (``_identity_fix`` checks substitutions before offering them).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -159,6 +160,8 @@ def static_value(
     if isinstance(old.value(), bool) and isinstance(new.value(), bool) and attr in MODE_FLAGS:
         msg = MODE_MSG.format(path=path, before=before, after=after)
         fix = MODE_FIX.format(attr=attr)
+        mode = _reason("static_value", arg, path, before, after, msg, fix)
+        return dataclasses.replace(mode, expected=True)  # a mode's first compile
     elif aux:
         fix = STATIC_AUX_FIX.format(path=path)
     elif not (_is_number(old) and _is_number(new)):

@@ -175,12 +175,13 @@ def linen_mutable(r: Reason, cls: str, before: str, after: str) -> Reason:
         after,
         _cap(msg),
         _cap(LINEN_MUTABLE_FIX),
+        expected=True,  # init and apply compile once each
     )
 
 
 def linen_rngs(r: Reason, cls: str) -> Reason:
     msg = LINEN_RNGS_MSG.format(cls=cls, path=r.path, before=r.before, after=r.after)
-    return dataclasses.replace(r, message=_cap(msg), fix=_cap(LINEN_RNGS_FIX))
+    return dataclasses.replace(r, message=_cap(msg), fix=_cap(LINEN_RNGS_FIX), expected=True)
 
 
 def linen_field(r: Reason, cls: str, method: str) -> Reason:

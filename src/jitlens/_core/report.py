@@ -56,7 +56,9 @@ EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
 
 
 #: How a fix begins when the retrace was expected, not avoidable: the first
-#: compile of a train/eval mode (``_core.messages_static.MODE_FIX``).
+#: compile of a train/eval mode (``_core.messages_static.MODE_FIX``). The data
+#: says so in ``Reason.expected``; the prefix is read only from reports written
+#: before that field existed.
 EXPECTED_FIX = "Expected once per mode."
 
 
@@ -71,6 +73,9 @@ class Reason:
     after: str
     message: str
     fix: str
+    #: The retrace it explains was expected, not avoidable (a train/eval mode's,
+    #: an init/apply mode's first compile): no time lost, nothing to fix.
+    expected: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +110,7 @@ class Event:
     @property
     def expected(self) -> bool:
         """A retrace every reason of which says it is expected (a mode's first compile)."""
-        return bool(self.reasons) and all(r.fix.startswith(EXPECTED_FIX) for r in self.reasons)
+        return bool(self.reasons) and all(r.expected for r in self.reasons)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,7 +324,9 @@ _NUM = (int, float)
 def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
     for k, v in kw.items():
-        _check_type(v, (str,), f"{where}.{k}")
+        _check_type(v, (bool,) if k == "expected" else (str,), f"{where}.{k}")
+    if "expected" not in kw:  # a report from before the flag: its fix said so
+        kw["expected"] = kw["fix"].startswith(EXPECTED_FIX)
     return Reason(**kw)
 
 
