@@ -24,8 +24,6 @@ from .._core.runinfo import MAX_LISTED_ENTRIES, PersistentCache, RunInfo
 from . import pcache
 from .state import internal_failure
 
-#: jitlens' own self-check compiles (``jitlens_canary``) are not the program's entries.
-SELF_CHECK_PREFIX = "jit_jitlens_"
 #: A file modified this long before the tracker opened still counts as this run's (clock skew).
 MTIME_SLACK_SECONDS = 1.0
 
@@ -45,21 +43,13 @@ def _folder(path: str | None, since: float, functions: Sequence[FunctionReport])
         return out
     out["entries"] = len(entries)
     before = pcache.FOLDERS.get(path, frozenset())
-    new = sorted(
-        (t, n)
-        for t, n in entries
-        if n not in before and t >= since - MTIME_SLACK_SECONDS and not _own(n)
-    )
+    new = sorted((t, n) for t, n in entries if n not in before and t >= since - MTIME_SLACK_SECONDS)
     written = tuple(n for _, n in reversed(new))
     out["entries_written"] = written[:MAX_LISTED_ENTRIES]
     if path in pcache.FOLDERS:
-        out["entries_before"] = sum(1 for n in before if not _own(n))
+        out["entries_before"] = len(before)
         out["entries_unreadable"] = _unreadable(before, written, functions)[:MAX_LISTED_ENTRIES]
     return out
-
-
-def _own(name: str) -> bool:
-    return name.startswith(SELF_CHECK_PREFIX)
 
 
 def _unreadable(

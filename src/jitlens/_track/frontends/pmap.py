@@ -129,8 +129,4 @@ def install(set_attr: Callable[[Any, str, Any], None]) -> None:
         set_attr(jax, "pmap", make_tracked_pmap(jax.pmap))
 
 
-def is_pmap_record(rec: Record) -> bool:
-    return rec.kind in KINDS
-
-
 REGISTRY.untracked_resolvers.append(untracked)
