@@ -116,7 +116,9 @@ def _slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-@pytest.mark.parametrize("page", [ROOT / "README.md", *PAGES], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *PAGES], ids=lambda p: str(p.relative_to(ROOT))
+)
 def test_relative_links_resolve(page: Path) -> None:
     """Every relative link of the README and the docs names a file (and heading) that exists."""
     for target in _links(page):
@@ -146,17 +148,36 @@ def _blocks() -> list[tuple[str, str, str, str]]:
     return found
 
 
+#: Runs each example file given on its command line as ``python FILE`` would (own globals,
+#: ``__name__ == "__main__"``), one after the other in this one process: a fresh
+#: interpreter per example would cost a JAX import each.
+RUN_EXAMPLES = """
+import runpy, sys, traceback
+for path in sys.argv[1:]:
+    print("=== " + path, flush=True)
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except BaseException:
+        traceback.print_exc()
+        print("FAILED " + path, flush=True)
+        raise SystemExit(1)
+"""
+
+
 def test_every_python_example_runs_or_says_why_not(tmp_path: Path) -> None:
-    """Each ```python block runs in a fresh process, unless a ``% not run: why`` line precedes it."""
+    """Each ```python block runs, unless a ``% not run: why`` line precedes it."""
     runnable = [(page, code) for page, marker, _why, code in _blocks() if marker == ""]
     skipped = [(page, why) for page, marker, why, _code in _blocks() if marker == "not run"]
     assert len(runnable) >= 4, runnable
     assert all(why.strip() for _page, why in skipped), skipped
+    scripts = []
     for i, (page, code) in enumerate(runnable):
-        script = tmp_path / f"example_{i}.py"
+        script = tmp_path / f"{i}_{page.replace('/', '_')}.py"
         script.write_text(code)
-        proc = run_python([str(script)], cwd=tmp_path)
-        assert proc.returncode == 0, f"{page}:\n{code}\n{proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+        scripts.append(str(script))
+    proc = run_python(["-c", RUN_EXAMPLES, *scripts], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("=== ") == len(runnable)
 
 
 def test_lint_examples_find_the_codes_they_name() -> None:
@@ -166,3 +187,12 @@ def test_lint_examples_find_the_codes_they_name() -> None:
     for page, codes, code in blocks:
         found = sorted({finding.code for finding in jitlens.lint_source(code)})
         assert found == sorted(codes.split()), page
+
+
+def test_lint_guide_table_lists_every_rule() -> None:
+    """The how-to's table (with a fix column the code does not hold) names every rule, once."""
+    from jitlens._lint.rules import RULES
+
+    text = (DOCS / "howto" / "tasks" / "lint.md").read_text()
+    listed = re.findall(r"^\| (JL\d{3}) \|", text, re.M)
+    assert listed == [rule.code for rule in RULES]

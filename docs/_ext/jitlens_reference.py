@@ -154,6 +154,8 @@ def _options_table(actions: list[Any]) -> str:
             continue
         text = (action.help or "") % {"default": action.default, "prog": ""}
         rows.append((_flags(action), _cell(text)))
+    if not rows:
+        return "No options besides `--help`.\n"
     return _table(("option", "what it does"), rows)
 
 
@@ -241,6 +243,7 @@ def _field_comments(cls: type) -> dict[str, str]:
     body = tree.body[0]
     assert isinstance(body, ast.ClassDef)
     out: dict[str, str] = {}
+    grouped = False  # a comment above a run of fields speaks for the whole run
     for node in body.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             comment: list[str] = []
@@ -248,7 +251,9 @@ def _field_comments(cls: type) -> dict[str, str]:
             while i >= 0 and lines[i].strip().startswith("#:"):
                 comment.insert(0, lines[i].strip()[2:].strip())
                 i -= 1
-            out[node.target.id] = " ".join(comment)
+            if comment:
+                grouped = True
+            out[node.target.id] = " ".join(comment) or ("(as above)" if grouped else "")
     return out
 
 
@@ -294,10 +299,15 @@ def schema() -> str:
         "`null` means *unknown*, never 0.",
         "",
     ]
+    classes: list[type] = []
     i = 0
-    while i < len(seen):
+    while i < len(seen):  # every dataclass reachable from Report, breadth first
         cls = seen[i]
         i += 1
+        classes.append(cls)
+        for hint in typing.get_type_hints(cls, vars(report) | vars(runinfo)).values():
+            _json_type(hint, seen)
+    for cls in classes:
         hints = typing.get_type_hints(cls, vars(report) | vars(runinfo))
         comments = _field_comments(cls)
         rows = []
