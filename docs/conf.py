@@ -36,4 +36,5 @@ myst_enable_extensions = ["colon_fence"]
 html_theme = "furo"
 html_title = f"jitlens {release}"
 html_static_path: list[str] = []
-pygments_style = "sphinx"
+# `--json` must stay two hyphens (and quotes straight) in option help and examples
+smartquotes = False
