@@ -164,11 +164,12 @@ def test_demo_measures_the_seed_cnn():
     assert "model.avg_pool  identity_static" in out
     assert "output shape (8,)" in out and "fwd: 5 calls, traced 1x, 4 cache hits" in out
     assert max(len(line) for line in out.splitlines()) <= 100  # issue 26: lines of 225
-    # The README shows this very output (addresses, seconds and the install path aside).
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(r"```text\n(jitlens demo: .+?)\n```", readme, re.S)
-    assert shown is not None, "the README shows the demo's output"
-    assert _demo_words(shown.group(1)) == _demo_words(out)
+    # The README and the tutorial show this very output (addresses, seconds and the
+    # install path aside).
+    for page in ("README.md", "docs/tutorials/first-steps.md"):
+        shown = re.search(r"```text\n(jitlens demo: .+?)\n```", (ROOT / page).read_text(), re.S)
+        assert shown is not None, f"{page} shows the demo's output"
+        assert _demo_words(shown.group(1)) == _demo_words(out), page
 
 
 def _demo_words(text: str) -> str:
