@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import CASES, run_python
+from conftest import CASES, ROOT, run_python
 
 #: How the printed ground-truth counters add up to all user traces of the
 #: process (most scripts reset the counter per variant; case 27 does not).
@@ -41,7 +41,8 @@ TOTAL = {
     "33": ["TRACES"],
 }
 
-#: The README's table: the kind of reason and a word its path or message names.
+#: The table of docs/explanation/reasons-and-fixes.md (test_docs_table_matches): the kind of
+#: reason and a word its path or message names.
 EXPECTED = {
     "01": ("identity_static", "avg_pool"),
     "06": ("static_value", "step"),
@@ -83,6 +84,20 @@ def case_runs(tmp_path_factory):
 
 def _printed(stdout: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"^(\w+)=(\d+)$", stdout, re.M)}
+
+
+def test_docs_table_matches():
+    """The shared-cases table in the docs says what these tests check, row by row."""
+    text = (ROOT / "docs" / "explanation" / "reasons-and-fixes.md").read_text()
+    rows = {
+        cells[0]: cells
+        for line in text.splitlines()
+        if re.match(r"\| \d\d \|", line)
+        for cells in [[c.strip().strip("`") for c in line.strip("|").split("|")]]
+    }
+    for num, (kind, word) in EXPECTED.items():
+        assert num in rows, f"case {num} is missing from the docs' table"
+        assert rows[num][2] == kind and word in rows[num][3] + rows[num][1], rows[num]
 
 
 @pytest.mark.parametrize("num", sorted(TOTAL))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pytest
 
-from conftest import run_python
+from conftest import ROOT, run_python
 
 PROGRAM = """
 import sys
@@ -163,6 +164,19 @@ def test_demo_measures_the_seed_cnn():
     assert "model.avg_pool  identity_static" in out
     assert "output shape (8,)" in out and "fwd: 5 calls, traced 1x, 4 cache hits" in out
     assert max(len(line) for line in out.splitlines()) <= 100  # issue 26: lines of 225
+    # The README and the tutorial show this very output (addresses, seconds and the
+    # install path aside).
+    for page in ("README.md", "docs/tutorials/first-steps.md"):
+        shown = re.search(r"```text\n(jitlens demo: .+?)\n```", (ROOT / page).read_text(), re.S)
+        assert shown is not None, f"{page} shows the demo's output"
+        assert _demo_words(shown.group(1)) == _demo_words(out), page
+
+
+def _demo_words(text: str) -> str:
+    text = re.sub(r"0x[0-9a-f]+", "0x…", text)
+    text = re.sub(r"\d+\.\d+ s\b", "N s", text)
+    text = re.sub(r"\S*jitlens/_exercise/demo\.py", "demo.py", text)
+    return text.strip()
 
 
 ARGS_PROGRAM = """

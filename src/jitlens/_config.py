@@ -29,6 +29,30 @@ SETTINGS: dict[str, tuple[str, Any, tuple[str, ...] | None]] = {
     "warn_recompiles": ("JITLENS_WARN_RECOMPILES", 8, None),
 }
 
+#: name -> what the setting does (the settings reference is generated from this
+#: table and SETTINGS: docs/_ext/jitlens_reference.py; tests/test_docs.py keeps them in step).
+SETTING_DOCS: dict[str, str] = {
+    "enabled": "track every jitted function of the program with no code change "
+    "(`JITLENS=1 python prog.py`): tracking starts when the program imports jax",
+    "log_level": "level of the `jitlens` logger: retraces are logged at INFO as they happen",
+    "report": "write the JSON report to this path at exit",
+    "html": "write the HTML report to this path at exit",
+    "include_internal": "also report JAX's and Flax's own jitted helpers",
+    "cache_dir": "where the self-check keeps its verdict per set of installed versions "
+    "(default: `$XDG_CACHE_HOME/jitlens` or `~/.cache/jitlens`)",
+    "warn_recompiles": "recompiles of one function after which it gets one "
+    "`RunawayRecompileWarning` (`0` or `off`: never)",
+}
+
+#: Environment variables read outside SETTINGS (where their readers need them before,
+#: or without, importing this module), and what they do.
+OTHER_VARIABLES: dict[str, str] = {
+    "JITLENS_CHILDREN": "with `JITLENS=1`: also track the Python processes the program starts "
+    "(`multiprocessing` spawn workers, `subprocess` Pythons); default: the main program only",
+    "JITLENS_SELF_CHECK": "`0` skips the self-check's canary, the child process that checks "
+    "once per set of installed versions that jitlens counts right on them",
+}
+
 BAD_COUNT = "{env}={raw!r} is not valid; use an integer >= 0, or off (0 and off disable it)"
 
 _overrides: list[dict[str, Any]] = []

@@ -67,11 +67,17 @@ class Reason:
     """One difference between a new cache key and the closest compiled one."""
 
     kind: str
+    #: The argument, by its name in the function's signature (``model``, ``x``).
     argument: str
+    #: Where inside the argument: attribute / key / index access (``model.layers[3].avg_pool``).
     path: str
+    #: What the closest compiled key held there (``f32[4,4]``).
     before: str
+    #: What the new call holds there (``f32[2,4]``).
     after: str
+    #: What changed and why it misses the cache, in words (at most 240 characters).
     message: str
+    #: One concrete change to the user's code that removes the retrace (at most 240 characters).
     fix: str
     #: The retrace it explains was expected, not avoidable (a train/eval mode's,
     #: an init/apply mode's first compile): no time lost, nothing to fix.
@@ -82,19 +88,33 @@ class Reason:
 class Event:
     """A trace (and the lowering/compilation that followed it) of one function."""
 
+    #: Which call of the function traced, from 0; None for a trace jitlens could not match to a
+    #: call.
     call_index: int | None
     kind: str
+    #: ``file:line`` of the call in the user's code.
     call_site: str
+    #: The call's arguments in short (``model: CNN<graph 3f2a>, x: f32[1,28,28,1]``).
     signature: str
+    #: Why a retrace or compile missed the cache, most decisive first; empty for a first trace.
     reasons: tuple[Reason, ...] = ()
+    #: When the event started, in seconds since tracking started.
     time: float = 0.0
+    #: Seconds spent tracing the Python function.
     trace_seconds: float = 0.0
+    #: Seconds spent lowering to StableHLO.
     lower_seconds: float = 0.0
+    #: Seconds spent compiling with XLA (0 for a persistent-cache hit).
     compile_seconds: float = 0.0
+    #: jitlens' own time describing and explaining this event.
     explain_seconds: float = 0.0
+    #: A compile followed the trace.
     compiled: bool = False
+    #: The compiled program was read from JAX's persistent compilation cache.
     persistent_cache_hit: bool = False
+    #: Which distinct compiled key of the function (0, 1, ...) this event created.
     entry: int = 0
+    #: Name of the thread that traced.
     thread: str = ""
     #: What the persistent compilation cache did (``runinfo.PCACHE_OUTCOMES``).
     persistent_cache: str = ""
@@ -117,13 +137,21 @@ class Event:
 class StaleHit:
     """A cached call that ignored a change the cache key should have seen."""
 
+    #: The cached call that ignored the change, from 0.
     call_index: int
+    #: ``file:line`` of that call.
     call_site: str
+    #: As in ``Reason``.
     argument: str
+    #: As in ``Reason``.
     path: str
+    #: As in ``Reason``.
     before: str
+    #: As in ``Reason``.
     after: str
+    #: As in ``Reason``.
     message: str
+    #: As in ``Reason``.
     fix: str
 
 
@@ -147,8 +175,11 @@ class Advice:
     """
 
     kind: str
+    #: What costs time, with the figures measured.
     message: str
+    #: The change to make, with the user's own names.
     fix: str
+    #: Seconds the fix would save over this run; None when it cannot be measured.
     estimated_saving_seconds: float | None = None
 
 
@@ -156,23 +187,42 @@ class Advice:
 class FunctionReport:
     """The figures of one jitted callable object (one wrapper = one record)."""
 
+    #: The user's function name (``train_step``).
     name: str
+    #: Its qualified name (``Trainer.step``).
     qualname: str
+    #: The front-end: ``nnx.jit`` (or ``nnx.jit(graph=False)``, ``nnx.jit(graph_updates=False)``),
+    #: ``nnx.cached_partial``, ``jax.jit``, ``eqx.filter_jit``, ``jax.pmap``, ``nnx.pmap``,
+    #: ``nn.jit``.
     kind: str
+    #: ``file:line`` where the function was defined.
     defined_at: str
+    #: ``file:line`` of its first call.
     first_call_site: str
+    #: Calls, hits and misses alike; None when jitlens could not count them (a ``jax.jit`` made
+    #: before ``track()`` opened).
     calls: int | None
     #: None when jitlens cannot count traces on the installed JAX (see ``Report.warnings``).
     traces: int | None
+    #: Real XLA compilations (a persistent-cache load is not one); None when unknown.
     compiles: int | None
+    #: Calls served by a compiled entry with no trace; None when unknown.
     cache_hits: int | None
+    #: Compiled programs read from JAX's persistent compilation cache.
     persistent_cache_hits: int
+    #: Seconds spent tracing, over all events.
     trace_seconds: float
+    #: Seconds spent lowering, over all events.
     lower_seconds: float
+    #: Seconds spent compiling, over all events.
     compile_seconds: float
+    #: Every trace, retrace and compile, in order.
     events: tuple[Event, ...] = ()
+    #: ``nnx.cached_partial`` calls that ignored a later change of a static (stale results).
     stale_hits: tuple[StaleHit, ...] = ()
+    #: One of JAX's or Flax's own jitted helpers (hidden unless asked for).
     internal: bool = False
+    #: A number unique to the jitted object within the report.
     id: int = 0
     #: Start time (seconds since the report started) of each call, hit or
     #: miss, when known; capped (see ``_records.MAX_CALL_TIMES``).
@@ -232,17 +282,29 @@ class FunctionReport:
 class Report:
     """All functions seen by one tracker in one process."""
 
+    #: The version of this JSON layout (``SCHEMA_VERSION``).
     schema_version: int
+    #: The versions of jitlens, JAX and Flax that wrote the report.
     jitlens_version: str
+    #: The installed JAX.
     jax_version: str
+    #: The installed Flax ("" when it is not installed).
     flax_version: str
+    #: JAX's default backend (``cpu``, ``gpu``, ``tpu``).
     backend: str
+    #: This process's index in a multi-process job (0 alone).
     process_index: int
+    #: The number of processes of the job (1 alone).
     process_count: int
+    #: The machine's host name.
     host: str
+    #: When tracking started (Unix time).
     started_at: float
+    #: How long tracking lasted, in seconds.
     duration_seconds: float
+    #: Every jitted function seen.
     functions: tuple[FunctionReport, ...]
+    #: The program's command line.
     argv: tuple[str, ...] = ()
     #: What jitlens could not measure or did not manage (self-check, internal failures).
     warnings: tuple[str, ...] = ()

@@ -36,9 +36,13 @@ MAX_LISTED_ENTRIES = 200
 class CacheNote:
     """Why the persistent cache could not help this run: the setting or condition, the fix."""
 
+    #: The condition found (``_core.pcache`` lists them).
     kind: str
+    #: The JAX setting or condition it comes from.
     setting: str
+    #: What it means for this run, in words.
     message: str
+    #: What to change so the cache helps.
     fix: str
 
 
@@ -46,6 +50,8 @@ class CacheNote:
 class PersistentCache:
     """The persistent cache's settings and what it did while the report was open."""
 
+    #: The cache's settings: ``jax_compilation_cache_dir``, ``jax_enable_compilation_cache``,
+    #: the minimum compile time and entry size to write, the size limit.
     dir: str | None = None
     enabled: bool | None = None
     min_compile_time_secs: float | None = None
@@ -82,6 +88,8 @@ class PersistentCache:
 class RunInfo:
     """Everything outside the program that the persistent-cache key depends on."""
 
+    #: What the key hashes: versions, platform, devices, and the XLA flags from
+    #: ``XLA_FLAGS``, ``LIBTPU_INIT_ARGS`` and ``--xla*`` words of argv.
     jax_version: str | None = None
     jaxlib_version: str | None = None
     python_version: str | None = None
@@ -99,6 +107,7 @@ class RunInfo:
     key_flags: tuple[str, ...] = ()
     #: JAX config options that enter the key (``_compat.pcache_api.KEY_CONFIG``).
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: The cache's settings and what it did.
     persistent_cache: PersistentCache = dataclasses.field(default_factory=PersistentCache)
     #: Why the cache could not help (``_core.pcache.diagnose``); empty when it could.
     notes: tuple[CacheNote, ...] = ()

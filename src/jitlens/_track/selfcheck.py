@@ -56,7 +56,7 @@ COMPAT_WARNING = (
 )
 UNTESTED_WARNING = (
     "jitlens: {why}; jitlens' self-check passed, but figures on untested versions deserve "
-    "a second look (see the README's version table)."
+    "a second look (see Supported versions in jitlens' documentation: docs/reference/versions.md)."
 )
 CANNOT_COUNT = (
     "{source}: cannot count traces on jax {jax} / flax {flax}: {why}. A compile budget "

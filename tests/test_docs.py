@@ -1,0 +1,198 @@
+"""The documentation builds with warnings as errors, its examples run, and its links resolve.
+
+The site is built from ``docs/`` with Sphinx + MyST (``docs/conf.py``); its reference
+pages are generated from the code (``docs/_ext/jitlens_reference.py``), so the
+tables checked here are the code's own. The README's test command runs this file,
+so CI builds the docs on every change.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jitlens
+from conftest import ROOT, run_python
+
+DOCS = ROOT / "docs"
+#: Pages of the site and the README; docs/incoming/ holds proposals, not pages.
+PAGES = sorted(
+    p
+    for p in DOCS.rglob("*.md")
+    if not {"incoming", "_generated", "_build"} & set(p.relative_to(DOCS).parts)
+)
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^(% (?:not run|lint): ?([^\n]*)\n)?```python\n(.*?)^```", re.M | re.S)
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``sphinx-build -W --keep-going -b html docs OUT``, once for the module."""
+    out = tmp_path_factory.mktemp("site")
+    command = ["-W", "--keep-going", "-q", "-b", "html", "-d", str(out / ".doctrees")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", *command, str(DOCS), str(out / "html")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return out / "html"
+
+
+pytestmark = pytest.mark.xdist_group("docs")
+
+
+def test_docs_build_with_warnings_as_errors(built_site: Path) -> None:
+    assert (built_site / "index.html").exists()
+    for page in PAGES:
+        rel = page.relative_to(DOCS).with_suffix(".html")
+        assert (built_site / rel).exists(), f"{rel} was not built (not in a toctree?)"
+    assert not (built_site / "incoming").exists()
+
+
+def test_reference_pages_are_generated_from_the_code(built_site: Path) -> None:
+    from jitlens import _config
+    from jitlens._cli.main import COMMANDS
+    from jitlens._core.report import ADVICE_KINDS, REASON_KINDS, Event, FunctionReport
+    from jitlens._lint.rules import RULES
+
+    reasons = (built_site / "reference" / "reasons.html").read_text()
+    for kind in REASON_KINDS + ADVICE_KINDS:
+        assert f">{kind}<" in reasons, kind
+    cli = (built_site / "reference" / "cli.html").read_text()
+    for command in COMMANDS:
+        assert f"jitlens {command}" in cli, command
+    for option in ("--fail-on-retrace", "--json", "--select", "--jitlens-max-traces"):
+        assert option in cli, option
+    settings = (built_site / "reference" / "settings.html").read_text()
+    for env, *_ in _config.SETTINGS.values():
+        assert env in settings
+    for env in _config.OTHER_VARIABLES:
+        assert env in settings
+    schema = (built_site / "reference" / "report-schema.html").read_text()
+    for field in ("call_entries", "python_dispatch_calls", "persistent_cache", "expected"):
+        assert field in schema, field
+    for cls in (Event, FunctionReport):
+        for field in cls.__dataclass_fields__:
+            assert f">{field}<" in schema, (cls.__name__, field)
+    lint = (built_site / "reference" / "lint-rules.html").read_text()
+    assert all(rule.code in lint for rule in RULES)
+
+
+def test_every_kind_and_setting_has_words() -> None:
+    """What the generated pages would otherwise fail on, said directly."""
+    from jitlens import _config
+    from jitlens._core import kinds, report
+
+    assert list(kinds.REASON_KIND_DOCS) == list(report.REASON_KINDS)
+    assert list(kinds.EVENT_KIND_DOCS) == list(report.EVENT_KINDS)
+    assert list(kinds.ADVICE_KIND_DOCS) == list(report.ADVICE_KINDS)
+    assert set(_config.SETTING_DOCS) == set(_config.SETTINGS)
+
+
+def test_every_environment_variable_jitlens_reads_is_documented() -> None:
+    from jitlens import _config
+
+    documented = {env for env, *_ in _config.SETTINGS.values()} | set(_config.OTHER_VARIABLES)
+    internal = {"JITLENS_MAIN_PID"}  # set by jitlens for its own child processes
+    read = set()
+    for path in (ROOT / "src" / "jitlens").rglob("*.py"):
+        read |= set(re.findall(r"[\"'](JITLENS_[A-Z_]*[A-Z])[\"']", path.read_text()))
+    assert read - documented - internal == set()
+
+
+def _links(page: Path) -> list[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+    return [a or b for a, b in LINK.findall(text)]
+
+
+def _slug(heading: str) -> str:
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *PAGES], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_relative_links_resolve(page: Path) -> None:
+    """Every relative link of the README and the docs names a file (and heading) that exists."""
+    for target in _links(page):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        assert dest.exists(), f"{page.relative_to(ROOT)}: broken link {target}"
+        assert dest.is_relative_to(ROOT), f"{page.relative_to(ROOT)}: {target} leaves the repo"
+        if anchor and dest.suffix == ".md":
+            heads = re.findall(r"^#+ (.+)$", dest.read_text(), re.M)
+            labels = re.findall(r"^\(([\w-]+)\)=$", dest.read_text(), re.M)
+            assert anchor in {_slug(h) for h in heads} | set(labels), (
+                f"{page.relative_to(ROOT)}: no heading #{anchor} in {path}"
+            )
+
+
+def _blocks() -> list[tuple[str, str, str, str]]:
+    """(page, marker, marker text, code) of every ```python block of the docs."""
+    found = []
+    for page in PAGES:
+        for match in FENCE.finditer(page.read_text()):
+            marker = (match.group(1) or "").split(":")[0].strip("% \n")
+            found.append(
+                (str(page.relative_to(DOCS)), marker, match.group(2) or "", match.group(3))
+            )
+    return found
+
+
+#: Runs each example file given on its command line as ``python FILE`` would (own globals,
+#: ``__name__ == "__main__"``), one after the other in this one process: a fresh
+#: interpreter per example would cost a JAX import each.
+RUN_EXAMPLES = """
+import runpy, sys, traceback
+for path in sys.argv[1:]:
+    print("=== " + path, flush=True)
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except BaseException:
+        traceback.print_exc()
+        print("FAILED " + path, flush=True)
+        raise SystemExit(1)
+"""
+
+
+def test_every_python_example_runs_or_says_why_not(tmp_path: Path) -> None:
+    """Each ```python block runs, unless a ``% not run: why`` line precedes it."""
+    runnable = [(page, code) for page, marker, _why, code in _blocks() if marker == ""]
+    skipped = [(page, why) for page, marker, why, _code in _blocks() if marker == "not run"]
+    assert len(runnable) >= 4, runnable
+    assert all(why.strip() for _page, why in skipped), skipped
+    scripts = []
+    for i, (page, code) in enumerate(runnable):
+        script = tmp_path / f"{i}_{page.replace('/', '_')}.py"
+        script.write_text(code)
+        scripts.append(str(script))
+    proc = run_python(["-c", RUN_EXAMPLES, *scripts], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("=== ") == len(runnable)
+
+
+def test_lint_examples_find_the_codes_they_name() -> None:
+    """A block after ``% lint: JL001 ...`` is linted and yields exactly those codes."""
+    blocks = [(page, why, code) for page, marker, why, code in _blocks() if marker == "lint"]
+    assert blocks
+    for page, codes, code in blocks:
+        found = sorted({finding.code for finding in jitlens.lint_source(code)})
+        assert found == sorted(codes.split()), page
+
+
+def test_lint_guide_table_lists_every_rule() -> None:
+    """The how-to's table (with a fix column the code does not hold) names every rule, once."""
+    from jitlens._lint.rules import RULES
+
+    text = (DOCS / "howto" / "tasks" / "lint.md").read_text()
+    listed = re.findall(r"^\| (JL\d{3}) \|", text, re.M)
+    assert listed == [rule.code for rule in RULES]
