@@ -19,9 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 GATHER_HELP = (
-    "multi-host runs: gather every process's report to process 0 through "
-    "jax.experimental.multihost_utils; process 0 writes the merged view to PATH (and each "
-    "process's --json report)"
+    "multi-host runs: every process writes its own --json report, then sends it to process 0 "
+    "through the jax.distributed coordination service; process 0 writes the merged view to "
+    "PATH, marked incomplete when a process does not answer within JITLENS_GATHER_TIMEOUT "
+    "seconds (default 60)"
 )
 NEEDS_INDEX = (
     "--gather writes every process's report on process 0: put {{process_index}} in the --json "
