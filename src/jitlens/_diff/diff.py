@@ -59,6 +59,10 @@ FIX_SAME = "see `jitlens report AFTER.json` for why each compile came back withi
 # ------------------------------------------------------------------ matching
 
 
+#: Above this many candidate pairs of one name, functions pair in order of creation.
+MAX_SCORED_PAIRS = 40_000
+
+
 def _file(defined_at: str) -> str:
     return defined_at.rsplit(":", 1)[0]
 
@@ -95,28 +99,49 @@ def _match(
 ) -> list[tuple[FunctionReport | None, FunctionReport | None]]:
     """Pairs the functions of two runs by an identity that survives a rename or a move.
 
-    Only functions of the same qualified name pair; among those, the surest
-    pairs (:func:`_affinity`) are taken first, ties in order of creation. So a
-    fix applied in a renamed copy of the script (``train.py`` -> ``train_fixed.py``)
-    still compares ``step`` with ``step``, and two same-named functions of one
-    file keep their places.
+    Only functions of the same qualified name pair. Those at the same place pair
+    first, in order of creation (a wrapper re-created in a loop is many records
+    of one place); among the rest of one name, the surest pairs (:func:`_affinity`)
+    are taken first, ties in order of creation. So a fix applied in a renamed copy
+    of the script (``train.py`` -> ``train_fixed.py``) still compares ``step`` with
+    ``step``, and two same-named functions of one file keep their places.
     """
-    candidates = []
+    places: dict[tuple[str, str], list[int]] = {}
+    for i, old in enumerate(before):
+        places.setdefault((old.qualname, old.defined_at), []).append(i)
+    pair_of: dict[int, int] = {}  # after index -> before index
     for j, new in enumerate(after):
-        for i, old in enumerate(before):
-            if old.qualname == new.qualname:
-                candidates.append((_affinity(old, new), -j, -i, i, j))
-    candidates.sort(reverse=True)
-    used_old: set[int] = set()
-    used_new: dict[int, int] = {}
-    for *_, i, j in candidates:
-        if i not in used_old and j not in used_new:
-            used_old.add(i)
-            used_new[j] = i
-    pairs: list[tuple[FunctionReport | None, FunctionReport | None]] = []
+        olds = places.get((new.qualname, new.defined_at))
+        if olds:
+            pair_of[j] = olds.pop(0)
+    used = set(pair_of.values())
+    left_old: dict[str, list[int]] = {}
+    for i, old in enumerate(before):
+        if i not in used:
+            left_old.setdefault(old.qualname, []).append(i)
+    left_new: dict[str, list[int]] = {}
     for j, new in enumerate(after):
-        pairs.append((before[used_new[j]] if j in used_new else None, new))
-    pairs += [(old, None) for i, old in enumerate(before) if i not in used_old]
+        if j not in pair_of:
+            left_new.setdefault(new.qualname, []).append(j)
+    for name, news in left_new.items():
+        olds = left_old.get(name, [])
+        if len(olds) * len(news) > MAX_SCORED_PAIRS:  # thousands of one name: by order
+            pair_of.update(zip(news, olds, strict=False))
+            continue
+        scored = sorted(
+            ((_affinity(before[i], after[j]), -j, -i, i, j) for j in news for i in olds),
+            reverse=True,
+        )
+        taken: set[int] = set()
+        for *_, i, j in scored:
+            if i not in taken and j not in pair_of:
+                taken.add(i)
+                pair_of[j] = i
+    used = set(pair_of.values())
+    pairs: list[tuple[FunctionReport | None, FunctionReport | None]] = [
+        (before[pair_of[j]] if j in pair_of else None, new) for j, new in enumerate(after)
+    ]
+    pairs += [(old, None) for i, old in enumerate(before) if i not in used]
     return pairs
 
 
