@@ -12,7 +12,7 @@ Whether the returned array *is* the last call's output is decided by
 provenance, never by equal values (``first * 1``, ``jnp.copy(first)`` and an
 eager ``model(x)`` all have the last output's values): the returned object
 must be one of a call's outputs, or made from one only by the conversions the
-exercise allows, each noted as it happens (:data:`CONVERSIONS`: reshape,
+exercise allows, each noted as it happens (``provenance.CONVERSIONS``: reshape,
 ravel, flatten, a same-dtype view, ``np.asarray`` / ``np.array`` /
 ``jnp.asarray``, ``jax.device_get``); a NumPy view is followed through its
 ``base`` to the JAX array whose buffer it exports, and a NumPy method's copy
@@ -28,16 +28,20 @@ the nnx wrapper classes; it never changes what a call returns or raises.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
-import traceback
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from . import provenance
+
 #: Calls recorded per case (a wrapper re-created in a loop makes many).
 MAX_CALLS = 256
+#: Links of ``base`` followed from a NumPy array back to the buffer it views.
+MAX_BASES = 64
+#: Eager forward passes recorded per case (the rest are counted).
+MAX_EAGER = 8
 
 
 class CaseEvidence:
@@ -279,9 +283,9 @@ class Recorder:
     ) -> Iterator[CaseEvidence]:
         self._install()  # the tracker may have patched the classes since (a lazy front-end)
         self.case = case = CaseEvidence(x, param_shapes)
-        undo = _follow_conversions(case) + _watch_modules(case)
+        undo = provenance.follow_conversions(case) + provenance.watch_modules(case)
         previous = sys.getprofile()
-        sys.setprofile(_numpy_copies(case, previous))
+        sys.setprofile(provenance.numpy_copies(case, previous))
         try:
             yield case
         finally:
@@ -290,116 +294,3 @@ class Recorder:
             for owner, name, original in reversed(undo):
                 with contextlib.suppress(Exception):
                     setattr(owner, name, original)
-
-
-#: The conversions the exercise allows between the last call's output and the returned
-#: array: ``(module, names)`` patched while a case runs; each result is noted with the call
-#: its argument came from. ``y.block_until_ready()`` and ``jax.block_until_ready(y)``
-#: return ``y`` itself.
-CONVERSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ArrayImpl", ("reshape", "ravel", "flatten", "view")),
-    ("jax.numpy", ("reshape", "ravel", "asarray", "array")),
-    ("numpy", ("asarray", "array", "asanyarray", "ascontiguousarray", "reshape", "ravel")),
-    ("jax", ("device_get",)),
-)
-#: NumPy methods whose copy of a converted output may be returned (``np.asarray(y).flatten()``).
-NUMPY_COPIES = frozenset({"flatten", "ravel", "reshape"})
-#: Links of ``base`` followed from a NumPy array back to the buffer it views.
-MAX_BASES = 64
-#: Eager forward passes recorded per case (the rest are counted).
-MAX_EAGER = 8
-
-
-def _follow_conversions(case: CaseEvidence) -> list[tuple[Any, str, Any]]:
-    """While a case runs, note which call's output each converted array came from."""
-    undo: list[tuple[Any, str, Any]] = []
-    try:
-        import jax
-        import jax.numpy as jnp
-
-        owners = {"ArrayImpl": type(jnp.zeros(())), "jax.numpy": jnp, "numpy": np, "jax": jax}
-    except Exception:
-        return undo
-    for owner_name, names in CONVERSIONS:
-        owner = owners[owner_name]
-        for name in names:
-            original = getattr(owner, name, None)
-            if original is None:
-                continue
-            with contextlib.suppress(Exception):
-                setattr(owner, name, _noting(original, case))
-                undo.append((owner, name, original))
-    return undo
-
-
-def _noting(original: Any, case: CaseEvidence) -> Any:
-    def convert(a: Any, *args: Any, **kwargs: Any) -> Any:
-        out = original(a, *args, **kwargs)
-        with contextlib.suppress(Exception):
-            if name != "view" or not args or np.dtype(args[0]) == np.dtype(a.dtype):
-                case.converted(a, out)  # a view as another dtype reinterprets the bits
-        return out
-
-    name = getattr(original, "__name__", "")
-    convert.__name__ = name
-    convert.__doc__ = getattr(original, "__doc__", None)
-    return convert
-
-
-def _numpy_copies(case: CaseEvidence, previous: Any) -> Any:
-    """A profile hook that notes ``ndarray.flatten()`` & co. on arrays of known origin.
-
-    NumPy's methods live on a C type that cannot be patched; the profiler's
-    ``c_call`` event names the bound method, whose ``__self__`` is the source.
-    """
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "c_call" and getattr(arg, "__name__", "") in NUMPY_COPIES:
-            source = getattr(arg, "__self__", None)
-            if isinstance(source, np.ndarray):
-                with contextlib.suppress(Exception):
-                    case.numpy_copy(source)
-        if previous is not None:
-            previous(frame, event, arg)
-
-    return profile
-
-
-def _watch_modules(case: CaseEvidence) -> list[tuple[Any, str, Any]]:
-    """Note every NNX Module applied to concrete arrays outside the recorded jitted calls."""
-    undo: list[tuple[Any, str, Any]] = []
-    try:
-        import jax
-        from flax import nnx
-    except Exception:
-        return undo
-    seen: set[type] = set()
-    todo = [nnx.Module]
-    while todo:
-        cls = todo.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        todo += cls.__subclasses__()
-        original = cls.__dict__.get("__call__")
-        if original is not None and callable(original):
-            with contextlib.suppress(Exception):
-                cls.__call__ = _eager_noting(original, case, jax)
-                undo.append((cls, "__call__", original))
-    return undo
-
-
-def _eager_noting(original: Any, case: CaseEvidence, jax: Any) -> Any:
-    def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
-        if case.inside == 0:
-            with contextlib.suppress(Exception):
-                leaves = jax.tree.leaves((args, kwargs))
-                arrays = [leaf for leaf in leaves if hasattr(leaf, "shape")]
-                if arrays and not any(isinstance(a, jax.core.Tracer) for a in arrays):
-                    caller = traceback.extract_stack(limit=2)[0]
-                    where = f"{os.path.basename(caller.filename)}:{caller.lineno}"
-                    case.eager_forward(module, where)
-        return original(module, *args, **kwargs)
-
-    __call__.__wrapped__ = original  # type: ignore[attr-defined]
-    return __call__
