@@ -29,6 +29,9 @@ import jax
 PORT = int(os.environ["JITLENS_MP_PORT"])
 PROCESS_ID = int(os.environ["JITLENS_MP_PROCESS_ID"])
 MODE = os.environ.get("JITLENS_MP_MODE", "same")
+#: ``dead``: process 1 ends with ``os._exit(7)`` before the gather; ``hung``: it sleeps
+#: past it (until the watchdog); the program of process 0 ends normally in both.
+PEER = os.environ.get("JITLENS_MP_PEER", "")
 WATCHDOG_SECONDS = float(os.environ.get("JITLENS_MP_WATCHDOG", "40"))
 STEPS = 3
 ROWS, FEATURES = 4, 3
@@ -51,8 +54,8 @@ jax.distributed.initialize(
     num_processes=2,
     process_id=PROCESS_ID,
     initialization_timeout=30,
-    heartbeat_timeout_seconds=10,
-    shutdown_timeout_seconds=10,
+    heartbeat_timeout_seconds=int(os.environ.get("JITLENS_MP_HEARTBEAT", "10")),
+    shutdown_timeout_seconds=int(os.environ.get("JITLENS_MP_SHUTDOWN", "10")),
 )
 
 if MODE == "gather":  # a cache folder per host, not shared: only process 0 writes entries
@@ -97,3 +100,9 @@ if MODE == "gather":
     # reads the entry it wrote, process 1 (whose folder stayed empty) compiles again.
     jax.clear_caches()
     normalize(jax.make_array_from_process_local_data(rows_sharded, local)).block_until_ready()
+
+if PEER and PROCESS_ID == 1:
+    sys.stdout.flush()
+    if PEER == "dead":
+        os._exit(7)
+    time.sleep(WATCHDOG_SECONDS + 60)  # hung: the watchdog ends it

@@ -73,9 +73,30 @@ CHEATS: dict[str, tuple[str, str]] = {
         "1 trace in 5 calls, 0 cache hits: 4 calls were neither traced nor served from the "
         "compiled cache (they ran eagerly under jax.disable_jit())",
     ),
-    "cheat_numpy_first": ("data_flow", "returned a NumPy copy that no call's output shares"),
+    "cheat_numpy_first": ("data_flow", "returned the output of call 1 of 5, not of the last"),
     "cheat_first_reshaped": ("data_flow", "returned the output of call 1 of 5, not of the last"),
 }
+
+#: Issue 30: tests/fixtures/provenance_cheats.py, one cheat per case (the seed picks it). Each
+#: makes its jitted calls on the real model and x and returns the right values; the reason
+#: Data flow must give. Equal values passed all but the eager forward pass before.
+NOT_MADE_FROM_IT = (
+    "returned a JAX array that is neither the last output of `fwd` nor made from it by "
+    "reshape/ravel/flatten/view/asarray/device_get (its values are equal"
+)
+PROVENANCE_CHEATS: tuple[str, ...] = (
+    NOT_MADE_FROM_IT,  # (first * 1).reshape(-1)
+    NOT_MADE_FROM_IT,  # jnp.copy(first).reshape(-1)
+    "the model was applied outside the jitted calls (Linear.__call__ at provenance_cheats.py:",
+    "returned the output of call 1 of 2, not of the last call",  # np.asarray(first).flatten()
+    "returned a NumPy array that is neither the last output of `fwd` nor made from it",  # x @ W + b
+    "returned the output of another jitted function (`other`), not of the last call of `fwd`",
+    NOT_MADE_FROM_IT,  # jnp.where(True, last, 0.0)
+)
+#: tests/fixtures/provenance_styles.py: correct solutions, one style per case.
+STYLES = 10
+#: Small cases for both files: (n, d_in, features, seed = the style or cheat, num_calls, x_seed).
+PROVENANCE_CASE = (3, 4, 2, 2, 7)
 
 #: Wall seconds per hostile case: the hang case waits this long, and an overloaded
 #: machine must still import JAX in the child well within it.
@@ -149,6 +170,14 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         jobs["naive"] = pool.submit(check_jit_forward, naive.jit_forward, bad_inputs=BAD_INPUTS[:6])
         for name in ("hostile_import", "jit_forward_not_callable"):
             jobs[name] = pool.submit(check_jit_forward, FIXTURES / f"{name}.py", cases=small)
+        n, d_in, features, calls, x_seed = PROVENANCE_CASE
+        for name, count in (("styles", STYLES), ("cheats", len(PROVENANCE_CHEATS))):
+            jobs[f"provenance_{name}"] = pool.submit(
+                check_jit_forward,
+                FIXTURES / f"provenance_{name}.py",
+                cases=[CheckCase(n, d_in, features, i, calls, x_seed) for i in range(count)],
+                bad_inputs=(),
+            )
         for name in CHEATS:
             jobs[name] = pool.submit(
                 check_jit_forward, FIXTURES / f"{name}.py", cases=small, bad_inputs=()
@@ -211,6 +240,29 @@ def test_a_solution_that_games_the_counts_fails_with_the_reason(
     (finding,) = result.criterion(key).findings
     assert finding.status == "fail" and finding.evidence.startswith(reason), finding.evidence
     assert result.criterion("numbers").passed  # the numbers alone cannot tell
+
+
+def test_every_correct_style_passes(graded: dict[str, Any]) -> None:
+    """Decorator, nnx.jit(f), tree mode, cached_partial; flattened by jnp or after NumPy."""
+    result = graded["provenance_styles"].result()
+    for key in REQUIRED:
+        assert statuses(result, key) == ("pass",) * STYLES, result.criterion(key).findings
+    flows = [f.evidence for f in result.criterion("data_flow").findings]
+    assert all(e.endswith("returned the last call's output, converted (reshape/ravel/"
+                          "flatten/view/asarray/device_get)") for e in flows), flows  # fmt: skip
+
+
+def test_a_cheat_with_the_right_values_fails_on_provenance(graded: dict[str, Any]) -> None:
+    result = graded["provenance_cheats"].result()
+    assert statuses(result, "numbers") == ("pass",) * len(PROVENANCE_CHEATS)
+    assert statuses(result, "jit_used") == ("pass",) * len(PROVENANCE_CHEATS)
+    flows = result.criterion("data_flow").findings
+    for finding, reason in zip(flows, PROVENANCE_CHEATS, strict=True):
+        assert finding.status == "fail" and finding.evidence.startswith(reason), (
+            finding.subject,
+            finding.evidence,
+        )
+    assert result.exit_code == 1
 
 
 def test_the_child_sees_no_secrets_and_runs_in_a_folder_of_its_own(graded: dict[str, Any]) -> None:

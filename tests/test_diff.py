@@ -412,3 +412,61 @@ def test_nnx_keys_name_the_parameter_path() -> None:
     assert ("model.in_features", "3", "5") in {(r.path, r.before, r.after) for r in new.reasons}
     key = dict(reports[0].function("fwd").events[0].key)
     assert key["model.kernel"].startswith("Param(")
+
+
+TRAIN = """\
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Model(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(3))
+        self.step = 0
+
+
+@nnx.jit
+def train_step(m, x):
+    return m.w * x
+
+
+m = Model()
+for i in range(3):
+    m.step = i
+    train_step(m, jnp.ones(3))
+"""
+#: The run's own fix for `m.step`, applied in a renamed copy of the script.
+TRAIN_FIXED = TRAIN.replace("self.step = 0", "self.step = nnx.Variable(jnp.asarray(0))").replace(
+    "m.step = i", "m.step[...] = i"
+)
+
+
+def test_a_fix_in_a_renamed_copy_matches_and_the_fix_is_the_runs_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35: functions pair across `train.py` -> `train_fixed.py`; the fix is `jitlens run`'s."""
+    import runpy
+
+    paths = {}
+    for name, text in (("train", TRAIN), ("train_fixed", TRAIN_FIXED)):
+        script = tmp_path / f"{name}.py"
+        script.write_text(text)
+        with jitlens.track() as t:
+            runpy.run_path(str(script))
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(t.report().to_json())
+    buggy = load_report(paths["train"]).function("train_step")
+    assert (buggy.traces, load_report(paths["train_fixed"]).function("train_step").traces) == (3, 1)
+    own_fix = buggy.events[1].reasons[0].fix
+    assert "nnx.Variable" in own_fix
+
+    assert cli_main([str(paths["train"]), str(paths["train_fixed"])]) == 0
+    out = capsys.readouterr().out
+    assert "nothing got worse; 1 function(s) traced or compiled less" in out.splitlines()[0]
+    assert "better  train_step (" in out and "train_fixed.py:11), was " in out, out
+    assert "new\n" not in out and "gone " not in out.replace("gone entry", ""), out
+
+    assert cli_main([str(paths["train_fixed"]), str(paths["train"])]) == 1
+    out = capsys.readouterr().out
+    assert "WORSE  train_step (" in out and f"  fix: {own_fix}\n" in out, out
+    assert "1 more new entries like these" in out

@@ -100,6 +100,62 @@ def test_merge_may_not_overwrite_its_inputs(tmp_path, capsys):
     assert report.read_text() == before
 
 
+def test_diff_may_not_overwrite_its_inputs(tmp_path, capsys):
+    """Issue 30: `jitlens diff BEFORE AFTER --json BEFORE` would replace the CI baseline."""
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    for path in (before, after):
+        path.write_text(sample_report().to_json())
+    texts = [before.read_text(), after.read_text()]
+    for target in (before, after):
+        _one_line_exit_2(
+            capsys, ["diff", str(before), str(after), "--json", str(target)], "the report"
+        )
+    link = tmp_path / "link.json"
+    link.symlink_to(before)  # the same file by another name
+    _one_line_exit_2(capsys, ["diff", str(before), str(after), "--json", str(link)], "the report")
+    assert [before.read_text(), after.read_text()] == texts
+    assert main(["diff", str(before), str(after), "--json", str(tmp_path / "d.json")]) == 0
+    assert json.loads((tmp_path / "d.json").read_text())["schema"] == "jitlens.diff"
+
+
+def _edited(change):
+    data = sample_report().to_dict()
+    change(data, data["functions"][0])
+    return json.dumps(data)
+
+
+#: Figures no run produces, each with a word the one-line refusal must contain.
+IMPOSSIBLE = {
+    "negative calls": (lambda r, f: f.update(calls=-3), "calls"),
+    "negative traces": (lambda r, f: f.update(traces=-1), "traces"),
+    "negative compiles": (lambda r, f: f.update(compiles=-1), "compiles"),
+    "hits beyond calls": (lambda r, f: f.update(calls=2, cache_hits=5), "cache_hits 5 > calls 2"),
+    "negative seconds": (lambda r, f: f.update(compile_seconds=-0.5), "compile_seconds"),
+    "infinite seconds": (lambda r, f: f.update(trace_seconds=float("inf")), "trace_seconds"),
+    "process 3 of 2": (lambda r, f: r.update(process_index=3, process_count=2), "process_index"),
+    "negative event": (
+        lambda r, f: f["events"][0].update(compile_seconds=-1.0),
+        "events[0].compile_seconds",
+    ),
+}
+
+
+@pytest.mark.parametrize("command", ["diff", "report", "merge"])
+def test_a_report_with_impossible_figures_is_refused(tmp_path, capsys, command):
+    good = tmp_path / "good.json"
+    good.write_text(sample_report().to_json())
+    assert sample_report().functions[0].events, "the sample needs an event"
+    for name, (change, word) in IMPOSSIBLE.items():
+        bad = tmp_path / "bad.json"
+        bad.write_text(_edited(change))
+        argv = [command, str(good), str(bad)] if command != "report" else [command, str(bad)]
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 2, (name, err)
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (name, err)
+        assert "bad.json" in err and word in err and "no run produces" in err, (name, err)
+
+
 @pytest.mark.parametrize(
     "argv",
     [

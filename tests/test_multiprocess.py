@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,21 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _env(port: int, process_id: int, mode: str) -> dict[str, str]:
+#: Issue 30: process 1 dies (``os._exit``) or hangs before the gather. ``name -> (peer, under
+#: jitlens run)``; the plain-python pair is the exit status process 0 must keep.
+PEER_RUNS: dict[str, tuple[str, bool]] = {
+    "dead": ("dead", True),
+    "hung": ("hung", True),
+    "dead-plain": ("dead", False),
+}
+#: Seconds process 0 waits for the others' reports (JITLENS_GATHER_TIMEOUT) in the peer runs.
+GATHER_TIMEOUT = 5
+#: jax.distributed's heartbeat timeout in the peer runs: after it JAX itself ends process 0
+#: (SIGABRT), so it must outlast a cold start's self-check; its shutdown barrier stays at 10 s.
+PEER_HEARTBEAT = 60
+
+
+def _env(port: int, process_id: int, mode: str, peer: str = "") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env.update(
         JAX_PLATFORMS="cpu",
@@ -55,6 +70,12 @@ def _env(port: int, process_id: int, mode: str) -> dict[str, str]:
         JITLENS_MP_MODE=mode,
         JITLENS_MP_WATCHDOG=str(WATCHDOG_SECONDS),
     )
+    if peer:
+        env.update(
+            JITLENS_MP_PEER=peer,
+            JITLENS_MP_HEARTBEAT=str(PEER_HEARTBEAT),
+            JITLENS_GATHER_TIMEOUT=str(GATHER_TIMEOUT),
+        )
     return env
 
 
@@ -67,7 +88,9 @@ def _failure(workdir: Path, what: str) -> str:
 
 
 @contextlib.contextmanager
-def _children(workdir: Path, mode: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+def _children(
+    workdir: Path, mode: str, peer: str = "", jitlens: bool = True
+) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Both processes, started together and always killed on the way out."""
     port = _free_port()
     procs: list[subprocess.Popen[bytes]] = []
@@ -75,13 +98,11 @@ def _children(workdir: Path, mode: str) -> Iterator[list[subprocess.Popen[bytes]
         for i in (0, 1):
             with open(workdir / f"process-{i}.log", "wb") as log:
                 gather = ["--gather", MERGED] if mode == "gather" else []
+                run = ["-m", "jitlens", "run", "--json", REPORT_TEMPLATE, *gather]
                 procs.append(
                     subprocess.Popen(
-                        [
-                            sys.executable, "-m", "jitlens", "run",
-                            "--json", REPORT_TEMPLATE, *gather, str(CHILD),
-                        ],
-                        cwd=workdir, env=_env(port, i, mode),
+                        [sys.executable, *(run if jitlens else []), str(CHILD)],
+                        cwd=workdir, env=_env(port, i, mode, peer),
                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     )
                 )  # fmt: skip
@@ -110,24 +131,57 @@ def _merge(workdir: Path) -> MergedReport:
     return merge_reports([load_report(p) for p in paths], sources=[p.name for p in paths])
 
 
+class PeerRun:
+    """A pair whose process 1 died or hung: process 0's exit status, log and folder."""
+
+    def __init__(self, workdir: Path, status: int | None) -> None:
+        self.workdir = workdir
+        self.status = status
+        self.log = (workdir / "process-0.log").read_text(errors="replace")
+
+
+def _wait_for_process_0(
+    workdir: Path, name: str, procs: list[subprocess.Popen[bytes]], deadline: float
+) -> PeerRun:
+    """Process 0's end (bounded: a hang fails the test); process 1 is then killed if alive."""
+    try:
+        procs[0].wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pytest.fail(_failure(workdir, f"{name}: process 0 ran over {RUN_TIMEOUT} s"))
+    if procs[1].poll() is None:
+        procs[1].kill()
+    return PeerRun(workdir, procs[0].returncode)
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, MergedReport]]:
-    """Both pairs at once (their start-up is mostly waiting), each in its own directory."""
+def runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[Path, MergedReport] | PeerRun]:
+    """Every pair at once (their start-up is mostly waiting), each in its own directory."""
     root = tmp_path_factory.mktemp("multiprocess")
     modes = ("same", "diverge", "gather")
+    out: dict[str, tuple[Path, MergedReport] | PeerRun] = {}
     with contextlib.ExitStack() as stack:
         started = {}
         for mode in modes:
             (root / mode).mkdir()
             started[mode] = stack.enter_context(_children(root / mode, mode))
+        for name, (peer, jitlens) in PEER_RUNS.items():
+            (root / name).mkdir()
+            started[name] = stack.enter_context(
+                _children(root / name, "gather", peer=peer, jitlens=jitlens)
+            )
         deadline = time.monotonic() + RUN_TIMEOUT
         for mode in modes:
             _wait(root / mode, mode, started[mode], deadline)
-    return {mode: (root / mode, _merge(root / mode)) for mode in modes}
+        for name in PEER_RUNS:
+            out[name] = _wait_for_process_0(root / name, name, started[name], deadline)
+    out.update({mode: (root / mode, _merge(root / mode)) for mode in modes})
+    return out
 
 
 def test_reports_carry_their_process_index(runs: dict[str, tuple[Path, MergedReport]]) -> None:
-    for _, merged in runs.values():
+    for _, merged in (runs[mode] for mode in ("same", "diverge", "gather")):
         assert merged.process_indices == (0, 1)
         assert merged.process_count == 2
         assert merged.missing_processes == ()
@@ -179,7 +233,8 @@ def test_gather_writes_every_report_and_the_merged_view_on_process_0(
     workdir, merged = runs["gather"]
     logs = [(workdir / f"process-{i}.log").read_text() for i in (0, 1)]
     assert "wrote report-1.json" in logs[0] and "wrote merged.json" in logs[0], logs[0]
-    assert "wrote" not in logs[1], logs[1]  # process 1 sent its report, wrote nothing
+    # process 1 wrote its own report first, then sent it; the merged view is process 0's
+    assert "wrote report-1.json" in logs[1] and "merged" not in logs[1], logs[1]
     view = json.loads((workdir / MERGED).read_text())
     assert view["consistent"] is True and [p["process_index"] for p in view["processes"]] == [0, 1]
     assert view["cache_differences"] == _to_jsonable(merged.cache_differences)
@@ -208,3 +263,30 @@ def test_merge_flags_a_host_whose_persistent_cache_behaved_differently(
     assert "share one cache" in flagged.fix
     assert ("setting", "jax_compilation_cache_dir") in diffs
     assert "persistent compilation cache: the processes behaved differently" in str(_render(merged))
+
+
+@pytest.mark.parametrize("peer", ["dead", "hung"])
+def test_a_dead_or_hung_peer_costs_the_merged_view_its_report_not_process_0s(
+    runs: dict[str, Any], peer: str
+) -> None:
+    """Issue 30: process 0 writes its own report, then the merged view marked incomplete."""
+    run = runs[peer]
+    own = load_report(run.workdir / REPORT_TEMPLATE.format(process_index=0))
+    assert (own.process_index, own.process_count) == (0, 2)
+    assert own.function("normalize").calls == 4, run.log  # 3 steps, then one after the clear
+    assert not (run.workdir / REPORT_TEMPLATE.format(process_index=1)).exists()
+    view = json.loads((run.workdir / MERGED).read_text())
+    assert (view["complete"], view["consistent"], view["missing_processes"]) == (False, False, [1])
+    assert view["missing_why"] == [
+        f"no report from process 1 within {GATHER_TIMEOUT} s (did not publish its report)"
+    ]
+    assert [p["process_index"] for p in view["processes"]] == [0]
+    assert "INCOMPLETE, no report from process 1" in run.log, run.log
+    assert run.log.index("wrote report-0.json") < run.log.index("wrote merged.json"), run.log
+
+
+def test_process_0_exits_as_it_would_under_plain_python(runs: dict[str, Any]) -> None:
+    """JAX ends process 0 when its peer is gone (its shutdown barrier fails); jitlens keeps that."""
+    plain, tracked = runs["dead-plain"], runs["dead"]
+    assert plain.status is not None and plain.status != 0, plain.log  # JAX's own verdict
+    assert tracked.status == plain.status, (tracked.log, plain.log)

@@ -27,6 +27,9 @@ SETTINGS: dict[str, tuple[str, Any, tuple[str, ...] | None]] = {
     "cache_dir": ("JITLENS_CACHE_DIR", "", None),
     # recompiles of one function after which it is warned about once (0 or off: never)
     "warn_recompiles": ("JITLENS_WARN_RECOMPILES", 8, None),
+    # seconds `jitlens run --gather` waits on process 0 for the other processes' reports
+    # before it writes the merged view without them (0 or off: does not wait)
+    "gather_timeout": ("JITLENS_GATHER_TIMEOUT", 60, None),
 }
 
 #: name -> what the setting does (the settings reference is generated from this

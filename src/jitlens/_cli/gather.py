@@ -1,32 +1,35 @@
 """``jitlens run --gather MERGED.json``: one merged report of a multi-host run, on process 0.
 
-At the program's clean end every process hands its report to
-``_track.gather.gather_reports`` (JAX's ``multihost_utils``, a collective);
-process 0 writes each process's report (the ``--json`` template filled with
-that process's index) and the merged view, and prints the merge summary. The
-other processes write their HTML/trace files only. After a failure the
-processes do not gather (one that died would never arrive): each writes its
-own files as without ``--gather``.
+At the program's clean end every process first writes its own files (the
+``--json`` template filled with its index, HTML, trace), then hands its report
+to ``_track.gather.gather_reports`` (the job's coordination service, with a
+deadline); process 0 writes every report that arrived and the merged view,
+marked incomplete and naming the processes that did not answer (dead, hung),
+and prints the merge summary. After a failure the process does not gather:
+it writes its own files as without ``--gather``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 GATHER_HELP = (
-    "multi-host runs: gather every process's report to process 0 through "
-    "jax.experimental.multihost_utils; process 0 writes the merged view to PATH (and each "
-    "process's --json report)"
+    "multi-host runs: every process writes its own --json report, then sends it to process 0 "
+    "through the jax.distributed coordination service; process 0 writes the merged view to "
+    "PATH, marked incomplete when a process does not answer within JITLENS_GATHER_TIMEOUT "
+    "seconds (default 60)"
 )
 NEEDS_INDEX = (
     "--gather writes every process's report on process 0: put {{process_index}} in the --json "
     "path, e.g. --json 'report-{{process_index}}.json' (got {path!r})"
 )
 NOT_GATHERED = "jitlens: --gather skipped ({why}); each process wrote its own report"
+GATHER_FAILED = "jitlens: --gather failed ({error}); each process wrote its own report"
 
 
 def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -47,37 +50,45 @@ def write_gathered(
     write_outputs: Callable[[Any, argparse.Namespace], list[str]],
     shown: Callable[[str, Any], str],
 ) -> list[str]:
-    """Gather (a collective call on every process) and write; returns the paths written.
+    """Write this process's files, then gather to process 0 and write the merged view there.
 
-    ``write_outputs`` and ``shown`` are ``jitlens run``'s own (how it writes
-    one process's files, and names them).
+    Each process's own report comes first: a peer that died or hangs costs the
+    merged view its report (named as missing), never this process's own.
+    Process 0 waits at most ``JITLENS_GATHER_TIMEOUT`` seconds for the others
+    (``_track.gather``). ``write_outputs`` and ``shown`` are ``jitlens run``'s
+    own (how it writes one process's files, and names them).
     """
     from .._core.report import write_atomic
     from .._track.gather import gather_reports
     from .._track.process import ProcessInfo, expand_path_template
 
+    written = write_outputs(report, args)  # this process's JSON, HTML and trace, first
     if not clean or report.process_count <= 1:
         why = "the program failed" if not clean else "a single-process run"
         print(NOT_GATHERED.format(why=why), file=sys.stderr)
-        return write_outputs(report, args)
-    reports = gather_reports(report)
-    json_path, args.json = args.json, None
-    written = write_outputs(report, args)  # this process's HTML / trace
-    args.json = json_path
+        return written
+    try:
+        gathered = gather_reports(report)
+    except Exception as exc:  # JAX's error: this process's report is written already
+        print(GATHER_FAILED.format(error=f"{type(exc).__name__}: {exc}"), file=sys.stderr)
+        return written
     if report.process_index != 0:
         return written
     from .._merge.merge import merge_reports
     from .._merge.render import render_merged_text
 
     sources = []
-    for r in reports:
+    for r in gathered.reports:
         info = ProcessInfo(r.process_index, r.process_count, r.host)
-        path = expand_path_template(json_path, info) if json_path else ""
-        if path:
+        path = expand_path_template(args.json, info) if args.json else ""
+        if path and r is not report:
             write_atomic(path, r.to_json())
             written.append(shown(path, args))
         sources.append(path or f"process {r.process_index}")
-    merged = merge_reports(reports, sources=sources, include_internal=args.include_internal)
+    merged = merge_reports(
+        gathered.reports, sources=sources, include_internal=args.include_internal
+    )
+    merged = dataclasses.replace(merged, missing_why=gathered.problems)
     write_atomic(args.gather, merged.to_json() + "\n")
     written.append(shown(args.gather, args))
     if not args.quiet:

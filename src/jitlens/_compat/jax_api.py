@@ -326,3 +326,16 @@ def exit_hooks() -> list[Any]:
         if callable(hook):
             hooks.append(hook)
     return hooks
+
+
+def distributed_client() -> Any | None:
+    """The ``jax.distributed`` client of this process (``None``: not initialized, or moved).
+
+    Its key-value store lives in the job's coordination service: a value one
+    process sets, another reads with a deadline (``blocking_key_value_get``),
+    without a collective that a dead peer would leave waiting.
+    """
+    state = getattr(sys.modules.get("jax._src.distributed"), "global_state", None)
+    client = getattr(state, "client", None)
+    needed = ("key_value_set_bytes", "blocking_key_value_get_bytes", "key_value_set")
+    return client if client is not None and all(hasattr(client, n) for n in needed) else None

@@ -382,6 +382,43 @@ def _check_type(value: Any, types: tuple[type, ...], where: str) -> None:
 
 _NUM = (int, float)
 
+#: A figure no run can produce: the report was edited, generated or corrupted.
+IMPOSSIBLE = "{where}: {what}, which no run produces (was the file edited?)"
+
+
+def _not_negative(value: Any, where: str) -> None:
+    """Counts and seconds are finite and >= 0 (JSON's ``NaN``/``Infinity`` parse as floats)."""
+    if value is not None and not (0 <= value < float("inf")):
+        raise ReportError(IMPOSSIBLE.format(where=where, what=f"{value!r} is negative or infinite"))
+
+
+def _check_figures(fn: FunctionReport, where: str) -> None:
+    """The invariants every report written by jitlens keeps (``Record.freeze``).
+
+    Traces may exceed calls (an AOT ``.lower()``, a trace inside another trace)
+    and compiles may exceed traces (a compile with no trace): those are not checked.
+    """
+    for k in ("calls", "traces", "compiles", "cache_hits", "persistent_cache_hits"):
+        _not_negative(getattr(fn, k), f"{where}.{k}")
+    for k in ("python_dispatch_calls", "first_call_index"):
+        _not_negative(getattr(fn, k), f"{where}.{k}")
+    for k in ("trace_seconds", "lower_seconds", "compile_seconds"):
+        _not_negative(getattr(fn, k), f"{where}.{k}")
+    if fn.calls is not None and fn.cache_hits is not None and fn.cache_hits > fn.calls:
+        what = f"cache_hits {fn.cache_hits} > calls {fn.calls} (a hit is a call)"
+        raise ReportError(IMPOSSIBLE.format(where=where, what=what))
+    if fn.call_entries and len(fn.call_entries) != len(fn.call_times):
+        what = f"{len(fn.call_entries)} call_entries for {len(fn.call_times)} call_times"
+        raise ReportError(IMPOSSIBLE.format(where=where, what=what))
+    for i, e in enumerate(fn.events):
+        at = f"{where}.events[{i}]"
+        for k in ("trace_seconds", "lower_seconds", "compile_seconds", "explain_seconds"):
+            _not_negative(getattr(e, k), f"{at}.{k}")
+        _not_negative(e.time, f"{at}.time")
+        _not_negative(e.call_index, f"{at}.call_index")
+        if not isinstance(e.entry, int) or isinstance(e.entry, bool) or e.entry < -1:
+            raise ReportError(IMPOSSIBLE.format(where=f"{at}.entry", what=f"{e.entry!r}"))
+
 
 def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
@@ -446,7 +483,14 @@ def _function(d: Any, where: str) -> FunctionReport:
             _check_type(kw[k], (int,), f"{where}.{k}")
     for k in ("name", "qualname", "kind", "defined_at", "first_call_site"):
         _check_type(kw[k], (str,), f"{where}.{k}")
-    return FunctionReport(**kw)
+    for k in ("trace_seconds", "lower_seconds", "compile_seconds"):
+        _check_type(kw[k], _NUM, f"{where}.{k}")
+    for k in ("first_call_index", "id"):
+        if k in kw:
+            _check_type(kw[k], (int,), f"{where}.{k}")
+    fn = FunctionReport(**kw)
+    _check_figures(fn, f"{where} (`{fn.qualname}`)")
+    return fn
 
 
 def report_from_dict(data: Any) -> Report:
@@ -468,6 +512,13 @@ def report_from_dict(data: Any) -> Report:
     if kw.get("run") is not None:
         kw["run"] = runinfo_from_dict(kw["run"])
     kw["schema_version"] = SCHEMA_VERSION
+    for k in ("process_index", "process_count"):
+        _check_type(kw[k], (int,), f"report.{k}")
+    _check_type(kw["duration_seconds"], _NUM, "report.duration_seconds")
+    _not_negative(kw["duration_seconds"], "report.duration_seconds")
+    if not 0 <= kw["process_index"] < kw["process_count"]:
+        what = f"process_index {kw['process_index']} of process_count {kw['process_count']}"
+        raise ReportError(IMPOSSIBLE.format(where="report", what=what))
     return Report(**kw)
 
 

@@ -38,9 +38,15 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+    from .._render.outputs import output_problem
     from .diff import diff_reports
     from .render import render_diff_text
 
+    inputs = [(path, f"the report {path}") for path in (args.before, args.after)]
+    problem = output_problem(args.json, inputs)
+    if problem is not None:  # checked before reading: a baseline is never overwritten
+        print(BAD_INPUT.format(error=problem), file=sys.stderr)
+        return 2
     try:
         before, after = load_report(args.before), load_report(args.after)
     except ReportError as exc:

@@ -38,6 +38,9 @@ CAUSE_KEY_NONE = (
     "devices are the same: the computation itself changed (the function's code or what it "
     "calls), or its entry left {folder}"
 )
+#: New entries spelled out in the message (each is listed above it with its paths).
+ENTRIES_SHOWN = 2
+MORE_ENTRIES = "{n} more new entries like these"
 CAUSE_SAME = "compiled the same entries more often ({signatures})"
 CAUSE_NO_CACHE = "compiled in both runs: {note}"
 UNKNOWN_COUNTS = "cannot compare: {side} could not count {what} on its JAX version (shown as ?)"
@@ -56,42 +59,89 @@ FIX_SAME = "see `jitlens report AFTER.json` for why each compile came back withi
 # ------------------------------------------------------------------ matching
 
 
+#: Above this many candidate pairs of one name, functions pair in order of creation.
+MAX_SCORED_PAIRS = 40_000
+
+
 def _file(defined_at: str) -> str:
     return defined_at.rsplit(":", 1)[0]
+
+
+def _line(defined_at: str) -> str:
+    return defined_at.rsplit(":", 1)[-1]
+
+
+def _affinity(old: FunctionReport, new: FunctionReport) -> tuple[int, int, int, int, int]:
+    """How surely two functions of one qualname are the same one; higher first.
+
+    Same place (file and line), then same file (lines shifted), then the same code as far
+    as a report shows it (the compiled entries' signatures: argument names, shapes,
+    statics), then the same line (the file renamed or moved), then the nearest line.
+    """
+    shared = len(
+        {normalise(e.signature) for e in old.events} & {normalise(e.signature) for e in new.events}
+    )
+    try:
+        distance = abs(int(_line(old.defined_at)) - int(_line(new.defined_at)))
+    except ValueError:
+        distance = 1 << 30
+    return (
+        old.defined_at == new.defined_at,
+        _file(old.defined_at) == _file(new.defined_at),
+        shared,
+        _line(old.defined_at) == _line(new.defined_at),
+        -distance,
+    )
 
 
 def _match(
     before: Sequence[FunctionReport], after: Sequence[FunctionReport]
 ) -> list[tuple[FunctionReport | None, FunctionReport | None]]:
-    """Pairs by (qualname, defined_at) in order of creation; then by (qualname, file) if unique."""
-    table: dict[tuple[str, str], list[FunctionReport]] = {}
-    for fn in before:
-        table.setdefault((fn.qualname, fn.defined_at), []).append(fn)
-    pairs: list[tuple[FunctionReport | None, FunctionReport | None]] = []
-    unmatched: list[FunctionReport] = []
-    for fn in after:
-        olds = table.get((fn.qualname, fn.defined_at))
+    """Pairs the functions of two runs by an identity that survives a rename or a move.
+
+    Only functions of the same qualified name pair. Those at the same place pair
+    first, in order of creation (a wrapper re-created in a loop is many records
+    of one place); among the rest of one name, the surest pairs (:func:`_affinity`)
+    are taken first, ties in order of creation. So a fix applied in a renamed copy
+    of the script (``train.py`` -> ``train_fixed.py``) still compares ``step`` with
+    ``step``, and two same-named functions of one file keep their places.
+    """
+    places: dict[tuple[str, str], list[int]] = {}
+    for i, old in enumerate(before):
+        places.setdefault((old.qualname, old.defined_at), []).append(i)
+    pair_of: dict[int, int] = {}  # after index -> before index
+    for j, new in enumerate(after):
+        olds = places.get((new.qualname, new.defined_at))
         if olds:
-            pairs.append((olds.pop(0), fn))
-        else:
-            unmatched.append(fn)
-    left = [fn for fns in table.values() for fn in fns]
-
-    def by_file(fns: Sequence[FunctionReport]) -> dict[tuple[str, str], list[FunctionReport]]:
-        out: dict[tuple[str, str], list[FunctionReport]] = {}
-        for f in fns:
-            out.setdefault((f.qualname, _file(f.defined_at)), []).append(f)
-        return out
-
-    old_files, new_files = by_file(left), by_file(unmatched)
-    moved = set()
-    for k, news in new_files.items():
-        olds = old_files.get(k, [])
-        if len(news) == 1 and len(olds) == 1:
-            pairs.append((olds[0], news[0]))
-            moved.update((id(olds[0]), id(news[0])))
-    pairs += [(f, None) for f in left if id(f) not in moved]
-    pairs += [(None, f) for f in unmatched if id(f) not in moved]
+            pair_of[j] = olds.pop(0)
+    used = set(pair_of.values())
+    left_old: dict[str, list[int]] = {}
+    for i, old in enumerate(before):
+        if i not in used:
+            left_old.setdefault(old.qualname, []).append(i)
+    left_new: dict[str, list[int]] = {}
+    for j, new in enumerate(after):
+        if j not in pair_of:
+            left_new.setdefault(new.qualname, []).append(j)
+    for name, news in left_new.items():
+        olds = left_old.get(name, [])
+        if len(olds) * len(news) > MAX_SCORED_PAIRS:  # thousands of one name: by order
+            pair_of.update(zip(news, olds, strict=False))
+            continue
+        scored = sorted(
+            ((_affinity(before[i], after[j]), -j, -i, i, j) for j in news for i in olds),
+            reverse=True,
+        )
+        taken: set[int] = set()
+        for *_, i, j in scored:
+            if i not in taken and j not in pair_of:
+                taken.add(i)
+                pair_of[j] = i
+    used = set(pair_of.values())
+    pairs: list[tuple[FunctionReport | None, FunctionReport | None]] = [
+        (before[pair_of[j]] if j in pair_of else None, new) for j, new in enumerate(after)
+    ]
+    pairs += [(old, None) for i, old in enumerate(before) if i not in used]
     return pairs
 
 
@@ -155,13 +205,15 @@ def _function(
     gained, lost = _what(b, a)
     causes: list[str] = []
     fix = ""
-    for ch in entries:
-        if ch.kind == "new" and ch.reasons and gained:
-            shown = "; ".join(
-                f"{r.path} {r.before} -> {r.after} ({r.kind})" for r in ch.reasons[:3]
-            )
-            causes.append(CAUSE_ENTRY.format(signature=ch.signature, reasons=shown))
-            fix = fix or ch.reasons[0].fix
+    explained = [ch for ch in entries if ch.kind == "new" and ch.reasons] if gained else []
+    for ch in explained[:ENTRIES_SHOWN]:
+        shown = "; ".join(f"{r.path} {r.before} -> {r.after} ({r.kind})" for r in ch.reasons[:3])
+        causes.append(CAUSE_ENTRY.format(signature=ch.signature, reasons=shown))
+    if len(explained) > ENTRIES_SHOWN:
+        causes.append(MORE_ENTRIES.format(n=len(explained) - ENTRIES_SHOWN))
+    if explained:
+        own = (_own_fix(after, ch) for ch in explained)
+        fix = next((f for f in own if f), "") or explained[0].reasons[0].fix
     if any(ch.kind == "cache_miss" for ch in entries):
         in_key = [c for c in changes if c.in_key]
         if in_key:
@@ -202,6 +254,27 @@ def _function(
         fix=fix,
         defined_at_before=before.defined_at if before.defined_at != after.defined_at else "",
     )
+
+
+def _own_fix(after: FunctionReport, change: EntryChange) -> str:
+    """The fix AFTER's own run gave for the retrace that made this entry, if it gave one.
+
+    The run saw the values and the code (a static's type, the attribute it came
+    from, a mode's first compile) where the diff has only two keys' texts: its
+    fix is the one ``jitlens run`` printed, so the diff says the same. A reason on
+    a path the keys name is preferred; an expected retrace (a mode's first compile)
+    has nothing to fix.
+    """
+    paths = {r.path for r in change.reasons} | {r.argument for r in change.reasons}
+    own = [
+        r
+        for e in after.events
+        if normalise(e.signature) == change.signature and e.kind != "trace"
+        for r in e.reasons
+        if r.fix and not r.expected and r.kind != "unknown"
+    ]
+    named = [r for r in own if r.path in paths or r.argument in paths]
+    return (named or own)[0].fix if own else ""
 
 
 def _unknown(b: Counts, a: Counts) -> str:

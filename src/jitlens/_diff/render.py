@@ -20,6 +20,7 @@ VALUE_WIDTH = 100
 TITLE = "jitlens diff: {before} -> {after}: {verdict}"
 VERDICT_WORSE = "{n} function(s) gained traces or compiles"
 VERDICT_OK = "nothing got worse"
+VERDICT_BETTER = "nothing got worse; {n} function(s) traced or compiled less"
 RUN_HEADER = "outside the program (what the persistent-cache key hashes):"
 RUN_NONE = "outside the program: same versions, XLA flags, key config and devices"
 RUN_LINE = "  {what}: {before} -> {after}{note}"
@@ -109,7 +110,11 @@ def function_lines(fn: FunctionDiff) -> list[str]:
 
 def diff_lines(d: ReportDiff) -> list[str]:
     worse = d.worse
-    verdict = VERDICT_WORSE.format(n=len(worse)) if worse else VERDICT_OK
+    better = [f for f in d.functions if f.status == "better"]
+    if worse:
+        verdict = VERDICT_WORSE.format(n=len(worse))
+    else:
+        verdict = VERDICT_BETTER.format(n=len(better)) if better else VERDICT_OK
     lines = [TITLE.format(before=d.before_source, after=d.after_source, verdict=verdict)]
     lines += list(d.unknowns)
     if d.run_changes:

@@ -87,9 +87,9 @@ NOT_ALL_HITS = (
 UNDER_DISABLE_JIT = " (they ran eagerly under jax.disable_jit())"
 FLOW_OK = "every call received x and the model's parameters; {returned}"
 RETURNED_SAME = "returned the last call's output itself"
-RETURNED_VIEW = "returned a view of the last call's output"
-RETURNED_RESHAPED = "returned the last call's output, reshaped"
-RETURNED_EQUAL = "returned an array equal to the last call's output"
+RETURNED_CONVERTED = (
+    "returned the last call's output, converted (reshape/ravel/flatten/view/asarray/device_get)"
+)
 NOT_RECORDED = "no nnx.jit call was recorded, so none can be shown to have computed the output"
 FLOW_UNMEASURED = "the calls' arguments could not be recorded ({why})"
 MISSING_INPUT = (
@@ -108,13 +108,24 @@ RETURNED_EARLIER = (
     "returned the output of call {call} of {total}, not of the last call; return the output of "
     "the last call (the exercise asks for the final output)"
 )
-RETURNED_COPY = (
-    "returned a NumPy copy that no call's output shares memory with, so it cannot be shown to be "
-    "the last call's output; return the last output itself, out.reshape(-1)"
+RETURNED_OTHER_FUNCTION = (
+    "returned the output of another jitted function ({other}), not of the last call of {name}: "
+    "return the output of the last call of the function called num_calls times"
 )
-RETURNED_OTHER = (
-    "the returned array is not the last call's output (its values differ from it): the answer "
-    "was computed outside the jitted calls; return the output of the last call"
+RETURNED_NOT_DERIVED = (
+    "returned {type} that is neither the last output of {name} nor made from it by "
+    "reshape/ravel/flatten/view/asarray/device_get ({values}): it was computed outside the "
+    "jitted calls (`out * 1`, `jnp.copy(out)`, an eager model(x), NumPy arithmetic...); "
+    "return the last output, out.reshape(-1)"
+)
+#: How the verdict names the type of what was returned.
+ARRAY_TYPES: dict[str, str] = {"jaxlib._jax.ArrayImpl": "a JAX array"}
+VALUES_EQUAL = "its values are equal, which does not show where they came from"
+VALUES_DIFFER = "its values differ too"
+EAGER_FORWARD = (
+    "the model was applied outside the jitted calls ({what}): an eager forward pass computes "
+    "what the exercise asks the jitted function to compute; every forward pass must run inside "
+    "{name}"
 )
 RETURNED_UNKNOWN = "what was returned cannot be related to the calls ({why})"
 PROBE_OK = "raised {type}: {message}"
@@ -274,7 +285,7 @@ def _chosen(functions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     A wrapper re-created in a loop is many records with one qualname; nnx.jit
     kinds win over ``cached_partial`` (which wraps one), which win over jax.jit.
     """
-    called = [f for f in functions if (f["calls"] or 0) > 0 or f["traces"] > 0]
+    called = [f for f in functions if (f["calls"] or 0) > 0 or (f["traces"] or 0) > 0]
     for kinds in (NNX_KINDS, (CACHED_PARTIAL,), ("jax.jit",)):
         groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for f in called:
@@ -307,7 +318,9 @@ def judge_method(
     where = os.path.basename(first["defined_at"]) or first["defined_at"]
     counted = all(f["calls"] is not None for f in group)
     calls = sum(f["calls"] or 0 for f in group)
-    traces = sum(f["traces"] for f in group)
+    traced = [f["traces"] for f in group]
+    # unknown (the self-check could not vouch for the counts) is not 0: Cache hits is not measured
+    traces = None if any(t is None for t in traced) else sum(traced)
     hits = sum(f["cache_hits"] or 0 for f in group) if counted else None
     figures = {"calls": calls if counted else None, "traces": traces, "cache_hits": hits}
     figures |= {"wrappers": len(group), "kind": kind, "function": first["qualname"]}
@@ -330,13 +343,15 @@ def judge_method(
         text = CALLS_BAD.format(name=name, times=_times(calls), want=case.num_calls)
         repeated = CheckFinding(subject, "fail", text, figures)
     words = {
-        "traces": _plural(traces, "trace"),
+        "traces": _plural(traces, "trace") if traces is not None else "traces not counted",
         "calls": calls_text,
         "hits": _plural(hits, "cache hit") if hits is not None else "cache hits not counted",
     }
     reasons = [r for f in group for r in f["reasons"]]
-    neither = (calls - traces - hits) if counted and hits is not None else None
-    if traces <= 1 and neither:
+    neither = (calls - traces - hits) if counted and None not in (hits, traces) else None
+    if traces is None:
+        hit = CheckFinding(subject, "fail", NOT_MEASURED.format(why=words["traces"]), figures)
+    elif traces <= 1 and neither:
         disabled = sum(c.get("disabled", False) for _, c in _group_calls(result, group))
         why = UNDER_DISABLE_JIT if disabled else ""
         n = f"{_plural(neither, 'call')} {'was' if neither == 1 else 'were'}"
@@ -408,20 +423,31 @@ def judge_data_flow(case: CheckCase, result: Mapping[str, Any]) -> CheckFinding:
     positions = {index: n for n, (index, _) in enumerate(indexed, 1)}
     if "error" in returned:
         return CheckFinding(subject, "fail", RETURNED_UNKNOWN.format(why=returned["error"]))
+    eager = result["evidence"].get("eager_forward", ())
+    if eager:
+        more = result["evidence"].get("eager_forward_more", 0)
+        shown = ", ".join(f"{cls}.__call__ at {where}" for cls, where in eager[:3])
+        extra = len(eager) - 3 + more
+        what = shown + (f" and {extra} more" if extra > 0 else "")
+        return CheckFinding(subject, "fail", EAGER_FORWARD.format(what=what, name=name))
     if "call" in returned:
-        if returned["call"] != indexed[-1][0]:
-            position = positions.get(returned["call"], "?")
-            text = RETURNED_EARLIER.format(call=position, total=len(calls))
+        if returned["call"] not in positions:
+            every = result["evidence"].get("calls", ())
+            other = every[returned["call"]] if returned["call"] < len(every) else {}
+            text = RETURNED_OTHER_FUNCTION.format(
+                other=f"`{other.get('qualname') or '?'}`", name=name
+            )
             return CheckFinding(subject, "fail", text)
-        how = {"same": RETURNED_SAME, "reshaped": RETURNED_RESHAPED}.get(
-            returned["how"], RETURNED_VIEW
-        )
+        if returned["call"] != indexed[-1][0]:
+            text = RETURNED_EARLIER.format(call=positions[returned["call"]], total=len(calls))
+            return CheckFinding(subject, "fail", text)
+        how = RETURNED_SAME if returned["how"] == "same" else RETURNED_CONVERTED
         return CheckFinding(subject, "pass", FLOW_OK.format(returned=how))
-    if returned.get("numpy"):
-        return CheckFinding(subject, "fail", RETURNED_COPY)
-    if not returned.get("equal_to_last"):
-        return CheckFinding(subject, "fail", RETURNED_OTHER)
-    return CheckFinding(subject, "pass", FLOW_OK.format(returned=RETURNED_EQUAL))
+    values = VALUES_EQUAL if returned.get("equal_to_last") else VALUES_DIFFER
+    kind = returned.get("type", "?")
+    kind = "a NumPy array" if returned.get("numpy") else ARRAY_TYPES.get(kind, with_article(kind))
+    text = RETURNED_NOT_DERIVED.format(type=kind, name=name, values=values)
+    return CheckFinding(subject, "fail", text)
 
 
 def judge_probe(probe: BadInput, outcome: Outcome | None) -> CheckFinding:

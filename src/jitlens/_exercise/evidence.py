@@ -6,9 +6,20 @@ output. So the child records, for each ``nnx.jit`` call of a case: whether
 its arguments held the case's ``x`` (the very array, or its values) and
 arrays of the model's kernel and bias shapes (their values are the Numbers
 criterion's business), whether it ran under
-``jax.disable_jit()``, and its outputs; after the case it relates the
-returned array to those outputs (the same array, a view of its memory, or
-only equal values). The parent judges these facts (``criteria``).
+``jax.disable_jit()``, and its outputs.
+
+Whether the returned array *is* the last call's output is decided by
+provenance, never by equal values (``first * 1``, ``jnp.copy(first)`` and an
+eager ``model(x)`` all have the last output's values): the returned object
+must be one of a call's outputs, or made from one only by the conversions the
+exercise allows, each noted as it happens (``provenance.CONVERSIONS``: reshape,
+ravel, flatten, a same-dtype view, ``np.asarray`` / ``np.array`` /
+``jnp.asarray``, ``jax.device_get``); a NumPy view is followed through its
+``base`` to the JAX array whose buffer it exports, and a NumPy method's copy
+(``np.asarray(y).flatten()``) is seen by a profile hook on that method. Any
+other operation makes an array of unknown origin. The model applied outside
+any jitted call (a Module's ``__call__`` on concrete arrays) is noted as an
+eager forward pass. The parent judges these facts (``criteria``).
 
 Runs in the child only, layered over the tracker's own ``__call__`` patch of
 the nnx wrapper classes; it never changes what a call returns or raises.
@@ -17,13 +28,20 @@ the nnx wrapper classes; it never changes what a call returns or raises.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from . import provenance
+
 #: Calls recorded per case (a wrapper re-created in a loop makes many).
 MAX_CALLS = 256
+#: Links of ``base`` followed from a NumPy array back to the buffer it views.
+MAX_BASES = 64
+#: Eager forward passes recorded per case (the rest are counted).
+MAX_EAGER = 8
 
 
 class CaseEvidence:
@@ -36,23 +54,66 @@ class CaseEvidence:
         self.calls: list[dict[str, Any]] = []
         self.outputs: list[list[Any]] = []  # strong references: their buffers stay unique
         self.more = 0
-        #: id(array made by a reshape) -> (the call whose output it came from, the array).
+        #: id(array made by a conversion) -> (the call whose output it came from, the array).
         self.derived: dict[int, tuple[int, Any]] = {}
+        #: NumPy method copies of arrays of known origin: (call, source array), in order.
+        self.copied: list[tuple[int, Any]] = []
+        #: Modules applied outside any jitted call: (class name, where), capped.
+        self.eager: list[tuple[str, str]] = []
+        self.eager_more = 0
+        #: Depth of recorded jitted calls running now (a forward pass inside one is not eager).
+        self.inside = 0
 
     def origin(self, a: Any) -> int | None:
-        """The call whose output ``a`` is, or was reshaped from (``None``: none known)."""
-        known = self.derived.get(id(a))
-        if known is not None and known[1] is a:
-            return known[0]
-        for i in range(len(self.outputs) - 1, -1, -1):
-            if any(leaf is a for leaf in self.outputs[i]):
-                return i
+        """The call whose output ``a`` is, or was converted from (``None``: none known).
+
+        A NumPy array's ``base`` chain is followed: a view of a view of the buffer
+        ``np.asarray`` exported from a call's output comes from that call.
+        """
+        for _ in range(MAX_BASES):
+            known = self.derived.get(id(a))
+            if known is not None and known[1] is a:
+                return known[0]
+            for i in range(len(self.outputs) - 1, -1, -1):
+                if any(leaf is a for leaf in self.outputs[i]):
+                    return i
+            base = getattr(a, "obj", None) if isinstance(a, memoryview) else None
+            if base is None and isinstance(a, np.ndarray):
+                base = a.base
+            if base is None:
+                return None
+            a = base
         return None
 
-    def reshaped(self, source: Any, result: Any) -> None:
+    def converted(self, source: Any, result: Any) -> None:
+        if result is source:
+            return
         call = self.origin(source)
         if call is not None:
             self.derived[id(result)] = (call, result)
+
+    def numpy_copy(self, source: Any) -> None:
+        """A NumPy method (``flatten``...) ran on ``source``: its copy may be returned."""
+        call = self.origin(source)
+        if call is not None and len(self.copied) < MAX_CALLS:
+            self.copied.append((call, source))
+
+    def copy_origin(self, out: Any) -> int | None:
+        """The call whose output a NumPy method copied into ``out`` (the same values in order)."""
+        if not isinstance(out, np.ndarray) or out.base is not None:
+            return None
+        for call, source in reversed(self.copied):
+            with contextlib.suppress(Exception):
+                if source.size == out.size and source.dtype == out.dtype:
+                    if np.array_equal(np.ravel(source), np.ravel(out)):
+                        return call
+        return None
+
+    def eager_forward(self, module: Any, where: str) -> None:
+        if len(self.eager) < MAX_EAGER:
+            self.eager.append((type(module).__qualname__, where))
+        else:
+            self.eager_more += 1
 
     def note(self, wrapper: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(self.calls) >= MAX_CALLS:
@@ -76,18 +137,20 @@ class CaseEvidence:
         self.outputs.append([leaf for leaf in _arrays(out)])
 
     def returned(self, out: Any) -> dict[str, Any]:
-        """How ``out`` relates to the calls' outputs: which call, and how (same/view/equal)."""
+        """How ``out`` relates to the calls' outputs: which call, and how (same/converted).
+
+        Equal values are reported (``equal_to_last``) to word the verdict, never
+        to pass it: only identity and the noted conversions relate ``out`` to a call.
+        """
         found: dict[str, Any] = {"type": f"{type(out).__module__}.{type(out).__qualname__}"}
-        known = self.derived.get(id(out))
-        if known is not None and known[1] is out:
-            return found | {"call": known[0], "how": "reshaped"}
-        pointer = _pointer(out)
         for i in range(len(self.outputs) - 1, -1, -1):
-            for leaf in self.outputs[i]:
-                if leaf is out:
-                    return found | {"call": i, "how": "same"}
-                if pointer is not None and _pointer(leaf) == pointer:
-                    return found | {"call": i, "how": "view"}
+            if any(leaf is out for leaf in self.outputs[i]):
+                return found | {"call": i, "how": "same"}
+        call = self.origin(out)
+        if call is None:
+            call = self.copy_origin(out)
+        if call is not None:
+            return found | {"call": call, "how": "converted"}
         if self.outputs and self.outputs[-1]:
             last = self.outputs[-1][0]
             with contextlib.suppress(Exception):
@@ -98,6 +161,9 @@ class CaseEvidence:
 
     def summary(self, out: Any, returned: bool) -> dict[str, Any]:
         data: dict[str, Any] = {"calls": self.calls, "more_calls": self.more}
+        if self.eager:
+            data["eager_forward"] = [list(e) for e in self.eager]
+            data["eager_forward_more"] = self.eager_more
         if returned:
             try:
                 data["returned"] = self.returned(out)
@@ -141,15 +207,6 @@ def _arrays(tree: Any) -> list[Any]:
         elif hasattr(leaf, "shape"):
             out.append(leaf)
     return out
-
-
-def _pointer(a: Any) -> int | None:
-    try:
-        if isinstance(a, np.ndarray):
-            return int(a.__array_interface__["data"][0])
-        return int(a.unsafe_buffer_pointer())
-    except Exception:
-        return None
 
 
 def _record_ids(wrapper: Any) -> list[int]:
@@ -208,7 +265,11 @@ class Recorder:
                 disabled = bool(jax.config.jax_disable_jit)
             except Exception:
                 call, disabled = {}, False
-            out = original(wrapper, *args, **kwargs)
+            case.inside += 1
+            try:
+                out = original(wrapper, *args, **kwargs)
+            finally:
+                case.inside -= 1
             with contextlib.suppress(Exception):
                 case.done(wrapper, call, out, disabled)
             return out
@@ -222,45 +283,14 @@ class Recorder:
     ) -> Iterator[CaseEvidence]:
         self._install()  # the tracker may have patched the classes since (a lazy front-end)
         self.case = case = CaseEvidence(x, param_shapes)
-        undo = _follow_reshapes(case)
+        undo = provenance.follow_conversions(case) + provenance.watch_modules(case)
+        previous = sys.getprofile()
+        sys.setprofile(provenance.numpy_copies(case, previous))
         try:
             yield case
         finally:
+            sys.setprofile(previous)
             self.case = None
-            for owner, name, original in undo:
+            for owner, name, original in reversed(undo):
                 with contextlib.suppress(Exception):
                     setattr(owner, name, original)
-
-
-#: The ways a solution flattens its output: ``out.reshape(-1)``, ``jnp.ravel(out)``...
-RESHAPES = ("reshape", "ravel", "flatten")
-
-
-def _follow_reshapes(case: CaseEvidence) -> list[tuple[Any, str, Any]]:
-    """While a case runs, note which call's output each reshaped array came from."""
-    undo: list[tuple[Any, str, Any]] = []
-    try:
-        import jax.numpy as jnp
-
-        owners = [(type(jnp.zeros(())), RESHAPES), (jnp, ("reshape", "ravel"))]
-    except Exception:
-        return undo
-    for owner, names in owners:
-        for name in names:
-            original = getattr(owner, name, None)
-            if original is None:
-                continue
-            with contextlib.suppress(Exception):
-                setattr(owner, name, _noting(original, case))
-                undo.append((owner, name, original))
-    return undo
-
-
-def _noting(original: Any, case: CaseEvidence) -> Any:
-    def reshape(a: Any, *args: Any, **kwargs: Any) -> Any:
-        out = original(a, *args, **kwargs)
-        with contextlib.suppress(Exception):
-            case.reshaped(a, out)
-        return out
-
-    return reshape

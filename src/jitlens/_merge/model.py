@@ -118,6 +118,9 @@ class MergedReport:
     #: Persistent-cache differences between processes (issue 23); they do not make the
     #: view inconsistent.
     cache_differences: tuple[CacheDifference, ...] = ()
+    #: Why the missing processes' reports are missing, when the gatherer knows
+    #: (``jitlens run --gather``: a dead or hung peer that did not answer in time).
+    missing_why: tuple[str, ...] = ()
 
     @property
     def process_indices(self) -> tuple[int, ...]:
@@ -146,7 +149,9 @@ class MergedReport:
             "schema_version": MERGE_SCHEMA_VERSION,
             "consistent": self.consistent,
             "process_count": self.process_count,
+            "complete": self.complete,
             "missing_processes": list(self.missing_processes),
+            "missing_why": list(self.missing_why),
             "processes": [
                 _process_dict(r, s) for r, s in zip(self.reports, self._sources(), strict=True)
             ],

@@ -184,6 +184,7 @@ def merged_lines(merged: MergedReport) -> list[Line]:
     if merged.missing_processes:
         text = MISSING_PROCESSES.format(processes=_procs(merged.missing_processes))
         lines.append((2, text, "yellow"))
+        lines += [(4, why, "yellow") for why in merged.missing_why]
     if merged.divergences or merged.complete:
         lines.append((2, HANG_NOTE if merged.divergences else CONSISTENT_NOTE, "dim"))
     total = len(merged.divergences)
