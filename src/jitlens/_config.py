@@ -45,6 +45,9 @@ SETTING_DOCS: dict[str, str] = {
     "(default: `$XDG_CACHE_HOME/jitlens` or `~/.cache/jitlens`)",
     "warn_recompiles": "recompiles of one function after which it gets one "
     "`RunawayRecompileWarning` (`0` or `off`: never)",
+    "gather_timeout": "seconds `jitlens run --gather` waits on process 0 for the other "
+    "processes' reports before it writes the merged view without them, marked incomplete "
+    "(`0` or `off`: does not wait)",
 }
 
 #: Environment variables read outside SETTINGS (where their readers need them before,
