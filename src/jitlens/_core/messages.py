@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .code import identifier
 from .report import Reason
 
 LIMIT = 240
@@ -20,7 +21,7 @@ NEW_FUNCTION_MSG = (
 )
 NEW_FUNCTION_FIX = (
     "Create the jitted function once, outside the loop or the function called repeatedly "
-    "(e.g. `{name}_jit = {kind}({name})` at module level), and reuse it."
+    "(e.g. `{name}_jit = {kind}({expr})` at module level), and reuse it."
 )
 CLOSURE_FIX = (
     "Define `{name}` once at module level with {free} as parameters, jit it once, and pass "
@@ -149,6 +150,21 @@ def _arg_or_path(arg: str, path: str) -> str:
 
 # ---------------------------------------------------------------- new function
 
+#: JAX's names of transformed functions (``grad(loss)``): the transformation a user wrote.
+_JAX_TRANSFORMS = frozenset(
+    {"grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint", "remat"}
+)
+
+
+def callable_expr(name: str) -> str:
+    """The expression a user writes for the function JAX names ``name``: ``grad(loss)`` ->
+    ``jax.grad(loss)``; a name that is no expression comes back as it is (the fix's code
+    check then prints it as words)."""
+    head, sep, rest = name.partition("(")
+    if sep and rest.endswith(")") and head in _JAX_TRANSFORMS:
+        return f"jax.{head}({callable_expr(rest[:-1])})"
+    return name
+
 
 def new_function(
     name: str,
@@ -171,10 +187,10 @@ def new_function(
             name=name if name != "<lambda>" else "step_fn",
             free=", ".join(f"`{v}`" for v in free[:4]),
         )
+    elif is_lambda:
+        fix = NEW_LAMBDA_FIX.format(name="step_fn")
     else:
-        fix = (NEW_LAMBDA_FIX if is_lambda else NEW_FUNCTION_FIX).format(
-            name=name.strip("<>") if not is_lambda else "step_fn", kind=kind
-        )
+        fix = NEW_FUNCTION_FIX.format(name=identifier(name), expr=callable_expr(name), kind=kind)
     return _reason("new_function", "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix)
 
 

@@ -20,9 +20,9 @@ from .messages import (
     CLASS_FIX,
     IDENTITY_MSG,
     LIMIT,
-    STATIC_ARG_FIX,
     STATIC_AUX_FIX,
     STATIC_MSG,
+    _cap,
     _reason,
 )
 from .report import Reason
@@ -129,6 +129,33 @@ def counter_static(arg: str, path: str, attr: str, values: list[Any]) -> Reason:
     return _reason("static_value", arg, path, before, after, msg, fix)
 
 
+#: A static number whose role the trace could not tell (a parameter of an operation differs,
+#: or no program was seen): both cases in words, no code that could break.
+STATIC_ARG_UNSURE_FIX = (
+    "If `{arg}` only enters arithmetic, pass it as a traced argument (drop it from "
+    "static_argnums/static_argnames); if it sets a shape, a slice, an index, a loop count or a "
+    "Python branch it must stay static, each value compiling once."
+)
+#: A static number that changed the traced program's shapes or operations.
+STATIC_SHAPE_FIX = (
+    "Expected once per value: `{arg}` sets a shape, a slice, a loop count or a branch (the "
+    "programs traced for {before} and {after} differ beyond constants), so it stays static. "
+    "If it takes many values, round it up to a few sizes (powers of two) and mask."
+)
+
+
+def static_flow(r: Reason, flow: str, data_fix: str) -> Reason:
+    """``r`` (a static number, ``flow`` "unchecked") once the trace's program showed where the
+    number went (``report.STATIC_FLOWS``). ``data_fix``: the front-end's fix for a number that
+    only enters arithmetic (a traced argument)."""
+    if flow == "shape":
+        fix = STATIC_SHAPE_FIX.format(arg=r.path, before=r.before, after=r.after)
+        return dataclasses.replace(r, fix=_cap(fix), flow=flow, expected=True)
+    if flow == "data":
+        return dataclasses.replace(r, fix=_cap(data_fix), flow=flow)
+    return dataclasses.replace(r, flow=flow)
+
+
 STATIC_CHOICE_FIX = (
     "Expected once per value: each distinct `{path}` compiles once and is reused (an equal value "
     "hits the cache). If it changes on every call, keep it to a few values."
@@ -175,8 +202,10 @@ def static_value(
         fix = template.format(attr=attr, before=values[0])
     elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
         fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
-    elif path == arg:  # the static argument itself is the number: it can be traced instead
-        fix = STATIC_ARG_FIX.format(arg=arg)
+    elif path == arg:  # the static argument itself is the number: what it does decides
+        fix = STATIC_ARG_UNSURE_FIX.format(arg=arg)
+        reason = _reason("static_value", arg, path, before, after, msg, fix)
+        return dataclasses.replace(reason, flow="unchecked")  # the trace's program tells
     else:  # a number inside a static object (a tuple item, a config attribute)
         fix = STATIC_CHOICE_FIX.format(path=path)
     return _reason("static_value", arg, path, before, after, msg, fix)

@@ -1,0 +1,55 @@
+"""Code in a fix is Python that parses, or it is not printed as code.
+
+A fix shows code between backticks (`` `self.step[...] += 1` ``). Names in
+that code come from the user's program (a function's name, an attribute
+path), and not every name is an identifier: JAX names a transformed function
+``grad(loss)``, a lambda ``<lambda>``. :func:`words_unless_code` checks every
+backticked span with ``ast.parse`` and prints a span that does not parse as
+plain words, so that no fix ever shows code a user would copy and see fail.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .._pyast import parse
+
+#: A backticked span on one line.
+SPAN = re.compile(r"`([^`\n]+)`")
+#: A block header shown alone (``def step_fn(...)``, ``class MLP``, ``with jax.set_mesh(m):``).
+_HEADER = re.compile(r"(async\s+)?(def|class|with|for|while|if|elif|else|try|except)\b")
+
+
+def is_python(snippet: str) -> bool:
+    """Does ``snippet`` parse as Python, alone or as the header of a block?"""
+    tries = [snippet]
+    if _HEADER.match(snippet.strip()):
+        header = snippet.rstrip().rstrip(":").replace("(...)", "(*args)")
+        tries.append(header + ": pass")
+    for text in tries:
+        try:
+            parse(text)
+            return True
+        except (SyntaxError, ValueError):
+            continue
+        except Exception:
+            return False
+    return False
+
+
+def words_unless_code(text: str) -> str:
+    """``text`` with every backticked span that is not Python printed without its backticks."""
+    if "`" not in text:
+        return text
+    return SPAN.sub(lambda m: m.group(0) if is_python(m.group(1)) else m.group(1), text)
+
+
+def identifier(name: str, fallback: str = "fn") -> str:
+    """A Python identifier made of ``name``'s words (``grad(_likelihood)`` -> ``grad_likelihood``)."""
+    words = [w for w in re.split(r"\W+", name) if w]
+    ident = "_".join(w.strip("_") or w for w in words).strip("_")
+    if not ident or not ident.isidentifier() or ident[0].isdigit():
+        return fallback
+    import keyword
+
+    return fallback if keyword.iskeyword(ident) else ident
