@@ -11,6 +11,9 @@ Two questions the engine asks of JAX's frames, and only here:
   structure (a shape, a slice length, a loop count, a branch: it must stay static).
 * :func:`shape_only_trace`: ``jax.eval_shape`` and ``jax.make_jaxpr`` trace
   through a ``jit`` of their own; those are no jitted function of the user's.
+* :func:`nondiff_checker`: a value JAX checks as a ``custom_vjp``'s
+  ``nondiff_argnums`` argument must never be a tracer, whatever the program
+  does with it; the engine wraps that check to see which values reached it.
 """
 
 from __future__ import annotations
@@ -94,6 +97,20 @@ def _walk(jaxpr: Any, structure: list[Any], params: list[Any], budget: list[int]
                 for sub in subs:
                     if not _walk(sub, structure, params, budget):
                         return False
+            elif callable(value):  # a thunk or rule: its identity changes per trace, not its role
+                params.append((eqn.primitive.name, name, type(value).__name__))
             elif name not in ("name", "source_info", "ctx_mesh"):
                 params.append((eqn.primitive.name, name, repr(value)))
     return True
+
+
+def nondiff_checker() -> tuple[Any, str, Any] | None:
+    """``(module, name, check)``: where JAX checks that a ``custom_vjp``'s ``nondiff_argnums``
+    arguments hold no tracer (``custom_derivatives._check_for_tracers``), or None."""
+    try:
+        from jax._src import custom_derivatives as cd
+
+        check = cd._check_for_tracers
+    except Exception:
+        return None
+    return (cd, "_check_for_tracers", check) if callable(check) else None

@@ -47,13 +47,22 @@ WEAK_MSG = (
 )
 WEAK_FIX = (
     "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
-    "initial value, a hyper-parameter), make it a typed array with the same value, "
-    "`{arg} = jnp.asarray({arg}, jnp.{dtype})`."
+    "initial value, a hyper-parameter), type it: `{arg} = jnp.asarray({arg}, jnp.{dtype})`."
+)
+#: ``WEAK_FIX`` where ``{arg} = ...`` cannot be written (an item of a tuple): the value, not
+#: the assignment.
+WEAK_VALUE_FIX = (
+    "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
+    "initial value, a hyper-parameter), type it: `jnp.asarray(value, jnp.{dtype})`."
 )
 VAR_WEAK_FIX = (
     "Create `{attr}` typed where `__init__` makes it, `self.{attr} = {var}(jnp.asarray(value, "
     "jnp.{dtype}))`, not from a Python number (weakly typed until its first update); it stays "
     "a Variable."
+)
+VAR_ASSIGN_FIX = (
+    "Where a Python number is written into it after the compile, write a typed value: "
+    "`{code}[...] = jnp.asarray(value, jnp.{dtype})`."
 )
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
@@ -290,15 +299,24 @@ def weak_type(
     dtype: str,
     now_weak: bool,
     variable: str = "",
+    code: str | None = None,
 ) -> Reason:
     """``variable``: the Variable's class (``nnx.Variable``) when the value is one's: the fix
-    keeps it a Variable instead of replacing it with an array."""
-    if variable and "." in path:
+    keeps it a Variable instead of replacing it with an array. ``now_weak``: the direction;
+    a typed Variable that became weak had a Python number assigned after its compile, and the
+    fix goes to that assignment (``code``: the path as the user writes it, "" when it cannot
+    be assigned, e.g. an item of a tuple), not to its creation.
+    """
+    if variable and now_weak:
+        fix = VAR_ASSIGN_FIX.format(code=code or path, dtype=_jnp_dtype(dtype))
+    elif variable and "." in path:
         fix = VAR_WEAK_FIX.format(
             attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)
         )
-    else:
+    elif code is None or code:
         fix = WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
+    else:  # ``path = ...`` cannot be written (inside a tuple): type the value where it is made
+        fix = WEAK_VALUE_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
     return _reason(
         "weak_type",
         arg,

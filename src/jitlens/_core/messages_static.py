@@ -54,9 +54,9 @@ STATIC_FIELD_FIX = (
 
 
 STATIC_ROLE_FIX = (
-    "If `{attr}` sets a shape, a loop bound or a Python branch, it must stay static: expected "
-    "once per value. If it changes on every call, make it state where `__init__` sets it, "
-    "`self.{attr} = nnx.Variable(jnp.asarray({before}))`, and update it through `[...]`."
+    "If `{attr}` sets a shape, a loop bound or a branch it stays static (once per value); if "
+    "it changes every call, make it state in `__init__`, `self.{attr} = nnx.Variable("
+    "jnp.asarray({before}))`, and update it through `[...]`."
 )
 COUNTER_MSG = (
     "static `{path}` changes on every call: a counter ({values}); statics are part of the cache "
@@ -139,8 +139,16 @@ STATIC_ARG_UNSURE_FIX = (
 #: A static number that changed the traced program's shapes or operations.
 STATIC_SHAPE_FIX = (
     "Expected once per value: `{arg}` sets a shape, a slice, a loop count or a branch (the "
-    "programs traced for {before} and {after} differ beyond constants), so it stays static. "
-    "If it takes many values, round it up to a few sizes (powers of two) and mask."
+    "programs for {before} and {after} differ beyond constants), so it stays static; if it "
+    "takes many values, round it up to a few sizes and mask."
+)
+
+
+#: A static number passed on to a custom_vjp's nondiff_argnums: JAX rejects a tracer there.
+STATIC_RULE_FIX = (
+    "Keep `{arg}` static while it goes to a custom_vjp's nondiff_argnums (a traced value "
+    "raises UnexpectedTracerError there). To compile once, make it a regular argument of that "
+    "function and return `None` as its cotangent from the bwd rule."
 )
 
 
@@ -153,6 +161,8 @@ def static_flow(r: Reason, flow: str, data_fix: str) -> Reason:
         return dataclasses.replace(r, fix=_cap(fix), flow=flow, expected=True)
     if flow == "data":
         return dataclasses.replace(r, fix=_cap(data_fix), flow=flow)
+    if flow == "rule":
+        return dataclasses.replace(r, fix=_cap(STATIC_RULE_FIX.format(arg=r.path)), flow=flow)
     return dataclasses.replace(r, flow=flow)
 
 

@@ -60,8 +60,9 @@ EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
 #: "data" (the programs compiled for two values differ only in literal constants: it can be
 #: traced), "shape" (their shapes or operations differ: it sets a shape, a slice, a loop count
 #: or a branch, and must stay static), "params" (an operation's static parameter differs:
-#: unsure, said in words).
-STATIC_FLOWS: tuple[str, ...] = ("", "unchecked", "data", "shape", "params")
+#: unsure, said in words), "rule" (it reached a custom_vjp's nondiff_argnums, which JAX
+#: rejects a tracer in).
+STATIC_FLOWS: tuple[str, ...] = ("", "unchecked", "data", "shape", "params", "rule")
 
 
 #: How a fix begins when the retrace was expected, not avoidable: the first

@@ -28,8 +28,9 @@ from .._core import messages as M
 from .._core import messages_frontend as F
 from .._core import messages_static as S
 from .._core.explain import closest
-from .._core.key import Key
+from .._core.key import Key, render_path
 from .records import EventBuilder
+from .state import STATE, tls
 
 
 def wants_program(key: Key | None) -> bool:
@@ -62,10 +63,35 @@ def note_program(b: EventBuilder, frame: Any) -> None:
     assert old.program is not None
     structure_same = old.program[0] == key.program[0]
     flow = "data" if old.program == key.program else "params" if structure_same else "shape"
+    statics = {render_path(p): e.static.value() for p, e in key.entries.items() if e.static}
     b.reasons = tuple(
-        S.static_flow(r, flow, _data_fix(rec.kind, r)) if r.flow == "unchecked" else r
+        S.static_flow(r, _rule(b, statics.get(r.path)) or flow, _data_fix(rec.kind, r))
+        if r.flow == "unchecked"
+        else r
         for r in b.reasons
     )
+
+
+def _rule(b: EventBuilder, value: Any) -> str:
+    """ "rule" when ``value`` reached a custom_vjp's nondiff_argnums in ``b``'s trace (it must
+    not be traced, whatever the program shows), else ""."""
+    if value is None:
+        return ""
+    return "rule" if any(type(v) is type(value) and v == value for v in b.nondiff) else ""
+
+
+def watch_nondiff(check: Any) -> Any:
+    """``check`` (JAX's test that a custom_vjp's nondiff argument holds no tracer), also
+    noting a static number it sees while a tracked trace is being built."""
+
+    def checked(x: Any) -> Any:
+        out = check(x)
+        b = tls.building
+        if b is not None and S.is_number(x) and STATE[0]:
+            b.nondiff = (*b.nondiff, x)
+        return out
+
+    return checked
 
 
 def _static_number(r: Any) -> bool:
