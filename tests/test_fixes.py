@@ -60,6 +60,8 @@ FIXES: dict[str, str] = {
     "STATIC_ARG_UNSURE_FIX": OPTION,  # said until the trace's program shows where it went
     "STATIC_SHAPE_FIX": "test_static_shape_fix_is_expected_and_tracing_it_breaks",
     "VAR_ASSIGN_FIX": "test_var_assign_fix",
+    "STATIC_RULE_FIX": "test_static_rule_fix",
+    "WEAK_VALUE_FIX": "test_weak_value_fix",
     "STATIC_AUX_FIX": "test_static_aux_fix",
     "STATIC_FIELD_FIX": "test_static_field_fix",
     "STATIC_CHOICE_FIX": OPTION,
@@ -622,6 +624,47 @@ def test_static_number_that_is_data_keeps_the_traced_fix() -> None:
     _s, rs, _ = run(broken)
     assert [r.flow for r in rs] == ["data"] and printed("STATIC_ARG_FIX", rs[0].fix)
     assert not rs[0].expected
+
+
+def _clip_program(nondiff: bool) -> tuple[Any, Any]:
+    """jax-ml/jax#4617: custom_vjp's clip_gradient, bounds in nondiff_argnums (made static to
+    avoid UnexpectedTracerError), or (the fix) regular arguments with a None cotangent."""
+    if nondiff:
+        clip = jax.custom_vjp(lambda lo, hi, x: x, nondiff_argnums=(0, 1))
+        clip.defvjp(lambda lo, hi, x: (x, None), lambda lo, hi, _, g: (jnp.clip(g, lo, hi),))
+        f = jax.jit(
+            lambda x, lo, hi: jax.grad(lambda y: (clip(lo, hi, y) ** 3).sum())(x),
+            static_argnames=("lo", "hi"),
+        )
+    else:
+        clip = jax.custom_vjp(lambda lo, hi, x: x)
+        clip.defvjp(
+            lambda lo, hi, x: (x, (lo, hi)),
+            lambda res, g: (None, None, jnp.clip(g, res[0], res[1])),
+        )
+        f = jax.jit(lambda x, lo, hi: jax.grad(lambda y: (clip(lo, hi, y) ** 3).sum())(x))
+    return f, [f(jnp.arange(3.0), lo=-b, hi=b) for b in (1.0, 2.0)]
+
+
+def test_static_rule_fix() -> None:
+    prove("STATIC_RULE_FIX", lambda: _clip_program(True), lambda: _clip_program(False))
+    _s, rs, _ = run(lambda: _clip_program(True))
+    assert {r.flow for r in rs} == {"rule"} and not any(r.expected for r in rs)
+
+
+def test_weak_value_fix() -> None:
+    """A Python float inside a tuple state (google/jaxopt#451): no `state[1] = ...`."""
+
+    def calls(typed):
+        f = jax.jit(lambda state, g: (state[0] - state[1] * g, jnp.minimum(state[1], g.max())))
+        state = (X, jnp.asarray(1.0, jnp.float32) if typed else 1.0)  # the fix, as printed
+        for _ in range(2):
+            state = f(state, X)
+        return f, state
+
+    prove("WEAK_VALUE_FIX", lambda: calls(False), lambda: calls(True))
+    _s, rs, _ = run(lambda: calls(False))
+    assert "state[1] =" not in rs[0].fix and "`jnp.asarray(value, jnp.float32)`" in rs[0].fix
 
 
 def _lr_sweep(typed: bool) -> tuple[Any, Any]:

@@ -16,13 +16,19 @@ from .._pyast import parse
 
 #: A backticked span on one line.
 SPAN = re.compile(r"`([^`\n]+)`")
+#: A keyword argument's name (``mutable=``) or an operator (``==``), named in a sentence.
+_KEYWORD_OR_OPERATOR = re.compile(r"[A-Za-z_]\w*=|==|!=|is|is not|\[\.\.\.\]")
 #: A block header shown alone (``def step_fn(...)``, ``class MLP``, ``with jax.set_mesh(m):``).
 _HEADER = re.compile(r"(async\s+)?(def|class|with|for|while|if|elif|else|try|except)\b")
 
 
 def is_python(snippet: str) -> bool:
-    """Does ``snippet`` parse as Python, alone or as the header of a block?"""
+    """Does ``snippet`` parse as Python, alone, as the header of a block or as a decorator?"""
+    if _KEYWORD_OR_OPERATOR.fullmatch(snippet):  # `rngs=`, `==`: a piece of code, named
+        return True
     tries = [snippet]
+    if snippet.startswith("@"):  # a decorator, shown without what it decorates
+        tries.append(snippet + "\ndef _(): pass")
     if _HEADER.match(snippet.strip()):
         header = snippet.rstrip().rstrip(":").replace("(...)", "(*args)")
         tries.append(header + ": pass")

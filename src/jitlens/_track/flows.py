@@ -102,4 +102,6 @@ def _data_fix(kind: str, r: Any) -> str:
     """The fix for a static number that only enters arithmetic, in the front-end's terms."""
     if kind == "eqx.filter_jit":
         return F.SCALAR_FIX.format(expr=r.path)
-    return M.STATIC_ARG_FIX.format(arg=r.argument or r.path)
+    if kind in ("jax.jit", "nnx.jit"):
+        return M.STATIC_ARG_FIX.format(arg=r.argument or r.path)
+    return r.fix  # a front-end's own words (a pmap's static_broadcasted_argnums)
