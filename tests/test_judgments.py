@@ -20,11 +20,10 @@ import jax.numpy as jnp
 from flax import nnx
 
 import jitlens
+from conftest import run_python
 from jitlens._core import buckets
 from jitlens._core.retrace_text import NO_REASON_COMPILE
 from jitlens._render.text import render_text
-
-from conftest import run_python
 
 
 def test_a_bucket_step_is_a_power_of_two_of_at_least_8() -> None:
