@@ -901,6 +901,34 @@ CASES: tuple[Case, ...] = (
         """,
         expected=True,
     ),
+    _case(
+        "Keras 3 stateless_call with a static training flag",
+        "keras-team/keras-core#762, keras-team/keras#20411 (Keras on JAX retraces)",
+        "MODE_FIX",
+        """
+        import os
+
+        os.environ.setdefault("KERAS_BACKEND", "jax")
+        import keras
+
+        model = keras.Sequential(
+            [keras.Input((3,)), keras.layers.Dense(2), keras.layers.Dropout(0.5, seed=0)]
+        )
+
+        @functools.partial(jax.jit, static_argnames="training")
+        def forward(trainable, non_trainable, x, training):
+            TRACES[0] += 1
+            y, _ = model.stateless_call(trainable, non_trainable, x, training=training)
+            return y
+
+        def run():
+            tv = [v.value for v in model.trainable_variables]
+            ntv = [v.value for v in model.non_trainable_variables]
+            forward(tv, ntv, jnp.ones((2, 3)), training=True)
+            return forward(tv, ntv, jnp.ones((2, 3)), training=False)
+        """,
+        expected=True,
+    ),
 )
 
 

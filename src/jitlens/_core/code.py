@@ -59,3 +59,19 @@ def identifier(name: str, fallback: str = "fn") -> str:
     import keyword
 
     return fallback if keyword.iskeyword(ident) else ident
+
+
+#: JAX's names of transformed functions (``grad(loss)``): the transformation a user wrote.
+_JAX_TRANSFORMS = frozenset(
+    {"grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint", "remat"}
+)
+
+
+def callable_expr(name: str) -> str:
+    """The expression a user writes for the function JAX names ``name``: ``grad(loss)`` ->
+    ``jax.grad(loss)``; a name that is no expression comes back as it is (the fix's code
+    check then prints it as words)."""
+    head, sep, rest = name.partition("(")
+    if sep and rest.endswith(")") and head in _JAX_TRANSFORMS:
+        return f"jax.{head}({callable_expr(rest[:-1])})"
+    return name

@@ -31,6 +31,7 @@ from .key import (
     same_type,
     snapshot_text,
 )
+from .paths import Entries, code_path
 from .report import REASON_KINDS, Reason
 
 _ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
@@ -194,42 +195,8 @@ def _short(e: Entry) -> str:
     return e.target or e.kind
 
 
-#: Node types whose children are keys, written ``node['key']`` by the user.
-_MAPPINGS = frozenset({"dict", "FrozenDict", "OrderedDict", "defaultdict", "State"})
-
-
-def code_path(p: Path, entries: dict[Path, Entry] | None) -> str:
-    """``p`` as the user writes it in code: a dict's children subscripted
-    (``opt.opt_state.hyperparams['learning_rate']``, where the key's path says
-    ``.learning_rate``); ``entries`` tell which nodes are dicts."""
-    if not p or entries is None:
-        return render_path(p)
-    out = render_path(p[:1])
-    for i in range(1, len(p)):
-        kind, name = p[i]
-        parent = entries.get(p[:i])
-        if parent is not None and _immutable(parent) and i == len(p) - 1:
-            return ""  # `state[1] = ...` on a tuple raises: no assignment to print
-        mapping = parent is not None and parent.type_name in _MAPPINGS
-        if kind == "attr" and isinstance(name, str) and name.isidentifier() and not mapping:
-            out += f".{name}"
-        else:
-            out += f"[{name!r}]"
-    return out
-
-
-def _immutable(e: Entry) -> bool:
-    """A tuple (a NamedTuple too): its items cannot be assigned."""
-    cls = e.type_ref() if callable(e.type_ref) else None
-    return e.type_name == "tuple" or (isinstance(cls, type) and issubclass(cls, tuple))
-
-
 def _diff_entry(
-    p: Path,
-    eo: Entry,
-    en: Entry,
-    parent: Entry | None = None,
-    entries: dict[Path, Entry] | None = None,
+    p: Path, eo: Entry, en: Entry, parent: Entry | None = None, entries: Entries | None = None
 ) -> list[Reason] | None:
     arg, path = _arg(p), render_path(p)
     variable = ""
@@ -260,18 +227,9 @@ def _diff_entry(
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
-            out.append(
-                M.weak_type(
-                    arg,
-                    path,
-                    a.short(),
-                    b.short(),
-                    a.dtype,
-                    now_weak=b.weak,
-                    variable=variable,
-                    code=code_path(p[:-1] if variable else p, entries),
-                )
-            )
+            code = code_path(p[:-1] if variable else p, entries)
+            w = M.weak_type(arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code)
+            out.append(w)
         if a.sharding != b.sharding:
             out.append(
                 M.sharding(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .code import identifier
+from .code import callable_expr, identifier
 from .report import Reason
 
 LIMIT = 240
@@ -158,21 +158,6 @@ def _arg_or_path(arg: str, path: str) -> str:
 
 
 # ---------------------------------------------------------------- new function
-
-#: JAX's names of transformed functions (``grad(loss)``): the transformation a user wrote.
-_JAX_TRANSFORMS = frozenset(
-    {"grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint", "remat"}
-)
-
-
-def callable_expr(name: str) -> str:
-    """The expression a user writes for the function JAX names ``name``: ``grad(loss)`` ->
-    ``jax.grad(loss)``; a name that is no expression comes back as it is (the fix's code
-    check then prints it as words)."""
-    head, sep, rest = name.partition("(")
-    if sep and rest.endswith(")") and head in _JAX_TRANSFORMS:
-        return f"jax.{head}({callable_expr(rest[:-1])})"
-    return name
 
 
 def new_function(
