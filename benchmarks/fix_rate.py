@@ -34,6 +34,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import types
 from typing import Any
 
 import jax
@@ -499,6 +500,435 @@ CASES: tuple[Case, ...] = (
         """,
         expected=True,
     ),
+    # ---- issue 33: other public reports (Keras, numpyro, Orbax, optax, custom_vjp, configs)
+    _case(
+        "static sample count sets a shape",
+        "jax-ml/jax#648 (`random.randint(key, (N,))` with N static)",
+        "STATIC_SHAPE_FIX",
+        """
+        @functools.partial(jax.jit, static_argnums=1)
+        def sample(key, n):
+            TRACES[0] += 1
+            return jax.random.normal(key, (n,)).mean()
+
+        def run():
+            key = jax.random.key(0)
+            return [sample(key, n) for n in (10, 20, 10)]
+        """,
+        expected=True,
+    ),
+    _case(
+        "static slice length",
+        "jax-ml/jax#4531 (`sol_x[0:n_rob*nvar]` with static counts)",
+        "STATIC_SHAPE_FIX",
+        """
+        @functools.partial(jax.jit, static_argnames="pos")
+        def prefix_mean(x, pos):
+            TRACES[0] += 1
+            return x[:pos].mean()
+
+        def run():
+            x = jnp.arange(10.0)
+            return [prefix_mean(x, pos=p) for p in (3, 5, 3)]
+        """,
+        expected=True,
+    ),
+    _case(
+        "static loop count unrolled",
+        "cgiovanetti/LINX#13 (static args 3 vs 4, a Python for loop)",
+        "STATIC_SHAPE_FIX",
+        """
+        @functools.partial(jax.jit, static_argnums=1)
+        def li(x, terms):
+            TRACES[0] += 1
+            out = jnp.zeros_like(x)
+            for k in range(1, terms + 1):
+                out = out + x**k / k**2
+            return out
+
+        def run():
+            x = jnp.linspace(0.0, 0.5, 4)
+            return [li(x, t) for t in (3, 4)]
+        """,
+        expected=True,
+    ),
+    _case(
+        "static integer used only as a factor",
+        "dfm/tinygp#239 (numpyro model, recompiles on a static number)",
+        "STATIC_ARG_FIX",
+        """
+        @functools.partial(jax.jit, static_argnames="n_points")
+        def log_like(y, n_points):
+            TRACES[0] += 1
+            return -0.5 * (y**2).sum() - n_points * jnp.log(2 * jnp.pi) / 2
+
+        def run():
+            y = jnp.ones(5)
+            return [log_like(y, n_points=n) for n in (500, 400)]
+        """,
+        rewrite=(('@functools.partial(jax.jit, static_argnames="n_points")', "@jax.jit"),),
+    ),
+    _case(
+        "static bound passed to a custom_vjp's nondiff_argnums",
+        "jax-ml/jax#4617, #12982 (custom_vjp clip_gradient with nondiff lo/hi)",
+        "STATIC_RULE_FIX",
+        """
+        @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+        def clip_gradient(lo, hi, x):
+            return x
+
+        def clip_fwd(lo, hi, x):
+            return x, None
+
+        def clip_bwd(lo, hi, res, g):
+            return (jnp.clip(g, lo, hi),)
+
+        clip_gradient.defvjp(clip_fwd, clip_bwd)
+
+        @functools.partial(jax.jit, static_argnames=("lo", "hi"))
+        def grad_clipped(x, lo, hi):
+            TRACES[0] += 1
+            return jax.grad(lambda y: (clip_gradient(lo, hi, y) ** 3).sum())(x)
+
+        def run():
+            x = jnp.arange(3.0)
+            return [grad_clipped(x, lo=-b, hi=b) for b in (1.0, 2.0, 3.0)]
+        """,
+        rewrite=(
+            ("@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))", "@jax.custom_vjp"),
+            ("    return x, None\n", "    return x, (lo, hi)\n"),
+            (
+                "def clip_bwd(lo, hi, res, g):\n    return (jnp.clip(g, lo, hi),)",
+                "def clip_bwd(res, g):\n    lo, hi = res\n    return (None, None, jnp.clip(g, lo, hi))",
+            ),
+            ('@functools.partial(jax.jit, static_argnames=("lo", "hi"))', "@jax.jit"),
+        ),
+    ),
+    _case(
+        "jax.jit(jax.grad(loss)) built per call",
+        "pyro-ppl/numpyro#2171 (a fresh closure per MCMC.run); issue 33's grad(_likelihood)",
+        "NEW_FUNCTION_FIX",
+        """
+        def _likelihood(w, x):
+            TRACES[0] += 1
+            return jnp.sum((x @ w) ** 2)
+
+        def fit(w, x):
+            g = jax.jit(jax.grad(_likelihood))
+            return g(w, x)
+
+        def run():
+            return [fit(jnp.ones(3), jnp.ones((2, 3)) * i) for i in range(3)]
+        """,
+    ),
+    _case(
+        "inject_hyperparams learning rate set to a Python float",
+        "google-deepmind/optax#577 (inject_hyperparams as the workaround), flax nnx.Optimizer",
+        "VAR_ASSIGN_FIX",
+        """
+        @nnx.jit
+        def step(model, opt, x):
+            TRACES[0] += 1
+            opt.update(model, nnx.grad(lambda m: (m(x) ** 2).sum())(model))
+
+        def run():
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
+            opt = nnx.Optimizer(model, tx, wrt=nnx.Param)
+            x = jnp.ones((2, 2))
+            step(model, opt, x)
+            opt.opt_state.hyperparams["learning_rate"].value = 0.05
+            step(model, opt, x)
+            return model.kernel[...]
+        """,
+    ),
+    _case(
+        "solver state with a Python-float step size",
+        "google/jaxopt#451 (weak_type inconsistency in solver state)",
+        "WEAK_FIX",
+        """
+        def init_state(params):
+            return {"params": params, "stepsize": 1.0}
+
+        @jax.jit
+        def update(state, g):
+            TRACES[0] += 1
+            stepsize = jnp.minimum(state["stepsize"], 1.0 / (1.0 + jnp.abs(g).max()))
+            return {"params": state["params"] - stepsize * g, "stepsize": stepsize}
+
+        def run():
+            state = init_state(jnp.ones(3))
+            for _ in range(3):
+                state = update(state, jnp.ones(3))
+            return state
+        """,
+    ),
+    _case(
+        "enable_x64 context around some calls",
+        "jax-ml/jax#5488 (the x64 context manager)",
+        "CONFIG_FIX",
+        """
+        @jax.jit
+        def double(x):
+            TRACES[0] += 1
+            return x * 2
+
+        def run():
+            outs = [double(jnp.arange(3.0))]
+            with jax.enable_x64(True):
+                outs.append(double(jnp.arange(3.0, dtype=jnp.float32)))
+            return outs
+        """,
+        rewrite=(
+            (
+                "    outs = [double(jnp.arange(3.0))]\n    with jax.enable_x64(True):\n",
+                "    outs = []\n    with jax.enable_x64(True):\n"
+                "        outs.append(double(jnp.arange(3.0, dtype=jnp.float32)))\n",
+            ),
+        ),
+    ),
+    _case(
+        "default_matmul_precision context around some calls",
+        "jax-ml/jax#9952 (the precision context manager)",
+        "CONFIG_FIX",
+        """
+        @jax.jit
+        def project(a, b):
+            TRACES[0] += 1
+            return a @ b
+
+        def run():
+            a = jnp.ones((4, 4))
+            outs = [project(a, a)]
+            with jax.default_matmul_precision("float32"):
+                outs.append(project(a, a))
+            return outs
+        """,
+        rewrite=(
+            (
+                '    outs = [project(a, a)]\n    with jax.default_matmul_precision("float32"):\n',
+                '    outs = []\n    with jax.default_matmul_precision("float32"):\n'
+                "        outs.append(project(a, a))\n",
+            ),
+        ),
+    ),
+    _case(
+        "raw lengths from a data grid",
+        "jax-ml/jax#2521 (variably shaped arrays, one compile each)",
+        "SHAPE_FIX",
+        """
+        @jax.jit
+        def neg_log_lik(x):
+            TRACES[0] += 1
+            return (x**2).sum()
+
+        def run():
+            return [neg_log_lik(jnp.linspace(0.0, 1.0, n)) for n in (100, 150, 220)]
+        """,
+        rewrite=(
+            ("def neg_log_lik(x):", "def neg_log_lik(x, mask):"),
+            ("return (x**2).sum()", "return ((x**2) * mask).sum()"),
+            (
+                "return [neg_log_lik(jnp.linspace(0.0, 1.0, n)) for n in (100, 150, 220)]",
+                "return [neg_log_lik(jnp.pad(jnp.linspace(0.0, 1.0, n), (0, 256 - n)),"
+                " (jnp.arange(256) < n).astype(jnp.float32)) for n in (100, 150, 220)]",
+            ),
+        ),
+    ),
+    _case(
+        "log density bound with functools.partial per run",
+        "pyro-ppl/numpyro#441 (MCMC.run on new data recompiles)",
+        "NEW_PARTIAL_FIX",
+        """
+        def log_density(theta, data):
+            TRACES[0] += 1
+            return -((data - theta) ** 2).sum()
+
+        def run():
+            outs = []
+            for seed in range(3):
+                data = jnp.arange(4.0) + seed
+                potential = jax.jit(functools.partial(log_density, data=data))
+                outs.append(potential(jnp.zeros(())))
+            return outs
+        """,
+        rewrite=(
+            ("def run():\n", "log_density_jit = jax.jit(log_density)\n\n\ndef run():\n"),
+            (
+                "        potential = jax.jit(functools.partial(log_density, data=data))\n"
+                "        outs.append(potential(jnp.zeros(())))",
+                "        outs.append(log_density_jit(jnp.zeros(()), data=data))",
+            ),
+        ),
+    ),
+    _case(
+        "nnx.Optimizer rebuilt per learning rate in a sweep",
+        "google-deepmind/optax#577 (a learning-rate sweep recompiles)",
+        "OPTAX_FIX",
+        """
+        @nnx.jit
+        def train_step(model, optimizer, x):
+            TRACES[0] += 1
+            grads = nnx.grad(lambda m: (m(x) ** 2).sum())(model)
+            optimizer.update(model, grads)
+
+        def run():
+            outs = []
+            for lr in (0.1, 0.01):
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                optimizer = nnx.Optimizer(model, optax.adam(lr), wrt=nnx.Param)
+                train_step(model, optimizer, jnp.ones((2, 2)))
+                outs.append(model.kernel[...])
+            return outs
+        """,
+        expected=True,
+    ),
+    _case(
+        "nnx.jit static sample count sets a shape",
+        "flax NNX sampling with a static num_samples (jax-ml/jax#648 under nnx.jit)",
+        "STATIC_SHAPE_FIX",
+        """
+        @functools.partial(nnx.jit, static_argnames="num_samples")
+        def sample_outputs(model, key, num_samples):
+            TRACES[0] += 1
+            noise = jax.random.normal(key, (num_samples, 2))
+            return model(noise).mean()
+
+        def run():
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            key = jax.random.key(0)
+            return [sample_outputs(model, key, num_samples=n) for n in (4, 8)]
+        """,
+        expected=True,
+    ),
+    _case(
+        "eqx.filter_jit Python int sets a shape",
+        "equinox FAQ (non-arrays are static under filter_jit) with jax-ml/jax#648's shape",
+        "STATIC_SHAPE_FIX",
+        """
+        import equinox as eqx
+
+        @eqx.filter_jit
+        def sample(key, num_samples):
+            TRACES[0] += 1
+            return jax.random.normal(key, (num_samples,)).mean()
+
+        def run():
+            key = jax.random.key(0)
+            return [sample(key, n) for n in (8, 16, 8)]
+        """,
+        expected=True,
+    ),
+    _case(
+        "eqx.Module float field changed per model",
+        "equinox FAQ 'my filter_jit recompiles' (a float field is static)",
+        "eqx.SCALAR_FIX",
+        """
+        import equinox as eqx
+
+        class Scaled(eqx.Module):
+            weight: jax.Array
+            scale: float
+
+            def __call__(self, x):
+                return self.weight * x * self.scale
+
+        @eqx.filter_jit
+        def forward(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            return [forward(Scaled(jnp.ones(3), s), jnp.ones(3)) for s in (0.5, 0.25, 0.125)]
+        """,
+        rewrite=(("Scaled(jnp.ones(3), s)", "Scaled(jnp.ones(3), jnp.asarray(s))"),),
+    ),
+    _case(
+        "nnx module attribute: a Python-float scale set per epoch",
+        "flax discussions (a schedule written into a module attribute)",
+        "STATIC_ROLE_FIX",
+        """
+        class Model(nnx.Module):
+            def __init__(self):
+                self.linear = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                self.lr = 0.1
+
+            def __call__(self, x):
+                return self.linear(x) * self.lr
+
+        @nnx.jit
+        def forward(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            model = Model()
+            outs = []
+            for epoch in range(3):
+                model.lr = 0.1 / (epoch + 1)
+                outs.append(forward(model, jnp.ones((1, 2))))
+            return outs
+        """,
+        rewrite=(
+            ("        self.lr = 0.1\n", "        self.lr = nnx.Variable(jnp.asarray(0.1))\n"),
+            ("model.lr = 0.1 / (epoch + 1)", "model.lr[...] = 0.1 / (epoch + 1)"),
+        ),
+    ),
+    _case(
+        "Dropout switched by model.train() / model.eval()",
+        "flax NNX guide (train/eval modes), keras-team/keras-core#762 (training retraces)",
+        "MODE_FIX",
+        """
+        class Net(nnx.Module):
+            def __init__(self):
+                self.linear = nnx.Linear(3, 3, rngs=nnx.Rngs(0))
+                self.drop = nnx.Dropout(0.5, rngs=nnx.Rngs(1))
+
+            def __call__(self, x):
+                return self.drop(self.linear(x))
+
+        @nnx.jit
+        def forward(model, x):
+            TRACES[0] += 1
+            return model(x)
+
+        def run():
+            model = Net()
+            model.train()
+            forward(model, jnp.ones((1, 3)))
+            model.eval()
+            return forward(model, jnp.ones((1, 3)))
+        """,
+        expected=True,
+    ),
+    _case(
+        "Keras 3 stateless_call with a static training flag",
+        "keras-team/keras-core#762, keras-team/keras#20411 (Keras on JAX retraces)",
+        "MODE_FIX",
+        """
+        import os
+
+        os.environ.setdefault("KERAS_BACKEND", "jax")
+        import keras
+
+        model = keras.Sequential(
+            [keras.Input((3,)), keras.layers.Dense(2), keras.layers.Dropout(0.5, seed=0)]
+        )
+
+        @functools.partial(jax.jit, static_argnames="training")
+        def forward(trainable, non_trainable, x, training):
+            TRACES[0] += 1
+            y, _ = model.stateless_call(trainable, non_trainable, x, training=training)
+            return y
+
+        def run():
+            tv = [v.value for v in model.trainable_variables]
+            ntv = [v.value for v in model.non_trainable_variables]
+            forward(tv, ntv, jnp.ones((2, 3)), training=True)
+            return forward(tv, ntv, jnp.ones((2, 3)), training=False)
+        """,
+        expected=True,
+    ),
 )
 
 
@@ -543,6 +973,26 @@ def _replace_lines(source: str, node: ast.stmt, text: str, *, after: bool = Fals
     return "".join(lines[: node.lineno - 1] + new + lines[end:])
 
 
+def _ellipsis_base(target: ast.expr) -> str | None:
+    """``X`` of ``X[...]`` (a Variable's value written through ``[...]``), else None."""
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+        return ast.unparse(target.value) if target.slice.value is Ellipsis else None
+    return None
+
+
+def _hoist(source: str, name: str, expr: str) -> str | None:
+    """``name = expr`` at module level, before the first top-level statement that builds
+    ``expr`` (a fix that says "create it once, at module level"), and ``name`` used there."""
+    tree = ast.parse(source)
+    for top in tree.body:
+        if any(ast.unparse(n) == expr for n in ast.walk(top) if isinstance(n, ast.expr)):
+            lines = source.splitlines(keepends=True)
+            head = "".join(lines[: top.lineno - 1]) + f"{name} = {expr}\n\n\n"
+            rest = "".join(lines[top.lineno - 1 :])
+            return head + rest.replace(expr, name)
+    return None
+
+
 def _apply_one(source: str, snippet: str) -> str | None:
     try:
         (stmt,) = ast.parse(snippet).body
@@ -557,16 +1007,28 @@ def _apply_one(source: str, snippet: str) -> str | None:
     if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
         return None
     target = ast.unparse(stmt.targets[0])
+    # `v[...] = ...` for a Variable the program writes as `v.value = ...` or `v[...] = ...`
+    base = _ellipsis_base(stmt.targets[0])
+    targets = {target} | ({base + ".value", base} if base else set())
     names = {ast.unparse(n) for n in ast.walk(stmt.value) if isinstance(n, ast.expr)}
     for node in _statements(source):
-        if not isinstance(node, ast.Assign) or _target(node) != target:
+        if not isinstance(node, ast.Assign) or _target(node) not in targets:
             continue
-        if "value" in names and isinstance(node.value, ast.Call) and node.value.args:
-            wrapped = ast.unparse(node.value.args[0])  # wrap the value the program had
-            return _replace_lines(source, node, re.sub(r"\bvalue\b", wrapped, snippet))
+        if "value" in names:  # wrap the value the program had
+            had = node.value.args[0] if isinstance(node.value, ast.Call) else node.value
+            if isinstance(node.value, ast.Call) and not node.value.args:
+                return None
+            return _replace_lines(source, node, re.sub(r"\bvalue\b", ast.unparse(had), snippet))
         if target in names:  # `acc = jnp.asarray(acc, ...)`: retype right after it is made
             return _replace_lines(source, node, snippet, after=True)
         return _replace_lines(source, node, snippet)
+    if target in names:  # `state['lr'] = jnp.asarray(state['lr'], ...)`: after `state = ...`
+        root = next((n.id for n in ast.walk(stmt.targets[0]) if isinstance(n, ast.Name)), None)
+        for node in _statements(source):
+            if isinstance(node, ast.Assign) and _target(node) == root:
+                return _replace_lines(source, node, snippet, after=True)
+    if isinstance(stmt.targets[0], ast.Name):  # a new name: "create it once at module level"
+        return _hoist(source, target, ast.unparse(stmt.value))
     return None
 
 
@@ -588,14 +1050,18 @@ def _execute(source: str, name: str) -> tuple[int, Any, list[jitlens.Reason]]:
     fd, path = tempfile.mkstemp(prefix="fixcase_", suffix=".py")
     with os.fdopen(fd, "w") as fh:
         fh.write(source)
+    module = types.ModuleType(f"fixcase_{abs(hash(name))}")
+    module.__file__ = path
+    sys.modules[module.__name__] = module  # dataclasses (eqx.Module) look their module up
     try:
-        ns: dict[str, Any] = {"__name__": f"fixcase_{abs(hash(name))}", "__file__": path}
+        ns: dict[str, Any] = module.__dict__
         with jitlens.track() as t:
             exec(compile(source, path, "exec"), ns)  # the corpus is this file's
             outputs = ns["run"]()
         heads = [e.reasons[0] for f in t.report().user_functions() for e in f.events if e.reasons]
         return ns["TRACES"][0], outputs, heads
     finally:
+        sys.modules.pop(module.__name__, None)
         os.unlink(path)
 
 

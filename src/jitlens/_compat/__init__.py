@@ -76,3 +76,6 @@ from .jax_api import trace_state_clean as trace_state_clean
 from .jax_api import trace_to_jaxpr_patchable as trace_to_jaxpr_patchable
 from .jax_api import without_hidden_frames as without_hidden_frames
 from .probe import has_trace_frame as has_trace_frame
+from .programs import nondiff_checker as nondiff_checker
+from .programs import program_fingerprint as program_fingerprint
+from .programs import shape_only_trace as shape_only_trace

@@ -5,7 +5,9 @@ entry per size. Two very different programs look like that:
 
 * sizes padded to a bucket (16, 32, 48: multiples of 16) are a *choice*: a
   small bounded set, each compiled once, is the cheap way to serve variable
-  lengths. Those compiles are not lost (:func:`bucketed`).
+  lengths. Those compiles are not lost (:func:`bucketed`). Only a step that
+  is a power of two of at least 8 is taken as that evidence: raw lengths from
+  a data grid (100, 150, 220) share a step too, and are shown as retraces.
 * many raw sizes (13, 17, 21, ...) each compile once and keep coming; the fix
   is to bucket them, and the recorded sizes say which buckets
   (:func:`propose`): the axis, the bucket sizes, how many compiles they
@@ -95,12 +97,17 @@ def size_sets(events: Iterable[Any]) -> list[SizeSet]:
 
 
 def bucket_step(sizes: Sequence[int]) -> int | None:
-    """The step of a deliberate bucket set (16 for 16, 32, 48), or None."""
+    """The step of a deliberate bucket set (16 for 16, 32, 48), or None.
+
+    Evidence, not coincidence: padding goes to multiples of a power of two (8, 16, 32,
+    ...), so a common step that is not one (100, 150, 220 share 10) is raw sizes from the
+    data, shown as retraces."""
     distinct = sorted(set(sizes))
     if len(distinct) < BUCKETED_MIN_SIZES:
         return None
     step = math.gcd(*distinct)
-    return step if step >= BUCKET_MIN_STEP else None
+    power_of_two = step & (step - 1) == 0
+    return step if step >= BUCKET_MIN_STEP and power_of_two else None
 
 
 def bucketed(events: Sequence[Any]) -> list[SizeSet]:

@@ -31,6 +31,7 @@ from .key import (
     same_type,
     snapshot_text,
 )
+from .paths import Entries, code_path
 from .report import REASON_KINDS, Reason
 
 _ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
@@ -73,7 +74,7 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
         eo, en = o[p], n[p]
         if eo.same(en):
             continue
-        r = _diff_entry(p, eo, en, o.get(p[:-1]))
+        r = _diff_entry(p, eo, en, o.get(p[:-1]), n)
         if r is not None:
             reasons.extend(r)
             if (
@@ -194,7 +195,9 @@ def _short(e: Entry) -> str:
     return e.target or e.kind
 
 
-def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> list[Reason] | None:
+def _diff_entry(
+    p: Path, eo: Entry, en: Entry, parent: Entry | None = None, entries: Entries | None = None
+) -> list[Reason] | None:
     arg, path = _arg(p), render_path(p)
     variable = ""
     if parent is not None and parent.kind == "var" and p[-1] == ("attr", "value"):
@@ -224,11 +227,9 @@ def _diff_entry(p: Path, eo: Entry, en: Entry, parent: Entry | None = None) -> l
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
-            out.append(
-                M.weak_type(
-                    arg, path, a.short(), b.short(), a.dtype, now_weak=b.weak, variable=variable
-                )
-            )
+            code = code_path(p[:-1] if variable else p, entries)
+            w = M.weak_type(arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code)
+            out.append(w)
         if a.sharding != b.sharding:
             out.append(
                 M.sharding(

@@ -395,6 +395,9 @@ class Key:
     cleared: bool = False
     #: ``jax.clear_caches()`` calls seen when it was compiled (None: not counted).
     clears_seen: int | None = None
+    #: ``(structure, parameters)`` hashes of the program traced for it, when its statics
+    #: include a number (``_track/flows.py``): where that number went.
+    program: tuple[int, int] | None = None
 
 
 #: Paths deeper than this are shown by their head and their depth.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .code import callable_expr, identifier
 from .report import Reason
 
 LIMIT = 240
@@ -20,7 +21,7 @@ NEW_FUNCTION_MSG = (
 )
 NEW_FUNCTION_FIX = (
     "Create the jitted function once, outside the loop or the function called repeatedly "
-    "(e.g. `{name}_jit = {kind}({name})` at module level), and reuse it."
+    "(e.g. `{name}_jit = {kind}({expr})` at module level), and reuse it."
 )
 CLOSURE_FIX = (
     "Define `{name}` once at module level with {free} as parameters, jit it once, and pass "
@@ -46,13 +47,22 @@ WEAK_MSG = (
 )
 WEAK_FIX = (
     "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
-    "initial value, a hyper-parameter), make it a typed array with the same value, "
-    "`{arg} = jnp.asarray({arg}, jnp.{dtype})`."
+    "initial value, a hyper-parameter), type it: `{arg} = jnp.asarray({arg}, jnp.{dtype})`."
+)
+#: ``WEAK_FIX`` where ``{arg} = ...`` cannot be written (an item of a tuple): the value, not
+#: the assignment.
+WEAK_VALUE_FIX = (
+    "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
+    "initial value, a hyper-parameter), type it: `jnp.asarray(value, jnp.{dtype})`."
 )
 VAR_WEAK_FIX = (
     "Create `{attr}` typed where `__init__` makes it, `self.{attr} = {var}(jnp.asarray(value, "
     "jnp.{dtype}))`, not from a Python number (weakly typed until its first update); it stays "
     "a Variable."
+)
+VAR_ASSIGN_FIX = (
+    "Where a Python number is written into it after the compile, write a typed value: "
+    "`{code}[...] = jnp.asarray(value, jnp.{dtype})`."
 )
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
@@ -171,10 +181,10 @@ def new_function(
             name=name if name != "<lambda>" else "step_fn",
             free=", ".join(f"`{v}`" for v in free[:4]),
         )
+    elif is_lambda:
+        fix = NEW_LAMBDA_FIX.format(name="step_fn")
     else:
-        fix = (NEW_LAMBDA_FIX if is_lambda else NEW_FUNCTION_FIX).format(
-            name=name.strip("<>") if not is_lambda else "step_fn", kind=kind
-        )
+        fix = NEW_FUNCTION_FIX.format(name=identifier(name), expr=callable_expr(name), kind=kind)
     return _reason("new_function", "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix)
 
 
@@ -274,15 +284,24 @@ def weak_type(
     dtype: str,
     now_weak: bool,
     variable: str = "",
+    code: str | None = None,
 ) -> Reason:
     """``variable``: the Variable's class (``nnx.Variable``) when the value is one's: the fix
-    keeps it a Variable instead of replacing it with an array."""
-    if variable and "." in path:
+    keeps it a Variable instead of replacing it with an array. ``now_weak``: the direction;
+    a typed Variable that became weak had a Python number assigned after its compile, and the
+    fix goes to that assignment (``code``: the path as the user writes it, "" when it cannot
+    be assigned, e.g. an item of a tuple), not to its creation.
+    """
+    if variable and now_weak:
+        fix = VAR_ASSIGN_FIX.format(code=code or path, dtype=_jnp_dtype(dtype))
+    elif variable and "." in path:
         fix = VAR_WEAK_FIX.format(
             attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)
         )
-    else:
+    elif code is None or code:
         fix = WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
+    else:  # ``path = ...`` cannot be written (inside a tuple): type the value where it is made
+        fix = WEAK_VALUE_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
     return _reason(
         "weak_type",
         arg,

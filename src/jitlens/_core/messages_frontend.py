@@ -168,6 +168,7 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
             r,
             message=SCALAR_MSG.format(path=r.path, before=r.before, after=r.after),
             fix=SCALAR_FIX.format(expr=r.path),
+            flow="unchecked",  # the trace's program tells whether it can be an array
         )
     if r.kind == "static_value":
         return dataclasses.replace(

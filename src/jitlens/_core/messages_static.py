@@ -20,9 +20,9 @@ from .messages import (
     CLASS_FIX,
     IDENTITY_MSG,
     LIMIT,
-    STATIC_ARG_FIX,
     STATIC_AUX_FIX,
     STATIC_MSG,
+    _cap,
     _reason,
 )
 from .report import Reason
@@ -54,9 +54,9 @@ STATIC_FIELD_FIX = (
 
 
 STATIC_ROLE_FIX = (
-    "If `{attr}` sets a shape, a loop bound or a Python branch, it must stay static: expected "
-    "once per value. If it changes on every call, make it state where `__init__` sets it, "
-    "`self.{attr} = nnx.Variable(jnp.asarray({before}))`, and update it through `[...]`."
+    "If `{attr}` sets a shape, a loop bound or a branch it stays static (once per value); if "
+    "it changes every call, make it state in `__init__`, `self.{attr} = nnx.Variable("
+    "jnp.asarray({before}))`, and update it through `[...]`."
 )
 COUNTER_MSG = (
     "static `{path}` changes on every call: a counter ({values}); statics are part of the cache "
@@ -129,6 +129,43 @@ def counter_static(arg: str, path: str, attr: str, values: list[Any]) -> Reason:
     return _reason("static_value", arg, path, before, after, msg, fix)
 
 
+#: A static number whose role the trace could not tell (a parameter of an operation differs,
+#: or no program was seen): both cases in words, no code that could break.
+STATIC_ARG_UNSURE_FIX = (
+    "If `{arg}` only enters arithmetic, pass it as a traced argument (drop it from "
+    "static_argnums/static_argnames); if it sets a shape, a slice, an index, a loop count or a "
+    "Python branch it must stay static, each value compiling once."
+)
+#: A static number that changed the traced program's shapes or operations.
+STATIC_SHAPE_FIX = (
+    "Expected once per value: `{arg}` sets a shape, a slice, a loop count or a branch (the "
+    "programs for {before} and {after} differ beyond constants), so it stays static; if it "
+    "takes many values, round it up to a few sizes and mask."
+)
+
+
+#: A static number passed on to a custom_vjp's nondiff_argnums: JAX rejects a tracer there.
+STATIC_RULE_FIX = (
+    "Keep `{arg}` static while it goes to a custom_vjp's nondiff_argnums (a traced value "
+    "raises UnexpectedTracerError there). To compile once, make it a regular argument of that "
+    "function and return `None` as its cotangent from the bwd rule."
+)
+
+
+def static_flow(r: Reason, flow: str, data_fix: str) -> Reason:
+    """``r`` (a static number, ``flow`` "unchecked") once the trace's program showed where the
+    number went (``report.STATIC_FLOWS``). ``data_fix``: the front-end's fix for a number that
+    only enters arithmetic (a traced argument)."""
+    if flow == "shape":
+        fix = STATIC_SHAPE_FIX.format(arg=r.path, before=r.before, after=r.after)
+        return dataclasses.replace(r, fix=_cap(fix), flow=flow, expected=True)
+    if flow == "data":
+        return dataclasses.replace(r, fix=_cap(data_fix), flow=flow)
+    if flow == "rule":
+        return dataclasses.replace(r, fix=_cap(STATIC_RULE_FIX.format(arg=r.path)), flow=flow)
+    return dataclasses.replace(r, flow=flow)
+
+
 STATIC_CHOICE_FIX = (
     "Expected once per value: each distinct `{path}` compiles once and is reused (an equal value "
     "hits the cache). If it changes on every call, keep it to a few values."
@@ -175,8 +212,10 @@ def static_value(
         fix = template.format(attr=attr, before=values[0])
     elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
         fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
-    elif path == arg:  # the static argument itself is the number: it can be traced instead
-        fix = STATIC_ARG_FIX.format(arg=arg)
+    elif path == arg:  # the static argument itself is the number: what it does decides
+        fix = STATIC_ARG_UNSURE_FIX.format(arg=arg)
+        reason = _reason("static_value", arg, path, before, after, msg, fix)
+        return dataclasses.replace(reason, flow="unchecked")  # the trace's program tells
     else:  # a number inside a static object (a tuple item, a config attribute)
         fix = STATIC_CHOICE_FIX.format(path=path)
     return _reason("static_value", arg, path, before, after, msg, fix)

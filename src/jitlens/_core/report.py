@@ -16,6 +16,7 @@ from typing import Any
 
 from .._errors import ReportError
 from . import buckets
+from .code import words_unless_code
 from .runinfo import RunInfo, runinfo_from_dict
 
 SCHEMA_VERSION = 2
@@ -55,6 +56,15 @@ REASON_KINDS: tuple[str, ...] = (
 EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
 
 
+#: ``Reason.flow`` of a static number: "unchecked" (the program's evidence has not come yet),
+#: "data" (the programs compiled for two values differ only in literal constants: it can be
+#: traced), "shape" (their shapes or operations differ: it sets a shape, a slice, a loop count
+#: or a branch, and must stay static), "params" (an operation's static parameter differs:
+#: unsure, said in words), "rule" (it reached a custom_vjp's nondiff_argnums, which JAX
+#: rejects a tracer in).
+STATIC_FLOWS: tuple[str, ...] = ("", "unchecked", "data", "shape", "params", "rule")
+
+
 #: How a fix begins when the retrace was expected, not avoidable: the first
 #: compile of a train/eval mode (``_core.messages_static.MODE_FIX``). The data
 #: says so in ``Reason.expected``; the prefix is read only from reports written
@@ -82,6 +92,13 @@ class Reason:
     #: The retrace it explains was expected, not avoidable (a train/eval mode's,
     #: an init/apply mode's first compile): no time lost, nothing to fix.
     expected: bool = False
+    #: Where a static number flowed in the traced program (``STATIC_FLOWS``): decides
+    #: whether it can become a traced argument. "" when not a static number's reason.
+    flow: str = ""
+
+    def __post_init__(self) -> None:
+        # every printed fix: code between backticks parses, or it is shown as words
+        object.__setattr__(self, "fix", words_unless_code(self.fix))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -424,6 +441,8 @@ def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
     for k, v in kw.items():
         _check_type(v, (bool,) if k == "expected" else (str,), f"{where}.{k}")
+    if kw.get("flow", "") not in STATIC_FLOWS:
+        raise ReportError(f"{where}.flow: expected one of {STATIC_FLOWS}, got {kw['flow']!r}")
     if "expected" not in kw:  # a report from before the flag: its fix said so
         kw["expected"] = kw["fix"].startswith(EXPECTED_FIX)
     return Reason(**kw)

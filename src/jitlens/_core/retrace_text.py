@@ -30,6 +30,21 @@ REASON_LINE = "{path}  {kind}{count}: {values}"
 REASON_COUNT = "  (in {n} {noun})"
 OTHER_VALUES = "  (+{n} other value{s})"
 NO_REASON = "no difference found between the new cache key and the compiled ones ({n} retrace(s))"
+#: A compile with no trace and no difference: JAX compiled another program from the cached
+#: trace (jax.grad / jax.hessian / vmap of the jitted function run eagerly compiles the
+#: transformed program; ``.lower().compile()`` compiles ahead of time). Not a retrace.
+NO_REASON_COMPILE = (
+    "an equal key compiled again from the cached trace, not a retrace: a transformed program "
+    "of the function (jax.grad / jax.hessian / vmap of it run outside jit) or an ahead-of-time "
+    "compile ({n} compile(s))"
+)
+
+
+def no_reason(kind: str, n: int) -> str:
+    """What an event without a reason says: a retrace's or a compile's words (``Event.kind``)."""
+    return (NO_REASON_COMPILE if kind == "compile" else NO_REASON).format(n=n)
+
+
 FIX_LINE = "fix: {fix}"
 MORE_LINE = "… and {n} more difference{s} ({paths})"
 STALE_HEADER = "warning: stale cache hit at {call_site} (call #{index})"
@@ -263,7 +278,7 @@ def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -
         head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0][1])
         body = [(indent, text) for indent, text, _ in lines[1:]]
         if not event.reasons and event.kind != "trace":
-            body.append((2, NO_REASON.format(n=1)))
+            body.append((2, no_reason(event.kind, 1)))
         return "\n".join([_wrapped(0, head, width), *(_wrapped(i, t, width) for i, t in body)])
     except Exception:
         LOG.exception("jitlens: rendering a retrace failed")

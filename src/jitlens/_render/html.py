@@ -52,6 +52,10 @@ AXIS_NOTE = (
 MORE = "… and {n} more differences"
 COUNT = "in {n} retraces"
 NO_REASON = "no difference found between the new cache key and the compiled ones ({n} retraces)"
+NO_REASON_COMPILE = (
+    "an equal key compiled again from the cached trace, not a retrace: a transformed program "
+    "of the function or an ahead-of-time compile"
+)
 ALSO = ", +{n} difference(s) shown above"
 STALE_HEAD = "stale cache hit at {call_site} (call #{index})"
 FALLBACK = "<!DOCTYPE html><meta charset='utf-8'><title>jitlens report</title><pre>{raw}</pre>"
@@ -337,7 +341,8 @@ def _retrace_html(
         if rest
         else ""
     )
-    body = "".join(shown) or f'<li class="reason">{escape(NO_REASON.format(n=extra))}</li>'
+    none = NO_REASON_COMPILE if event.kind == "compile" else NO_REASON
+    body = "".join(shown) or f'<li class="reason">{escape(none.format(n=extra))}</li>'
     return (
         f'<article class="retrace{" expected" * event.expected}" id="{anchor}"><h4>{escape(head)} '
         f'<span class="split">({escape(split)})</span></h4><ul class="reasons">{body}</ul>'

@@ -26,12 +26,12 @@ from .._core.report import (
 )
 from .._core.retrace_text import (
     LOG,
-    NO_REASON,
     UNKNOWN,
     Folded,
     Line,
     fallback,
     fold_key,
+    no_reason,
     retrace_block,
     retrace_lines,
     stale_lines,
@@ -79,6 +79,7 @@ NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
+COMPILED_AGAIN = "compiled {m}x more from a cached trace, no retrace, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
 #: At most this many lines when a line budget is given (``jitlens run`` at exit).
 TABLE_ROWS = 20
@@ -123,10 +124,11 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     retraces = [e for e in fn.events if e.kind != "trace"]
     if not retraces and not fn.stale_hits:
         return []
-    template = RECOMPILED if fn.recompiles else RETRACED
-    parts = (
-        [template.format(n=fn.retraces, m=fn.recompiles, lost=fn.seconds_lost)] if retraces else []
-    )
+    compiles = sum(1 for e in retraces if e.kind == "compile")
+    template = (
+        RETRACED if not compiles else RECOMPILED if fn.retraces else COMPILED_AGAIN
+    )  # a compile from a cached trace is not a retrace ("retraced 0x" said nothing)
+    parts = [template.format(n=fn.retraces, m=compiles, lost=fn.seconds_lost)] if retraces else []
     parts += [STALE_COUNT.format(n=len(fn.stale_hits))] if fn.stale_hits else []
     header = FUNCTION_HEADER.format(
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
@@ -154,10 +156,11 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
         block, cut = retrace_block(fn, event, own, also, _less(width, 2), later)
         lines += _indented(block, 2)
         carried += [item for item in cut if fold_key(item[0]) in later]
-    unexplained = [e for e in retraces if not e.reasons]
-    if unexplained:
-        lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
-        lines.append((4, NO_REASON.format(n=len(unexplained)), "dim"))
+    for kind in ("retrace", "compile"):
+        unexplained = [e for e in retraces if not e.reasons and e.kind == kind]
+        if unexplained:
+            lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
+            lines.append((4, no_reason(kind, len(unexplained)), "dim"))
     for stale in fn.stale_hits:
         lines += _indented(stale_lines(fn, stale), 2)
     return lines

@@ -16,7 +16,7 @@ from typing import Any
 from .. import _compat
 from .._compat.probe import tested_range
 from .._errors import JitlensError
-from . import fastpath, frontends, listeners, patches, selfcheck
+from . import fastpath, flows, frontends, listeners, patches, selfcheck
 from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
 from .state import (
@@ -52,6 +52,10 @@ def _install() -> None:
     if _compat.trace_to_jaxpr_patchable():
         pe = _compat.partial_eval()
         _set(pe, "trace_to_jaxpr", patches.make_trace_to_jaxpr(pe.trace_to_jaxpr))
+    checker = _compat.nondiff_checker()
+    if checker is not None:  # which statics reach a custom_vjp's nondiff_argnums
+        owner, name, check = checker
+        _set(owner, name, flows.watch_nondiff(check))
     # Front-ends (jax.jit, nnx.jit, eqx.filter_jit, ...): now if the program
     # imported the library, else the moment it does (jitlens imports none).
     frontends.install()

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from . import calls, live, nested, pcache, selfcheck  # live: issue 24
+from . import calls, flows, live, nested, pcache, selfcheck  # live: issue 24
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -95,6 +95,12 @@ def trace_start(fun_name: str) -> bool:
         # function's own trace, if its body runs, is counted as a nested trace.
         return False
     call = find_call(frame) if frame is not None else None
+    if call is None and _compat.shape_only_trace(frame) and REGISTRY.find_by_fun(fun) is None:
+        # jax.eval_shape / make_jaxpr (nnx.eval_shape too) of a function no jit holds: no
+        # jitted function's trace, not counted (its durations go to no event either)
+        tls.building = None
+        tls.top_fun = fun  # its trace_to_jaxpr is this trace, not one nested in another
+        return False
     fe = _compat.frontend_of(fun) if info is not None else None
     user = _frontend_call(fe, info, call) if fe is not None else None
     if fe is not None and user is None:
@@ -356,6 +362,8 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         return
     if event == _compat.TRACE_EVENT:
         b.trace_seconds += secs
+        if b.key is not None and flows.wants_program(b.key):
+            flows.note_program(b, _compat.find_trace_frame(_compat.caller(2)))
     elif event == _compat.LOWER_EVENT:
         if _same_fun(b, fun_name):
             b.lower_seconds += secs

@@ -57,6 +57,7 @@ class EventBuilder:
         "key",
         "kind",
         "lower_seconds",
+        "nondiff",  # static numbers passed to a custom_vjp's nondiff_argnums in this trace
         "persistent_cache",  # jitlens diff (issue 23): the persistent cache's outcome
         "persistent_cache_hit",
         "reasons",
@@ -92,6 +93,7 @@ class EventBuilder:
         self.jax_name = ""
         self.thread = threading.current_thread().name
         self.detached = False  # announced as a trace, but served from JAX's trace cache
+        self.nondiff: tuple[Any, ...] = ()
 
     def freeze(self, t0: float, with_key: bool = True) -> Event:
         return Event(

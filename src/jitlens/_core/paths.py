@@ -1,0 +1,43 @@
+"""A key's path as the user writes it in code, for the fixes that assign to it.
+
+A key names ``opt.opt_state.hyperparams.learning_rate`` (nnx flattens a dict's
+children like attributes); the user writes ``...hyperparams['learning_rate']``.
+The key's own entries say which nodes are dicts (subscripted) and which are
+tuples (whose items cannot be assigned: no assignment is printed then).
+"""
+
+from __future__ import annotations
+
+from .key import Entry, Path, render_path
+
+#: A key's entries by path (``Key.entries``).
+Entries = dict[Path, Entry]
+
+#: Node types whose children are keys, written ``node['key']`` by the user.
+_MAPPINGS = frozenset({"dict", "FrozenDict", "OrderedDict", "defaultdict", "State"})
+
+
+def code_path(p: Path, entries: Entries | None) -> str:
+    """``p`` as the user writes it in code: a dict's children subscripted
+    (``opt.opt_state.hyperparams['learning_rate']``, where the key's path says
+    ``.learning_rate``); ``entries`` tell which nodes are dicts."""
+    if not p or entries is None:
+        return render_path(p)
+    out = render_path(p[:1])
+    for i in range(1, len(p)):
+        kind, name = p[i]
+        parent = entries.get(p[:i])
+        if parent is not None and _immutable(parent) and i == len(p) - 1:
+            return ""  # `state[1] = ...` on a tuple raises: no assignment to print
+        mapping = parent is not None and parent.type_name in _MAPPINGS
+        if kind == "attr" and isinstance(name, str) and name.isidentifier() and not mapping:
+            out += f".{name}"
+        else:
+            out += f"[{name!r}]"
+    return out
+
+
+def _immutable(e: Entry) -> bool:
+    """A tuple (a NamedTuple too): its items cannot be assigned."""
+    cls = e.type_ref() if callable(e.type_ref) else None
+    return e.type_name == "tuple" or (isinstance(cls, type) and issubclass(cls, tuple))
