@@ -571,9 +571,8 @@ def test_a_repeated_cause_folds_the_same_on_every_front_end() -> None:
             with_jax(x, n=i)
             with_nnx(model, x)
             with_eqx(x, i)
-    from jitlens._render.text import render_text
 
-    text = render_text(t.report(), color=False, width=100)  # not the worker's terminal width
+    text = t.report().to_text(width=100)  # not the worker's terminal width
     for name in ("with_jax", "with_nnx", "with_eqx"):
         block = text.split(f"{name}  retraced")[1].split("\n\n")[0]
         assert block.count("retrace #") == 1 and "(in 2 retraces)" in block, block

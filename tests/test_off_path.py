@@ -272,8 +272,6 @@ def test_vmap_of_a_jit_explains_the_batch_size():
 def test_wrappers_of_the_same_code_fold_into_one_row_and_the_summary_stays_short():
     import dataclasses
 
-    from jitlens._render.text import render_text
-
     x = jnp.ones(2)
     with jitlens.track() as t:
         for _ in range(4):
@@ -283,12 +281,12 @@ def test_wrappers_of_the_same_code_fold_into_one_row_and_the_summary_stays_short
     # 2,000 wrappers, without compiling them: copies of one wrapper's figures
     many = tuple(dataclasses.replace(one, id=i) for i in range(2_000))
     big = dataclasses.replace(report, functions=many)
-    text = render_text(big, color=False, width=100, max_lines=56)
+    text = big.to_text(width=100, max_lines=56)
     flat = " ".join(text.split())
     assert "2,000 wrappers of" in flat and "1 trace each" in flat
     assert flat.startswith("jitlens: 1 jitted function, 2000 traces")  # one code, 2,000 wrappers
     assert len(text.splitlines()) <= 56
-    assert len(render_text(report, color=False, width=100).splitlines()) < 40
+    assert len(report.to_text(width=100).splitlines()) < 40
 
 
 # ---------------------------------------------------------------- stale cached_partial

@@ -28,10 +28,16 @@ if TYPE_CHECKING:
     from ._audit.audit import AuditFinding as AuditFinding
     from ._audit.audit import AuditResult as AuditResult
     from ._audit.audit import audit as audit
+    from ._cli.main import main as main
+    from ._core.kinds import AdviceKind as AdviceKind
+    from ._core.kinds import EventKind as EventKind
+    from ._core.kinds import ReasonKind as ReasonKind
+    from ._core.report import Advice as Advice
     from ._core.report import Event as Event
     from ._core.report import FunctionReport as FunctionReport
     from ._core.report import Reason as Reason
     from ._core.report import Report as Report
+    from ._core.report import StaleHit as StaleHit
     from ._core.report import load_report as load_report
     from ._diff.diff import diff as diff
     from ._diff.model import ReportDiff as ReportDiff
@@ -53,6 +59,12 @@ if TYPE_CHECKING:
 
 #: Public name -> the private module that defines it, imported on first use.
 _LAZY = {
+    "main": "_cli.main",
+    "AdviceKind": "_core.kinds",
+    "EventKind": "_core.kinds",
+    "ReasonKind": "_core.kinds",
+    "Advice": "_core.report",
+    "StaleHit": "_core.report",
     "Event": "_core.report",
     "FunctionReport": "_core.report",
     "Reason": "_core.report",
@@ -113,11 +125,14 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Advice",
+    "AdviceKind",
     "AuditFinding",
     "AuditResult",
     "CheckResult",
     "ConfigError",
     "Event",
+    "EventKind",
     "FunctionReport",
     "JitlensCompatWarning",
     "JitlensError",
@@ -125,6 +140,7 @@ __all__ = [
     "LintFinding",
     "MergedReport",
     "Reason",
+    "ReasonKind",
     "RecompileError",
     "RecompileWarning",
     "Report",
@@ -132,6 +148,7 @@ __all__ = [
     "ReportError",
     "RunawayRecompileWarning",
     "StaleCacheWarning",
+    "StaleHit",
     "Tracker",
     "__version__",
     "audit",
@@ -143,6 +160,7 @@ __all__ = [
     "lint_paths",
     "lint_source",
     "load_report",
+    "main",
     "max_traces",
     "merge_reports",
     "no_retrace",

@@ -31,9 +31,8 @@ from .key import (
     same_type,
     snapshot_text,
 )
-from .report import REASON_KINDS, Reason
+from .report import Reason
 
-_ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
 _ADDR = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._errors import ReportError
 from . import buckets
+from .kinds import AdviceKind, EventKind, ReasonKind
 from .runinfo import RunInfo, runinfo_from_dict
 
 SCHEMA_VERSION = 2
@@ -28,31 +29,12 @@ KEYED_SIGNATURES_MAX = 64
 #: advice; the fields added since have defaults, so a version-1 file reads as is).
 READABLE_SCHEMA_VERSIONS = (1, 2)
 
-#: The fixed vocabulary of ``Reason.kind``, most decisive first.  The order
-#: is used to sort the reasons of one retrace.
-REASON_KINDS: tuple[str, ...] = (
-    "new_function",
-    "config",
-    "signature",
-    "pytree_structure",
-    "graph_structure",
-    "static_value",
-    "identity_static",
-    "mutated_static",
-    "static_type",
-    "variable_metadata",
-    "shape",
-    "dtype",
-    "weak_type",
-    "sharding",
-    "cache_cleared",
-    "unknown",
-)
-
-#: ``Event.kind``: the first trace of a function, a later one (a cache miss
-#: that re-ran the Python function), or a compile that came with no trace
-#: (AOT ``.compile()`` of an earlier ``.lower()``, a cleared compile cache).
-EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
+#: The fixed vocabularies of ``Reason.kind`` (most decisive first: the order
+#: sorts the reasons of one retrace), ``Event.kind`` and ``Advice.kind``, as
+#: tuples of enum members (``_core/kinds.py``).
+REASON_KINDS: tuple[ReasonKind, ...] = tuple(ReasonKind)
+EVENT_KINDS: tuple[EventKind, ...] = tuple(EventKind)
+ADVICE_KINDS: tuple[AdviceKind, ...] = tuple(AdviceKind)
 
 
 #: How a fix begins when the retrace was expected, not avoidable: the first
@@ -66,7 +48,8 @@ EXPECTED_FIX = "Expected once per mode."
 class Reason:
     """One difference between a new cache key and the closest compiled one."""
 
-    kind: str
+    #: What differed; a plain string naming a member is made that member.
+    kind: ReasonKind
     #: The argument, by its name in the function's signature (``model``, ``x``).
     argument: str
     #: Where inside the argument: attribute / key / index access (``model.layers[3].avg_pool``).
@@ -83,6 +66,9 @@ class Reason:
     #: an init/apply mode's first compile): no time lost, nothing to fix.
     expected: bool = False
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ReasonKind(self.kind))
+
 
 @dataclasses.dataclass(frozen=True)
 class Event:
@@ -91,7 +77,8 @@ class Event:
     #: Which call of the function traced, from 0; None for a trace jitlens could not match to a
     #: call.
     call_index: int | None
-    kind: str
+    #: A first trace, a retrace or a compile with no trace; a plain string is made the member.
+    kind: EventKind
     #: ``file:line`` of the call in the user's code.
     call_site: str
     #: The call's arguments in short (``model: CNN<graph 3f2a>, x: f32[1,28,28,1]``).
@@ -121,6 +108,9 @@ class Event:
     #: The call's key as ``(user path, what JAX compared there)`` pairs (capped at
     #: ``KEY_ENTRIES_MAX``), for comparing runs: ``jitlens diff``.
     key: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", EventKind(self.kind))
 
     @property
     def seconds(self) -> float:
@@ -155,17 +145,6 @@ class StaleHit:
     fix: str
 
 
-#: ``Advice.kind``: what the advisor (``_core/advice.py``) looks at, beyond retraces.
-ADVICE_KINDS: tuple[str, ...] = (
-    "dispatch",
-    "compile_cache",
-    "entries",
-    "disable_jit",
-    "buckets",
-    "fast_path",
-)
-
-
 @dataclasses.dataclass(frozen=True)
 class Advice:
     """One change worth making to a function, with the time it would save.
@@ -174,13 +153,17 @@ class Advice:
     measured (never 0 for "unknown"): e.g. eager calls under ``jax_disable_jit``.
     """
 
-    kind: str
+    #: What the advisor looked at; a plain string is made the member.
+    kind: AdviceKind
     #: What costs time, with the figures measured.
     message: str
     #: The change to make, with the user's own names.
     fix: str
     #: Seconds the fix would save over this run; None when it cannot be measured.
     estimated_saving_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", AdviceKind(self.kind))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,13 +228,13 @@ class FunctionReport:
 
     @property
     def retraces(self) -> int:
-        return sum(1 for e in self.events if e.kind == "retrace")
+        return sum(1 for e in self.events if e.kind is EventKind.RETRACE)
 
     @property
     def recompiles(self) -> int:
         """Compiles of a new key from a trace JAX already had (a new sharding or placement,
         new jit options): explained like retraces, but the function did not trace again."""
-        return sum(1 for e in self.events if e.kind == "compile" and e.reasons)
+        return sum(1 for e in self.events if e.kind is EventKind.COMPILE and e.reasons)
 
     @property
     def seconds_lost(self) -> float:
@@ -263,7 +246,8 @@ class FunctionReport:
         return sum(
             e.seconds
             for e in self.events
-            if (e.kind == "retrace" or (e.kind == "compile" and e.reasons)) and not e.expected
+            if (e.kind is EventKind.RETRACE or (e.kind is EventKind.COMPILE and e.reasons))
+            and not e.expected
         )
 
     @property
@@ -332,10 +316,50 @@ class Report:
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
         return report_from_dict(data)
 
-    def __str__(self) -> str:
+    def to_text(
+        self,
+        *,
+        width: int | None = None,
+        color: bool | None = False,
+        include_internal: bool = False,
+        max_lines: int | None = None,
+    ) -> str:
+        """The report as the terminal text ``jitlens run`` prints: a table of the functions
+        sorted by seconds lost, then every retrace explained with its fix.
+
+        Args:
+            width: wrap at this many characters; ``None`` takes the terminal's width (or
+                100 when there is no terminal). Pass a number for text that must not
+                depend on where it runs (a log file, a golden test).
+            color: ANSI colour codes in the text. ``None`` follows the terminal (off when
+                stdout is not a TTY or ``NO_COLOR`` is set).
+            include_internal: also list JAX's and Flax's own jitted helpers.
+            max_lines: at most this many lines; the table keeps its first rows and the
+                explanations stop at a function, with a line saying what was left out.
+
+        ``str(report)`` is ``report.to_text()``. Never raises: if rendering fails, it logs
+        and returns the raw data. See also :meth:`to_json` for the data itself, and
+        ``_repr_html_`` (a notebook shows the report as HTML).
+
+        Example:
+            >>> import jitlens
+            >>> r = jitlens.Report(2, "0.1", "0.10", "", "cpu", 0, 1, "box", 0.0, 1.0, ())
+            >>> print(r.to_text(width=80))
+            jitlens: no jitted function was called (cpu on box, 1.0 s).
+            <BLANKLINE>
+        """
         from .._render.text import render_text
 
-        return render_text(self, color=False)
+        return render_text(
+            self,
+            color=color,
+            width=width,
+            include_internal=include_internal,
+            max_lines=max_lines,
+        )
+
+    def __str__(self) -> str:
+        return self.to_text()
 
     def _repr_html_(self) -> str:
         from .._render.html import render_html_frame
@@ -383,10 +407,17 @@ def _check_type(value: Any, types: tuple[type, ...], where: str) -> None:
 _NUM = (int, float)
 
 
+def _words(kinds: Iterable[str]) -> tuple[str, ...]:
+    """A vocabulary as plain strings, for an error message (a member's repr is the enum's)."""
+    return tuple(str(k) for k in kinds)
+
+
 def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
     for k, v in kw.items():
         _check_type(v, (bool,) if k == "expected" else (str,), f"{where}.{k}")
+    if kw["kind"] not in REASON_KINDS:
+        raise ReportError(f"{where}.kind: {kw['kind']!r} is not one of {_words(REASON_KINDS)}")
     if "expected" not in kw:  # a report from before the flag: its fix said so
         kw["expected"] = kw["fix"].startswith(EXPECTED_FIX)
     return Reason(**kw)
@@ -399,7 +430,7 @@ def _event(d: Any, where: str) -> Event:
         for i, r in enumerate(_list(kw.get("reasons", ()), where))
     )
     if kw.get("kind") not in EVENT_KINDS:
-        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {EVENT_KINDS}")
+        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {_words(EVENT_KINDS)}")
     for k in ("trace_seconds", "lower_seconds", "compile_seconds", "explain_seconds", "time"):
         if k in kw:
             _check_type(kw[k], _NUM, f"{where}.{k}")
@@ -411,7 +442,7 @@ def _event(d: Any, where: str) -> Event:
 def _advice(d: Any, where: str) -> Advice:
     kw = _build(Advice, d, where)
     if kw.get("kind") not in ADVICE_KINDS:
-        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {ADVICE_KINDS}")
+        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {_words(ADVICE_KINDS)}")
     for k in ("message", "fix"):
         _check_type(kw[k], (str,), f"{where}.{k}")
     if kw.get("estimated_saving_seconds") is not None:
