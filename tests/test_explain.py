@@ -15,7 +15,6 @@ import pytest
 from flax import nnx
 
 import jitlens
-from jitlens._core.report import REASON_KINDS
 
 
 def reasons_of(
@@ -31,7 +30,7 @@ def reasons_of(
 def first(reasons: list[jitlens.Reason]) -> tuple[str, str]:
     assert reasons, "expected a retrace"
     for r in reasons:
-        assert r.kind in REASON_KINDS and r.kind != "unknown"
+        assert isinstance(r.kind, jitlens.ReasonKind) and r.kind is not jitlens.ReasonKind.UNKNOWN
         assert len(r.message) <= 240 and len(r.fix) <= 240
     return reasons[0].kind, reasons[0].path
 

@@ -38,6 +38,7 @@ def test_public_names_are_pinned():
             "FunctionReport",
             "JitlensError",
             "LintFinding",
+            "LintSkipWarning",
             "MergedReport",
             "Reason",
             "ReasonKind",

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._exercise.check import check_jit_forward as check_jit_forward
     from ._exercise.forward import jit_forward as jit_forward
     from ._lint.lint import LintFinding as LintFinding
+    from ._lint.lint import LintSkipWarning as LintSkipWarning
     from ._lint.lint import lint_paths as lint_paths
     from ._lint.lint import lint_source as lint_source
     from ._merge.merge import MergedReport as MergedReport
@@ -82,6 +83,7 @@ _LAZY = {
     "max_traces": "_track.guards",
     "reset": "_track.guards",
     "LintFinding": "_lint.lint",
+    "LintSkipWarning": "_lint.lint",
     "lint_paths": "_lint.lint",
     "lint_source": "_lint.lint",
     "MergedReport": "_merge.merge",
@@ -138,6 +140,7 @@ __all__ = [
     "JitlensError",
     "JitlensInternalWarning",
     "LintFinding",
+    "LintSkipWarning",
     "MergedReport",
     "Reason",
     "ReasonKind",

@@ -68,8 +68,8 @@ def reason_order(kind: str) -> int:
     """Where ``kind`` sorts among the reasons of one retrace: its declaration order in
     :class:`ReasonKind`; a string that is no kind sorts last.
 
-    >>> sorted(["unknown", "shape", "config"], key=reason_order)
-    ['config', 'shape', 'unknown']
+    >>> sorted(["unknown", "not a kind", "shape", "config"], key=reason_order)
+    ['config', 'shape', 'unknown', 'not a kind']
     """
     return _REASON_ORDER.get(kind, len(_REASON_ORDER))
 
