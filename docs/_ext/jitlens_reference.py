@@ -274,7 +274,9 @@ def _json_type(tp: Any, seen: list[type]) -> str:
         return f"[{tp.__name__}](#schema-{tp.__name__.lower()})"
     if origin is not None and isinstance(origin, type) and issubclass(origin, typing.Mapping):  # type: ignore[arg-type]
         return "object"
-    names = {int: "integer", float: "number", str: "string", bool: "boolean"}
+    if isinstance(tp, type) and issubclass(tp, str):  # a kind: a StrEnum is written as its string
+        return "string"
+    names = {int: "integer", float: "number", bool: "boolean"}
     return names.get(tp, "any")
 
 

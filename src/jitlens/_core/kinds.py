@@ -20,7 +20,14 @@ import enum
 
 
 class ReasonKind(enum.StrEnum):
-    """What differed between a new cache key and the closest compiled one, most decisive first."""
+    """What a ``Reason`` found changed between a new cache key and the closest compiled one.
+
+    Members are declared most decisive first: the order the reasons of one retrace are
+    shown in. Each equals its string, as written in the JSON report:
+
+    >>> ReasonKind.SHAPE == "shape", ReasonKind("dtype") is ReasonKind.DTYPE
+    (True, True)
+    """
 
     NEW_FUNCTION = "new_function"
     CONFIG = "config"
@@ -41,9 +48,9 @@ class ReasonKind(enum.StrEnum):
 
 
 class EventKind(enum.StrEnum):
-    """The first trace of a function, a later one (a cache miss that re-ran the Python
-    function), or a compile that came with no trace (AOT ``.compile()`` of an earlier
-    ``.lower()``, a cleared compile cache)."""
+    """What an ``Event`` is: the first trace of a function, a later one (a cache miss that
+    re-ran the Python function), or a compile that came with no trace (AOT ``.compile()`` of
+    an earlier ``.lower()``, a cleared compile cache)."""
 
     TRACE = "trace"
     RETRACE = "retrace"
@@ -51,7 +58,9 @@ class EventKind(enum.StrEnum):
 
 
 class AdviceKind(enum.StrEnum):
-    """What the advisor (``_core/advice.py``) looks at, beyond retraces."""
+    """What ``FunctionReport.advice`` looked at beyond retraces (``Advice.kind``): host time per
+    call, compile time a persistent cache would save, too many entries, eager calls, sizes
+    to bucket, cache hits off JAX's fast path. The rules live in ``_core/advice.py``."""
 
     DISPATCH = "dispatch"
     COMPILE_CACHE = "compile_cache"

@@ -48,7 +48,6 @@ EXPECTED_FIX = "Expected once per mode."
 class Reason:
     """One difference between a new cache key and the closest compiled one."""
 
-    #: What differed; a plain string naming a member is made that member.
     kind: ReasonKind
     #: The argument, by its name in the function's signature (``model``, ``x``).
     argument: str
@@ -66,7 +65,7 @@ class Reason:
     #: an init/apply mode's first compile): no time lost, nothing to fix.
     expected: bool = False
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # a plain string kind becomes its member; a wrong one fails
         object.__setattr__(self, "kind", ReasonKind(self.kind))
 
 
@@ -77,7 +76,6 @@ class Event:
     #: Which call of the function traced, from 0; None for a trace jitlens could not match to a
     #: call.
     call_index: int | None
-    #: A first trace, a retrace or a compile with no trace; a plain string is made the member.
     kind: EventKind
     #: ``file:line`` of the call in the user's code.
     call_site: str
@@ -153,7 +151,6 @@ class Advice:
     measured (never 0 for "unknown"): e.g. eager calls under ``jax_disable_jit``.
     """
 
-    #: What the advisor looked at; a plain string is made the member.
     kind: AdviceKind
     #: What costs time, with the figures measured.
     message: str
