@@ -325,17 +325,17 @@ def test_fresh_jit_scanned_per_call_names_the_wrapper() -> None:
 
 
 def test_jit_under_vmap_and_grad_is_explained() -> None:
-    traces = [0, 0]
+    energy_traces, loss_traces = counted(), counted()
     with jitlens.track() as t:
 
         @jax.jit
         def energy(x):
-            traces.tick()
+            energy_traces.tick()
             return (x**2).sum()
 
         @jax.jit
         def loss(x):
-            traces[1] += 1
+            loss_traces.tick()
             return (x**2).sum()
 
         jax.vmap(energy)(jnp.ones((2, 3)))
@@ -343,7 +343,7 @@ def test_jit_under_vmap_and_grad_is_explained() -> None:
         jax.grad(loss)(jnp.ones(3))
         jax.grad(loss)(jnp.ones(5))
     vmapped, grad = t.stats(energy), t.stats(loss)
-    assert traces == [2, 2] and (vmapped.traces, grad.traces) == (2, 2)
+    assert (energy_traces.n, loss_traces.n) == (2, 2) == (vmapped.traces, grad.traces)
     assert (vmapped.calls, vmapped.compiles) == (2, 2)  # eager vmap compiles the batched jit
     (reason,) = vmapped.events[1].reasons
     assert (reason.kind, reason.path, reason.after) == ("shape", "x", "f32[2,4]")

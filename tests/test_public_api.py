@@ -132,6 +132,7 @@ def test_kinds_are_str_enums_in_their_documented_order() -> None:
         assert issubclass(kinds, enum.StrEnum)
         for kind in kinds:
             assert kind == kind.value and f"{kind}" == kind.value and hash(kind) == hash(kind.value)
+            assert repr(kind) == repr(kind.value)  # a printed list of kinds reads as before
 
 
 def test_a_plain_string_kind_becomes_its_member_and_a_wrong_one_is_refused() -> None:

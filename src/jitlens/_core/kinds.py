@@ -3,7 +3,7 @@
 ``ReasonKind``, ``EventKind`` and ``AdviceKind`` are the fixed vocabularies of
 ``Reason.kind``, ``Event.kind`` and ``Advice.kind``. Each is a ``StrEnum``: a
 member equals its string (``ReasonKind.SHAPE == "shape"``), so the JSON report and
-its readers see the same words as before, while the code names members and a
+its readers see the same words (and ``repr``) as before, while the code names members and a
 typo fails at import instead of never matching. Declaration order is the sort
 order (most decisive reason first): :func:`reason_order` is the one place that
 reads it.
@@ -19,7 +19,14 @@ from __future__ import annotations
 import enum
 
 
-class ReasonKind(enum.StrEnum):
+class _Kind(enum.StrEnum):
+    """A kind's repr is its string's, as before kinds were enums: a program printing
+    ``[r.kind for r in reasons]`` still shows ``['shape']``."""
+
+    __repr__ = str.__repr__
+
+
+class ReasonKind(_Kind):
     """What a ``Reason`` found changed between a new cache key and the closest compiled one.
 
     Members are declared most decisive first: the order the reasons of one retrace are
@@ -47,7 +54,7 @@ class ReasonKind(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-class EventKind(enum.StrEnum):
+class EventKind(_Kind):
     """What an ``Event`` is: the first trace of a function, a later one (a cache miss that
     re-ran the Python function), or a compile that came with no trace (AOT ``.compile()`` of
     an earlier ``.lower()``, a cleared compile cache)."""
@@ -57,7 +64,7 @@ class EventKind(enum.StrEnum):
     COMPILE = "compile"
 
 
-class AdviceKind(enum.StrEnum):
+class AdviceKind(_Kind):
     """What ``FunctionReport.advice`` looked at beyond retraces (``Advice.kind``): host time per
     call, compile time a persistent cache would save, too many entries, eager calls, sizes
     to bucket, cache hits off JAX's fast path. The rules live in ``_core/advice.py``."""

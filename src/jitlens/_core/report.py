@@ -321,22 +321,17 @@ class Report:
         include_internal: bool = False,
         max_lines: int | None = None,
     ) -> str:
-        """The report as the terminal text ``jitlens run`` prints: a table of the functions
-        sorted by seconds lost, then every retrace explained with its fix.
+        """The report as ``jitlens run`` prints it: the functions by seconds lost, then every
+        retrace explained with its fix. ``str(report)`` is ``report.to_text()``.
 
         Args:
-            width: wrap at this many characters; ``None`` takes the terminal's width (or
-                100 when there is no terminal). Pass a number for text that must not
-                depend on where it runs (a log file, a golden test).
-            color: ANSI colour codes in the text. ``None`` follows the terminal (off when
-                stdout is not a TTY or ``NO_COLOR`` is set).
+            width: wrap at this many characters; ``None``: the terminal's (100 without one).
+            color: ANSI colours; ``None`` follows the terminal (off if not a TTY or NO_COLOR).
             include_internal: also list JAX's and Flax's own jitted helpers.
-            max_lines: at most this many lines; the table keeps its first rows and the
-                explanations stop at a function, with a line saying what was left out.
+            max_lines: at most this many lines, with a line saying what was left out.
 
-        ``str(report)`` is ``report.to_text()``. Never raises: if rendering fails, it logs
-        and returns the raw data. See also :meth:`to_json` for the data itself, and
-        ``_repr_html_`` (a notebook shows the report as HTML).
+        Never raises: if rendering fails, it logs and returns the raw data. See also
+        :meth:`to_json` for the data.
 
         Example:
             >>> import jitlens
@@ -348,11 +343,7 @@ class Report:
         from .._render.text import render_text
 
         return render_text(
-            self,
-            color=color,
-            width=width,
-            include_internal=include_internal,
-            max_lines=max_lines,
+            self, color=color, width=width, include_internal=include_internal, max_lines=max_lines
         )
 
     def __str__(self) -> str:
@@ -404,17 +395,12 @@ def _check_type(value: Any, types: tuple[type, ...], where: str) -> None:
 _NUM = (int, float)
 
 
-def _words(kinds: Iterable[str]) -> tuple[str, ...]:
-    """A vocabulary as plain strings, for an error message (a member's repr is the enum's)."""
-    return tuple(str(k) for k in kinds)
-
-
 def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
     for k, v in kw.items():
         _check_type(v, (bool,) if k == "expected" else (str,), f"{where}.{k}")
     if kw["kind"] not in REASON_KINDS:
-        raise ReportError(f"{where}.kind: {kw['kind']!r} is not one of {_words(REASON_KINDS)}")
+        raise ReportError(f"{where}.kind: {kw['kind']!r} is not one of {REASON_KINDS}")
     if "expected" not in kw:  # a report from before the flag: its fix said so
         kw["expected"] = kw["fix"].startswith(EXPECTED_FIX)
     return Reason(**kw)
@@ -427,7 +413,7 @@ def _event(d: Any, where: str) -> Event:
         for i, r in enumerate(_list(kw.get("reasons", ()), where))
     )
     if kw.get("kind") not in EVENT_KINDS:
-        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {_words(EVENT_KINDS)}")
+        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {EVENT_KINDS}")
     for k in ("trace_seconds", "lower_seconds", "compile_seconds", "explain_seconds", "time"):
         if k in kw:
             _check_type(kw[k], _NUM, f"{where}.{k}")
@@ -439,7 +425,7 @@ def _event(d: Any, where: str) -> Event:
 def _advice(d: Any, where: str) -> Advice:
     kw = _build(Advice, d, where)
     if kw.get("kind") not in ADVICE_KINDS:
-        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {_words(ADVICE_KINDS)}")
+        raise ReportError(f"{where}.kind: {kw.get('kind')!r} is not one of {ADVICE_KINDS}")
     for k in ("message", "fix"):
         _check_type(kw[k], (str,), f"{where}.{k}")
     if kw.get("estimated_saving_seconds") is not None:
