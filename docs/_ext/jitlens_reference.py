@@ -261,7 +261,7 @@ def _json_type(tp: Any, seen: list[type]) -> str:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        return " or ".join(_json_type(a, seen) for a in args)
+        return " or ".join(dict.fromkeys(_json_type(a, seen) for a in args))
     if tp is type(None):
         return "null"
     if origin is tuple:

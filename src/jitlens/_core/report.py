@@ -33,6 +33,7 @@ READABLE_SCHEMA_VERSIONS = (1, 2)
 #: sorts the reasons of one retrace), ``Event.kind`` and ``Advice.kind``, as
 #: tuples of enum members (``_core/kinds.py``).
 REASON_KINDS: tuple[ReasonKind, ...] = tuple(ReasonKind)
+REASON_BY_NAME: dict[str, ReasonKind] = {str(k): k for k in ReasonKind}
 EVENT_KINDS: tuple[EventKind, ...] = tuple(EventKind)
 ADVICE_KINDS: tuple[AdviceKind, ...] = tuple(AdviceKind)
 
@@ -48,7 +49,9 @@ EXPECTED_FIX = "Expected once per mode."
 class Reason:
     """One difference between a new cache key and the closest compiled one."""
 
-    kind: ReasonKind
+    # A string naming no member stays a string: a kind added by a newer jitlens, read from
+    # its report, is shown as it is and sorts last.
+    kind: ReasonKind | str
     #: The argument, by its name in the function's signature (``model``, ``x``).
     argument: str
     #: Where inside the argument: attribute / key / index access (``model.layers[3].avg_pool``).
@@ -65,8 +68,8 @@ class Reason:
     #: an init/apply mode's first compile): no time lost, nothing to fix.
     expected: bool = False
 
-    def __post_init__(self) -> None:  # a plain string kind becomes its member; a wrong one fails
-        object.__setattr__(self, "kind", ReasonKind(self.kind))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", REASON_BY_NAME.get(self.kind, self.kind))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -399,8 +402,6 @@ def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
     for k, v in kw.items():
         _check_type(v, (bool,) if k == "expected" else (str,), f"{where}.{k}")
-    if kw["kind"] not in REASON_KINDS:
-        raise ReportError(f"{where}.kind: {kw['kind']!r} is not one of {REASON_KINDS}")
     if "expected" not in kw:  # a report from before the flag: its fix said so
         kw["expected"] = kw["fix"].startswith(EXPECTED_FIX)
     return Reason(**kw)
