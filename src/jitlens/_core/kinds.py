@@ -4,7 +4,7 @@
 ``Reason.kind``, ``Event.kind`` and ``Advice.kind``. Each is a ``StrEnum``: a
 member equals its string (``ReasonKind.SHAPE == "shape"``), so the JSON report and
 its readers see the same words (and ``repr``) as before, while the code names members and a
-typo fails at import instead of never matching. Declaration order is the sort
+misspelt member fails loudly instead of never matching. Declaration order is the sort
 order (most decisive reason first): :func:`reason_order` is the one place that
 reads it.
 
