@@ -33,6 +33,38 @@ def run_python(
     )
 
 
+class Counted:
+    """How many times a function's Python body ran: the ground truth jitlens' counts must equal.
+
+    A jitted function runs its body once per trace, so ``count.n`` is the number of traces
+    JAX really made, whatever jitlens reports::
+
+        count = counted()
+
+        @jax.jit
+        def step(x):
+            count.tick()
+            return x + 1
+    """
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def tick(self) -> None:
+        """Call this first thing in the body."""
+        self.n += 1
+
+    def __repr__(self) -> str:
+        return f"counted({self.n})"
+
+
+def counted() -> Counted:
+    """A fresh body counter (see :class:`Counted`)."""
+    return Counted()
+
+
 @pytest.fixture
 def run_py():
     return run_python

@@ -21,7 +21,6 @@ from jitlens._core import advice as rules
 from jitlens._core.report import Advice, Event, FunctionReport, report_from_dict
 from jitlens._errors import JitlensInternalWarning
 from jitlens._render.html import render_html
-from jitlens._render.text import render_text
 
 ENV = rules.Environment(
     run_seconds=2.0, cache_dir=None, cache_enabled=True, min_compile_seconds=1.0
@@ -141,7 +140,7 @@ def test_text_and_html_show_the_advice():
     a = (Advice("dispatch", "slow host", "use cached_partial", 0.25), Advice("entries", "m", "f"))
     fn = FunctionReport(**{**_fn().__dict__, "advice": a})
     report = jitlens.Report(2, "0", "0", "0", "cpu", 0, 1, "box", 0.0, 1.0, (fn,))
-    text = render_text(report, color=False, width=100)
+    text = report.to_text(width=100)
     section = text[text.index("advice:") :].splitlines()
     assert section[1:] == [
         "  step  dispatch, saves ~0.25 s: slow host",
@@ -265,7 +264,7 @@ def test_the_seconds_figures_say_what_they_add_up() -> None:
     cache = Advice("compile_cache", "compiled 1x for 0.40 s with the cache off", "set a dir", 0.4)
     fn = FunctionReport(**{**_fn().__dict__, "advice": (cache,)})
     report = jitlens.Report(2, "0", "0", "0", "cpu", 0, 1, "box", 0.0, 1.0, (fn,))
-    text = " ".join(render_text(report, color=False, width=100).split())
+    text = " ".join(report.to_text(width=100).split())
     assert "compile s = lowering + compiling; lost s = the retraces' seconds" in text
     assert "compile_cache, saves ~0.40 s of compiling in the next run: compiled 1x" in text
     page = render_html(report)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -140,3 +141,62 @@ def test_package_shape() -> None:
         if ast.get_docstring(ast.parse(p.read_text())) is None and p.name != "_version.py"
     ]
     assert not undocumented, undocumented
+
+
+# ---------------------------------------------------------------- the document names what exists
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+#: The layers whose bullet in docs/architecture.md names their modules.
+LAYERS = ("_compat", "_core", "_track", "_render", "_cli")
+
+
+def _resolves(name: str) -> bool:
+    """``_track/frontends/pmap.py``, ``_core/messages*``, ``frontends/jax_jit.TrackedJit``,
+    ``jitlens._track.canary``, ``_compat.find_trace_frame``: a module, package or glob of
+    them; a name after a module must be defined in (or re-exported by) that module."""
+    name = name.removeprefix("jitlens.").rstrip("/").removesuffix(".py")
+    if name.startswith("frontends/"):
+        name = "_track/" + name
+    folder, _, rest = name.rpartition("/")
+    parts = (folder.split("/") if folder else []) + rest.split(".")
+    for cut in range(len(parts), 0, -1):
+        base = PKG.joinpath(*parts[: cut - 1])
+        stem = parts[cut - 1]
+        found = [*base.glob(f"{stem}.py"), *(d / "__init__.py" for d in base.glob(stem))]
+        found = [f for f in found if f.is_file()]
+        if found:
+            attribute = parts[cut:]
+            return not attribute or any(
+                re.search(rf"\b{re.escape(attribute[0])}\b", f.read_text(encoding="utf-8"))
+                for f in found
+            )
+    return False
+
+
+def test_every_module_named_in_the_architecture_document_exists() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    quoted = re.findall(r"`([^`\s]+)`", text)
+    pathlike = [
+        q
+        for q in quoted
+        if re.fullmatch(r"(jitlens\.)?_[a-z]+[/.][\w/.*]*|frontends/[\w/.*]+", q)
+        and not q.startswith(("_ext", "_repr", "_fun", "_cached", "_run_python", "_trace"))
+    ]
+    assert len(pathlike) > 20, pathlike  # the pattern still finds the document's names
+    missing = [q for q in pathlike if not _resolves(q)]
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"
+    # a layer's bullet names its modules bare (`records`, `describe`): each is a module of
+    # that layer, or at least a name its source still uses
+    for layer in LAYERS:
+        bullet = re.search(rf"^- \*\*`{layer}/`(.*?)(?=^- \*\*|^\S)", text, re.M | re.S)
+        assert bullet is not None, layer
+        source = "\n".join(p.read_text(encoding="utf-8") for p in (PKG / layer).rglob("*.py"))
+        words = set(re.findall(r"`([a-z][a-z0-9_]+)`", bullet.group(1)))
+        stale = sorted(
+            w
+            for w in words
+            if not (PKG / layer / f"{w}.py").exists()
+            and not (PKG / layer / w).is_dir()
+            and not re.search(rf"\b{re.escape(w)}\b", source)
+        )
+        assert not stale, f"docs/architecture.md's {layer}/ names what {layer}/ lacks: {stale}"

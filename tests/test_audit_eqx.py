@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jitlens._audit.audit import audit, cli_main
+from conftest import counted
+from jitlens import audit, main
 
 eqx = pytest.importorskip("equinox")
 optax = pytest.importorskip("optax")
@@ -52,25 +53,25 @@ def test_errors_name_each_per_instance_object():
 
 def test_fixed_factory_is_clean(capsys, tmp_path):
     out = tmp_path / "a.json"
-    assert cli_main([f"{FIXTURE}:make_fixed", "--json", str(out), "--color", "never"]) == 0
+    assert main(["audit", f"{FIXTURE}:make_fixed", "--json", str(out), "--color", "never"]) == 0
     assert "No recompile traps found" in capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["jit"] == "eqx.filter_jit" and data["counts"]["error"] == 0
 
 
 def test_audit_errors_are_real_retraces_and_the_fix_compiles_once(models):
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def step(model, opt, x):
-        count[0] += 1
+        count.tick()
         return model(x), opt.init(eqx.filter(model, eqx.is_array))
 
     x = jnp.ones(3)
     outs = [step(*models.make(), x)[0] for _ in range(3)]
-    assert count[0] == 3
-    count[0] = 0
+    assert count.n == 3
+    count.n = 0
     fixed = [step(*models.make_fixed(), x)[0] for _ in range(3)]
-    assert count[0] == 1
+    assert count.n == 1
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b)

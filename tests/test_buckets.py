@@ -11,7 +11,6 @@ import jitlens
 from jitlens._core import buckets
 from jitlens._core.advice import bucketing
 from jitlens._core.report import Event, FunctionReport, Reason
-from jitlens._render.text import render_text
 
 
 def _fn(sizes: list[int], seconds: float = 0.5) -> FunctionReport:
@@ -78,7 +77,7 @@ def test_measured_buckets_are_expected_and_the_fix_is_the_proposal() -> None:
     report = t.report()
     assert count == {"f": 3, "g": 7}
     assert report.function("f").seconds_lost == 0.0
-    text = render_text(report, color=False)
+    text = report.to_text()
     assert "`x` axis 0 took 16, 32, 48 (multiples of 16)" in text, text
     (advice,) = [a for a in report.function("g").advice if a.kind == "buckets"]
     assert "8, 16, 24, 32" in advice.fix
@@ -87,3 +86,10 @@ def test_measured_buckets_are_expected_and_the_fix_is_the_proposal() -> None:
         b = min(b for b in (8, 16, 24, 32) if b >= n)
         g(jnp.pad(jnp.ones((n, 2)), ((0, b - n), (0, 0))))
     assert count["g"] == 4
+
+
+def test_a_bucket_step_is_a_power_of_two_of_at_least_8() -> None:
+    assert buckets.bucket_step((100, 150, 220)) is None  # a data grid's lengths share 10
+    assert buckets.bucket_step((16, 32, 48)) == 16
+    assert buckets.bucket_step((128, 256, 512)) == 128
+    assert buckets.bucket_step((24, 40, 56)) == 8

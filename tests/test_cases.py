@@ -200,12 +200,11 @@ def test_every_case_report_renders(case_runs, num, tmp_path):
     from jitlens import Report
     from jitlens._render.html import render_html
     from jitlens._render.perfetto import render_trace_events
-    from jitlens._render.text import render_text
 
     _proc, data = case_runs[num]
     report = Report.from_dict(data)
     assert report.to_dict() == data
-    text = render_text(report, color=False, width=100)
+    text = report.to_text(width=100)
     page = render_html(report)
     trace = render_trace_events(report)
     json.dumps(trace)

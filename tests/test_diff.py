@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 import jitlens
+from conftest import counted
 from jitlens._core.pcache import diagnose
 from jitlens._core.report import Report, load_report
 from jitlens._core.runinfo import PersistentCache, RunInfo
@@ -389,11 +390,11 @@ def test_nnx_keys_name_the_parameter_path() -> None:
     import jax.numpy as jnp
     from flax import nnx
 
-    traces = [0]
+    traces = counted()
 
     @nnx.jit
     def fwd(model: nnx.Linear, x: jnp.ndarray) -> jnp.ndarray:
-        traces[0] += 1
+        traces.tick()
         return model(x)
 
     reports = []
@@ -401,7 +402,7 @@ def test_nnx_keys_name_the_parameter_path() -> None:
         with jitlens.track() as t:
             fwd(nnx.Linear(n, 2, rngs=nnx.Rngs(0)), jnp.ones((1, n)))
         reports.append(t.report())
-    assert traces[0] == 2
+    assert traces.n == 2
     (fn,) = diff_reports(*reports).functions
     (new,) = [e for e in fn.entries if e.kind == "new"]
     shapes = {(r.path, r.before, r.after) for r in new.reasons if r.kind == "shape"}

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import jitlens
-from conftest import run_python
+from conftest import counted, run_python
 
 pytest_plugins = ["pytester"]
 
@@ -122,26 +122,26 @@ def _relu(z):
 
 
 def test_module_field_lambda_in_process_and_fix():
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def f(m, x):
-        count[0] += 1
+        count.tick()
         return m(x)
 
     lin = eqx.nn.Linear(3, 3, key=jax.random.PRNGKey(0))
     with jitlens.track() as t:
         outs = [f(Act(lin, lambda z: jax.nn.relu(z)), jnp.ones(3)) for _ in range(3)]
     row = _row(t.report(), "f")
-    assert (row.calls, row.traces) == (3, count[0]) == (3, 3)
+    assert (row.calls, row.traces) == (3, count.n) == (3, 3)
     (r,) = {(r.path, r.kind, r.fix) for r in _reasons(row)}
     assert r[:2] == ("m.act", "identity_static")
     assert "a lambda stored in an eqx.Module field" in _reasons(row)[0].message
 
-    count[0] = 0
+    count.n = 0
     with jitlens.track() as t:
         fixed = [f(Act(lin, _relu), jnp.ones(3)) for _ in range(3)]
-    assert count[0] == 1 and _row(t.report(), "f").cache_hits == 2
+    assert count.n == 1 and _row(t.report(), "f").cache_hits == 2
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b)
 
@@ -157,49 +157,49 @@ class ArrayStepper(eqx.Module):
 
 
 def test_static_field_value_and_fix():
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def run(m, x):
-        count[0] += 1
+        count.tick()
         return m.w * m.num_steps + x
 
     with jitlens.track() as t:
         outs = [run(Stepper(jnp.ones(3), n), jnp.ones(3)) for n in (2, 5, 7)]
     row = _row(t.report(), "run")
-    assert row.traces == count[0] == 3
+    assert row.traces == count.n == 3
     reasons = _reasons(row)
     assert {(r.path, r.kind) for r in reasons} == {("m.num_steps", "static_value")}
     assert "eqx.field(static=True)" in reasons[0].message
     assert "drop `static=True`" in reasons[0].fix and "jnp.asarray" in reasons[0].fix
 
-    count[0] = 0
+    count.n = 0
     fixed = [run(ArrayStepper(jnp.ones(3), jnp.asarray(n)), jnp.ones(3)) for n in (2, 5, 7)]
-    assert count[0] == 1
+    assert count.n == 1
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b)
 
 
 def test_python_scalars_are_static_under_filter_jit_and_fix():
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def scale(x, lr):
-        count[0] += 1
+        count.tick()
         return x * lr
 
     with jitlens.track() as t:
         outs = [scale(jnp.ones(3), lr) for lr in (0.1, 0.2, 0.1, 0.3)]
     row = _row(t.report(), "scale")
-    assert (row.calls, row.traces, row.cache_hits) == (4, count[0], 1) == (4, 3, 1)
+    assert (row.calls, row.traces, row.cache_hits) == (4, count.n, 1) == (4, 3, 1)
     reasons = _reasons(row)
     assert {(r.path, r.kind) for r in reasons} == {("lr", "static_value")}
     assert "unlike jax.jit" in reasons[0].message
     assert "`jnp.asarray(lr)`" in reasons[0].fix
 
-    count[0] = 0
+    count.n = 0
     fixed = [scale(jnp.ones(3), jnp.asarray(lr)) for lr in (0.1, 0.2, 0.1, 0.3)]
-    assert count[0] == 1
+    assert count.n == 1
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b)
 
@@ -207,7 +207,7 @@ def test_python_scalars_are_static_under_filter_jit_and_fix():
 def _opt_step(count):
     @eqx.filter_jit
     def step(params, opt, opt_state):
-        count[0] += 1
+        count.tick()
         grads = jax.tree_util.tree_map(jnp.ones_like, params)
         updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state
@@ -216,7 +216,7 @@ def _opt_step(count):
 
 
 def test_new_optax_optimizer_per_run_and_both_fixes():
-    count = [0]
+    count = counted()
     step = _opt_step(count)
     params = {"w": jnp.ones(3)}
     lrs = (0.1, 0.2, 0.3)
@@ -226,28 +226,28 @@ def test_new_optax_optimizer_per_run_and_both_fixes():
             opt = optax.adam(lr)
             outs.append(step(params, opt, opt.init(params))[0]["w"])
     row = _row(t.report(), "step")
-    assert row.traces == count[0] == 3
+    assert row.traces == count.n == 3
     reasons = _reasons(row)
     assert {(r.path, r.kind) for r in reasons} == {("opt", "identity_static")}
     fix = reasons[0].fix
     assert "Build the optimizer once" in fix and "optax.inject_hyperparams" in fix
 
     # Fix 1: one optimizer object for every run (same hyper-parameter).
-    count[0] = 0
+    count.n = 0
     opt = optax.adam(0.1)
     for _ in lrs:
         step(params, opt, opt.init(params))
-    assert count[0] == 1
+    assert count.n == 1
 
     # Fix 2, a sweep: one inject_hyperparams optimizer, the rate set in its state.
-    count[0] = 0
+    count.n = 0
     sweep = optax.inject_hyperparams(optax.adam)(learning_rate=0.1)
     swept = []
     for lr in lrs:
         state = sweep.init(params)
         state.hyperparams["learning_rate"] = jnp.asarray(lr)
         swept.append(step(params, sweep, state)[0]["w"])
-    assert count[0] == 1
+    assert count.n == 1
     for a, b in zip(outs, swept, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5)
 
@@ -260,11 +260,11 @@ class Net(eqx.Module):
 
 
 def test_shapes_dtypes_weak_types_and_structure_with_user_paths():
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def loss(m, batch):
-        count[0] += 1
+        count.tick()
         y = batch["y"] if batch.get("y") is not None else 0.0
         return jnp.sum(m(batch["x"])) + jnp.sum(y)
 
@@ -283,7 +283,7 @@ def test_shapes_dtypes_weak_types_and_structure_with_user_paths():
         for m, batch in calls:
             loss(m, batch)
     row = _row(t.report(), "loss")
-    assert row.traces == count[0] == len(calls)
+    assert row.traces == count.n == len(calls)
     per_event = [{(r.path, r.kind) for r in e.reasons} for e in row.events[1:]]
     assert ("batch['y']", "shape") in per_event[0]
     assert ("batch['y']", "dtype") in per_event[1]
@@ -294,14 +294,14 @@ def test_shapes_dtypes_weak_types_and_structure_with_user_paths():
 
 
 def test_method_rows_calls_hits_and_bound_arguments():
-    count = [0]
+    count = counted()
 
     class Model(eqx.Module):
         w: jax.Array
 
         @eqx.filter_jit
         def step(self, x, scale=1.0):
-            count[0] += 1
+            count.tick()
             return self.w * x * scale
 
     m = Model(jnp.ones(3))
@@ -311,16 +311,16 @@ def test_method_rows_calls_hits_and_bound_arguments():
         m.step(jnp.ones(3), 3.0)
     row = _row(t.report(), "step")
     assert (row.kind, row.calls, row.traces, row.cache_hits) == ("eqx.filter_jit", 3, 2, 1)
-    assert row.traces == count[0]
+    assert row.traces == count.n
     assert row.qualname.endswith("Model.step")
     assert {(r.path, r.kind) for r in _reasons(row)} == {("scale", "static_value")}
 
 
 def test_wrappers_made_before_and_during_tracking_are_one_row_with_exact_counts():
-    count = [0]
+    count = counted()
 
     def g(x):
-        count[0] += 1
+        count.tick()
         return x + 1
 
     before = eqx.filter_jit(g)
@@ -333,22 +333,22 @@ def test_wrappers_made_before_and_during_tracking_are_one_row_with_exact_counts(
         eqx.filter_jit(g)(jnp.ones(3))  # hit
     row = _row(t.report(), "g")
     assert (row.calls, row.traces, row.cache_hits) == (4, 1, 3)
-    assert count[0] == 2  # one before tracking, one inside
+    assert count.n == 2  # one before tracking, one inside
     assert row.defined_at.endswith(f"test_equinox.py:{g.__code__.co_firstlineno}")
 
 
 def test_filter_jit_of_a_lambda_in_a_loop_is_a_new_function():
-    count = [0]
+    count = counted()
 
     def body(x):
-        count[0] += 1
+        count.tick()
         return x * 2
 
     with jitlens.track() as t:
         for _ in range(3):
             eqx.filter_jit(lambda x: body(x))(jnp.ones(2))
     rows = [f for f in t.report().functions if f.kind == "eqx.filter_jit"]
-    assert sum(f.traces for f in rows) == count[0] == 3
+    assert sum(f.traces for f in rows) == count.n == 3
     reasons = [r for f in rows for r in _reasons(f)]
     assert reasons and all(r.kind == "new_function" for r in reasons)
     assert "eqx.filter_jit" in reasons[0].message and "@eqx.filter_jit" in reasons[0].fix
@@ -356,23 +356,23 @@ def test_filter_jit_of_a_lambda_in_a_loop_is_a_new_function():
 
 def test_new_function_fix_applied_gives_one_trace_and_the_same_results():
     """The fix printed for a filter_jit of a lambda per iteration, applied."""
-    count = [0]
+    count = counted()
 
     def body(x, k):
-        count[0] += 1
+        count.tick()
         return x * 2 + k
 
     xs = [jnp.full(2, float(i)) for i in range(3)]
     with jitlens.track() as t:
         outs = [eqx.filter_jit(lambda x: body(x, 1.0))(x) for x in xs]
     (fix,) = {r.fix for f in t.report().functions for r in _reasons(f)}
-    assert count[0] == 3 and "decorate it once (`@eqx.filter_jit`)" in fix
+    assert count.n == 3 and "decorate it once (`@eqx.filter_jit`)" in fix
 
-    count[0] = 0
+    count.n = 0
     fwd = eqx.filter_jit(lambda x: body(x, 1.0))  # defined once, called as one object
     with jitlens.track() as t:
         fixed = [fwd(x) for x in xs]
-    assert count[0] == 1 and not [r for f in t.report().functions for r in _reasons(f)]
+    assert count.n == 1 and not [r for f in t.report().functions for r in _reasons(f)]
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b)
 
@@ -386,11 +386,11 @@ SCALED = functools.partial(_scaled_relu, scale=2.0)
 
 def test_module_partial_fix_applied_gives_one_trace_and_the_same_results():
     """A functools.partial built per instance and stored in a field, then built once."""
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def f(m, x):
-        count[0] += 1
+        count.tick()
         return m(x)
 
     lin = eqx.nn.Linear(3, 3, key=jax.random.PRNGKey(0))
@@ -402,10 +402,10 @@ def test_module_partial_fix_applied_gives_one_trace_and_the_same_results():
     assert r[:2] == ("m.act", "identity_static")
     assert "functools.partial(_scaled_relu, ...)" in r[2] and "self.act" in r[2]
 
-    count[0] = 0
+    count.n = 0
     with jitlens.track() as t:
         fixed = [f(Act(lin, SCALED), jnp.ones(3)) for _ in range(3)]
-    assert count[0] == 1 and _row(t.report(), "f").cache_hits == 2
+    assert count.n == 1 and _row(t.report(), "f").cache_hits == 2
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b)
 
@@ -416,33 +416,33 @@ def _times(a, x):
 
 def test_eqx_partial_of_a_lambda_per_call_and_fix():
     """A lambda in a library Module (eqx.Partial): the fix builds it from one function."""
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def h(fn, x):
-        count[0] += 1
+        count.tick()
         return fn(x)
 
     scales = [jnp.full(3, float(i)) for i in range(3)]
     with jitlens.track() as t:
         outs = [h(eqx.Partial(lambda a, x: a * x, a), jnp.ones(3)) for a in scales]
     reasons = _reasons(_row(t.report(), "h"))
-    assert count[0] == 3 and {(r.path, r.kind) for r in reasons} == {("fn.func", "identity_static")}
+    assert count.n == 3 and {(r.path, r.kind) for r in reasons} == {("fn.func", "identity_static")}
     assert "`eqx.Partial(func, ...)`" in reasons[0].fix and "__init__" not in reasons[0].fix
 
-    count[0] = 0
+    count.n = 0
     fixed = [h(eqx.Partial(_times, a), jnp.ones(3)) for a in scales]
-    assert count[0] == 1
+    assert count.n == 1
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b)
 
 
 def test_a_donating_wrapper_of_the_same_function_is_a_jit_option_not_an_eviction():
     """filter_jit(f) and filter_jit(f, donate="all") share equinox's jax.jit, not its entries."""
-    count = [0]
+    count = counted()
 
     def f(x):
-        count[0] += 1
+        count.tick()
         return x * 2
 
     with jitlens.track() as t:
@@ -453,7 +453,7 @@ def test_a_donating_wrapper_of_the_same_function_is_a_jit_option_not_an_eviction
             donating(jnp.ones(3))
         eqx.filter_jit(f, donate="all-except-first")(jnp.ones(3))
     row = _row(t.report(), "f")
-    assert (row.calls, row.traces, row.cache_hits) == (5, count[0], 2) == (5, 3, 2)
+    assert (row.calls, row.traces, row.cache_hits) == (5, count.n, 2) == (5, 3, 2)
     reasons = _reasons(row)
     assert [(r.kind, r.path, r.before, r.after) for r in reasons[:1]] == [
         ("config", "jit(donate=...)", "default", "'all'")
@@ -505,17 +505,17 @@ def test_a_module_jitted_as_the_function_is_one_row_with_its_fields_named_and_fi
 
 
 def test_partials_of_one_function_are_rows_of_their_own():
-    count = [0]
+    count = counted()
 
     def g(a, x):
-        count[0] += 1
+        count.tick()
         return a * x
 
     with jitlens.track() as t:
         for a in (2.0, 3.0):
             eqx.filter_jit(functools.partial(g, a))(jnp.ones(2))
     rows = [f for f in t.report().functions if f.kind == "eqx.filter_jit"]
-    assert sum(f.traces for f in rows) == count[0] == 2
+    assert sum(f.traces for f in rows) == count.n == 2
     assert {f.name for f in rows} == {"g"}
 
 
@@ -558,26 +558,26 @@ def test_max_traces_above_and_below_filter_jit_agree_with_equinox():
 
 
 def _guards_on_filter_jit():
-    below_count, above_count = [0], [0]
+    below_count, above_count = counted(), counted()
 
     @eqx.filter_jit
     @jitlens.max_traces(2)
     def below(x):
-        below_count[0] += 1
+        below_count.tick()
         return x + 1
 
     @jitlens.max_traces(2)
     @eqx.filter_jit
     @eqx.debug.assert_max_traces(max_traces=5)
     def above(x):
-        above_count[0] += 1
+        above_count.tick()
         return x + 1
 
     for n in (1, 2, 2, 1):
         below(jnp.ones(n))
         above(jnp.ones(n))
-    assert jitlens.get_num_traces(below) == below_count[0] == 2
-    assert jitlens.get_num_traces(above) == above_count[0] == 2
+    assert jitlens.get_num_traces(below) == below_count.n == 2
+    assert jitlens.get_num_traces(above) == above_count.n == 2
     assert eqx.debug.get_num_traces(above.__wrapped__) == 2
     with pytest.raises(jitlens.RecompileError, match="above"):
         above(jnp.ones(3))
@@ -586,17 +586,17 @@ def _guards_on_filter_jit():
 
 
 def test_get_num_traces_and_no_retrace_on_filter_jit():
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def f(x, lr):
-        count[0] += 1
+        count.tick()
         return x * lr
 
     with jitlens.track():
         f(jnp.ones(2), 0.1)
         f(jnp.ones(2), 0.2)
-        assert jitlens.get_num_traces(f) == count[0] == 2
+        assert jitlens.get_num_traces(f) == count.n == 2
         with jitlens.no_retrace():
             f(jnp.ones(2), 0.1)  # a hit
             with pytest.raises(jitlens.RecompileError, match="lr"):
@@ -706,11 +706,11 @@ class Dropper(eqx.Module):
 
 
 def test_inference_mode_flip_is_named_as_a_mode_switch():
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def evaluate(m, x):
-        count[0] += 1
+        count.tick()
         return m(x, key=jax.random.PRNGKey(0))
 
     m = Dropper(eqx.nn.Linear(3, 3, key=jax.random.PRNGKey(0)), eqx.nn.Dropout(0.1))
@@ -721,7 +721,7 @@ def test_inference_mode_flip_is_named_as_a_mode_switch():
             jnp.ones(3),
         )
     row = _row(t.report(), "evaluate")
-    assert row.traces == count[0] == 2
+    assert row.traces == count.n == 2
     (r,) = _reasons(row)
     assert (r.path, r.kind) == ("m.drop.inference", "static_value")
     assert "each mode compiles once" in r.message and "inference_mode" in r.fix
@@ -738,18 +738,18 @@ def test_probe_lists_the_equinox_pieces_a_release_moved(monkeypatch):
 
 
 def test_other_static_arguments_are_worded_for_filter_jit():
-    count = [0]
+    count = counted()
 
     @eqx.filter_jit
     def pick(x, name):
-        count[0] += 1
+        count.tick()
         return x * 2 if name == "double" else x
 
     with jitlens.track() as t:
         for name in ("double", "same", "double"):
             pick(jnp.ones(2), name)
     row = _row(t.report(), "pick")
-    assert (row.traces, row.cache_hits) == (count[0], 1) == (2, 1)
+    assert (row.traces, row.cache_hits) == (count.n, 1) == (2, 1)
     (r,) = _reasons(row)
     assert (r.path, r.kind) == ("name", "static_value")
     assert "eqx.filter_jit keeps every non-array value" in r.message

@@ -15,7 +15,6 @@ import pytest
 from flax import nnx
 
 import jitlens
-from jitlens._core.report import REASON_KINDS
 
 
 def reasons_of(
@@ -31,7 +30,7 @@ def reasons_of(
 def first(reasons: list[jitlens.Reason]) -> tuple[str, str]:
     assert reasons, "expected a retrace"
     for r in reasons:
-        assert r.kind in REASON_KINDS and r.kind != "unknown"
+        assert isinstance(r.kind, jitlens.ReasonKind) and r.kind is not jitlens.ReasonKind.UNKNOWN
         assert len(r.message) <= 240 and len(r.fix) <= 240
     return reasons[0].kind, reasons[0].path
 
@@ -571,9 +570,8 @@ def test_a_repeated_cause_folds_the_same_on_every_front_end() -> None:
             with_jax(x, n=i)
             with_nnx(model, x)
             with_eqx(x, i)
-    from jitlens._render.text import render_text
 
-    text = render_text(t.report(), color=False, width=100)  # not the worker's terminal width
+    text = t.report().to_text(width=100)  # not the worker's terminal width
     for name in ("with_jax", "with_nnx", "with_eqx"):
         block = text.split(f"{name}  retraced")[1].split("\n\n")[0]
         assert block.count("retrace #") == 1 and "(in 2 retraces)" in block, block

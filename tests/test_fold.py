@@ -13,7 +13,7 @@ from flax import nnx
 import html_dom
 import jitlens
 from jitlens._render.html import render_html
-from jitlens._render.text import fold_wrappers, render_text
+from jitlens._render.text import fold_wrappers
 
 #: Batch sizes of one epoch: three full batches, then a ragged one.
 EPOCH = [4, 4, 4, 2]
@@ -60,7 +60,7 @@ def test_two_or_more_wrappers_are_one_row_and_one_function(reports, epochs: int)
     (row,) = fold_wrappers(report.user_functions())
     assert row.qualname.startswith(f"{epochs} wrappers of `train_step` at ")
     assert row.calls == epochs * len(EPOCH) and row.traces == traced == 2 * epochs
-    text = render_text(report, color=False, width=100)
+    text = report.to_text(width=100)
     assert text.startswith(f"jitlens: 1 jitted function, {traced} traces")
     assert f"\n {epochs} wrappers of" in text and "\n train_step " not in text  # one row
     cards = [c.text() for c in html_dom.parse(render_html(report)).find_all("div", "card")]
@@ -74,7 +74,7 @@ def test_calls_are_numbered_across_the_wrappers(reports, timeline: bool) -> None
     new_wrapper = [e for e in row.events if any(r.kind == "new_function" for r in e.reasons)]
     # each later epoch's first call: call #5 and call #9 (call_index 4 and 8)
     assert [e.call_index for e in new_wrapper] == [4, 8]
-    text = render_text(report, color=False, width=100)
+    text = report.to_text(width=100)
     assert "(call #1)" not in text.split("retrace #1")[1]  # no later retrace restarts at call #1
     assert sorted(e.call_index for e in row.events) == [0, 3, 4, 7, 8, 11]
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import jitlens
+from conftest import counted
 
 nn = pytest.importorskip("flax.linen")
 nnx = pytest.importorskip("flax.nnx")
@@ -36,10 +37,10 @@ def _total(rows: list[jitlens.FunctionReport], field: str) -> int:
 
 def test_pmap_rebuilt_per_epoch_is_counted_and_named() -> None:
     """google/flax#663: `jax.pmap(lambda b: eval_step(params, b))` built every epoch."""
-    traces = [0]
+    traces = counted()
 
     def eval_step(params, b):
-        traces[0] += 1
+        traces.tick()
         return (params["w"] * b).sum(-1)
 
     params = {"w": jnp.arange(3.0)}
@@ -47,28 +48,28 @@ def test_pmap_rebuilt_per_epoch_is_counted_and_named() -> None:
     with jitlens.track() as t:
         outs = [jax.pmap(lambda b: eval_step(params, b))(batch) for _epoch in range(3)]
     rows = _rows(t.report(), "jax.pmap")
-    assert traces[0] == 3
+    assert traces.n == 3
     assert (_total(rows, "calls"), _total(rows, "traces")) == (3, 3)
     assert _total(rows, "compiles") == 3
     (reason,) = {r.fix: r for r in _reasons(rows) if r.kind == "new_function"}.values()
     fix = "`p_eval_step = jax.pmap(eval_step, in_axes=(None, 0))`"
     assert fix in reason.fix and "`p_eval_step(params, b)`" in reason.fix
 
-    traces[0] = 0
+    traces.n = 0
     with jitlens.track() as t:
         p_eval_step = jax.pmap(eval_step, in_axes=(None, 0))  # the fix, as printed
         fixed = [p_eval_step(params, batch) for _epoch in range(3)]
     (row,) = _rows(t.report(), "jax.pmap")
-    assert traces[0] == 1 and (row.calls, row.traces, row.cache_hits) == (3, 1, 2)
+    assert traces.n == 1 and (row.calls, row.traces, row.cache_hits) == (3, 1, 2)
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
 def test_pmap_shape_change_names_the_argument() -> None:
-    traces = [0]
+    traces = counted()
 
     def double(b):
-        traces[0] += 1
+        traces.tick()
         return b * 2
 
     with jitlens.track() as t:
@@ -78,7 +79,7 @@ def test_pmap_shape_change_names_the_argument() -> None:
         g(jnp.ones((1, 4)))
     row = t.stats(g)
     assert row.kind == "jax.pmap" and row.name == "double"
-    assert traces[0] == 2 and (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
+    assert traces.n == 2 and (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
     (reason,) = row.events[-1].reasons
     assert (reason.kind, reason.path, reason.before, reason.after) == (
         "shape",
@@ -89,17 +90,17 @@ def test_pmap_shape_change_names_the_argument() -> None:
 
 
 def test_pmap_static_broadcasted_value_is_named() -> None:
-    traces = [0]
+    traces = counted()
 
     def scale(x, s):
-        traces[0] += 1
+        traces.tick()
         return x * s
 
     with jitlens.track() as t:
         q = jax.pmap(scale, static_broadcasted_argnums=1)
         outs = [q(jnp.ones((1, 3)), s) for s in (3, 3, 4)]
     row = t.stats(q)
-    assert traces[0] == 2 and (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
+    assert traces.n == 2 and (row.calls, row.traces, row.cache_hits) == (3, 2, 1)
     (reason,) = row.events[-1].reasons
     assert (reason.kind, reason.path, reason.before, reason.after) == (
         "static_value",
@@ -109,20 +110,20 @@ def test_pmap_static_broadcasted_value_is_named() -> None:
     )
     assert "static_broadcasted_argnums" in reason.fix
 
-    traces[0] = 0
+    traces.n = 0
     with jitlens.track() as t:  # the printed fix: an array argument, not broadcast-static
         q = jax.pmap(scale, in_axes=(0, None))
         fixed = [q(jnp.ones((1, 3)), jnp.asarray(s)) for s in (3, 3, 4)]
-    assert traces[0] == 1 and t.stats(q).traces == 1
+    assert traces.n == 1 and t.stats(q).traces == 1
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
 def test_pmap_made_before_tracking_is_traced_and_explained() -> None:
-    traces = [0]
+    traces = counted()
 
     def triple(b):
-        traces[0] += 1
+        traces.tick()
         return b * 3
 
     g = jax.pmap(triple)  # before the tracker: its calls are unknown, its traces are not
@@ -130,7 +131,7 @@ def test_pmap_made_before_tracking_is_traced_and_explained() -> None:
         g(jnp.ones((1, 3)))
         g(jnp.ones((1, 5)))
     (row,) = [f for f in _rows(t.report(), "jax.pmap") if f.name == "triple"]
-    assert traces[0] == 2 and (row.calls, row.traces, row.cache_hits) == (None, 2, None)
+    assert traces.n == 2 and (row.calls, row.traces, row.cache_hits) == (None, 2, None)
     (reason,) = row.events[-1].reasons
     assert (reason.kind, reason.path, reason.after) == ("shape", "b", "f32[1,5]")
 
@@ -149,13 +150,13 @@ class _Counter(nnx.Module):
 
 
 def _nnx_pmap_run(fixed: bool) -> tuple[int, list[np.ndarray], jitlens.Report]:
-    traces = [0]
+    traces = counted()
     with jitlens.track() as t:
         m = _Counter()
 
         @nnx.pmap(in_axes=(0, 0), out_axes=0, axis_name="batch" if fixed else None)
         def f(m, x):
-            traces[0] += 1
+            traces.tick()
             return m(x)
 
         if fixed:  # the printed fix
@@ -166,7 +167,7 @@ def _nnx_pmap_run(fixed: bool) -> tuple[int, list[np.ndarray], jitlens.Report]:
             nnx.update(m, jax.device_put(nnx.state(m), s))
         outs = [np.asarray(f(m, jnp.ones((1, 3)))) for _ in range(3)]
         outs.append(np.asarray(m.count[...]))
-    return traces[0], outs, t.report()
+    return traces.n, outs, t.report()
 
 
 def test_nnx_pmap_state_sharded_on_return_is_explained_and_fixed() -> None:
@@ -190,7 +191,7 @@ def test_nnx_pmap_state_sharded_on_return_is_explained_and_fixed() -> None:
 
 
 #: Runs of `_Dense.__call__`'s body (linen freezes list fields into tuples: a global).
-_LINEN_TRACES = [0]
+_LINEN_TRACES = counted()
 
 
 class _Dense(nn.Module):
@@ -198,7 +199,7 @@ class _Dense(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        _LINEN_TRACES[0] += 1
+        _LINEN_TRACES.tick()
         return nn.Dense(self.n)(x)
 
 
@@ -219,7 +220,7 @@ class _Model(nn.Module):
 
 
 def _linen_run(hoisted: bool) -> tuple[int, list[np.ndarray], jitlens.Report]:
-    _LINEN_TRACES[0] = 0
+    _LINEN_TRACES.n = 0
     m = _Model(3, hoisted)
     x = jnp.ones((2, 4))
     with jitlens.track() as t:
@@ -227,7 +228,7 @@ def _linen_run(hoisted: bool) -> tuple[int, list[np.ndarray], jitlens.Report]:
         outs = [
             np.asarray(m.apply(v, x, True, rngs={"dropout": jax.random.key(i)})) for i in range(3)
         ]
-    return _LINEN_TRACES[0], outs, t.report()
+    return _LINEN_TRACES.n, outs, t.report()
 
 
 def test_linen_jit_inside_call_is_counted_and_named() -> None:
@@ -256,12 +257,12 @@ def test_linen_jit_inside_call_is_counted_and_named() -> None:
 
 
 def test_jit_called_inside_scan_explains_a_shape_change() -> None:
-    traces = [0]
+    traces = counted()
     with jitlens.track() as t:
 
         @jax.jit
         def step(c):
-            traces[0] += 1
+            traces.tick()
             return c * 2
 
         def run(x):
@@ -270,7 +271,7 @@ def test_jit_called_inside_scan_explains_a_shape_change() -> None:
         run(jnp.ones(3))
         run(jnp.ones(4))
     row = t.stats(step)
-    assert traces[0] == 2 and row.traces == 2
+    assert traces.n == 2 and row.traces == 2
     assert row.events[-1].signature == "c: f32[4]"
     (reason,) = row.events[-1].reasons
     assert (reason.kind, reason.path, reason.before, reason.after) == (
@@ -283,11 +284,11 @@ def test_jit_called_inside_scan_explains_a_shape_change() -> None:
 
 
 def _kernel(x):
-    _SCAN_TRACES[0] += 1
+    _SCAN_TRACES.tick()
     return x * 0.5
 
 
-_SCAN_TRACES = [0]
+_SCAN_TRACES = counted()
 _ONE_STEP = jax.jit(lambda c, _: (_kernel(c), c))  # the printed fix: made once
 
 
@@ -298,11 +299,11 @@ def test_fresh_jit_scanned_per_call_names_the_wrapper() -> None:
         one_step = jax.jit(lambda c, _: (_kernel(c), c))
         return jax.lax.scan(one_step, x, None, length=n)
 
-    _SCAN_TRACES[0] = 0
+    _SCAN_TRACES.n = 0
     with jitlens.track() as t:
         outs = [inference_loop(jnp.ones(3), 4) for _ in range(3)]
     rows = _rows(t.report(), "jax.jit")
-    assert _SCAN_TRACES[0] == 3
+    assert _SCAN_TRACES.n == 3
     assert (_total(rows, "calls"), _total(rows, "traces"), _total(rows, "compiles")) == (3, 3, 3)
     lost = sum(e.seconds for f in rows for e in f.events if e.kind == "retrace")
     assert lost > 0
@@ -314,27 +315,27 @@ def test_fresh_jit_scanned_per_call_names_the_wrapper() -> None:
     def fixed_loop(x, n):
         return jax.lax.scan(_ONE_STEP, x, None, length=n)
 
-    _SCAN_TRACES[0] = 0
+    _SCAN_TRACES.n = 0
     with jitlens.track() as t:
         fixed = [fixed_loop(jnp.ones(3), 4) for _ in range(3)]
-    assert _SCAN_TRACES[0] == 1
+    assert _SCAN_TRACES.n == 1
     assert t.stats(_ONE_STEP).traces == 1
     for a, b in zip(outs, fixed, strict=True):
         jax.tree.map(np.testing.assert_array_equal, a, b)
 
 
 def test_jit_under_vmap_and_grad_is_explained() -> None:
-    traces = [0, 0]
+    energy_traces, loss_traces = counted(), counted()
     with jitlens.track() as t:
 
         @jax.jit
         def energy(x):
-            traces[0] += 1
+            energy_traces.tick()
             return (x**2).sum()
 
         @jax.jit
         def loss(x):
-            traces[1] += 1
+            loss_traces.tick()
             return (x**2).sum()
 
         jax.vmap(energy)(jnp.ones((2, 3)))
@@ -342,7 +343,7 @@ def test_jit_under_vmap_and_grad_is_explained() -> None:
         jax.grad(loss)(jnp.ones(3))
         jax.grad(loss)(jnp.ones(5))
     vmapped, grad = t.stats(energy), t.stats(loss)
-    assert traces == [2, 2] and (vmapped.traces, grad.traces) == (2, 2)
+    assert (energy_traces.n, loss_traces.n) == (2, 2) == (vmapped.traces, grad.traces)
     assert (vmapped.calls, vmapped.compiles) == (2, 2)  # eager vmap compiles the batched jit
     (reason,) = vmapped.events[1].reasons
     assert (reason.kind, reason.path, reason.after) == ("shape", "x", "f32[2,4]")
@@ -448,7 +449,7 @@ def test_pmaps_on_two_devices() -> None:
     assert "NNX_FIXED 1 1 True" in lines
 
 
-_SCALED_TRACES = [0]
+_SCALED_TRACES = counted()
 
 
 class _Scaled(nn.Module):
@@ -456,7 +457,7 @@ class _Scaled(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array, scale: jax.Array | None = None) -> jax.Array:
-        _SCALED_TRACES[0] += 1
+        _SCALED_TRACES.tick()
         return nn.Dense(2)(x) * (self.scale if scale is None else scale)
 
 
@@ -466,12 +467,12 @@ _JIT_SCALED_FIXED = nn.jit(_Scaled)  # its own compiled cache, for the fixed run
 
 def test_linen_jit_field_change_names_the_field() -> None:
     x = jnp.ones((1, 3))
-    _SCALED_TRACES[0] = 0
+    _SCALED_TRACES.n = 0
     with jitlens.track() as t:
         v = _JIT_SCALED(1.0).init(jax.random.key(0), x)
         outs = [np.asarray(_JIT_SCALED(s).apply(v, x)) for s in (1.0, 2.0, 3.0)]
     (row,) = _rows(t.report(), "nn.jit")
-    assert _SCALED_TRACES[0] == 4 and (row.calls, row.traces) == (4, 4)
+    assert _SCALED_TRACES.n == 4 and (row.calls, row.traces) == (4, 4)
     changed = [e.reasons[0] for e in row.events[2:]]
     assert [(r.path, r.before, r.after) for r in changed] == [
         ("_Scaled.scale", "1.0", "2.0"),
@@ -479,13 +480,13 @@ def test_linen_jit_field_change_names_the_field() -> None:
     ]
     assert "pass it to `_Scaled.__call__` as an array argument" in changed[0].fix
 
-    _SCALED_TRACES[0] = 0
+    _SCALED_TRACES.n = 0
     with jitlens.track() as t:  # the printed fix: the value is an array argument
         v = _JIT_SCALED_FIXED().init(jax.random.key(0), x)
         fixed = [
             np.asarray(_JIT_SCALED_FIXED().apply(v, x, jnp.asarray(s))) for s in (1.0, 2.0, 3.0)
         ]
     (row,) = _rows(t.report(), "nn.jit")
-    assert _SCALED_TRACES[0] == 2 and row.traces == 2  # init and apply, once each
+    assert _SCALED_TRACES.n == 2 and row.traces == 2  # init and apply, once each
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)

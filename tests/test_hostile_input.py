@@ -15,8 +15,7 @@ import time
 
 import pytest
 
-from jitlens._cli.main import main
-from jitlens._core.report import MAX_FUNCTIONS
+from jitlens import main
 from report_samples import sample_report
 
 #: Fields a function of a report may leave out (the smallest valid function is ~230 bytes).
@@ -51,7 +50,7 @@ def test_a_fifo_is_refused_not_read_forever(tmp_path, command):
 
 
 def test_a_fifo_inside_a_linted_folder_is_skipped(tmp_path):
-    from jitlens._lint.lint import LintSkipWarning, lint_paths
+    from jitlens import LintSkipWarning, lint_paths
 
     (tmp_path / "ok.py").write_text("x = 1\n")
     os.mkfifo(tmp_path / "pipe.py")
@@ -79,6 +78,10 @@ def _write_many_functions(path, n):
         for i in range(n // 1000):
             fh.write(("," if i else "") + chunk)
         fh.write("]}")
+
+
+#: The most functions a report may hold, as ``jitlens report`` says when it refuses one.
+MAX_FUNCTIONS = 100_000
 
 
 @pytest.mark.parametrize("n", [1_000_000, MAX_FUNCTIONS + 1000])

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import pytest
 
 import jitlens
-from conftest import run_python
+from conftest import counted, run_python
 
 PROGRAM = textwrap.dedent(
     """
@@ -116,18 +116,18 @@ def test_a_library_imported_after_tracking_started_is_counted_from_its_import() 
     """nnx.jit is patched the moment the program imports flax (here: already imported)."""
     from flax import nnx
 
-    runs = [0]
+    runs = counted()
 
     @nnx.jit
     def g(x):
-        runs[0] += 1
+        runs.tick()
         return x + 1
 
     with jitlens.track() as t:
         for n in (2, 2, 3):
             g(jnp.ones(n))
     row = t.stats(g)
-    assert (row.calls, row.traces, row.cache_hits) == (3, runs[0], 1) == (3, 2, 1)
+    assert (row.calls, row.traces, row.cache_hits) == (3, runs.n, 1) == (3, 2, 1)
 
 
 def test_jitlens_frames_do_not_show_in_the_users_traceback() -> None:
@@ -203,10 +203,10 @@ def test_the_locals_a_counted_call_hands_to_its_trace_are_pinned() -> None:
 @pytest.mark.parametrize("late", [3, 40])
 def test_a_retrace_names_the_call_that_retraced_early_and_late(late: int) -> None:
     """Call 41 is past the 32 calls that take the detailed path: it is found all the same."""
-    runs = [0]
+    runs = counted()
 
     def body(x):
-        runs[0] += 1
+        runs.tick()
         return x * 3
 
     with jitlens.track() as t:
@@ -215,4 +215,4 @@ def test_a_retrace_names_the_call_that_retraced_early_and_late(late: int) -> Non
             f(jnp.ones(2))
         f(jnp.ones(5))
     (event,) = [e for e in t.stats(f).events if e.kind == "retrace"]
-    assert runs[0] == 2 and event.call_index == late
+    assert runs.n == 2 and event.call_index == late

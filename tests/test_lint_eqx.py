@@ -12,7 +12,8 @@ import textwrap
 
 import pytest
 
-from jitlens._lint.lint import cli_main, lint_source
+from conftest import counted
+from jitlens import lint_source, main
 from lint_eqx_examples import EQX_RULE_EXAMPLES
 
 eqx = pytest.importorskip("equinox")
@@ -49,10 +50,10 @@ def test_noqa_and_select(tmp_path, capsys):
     bad = EQX_RULE_EXAMPLES["JL103"][0]
     path = tmp_path / "model.py"
     path.write_text(textwrap.dedent(bad).replace("# <-", "# noqa: JL103", 1))
-    assert cli_main(["--select", "JL103", str(path)]) == 1
+    assert main(["lint", "--select", "JL103", str(path)]) == 1
     out = capsys.readouterr().out
     assert out.count("JL103") == 2 and "MLP.act" not in out
-    assert cli_main(["--select", "JL101", str(path)]) == 0
+    assert main(["lint", "--select", "JL101", str(path)]) == 0
 
 
 def test_the_rules_are_right_about_equinox_at_run_time():
@@ -62,25 +63,25 @@ def test_the_rules_are_right_about_equinox_at_run_time():
     import jax
     import jax.numpy as jnp
 
-    count = [0]
+    count = counted()
 
     def body(x, lr):
-        count[0] += 1
+        count.tick()
         return x * lr
 
     x = jnp.ones(2)
     for lr in (0.1, 0.2, 0.3):  # JL102's trap
         eqx.filter_jit(body)(x, lr)
-    assert count[0] == 3
-    count[0] = 0
+    assert count.n == 3
+    count.n = 0
     for lr in (0.1, 0.2, 0.3):  # its fix
         eqx.filter_jit(body)(x, jnp.asarray(lr))
-    assert count[0] == 1
+    assert count.n == 1
 
-    count[0] = 0
+    count.n = 0
     for _ in range(3):  # JL101's trap: a new lambda each time
         eqx.filter_jit(lambda v: body(v, 2.0))(x)
-    assert count[0] == 3
+    assert count.n == 3
 
     leaky = functools.partial(jax.nn.leaky_relu, negative_slope=0.1)
 
@@ -92,14 +93,14 @@ def test_the_rules_are_right_about_equinox_at_run_time():
 
     @eqx.filter_jit
     def apply(m, v):
-        count[0] += 1
+        count.tick()
         return m.act(v)
 
-    count[0] = 0
+    count.n = 0
     for _ in range(3):  # JL103's trap
         apply(M(False), x)
-    assert count[0] == 3
-    count[0] = 0
+    assert count.n == 3
+    count.n = 0
     for _ in range(3):  # its fix: one partial built at module level
         apply(M(True), x)
-    assert count[0] == 1
+    assert count.n == 1

@@ -12,6 +12,7 @@ import pytest
 from flax import nnx
 
 import jitlens
+from conftest import counted
 
 
 class Mode(enum.Enum):
@@ -163,12 +164,12 @@ def test_an_unhashable_static_error_does_not_eat_a_hit(timeline):
 
 
 def test_no_retrace_abort_is_not_a_trace():
-    body = [0]
+    body = counted()
     with jitlens.track() as t:
 
         @jax.jit
         def step(x):
-            body[0] += 1
+            body.tick()
             return x * 2
 
         step(jnp.ones(2))
@@ -177,17 +178,17 @@ def test_no_retrace_abort_is_not_a_trace():
         step(jnp.ones(3))  # now a real trace, explained against the compiled key
         step(jnp.ones(2))
     s = t.stats(step)
-    assert s.traces == body[0] == 2
+    assert s.traces == body.n == 2
     assert s.cache_hits == 1
     assert [r.kind for e in s.events for r in e.reasons] == ["shape"]
 
 
 @pytest.mark.parametrize("where", ["above", "below"])
 def test_max_traces_abort_is_not_a_trace(where):
-    body = [0]
+    body = counted()
 
     def fn(x):
-        body[0] += 1
+        body.tick()
         return x * 2
 
     with jitlens.track() as t:
@@ -201,7 +202,7 @@ def test_max_traces_abort_is_not_a_trace(where):
             with pytest.raises(jitlens.RecompileError):
                 g(jnp.ones(3))
         g(jnp.ones(2))
-    assert t.stats(g).traces == body[0] == 1
+    assert t.stats(g).traces == body.n == 1
 
 
 # ---------------------------------------------------------------- deep trees
@@ -214,19 +215,19 @@ def nest(leaf, depth):
 
 
 def test_a_leaf_70_levels_down_is_explained_with_its_kind():
-    body = [0]
+    body = counted()
     with jitlens.track() as t:
 
         @jax.jit
         def f(tree):
-            body[0] += 1
+            body.tick()
             return jax.tree.map(lambda z: z + 1, tree)
 
         f(nest(jnp.ones(2), 70))
         f(nest(jnp.ones(3), 70))
         f(nest(jnp.ones(3, jnp.int32), 70))
     s = t.stats(f)
-    assert s.traces == body[0] == 3
+    assert s.traces == body.n == 3
     rs = [r for e in s.events for r in e.reasons]
     assert [r.kind for r in rs] == ["shape", "dtype"]
     assert rs[0].path.startswith("tree['a']['a']") and "(70 levels)" in rs[0].path
@@ -247,18 +248,18 @@ def test_jit_of_grad_is_named_after_the_transform():
 
 
 def test_vmap_of_a_jit_explains_the_batch_size():
-    body = [0]
+    body = counted()
     with jitlens.track() as t:
 
         @jax.jit
         def f(x):
-            body[0] += 1
+            body.tick()
             return x * 2
 
         for n in (4, 8, 8):
             jax.vmap(f)(jnp.ones((n, 3)))
     s = t.stats(f)
-    assert (body[0], s.compiles) == (1, 2)
+    assert (body.n, s.compiles) == (1, 2)
     rs = [r for e in s.events for r in e.reasons]
     assert [(r.kind, r.path, r.before, r.after) for r in rs] == [
         ("shape", "x", "f32[4,3]", "f32[8,3]")
@@ -272,8 +273,6 @@ def test_vmap_of_a_jit_explains_the_batch_size():
 def test_wrappers_of_the_same_code_fold_into_one_row_and_the_summary_stays_short():
     import dataclasses
 
-    from jitlens._render.text import render_text
-
     x = jnp.ones(2)
     with jitlens.track() as t:
         for _ in range(4):
@@ -283,12 +282,12 @@ def test_wrappers_of_the_same_code_fold_into_one_row_and_the_summary_stays_short
     # 2,000 wrappers, without compiling them: copies of one wrapper's figures
     many = tuple(dataclasses.replace(one, id=i) for i in range(2_000))
     big = dataclasses.replace(report, functions=many)
-    text = render_text(big, color=False, width=100, max_lines=56)
+    text = big.to_text(width=100, max_lines=56)
     flat = " ".join(text.split())
     assert "2,000 wrappers of" in flat and "1 trace each" in flat
     assert flat.startswith("jitlens: 1 jitted function, 2000 traces")  # one code, 2,000 wrappers
     assert len(text.splitlines()) <= 56
-    assert len(render_text(report, color=False, width=100).splitlines()) < 40
+    assert len(report.to_text(width=100).splitlines()) < 40
 
 
 # ---------------------------------------------------------------- stale cached_partial

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jitlens import pytest_plugin
-from jitlens._core.report import load_report
+from jitlens import load_report, pytest_plugin
 
 pytest_plugins = ["pytester"]
 

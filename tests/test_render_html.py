@@ -202,7 +202,6 @@ def test_odd_but_possible_data_renders_without_falling_back(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from jitlens._render.perfetto import render_trace_events
-    from jitlens._render.text import render_text
 
     report = report_samples.sample_report()
     loss = report.function("Trainer.loss")
@@ -220,7 +219,7 @@ def test_odd_but_possible_data_renders_without_falling_back(
     report = dataclasses.replace(report, functions=(odd,), duration_seconds=float("nan"))
     with caplog.at_level(logging.ERROR, logger="jitlens"):
         page = render_html(report)
-        text = render_text(report, color=False, width=80)
+        text = report.to_text(width=80)
         trace = render_trace_events(report)
     assert not caplog.records
     assert "<pre>" not in page and "could not render" not in text

@@ -13,7 +13,6 @@ import pytest
 import report_samples
 from jitlens._core.report import Event, Reason
 from jitlens._core.retrace_text import MAX_LINES_PER_RETRACE, render_retrace
-from jitlens._render.text import render_text
 
 GOLDEN = """\
 jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidden)
@@ -90,7 +89,7 @@ def _reason(i: int) -> Reason:
 
 
 def test_golden_report() -> None:
-    text = render_text(report_samples.sample_report(), color=False, width=100)
+    text = report_samples.sample_report().to_text(width=100)
     assert _normalised(text) == GOLDEN
 
 
@@ -125,7 +124,7 @@ def test_a_retrace_takes_at_most_eight_screen_lines_at_width_100() -> None:
     wide = dataclasses.replace(step.events[2], reasons=tuple(long))
     step = dataclasses.replace(step, events=(*step.events[:2], wide))
     report = dataclasses.replace(report, functions=(step,))
-    lines = render_text(report, color=False, width=100).splitlines()
+    lines = report.to_text(width=100).splitlines()
     start = next(i for i, line in enumerate(lines) if "retrace #2" in line)
     assert len(lines[start:]) <= MAX_LINES_PER_RETRACE, "\n".join(lines[start:])
     assert "model.block0.pool" in lines[start + 1]
@@ -139,7 +138,7 @@ def test_report_section_caps_every_retrace() -> None:
     wide = dataclasses.replace(step.events[2], reasons=tuple(_reason(i) for i in range(30)))
     step = dataclasses.replace(step, events=(*step.events[:2], wide))
     report = dataclasses.replace(report, functions=(step,))
-    lines = render_text(report, color=False, width=100).splitlines()
+    lines = report.to_text(width=100).splitlines()
     start = next(i for i, line in enumerate(lines) if "retrace #2" in line)
     block = lines[start:]
     assert len(block) <= MAX_LINES_PER_RETRACE
@@ -147,47 +146,47 @@ def test_report_section_caps_every_retrace() -> None:
 
 
 def test_identical_reasons_fold_into_one_line_with_a_count() -> None:
-    text = render_text(report_samples.sample_report(), color=False, width=100)
+    text = report_samples.sample_report().to_text(width=100)
     assert text.count("model.avg_pool  identity_static") == 1
     assert "model.avg_pool  identity_static  (in 2 retraces)" in text
     assert "case.py:54  retrace #1" in text and "case.py:54  retrace #2" not in text
 
 
 def test_unknown_calls_show_a_question_mark() -> None:
-    text = render_text(report_samples.sample_report(), color=False, width=100)
+    text = report_samples.sample_report().to_text(width=100)
     row = next(line for line in text.splitlines() if line.startswith(" step "))
     assert row.split()[2:4] == ["?", "3"]
 
 
 def test_sorted_by_seconds_lost_then_traces() -> None:
-    text = render_text(report_samples.sample_report(), color=False, width=100)
+    text = report_samples.sample_report().to_text(width=100)
     names = [line.split()[0] for line in text.splitlines()[3:7]]
     assert names == ["Trainer.loss", "step", "forward", "evaluate"]
 
 
 def test_internal_functions_only_on_request() -> None:
     report = report_samples.sample_report()
-    assert "_split_merge" not in render_text(report, color=False, width=100)
-    shown = render_text(report, color=False, width=100, include_internal=True)
+    assert "_split_merge" not in report.to_text(width=100)
+    shown = report.to_text(width=100, include_internal=True)
     assert "nnx.graph._split_merge" in shown and "(internal)" in shown
     assert "(1 internal hidden)" not in shown
 
 
 @pytest.mark.parametrize("width", [40, 60, 80, 100, 140])
 def test_no_line_is_wider_than_the_width(width: int) -> None:
-    text = render_text(report_samples.sample_report(), color=False, width=width)
+    text = report_samples.sample_report().to_text(width=width)
     assert max(len(line) for line in text.splitlines()) <= width
     assert "Trainer.loss" in text and "lost" in text
 
 
 def test_colour_on_request_off_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     report = report_samples.sample_report()
-    assert "\x1b[" in render_text(report, color=True, width=100)
-    assert "\x1b[" not in render_text(report, color=False, width=100)
-    assert "\x1b[" not in render_text(report, width=100)  # pytest's stdout is not a TTY
+    assert "\x1b[" in report.to_text(color=True, width=100)
+    assert "\x1b[" not in report.to_text(width=100)
+    assert "\x1b[" not in report.to_text(width=100, color=None)  # pytest's stdout is not a TTY
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     monkeypatch.setenv("NO_COLOR", "1")
-    assert "\x1b[" not in render_text(report, width=100)
+    assert "\x1b[" not in report.to_text(width=100, color=None)
 
 
 def test_str_of_a_report_is_the_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,11 +194,11 @@ def test_str_of_a_report_is_the_plain_text(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setattr(sys, "stdout", io.StringIO())
     report = report_samples.sample_report()
-    assert str(report) == render_text(report, color=False, width=100)
+    assert str(report) == report.to_text(width=100)
 
 
 def test_empty_report() -> None:
-    text = render_text(report_samples.empty_report(), color=False)
+    text = report_samples.empty_report().to_text()
     assert text == "jitlens: no jitted function was called (cpu on devbox, 0.5 s).\n"
 
 
@@ -218,7 +217,7 @@ def test_user_strings_are_not_markup() -> None:
     step = dataclasses.replace(
         step, events=(*step.events[:1], dataclasses.replace(step.events[1], reasons=(odd,)))
     )
-    text = render_text(dataclasses.replace(report, functions=(step,)), color=True, width=100)
+    text = dataclasses.replace(report, functions=(step,)).to_text(color=True, width=100)
     assert "[bold]x[/bold] -> :smile:" in text
 
 
@@ -226,7 +225,7 @@ def test_internal_failure_returns_raw_data_and_logs(caplog: pytest.LogCaptureFix
     report = report_samples.sample_report()
     broken = dataclasses.replace(report, functions=(*report.functions, "not a function"))
     with caplog.at_level(logging.ERROR, logger="jitlens"):
-        text = render_text(broken, color=False)  # type: ignore[arg-type]
+        text = broken.to_text()
     assert "could not render" in text and "not a function" in text
     assert any("text report failed" in r.message for r in caplog.records)
     assert "could not render" in render_retrace(None, None)  # type: ignore[arg-type]
@@ -246,7 +245,7 @@ def test_a_reason_cut_from_one_retrace_shows_under_the_next_that_has_it() -> Non
     )
     report = report_samples.sample_report()
     report = dataclasses.replace(report, functions=(dataclasses.replace(step, events=events),))
-    text = render_text(report, color=False, width=80)
+    text = report.to_text(width=80)
     assert "more difference" not in text, text
     assert "x  shape" in text and "f32[3,4] -> f32[5,4]" in text, text
 
@@ -260,7 +259,7 @@ def test_the_cause_and_its_fix_come_before_the_advice() -> None:
         loss, advice=(Advice("compile_cache", "cache off", "set it", 9.0),)
     )
     others = tuple(f for f in report.functions if f is not loss)
-    text = render_text(dataclasses.replace(report, functions=(advised, *others)), color=False)
+    text = dataclasses.replace(report, functions=(advised, *others)).to_text()
     assert text.index(loss.events[1].reasons[0].fix[:40]) < text.index("compile_cache, saves")
 
 
@@ -278,7 +277,7 @@ def _one(qualname: str, kind: str = "jax.jit", reasons: tuple[Reason, ...] = ())
 def test_function_names_never_break_mid_word(width: int) -> None:
     """Issue 26: `jax_train_ste` / `p` even at COLUMNS=200."""
     name = "build_update_fn.<locals>.jax_train_step"
-    text = render_text(_one(name), color=False, width=width)
+    text = _one(name).to_text(width=width)
     assert name in text, text
 
 
@@ -286,7 +285,7 @@ def test_function_names_never_break_mid_word(width: int) -> None:
 def test_the_table_fits_its_width_without_folding_a_short_name(width: int) -> None:
     """The columns kept must fit with rich's edge padding: 2 characters over folded
     `double [gw0]` (the pytest plugin's xdist name) at COLUMNS=80."""
-    text = render_text(_one("double [gw0]"), color=False, width=width)
+    text = _one("double [gw0]").to_text(width=width)
     table = text.split("\n")[1:4]
     assert [line for line in table if line.startswith(" double [gw0]  ")], text
     assert max(len(line) for line in table) <= width, text
@@ -301,7 +300,7 @@ def test_at_80_columns_the_compiles_and_the_why_stay() -> None:
         "Pass it as an array so it is traced: `jnp.asarray(lr)` at the call (one compile for "
         "every value); keep a Python number only for a few fixed values.",
     )  # fmt: skip
-    text = render_text(_one("sgd_step", "eqx.filter_jit", (why,)), color=False, width=80)
+    text = _one("sgd_step", "eqx.filter_jit", (why,)).to_text(width=80)
     head = text.splitlines()[1].split()
     assert "compiles" in head and "compile" in head, head
     assert "unlike jax.jit" in " ".join(text.split()), text
@@ -312,9 +311,9 @@ def test_at_80_columns_the_compiles_and_the_why_stay() -> None:
 def test_a_clean_run_says_no_retraces() -> None:
     report = report_samples.sample_report()
     clean = dataclasses.replace(report.function("evaluate"), stale_hits=())
-    text = render_text(dataclasses.replace(report, functions=(clean,)), color=False)
+    text = dataclasses.replace(report, functions=(clean,)).to_text()
     assert "no retraces" in text, text
-    assert "no retraces" not in render_text(report, color=False)
+    assert "no retraces" not in report.to_text()
 
 
 def test_a_logged_retrace_wraps_at_the_width_it_is_given() -> None:

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from conftest import run_python
-from jitlens._cli.main import main
+from jitlens import main
 
 PROGRAM = """
 import jax, jax.numpy as jnp

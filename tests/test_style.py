@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from jitlens._lint.lint import lint_paths
+from jitlens import lint_paths
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is in the [test] extra")

@@ -223,9 +223,8 @@ def test_results_exceptions_and_passthrough_after_exit():
             raise ValueError("empty input")
         return x * 3
 
-    from jitlens._track.registry import REGISTRY
-
-    outermost = REGISTRY.depth == 0  # a guard elsewhere may keep the hooks installed
+    # a guard elsewhere may keep the hooks installed: then jax.jit stays patched after
+    outermost = getattr(jax.jit, "__jitlens_original__", None) is None
     with jitlens.track():
         f = jax.jit(g)
         assert jnp.array_equal(f(jnp.arange(3.0)), jnp.arange(3.0) * 3)

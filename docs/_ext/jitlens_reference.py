@@ -261,7 +261,7 @@ def _json_type(tp: Any, seen: list[type]) -> str:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        return " or ".join(_json_type(a, seen) for a in args)
+        return " or ".join(dict.fromkeys(_json_type(a, seen) for a in args))
     if tp is type(None):
         return "null"
     if origin is tuple:
@@ -274,7 +274,9 @@ def _json_type(tp: Any, seen: list[type]) -> str:
         return f"[{tp.__name__}](#schema-{tp.__name__.lower()})"
     if origin is not None and isinstance(origin, type) and issubclass(origin, typing.Mapping):  # type: ignore[arg-type]
         return "object"
-    names = {int: "integer", float: "number", str: "string", bool: "boolean"}
+    if isinstance(tp, type) and issubclass(tp, str):  # a kind: a StrEnum is written as its string
+        return "string"
+    names = {int: "integer", float: "number", bool: "boolean"}
     return names.get(tp, "any")
 
 

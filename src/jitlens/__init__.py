@@ -28,10 +28,16 @@ if TYPE_CHECKING:
     from ._audit.audit import AuditFinding as AuditFinding
     from ._audit.audit import AuditResult as AuditResult
     from ._audit.audit import audit as audit
+    from ._cli.main import main as main
+    from ._core.kinds import AdviceKind as AdviceKind
+    from ._core.kinds import EventKind as EventKind
+    from ._core.kinds import ReasonKind as ReasonKind
+    from ._core.report import Advice as Advice
     from ._core.report import Event as Event
     from ._core.report import FunctionReport as FunctionReport
     from ._core.report import Reason as Reason
     from ._core.report import Report as Report
+    from ._core.report import StaleHit as StaleHit
     from ._core.report import load_report as load_report
     from ._diff.diff import diff as diff
     from ._diff.model import ReportDiff as ReportDiff
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
     from ._exercise.check import check_jit_forward as check_jit_forward
     from ._exercise.forward import jit_forward as jit_forward
     from ._lint.lint import LintFinding as LintFinding
+    from ._lint.lint import LintSkipWarning as LintSkipWarning
     from ._lint.lint import lint_paths as lint_paths
     from ._lint.lint import lint_source as lint_source
     from ._merge.merge import MergedReport as MergedReport
@@ -53,6 +60,12 @@ if TYPE_CHECKING:
 
 #: Public name -> the private module that defines it, imported on first use.
 _LAZY = {
+    "main": "_cli.main",
+    "AdviceKind": "_core.kinds",
+    "EventKind": "_core.kinds",
+    "ReasonKind": "_core.kinds",
+    "Advice": "_core.report",
+    "StaleHit": "_core.report",
     "Event": "_core.report",
     "FunctionReport": "_core.report",
     "Reason": "_core.report",
@@ -70,6 +83,7 @@ _LAZY = {
     "max_traces": "_track.guards",
     "reset": "_track.guards",
     "LintFinding": "_lint.lint",
+    "LintSkipWarning": "_lint.lint",
     "lint_paths": "_lint.lint",
     "lint_source": "_lint.lint",
     "MergedReport": "_merge.merge",
@@ -113,18 +127,23 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Advice",
+    "AdviceKind",
     "AuditFinding",
     "AuditResult",
     "CheckResult",
     "ConfigError",
     "Event",
+    "EventKind",
     "FunctionReport",
     "JitlensCompatWarning",
     "JitlensError",
     "JitlensInternalWarning",
     "LintFinding",
+    "LintSkipWarning",
     "MergedReport",
     "Reason",
+    "ReasonKind",
     "RecompileError",
     "RecompileWarning",
     "Report",
@@ -132,6 +151,7 @@ __all__ = [
     "ReportError",
     "RunawayRecompileWarning",
     "StaleCacheWarning",
+    "StaleHit",
     "Tracker",
     "__version__",
     "audit",
@@ -143,6 +163,7 @@ __all__ = [
     "lint_paths",
     "lint_source",
     "load_report",
+    "main",
     "max_traces",
     "merge_reports",
     "no_retrace",

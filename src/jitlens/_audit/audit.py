@@ -12,8 +12,9 @@ from typing import Any
 from .. import _compat
 from .._compat.flax_api import LAZY_NNX as nnx
 from .._core import messages as M
+from .._core.files import write_atomic
 from .._core.key import Entry, Path, short_repr
-from .._core.report import write_atomic
+from .._core.kinds import ReasonKind
 from .._core.signature import walk_graphdef
 from .._render.color import add_color_option, want_color
 from .checks import _Audit
@@ -97,7 +98,7 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
     a, rejected = _describe(roots_a)
     b, _ = _describe(roots_b)
     split_errors = [
-        AuditFinding("error", "graph_structure", root, "", "", M._cap(msg), M._cap(fix))
+        AuditFinding("error", ReasonKind.GRAPH_STRUCTURE, root, "", "", M._cap(msg), M._cap(fix))
         for root, (msg, fix) in rejected.items()
     ]
     findings = split_errors + _Audit(a, b).run()

@@ -13,6 +13,7 @@ from .._core import messages as M
 from .._core import messages_static as S
 from .._core.explain import diff_keys
 from .._core.key import Entry, Key, Path, StaticVal, compares_by_identity, render_path, short_repr
+from .._core.kinds import ReasonKind
 from .._core.report import Reason
 from .model import AuditFinding
 from .target import _exc_text
@@ -148,7 +149,7 @@ class _Audit:
         by_text = {render_path(p): p for p in self.b} | {render_path(p): p for p in self.a}
         for r in diff_keys(Key(self.a, (), "", ""), Key(self.b, (), "", "")):
             p = by_text.get(r.path, ())
-            if not p and r.kind == "variable_metadata":  # named ``var.key``
+            if not p and r.kind == ReasonKind.VARIABLE_METADATA:  # named ``var.key``
                 var, _, key = r.path.rpartition(".")
                 p = (*by_text.get(var, ()), ("attr", key))
             if not p:  # a part inside a static (``model.acts[1]``): the static's entry
@@ -191,7 +192,7 @@ class _Audit:
                     what=f"`{path}`", type=type(value).__name__, inner=inner, where=where
                 )
             fix = (HIDDEN_ARRAY_FIX if "array" in inner else HIDDEN_NODE_FIX).format(attr=attr)
-            return [_at("graph_structure", p, sv.display(), sv.display(), msg, fix)], True
+            return [_at(ReasonKind.GRAPH_STRUCTURE, p, sv.display(), sv.display(), msg, fix)], True
         out, fatal = [], False
         other = self.b.get(p)
         if other is not None and other.kind == "static" and other.static is not None:
@@ -200,13 +201,17 @@ class _Audit:
             except Exception as exc:
                 msg = COMPARE_MSG.format(what=f"`{path}`", error=_exc_text(exc, 60))
                 fix = COMPARE_FIX.format(type=type(value).__name__)
-                out.append(_at("static_value", p, sv.display(), other.static.display(), msg, fix))
+                out.append(
+                    _at(ReasonKind.STATIC_VALUE, p, sv.display(), other.static.display(), msg, fix)
+                )
                 fatal = True
         try:
             hash(value)
         except Exception:
             msg = UNHASHABLE_MSG.format(what=f"`{path}`", type=type(value).__name__)
-            out.append(_at("static_value", p, sv.text, sv.text, msg, _unhashable_fix(value, attr)))
+            out.append(
+                _at(ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, _unhashable_fix(value, attr))
+            )
         return out, fatal
 
     def _not_array(self, p: Path, sv: StaticVal) -> tuple[list[Reason], bool]:
@@ -218,7 +223,7 @@ class _Audit:
             what=f"`{path}`", type=sv.type_name, value=short_repr(sv.value(), 40)
         )
         fix = NOT_ARRAY_FIX.format(attr=_attr(var))
-        return [_at("graph_structure", p, sv.text, sv.text, msg, fix, path=path)], True
+        return [_at(ReasonKind.GRAPH_STRUCTURE, p, sv.text, sv.text, msg, fix, path=path)], True
 
     def _refine(self, p: Path, r: Reason) -> Reason:
         """The diff's reason; a static rebuilt per instance is described by what is rebuilt."""
@@ -228,7 +233,7 @@ class _Audit:
         sa, sb = pair
         old, new = sa.value(), sb.value()
         if not (compares_by_identity(new) or _rebuilt(old, new)):
-            if r.kind != "identity_static":
+            if r.kind != ReasonKind.IDENTITY_STATIC:
                 return r
             return S.static_value(str(p[0][1]), r.path, _attr(p), sa, sb, in_graph=True)
         whole = compares_by_identity(new) or "GradientTransformation" in sb.type_name
@@ -237,7 +242,11 @@ class _Audit:
         consequence = OPTIMIZER_CONSEQUENCE if self._optimizer_tx(p) else ERROR_CONSEQUENCE
         what = f"`{render_path(p) if p else r.path}`"
         msg = M.IDENTITY_MSG.format(what=what, desc=desc, consequence=consequence)
-        kind = "variable_metadata" if r.kind == "variable_metadata" else "identity_static"
+        kind = (
+            ReasonKind.VARIABLE_METADATA
+            if r.kind == ReasonKind.VARIABLE_METADATA
+            else ReasonKind.IDENTITY_STATIC
+        )
         return _at(kind, p, sa.display(), sb.display(), msg, fix)
 
     def _optimizer_tx(self, p: Path) -> bool:
@@ -296,7 +305,7 @@ class _Audit:
             return None
         desc, fix = self._identity_words(p, parts[0], value)
         msg = SHARED_MSG.format(what=f"`{render_path(p)}`", desc=desc)
-        return _at("identity_static", p, sv.display(), sv.display(), msg, fix)
+        return _at(ReasonKind.IDENTITY_STATIC, p, sv.display(), sv.display(), msg, fix)
 
     def _number(self, p: Path, sv: StaticVal) -> Reason | None:
         value, owner, attr = sv.value(), self._owner(p), _attr(p)
@@ -308,7 +317,7 @@ class _Audit:
             what=f"`{render_path(p)}`", type=type(value).__name__, value=sv.text
         )
         fix = M.STATIC_GRAPH_FIX.format(attr=attr, before=sv.text)
-        return _at("static_value", p, sv.text, sv.text, msg, fix)
+        return _at(ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, fix)
 
     def _metadata(self, p: Path, e: Entry, errors: Mapping[Path, Any]) -> list[AuditFinding]:
         """Numbers, and shared identity-compared values, in a Variable's metadata."""
@@ -322,11 +331,15 @@ class _Audit:
                 msg = VAR_NUMBER_MSG.format(what=what, value=sv.text, var=var, type=e.type_name)
                 fix = M.VAR_META_FIX.format(key=key)
                 out.append(
-                    _finding("info", _at("variable_metadata", mp, sv.text, sv.text, msg, fix))
+                    _finding(
+                        "info", _at(ReasonKind.VARIABLE_METADATA, mp, sv.text, sv.text, msg, fix)
+                    )
                 )
             elif (shared := self._shared_identity(mp, sv)) is not None:
                 out.append(
-                    _finding("warning", dataclasses.replace(shared, kind="variable_metadata"))
+                    _finding(
+                        "warning", dataclasses.replace(shared, kind=ReasonKind.VARIABLE_METADATA)
+                    )
                 )
         return out
 

@@ -19,6 +19,7 @@ from typing import Any
 from .. import _compat
 from .._core.explain import diff_keys
 from .._core.key import Entry, Key, Path, StaticVal, render_path
+from .._core.kinds import ReasonKind
 from .._core.messages import _cap
 from .._core.messages_frontend import EQX, frontend_words
 from .._core.signature import describe_value
@@ -109,7 +110,7 @@ def _number(p: Path, e: Entry, entries: dict[Path, Entry], skip: set[str]) -> Au
     text = StaticVal(value).text
     return AuditFinding(
         "info",
-        "static_value",
+        ReasonKind.STATIC_VALUE,
         path,
         text,
         text,

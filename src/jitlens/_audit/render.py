@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import textwrap
 
+from .._core.kinds import ReasonKind
 from . import model
 from .model import AuditFinding, AuditResult
 
@@ -37,7 +38,7 @@ def _summary(result: AuditResult) -> str:
 def _evidence(f: AuditFinding) -> str:
     if f.before != f.after:
         return EVIDENCE_BUILDS.format(before=f.before, after=f.after)
-    if f.kind == "identity_static":
+    if f.kind == ReasonKind.IDENTITY_STATIC:
         shared = f.severity != "error" and "share one object" in f.message
         return (EVIDENCE_SHARED if shared else EVIDENCE_NEW).format(value=f.before)
     return EVIDENCE_VALUE.format(value=f.before)

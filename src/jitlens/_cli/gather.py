@@ -58,7 +58,7 @@ def write_gathered(
     (``_track.gather``). ``write_outputs`` and ``shown`` are ``jitlens run``'s
     own (how it writes one process's files, and names them).
     """
-    from .._core.report import write_atomic
+    from .._core.files import write_atomic
     from .._track.gather import gather_reports
     from .._track.process import ProcessInfo, expand_path_template
 

@@ -26,6 +26,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .kinds import EventKind, ReasonKind
+
 #: A bounded set is this many distinct sizes at least (two could be a ragged last batch) ...
 BUCKETED_MIN_SIZES = 3
 #: ... all multiples of a bucket step of at least this.
@@ -79,7 +81,7 @@ def size_sets(events: Iterable[Any]) -> list[SizeSet]:
     shapes: dict[str, list[tuple[int, ...]]] = {}
     for e in events:
         for r in e.reasons:
-            if r.kind != "shape":
+            if r.kind is not ReasonKind.SHAPE:
                 continue
             before, after = _shape(r.before), _shape(r.after)
             if before is None or after is None or len(before) != len(after):
@@ -113,14 +115,20 @@ def bucket_step(sizes: Sequence[int]) -> int | None:
 def bucketed(events: Sequence[Any]) -> list[SizeSet]:
     """The size sets of a function that are deliberate buckets, when every retrace of it is
     a shape change of such a set compiled once per size (else empty: nothing is excused)."""
-    retraces = [e for e in events if e.kind == "retrace" or (e.kind == "compile" and e.reasons)]
+    retraces = [
+        e
+        for e in events
+        if e.kind is EventKind.RETRACE or (e.kind is EventKind.COMPILE and e.reasons)
+    ]
     if not retraces:
         return []
     sets = size_sets(retraces)
     chosen = [s for s in sets if bucket_step(s.sizes) is not None]
     paths = {s.path for s in chosen}
     for e in retraces:
-        if not e.reasons or any(r.kind != "shape" or r.path not in paths for r in e.reasons):
+        if not e.reasons or any(
+            r.kind is not ReasonKind.SHAPE or r.path not in paths for r in e.reasons
+        ):
             return []
     if any(len(set(s.sizes)) != len(s.sizes) for s in chosen):
         return []  # a size compiled twice is not a bucket served from the cache

@@ -32,9 +32,8 @@ from .key import (
     snapshot_text,
 )
 from .paths import Entries, code_path
-from .report import REASON_KINDS, Reason
+from .report import Reason
 
-_ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
 _ADDR = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 
 NOT_REGULAR = "not a regular file ({kind}); give the path of a file"
 TOO_LARGE = "{size} MiB, above the limit of {limit} MiB for {what}"
@@ -67,3 +68,37 @@ def read_regular(
         size = round(len(data) / (1 << 20))
         raise InputFileError(TOO_LARGE.format(size=size, limit=limit >> 20, what=what))
     return data
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` so that ``path`` never holds a half-written file."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".jitlens-", dir=directory)
+    try:
+        # mkstemp makes 0600 files; a report is meant to be shared like any file the user writes.
+        os.chmod(tmp, 0o666 & ~_umask())
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    """The process umask: from /proc where it can be read, else by setting and restoring it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,82 +1,163 @@
-"""What each kind in a report means, in words: the one table the documentation is built from.
+"""The kinds in a report: the enums the code decides on, and what each means in words.
 
-``report.REASON_KINDS`` (and its neighbours) are the vocabulary the code decides
-on; this module says what each member means to a reader. The documentation's
-reference pages are generated from these tables (``docs/_ext/jitlens_reference.py``),
-and ``tests/test_docs.py`` fails when a kind has no entry here, so the two cannot
-drift apart.
+``ReasonKind``, ``EventKind`` and ``AdviceKind`` are the fixed vocabularies of
+``Reason.kind``, ``Event.kind`` and ``Advice.kind``. Each is a ``StrEnum``: a
+member equals its string (``ReasonKind.SHAPE == "shape"``), so the JSON report and
+its readers see the same words (and ``repr``) as before, while the code names members and a
+misspelt member fails loudly instead of never matching. Declaration order is the sort
+order (most decisive reason first): :func:`reason_order` is the one place that
+reads it.
+
+The ``*_KIND_DOCS`` tables say what each member means to a reader. The
+documentation's reference pages are generated from them
+(``docs/_ext/jitlens_reference.py``), and ``tests/test_docs.py`` fails when a kind
+has no entry here, so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
+import enum
+
+
+class _Kind(enum.StrEnum):
+    """A kind's repr is its string's, as before kinds were enums: a program printing
+    ``[r.kind for r in reasons]`` still shows ``['shape']``."""
+
+    __repr__ = str.__repr__
+
+
+class ReasonKind(_Kind):
+    """What a ``Reason`` found changed between a new cache key and the closest compiled one.
+
+    Members are declared most decisive first: the order the reasons of one retrace are
+    shown in. Each equals its string, as written in the JSON report:
+
+    >>> ReasonKind.SHAPE == "shape", ReasonKind("dtype") is ReasonKind.DTYPE
+    (True, True)
+    """
+
+    NEW_FUNCTION = "new_function"
+    CONFIG = "config"
+    SIGNATURE = "signature"
+    PYTREE_STRUCTURE = "pytree_structure"
+    GRAPH_STRUCTURE = "graph_structure"
+    STATIC_VALUE = "static_value"
+    IDENTITY_STATIC = "identity_static"
+    MUTATED_STATIC = "mutated_static"
+    STATIC_TYPE = "static_type"
+    VARIABLE_METADATA = "variable_metadata"
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    WEAK_TYPE = "weak_type"
+    SHARDING = "sharding"
+    CACHE_CLEARED = "cache_cleared"
+    UNKNOWN = "unknown"
+
+
+class EventKind(_Kind):
+    """What an ``Event`` is: the first trace of a function, a later one (a cache miss that
+    re-ran the Python function), or a compile that came with no trace (AOT ``.compile()`` of
+    an earlier ``.lower()``, a cleared compile cache)."""
+
+    TRACE = "trace"
+    RETRACE = "retrace"
+    COMPILE = "compile"
+
+
+class AdviceKind(_Kind):
+    """What ``FunctionReport.advice`` looked at beyond retraces (``Advice.kind``): host time per
+    call, compile time a persistent cache would save, too many entries, eager calls, sizes
+    to bucket, cache hits off JAX's fast path. The rules live in ``_core/advice.py``."""
+
+    DISPATCH = "dispatch"
+    COMPILE_CACHE = "compile_cache"
+    ENTRIES = "entries"
+    DISABLE_JIT = "disable_jit"
+    BUCKETS = "buckets"
+    FAST_PATH = "fast_path"
+
+
+_REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
+
+
+def reason_order(kind: str) -> int:
+    """Where ``kind`` sorts among the reasons of one retrace: its declaration order in
+    :class:`ReasonKind`; a string that is no kind sorts last.
+
+    >>> sorted(["unknown", "not a kind", "shape", "config"], key=reason_order)
+    ['config', 'shape', 'unknown', 'not a kind']
+    """
+    return _REASON_ORDER.get(kind, len(_REASON_ORDER))
+
+
 #: ``Reason.kind`` -> (what changed, an example of ``before -> after``), in the
-#: order of ``report.REASON_KINDS`` (most decisive first).
-REASON_KIND_DOCS: dict[str, tuple[str, str]] = {
-    "new_function": (
+#: order of :class:`ReasonKind` (most decisive first).
+REASON_KIND_DOCS: dict[ReasonKind, tuple[str, str]] = {
+    ReasonKind.NEW_FUNCTION: (
         "the jitted callable is a new object whose code already compiled this key through "
         "another wrapper, or whose earlier wrappers were each used once (jit in a loop, "
         "lambda rebuilt)",
         "2 earlier wrapper(s) -> new wrapper",
     ),
-    "config": (
+    ReasonKind.CONFIG: (
         "JAX config or context (x64, matmul precision, mesh), or a jit option of a re-created "
         "wrapper (donation)",
         "None -> highest",
     ),
-    "signature": (
+    ReasonKind.SIGNATURE: (
         "an argument passed by keyword instead of position, or added/left out",
         "positional -> keyword",
     ),
-    "pytree_structure": (
+    ReasonKind.PYTREE_STRUCTURE: (
         "container keys, lengths, node type, `None` vs array",
         "f32[4] -> None",
     ),
-    "graph_structure": (
+    ReasonKind.GRAPH_STRUCTURE: (
         "NNX graph: attribute, sub-module, Variable or Rngs stream added/removed, node type "
         "changed, a Variable's value structure (`sow`)",
         "absent -> Intermediate",
     ),
-    "static_value": (
+    ReasonKind.STATIC_VALUE: (
         "a static with a new, unequal value (`static_argnums`, a Module's plain Python "
         "attribute, pytree aux data)",
         "0 -> 1",
     ),
-    "identity_static": (
+    ReasonKind.IDENTITY_STATIC: (
         "a static that looks the same but compares by identity: `functools.partial`, "
         "`jax.tree_util.Partial`, lambdas, closures, bound methods, jitted functions, optax "
         "transforms, instances without `__eq__`, a class re-defined in a function",
         "functools.partial(avg_pool, …) at 0x7f.. -> … at 0x7f..",
     ),
-    "mutated_static": (
+    ReasonKind.MUTATED_STATIC: (
         "a static changed in place after its compile (`cfg.k = 5` on a `static_argnums` "
         "object): up to jax 0.10 JAX served the old code to calls passing it since (stale "
         "results); from jax 0.11 the changed object compiles again; an equal new value misses "
         "on both",
         "MutableCfg(k=1) (now MutableCfg(k=5)) -> MutableCfg(k=1)",
     ),
-    "static_type": (
+    ReasonKind.STATIC_TYPE: (
         "equal values of different types (`1`, `True`, `1.0`; `np.int64(3)` and `3`): "
         "`jax.jit`'s key includes a static argument's type (jax-ml/jax#9273); nnx attributes "
         "and `eqx.filter_jit` statics compare by `==` and don't retrace",
         "int 1 -> bool True",
     ),
-    "variable_metadata": (
+    ReasonKind.VARIABLE_METADATA: (
         "Variable metadata changed (`path` ends with the key)",
         "-1 -> 0",
     ),
-    "shape": ("array shape", "f32[4,4] -> f32[2,4]"),
-    "dtype": ("array dtype", "f32[3] -> i32[3]"),
-    "weak_type": ("Python scalar vs typed array", "f32[]{weak} -> f32[]"),
-    "sharding": (
+    ReasonKind.SHAPE: ("array shape", "f32[4,4] -> f32[2,4]"),
+    ReasonKind.DTYPE: ("array dtype", "f32[3] -> i32[3]"),
+    ReasonKind.WEAK_TYPE: ("Python scalar vs typed array", "f32[]{weak} -> f32[]"),
+    ReasonKind.SHARDING: (
         "input sharding / placement, mesh shape, `in_shardings` of a re-created wrapper",
         "uncommitted (default device) -> committed to cpu:1",
     ),
-    "cache_cleared": (
+    ReasonKind.CACHE_CLEARED: (
         "an equal key was compiled before, and jitlens saw why: `clear_cache()` / "
         "`jax.clear_caches()` (seen, not guessed), or JAX's trace cache is full (an eviction)",
         "compiled -> cleared",
     ),
-    "unknown": (
+    ReasonKind.UNKNOWN: (
         "last resort, treated as a bug; also an equal key with no evidence of a cause, listing "
         "what was compared",
         "equal key -> retraced",
@@ -84,21 +165,21 @@ REASON_KIND_DOCS: dict[str, tuple[str, str]] = {
 }
 
 #: ``Event.kind`` -> what happened.
-EVENT_KIND_DOCS: dict[str, str] = {
-    "trace": "the first trace of a function (and the compile that followed it)",
-    "retrace": "a later trace: a cache miss that ran the Python function again",
-    "compile": "a compile with no trace of its own (JAX reused a trace it had, e.g. a new "
+EVENT_KIND_DOCS: dict[EventKind, str] = {
+    EventKind.TRACE: "the first trace of a function (and the compile that followed it)",
+    EventKind.RETRACE: "a later trace: a cache miss that ran the Python function again",
+    EventKind.COMPILE: "a compile with no trace of its own (JAX reused a trace it had, e.g. a new "
     "placement, or the AOT `.compile()` of an earlier `.lower()`)",
 }
 
 #: ``Advice.kind`` -> what the advisor looks at (``advice.py`` holds the thresholds).
-ADVICE_KIND_DOCS: dict[str, str] = {
-    "dispatch": "a default-mode `nnx.jit` whose host-side time per cache hit is large next to "
+ADVICE_KIND_DOCS: dict[AdviceKind, str] = {
+    AdviceKind.DISPATCH: "a default-mode `nnx.jit` whose host-side time per cache hit is large next to "
     "the compiled program's own time; fix: `nnx.cached_partial`",
-    "compile_cache": "compile seconds a persistent compilation cache would save on the next run",
-    "entries": "8 or more compiled entries, still added in the second half of the calls",
-    "disable_jit": "`jax_disable_jit` is on and jitted calls ran eagerly",
-    "buckets": "one axis took 4 or more sizes, each compiled once: the sizes to pad to",
-    "fast_path": "cache hits served by JAX's Python dispatch instead of its C++ fast path, "
+    AdviceKind.COMPILE_CACHE: "compile seconds a persistent compilation cache would save on the next run",
+    AdviceKind.ENTRIES: "8 or more compiled entries, still added in the second half of the calls",
+    AdviceKind.DISABLE_JIT: "`jax_disable_jit` is on and jitted calls ran eagerly",
+    AdviceKind.BUCKETS: "one axis took 4 or more sizes, each compiled once: the sizes to pad to",
+    AdviceKind.FAST_PATH: "cache hits served by JAX's Python dispatch instead of its C++ fast path, "
     "with the cause",
 }

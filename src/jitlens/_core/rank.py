@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from . import messages as M
 from . import messages_static as S
 from .key import Entry, Key, Path, render_path
-from .report import REASON_KINDS, Reason
+from .kinds import reason_order
+from .report import Reason
 
-_ORDER = {k: i for i, k in enumerate(REASON_KINDS)}
 _STRUCTURE_KINDS = ("graph_structure", "pytree_structure")
 _NNX_OPTIMIZER = "nnx.Optimizer"
 _OPTAX_MADE = M.OPTAX_STATE_FIX.split("{", 1)[0]
@@ -36,7 +36,7 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
         reasons,
         key=lambda r: (
             (tx_changed and r.fix.startswith(_OPTAX_MADE)) or r.fix.startswith(_LIBRARY_MADE),
-            _ORDER.get(r.kind, len(_ORDER)),
+            reason_order(r.kind),
         ),
     )
 

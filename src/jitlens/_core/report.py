@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._errors import ReportError
 from . import buckets
 from .code import words_unless_code
+from .figures import IMPOSSIBLE, check_figures, not_negative
+from .kinds import AdviceKind, EventKind, ReasonKind
 from .runinfo import RunInfo, runinfo_from_dict
 
 SCHEMA_VERSION = 2
@@ -29,31 +30,13 @@ KEYED_SIGNATURES_MAX = 64
 #: advice; the fields added since have defaults, so a version-1 file reads as is).
 READABLE_SCHEMA_VERSIONS = (1, 2)
 
-#: The fixed vocabulary of ``Reason.kind``, most decisive first.  The order
-#: is used to sort the reasons of one retrace.
-REASON_KINDS: tuple[str, ...] = (
-    "new_function",
-    "config",
-    "signature",
-    "pytree_structure",
-    "graph_structure",
-    "static_value",
-    "identity_static",
-    "mutated_static",
-    "static_type",
-    "variable_metadata",
-    "shape",
-    "dtype",
-    "weak_type",
-    "sharding",
-    "cache_cleared",
-    "unknown",
-)
-
-#: ``Event.kind``: the first trace of a function, a later one (a cache miss
-#: that re-ran the Python function), or a compile that came with no trace
-#: (AOT ``.compile()`` of an earlier ``.lower()``, a cleared compile cache).
-EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
+#: The fixed vocabularies of ``Reason.kind`` (most decisive first: the order
+#: sorts the reasons of one retrace), ``Event.kind`` and ``Advice.kind``, as
+#: tuples of enum members (``_core/kinds.py``).
+REASON_KINDS: tuple[ReasonKind, ...] = tuple(ReasonKind)
+REASON_BY_NAME: dict[str, ReasonKind] = {str(k): k for k in ReasonKind}
+EVENT_KINDS: tuple[EventKind, ...] = tuple(EventKind)
+ADVICE_KINDS: tuple[AdviceKind, ...] = tuple(AdviceKind)
 
 
 #: ``Reason.flow`` of a static number: "unchecked" (the program's evidence has not come yet),
@@ -76,7 +59,9 @@ EXPECTED_FIX = "Expected once per mode."
 class Reason:
     """One difference between a new cache key and the closest compiled one."""
 
-    kind: str
+    # A string naming no member stays a string: a kind added by a newer jitlens, read from
+    # its report, is shown as it is and sorts last.
+    kind: ReasonKind | str
     #: The argument, by its name in the function's signature (``model``, ``x``).
     argument: str
     #: Where inside the argument: attribute / key / index access (``model.layers[3].avg_pool``).
@@ -99,6 +84,7 @@ class Reason:
     def __post_init__(self) -> None:
         # every printed fix: code between backticks parses, or it is shown as words
         object.__setattr__(self, "fix", words_unless_code(self.fix))
+        object.__setattr__(self, "kind", REASON_BY_NAME.get(self.kind, self.kind))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +94,7 @@ class Event:
     #: Which call of the function traced, from 0; None for a trace jitlens could not match to a
     #: call.
     call_index: int | None
-    kind: str
+    kind: EventKind
     #: ``file:line`` of the call in the user's code.
     call_site: str
     #: The call's arguments in short (``model: CNN<graph 3f2a>, x: f32[1,28,28,1]``).
@@ -138,6 +124,9 @@ class Event:
     #: The call's key as ``(user path, what JAX compared there)`` pairs (capped at
     #: ``KEY_ENTRIES_MAX``), for comparing runs: ``jitlens diff``.
     key: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", EventKind(self.kind))
 
     @property
     def seconds(self) -> float:
@@ -172,17 +161,6 @@ class StaleHit:
     fix: str
 
 
-#: ``Advice.kind``: what the advisor (``_core/advice.py``) looks at, beyond retraces.
-ADVICE_KINDS: tuple[str, ...] = (
-    "dispatch",
-    "compile_cache",
-    "entries",
-    "disable_jit",
-    "buckets",
-    "fast_path",
-)
-
-
 @dataclasses.dataclass(frozen=True)
 class Advice:
     """One change worth making to a function, with the time it would save.
@@ -191,13 +169,16 @@ class Advice:
     measured (never 0 for "unknown"): e.g. eager calls under ``jax_disable_jit``.
     """
 
-    kind: str
+    kind: AdviceKind
     #: What costs time, with the figures measured.
     message: str
     #: The change to make, with the user's own names.
     fix: str
     #: Seconds the fix would save over this run; None when it cannot be measured.
     estimated_saving_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", AdviceKind(self.kind))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,13 +243,13 @@ class FunctionReport:
 
     @property
     def retraces(self) -> int:
-        return sum(1 for e in self.events if e.kind == "retrace")
+        return sum(1 for e in self.events if e.kind is EventKind.RETRACE)
 
     @property
     def recompiles(self) -> int:
         """Compiles of a new key from a trace JAX already had (a new sharding or placement,
         new jit options): explained like retraces, but the function did not trace again."""
-        return sum(1 for e in self.events if e.kind == "compile" and e.reasons)
+        return sum(1 for e in self.events if e.kind is EventKind.COMPILE and e.reasons)
 
     @property
     def seconds_lost(self) -> float:
@@ -280,7 +261,8 @@ class FunctionReport:
         return sum(
             e.seconds
             for e in self.events
-            if (e.kind == "retrace" or (e.kind == "compile" and e.reasons)) and not e.expected
+            if (e.kind is EventKind.RETRACE or (e.kind is EventKind.COMPILE and e.reasons))
+            and not e.expected
         )
 
     @property
@@ -349,10 +331,41 @@ class Report:
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
         return report_from_dict(data)
 
-    def __str__(self) -> str:
+    def to_text(
+        self,
+        *,
+        width: int | None = None,
+        color: bool | None = False,
+        include_internal: bool = False,
+        max_lines: int | None = None,
+    ) -> str:
+        """The report as ``jitlens run`` prints it: the functions by seconds lost, then every
+        retrace explained with its fix. ``str(report)`` is ``report.to_text()``.
+
+        Args:
+            width: wrap at this many characters; ``None``: the terminal's (100 without one).
+            color: ANSI colours; ``None`` follows the terminal (off if not a TTY or NO_COLOR).
+            include_internal: also list JAX's and Flax's own jitted helpers.
+            max_lines: at most this many lines, with a line saying what was left out.
+
+        Never raises: if rendering fails, it logs and returns the raw data. See also
+        :meth:`to_json` for the data.
+
+        Example:
+            >>> import jitlens
+            >>> r = jitlens.Report(2, "0.1", "0.10", "", "cpu", 0, 1, "box", 0.0, 1.0, ())
+            >>> print(r.to_text(width=80))
+            jitlens: no jitted function was called (cpu on box, 1.0 s).
+            <BLANKLINE>
+        """
         from .._render.text import render_text
 
-        return render_text(self, color=False)
+        return render_text(
+            self, color=color, width=width, include_internal=include_internal, max_lines=max_lines
+        )
+
+    def __str__(self) -> str:
+        return self.to_text()
 
     def _repr_html_(self) -> str:
         from .._render.html import render_html_frame
@@ -398,43 +411,6 @@ def _check_type(value: Any, types: tuple[type, ...], where: str) -> None:
 
 
 _NUM = (int, float)
-
-#: A figure no run can produce: the report was edited, generated or corrupted.
-IMPOSSIBLE = "{where}: {what}, which no run produces (was the file edited?)"
-
-
-def _not_negative(value: Any, where: str) -> None:
-    """Counts and seconds are finite and >= 0 (JSON's ``NaN``/``Infinity`` parse as floats)."""
-    if value is not None and not (0 <= value < float("inf")):
-        raise ReportError(IMPOSSIBLE.format(where=where, what=f"{value!r} is negative or infinite"))
-
-
-def _check_figures(fn: FunctionReport, where: str) -> None:
-    """The invariants every report written by jitlens keeps (``Record.freeze``).
-
-    Traces may exceed calls (an AOT ``.lower()``, a trace inside another trace)
-    and compiles may exceed traces (a compile with no trace): those are not checked.
-    """
-    for k in ("calls", "traces", "compiles", "cache_hits", "persistent_cache_hits"):
-        _not_negative(getattr(fn, k), f"{where}.{k}")
-    for k in ("python_dispatch_calls", "first_call_index"):
-        _not_negative(getattr(fn, k), f"{where}.{k}")
-    for k in ("trace_seconds", "lower_seconds", "compile_seconds"):
-        _not_negative(getattr(fn, k), f"{where}.{k}")
-    if fn.calls is not None and fn.cache_hits is not None and fn.cache_hits > fn.calls:
-        what = f"cache_hits {fn.cache_hits} > calls {fn.calls} (a hit is a call)"
-        raise ReportError(IMPOSSIBLE.format(where=where, what=what))
-    if fn.call_entries and len(fn.call_entries) != len(fn.call_times):
-        what = f"{len(fn.call_entries)} call_entries for {len(fn.call_times)} call_times"
-        raise ReportError(IMPOSSIBLE.format(where=where, what=what))
-    for i, e in enumerate(fn.events):
-        at = f"{where}.events[{i}]"
-        for k in ("trace_seconds", "lower_seconds", "compile_seconds", "explain_seconds"):
-            _not_negative(getattr(e, k), f"{at}.{k}")
-        _not_negative(e.time, f"{at}.time")
-        _not_negative(e.call_index, f"{at}.call_index")
-        if not isinstance(e.entry, int) or isinstance(e.entry, bool) or e.entry < -1:
-            raise ReportError(IMPOSSIBLE.format(where=f"{at}.entry", what=f"{e.entry!r}"))
 
 
 def _reason(d: Any, where: str) -> Reason:
@@ -508,7 +484,7 @@ def _function(d: Any, where: str) -> FunctionReport:
         if k in kw:
             _check_type(kw[k], (int,), f"{where}.{k}")
     fn = FunctionReport(**kw)
-    _check_figures(fn, f"{where} (`{fn.qualname}`)")
+    check_figures(fn, f"{where} (`{fn.qualname}`)")
     return fn
 
 
@@ -534,7 +510,7 @@ def report_from_dict(data: Any) -> Report:
     for k in ("process_index", "process_count"):
         _check_type(kw[k], (int,), f"report.{k}")
     _check_type(kw["duration_seconds"], _NUM, "report.duration_seconds")
-    _not_negative(kw["duration_seconds"], "report.duration_seconds")
+    not_negative(kw["duration_seconds"], "report.duration_seconds")
     if not 0 <= kw["process_index"] < kw["process_count"]:
         what = f"process_index {kw['process_index']} of process_count {kw['process_count']}"
         raise ReportError(IMPOSSIBLE.format(where="report", what=what))
@@ -592,40 +568,6 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         raise ReportError(f"{path}: malformed report: {exc}") from None
     except RecursionError:
         raise ReportError(TOO_DEEP.format(path=path)) from None
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` so that ``path`` never holds a half-written file."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".jitlens-", dir=directory)
-    try:
-        # mkstemp makes 0600 files; a report is meant to be shared like any file the user writes.
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    """The process umask: from /proc where it can be read, else by setting and restoring it."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def total_traces(functions: Iterable[FunctionReport]) -> str:

@@ -12,7 +12,8 @@ import logging
 import textwrap
 from collections.abc import Sequence
 
-from .report import REASON_KINDS, Event, FunctionReport, Reason, StaleHit
+from .kinds import EventKind
+from .report import Event, FunctionReport, Reason, StaleHit
 
 LOG = logging.getLogger("jitlens")
 #: Lines one retrace may take (header included), however many reasons it has.
@@ -65,11 +66,6 @@ def shorten(value: str, limit: int = MAX_VALUE_CHARS) -> str:
     return value[:half] + "…" + value[len(value) - half :]
 
 
-def _reason_order(reason: Reason) -> int:
-    kinds = REASON_KINDS
-    return kinds.index(reason.kind) if reason.kind in kinds else len(kinds)
-
-
 def values_text(reason: Reason, others: Sequence[Reason] = ()) -> str:
     """``before -> after``, or the chain of them when a folded reason saw several values."""
     pairs = list(dict.fromkeys(f"{r.before} -> {r.after}" for r in (reason, *others)))
@@ -115,7 +111,7 @@ def _height(block: Sequence[Line], width: int | None) -> int:
 
 def _retrace_number(fn: FunctionReport, event: Event) -> int:
     """1-based among the function's retraces; the next one if ``event`` is not recorded yet."""
-    retraces = [e for e in fn.events if e.kind == "retrace"]
+    retraces = [e for e in fn.events if e.kind is EventKind.RETRACE]
     same = [i for i, e in enumerate(retraces, 1) if e is event]
     return same[0] if same else len(retraces) + 1
 
@@ -227,7 +223,7 @@ def _noun(fn: FunctionReport, reason: Reason) -> str:
         return "retraces"
     key = fold_key(reason)
     kinds = {e.kind for e in fn.events for r in e.reasons if fold_key(r) == key}
-    return "recompiles" if "compile" in kinds else "retraces"
+    return "recompiles" if EventKind.COMPILE in kinds else "retraces"
 
 
 def fold_key(reason: Reason) -> tuple[str, str, str, str]:
@@ -269,7 +265,7 @@ def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -
         >>> from jitlens._core.report import Event, FunctionReport
         >>> fn = FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:2", 2, 2, 2, 0, 0, 0.0, 0.0, 0.0)
         >>> print(render_retrace(fn, Event(1, "retrace", "a.py:2", "x: f32[3]")))
-        f (jax.jit) a.py:2  retrace #1, 0.00 s (call #2)
+        f (jax.jit) a.py:2  retrace #1 (call #2)
           no difference found between the new cache key and the compiled ones (1 retrace(s))
     """
     try:
@@ -277,7 +273,7 @@ def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -
         lines = retrace_lines(fn, event, folded, width=width)
         head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0][1])
         body = [(indent, text) for indent, text, _ in lines[1:]]
-        if not event.reasons and event.kind != "trace":
+        if not event.reasons and event.kind != EventKind.TRACE:
             body.append((2, no_reason(event.kind, 1)))
         return "\n".join([_wrapped(0, head, width), *(_wrapped(i, t, width) for i, t in body)])
     except Exception:

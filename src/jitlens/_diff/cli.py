@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .._core.report import load_report, write_atomic
+from .._core.files import write_atomic
+from .._core.report import load_report
 from .._errors import ReportError
 
 WROTE = "jitlens: wrote JSON to {path}"

@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 
 from .._core import messages
-from .._core.report import REASON_KINDS, Event, Reason
+from .._core.kinds import reason_order
+from .._core.report import Event, Reason
 from .._core.runinfo import RunInfo
 from .model import RunChange
 
@@ -113,7 +114,7 @@ def key_reasons(before: dict[str, str], after: dict[str, str]) -> tuple[Reason, 
         for p in (*before, *(p for p in after if p not in before))
         if before.get(p) != after.get(p)
     ]
-    return tuple(sorted(found, key=lambda r: REASON_KINDS.index(r.kind)))
+    return tuple(sorted(found, key=lambda r: reason_order(r.kind)))
 
 
 def closest(e: Event, olds: Sequence[Event]) -> Event | None:

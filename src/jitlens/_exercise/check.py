@@ -267,7 +267,7 @@ def cli_main(argv: list[str]) -> int:
     import shutil
     import sys
 
-    from .._core.report import write_atomic
+    from .._core.files import write_atomic
     from .render import render_check
 
     parser = argparse.ArgumentParser(

@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .._core.report import load_report, write_atomic
+from .._core.files import write_atomic
+from .._core.report import load_report
 from .._errors import ReportError
 from .._render.color import add_color_option, want_color
 

@@ -28,7 +28,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .._core.report import Report, write_atomic
+from .._core.files import write_atomic
+from .._core.report import Report
 from .._errors import ConfigError, JitlensError
 from .._track.process import ProcessInfo, expand_path_template, process_info
 

@@ -9,7 +9,9 @@ import math
 import os
 from typing import Any
 
-from .._core.report import Event, FunctionReport, Report, write_atomic
+from .._core.files import write_atomic
+from .._core.kinds import EventKind
+from .._core.report import Event, FunctionReport, Report
 from .svg import call_events
 
 LOG = logging.getLogger("jitlens")
@@ -106,7 +108,7 @@ def _function_events(
         _metadata("thread_sort_index", pid, tid, {"sort_index": tid}),
     ]
     counter = itertools.count(1)
-    numbers = {id(e): next(counter) if e.kind == "retrace" else 0 for e in fn.events}
+    numbers = {id(e): next(counter) if e.kind is EventKind.RETRACE else 0 for e in fn.events}
     end = 0.0
     for event in sorted(fn.events, key=lambda e: _us(e.time)):
         spans = _event_spans(fn, event, numbers[id(event)], pid, tid, end)

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from .._core.kinds import EventKind
 from .._core.report import Event, FunctionReport
 
 #: Drawing size of a timeline in SVG user units; the page scales it to its width.
@@ -154,7 +155,9 @@ def timeline_svg(
     for event in fn.events:
         href = anchors.get(index_of[id(event)])
         tip = _event_tip(event, numbers.get(id(event), 0), origin)
-        cls = event.kind + (" expected" if event.kind == "retrace" and event.expected else "")
+        cls = event.kind + (
+            " expected" if event.kind is EventKind.RETRACE and event.expected else ""
+        )
         parts.append(_mark(cls, x(event.time), 18, event.time, tip, href, call_of.get(id(event))))
     for event in fn.events:
         start = _finite(event.time)
@@ -189,7 +192,7 @@ def timeline_svg(
 
 def _retrace_numbers(fn: FunctionReport) -> dict[int, int]:
     """Each retrace's number among the function's retraces, from 1."""
-    retraces = [e for e in fn.events if e.kind == "retrace"]
+    retraces = [e for e in fn.events if e.kind is EventKind.RETRACE]
     return {id(e): i for i, e in enumerate(retraces, 1)}
 
 

@@ -18,6 +18,7 @@ from rich.text import Text
 from .._core import buckets
 from .._core.advice import SAVING_SCOPE
 from .._core.fold import count_functions, fold_wrappers
+from .._core.kinds import EventKind
 from .._core.report import (
     FunctionReport,
     Report,
@@ -121,7 +122,7 @@ def _indented(lines: Sequence[Line], by: int) -> list[Line]:
 
 def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     """Folded retraces and stale hits of one function, as indented lines."""
-    retraces = [e for e in fn.events if e.kind != "trace"]
+    retraces = [e for e in fn.events if e.kind is not EventKind.TRACE]
     if not retraces and not fn.stale_hits:
         return []
     compiles = sum(1 for e in retraces if e.kind == "compile")

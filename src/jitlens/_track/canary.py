@@ -21,6 +21,8 @@ import json
 import sys
 from typing import Any
 
+from .._core.kinds import ReasonKind
+
 #: The names the canary's functions carry (and that rows of them are found by).
 NAMES = ("jitlens_canary", "jitlens_nnx_canary", "jitlens_eqx_canary")
 
@@ -33,8 +35,8 @@ def _compare(what: str, rec: Any, truth: int, calls: int | None) -> list[str]:
         out.append(f"{what} traces miscounted ({truth} ran, jitlens counted {rec.traces})")
     if calls is not None and rec.counts_calls and rec.calls != calls:
         out.append(f"{what} calls miscounted ({calls} made, jitlens counted {rec.calls})")
-    kinds = [r.kind for e in rec.events for r in e.reasons]
-    if truth == 2 and rec.traces == 2 and "shape" not in kinds:
+    kinds = [str(r.kind) for e in rec.events for r in e.reasons]
+    if truth == 2 and rec.traces == 2 and ReasonKind.SHAPE not in kinds:
         out.append(f"{what} retrace not explained (expected a shape change, got {kinds or 'none'})")
     return out
 

@@ -15,6 +15,7 @@ from typing import Any
 from .. import _compat
 from .._core import explain as _explain
 from .._core.key import Key
+from .._core.kinds import EventKind
 from .._core.messages_frontend import frontend_words
 from .._core.signature import describe_call
 from .records import EventBuilder, Record
@@ -102,7 +103,7 @@ def describe_and_explain(
                 if reasons:
                     reasons = reword(rec, list(reasons), key)
             if reasons:
-                b.kind = "retrace"
+                b.kind = EventKind.RETRACE
                 b.reasons = tuple(reasons)
         b.entry = rec.add_key(key)
         tls.last_built = b

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from .. import _compat
+from .._core.kinds import EventKind
 from .._errors import JitlensError, RecompileError, RecompileWarning
 from . import budget as _budget
 from . import hooks
@@ -449,7 +450,9 @@ def _traces_of(rec: Record, fn: Any) -> int:
     return sum(
         1
         for e in events
-        if e.kind != "compile" and e.frontend_key is not None and _same_key(key, e.frontend_key)
+        if e.kind != EventKind.COMPILE
+        and e.frontend_key is not None
+        and _same_key(key, e.frontend_key)
     )
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import jax
 
 from .. import _compat, _config
+from .._core.kinds import EventKind, ReasonKind
 from .._core.report import Reason
 from .._core.retrace_text import shorten, values_text
 from .._errors import RunawayRecompileWarning
@@ -192,7 +193,9 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
 def _folded(rec: Record) -> tuple[Reason, int, str] | None:
     """The most frequent reason of the record's retraces and recompiles, with its values."""
     with rec.lock:
-        events = [e for e in rec.events if e.kind in ("retrace", "compile") and e.reasons]
+        events = [
+            e for e in rec.events if e.kind in (EventKind.RETRACE, EventKind.COMPILE) and e.reasons
+        ]
     counts: collections.Counter[tuple[str, str]] = collections.Counter()
     seen: dict[tuple[str, str], list[Reason]] = {}
     for e in events:
@@ -220,7 +223,7 @@ def runaway_text(rec: Record, recompiles: int, limit: int) -> str:
         n=recompiles,
         limit=limit,
         path=(reason.path or reason.argument) if reason is not None else "",
-        reason_kind=reason.kind if reason is not None else "unknown",
+        reason_kind=reason.kind if reason is not None else ReasonKind.UNKNOWN,
         count=count,
         values=values,
     )
@@ -260,7 +263,7 @@ def annotation_name(rec: Record, b: EventBuilder) -> str:
 
 def _on_trace(rec: Record, b: EventBuilder) -> None:
     """``REGISTRY.on_trace``: open the retrace's profiler annotation (its reasons are known)."""
-    if b.kind != "retrace" or rec.internal:
+    if b.kind != EventKind.RETRACE or rec.internal:
         return
     _close_annotation(None)  # a retrace of this thread that never compiled
     reason = b.reasons[0] if b.reasons else None

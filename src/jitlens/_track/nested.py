@@ -23,6 +23,7 @@ from .. import _compat
 from .._compat import transforms_api
 from .._core import messages_transforms as W
 from .._core.explain import data_free_vars
+from .._core.kinds import ReasonKind
 from .._core.report import Reason
 from . import calls
 from .calls import find_call
@@ -193,7 +194,7 @@ def _charge(b: EventBuilder, secs: float) -> None:
 
 def _under(rec: Record, r: Reason, outer: str, alone: bool, user_fn: Any) -> Reason:
     """A reason of a trace inside ``outer``, in those terms."""
-    if r.kind == "new_function":
+    if r.kind is ReasonKind.NEW_FUNCTION:
         name = transforms_api.assigned_name(user_fn) or r.path
         kind = rec.kind if rec.frontend is not None else "jax.jit"
         return W.nested_new_function(

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._compat import cache_keys
 from .._core.key import Key, flat_key
+from .._core.kinds import EventKind
 from .._core.report import (
     KEY_ENTRIES_MAX,
     KEYED_SIGNATURES_MAX,
@@ -72,7 +73,8 @@ class EventBuilder:
         self, record: Record, kind: str, call_index: int | None, call_site: str, t: float
     ) -> None:
         self.record = record
-        self.kind = kind
+        #: Compare with ``==``: a plain string set later stays one until ``freeze``.
+        self.kind: str = EventKind(kind)
         self.call_index = call_index
         self.call_site = call_site
         #: A front-end's key of the traced callable (``eqx.filter_jit``): which wrapper of a

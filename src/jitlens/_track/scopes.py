@@ -9,6 +9,7 @@ import weakref
 from collections.abc import Iterator
 
 from .. import _compat
+from .._core.kinds import EventKind
 from .._errors import ConfigError
 from . import hooks
 from .budget import (
@@ -89,7 +90,7 @@ class _RetraceScope(_Scope):
 
     def check(self, rec: Record, b: EventBuilder) -> str | None:
         name = rec.qualname
-        if b.kind == "retrace":
+        if b.kind == EventKind.RETRACE:
             return message(RETRACE_IN_BLOCK.format(name=name), rec, b)
         if not self.allow_new:
             return message(NEW_IN_BLOCK.format(name=name), rec, b)
@@ -245,7 +246,7 @@ class ProgramScope(_Scope):
         if self.max_traces is not None and count > self.max_traces:
             head = OVER_RUN_BUDGET.format(name=rec.qualname, count=count, budget=self.max_traces)
             return message(head, rec, b)
-        if self.fail_on_retrace and (b.kind == "retrace" or _compiled_unseen(rec)):
+        if self.fail_on_retrace and (b.kind == EventKind.RETRACE or _compiled_unseen(rec)):
             return message(RETRACE_IN_RUN.format(name=rec.qualname), rec, b)
         return None
 
