@@ -16,6 +16,7 @@ from typing import Any
 
 from .._errors import ReportError
 from . import buckets
+from .cost import CompileCost, ConstCost, LineCost, LoopCost
 from .runinfo import RunInfo, runinfo_from_dict
 
 SCHEMA_VERSION = 2
@@ -101,6 +102,9 @@ class Event:
     #: The call's key as ``(user path, what JAX compared there)`` pairs (capped at
     #: ``KEY_ENTRIES_MAX``), for comparing runs: ``jitlens diff``.
     key: tuple[tuple[str, str], ...] = ()
+    #: What the compiled program is made of (``_core/cost.py``), read for long compiles
+    #: only; None when not read (a short compile, a report from before issue 34).
+    cost: CompileCost | None = None
 
     @property
     def seconds(self) -> float:
@@ -135,6 +139,9 @@ ADVICE_KINDS: tuple[str, ...] = (
     "disable_jit",
     "buckets",
     "fast_path",
+    "unrolled_loop",
+    "captured_constant",
+    "compile_bound",
 )
 
 
@@ -343,7 +350,26 @@ def _event(d: Any, where: str) -> Event:
             _check_type(kw[k], _NUM, f"{where}.{k}")
     if "key" in kw:
         kw["key"] = tuple((str(p), str(t)) for p, t in _list(kw["key"], f"{where}.key"))
+    if kw.get("cost") is not None:
+        kw["cost"] = _cost(kw["cost"], f"{where}.cost")
     return Event(**kw)
+
+
+def _cost(d: Any, where: str) -> CompileCost:
+    kw = _build(CompileCost, d, where)
+    for k in ("eqns", "const_bytes"):
+        if k in kw:
+            _check_type(kw[k], (int,), f"{where}.{k}")
+    parts = (("lines", LineCost), ("loops", LoopCost), ("consts", ConstCost))
+    for k, cls in parts:
+        items = []
+        for i, x in enumerate(_list(kw.get(k, ()), f"{where}.{k}")):
+            fields = _build(cls, x, f"{where}.{k}[{i}]")
+            if "shape" in fields:
+                fields["shape"] = tuple(int(n) for n in _list(fields["shape"], f"{where}.shape"))
+            items.append(cls(**fields))
+        kw[k] = tuple(items)
+    return CompileCost(**kw)
 
 
 def _advice(d: Any, where: str) -> Advice:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from . import calls, live, nested, pcache, selfcheck  # live: issue 24
+from . import calls, cost, live, nested, pcache, selfcheck  # live: issue 24, cost: issue 34
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -356,6 +356,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         return
     if event == _compat.TRACE_EVENT:
         b.trace_seconds += secs
+        cost.note_trace_end(b, _compat.find_trace_frame(_compat.caller(1)))
     elif event == _compat.LOWER_EVENT:
         if _same_fun(b, fun_name):
             b.lower_seconds += secs
@@ -363,6 +364,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         if _same_fun(b, fun_name):
             b.compile_seconds += secs
             b.compiled = True
+            cost.note_compiled(b)  # issue 34: what a long compile was made of
             if b.detached:  # a cached trace after all: the event is this compile
                 b.detached = False
                 with b.record.lock:

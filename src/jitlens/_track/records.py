@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from .._compat import cache_keys
+from .._core.cost import CompileCost
 from .._core.key import Key, flat_key
 from .._core.report import (
     KEY_ENTRIES_MAX,
@@ -49,6 +50,7 @@ class EventBuilder:
         "call_site",
         "compile_seconds",
         "compiled",
+        "cost",  # issue 34: what the compiled program is made of (_track/cost.py)
         "detached",
         "entry",
         "explain_seconds",
@@ -65,6 +67,7 @@ class EventBuilder:
         "thread",
         "time",
         "trace_seconds",
+        "traced",  # issue 34: the traced jaxpr, kept until the compile ends
     )
 
     def __init__(
@@ -92,6 +95,8 @@ class EventBuilder:
         self.jax_name = ""
         self.thread = threading.current_thread().name
         self.detached = False  # announced as a trace, but served from JAX's trace cache
+        self.traced: Any = None
+        self.cost: CompileCost | None = None
 
     def freeze(self, t0: float, with_key: bool = True) -> Event:
         return Event(
@@ -111,6 +116,7 @@ class EventBuilder:
             thread=self.thread,
             persistent_cache=self.persistent_cache,  # issue 23: jitlens diff
             key=flat_key(self.key, KEY_ENTRIES_MAX) if with_key else (),  # issue 23
+            cost=self.cost,  # issue 34
         )
 
 
