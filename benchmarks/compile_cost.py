@@ -253,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         if control_advice:
             ok = False
             print(f"{'':14}small control ({small}) advised: {[a.kind for a in control_advice]}")
-    print("all within 0.5x-2x, no advice on fixed programs and controls" if ok else "OFF: see above")
+    print(
+        "all within 0.5x-2x, no advice on fixed programs and controls" if ok else "OFF: see above"
+    )
     return 0 if ok else 1
 
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from .._core.cost import CompileCost
 from .._core.report import Event, FunctionReport
 
 #: Drawing size of a timeline in SVG user units; the page scales it to its width.
@@ -254,4 +255,44 @@ def entries_table(fn: FunctionReport) -> str:
         f'<table class="entries" data-function="{escape(fn.qualname)}"><thead><tr>'
         f"<th>entry</th><th>signature</th><th>calls</th><th>traces</th><th>{axis}</th>"
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+#: The program-size bars (issue 34): one bar per user line, width = its share of equations.
+COST_BAR_WIDTH = 360
+COST_ROW = 18
+COST_TIP = "{where} in {function}: {eqns:,} of {total:,} equations ({share:.0%})"
+COST_LOOP_TIP = "{kind} loop at {where}: {n} iterations, {body:,} equations each"
+
+
+def cost_bars_svg(cost: CompileCost) -> str:
+    """The lines that make a program big, as horizontal bars (inclusive: a call line
+    counts the equations of what it called, as in a flame graph's frame)."""
+    total = max(cost.eqns, 1)
+    loops = {(lp.file, lp.line): lp for lp in cost.loops}
+    rows = []
+    for i, line in enumerate(cost.lines):
+        share = min(1.0, line.eqns / total)
+        where = f"{line.file}:{line.line}"
+        tip = COST_TIP.format(
+            where=where, function=line.function, eqns=line.eqns, total=total, share=share
+        )
+        loop = loops.get((line.file, line.line))
+        if loop is not None:
+            tip += "\n" + COST_LOOP_TIP.format(
+                kind=loop.kind, where=where, n=loop.iterations, body=loop.body_eqns
+            )
+        y = i * COST_ROW
+        label = f"{share:>4.0%}  {where}  {line.function}"
+        rows.append(
+            f'<g class="cost-line" data-line="{escape(where)}" data-tip="{escape(tip)}">'
+            f'<rect class="bar compile" x="0" y="{y + 3}" height="{COST_ROW - 6}" '
+            f'width="{max(1.0, share * COST_BAR_WIDTH):.1f}"/>'
+            f'<text x="{COST_BAR_WIDTH + 8}" y="{y + COST_ROW - 5}">{escape(label)}</text></g>'
+        )
+    height = max(COST_ROW, COST_ROW * len(rows))
+    width = COST_BAR_WIDTH + 560
+    return (
+        f'<svg class="cost" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+        f"{''.join(rows)}</svg>"
     )
