@@ -30,8 +30,8 @@ from jitlens._core.cost import (
 )
 from jitlens._core.report import Event, FunctionReport, _to_jsonable, report_from_dict
 from jitlens._render.html import render_html
-from jitlens._track import cost as track_cost
 from jitlens._render.text import render_text
+from jitlens._track import cost as track_cost
 
 SOURCE = """\
 def f(x, ws):
