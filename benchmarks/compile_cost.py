@@ -99,7 +99,7 @@ class ScanModel(nnx.Module):
         def create(rngs: nnx.Rngs) -> Block:
             return Block(rngs)
 
-        self.blocks = create(rngs.fork(split=n))
+        self.blocks = create(rngs.split(n))
 
     def __call__(self, x: jax.Array) -> jax.Array:
         @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)

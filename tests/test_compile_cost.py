@@ -106,6 +106,8 @@ def test_no_advice_on_short_compiles_small_loops_or_small_constants():
     assert rules.compile_cost(_fn(LOOP_COST, 0.3)) == []  # well under a second
     small = CompileCost(100, (), (LoopCost("m.py", 3, "f", "for", 3, 12, 4),))
     assert rules.compile_cost(_fn(small, 2.0)) == []  # 12% of the program
+    short = CompileCost(100, (), (LoopCost("m.py", 3, "f", "for", 4, 100, 25),))
+    assert rules.compile_cost(_fn(short, 20.0)) == []  # 4 iterations
     tiny = CompileCost(3, consts=(ConstCost("t", (100, 100), "float32", 40_000),))
     assert rules.compile_cost(_fn(tiny, 2.0)) == []
 

@@ -156,8 +156,12 @@ FAST_PATH_FIX_OTHER = "profile a few calls of `{name}` (jax.profiler) to see its
 COST_MIN_SECONDS = 0.5
 #: ... and a change is advised only when it saves at least this much per run.
 COST_MIN_SAVING_SECONDS = 0.25
-#: ... and a loop only when it made at least this share of the program.
+#: ... and a loop only when it made at least this share of the program ...
 LOOP_MIN_SHARE = 0.2
+#: ... and ran at least this many times (rolled, a body costs ~``SCAN_BODY_FACTOR``
+#: copies: a short loop gains little, and a small program's compile is mostly fixed
+#: costs that the equation count does not see).
+LOOP_MIN_ITERATIONS = 8
 #: What a ``lax.scan`` / ``fori_loop`` of a body costs XLA, in equations of its
 #: body: the body once, plus the loop (a while loop, slicing the stacked inputs,
 #: updating the carry). Calibrated: 8-64 layers of a 23-equation MLP block, loop vs
@@ -468,7 +472,7 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
     found: dict[tuple[str, int], list[Any]] = {}
     for e, cost in _costed(fn):
         for loop in cost.loops:
-            if loop.eqns < LOOP_MIN_SHARE * cost.eqns or loop.iterations < 2:
+            if loop.eqns < LOOP_MIN_SHARE * cost.eqns or loop.iterations < LOOP_MIN_ITERATIONS:
                 continue
             slot = found.setdefault((loop.file, loop.line), [loop, cost, e, 0.0])
             slot[3] += loop_saving(cost, loop, e.seconds)
