@@ -255,7 +255,9 @@ def test_compile_cache_advice_then_hit_with_the_advised_setting(tmp_path, run_py
     threshold = found.group(1) if found else "1.0"
     cache = str(tmp_path / "cache")
     second = run(cache, threshold)
-    assert second.persistent_cache_hits == 0 and second.advice == ()
+    # (its 80-step Python loop may still get compile-cost advice, issue 34)
+    assert second.persistent_cache_hits == 0
+    assert not [a for a in second.advice if a.kind == "compile_cache"]
     third = run(cache, threshold)
     assert third.persistent_cache_hits == 1 and third.advice == ()
 
