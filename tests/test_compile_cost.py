@@ -84,7 +84,11 @@ def test_period_and_loops_from_source():
 def test_unrolled_loop_rule_names_the_loop_and_predicts_from_equations():
     (a,) = rules.compile_cost(_fn(LOOP_COST, 10.0))
     assert a.kind == "unrolled_loop"
-    assert "m.py:3" in a.message and "48 times" in a.message and "jax.lax.scan" in a.fix
+    assert (
+        "m.py:3" in a.message
+        and "48 repeats of the same ~20" in a.message
+        and "jax.lax.scan" in a.fix
+    )
     # 1000 equations -> 40 + 3 x 20 = 100: saves 90% of the 10 s
     assert a.estimated_saving_seconds == pytest.approx(9.0)
     (nnx_advice,) = rules.compile_cost(_fn(LOOP_COST, 10.0, kind="nnx.jit"))
@@ -227,3 +231,62 @@ def test_short_compiles_are_not_read():
     fn = t.report().function("_loop")
     assert all(e.cost is None for e in fn.events if e.seconds < rules.COST_MIN_SECONDS)
     assert not [a for a in fn.advice if a.kind in ("unrolled_loop", "captured_constant")]
+
+
+def test_nnx_blocks_in_a_list_get_flax_scan_over_layers_which_works(monkeypatch):
+    """The NNX fix applied: blocks stacked with nnx.vmap, applied with nnx.scan."""
+    from flax import nnx
+
+    monkeypatch.setattr(rules, "COST_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(rules, "COST_MIN_SAVING_SECONDS", 0.0)
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(4, 4, rngs=rngs)
+
+        def __call__(self, x):
+            return jnp.tanh(self.linear(x))
+
+    class Listed(nnx.Module):
+        def __init__(self, blocks):
+            self.blocks = nnx.List(blocks)
+
+        def __call__(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+
+    class Stacked(nnx.Module):
+        def __init__(self, n, rngs):
+            @nnx.vmap(in_axes=0, out_axes=0)
+            def create(rngs):
+                return Block(rngs)
+
+            self.blocks = create(rngs.split(n))
+
+        def __call__(self, x):
+            @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+            def apply(block, x):
+                return block(x)
+
+            return apply(self.blocks, x)
+
+    n = rules.LOOP_MIN_ITERATIONS
+    stacked = Stacked(n, nnx.Rngs(0))
+    graphdef, state = nnx.split(stacked.blocks)
+    listed = Listed(
+        [nnx.merge(graphdef, jax.tree.map(lambda a, i=i: a[i], state)) for i in range(n)]
+    )
+    x = jnp.ones((2, 4))
+    with jitlens.track() as t:
+        fwd_listed = nnx.jit(lambda model, x: model(x))
+        a = fwd_listed(listed, x)
+        fwd_stacked = nnx.jit(lambda model, x: model(x))
+        b = fwd_stacked(stacked, x)
+    report = t.report()
+    advised = [(f.name, a) for f in report.functions for a in f.advice if a.kind == "unrolled_loop"]
+    assert len(advised) == 1, advised
+    assert "nnx.vmap" in advised[0][1].fix and "nnx.scan" in advised[0][1].fix
+    loop_line = Listed.__call__.__code__.co_firstlineno + 1
+    assert f"test_compile_cost.py:{loop_line}" in advised[0][1].message
+    assert np.allclose(a, b, atol=1e-5)

@@ -131,7 +131,8 @@ padding:0 3px;border-radius:3px}
 ADVICE_CSS = """
 section.advice{border:1px solid var(--line);border-left:3px solid var(--hit);border-radius:8px;
 padding:10px 18px;margin:18px 0}section.advice li{margin:8px 0}.saving{font-weight:700;
-color:var(--trace)}
+color:var(--trace)}svg.cost{display:block;max-width:100%;height:auto}svg.cost text{
+font:12px ui-monospace,SFMono-Regular,Menlo,monospace;fill:currentColor;white-space:pre}
 """
 ADVICE_HEAD = "Advice: what else costs time, most valuable first"
 ADVICE_SAVING = "saves ~{seconds:.2f} s"

@@ -286,7 +286,7 @@ def cost_bars_svg(cost: CompileCost) -> str:
         label = f"{share:>4.0%}  {where}  {line.function}"
         rows.append(
             f'<g class="cost-line" data-line="{escape(where)}" data-tip="{escape(tip)}">'
-            f'<rect class="bar compile" x="0" y="{y + 3}" height="{COST_ROW - 6}" '
+            f'<rect class="compile-bar" x="0" y="{y + 3}" height="{COST_ROW - 6}" '
             f'width="{max(1.0, share * COST_BAR_WIDTH):.1f}"/>'
             f'<text x="{COST_BAR_WIDTH + 8}" y="{y + COST_ROW - 5}">{escape(label)}</text></g>'
         )
