@@ -23,6 +23,9 @@ from typing import Any
 JAXPR_LOCAL = "jaxpr"
 #: Deepest nesting of sub-jaxprs followed (scan in cond in pjit ...).
 MAX_DEPTH = 64
+#: Equations whose tracebacks are read (~30 us each); beyond, they are counted only,
+#: so that reading a huge program stays well below its compile time.
+MAX_STACKS = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +47,22 @@ class UnrolledScan:
     length: int
     unroll: int
     body_eqns: int
+
+
+def available() -> bool:
+    """Does this JAX keep the traced jaxpr in the trace frame, with readable tracebacks?"""
+    try:
+        from jax._src import pjit
+        from jax._src.lib import xla_client
+    except Exception:
+        return False
+    code = getattr(getattr(pjit, "_trace_for_jit", None), "__code__", None)
+    return (
+        code is not None
+        and JAXPR_LOCAL in code.co_varnames
+        and hasattr(xla_client.Traceback, "raw_frames")
+        and hasattr(xla_client.Traceback, "code_addr2location")
+    )
 
 
 def traced_jaxpr(frame: FrameType | None) -> Any:
@@ -89,9 +108,10 @@ def _stack(
     eqn: Any, outer: tuple[CodeType, ...], is_user: Callable[[str], bool]
 ) -> tuple[tuple[str, int, str, int], ...]:
     tb = getattr(getattr(eqn, "source_info", None), "traceback", None)
-    if tb is None:
-        return ()
-    codes, lastis = tb.raw_frames()
+    raw = getattr(tb, "raw_frames", None)
+    if raw is None:
+        return ()  # announced by the probe: lines unknown, sizes still counted
+    codes, lastis = raw()
     n = len(codes)
     k = 0  # strip the frames the trace frame shares (the caller of the jitted function)
     while k < n and k < len(outer) and codes[n - 1 - k] is outer[len(outer) - 1 - k]:
@@ -146,7 +166,8 @@ def flatten(
         for eqn in jaxpr.eqns:
             subs = _subjaxprs(eqn) if depth < MAX_DEPTH else []
             if not subs:
-                eqns.append(FlatEqn(eqn.primitive.name, weight, _stack(eqn, outer, is_user)))
+                stack = _stack(eqn, outer, is_user) if len(eqns) < MAX_STACKS else ()
+                eqns.append(FlatEqn(eqn.primitive.name, weight, stack))
                 continue
             u = _unroll(eqn)
             start = len(eqns)

@@ -223,8 +223,8 @@ CONSTANT_FIX_UNNAMED = (
     "over it: it becomes an input buffer, not part of the program"
 )
 COMPILE_BOUND_MESSAGE = (
-    "compiled {compiles}x for {seconds:.2f} s and never served a cache hit ({calls} "
-    "calls): run op by op, its {eqns:,} equations would cost ~{eager:.2f} s of dispatch "
+    "compiled {compiles}x for {seconds:.2f} s and served no cache hit in {calls} "
+    "call(s): run op by op, its {eqns:,} equations would cost ~{eager:.2f} s of dispatch "
     "per call; whether jit pays depends on the workload"
 )
 COMPILE_BOUND_FIX = (
