@@ -1,6 +1,6 @@
 """Compile cost as data: what a long compile's program is made of, read after the fact.
 
-When a trace ends, the listener keeps a reference to the jaxpr JAX just built
+When a trace ends, the listener keeps a weak reference to the jaxpr JAX just built
 (``_compat.jaxpr_api.traced_jaxpr``: a local of JAX's trace frame, no extra
 work for JAX). When the compile that follows ends, and only if tracing,
 lowering and compiling took at least ``_core.advice.COST_MIN_SECONDS``, the jaxpr
@@ -17,6 +17,7 @@ import dataclasses
 import linecache
 import time
 import types
+import weakref
 from types import CodeType
 from typing import Any
 
@@ -45,9 +46,18 @@ NAME_SEARCH_MAX = 5_000
 
 
 def note_trace_end(b: EventBuilder, frame: Any) -> None:
-    """Keep the jaxpr JAX traced for ``b`` until its compile ends (a reference, no copy)."""
+    """Keep a weak reference to the jaxpr JAX traced for ``b`` until its compile ends.
+
+    Weak: JAX's own trace cache keeps the jaxpr alive through lowering and
+    compiling; a trace that never compiles (``.trace()``, ``eval_shape``) must
+    not keep it (and the constants it captured) alive in jitlens' records.
+    """
     closed = jaxpr_api.traced_jaxpr(frame)
-    b.traced = (closed, jaxpr_api.outer_codes(frame)) if closed is not None else None
+    try:
+        ref = weakref.ref(closed) if closed is not None else None
+    except TypeError:
+        ref = None
+    b.traced = (ref, jaxpr_api.outer_codes(frame)) if ref is not None else None
 
 
 def note_compiled(b: EventBuilder) -> None:
@@ -55,12 +65,15 @@ def note_compiled(b: EventBuilder) -> None:
     traced, b.traced = b.traced, None
     if traced is None or b.persistent_cache_hit:
         return
+    closed = traced[0]()
+    if closed is None:
+        return
     # a short compile gets no compile-cost advice: reading it would cost without use
     if b.trace_seconds + b.lower_seconds + b.compile_seconds < advice.COST_MIN_SECONDS:
         return
     t0 = time.perf_counter()
     try:
-        cost = collect(b.record, traced[0], traced[1])
+        cost = collect(b.record, closed, traced[1])
     except Exception as exc:
         internal_failure("reading a compiled program's cost", exc)
         return
