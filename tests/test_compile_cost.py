@@ -297,3 +297,14 @@ def test_nnx_blocks_in_a_list_get_flax_scan_over_layers_which_works(monkeypatch)
     loop_line = Listed.__call__.__code__.co_firstlineno + 1
     assert f"test_compile_cost.py:{loop_line}" in advised[0][1].message
     assert np.allclose(a, b, atol=1e-5)
+
+
+def test_a_malformed_cost_is_refused_with_its_place():
+    from jitlens._errors import ReportError
+
+    data = _to_jsonable(LOOP_COST)
+    data["loops"][0]["line"] = "three"
+    with pytest.raises(ReportError, match=r"cost.loops\[0\].line"):
+        from jitlens._core.report import _cost
+
+        _cost(data, "cost")

@@ -360,11 +360,17 @@ def _cost(d: Any, where: str) -> CompileCost:
     for k in ("eqns", "const_bytes"):
         if k in kw:
             _check_type(kw[k], (int,), f"{where}.{k}")
+    if "collect_seconds" in kw:
+        _check_type(kw["collect_seconds"], _NUM, f"{where}.collect_seconds")
     parts = (("lines", LineCost), ("loops", LoopCost), ("consts", ConstCost))
     for k, cls in parts:
         items = []
         for i, x in enumerate(_list(kw.get(k, ()), f"{where}.{k}")):
             fields = _build(cls, x, f"{where}.{k}[{i}]")
+            for f in dataclasses.fields(cls):
+                simple = {"str": (str,), "int": (int,)}.get(str(f.type))
+                if simple is not None and f.name in fields:
+                    _check_type(fields[f.name], simple, f"{where}.{k}[{i}].{f.name}")
             if "shape" in fields:
                 fields["shape"] = tuple(int(n) for n in _list(fields["shape"], f"{where}.shape"))
             items.append(cls(**fields))
