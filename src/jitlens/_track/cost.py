@@ -152,7 +152,7 @@ def _names(fn: Any) -> list[tuple[str, Any]]:
             return
         seen.add(id(value))
         out.append((name, value))
-        if depth <= 0 or hasattr(value, "shape"):
+        if depth <= 0 or hasattr(value, "shape") or isinstance(value, types.ModuleType):
             return
         if isinstance(value, (list, tuple)):
             for i, v in enumerate(value[:256]):
