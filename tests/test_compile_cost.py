@@ -23,6 +23,7 @@ from jitlens._core.cost import (
     Eqn,
     LineCost,
     LoopCost,
+    SourceLoop,
     enclosing_loop,
     find_loops,
     period,
@@ -69,11 +70,11 @@ def test_period_and_loops_from_source():
     assert enclosing_loop(loops, 2, 1) is None
     assert enclosing_loop(loops, 4, 4) is None  # the loop is outside the frame's function
     body = [
-        Eqn("dot", 1, (("m.py", 4, "f", 1), ("m.py", 9, "layer", 8))),
-        Eqn("tanh", 1, (("m.py", 4, "f", 1),)),
+        Eqn("dot", 1, (("m.py", 4, "f", 1, True), ("m.py", 9, "layer", 8, True))),
+        Eqn("tanh", 1, (("m.py", 4, "f", 1, True),)),
     ]
     found = find_loops(
-        [Eqn("add", 1, (("m.py", 2, "f", 1),)), *body * 16],
+        [Eqn("add", 1, (("m.py", 2, "f", 1, True),)), *body * 16],
         lambda file, line, first: enclosing_loop(loops, line, first),
     )
     assert [(x.line, x.kind, x.iterations, x.eqns, x.body_eqns) for x in found] == [
@@ -308,3 +309,22 @@ def test_a_malformed_cost_is_refused_with_its_place():
         from jitlens._core.report import _cost
 
         _cost(data, "cost")
+
+
+def test_a_model_library_loop_is_shown_at_the_users_call():
+    """``nnx.Sequential`` / ``eqx.nn.Sequential`` loop in the library: named at the user's line."""
+    lib = [SourceLoop(30, 31, "for")]
+    eqns = [
+        Eqn(p, 1, (("m.py", 7, "f", 5, True), ("seq.py", 31, "Sequential.__call__", 28, False)))
+        for p in ("dot", "add", "tanh") * 10
+    ]
+    (loop,) = find_loops(
+        eqns,
+        lambda file, line, first: enclosing_loop(lib, line, first) if file == "seq.py" else None,
+    )
+    assert (loop.file, loop.line, loop.via, loop.iterations) == (
+        "m.py",
+        7,
+        "Sequential.__call__",
+        10,
+    )

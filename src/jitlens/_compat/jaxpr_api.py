@@ -35,15 +35,16 @@ class FlatEqn:
     primitive: str
     #: How many copies XLA compiles: an unrolled scan's body counts ``unroll`` times.
     weight: int
-    #: ``(file, line, function, first line of the function)`` of the user's frames below the traced function, outermost first.
-    stack: tuple[tuple[str, int, str, int], ...]
+    #: ``(file, line, function, first line of the function, user's?)`` of the frames below
+    #: the traced function that are the user's or a model library's, outermost first.
+    stack: tuple[tuple[str, int, str, int, bool], ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class UnrolledScan:
     """A ``scan`` (``fori_loop``) that JAX unrolls when lowering: ``unroll`` copies of its body."""
 
-    stack: tuple[tuple[str, int, str, int], ...]
+    stack: tuple[tuple[str, int, str, int, bool], ...]
     length: int
     unroll: int
     body_eqns: int
@@ -105,8 +106,8 @@ def _line(code: CodeType, lasti: int) -> int:
 
 
 def _stack(
-    eqn: Any, outer: tuple[CodeType, ...], is_user: Callable[[str], bool]
-) -> tuple[tuple[str, int, str, int], ...]:
+    eqn: Any, outer: tuple[CodeType, ...], keep: Callable[[str], bool | None]
+) -> tuple[tuple[str, int, str, int, bool], ...]:
     tb = getattr(getattr(eqn, "source_info", None), "traceback", None)
     raw = getattr(tb, "raw_frames", None)
     if raw is None:
@@ -119,10 +120,10 @@ def _stack(
     out = []
     for i in range(n - k - 1, -1, -1):
         code = codes[i]
-        if is_user(code.co_filename):
-            out.append(
-                (code.co_filename, _line(code, lastis[i]), code.co_qualname, code.co_firstlineno)
-            )
+        user = keep(code.co_filename)
+        if user is not None:
+            line = _line(code, lastis[i])
+            out.append((code.co_filename, line, code.co_qualname, code.co_firstlineno, user))
     return tuple(out)
 
 
@@ -150,9 +151,12 @@ def _unroll(eqn: Any) -> int:
 
 
 def flatten(
-    closed: Any, outer: tuple[CodeType, ...], is_user: Callable[[str], bool]
+    closed: Any, outer: tuple[CodeType, ...], keep: Callable[[str], bool | None]
 ) -> tuple[list[FlatEqn], list[Any], list[UnrolledScan]]:
     """Every equation (sub-jaxprs followed), every captured constant, every unrolled scan.
+
+    ``keep(file)`` says which frames to keep: True for the user's, False for a
+    model library's (kept for its loops), None to drop.
 
     A container's own equation (pjit, scan, cond, custom_jvp) is not counted,
     its body is: once for a rolled loop (XLA compiles a loop body once),
@@ -166,7 +170,7 @@ def flatten(
         for eqn in jaxpr.eqns:
             subs = _subjaxprs(eqn) if depth < MAX_DEPTH else []
             if not subs:
-                stack = _stack(eqn, outer, is_user) if len(eqns) < MAX_STACKS else ()
+                stack = _stack(eqn, outer, keep) if len(eqns) < MAX_STACKS else ()
                 eqns.append(FlatEqn(eqn.primitive.name, weight, stack))
                 continue
             u = _unroll(eqn)
@@ -177,7 +181,7 @@ def flatten(
             if u > 1:
                 body = sum(e.weight for e in eqns[start:]) // (weight * u)
                 length = int(eqn.params.get("length", u))
-                scans.append(UnrolledScan(_stack(eqn, outer, is_user), length, u, body))
+                scans.append(UnrolledScan(_stack(eqn, outer, keep), length, u, body))
 
     walk(closed.jaxpr, 1, 0)
     return eqns, consts, scans

@@ -481,7 +481,7 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
     for (file, line), (loop, cost, e, saving) in found.items():
         if saving < COST_MIN_SAVING_SECONDS:
             continue
-        where = _where(file, line)
+        where = _where(file, line) + (f" (in `{loop.via}`)" if loop.via else "")
         fields = dict(
             kind=f"`{loop.kind}` loop" if loop.kind != "comprehension" else "comprehension",
             where=where,

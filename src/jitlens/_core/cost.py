@@ -35,8 +35,9 @@ PERIOD_CANDIDATES = 64
 #: ``LoopCost.kind``: how the loop is written.
 LOOP_KINDS = ("for", "while", "comprehension", "unrolled scan")
 
-#: ``(file, line, function, the function's first line)``, outermost first.
-Frame = tuple[str, int, str, int]
+#: ``(file, line, function, the function's first line, the user's?)``, outermost first;
+#: frames of a model library (flax, equinox) are kept, marked False, for their loops.
+Frame = tuple[str, int, str, int, bool]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +70,9 @@ class LoopCost:
     iterations: int
     eqns: int
     body_eqns: int
+    #: A model library's loop reached from the user's line above (``Sequential.__call__``);
+    #: "" when the loop is the user's own.
+    via: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,8 +106,10 @@ def line_costs(eqns: Sequence[Eqn]) -> tuple[LineCost, ...]:
     counts: dict[tuple[str, int], list[object]] = {}
     for e in eqns:
         seen = set()
-        for file, line, fn, _ in e.stack:
+        for file, line, fn, _, user in e.stack:
             key = (file, line)
+            if not user:
+                continue
             if key in seen:
                 continue
             seen.add(key)
@@ -185,28 +191,32 @@ def find_loops(
     stack that is inside a loop; the trip count is the number of times the
     loop's sequence of (frames below the loop, primitive) repeats.
     """
-    groups: dict[tuple[str, int], tuple[SourceLoop, str, list[Eqn], list[object]]] = {}
+    groups: dict[tuple[str, int], tuple[SourceLoop, Frame, str, list[Eqn], list[object]]] = {}
     cache: dict[tuple[str, int, int], SourceLoop | None] = {}
     for e in eqns:
-        for i, (file, line, fn, first) in enumerate(e.stack):
+        for i, frame in enumerate(e.stack):
+            file, line, fn, first, user = frame
             key3 = (file, line, first)
             if key3 not in cache:
                 cache[key3] = loop_at(file, line, first)
             loop = cache[key3]
             if loop is None:
                 continue
-            g = groups.setdefault((file, loop.line), (loop, fn, [], []))
-            g[2].append(e)
-            g[3].append((e.primitive, e.stack[i:]))
+            # a library's loop is shown at the user's line that called into it
+            shown = frame if user else next((f for f in e.stack[i::-1] if f[4]), frame)
+            via = "" if user or shown is frame else fn
+            g = groups.setdefault((file, loop.line), (loop, shown, via, [], []))
+            g[3].append(e)
+            g[4].append((e.primitive, e.stack[i:]))
             break
     found = []
-    for (file, _), (loop, fn, members, seq) in groups.items():
+    for loop, shown, via, members, seq in groups.values():
         total = sum(e.weight for e in members)
         iterations = len(seq) // period(seq)
         if iterations < 2:
             continue
-        found.append(
-            LoopCost(file, loop.line, fn, loop.kind, iterations, total, -(-total // iterations))
-        )
+        line = loop.line if not via else shown[1]
+        body = -(-total // iterations)
+        found.append(LoopCost(shown[0], line, shown[2], loop.kind, iterations, total, body, via))
     found.sort(key=lambda x: -x.eqns)
     return tuple(found[:LOOPS_MAX])

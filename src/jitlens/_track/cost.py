@@ -89,13 +89,14 @@ def note_compiled(b: EventBuilder) -> None:
 
 def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> CompileCost:
     """Flatten a ``ClosedJaxpr`` and attribute it to the user's source."""
-    flat, consts, scans = jaxpr_api.flatten(closed, outer, _compat.is_user_file)
+    flat, consts, scans = jaxpr_api.flatten(closed, outer, _keep)
     eqns = [Eqn(e.primitive, e.weight, e.stack) for e in flat]
     loops = list(find_loops(eqns, _loop_at))
     for s in scans:
-        if not s.stack:
+        users = [f for f in s.stack if f[4]]
+        if not users:
             continue
-        file, line, fn, _ = s.stack[-1]
+        file, line, fn, _, _ = users[-1]
         loops.append(
             LoopCost(file, line, fn, "unrolled scan", s.unroll, s.body_eqns * s.unroll, s.body_eqns)
         )
@@ -109,6 +110,13 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
         consts=_consts(rec, consts),
         const_bytes=sum(f[2] for c in consts if (f := jaxpr_api.array_facts(c)) is not None),
     )
+
+
+def _keep(file: str) -> bool | None:
+    """The user's frames (True) and a model library's, for its loops (False); no others."""
+    if _compat.is_user_file(file):
+        return True
+    return False if _compat.is_model_library_file(file) else None
 
 
 _LOOPS: dict[str, tuple[int, tuple[SourceLoop, ...]]] = {}
