@@ -460,6 +460,7 @@ PROGRAM_META = (
     "{seconds:.2f} s to trace, lower and compile {eqns:,} equations (read in {read:.0f} ms){consts}"
 )
 PROGRAM_CONST = "{name} {shape} {dtype}, {size:.1f} MiB"
+PROGRAM_LOOP = "{where}{via}: {kind} x{n}, {eqns:,} equations"
 
 
 def _program_size(fn: FunctionReport) -> str:
@@ -477,11 +478,22 @@ def _program_size(fn: FunctionReport) -> str:
         )
         for c in cost.consts
     )
+    loops = "; ".join(
+        PROGRAM_LOOP.format(
+            where=f"{lp.file}:{lp.line}",
+            via=f" (in {lp.via})" if lp.via else "",
+            kind=lp.kind,
+            n=lp.iterations,
+            eqns=lp.eqns,
+        )
+        for lp in cost.loops
+    )
     meta = PROGRAM_META.format(
         seconds=e.seconds,
         eqns=cost.eqns,
         read=cost.collect_seconds * 1e3,
-        consts=f"; captured constants: {consts}" if consts else "",
+        consts=(f"; loops unrolled: {loops}" if loops else "")
+        + (f"; captured constants: {consts}" if consts else ""),
     )
     return (
         f'<h3>{escape(PROGRAM_HEAD)}</h3><p class="meta">{escape(meta)}</p>'
