@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         n = max(2, int(size * args.scale)) if name != "table" else size
         as_written, fixed = build(n)
         before, _, advice, cost = run_tracked(as_written)
-        after, _, fixed_advice, _ = run_tracked(fixed)
+        after, _, fixed_advice, fixed_cost = run_tracked(fixed)
         chosen = [a for a in advice if a.kind == kind]
         predicted = sum(a.estimated_saving_seconds or 0.0 for a in chosen)
         measured = before - after
@@ -259,9 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         within = bool(chosen) and 0.5 <= ratio <= 2.0 and not fixed_advice
         ok &= within
         read_ms = cost.collect_seconds * 1e3 if cost is not None else float("nan")
+        eqns = f"{cost.eqns if cost else '?'} -> {fixed_cost.eqns if fixed_cost else '?'}"
         print(
             f"{name:<14} {before:9.2f} {after:8.2f} {predicted:9.2f} {measured:9.2f} "
-            f"{ratio:6.2f} {read_ms:8.1f}  {'ok' if within else 'OFF'}"
+            f"{ratio:6.2f} {read_ms:8.1f}  {'ok' if within else 'OFF'}, equations {eqns}"
         )
         for a in chosen:
             print(f"{'':16}{a.message}\n{'':16}fix: {a.fix}")

@@ -167,6 +167,12 @@ LOOP_MIN_ITERATIONS = 8
 #: updating the carry). Calibrated: 8-64 layers of a 23-equation MLP block, loop vs
 #: scan, predicted saving 0.9-1.1x the measured one; ``benchmarks/compile_cost.py``.
 SCAN_BODY_FACTOR = 3.0
+#: ... and a program with a rolled loop still costs at least this much to trace and
+#: compile (the loop, slicing the stacked inputs, nnx.scan's state handling): the
+#: scan versions in ``benchmarks/compile_cost.py`` took 0.3-1.9 s on a shared 2-core
+#: machine; without the floor small NNX programs were predicted to save 1.5-2.8x
+#: what they did.
+SCAN_FLOOR_SECONDS = 0.4
 #: Seconds of lowering + compiling per MiB of a captured constant (XLA embeds it
 #: in the program, hashes and folds it). Measured 0.04-0.09 s/MiB for 1-34 MiB
 #: tables (matmul, add, jax 0.10.2 CPU); ``benchmarks/compile_cost.py`` checks it.
@@ -445,12 +451,13 @@ def loop_saving(cost: CompileCost, loop: LoopCost, seconds: float) -> float:
     """Seconds a rolled loop would save on one compile of this program.
 
     Compile time grows with the equations XLA sees; rolled, the loop counts
-    its body ``SCAN_BODY_FACTOR`` times instead of ``iterations`` times.
+    its body ``SCAN_BODY_FACTOR`` times instead of ``iterations`` times, and
+    the program costs at least ``SCAN_FLOOR_SECONDS``.
     """
     if cost.eqns <= 0:
         return 0.0
     after = cost.eqns - loop.eqns + min(loop.eqns, SCAN_BODY_FACTOR * loop.body_eqns)
-    return max(0.0, seconds * (1.0 - after / cost.eqns))
+    return max(0.0, seconds - max(SCAN_FLOOR_SECONDS, seconds * after / cost.eqns))
 
 
 def constant_saving(nbytes: int, event: Event) -> float:
