@@ -230,7 +230,7 @@ CONSTANT_FIX_UNNAMED = (
 )
 COMPILE_BOUND_MESSAGE = (
     "compiled {compiles}x for {seconds:.2f} s and served no cache hit in {calls} "
-    "call(s): run op by op, its {eqns:,} equations would cost ~{eager:.2f} s of dispatch "
+    "call(s): run op by op, its {eqns:,} equations would cost ~{eager} of dispatch "
     "per call; whether jit pays depends on the workload"
 )
 COMPILE_BOUND_FIX = (
@@ -556,7 +556,7 @@ def _compile_bound(fn: FunctionReport) -> list[Advice]:
     if seconds < 2 * COST_MIN_SECONDS or eager * fn.calls >= seconds:
         return []
     message = COMPILE_BOUND_MESSAGE.format(
-        compiles=len(costed), seconds=seconds, calls=fn.calls, eqns=eqns, eager=eager
+        compiles=len(costed), seconds=seconds, calls=fn.calls, eqns=eqns, eager=_duration(eager)
     )
     return [Advice("compile_bound", message, COMPILE_BOUND_FIX.format(name=fn.name), None)]
 
