@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import jitlens
-from jitlens._core import advice as rules
+from jitlens._core import advice_cost as rules
 from jitlens._core.cost import (
     CompileCost,
     ConstCost,

@@ -20,7 +20,7 @@ from .._core.report import (
     fold_reasons,
     total_traces,
 )
-from .svg import cost_bars_svg, entries_table, time_origin, time_span, timeline_svg
+from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
 from .text import bucketed_text, costliest, fold_key, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
@@ -444,7 +444,7 @@ def _section(report: Report, fi: int, fn: FunctionReport, span: float, origin: f
     )
     explained = f"<h3>Retraces</h3>{articles}" if articles else ""
     warnings = f"<h3>Warnings</h3>{stale}" if stale else ""
-    program = _program_size(fn)  # issue 34
+    program = program_size_html(costliest(fn))  # issue 34
     return (
         f'<section class="function" id="fn{fi}" data-function="{escape(fn.qualname)}">'
         f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>{explained}{warnings}'
@@ -452,52 +452,6 @@ def _section(report: Report, fi: int, fn: FunctionReport, span: float, origin: f
         f'<h3>Timeline <button type="button" class="jl-reset">reset zoom</button></h3>'
         f"{timeline_svg(fn, span, anchors, origin)}"
         f"<h3>Compiled entries</h3>{entries_table(fn)}</section>"
-    )
-
-
-PROGRAM_HEAD = "Program size: the lines that make the longest compile big"
-PROGRAM_META = (
-    "{seconds:.2f} s to trace, lower and compile {eqns:,} equations (read in {read:.0f} ms){consts}"
-)
-PROGRAM_CONST = "{name} {shape} {dtype}, {size:.1f} MiB"
-PROGRAM_LOOP = "{where}{via}: {kind} x{n}, {eqns:,} equations"
-
-
-def _program_size(fn: FunctionReport) -> str:
-    """The costliest read compile of ``fn`` as bars per line, its loops and constants."""
-    e = costliest(fn)
-    if e is None or e.cost is None:
-        return ""
-    cost = e.cost
-    consts = "; ".join(
-        PROGRAM_CONST.format(
-            name=c.name or "(unnamed)",
-            shape="x".join(map(str, c.shape)),
-            dtype=c.dtype,
-            size=c.nbytes / 2**20,
-        )
-        for c in cost.consts
-    )
-    loops = "; ".join(
-        PROGRAM_LOOP.format(
-            where=f"{lp.file}:{lp.line}",
-            via=f" (in {lp.via})" if lp.via else "",
-            kind=lp.kind,
-            n=lp.iterations,
-            eqns=lp.eqns,
-        )
-        for lp in cost.loops
-    )
-    meta = PROGRAM_META.format(
-        seconds=e.seconds,
-        eqns=cost.eqns,
-        read=cost.collect_seconds * 1e3,
-        consts=(f"; loops unrolled: {loops}" if loops else "")
-        + (f"; captured constants: {consts}" if consts else ""),
-    )
-    return (
-        f'<h3>{escape(PROGRAM_HEAD)}</h3><p class="meta">{escape(meta)}</p>'
-        f'<div class="program">{cost_bars_svg(cost)}</div>'
     )
 
 

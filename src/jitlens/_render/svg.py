@@ -1,4 +1,4 @@
-"""Inline SVG pieces of the HTML report: a call timeline and the shape-specialization matrix."""
+"""Inline SVG pieces of the HTML report: call timeline, shape matrix, program-size bars."""
 
 from __future__ import annotations
 
@@ -295,4 +295,49 @@ def cost_bars_svg(cost: CompileCost) -> str:
     return (
         f'<svg class="cost" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
         f"{''.join(rows)}</svg>"
+    )
+
+
+PROGRAM_HEAD = "Program size: the lines that make the longest compile big"
+PROGRAM_META = (
+    "{seconds:.2f} s to trace, lower and compile {eqns:,} equations (read in {read:.0f} ms){consts}"
+)
+PROGRAM_CONST = "{name} {shape} {dtype}, {size:.1f} MiB"
+PROGRAM_LOOP = "{where}{via}: {kind} x{n}, {eqns:,} equations"
+
+
+def program_size_html(e: Event | None) -> str:
+    """A function's costliest read compile as bars per line, its loops and constants."""
+    if e is None or e.cost is None:
+        return ""
+    cost = e.cost
+    consts = "; ".join(
+        PROGRAM_CONST.format(
+            name=c.name or "(unnamed)",
+            shape="x".join(map(str, c.shape)),
+            dtype=c.dtype,
+            size=c.nbytes / 2**20,
+        )
+        for c in cost.consts
+    )
+    loops = "; ".join(
+        PROGRAM_LOOP.format(
+            where=f"{lp.file}:{lp.line}",
+            via=f" (in {lp.via})" if lp.via else "",
+            kind=lp.kind,
+            n=lp.iterations,
+            eqns=lp.eqns,
+        )
+        for lp in cost.loops
+    )
+    meta = PROGRAM_META.format(
+        seconds=e.seconds,
+        eqns=cost.eqns,
+        read=cost.collect_seconds * 1e3,
+        consts=(f"; loops unrolled: {loops}" if loops else "")
+        + (f"; captured constants: {consts}" if consts else ""),
+    )
+    return (
+        f'<h3>{escape(PROGRAM_HEAD)}</h3><p class="meta">{escape(meta)}</p>'
+        f'<div class="program">{cost_bars_svg(cost)}</div>'
     )

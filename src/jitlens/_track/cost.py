@@ -3,7 +3,7 @@
 When a trace ends, the listener keeps a weak reference to the jaxpr JAX just built
 (``_compat.jaxpr_api.traced_jaxpr``: a local of JAX's trace frame, no extra
 work for JAX). When the compile that follows ends, and only if tracing,
-lowering and compiling took at least ``_core.advice.COST_MIN_SECONDS``, the jaxpr
+lowering and compiling took at least ``_core.advice_cost.COST_MIN_SECONDS``, the jaxpr
 is flattened and attributed to the user's lines (``_core/cost.py``);
 otherwise the reference is dropped. Cache hits never come here.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import _compat
 from .._compat import jaxpr_api
-from .._core import advice
+from .._core import advice_cost
 from .._core.cost import (
     CONSTS_MAX,
     CompileCost,
@@ -70,7 +70,7 @@ def note_compiled(b: EventBuilder) -> None:
     if closed is None:
         return
     # a short compile gets no compile-cost advice: reading it would cost without use
-    if b.trace_seconds + b.lower_seconds + b.compile_seconds < advice.COST_MIN_SECONDS:
+    if b.trace_seconds + b.lower_seconds + b.compile_seconds < advice_cost.COST_MIN_SECONDS:
         return
     t0 = time.perf_counter()
     try:
