@@ -101,10 +101,16 @@ def test_unrolled_loop_rule_names_the_loop_and_predicts_from_equations():
 
 def test_constant_rule_names_the_variable_and_its_size():
     cost = CompileCost(3, consts=(ConstCost("table", (1500, 1500), "float32", 9_000_000),))
-    (a,) = rules.compile_cost(_fn(cost, 2.0))
+    (a,) = rules.compile_cost(_fn(cost, 1.0))
     assert a.kind == "captured_constant"
     assert "`table` (1500x1500 float32, 8.6 MiB)" in a.message and "pass `table`" in a.fix
-    assert a.estimated_saving_seconds == pytest.approx(rules.CONST_SECONDS_PER_MIB * 9e6 / 2**20)
+    # 8.6 MiB against 3 equations: nearly all of the second above the floor
+    mine = rules.CONST_SECONDS_PER_MIB * 9e6 / 2**20
+    share = mine / (mine + 3 * rules.EQN_SECONDS)
+    assert a.estimated_saving_seconds == pytest.approx((1.0 - rules.CONST_FLOOR_SECONDS) * share)
+    # a longer compile: no more than twice the rate's estimate
+    (b,) = rules.compile_cost(_fn(cost, 20.0))
+    assert b.estimated_saving_seconds == pytest.approx(rules.CONST_MAX_FACTOR * mine)
 
 
 def test_no_advice_on_short_compiles_small_loops_or_small_constants():

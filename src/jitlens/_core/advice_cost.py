@@ -43,10 +43,19 @@ SCAN_BODY_FACTOR = 3.0
 #: machine; without the floor small NNX programs were predicted to save 1.5-2.8x
 #: what they did.
 SCAN_FLOOR_SECONDS = 0.4
-#: Seconds of lowering + compiling per MiB of a captured constant (XLA embeds it
-#: in the program, hashes and folds it). Measured 0.04-0.09 s/MiB for 1-34 MiB
-#: tables (matmul, add, jax 0.10.2 CPU); ``benchmarks/compile_cost.py`` checks it.
+#: A captured constant's share of a program's compile: ``CONST_SECONDS_PER_MIB`` per
+#: MiB (XLA embeds it in the program, hashes and folds it; measured 0.04-0.09 s/MiB
+#: for 1-34 MiB tables, matmul and add, jax 0.10.2 CPU, loaded) against
+#: ``EQN_SECONDS`` per equation (2.6-5.8 ms measured for 184-1472 equations). Only
+#: the ratio is used: the seconds come from the measured compile, so the estimate
+#: follows the machine's speed.
 CONST_SECONDS_PER_MIB = 0.06
+EQN_SECONDS = 4e-3
+#: What the program costs without its constants, at least (an argument of the same
+#: size compiled in 0.05-0.5 s in ``benchmarks/compile_cost.py``).
+CONST_FLOOR_SECONDS = 0.3
+#: ... and a constant costs at most this multiple of ``CONST_SECONDS_PER_MIB`` per MiB.
+CONST_MAX_FACTOR = 2.0
 #: What running one equation op by op costs on the host (jax 0.10.2 CPU dispatch,
 #: measured 25-55 us for sin / add / matmul of an 8x8 array on a loaded 2-core machine):
 #: what jit saves per equation per call, before fusion.
@@ -126,11 +135,19 @@ def loop_saving(cost: CompileCost, loop: LoopCost, seconds: float) -> float:
     return max(0.0, seconds - max(SCAN_FLOOR_SECONDS, seconds * after / cost.eqns))
 
 
-def constant_saving(nbytes: int, event: Event) -> float:
-    """Seconds passing a captured constant as an argument would save on one compile."""
-    return min(
-        CONST_SECONDS_PER_MIB * nbytes / 2**20, 0.9 * (event.lower_seconds + event.compile_seconds)
-    )
+def constant_saving(nbytes: int, cost: CompileCost, seconds: float) -> float:
+    """Seconds passing a captured constant as an argument would save on one compile.
+
+    The constant's share of the program (its bytes against all constants' and
+    the equations, weighed by ``CONST_SECONDS_PER_MIB`` and ``EQN_SECONDS``) of
+    the measured seconds above ``CONST_FLOOR_SECONDS``, at most
+    ``CONST_MAX_FACTOR`` times its own rate.
+    """
+    mine = CONST_SECONDS_PER_MIB * nbytes / 2**20
+    everything = CONST_SECONDS_PER_MIB * max(cost.const_bytes, nbytes) / 2**20
+    share = mine / (everything + EQN_SECONDS * cost.eqns)
+    # the share of a small program is large; its constant still costs no more than ~2x the rate
+    return min(max(0.0, seconds - CONST_FLOOR_SECONDS) * share, CONST_MAX_FACTOR * mine)
 
 
 def _costed(fn: FunctionReport) -> list[tuple[Event, CompileCost]]:
@@ -191,7 +208,7 @@ def _constants(fn: FunctionReport) -> list[Advice]:
     for e, cost in _costed(fn):
         for c in cost.consts:
             slot = found.setdefault((c.name, c.shape, c.dtype), [c, 0.0])
-            slot[1] += constant_saving(c.nbytes, e)
+            slot[1] += constant_saving(c.nbytes, cost, e.seconds)
     out = []
     for c, saving in found.values():
         if saving < COST_MIN_SAVING_SECONDS:
