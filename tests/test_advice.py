@@ -249,12 +249,18 @@ def test_compile_cache_advice_then_hit_with_the_advised_setting(tmp_path, run_py
     if first.compile_seconds < rules.COMPILE_CACHE_MIN_SECONDS:
         pytest.skip(f"compiled in {first.compile_seconds:.2f} s, below the advice threshold")
     (advice,) = [a for a in first.advice if a.kind == "compile_cache"]
+    # issue 34: the same fresh process names the Python loop the trace unrolled
+    loop_line = SLOW.splitlines().index("    for i in range(80):") + 1
+    (loop,) = [a for a in first.advice if a.kind == "unrolled_loop"]
+    assert f"slow.py:{loop_line}" in loop.message and "jax.lax.scan" in loop.fix
     assert 'jax.config.update("jax_compilation_cache_dir"' in advice.fix
     found = re.search(r'"jax_persistent_cache_min_compile_time_secs", ([0-9.]+)', advice.fix)
     threshold = found.group(1) if found else "1.0"
     cache = str(tmp_path / "cache")
     second = run(cache, threshold)
-    assert second.persistent_cache_hits == 0 and second.advice == ()
+    # (its 80-step Python loop may still get compile-cost advice, issue 34)
+    assert second.persistent_cache_hits == 0
+    assert not [a for a in second.advice if a.kind == "compile_cache"]
     third = run(cache, threshold)
     assert third.persistent_cache_hits == 1 and third.advice == ()
 

@@ -45,6 +45,7 @@ PRIVATE_IMPORTS_ALLOWED = frozenset(
         "test_audit.py",
         "test_buckets.py",
         "test_cases.py",
+        "test_compile_cost.py",  # the cost rules on synthetic figures (no long compile in tests)
         "test_check.py",
         "test_diff.py",
         "test_docs.py",
@@ -127,6 +128,9 @@ def test_kinds_are_str_enums_in_their_documented_order() -> None:
         "disable_jit",
         "buckets",
         "fast_path",
+        "unrolled_loop",
+        "captured_constant",
+        "compile_bound",
     ]
     for kinds in (jitlens.ReasonKind, jitlens.EventKind, jitlens.AdviceKind):
         assert issubclass(kinds, enum.StrEnum)

@@ -43,6 +43,7 @@ from .frames import FRAMEWORK_PACKAGES as FRAMEWORK_PACKAGES
 from .frames import PACKAGE_DIR as PACKAGE_DIR
 from .frames import caller as caller
 from .frames import find_locals as find_locals
+from .frames import is_model_library_file as is_model_library_file
 from .frames import is_user_file as is_user_file
 from .frames import short_path as short_path
 from .frames import user_call_site as user_call_site

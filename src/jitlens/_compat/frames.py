@@ -89,6 +89,28 @@ def is_user_file(filename: str) -> bool:
     return result
 
 
+#: Libraries whose loops build the user's model (``nnx.Sequential``, ``eqx.nn.Sequential``):
+#: a loop there that the trace unrolls is the user's program's size too.
+MODEL_LIBRARIES = ("flax", "equinox")
+_MODEL_CACHE: dict[str, bool] = {}
+
+
+def is_model_library_file(filename: str) -> bool:
+    """Is ``filename`` part of Flax or Equinox (as imported by the program)?"""
+    hit = _MODEL_CACHE.get(filename)
+    if hit is None:
+        roots = []
+        for name in MODEL_LIBRARIES:
+            f = getattr(sys.modules.get(name), "__file__", None)
+            if f:
+                roots.append(os.path.dirname(os.path.abspath(f)) + os.sep)
+        hit = bool(roots) and os.path.abspath(filename).startswith(tuple(roots))
+        if len(_MODEL_CACHE) > 10_000:
+            _MODEL_CACHE.clear()
+        _MODEL_CACHE[filename] = hit
+    return hit
+
+
 def short_path(filename: str) -> str:
     """A path relative to the working directory when below it; package-relative for installed code."""
     if filename.startswith("<"):

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 from typing import Any
 
-from . import dispatch, equinox_api, flax_api, jax_api
+from . import dispatch, equinox_api, flax_api, jax_api, jaxpr_api
 
 #: The newest jax / flax releases jitlens was tested against (a warning above them).
 TESTED_JAX = ((0, 9, 2), (0, 12, 0, 1))
@@ -30,6 +30,7 @@ NNX_CALLS = "calls and cache hits of nnx.jit functions"
 NNX_GRAPHS = "explanations inside nnx graphs (model attributes)"
 CONFIG_NAMES = "the names of config options in config reasons"
 NESTED_TRACES = "traces that run inside another trace (jit in jit, grad of a jit)"
+COMPILE_COST = "what long compiles are made of (Event.cost) and the compile-cost advice"
 FAST_PATH = "counting cache hits that miss JAX's C++ dispatch fast path (python_dispatch_calls)"
 
 
@@ -174,6 +175,11 @@ def _probe(flax_loaded: bool, equinox_loaded: bool) -> Capabilities:
         lambda: dispatch.python_dispatch_owner() is not None,
         "jax._src.pjit._run_python_pjit(p, args_flat, fun, args, kwargs)",
         FAST_PATH,
+    )
+    need(
+        jaxpr_api.available,
+        "jax._src.pjit._trace_for_jit's `jaxpr` and Traceback.raw_frames",
+        COMPILE_COST,
     )
     missing += equinox_api.missing()  # only if the program imported equinox
     return Capabilities(jax_api.jax_version(), flax_api.flax_version(), tuple(missing))

@@ -20,6 +20,12 @@ plain data (no JAX here, so every rule is tested with made-up figures):
 * ``fast_path``: cache hits served by JAX's Python dispatch instead of its
   C++ fast path (a host callback in the function, jax#31319): hundreds of
   us per call instead of a few.
+* ``unrolled_loop``, ``captured_constant``, ``compile_bound`` (``compile_cost``):
+  a long compile of a program made big by a Python loop the trace unrolled,
+  or by a large array captured as a constant; a compile that costs more than
+  the function's calls could save (jax#29809, JAX's guide "Debugging slow
+  JAX tracing and XLA compilation"). Figures: ``Event.cost`` (``_core/cost.py``);
+  the rules live in ``advice_cost.py``.
 
 The figures come from ``_track/advisor.py``, which samples a few of the
 function's own cache hits. Every threshold below is a documented module
@@ -37,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import buckets
+from .advice_cost import compile_cost
 from .report import Advice, FunctionReport
 
 #: ``dispatch``: advise only when the estimated saving of the whole run is at
@@ -374,6 +381,7 @@ def advise(
         entries(fn),
         bucketing(fn),
         fast_path(fn, fast_path_timed),  # issue 24
+        *compile_cost(fn),  # issue 34
     ]
     chosen = [a for a in found if a is not None]
     return tuple(

@@ -67,7 +67,8 @@ class EventKind(_Kind):
 class AdviceKind(_Kind):
     """What ``FunctionReport.advice`` looked at beyond retraces (``Advice.kind``): host time per
     call, compile time a persistent cache would save, too many entries, eager calls, sizes
-    to bucket, cache hits off JAX's fast path. The rules live in ``_core/advice.py``."""
+    to bucket, cache hits off JAX's fast path, what makes a long compile big. The rules live in
+    ``_core/advice.py`` and ``_core/advice_cost.py``."""
 
     DISPATCH = "dispatch"
     COMPILE_CACHE = "compile_cache"
@@ -75,6 +76,9 @@ class AdviceKind(_Kind):
     DISABLE_JIT = "disable_jit"
     BUCKETS = "buckets"
     FAST_PATH = "fast_path"
+    UNROLLED_LOOP = "unrolled_loop"
+    CAPTURED_CONSTANT = "captured_constant"
+    COMPILE_BOUND = "compile_bound"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
@@ -182,4 +186,10 @@ ADVICE_KIND_DOCS: dict[AdviceKind, str] = {
     AdviceKind.BUCKETS: "one axis took 4 or more sizes, each compiled once: the sizes to pad to",
     AdviceKind.FAST_PATH: "cache hits served by JAX's Python dispatch instead of its C++ fast path, "
     "with the cause",
+    AdviceKind.UNROLLED_LOOP: "a Python loop (or `unroll=True`) the trace unrolled into most of a "
+    "long compile: its line, the seconds `lax.scan` / `fori_loop` / `vmap` would save",
+    AdviceKind.CAPTURED_CONSTANT: "an array of 1 MiB or more captured from Python into a long "
+    "compile, by the name it was captured under: pass it as an argument",
+    AdviceKind.COMPILE_BOUND: "a compile of a second or more never reused by a cache hit: the "
+    "compile may cost more than jit saves on this workload",
 }

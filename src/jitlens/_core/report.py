@@ -16,6 +16,11 @@ from typing import Any
 from .._errors import ReportError
 from . import buckets
 from .code import words_unless_code
+from .cost import CompileCost, cost_from_dict
+from .fields import NUM as _NUM
+from .fields import as_list as _list
+from .fields import build_fields as _build
+from .fields import check_type as _check_type
 from .figures import IMPOSSIBLE, check_figures, not_negative
 from .kinds import AdviceKind, EventKind, ReasonKind
 from .runinfo import RunInfo, runinfo_from_dict
@@ -124,6 +129,9 @@ class Event:
     #: The call's key as ``(user path, what JAX compared there)`` pairs (capped at
     #: ``KEY_ENTRIES_MAX``), for comparing runs: ``jitlens diff``.
     key: tuple[tuple[str, str], ...] = ()
+    #: What the compiled program is made of (``_core/cost.py``), read for long compiles
+    #: only; None when not read (a short compile, a report from before issue 34).
+    cost: CompileCost | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", EventKind(self.kind))
@@ -388,31 +396,6 @@ def _to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def _build(cls: type, data: Any, where: str) -> Any:
-    if not isinstance(data, Mapping):
-        raise ReportError(f"{where}: expected an object, got {type(data).__name__}")
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-                continue
-            raise ReportError(f"{where}: missing field {f.name!r}")
-        kwargs[f.name] = data[f.name]
-    return kwargs
-
-
-def _check_type(value: Any, types: tuple[type, ...], where: str) -> None:
-    if isinstance(value, bool) and bool not in types:
-        raise ReportError(f"{where}: expected {'/'.join(t.__name__ for t in types)}, got bool")
-    if not isinstance(value, types):
-        raise ReportError(
-            f"{where}: expected {'/'.join(t.__name__ for t in types)}, got {type(value).__name__}"
-        )
-
-
-_NUM = (int, float)
-
-
 def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
     for k, v in kw.items():
@@ -437,6 +420,8 @@ def _event(d: Any, where: str) -> Event:
             _check_type(kw[k], _NUM, f"{where}.{k}")
     if "key" in kw:
         kw["key"] = tuple((str(p), str(t)) for p, t in _list(kw["key"], f"{where}.key"))
+    if kw.get("cost") is not None:
+        kw["cost"] = cost_from_dict(kw["cost"], f"{where}.cost")
     return Event(**kw)
 
 
@@ -449,12 +434,6 @@ def _advice(d: Any, where: str) -> Advice:
     if kw.get("estimated_saving_seconds") is not None:
         _check_type(kw["estimated_saving_seconds"], _NUM, f"{where}.estimated_saving_seconds")
     return Advice(**kw)
-
-
-def _list(v: Any, where: str) -> list[Any]:
-    if not isinstance(v, (list, tuple)):
-        raise ReportError(f"{where}: expected a list, got {type(v).__name__}")
-    return list(v)
 
 
 def _function(d: Any, where: str) -> FunctionReport:

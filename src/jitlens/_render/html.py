@@ -20,8 +20,8 @@ from .._core.report import (
     fold_reasons,
     total_traces,
 )
-from .svg import entries_table, time_origin, time_span, timeline_svg
-from .text import bucketed_text, fold_key, percent, sorted_functions
+from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
+from .text import bucketed_text, costliest, fold_key, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -135,7 +135,8 @@ padding:0 3px;border-radius:3px}
 ADVICE_CSS = """
 section.advice{border:1px solid var(--line);border-left:3px solid var(--hit);border-radius:8px;
 padding:10px 18px;margin:18px 0}section.advice li{margin:8px 0}.saving{font-weight:700;
-color:var(--trace)}
+color:var(--trace)}svg.cost{display:block;max-width:100%;height:auto}svg.cost text{
+font:12px ui-monospace,SFMono-Regular,Menlo,monospace;fill:currentColor;white-space:pre}
 """
 ADVICE_HEAD = "Advice: what else costs time, most valuable first"
 ADVICE_SAVING = "saves ~{seconds:.2f} s"
@@ -448,9 +449,11 @@ def _section(report: Report, fi: int, fn: FunctionReport, span: float, origin: f
     )
     explained = f"<h3>Retraces</h3>{articles}" if articles else ""
     warnings = f"<h3>Warnings</h3>{stale}" if stale else ""
+    program = program_size_html(costliest(fn))  # issue 34
     return (
         f'<section class="function" id="fn{fi}" data-function="{escape(fn.qualname)}">'
         f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>{explained}{warnings}'
+        f"{program}"
         f'<h3>Timeline <button type="button" class="jl-reset">reset zoom</button></h3>'
         f"{timeline_svg(fn, span, anchors, origin)}"
         f"<h3>Compiled entries</h3>{entries_table(fn)}</section>"

@@ -1,4 +1,4 @@
-"""Inline SVG pieces of the HTML report: a call timeline and the shape-specialization matrix."""
+"""Inline SVG pieces of the HTML report: call timeline, shape matrix, program-size bars."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from .._core.cost import CompileCost
 from .._core.kinds import EventKind
 from .._core.report import Event, FunctionReport
 
@@ -257,4 +258,89 @@ def entries_table(fn: FunctionReport) -> str:
         f'<table class="entries" data-function="{escape(fn.qualname)}"><thead><tr>'
         f"<th>entry</th><th>signature</th><th>calls</th><th>traces</th><th>{axis}</th>"
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+#: The program-size bars (issue 34): one bar per user line, width = its share of equations.
+COST_BAR_WIDTH = 360
+COST_ROW = 18
+COST_TIP = "{where} in {function}: {eqns:,} of {total:,} equations ({share:.0%})"
+COST_LOOP_TIP = "{kind} loop at {where}: {n} iterations, {body:,} equations each"
+
+
+def cost_bars_svg(cost: CompileCost) -> str:
+    """The lines that make a program big, as horizontal bars (inclusive: a call line
+    counts the equations of what it called, as in a flame graph's frame)."""
+    total = max(cost.eqns, 1)
+    loops = {(lp.file, lp.line): lp for lp in cost.loops}
+    rows = []
+    for i, line in enumerate(cost.lines):
+        share = min(1.0, line.eqns / total)
+        where = f"{line.file}:{line.line}"
+        tip = COST_TIP.format(
+            where=where, function=line.function, eqns=line.eqns, total=total, share=share
+        )
+        loop = loops.get((line.file, line.line))
+        if loop is not None:
+            tip += "\n" + COST_LOOP_TIP.format(
+                kind=loop.kind, where=where, n=loop.iterations, body=loop.body_eqns
+            )
+        y = i * COST_ROW
+        label = f"{share:>4.0%}  {where}  {line.function}"
+        rows.append(
+            f'<g class="cost-line" data-line="{escape(where)}" data-tip="{escape(tip)}">'
+            f'<rect class="compile-bar" x="0" y="{y + 3}" height="{COST_ROW - 6}" '
+            f'width="{max(1.0, share * COST_BAR_WIDTH):.1f}"/>'
+            f'<text x="{COST_BAR_WIDTH + 8}" y="{y + COST_ROW - 5}">{escape(label)}</text></g>'
+        )
+    height = max(COST_ROW, COST_ROW * len(rows))
+    width = COST_BAR_WIDTH + 560
+    return (
+        f'<svg class="cost" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+        f"{''.join(rows)}</svg>"
+    )
+
+
+PROGRAM_HEAD = "Program size: the lines that make the longest compile big"
+PROGRAM_META = (
+    "{seconds:.2f} s to trace, lower and compile {eqns:,} equations (read in {read:.0f} ms){consts}"
+)
+PROGRAM_CONST = "{name} {shape} {dtype}, {size:.1f} MiB"
+PROGRAM_LOOP = "{where}{via}: {kind} x{n}, {eqns:,} equations"
+
+
+def program_size_html(e: Event | None) -> str:
+    """A function's costliest read compile as bars per line, its loops and constants."""
+    if e is None or e.cost is None:
+        return ""
+    cost = e.cost
+    consts = "; ".join(
+        PROGRAM_CONST.format(
+            name=c.name or "(unnamed)",
+            shape="x".join(map(str, c.shape)),
+            dtype=c.dtype,
+            size=c.nbytes / 2**20,
+        )
+        for c in cost.consts
+    )
+    loops = "; ".join(
+        PROGRAM_LOOP.format(
+            where=f"{lp.file}:{lp.line}",
+            via=f" (in {lp.via})" if lp.via else "",
+            kind=lp.kind,
+            n=lp.iterations,
+            eqns=lp.eqns,
+        )
+        for lp in cost.loops
+    )
+    meta = PROGRAM_META.format(
+        seconds=e.seconds,
+        eqns=cost.eqns,
+        read=cost.collect_seconds * 1e3,
+        consts=(f"; loops unrolled: {loops}" if loops else "")
+        + (f"; captured constants: {consts}" if consts else ""),
+    )
+    return (
+        f'<h3>{escape(PROGRAM_HEAD)}</h3><p class="meta">{escape(meta)}</p>'
+        f'<div class="program">{cost_bars_svg(cost)}</div>'
     )

@@ -20,6 +20,7 @@ from .._core.advice import SAVING_SCOPE
 from .._core.fold import count_functions, fold_wrappers
 from .._core.kinds import EventKind
 from .._core.report import (
+    Event,
     FunctionReport,
     Report,
     fold_reasons,
@@ -91,6 +92,13 @@ ADVICE_LINE = "{qualname}  {kind}{saving}: {message}"
 ADVICE_SAVING = ", saves ~{seconds:.2f} s"
 ADVICE_FIX = "fix: {fix}"
 ADVICE_MORE = "also: {kinds}"
+COST_TITLE = "compile cost: what the longest compiles are made of"
+COST_LINE = (
+    "{qualname}  {seconds:.2f} s to trace + compile {eqns:,} equations; "
+    "{share:.0%} from {where} ({function}){extra}"
+)
+COST_LOOP = "; loop at {where} x{n}"
+COST_CONSTS = "; {size} of captured constants"
 #: Why the persistent cache could not help (``Report.run.notes``, issue 23).
 CACHE_NOTE = "{message}"
 CACHE_FIX = "fix: {fix}"
@@ -204,6 +212,39 @@ def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
             kinds = ", ".join(a.kind + _saving(a.estimated_saving_seconds, a.kind) for a in rest)
             lines.append((4, ADVICE_MORE.format(kinds=kinds), "dim"))
     return lines
+
+
+def costliest(fn: FunctionReport) -> Event | None:
+    """The function's longest compile whose program jitlens read (``Event.cost``), or None."""
+    costed = [e for e in fn.events if e.cost is not None and e.cost.eqns > 0]
+    return max(costed, key=lambda e: e.seconds) if costed else None
+
+
+def compile_cost_lines(functions: Sequence[FunctionReport]) -> list[Line]:
+    """One line per function whose long compile was read: the line that makes it big."""
+    lines: list[Line] = []
+    for fn in functions:
+        e = costliest(fn)
+        if e is None or e.cost is None or not e.cost.lines:
+            continue
+        cost, top = e.cost, e.cost.lines[0]
+        extra = ""
+        if cost.loops:
+            loop = cost.loops[0]
+            extra += COST_LOOP.format(where=f"{loop.file}:{loop.line}", n=loop.iterations)
+        if cost.const_bytes >= 1 << 20:
+            extra += COST_CONSTS.format(size=f"{cost.const_bytes / 2**20:.1f} MiB")
+        text = COST_LINE.format(
+            qualname=fn.qualname,
+            seconds=e.seconds,
+            eqns=cost.eqns,
+            share=top.eqns / cost.eqns,
+            where=f"{top.file}:{top.line}",
+            function=top.function,
+            extra=extra,
+        )
+        lines.append((2, text, ""))
+    return [(0, COST_TITLE, "bold cyan"), *lines] if lines else []
 
 
 def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
@@ -356,6 +397,11 @@ def _render(
     if functions and not explained and all(f.traces is not None for f in functions):
         console.print()
         console.print(Text(NO_RETRACES, style="green"))
+    costs = compile_cost_lines(functions)  # issue 34
+    if costs:
+        console.print()
+    for indent, text, style in costs:
+        console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
     advice = advice_lines(functions)
     if advice:
         console.print()

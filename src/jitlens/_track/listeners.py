@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._errors import JitlensError, RecompileWarning
-from . import calls, flows, live, nested, pcache, selfcheck  # live: issue 24
+from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -362,8 +362,10 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         return
     if event == _compat.TRACE_EVENT:
         b.trace_seconds += secs
+        frame = _compat.find_trace_frame(_compat.caller(1))
         if b.key is not None and flows.wants_program(b.key):
-            flows.note_program(b, _compat.find_trace_frame(_compat.caller(2)))
+            flows.note_program(b, frame)
+        cost.note_trace_end(b, frame)
     elif event == _compat.LOWER_EVENT:
         if _same_fun(b, fun_name):
             b.lower_seconds += secs
@@ -371,6 +373,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         if _same_fun(b, fun_name):
             b.compile_seconds += secs
             b.compiled = True
+            cost.note_compiled(b)  # issue 34: what a long compile was made of
             if b.detached:  # a cached trace after all: the event is this compile
                 b.detached = False
                 with b.record.lock:

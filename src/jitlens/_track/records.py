@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from .._compat import cache_keys
+from .._core.cost import CompileCost
 from .._core.key import Key, flat_key
 from .._core.kinds import EventKind
 from .._core.report import (
@@ -50,6 +51,7 @@ class EventBuilder:
         "call_site",
         "compile_seconds",
         "compiled",
+        "cost",  # issue 34: what the compiled program is made of (_track/cost.py)
         "detached",
         "entry",
         "explain_seconds",
@@ -67,6 +69,7 @@ class EventBuilder:
         "thread",
         "time",
         "trace_seconds",
+        "traced",  # issue 34: the traced jaxpr, kept until the compile ends
     )
 
     def __init__(
@@ -96,6 +99,8 @@ class EventBuilder:
         self.thread = threading.current_thread().name
         self.detached = False  # announced as a trace, but served from JAX's trace cache
         self.nondiff: tuple[Any, ...] = ()
+        self.traced: Any = None
+        self.cost: CompileCost | None = None
 
     def freeze(self, t0: float, with_key: bool = True) -> Event:
         return Event(
@@ -115,6 +120,7 @@ class EventBuilder:
             thread=self.thread,
             persistent_cache=self.persistent_cache,  # issue 23: jitlens diff
             key=flat_key(self.key, KEY_ENTRIES_MAX) if with_key else (),  # issue 23
+            cost=self.cost,  # issue 34
         )
 
 

@@ -1,0 +1,206 @@
+"""The jaxpr JAX just traced, flattened for what a compile will be made of.
+
+When a trace ends (the trace-duration event), JAX's ``_trace_for_jit`` frame
+already holds the ``ClosedJaxpr`` it built in its local ``jaxpr``: jitlens
+keeps a reference until the compile ends and reads it only when the compile
+was long (``_track/cost.py``). Every equation carries ``source_info`` with the
+Python traceback it was recorded under; this module turns them into the
+user's frames below the traced function, outermost first.
+
+Private pieces: the ``jaxpr`` local, ``ClosedJaxpr``/``Jaxpr`` and their
+``eqns``/``consts``, ``eqn.source_info.traceback.raw_frames()``, the ``scan``
+primitive's ``unroll`` and ``length`` params. Each degrades to ``None``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from types import CodeType, FrameType
+from typing import Any
+
+#: The local of ``_trace_for_jit`` holding the traced ``ClosedJaxpr`` (jax 0.9-0.10).
+JAXPR_LOCAL = "jaxpr"
+#: Deepest nesting of sub-jaxprs followed (scan in cond in pjit ...).
+MAX_DEPTH = 64
+#: Equations whose tracebacks are read (~30 us each); beyond, they are counted only,
+#: so that reading a huge program stays well below its compile time.
+MAX_STACKS = 100_000
+
+
+@dataclasses.dataclass(frozen=True)
+class FlatEqn:
+    """One equation of the program as XLA will see it, with the user's frames."""
+
+    primitive: str
+    #: How many copies XLA compiles: an unrolled scan's body counts ``unroll`` times.
+    weight: int
+    #: ``(file, line, function, first line of the function, user's?)`` of the frames below
+    #: the traced function that are the user's or a model library's, outermost first.
+    stack: tuple[tuple[str, int, str, int, bool], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class UnrolledScan:
+    """A ``scan`` (``fori_loop``) that JAX unrolls when lowering: ``unroll`` copies of its body."""
+
+    stack: tuple[tuple[str, int, str, int, bool], ...]
+    length: int
+    unroll: int
+    body_eqns: int
+
+
+def available() -> bool:
+    """Does this JAX keep the traced jaxpr in the trace frame, with readable tracebacks?"""
+    try:
+        from jax._src import pjit
+        from jax._src.lib import xla_client
+    except Exception:
+        return False
+    code = getattr(getattr(pjit, "_trace_for_jit", None), "__code__", None)
+    return (
+        code is not None
+        and JAXPR_LOCAL in code.co_varnames
+        and hasattr(xla_client.Traceback, "raw_frames")
+        and hasattr(xla_client.Traceback, "code_addr2location")
+    )
+
+
+def traced_jaxpr(frame: FrameType | None) -> Any:
+    """The ``ClosedJaxpr`` in a ``_trace_for_jit`` frame whose tracing just ended, or None."""
+    if frame is None:
+        return None
+    try:
+        j = frame.f_locals.get(JAXPR_LOCAL)
+    except Exception:
+        return None
+    return j if hasattr(j, "jaxpr") and hasattr(j, "consts") else None
+
+
+def outer_codes(frame: FrameType | None) -> tuple[CodeType, ...]:
+    """The code objects from ``frame`` up to the top: what every equation's traceback ends with."""
+    codes = []
+    while frame is not None:
+        codes.append(frame.f_code)
+        frame = frame.f_back
+    return tuple(codes)
+
+
+_LINES: dict[tuple[CodeType, int], int] = {}
+
+
+def _line(code: CodeType, lasti: int) -> int:
+    key = (code, lasti)
+    line = _LINES.get(key)
+    if line is None:
+        try:
+            from jax._src.lib import xla_client
+
+            line = int(xla_client.Traceback.code_addr2location(code, lasti)[0])
+        except Exception:
+            line = code.co_firstlineno
+        if len(_LINES) > 100_000:
+            _LINES.clear()
+        _LINES[key] = line
+    return line
+
+
+def _stack(
+    eqn: Any, outer: tuple[CodeType, ...], keep: Callable[[str], bool | None]
+) -> tuple[tuple[str, int, str, int, bool], ...]:
+    tb = getattr(getattr(eqn, "source_info", None), "traceback", None)
+    raw = getattr(tb, "raw_frames", None)
+    if raw is None:
+        return ()  # announced by the probe: lines unknown, sizes still counted
+    codes, lastis = raw()
+    n = len(codes)
+    k = 0  # strip the frames the trace frame shares (the caller of the jitted function)
+    while k < n and k < len(outer) and codes[n - 1 - k] is outer[len(outer) - 1 - k]:
+        k += 1
+    out = []
+    for i in range(n - k - 1, -1, -1):
+        code = codes[i]
+        user = keep(code.co_filename)
+        if user is not None:
+            line = _line(code, lastis[i])
+            out.append((code.co_filename, line, code.co_qualname, code.co_firstlineno, user))
+    return tuple(out)
+
+
+def _subjaxprs(eqn: Any) -> list[Any]:
+    found = []
+    for val in eqn.params.values():
+        for v in val if isinstance(val, (tuple, list)) else (val,):
+            if hasattr(v, "eqns"):
+                found.append((v, ()))
+            elif hasattr(v, "jaxpr") and hasattr(v, "consts") and hasattr(v.jaxpr, "eqns"):
+                found.append((v.jaxpr, tuple(v.consts)))
+    return found
+
+
+def _unroll(eqn: Any) -> int:
+    if eqn.primitive.name != "scan":
+        return 1
+    unroll, length = eqn.params.get("unroll", 1), eqn.params.get("length", 1)
+    if unroll is True:
+        return max(1, int(length))
+    try:
+        return max(1, min(int(unroll), int(length)))
+    except (TypeError, ValueError):
+        return 1
+
+
+def flatten(
+    closed: Any, outer: tuple[CodeType, ...], keep: Callable[[str], bool | None]
+) -> tuple[list[FlatEqn], list[Any], list[UnrolledScan]]:
+    """Every equation (sub-jaxprs followed), every captured constant, every unrolled scan.
+
+    ``keep(file)`` says which frames to keep: True for the user's, False for a
+    model library's (kept for its loops), None to drop.
+
+    A container's own equation (pjit, scan, cond, custom_jvp) is not counted,
+    its body is: once for a rolled loop (XLA compiles a loop body once),
+    ``unroll`` times for an unrolled one.
+    """
+    eqns: list[FlatEqn] = []
+    consts: list[Any] = list(closed.consts)
+    scans: list[UnrolledScan] = []
+
+    def walk(jaxpr: Any, weight: int, depth: int) -> None:
+        for eqn in jaxpr.eqns:
+            subs = _subjaxprs(eqn) if depth < MAX_DEPTH else []
+            if not subs:
+                stack = _stack(eqn, outer, keep) if len(eqns) < MAX_STACKS else ()
+                eqns.append(FlatEqn(eqn.primitive.name, weight, stack))
+                continue
+            u = _unroll(eqn)
+            start = len(eqns)
+            for sub, sub_consts in subs:
+                consts.extend(sub_consts)
+                walk(sub, weight * u, depth + 1)
+            if u > 1:
+                body = sum(e.weight for e in eqns[start:]) // (weight * u)
+                length = int(eqn.params.get("length", u))
+                scans.append(UnrolledScan(_stack(eqn, outer, keep), length, u, body))
+
+    walk(closed.jaxpr, 1, 0)
+    return eqns, consts, scans
+
+
+def array_facts(x: Any) -> tuple[tuple[int, ...], str, int, Any] | None:
+    """``(shape, dtype, nbytes, identity)`` of a captured constant; None if not an array.
+
+    ``identity`` is the object the user holds: JAX wraps a captured NumPy
+    array in a view (``TypedNdArray``); its ``base`` is the user's array.
+    """
+    shape, dtype, nbytes = getattr(x, "shape", None), getattr(x, "dtype", None), None
+    if shape is None or dtype is None:
+        return None
+    try:
+        nbytes = int(x.nbytes)
+    except Exception:
+        return None
+    base = x
+    while getattr(base, "base", None) is not None and hasattr(base.base, "shape"):
+        base = base.base
+    return tuple(int(d) for d in shape), str(dtype), nbytes, base

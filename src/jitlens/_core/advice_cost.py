@@ -1,0 +1,253 @@
+"""The compile-cost rules of the advisor: what a long compile is made of in, ``Advice`` out.
+
+A slow first compile is usually a program made big by the user's code: a
+Python loop the trace unrolled (``unrolled_loop``), a large array captured as
+a constant (``captured_constant``); or a compile that its calls never repay
+(``compile_bound``). The figures are ``Event.cost`` (``_core/cost.py``, read by
+``_track/cost.py`` for compiles of at least :data:`COST_MIN_SECONDS`) and the
+event's measured seconds; each predicted saving is checked against the one
+measured by applying the fix in ``benchmarks/compile_cost.py``.
+
+See also:
+  ``jax_log_compiles`` and ``jax_dump_ir_modes=eqn_count_pprof`` show the same
+  program as logs and a profile to read; jitlens names the line or variable,
+  the change and what it saves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cost import CompileCost, LoopCost
+from .report import Advice, Event, FunctionReport
+
+#: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
+#: trace + lowering + compile took at least this long ("well under a second": nothing).
+COST_MIN_SECONDS = 0.5
+#: ... and a change is advised only when it saves at least this much per run.
+COST_MIN_SAVING_SECONDS = 0.25
+#: ... and a loop only when it made at least this share of the program ...
+LOOP_MIN_SHARE = 0.2
+#: ... and ran at least this many times (rolled, a body costs ~``SCAN_BODY_FACTOR``
+#: copies: a short loop gains little, and a small program's compile is mostly fixed
+#: costs that the equation count does not see).
+LOOP_MIN_ITERATIONS = 8
+#: What a ``lax.scan`` / ``fori_loop`` of a body costs XLA, in equations of its
+#: body: the body once, plus the loop (a while loop, slicing the stacked inputs,
+#: updating the carry). Calibrated: 8-64 layers of a 23-equation MLP block, loop vs
+#: scan, predicted saving 0.9-1.1x the measured one; ``benchmarks/compile_cost.py``.
+SCAN_BODY_FACTOR = 3.0
+#: ... and a program with a rolled loop still costs at least this much to trace and
+#: compile (the loop, slicing the stacked inputs, nnx.scan's state handling): the
+#: scan versions in ``benchmarks/compile_cost.py`` took 0.3-1.9 s on a shared 2-core
+#: machine; without the floor small NNX programs were predicted to save 1.5-2.8x
+#: what they did.
+SCAN_FLOOR_SECONDS = 0.4
+#: A captured constant's share of a program's compile: ``CONST_SECONDS_PER_MIB`` per
+#: MiB (XLA embeds it in the program, hashes and folds it; measured 0.04-0.09 s/MiB
+#: for 1-34 MiB tables, matmul and add, jax 0.10.2 CPU, loaded) against
+#: ``EQN_SECONDS`` per equation (2.6-5.8 ms measured for 184-1472 equations). Only
+#: the ratio is used: the seconds come from the measured compile, so the estimate
+#: follows the machine's speed.
+CONST_SECONDS_PER_MIB = 0.06
+EQN_SECONDS = 4e-3
+#: What the program costs without its constants, at least (an argument of the same
+#: size compiled in 0.05-0.5 s in ``benchmarks/compile_cost.py``).
+CONST_FLOOR_SECONDS = 0.3
+#: ... and a constant costs at most this multiple of ``CONST_SECONDS_PER_MIB`` per MiB.
+CONST_MAX_FACTOR = 2.0
+#: What running one equation op by op costs on the host (jax 0.10.2 CPU dispatch,
+#: measured 25-55 us for sin / add / matmul of an 8x8 array on a loaded 2-core machine):
+#: what jit saves per equation per call, before fusion.
+EAGER_OP_SECONDS = 40e-6
+UNROLLED_MESSAGE = (
+    "the {kind} at {where} was unrolled by the trace: {eqns:,} of the program's "
+    "{total:,} equations ({share:.0%}) are {n} repeats of the same ~{each:,}, and "
+    "tracing + compiling took {seconds:.2f} s"
+)
+UNROLLED_SCAN_MESSAGE = (
+    "the loop at {where} is unrolled {n} times (unroll=): {eqns:,} of the program's "
+    "{total:,} equations ({share:.0%}) are copies of its body, and tracing + "
+    "compiling took {seconds:.2f} s"
+)
+UNROLLED_FIXES = {
+    "jax": (
+        "turn the body of the loop at {where} into a function and run it with "
+        "`jax.lax.scan` over the stacked per-iteration values (`jax.lax.fori_loop` when "
+        "only the index changes; `jax.vmap` when the iterations are independent, e.g. "
+        "one per example of a batch): XLA compiles the body once, ~{body:,} equations "
+        "instead of {eqns:,}"
+    ),
+    "nnx": (
+        "keep the {n} blocks stacked instead of in a list (Flax's scan over layers): "
+        "create them with `@nnx.vmap(in_axes=0, out_axes=0)` over split rngs and apply "
+        "them with `@nnx.scan` in place of the loop at {where} (plain arrays: "
+        "`jax.lax.scan`); XLA compiles one block, ~{body:,} equations instead of {eqns:,}"
+    ),
+    "eqx": (
+        "build the {n} layers stacked with `eqx.filter_vmap` and apply them with "
+        "`jax.lax.scan` over `eqx.partition`ed arrays in place of the loop at {where}; "
+        "XLA compiles one layer, ~{body:,} equations instead of {eqns:,}"
+    ),
+    "unroll": (
+        "drop `unroll=True` (or pass a small unroll, e.g. 2-8) at {where}: XLA compiles "
+        "the body once, ~{body:,} equations instead of {eqns:,}"
+    ),
+}
+CONSTANT_MESSAGE = (
+    "{what} ({shape} {dtype}, {size}) is captured from Python and compiled into the "
+    "program as a constant: lowering and compiling it cost ~{saving:.2f} s"
+)
+CONSTANT_FIX = (
+    "pass `{name}` to the jitted function as an argument instead of closing over it "
+    "(`f(x, {name})`; mark nothing static): it becomes an input buffer, not part of "
+    "the program"
+)
+CONSTANT_FIX_UNNAMED = (
+    "pass the {shape} array to the jitted function as an argument instead of closing "
+    "over it: it becomes an input buffer, not part of the program"
+)
+COMPILE_BOUND_MESSAGE = (
+    "compiled {compiles}x for {seconds:.2f} s and served no cache hit in {calls} "
+    "call(s): run op by op, its {eqns:,} equations would cost ~{eager} of dispatch "
+    "per call; whether jit pays depends on the workload"
+)
+COMPILE_BOUND_FIX = (
+    "call `{name}` many times per compile (same shapes and statics), or run it without "
+    "jit where it runs once (e.g. a setup step)"
+)
+
+
+def _where(file: str, line: int) -> str:
+    return f"{file}:{line}"
+
+
+def loop_saving(cost: CompileCost, loop: LoopCost, seconds: float) -> float:
+    """Seconds a rolled loop would save on one compile of this program.
+
+    Compile time grows with the equations XLA sees; rolled, the loop counts
+    its body ``SCAN_BODY_FACTOR`` times instead of ``iterations`` times, and
+    the program costs at least ``SCAN_FLOOR_SECONDS``.
+    """
+    if cost.eqns <= 0:
+        return 0.0
+    after = cost.eqns - loop.eqns + min(loop.eqns, SCAN_BODY_FACTOR * loop.body_eqns)
+    return max(0.0, seconds - max(SCAN_FLOOR_SECONDS, seconds * after / cost.eqns))
+
+
+def constant_saving(nbytes: int, cost: CompileCost, seconds: float) -> float:
+    """Seconds passing a captured constant as an argument would save on one compile.
+
+    The constant's share of the program (its bytes against all constants' and
+    the equations, weighed by ``CONST_SECONDS_PER_MIB`` and ``EQN_SECONDS``) of
+    the measured seconds above ``CONST_FLOOR_SECONDS``, at most
+    ``CONST_MAX_FACTOR`` times its own rate.
+    """
+    mine = CONST_SECONDS_PER_MIB * nbytes / 2**20
+    everything = CONST_SECONDS_PER_MIB * max(cost.const_bytes, nbytes) / 2**20
+    share = mine / (everything + EQN_SECONDS * cost.eqns)
+    # the share of a small program is large; its constant still costs no more than ~2x the rate
+    return min(max(0.0, seconds - CONST_FLOOR_SECONDS) * share, CONST_MAX_FACTOR * mine)
+
+
+def _costed(fn: FunctionReport) -> list[tuple[Event, CompileCost]]:
+    return [
+        (e, e.cost)
+        for e in fn.events
+        if e.cost is not None and e.compiled and e.seconds >= COST_MIN_SECONDS
+    ]
+
+
+def _unrolled(fn: FunctionReport) -> list[Advice]:
+    """``unrolled_loop`` advice: one per loop, its saving summed over the compiles it made."""
+    found: dict[tuple[str, int], list[Any]] = {}
+    for e, cost in _costed(fn):
+        for loop in cost.loops:
+            if loop.eqns < LOOP_MIN_SHARE * cost.eqns or loop.iterations < LOOP_MIN_ITERATIONS:
+                continue
+            slot = found.setdefault((loop.file, loop.line), [loop, cost, e, 0.0])
+            slot[3] += loop_saving(cost, loop, e.seconds)
+    out = []
+    for (file, line), (loop, cost, e, saving) in found.items():
+        if saving < COST_MIN_SAVING_SECONDS:
+            continue
+        where = _where(file, line) + (f" (in `{loop.via}`)" if loop.via else "")
+        fields = dict(
+            kind=f"`{loop.kind}` loop" if loop.kind != "comprehension" else "comprehension",
+            where=where,
+            n=loop.iterations,
+            eqns=loop.eqns,
+            total=cost.eqns,
+            share=loop.eqns / cost.eqns,
+            seconds=e.seconds,
+            body=int(SCAN_BODY_FACTOR * loop.body_eqns),
+            each=loop.body_eqns,
+        )
+        if loop.kind == "unrolled scan":
+            message, flavour = UNROLLED_SCAN_MESSAGE.format(**fields), "unroll"
+        else:
+            message = UNROLLED_MESSAGE.format(**fields)
+            flavour = "nnx" if fn.kind.startswith("nnx.") else "jax"
+            if fn.kind.startswith("eqx."):
+                flavour = "eqx"
+        out.append(
+            Advice(
+                "unrolled_loop", message, UNROLLED_FIXES[flavour].format(**fields), round(saving, 6)
+            )
+        )
+    return out
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 1024:.0f} KiB"
+
+
+def _constants(fn: FunctionReport) -> list[Advice]:
+    """``captured_constant`` advice: one per captured array, summed over the compiles."""
+    found: dict[tuple[str, tuple[int, ...], str], list[Any]] = {}
+    for e, cost in _costed(fn):
+        for c in cost.consts:
+            slot = found.setdefault((c.name, c.shape, c.dtype), [c, 0.0])
+            slot[1] += constant_saving(c.nbytes, cost, e.seconds)
+    out = []
+    for c, saving in found.values():
+        if saving < COST_MIN_SAVING_SECONDS:
+            continue
+        shape = "x".join(map(str, c.shape)) or "scalar"
+        message = CONSTANT_MESSAGE.format(
+            what=f"`{c.name}`" if c.name else "an array",
+            shape=shape,
+            dtype=c.dtype,
+            size=_size(c.nbytes),
+            saving=saving,
+        )
+        fix = (
+            CONSTANT_FIX.format(name=c.name) if c.name else CONSTANT_FIX_UNNAMED.format(shape=shape)
+        )
+        out.append(Advice("captured_constant", message, fix, round(saving, 6)))
+    return out
+
+
+def _compile_bound(fn: FunctionReport) -> list[Advice]:
+    """``compile_bound``: long compiles never reused, of programs cheap to run op by op."""
+    costed = _costed(fn)
+    if not costed or fn.cache_hits != 0 or not fn.calls:
+        return []
+    seconds = sum(e.seconds for e, _ in costed)
+    eqns = max(c.eqns for _, c in costed)
+    eager = eqns * EAGER_OP_SECONDS
+    if seconds < 2 * COST_MIN_SECONDS or eager * fn.calls >= seconds:
+        return []
+    message = COMPILE_BOUND_MESSAGE.format(
+        compiles=len(costed),
+        seconds=seconds,
+        calls=fn.calls,
+        eqns=eqns,
+        eager=f"{eager * 1e3:.2f} ms",
+    )
+    return [Advice("compile_bound", message, COMPILE_BOUND_FIX.format(name=fn.name), None)]
+
+
+def compile_cost(fn: FunctionReport) -> list[Advice]:
+    """The compile-cost rules on one function (nothing when it compiled in under ``COST_MIN_SECONDS``)."""
+    return [*_unrolled(fn), *_constants(fn), *_compile_bound(fn)]

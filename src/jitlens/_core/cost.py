@@ -1,0 +1,248 @@
+"""What one compiled program is made of, attributed to the user's source: plain data.
+
+A slow first compile is usually a program that is big for a reason the user
+can see in their own code (JAX's guide, "Debugging slow JAX tracing and XLA
+compilation"): a Python loop that the trace unrolls, or a large NumPy array
+captured as a constant. ``_track/cost.py`` reads the jaxpr JAX traced (only
+for compiles that took long) and hands this module flat equations with the
+user's frames; this module finds the lines, the loops and their trip counts,
+with no JAX and no file access (the loops of a file come in as source text).
+
+Equations stand for program size: XLA's compile time grows with them
+(``benchmarks/compile_cost.py`` measures it; ``_core/advice.py`` turns the
+figures into a predicted saving).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._pyast import parse
+from .fields import NUM, as_list, build_fields, check_type
+
+#: Lines kept per program (the largest first).
+LINES_MAX = 12
+#: Loops and constants kept per program.
+LOOPS_MAX = 8
+CONSTS_MAX = 8
+#: An iteration pattern may differ from the period in this share of equations
+#: (a first or last layer with its own shape, a tail after the loop on its line).
+PERIOD_MISMATCH = 0.1
+#: Candidate periods tried (each a place where the loop's first equation recurs).
+PERIOD_CANDIDATES = 64
+
+#: ``LoopCost.kind``: how the loop is written.
+LOOP_KINDS = ("for", "while", "comprehension", "unrolled scan")
+
+#: ``(file, line, function, the function's first line, the user's?)``, outermost first;
+#: frames of a model library (flax, equinox) are kept, marked False, for their loops.
+Frame = tuple[str, int, str, int, bool]
+
+
+@dataclasses.dataclass(frozen=True)
+class Eqn:
+    """One equation: its primitive, how many copies XLA compiles, the user's frames."""
+
+    primitive: str
+    weight: int
+    stack: tuple[Frame, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class LineCost:
+    """Equations recorded while a user line ran (inclusive: a call line counts its callee's)."""
+
+    file: str
+    line: int
+    function: str
+    eqns: int
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopCost:
+    """A loop that made the program ``iterations`` copies of its body."""
+
+    file: str
+    line: int
+    function: str
+    kind: str
+    iterations: int
+    eqns: int
+    body_eqns: int
+    #: A model library's loop reached from the user's line above (``Sequential.__call__``);
+    #: "" when the loop is the user's own.
+    via: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstCost:
+    """An array captured from Python and compiled into the program as a constant."""
+
+    #: The name it was captured under (``table``, ``self.table``); "" when not found.
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileCost:
+    """What one compiled program is made of (``Event.cost``)."""
+
+    #: Equations XLA compiles (rolled loop bodies once, unrolled ones per copy).
+    eqns: int
+    lines: tuple[LineCost, ...] = ()
+    loops: tuple[LoopCost, ...] = ()
+    consts: tuple[ConstCost, ...] = ()
+    #: Bytes of all captured constants (not only those kept in ``consts``).
+    const_bytes: int = 0
+    #: What reading the jaxpr cost jitlens, on the program's thread.
+    collect_seconds: float = 0.0
+
+
+def line_costs(eqns: Sequence[Eqn]) -> tuple[LineCost, ...]:
+    """The user lines holding most equations (each line counted once per equation)."""
+    counts: dict[tuple[str, int], list[object]] = {}
+    for e in eqns:
+        seen = set()
+        for file, line, fn, _, user in e.stack:
+            key = (file, line)
+            if not user:
+                continue
+            if key in seen:
+                continue
+            seen.add(key)
+            slot = counts.setdefault(key, [fn, 0])
+            slot[1] = int(slot[1]) + e.weight  # type: ignore[call-overload]
+    ranked = sorted(counts.items(), key=lambda kv: (-int(kv[1][1]), kv[0]))  # type: ignore[call-overload]
+    return tuple(
+        LineCost(file, line, str(v[0]), int(v[1]))  # type: ignore[call-overload]
+        for (file, line), v in ranked[:LINES_MAX]
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLoop:
+    """A loop statement of a source file: the lines it spans."""
+
+    line: int
+    end: int
+    kind: str
+
+
+def source_loops(source: str, filename: str = "<source>") -> tuple[SourceLoop, ...]:
+    """Every ``for`` / ``while`` / comprehension of a file, outermost first."""
+    try:
+        tree = parse(source, filename)
+    except (SyntaxError, ValueError):
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            kind = "for"
+        elif isinstance(node, ast.While):
+            kind = "while"
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            kind = "comprehension"
+        else:
+            continue
+        found.append(SourceLoop(node.lineno, node.end_lineno or node.lineno, kind))
+    return tuple(sorted(found, key=lambda s: (s.line, -s.end)))
+
+
+def enclosing_loop(loops: Sequence[SourceLoop], line: int, first_line: int) -> SourceLoop | None:
+    """The outermost loop spanning ``line`` that starts inside the function at ``first_line``."""
+    for s in loops:
+        if s.line <= line <= s.end and s.line >= first_line:
+            return s
+    return None
+
+
+def period(seq: Sequence[object]) -> int:
+    """The shortest repeating unit of ``seq`` (allowing ``PERIOD_MISMATCH``), else its length."""
+    n = len(seq)
+    tried = 0
+    for p in range(1, n // 2 + 1):
+        if seq[p] != seq[0]:
+            continue
+        tried += 1
+        if tried > PERIOD_CANDIDATES:
+            break
+        allowed = PERIOD_MISMATCH * n
+        bad = 0
+        for j in range(n - p):
+            if seq[j] != seq[j + p]:
+                bad += 1
+                if bad > allowed:
+                    break
+        if bad <= allowed:
+            return p
+    return n
+
+
+def find_loops(
+    eqns: Sequence[Eqn], loop_at: Callable[[str, int, int], SourceLoop | None]
+) -> tuple[LoopCost, ...]:
+    """Python loops the trace unrolled: equations under a loop line, and its trip count.
+
+    ``loop_at(file, line, first_line)`` names the outermost loop spanning a
+    frame's line inside the function starting at ``first_line``. An equation belongs to the first (outermost) frame of its
+    stack that is inside a loop; the trip count is the number of times the
+    loop's sequence of (frames below the loop, primitive) repeats.
+    """
+    groups: dict[tuple[str, int], tuple[SourceLoop, Frame, str, list[Eqn], list[object]]] = {}
+    cache: dict[tuple[str, int, int], SourceLoop | None] = {}
+    for e in eqns:
+        for i, frame in enumerate(e.stack):
+            file, line, fn, first, user = frame
+            key3 = (file, line, first)
+            if key3 not in cache:
+                cache[key3] = loop_at(file, line, first)
+            loop = cache[key3]
+            if loop is None:
+                continue
+            # a library's loop is shown at the user's line that called into it
+            shown = frame if user else next((f for f in e.stack[i::-1] if f[4]), frame)
+            via = "" if user or shown is frame else fn
+            g = groups.setdefault((file, loop.line), (loop, shown, via, [], []))
+            g[3].append(e)
+            g[4].append((e.primitive, e.stack[i:]))
+            break
+    found = []
+    for loop, shown, via, members, seq in groups.values():
+        total = sum(e.weight for e in members)
+        iterations = len(seq) // period(seq)
+        if iterations < 2:
+            continue
+        line = loop.line if not via else shown[1]
+        body = -(-total // iterations)
+        found.append(LoopCost(shown[0], line, shown[2], loop.kind, iterations, total, body, via))
+    found.sort(key=lambda x: -x.eqns)
+    return tuple(found[:LOOPS_MAX])
+
+
+def cost_from_dict(d: Any, where: str) -> CompileCost:
+    """A report's ``Event.cost`` read back, each field checked (``_core/fields.py``)."""
+    kw = build_fields(CompileCost, d, where)
+    for k in ("eqns", "const_bytes"):
+        if k in kw:
+            check_type(kw[k], (int,), f"{where}.{k}")
+    if "collect_seconds" in kw:
+        check_type(kw["collect_seconds"], NUM, f"{where}.collect_seconds")
+    parts = (("lines", LineCost), ("loops", LoopCost), ("consts", ConstCost))
+    for k, cls in parts:
+        items = []
+        for i, x in enumerate(as_list(kw.get(k, ()), f"{where}.{k}")):
+            fields = build_fields(cls, x, f"{where}.{k}[{i}]")
+            for f in dataclasses.fields(cls):
+                simple = {"str": (str,), "int": (int,)}.get(str(f.type))
+                if simple is not None and f.name in fields:
+                    check_type(fields[f.name], simple, f"{where}.{k}[{i}].{f.name}")
+            if "shape" in fields:
+                fields["shape"] = tuple(int(n) for n in as_list(fields["shape"], f"{where}.shape"))
+            items.append(cls(**fields))
+        kw[k] = tuple(items)
+    return CompileCost(**kw)

@@ -1,0 +1,231 @@
+"""Compile cost as data: what a long compile's program is made of, read after the fact.
+
+When a trace ends, the listener keeps a weak reference to the jaxpr JAX just built
+(``_compat.jaxpr_api.traced_jaxpr``: a local of JAX's trace frame, no extra
+work for JAX). When the compile that follows ends, and only if tracing,
+lowering and compiling took at least ``_core.advice_cost.COST_MIN_SECONDS``, the jaxpr
+is flattened and attributed to the user's lines (``_core/cost.py``);
+otherwise the reference is dropped. Cache hits never come here.
+
+Measured (``benchmarks/compile_cost.py``): reading a program of 1,104
+equations takes 30-45 ms (more on a loaded machine), next to a compile of
+7-30 s; a captured table, 0.3 ms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+import time
+import types
+import weakref
+from types import CodeType
+from typing import Any
+
+from .. import _compat
+from .._compat import jaxpr_api
+from .._core import advice_cost
+from .._core.cost import (
+    CONSTS_MAX,
+    CompileCost,
+    ConstCost,
+    Eqn,
+    LoopCost,
+    SourceLoop,
+    enclosing_loop,
+    find_loops,
+    line_costs,
+    source_loops,
+)
+from .records import EventBuilder, Record
+from .state import internal_failure
+
+#: Constants smaller than this are summed in ``const_bytes`` but not named.
+CONST_MIN_BYTES = 1 << 20
+#: Objects searched for a constant's name (closures, globals, attributes).
+NAME_SEARCH_MAX = 5_000
+
+
+def note_trace_end(b: EventBuilder, frame: Any) -> None:
+    """Keep a weak reference to the jaxpr JAX traced for ``b`` until its compile ends.
+
+    Weak: JAX's own trace cache keeps the jaxpr alive through lowering and
+    compiling; a trace that never compiles (``.trace()``, ``eval_shape``) must
+    not keep it (and the constants it captured) alive in jitlens' records.
+    """
+    closed = jaxpr_api.traced_jaxpr(frame)
+    try:
+        ref = weakref.ref(closed) if closed is not None else None
+    except TypeError:
+        ref = None
+    b.traced = (ref, jaxpr_api.outer_codes(frame)) if ref is not None else None
+
+
+def note_compiled(b: EventBuilder) -> None:
+    """The compile of ``b`` ended: read its program if it took long, then let the jaxpr go."""
+    traced, b.traced = b.traced, None
+    if traced is None or b.persistent_cache_hit:
+        return
+    closed = traced[0]()
+    if closed is None:
+        return
+    # a short compile gets no compile-cost advice: reading it would cost without use
+    if b.trace_seconds + b.lower_seconds + b.compile_seconds < advice_cost.COST_MIN_SECONDS:
+        return
+    t0 = time.perf_counter()
+    try:
+        cost = collect(b.record, closed, traced[1])
+    except Exception as exc:
+        internal_failure("reading a compiled program's cost", exc)
+        return
+    b.cost = CompileCost(
+        cost.eqns,
+        cost.lines,
+        cost.loops,
+        cost.consts,
+        cost.const_bytes,
+        round(time.perf_counter() - t0, 6),
+    )
+
+
+def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> CompileCost:
+    """Flatten a ``ClosedJaxpr`` and attribute it to the user's source."""
+    flat, consts, scans = jaxpr_api.flatten(closed, outer, _keep)
+    eqns = [Eqn(e.primitive, e.weight, e.stack) for e in flat]
+    loops = list(find_loops(eqns, _loop_at))
+    for s in scans:
+        users = [f for f in s.stack if f[4]]
+        if not users:
+            continue
+        file, line, fn, _, _ = users[-1]
+        loops.append(
+            LoopCost(file, line, fn, "unrolled scan", s.unroll, s.body_eqns * s.unroll, s.body_eqns)
+        )
+    loops.sort(key=lambda x: -x.eqns)
+    total = sum(e.weight for e in eqns)
+    short = _compat.short_path
+    return CompileCost(
+        eqns=total,
+        lines=tuple(dataclasses.replace(x, file=short(x.file)) for x in line_costs(eqns)),
+        loops=tuple(dataclasses.replace(x, file=short(x.file)) for x in loops),
+        consts=_consts(rec, consts),
+        const_bytes=sum(f[2] for c in consts if (f := jaxpr_api.array_facts(c)) is not None),
+    )
+
+
+def _keep(file: str) -> bool | None:
+    """The user's frames (True) and a model library's, for its loops (False); no others."""
+    if _compat.is_user_file(file):
+        return True
+    return False if _compat.is_model_library_file(file) else None
+
+
+_LOOPS: dict[str, tuple[int, tuple[SourceLoop, ...]]] = {}
+
+
+def _loop_at(file: str, line: int, first_line: int) -> SourceLoop | None:
+    lines = linecache.getlines(file)
+    if not lines:
+        return None
+    cached = _LOOPS.get(file)
+    if cached is None or cached[0] != len(lines):
+        cached = (len(lines), source_loops("".join(lines), file))
+        _LOOPS[file] = cached
+    return enclosing_loop(cached[1], line, first_line)
+
+
+def _consts(rec: Record | None, consts: list[Any]) -> tuple[ConstCost, ...]:
+    big = []
+    for c in consts:
+        facts = jaxpr_api.array_facts(c)
+        if facts is not None and facts[2] >= CONST_MIN_BYTES:
+            big.append(facts)
+    if not big:
+        return ()
+    big.sort(key=lambda f: -f[2])
+    big = big[:CONSTS_MAX]
+    names = _names(rec.user_fn() if rec is not None else None)
+    found = []
+    for shape, dtype, nbytes, obj in big:
+        found.append(ConstCost(_name_of(obj, shape, dtype, names), shape, dtype, nbytes))
+    return tuple(found)
+
+
+def _names(fn: Any) -> list[tuple[str, Any]]:
+    """``(name, value)`` of what the traced function can reach: closure, globals, attributes."""
+    out: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+
+    def add(name: str, value: Any, depth: int) -> None:
+        if id(value) in seen or len(out) > NAME_SEARCH_MAX:
+            return
+        seen.add(id(value))
+        out.append((name, value))
+        if depth <= 0 or hasattr(value, "shape") or isinstance(value, types.ModuleType):
+            return
+        if isinstance(value, (list, tuple)):
+            for i, v in enumerate(value[:256]):
+                add(f"{name}[{i}]", v, depth - 1)
+        elif isinstance(value, dict):
+            for k, v in list(value.items())[:256]:
+                add(f"{name}[{k!r}]", v, depth - 1)
+        elif callable(value) and hasattr(value, "__code__"):
+            scan_fn(value, depth - 1)
+        elif hasattr(value, "__dict__") and not isinstance(value, type):
+            try:
+                attrs = list(vars(value).items())[:256]
+            except TypeError:
+                return
+            for k, v in attrs:
+                add(f"{name}.{k}", v, depth - 1)
+
+    def scan_fn(f: Any, depth: int) -> None:
+        self_obj = getattr(f, "__self__", None)
+        if self_obj is not None and not isinstance(self_obj, types.ModuleType):
+            add("self", self_obj, depth)
+        f = _compat.unwrap(f)
+        f = getattr(f, "__func__", f)
+        code = getattr(f, "__code__", None)
+        if code is None:
+            return
+        for name, cell in zip(
+            code.co_freevars, getattr(f, "__closure__", None) or (), strict=False
+        ):
+            try:
+                add(name, cell.cell_contents, depth)
+            except ValueError:
+                continue
+        glob = getattr(f, "__globals__", {})
+        for name in code.co_names:
+            if name in glob:
+                add(name, glob[name], depth)
+
+    if fn is not None:
+        scan_fn(fn, 2)
+    return out
+
+
+def _name_of(obj: Any, shape: tuple[int, ...], dtype: str, names: list[tuple[str, Any]]) -> str:
+    """The name ``obj`` was captured under: the same object, else the one array of its kind."""
+    for name, value in names:
+        if value is obj:
+            return name
+    ptr = _data_pointer(obj)
+    if ptr is not None:
+        for name, value in names:
+            if _data_pointer(value) == ptr and tuple(getattr(value, "shape", ())) == shape:
+                return name
+    alike = [
+        name
+        for name, value in names
+        if tuple(getattr(value, "shape", (None,))) == shape
+        and str(getattr(value, "dtype", "")) == dtype
+    ]
+    return alike[0] if len(alike) == 1 else ""
+
+
+def _data_pointer(x: Any) -> int | None:
+    try:
+        return int(x.__array_interface__["data"][0])
+    except Exception:
+        return None
