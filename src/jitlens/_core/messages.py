@@ -8,6 +8,7 @@ see ``_identity_fix``). Messages and fixes are capped at 240 characters.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .report import Reason
@@ -176,6 +177,27 @@ def new_function(
             name=name.strip("<>") if not is_lambda else "step_fn", kind=kind
         )
     return _reason("new_function", "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix)
+
+
+DIFFERENT_FUNCTION_MSG = (
+    "`{name}` calls a different function through `{free}` than its {count} earlier "
+    "wrapper(s) ({before} -> {after}): a different function, compiled once on purpose."
+)
+DIFFERENT_FUNCTION_FIX = (
+    "Expected once per function: nothing to fix. To run the same one again, keep this "
+    "`{name}` and call it again rather than building a new one."
+)
+
+
+def different_function(name: str, count: int, free: str, before: str, after: str) -> Reason:
+    """A new wrapper of the same code over different functions (three samplers' kernels)."""
+    msg = DIFFERENT_FUNCTION_MSG.format(
+        name=name, free=free, count=count, before=f"`{before}`", after=f"`{after}`"
+    )
+    r = _reason(
+        "new_function", "", name, before, after, msg, DIFFERENT_FUNCTION_FIX.format(name=name)
+    )
+    return dataclasses.replace(r, expected=True)
 
 
 NEW_PARTIAL_MSG = (

@@ -307,7 +307,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
             rec = REGISTRY.record_for_wrapper(owner, None, False)
     if rec is None:  # jitlens-frontends: a jax.jit made before tracking, traced in a trace
         rec = nested.untracked_record(fun, frame)
-    if rec is None or rec.internal:
+    if rec is None or (rec.internal and not REGISTRY.include_internal_keys):
         return
     call = find_call(frame)
     if call is not None and call.record is rec and tls.depth == 0:

@@ -159,14 +159,38 @@ class Registry:
                 return found
         return None
 
-    def jit_record_for(self, fun: Any, options: dict[str, Any]) -> Record:
+    def jit_record_for(self, fun: Any, options: dict[str, Any], by_user: bool = False) -> Record:
         """The record of a ``jax.jit(fun, **options)`` made while tracking: a front-end's
-        (a linen ``nn.jit``'s, named after its module) or a plain one."""
+        (a linen ``nn.jit``'s, named after its module; a keras step) or a plain one.
+
+        ``by_user``: ``jax.jit`` was called from the user's code, so the row is the
+        user's even when ``fun`` lives in a library (``jax.jit(svi.update)``).
+        """
         for make in self.jit_record_makers:
             rec = make(fun, options)
             if rec is not None:
                 return rec
-        return self.record_for_jax_jit(fun, options)
+        rec = self.record_for_jax_jit(fun, options)
+        if by_user and rec.internal:
+            name = _compat.library_name(fun)
+            if name is not None:  # a library's callable the user jitted: named in its terms
+                rec.internal = False
+                self.rename(rec, name)
+        return rec
+
+    def rename(self, rec: Record, name: str) -> None:
+        """Name ``rec`` in a library's terms; only rows of that name are its siblings.
+
+        blackjax builds every sampler's ``step_fn`` from one closure: an hmc and a
+        mala step are different functions, not a wrapper rebuilt.
+        """
+        with self.lock:
+            siblings = self.by_code.get(rec.code_key, [])
+            if rec in siblings:
+                siblings.remove(rec)
+            rec.name = rec.qualname = name
+            rec.code_key = ("library", name, rec.code_key)
+            self.by_code.setdefault(rec.code_key, []).append(rec)
 
     def _index_fun(self, fun: Any, rec: Record) -> None:
         """Find ``rec`` from the callable JAX traces (weakly: dropped with ``fun``)."""

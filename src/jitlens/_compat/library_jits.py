@@ -1,0 +1,113 @@
+"""Jits a library makes around the user's model, loss or data: which, and in whose terms.
+
+Keras 3 (JAX backend) jits its train, test and predict steps; numpyro jits its
+MCMC sample loop and ``SVI.run``'s step. Their code lives in the library's files,
+so seen from JAX they look like library-internal helpers, yet each trace runs
+the user's model on the user's data: they are the user's business. A
+:class:`LibraryJit` names such a jit in the library's terms (``keras:
+Sequential.fit train step``) and says what its arguments are in the user's
+terms (``data[0]`` is ``x`` of ``fit``). The library-specific knowledge is in
+:mod:`.keras_api` and :mod:`.numpyro_api`; this module reads neither library
+unless the program imported it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from types import FrameType
+from typing import Any
+
+from .frames import FRAMEWORK_PACKAGES
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryJit:
+    """One library jit that runs the user's code, as the library's user knows it."""
+
+    #: The library (``keras``, ``numpyro``): the row kind.
+    library: str
+    #: The row's name, in the library's terms (``keras: Sequential.fit train step``).
+    name: str
+    #: The user's method that built it (``fit``, ``predict_on_batch``, ``MCMC.run``).
+    entry: str
+    #: The step's role (``train``, ``test``, ``predict``, ``sample``, ``svi``).
+    role: str
+    #: Leading key paths -> the user's names (``data[0]`` -> ``x``).
+    paths: tuple[tuple[str, str], ...] = ()
+    #: Facts the words need (``batch_size``, ``samples``), as ``(name, value)``.
+    facts: tuple[tuple[str, Any], ...] = ()
+    #: The library object the jit serves (the keras model), not compared.
+    owner: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+    def fact(self, name: str) -> Any:
+        return dict(self.facts).get(name)
+
+
+def package_of(fn: Any) -> str | None:
+    """The installed library (a :data:`FRAMEWORK_PACKAGES` name) whose file defines ``fn``."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    if not isinstance(filename, str):
+        return None
+    site = os.sep + "site-packages" + os.sep
+    if site not in filename:
+        return None
+    top = filename.split(site, 1)[1].split(os.sep, 1)[0]
+    return top if top in FRAMEWORK_PACKAGES else None
+
+
+def library_name(fn: Any) -> str | None:
+    """``numpyro: SVI.update``: a library callable the user jitted, in the library's terms.
+
+    A bound method names its object's class (``svi.update`` -> ``SVI.update``);
+    a closure the library's factory built (blackjax's ``step_fn`` inside
+    ``hmc.as_top_level_api``) names the factory's module (``hmc.step_fn``).
+    """
+    top = package_of(fn)
+    if top is None:
+        return None
+    owner = getattr(fn, "__self__", None)
+    func = getattr(fn, "__func__", fn)
+    name = getattr(func, "__name__", "?")
+    qualname = getattr(func, "__qualname__", name)
+    if owner is not None and not isinstance(owner, type):
+        return f"{top}: {type(owner).__name__}.{name}"
+    if "<locals>" in qualname:
+        module = _callee_module(func, top) or getattr(func, "__module__", "") or ""
+        return f"{top}: {module.rsplit('.', 1)[-1]}.{name}"
+    return f"{top}: {qualname}"
+
+
+def _callee_module(func: Any, top: str) -> str | None:
+    """The module of another of the library's functions a generic closure calls.
+
+    blackjax's ``base.step_fn`` is one closure for every sampler: the ``kernel``
+    it calls says which (``blackjax.mcmc.hmc``).
+    """
+    own = getattr(func, "__module__", None)
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        module = getattr(value, "__module__", None)
+        if callable(value) and isinstance(module, str) and module != own:
+            if module.split(".", 1)[0] == top:
+                return module
+    return None
+
+
+def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:
+    out = []
+    f = frame
+    while f is not None and len(out) < limit:
+        out.append(f)
+        f = f.f_back
+    return out
+
+
+def loaded(module: str) -> bool:
+    return module in sys.modules

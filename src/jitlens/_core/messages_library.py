@@ -1,0 +1,119 @@
+"""The words of retraces in jits a library makes around the user's code (keras).
+
+A reason found by the one explainer names JAX's arguments (``data[0]``); here it
+is said with the user's names (``x`` of ``fit``) and a fix in the library's own
+terms. Facts come in a :class:`~jitlens._compat.LibraryJit`; nothing here reads
+a library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from .._compat.library_jits import LibraryJit
+from .report import Reason
+
+#: A batch's leading dimension changed in ``fit`` / ``evaluate`` (the last, ragged batch).
+KERAS_RAGGED = (
+    "the batch keras cut from `{name}` of `{entry}` changed shape {before} -> {after}: "
+    "{why} keras compiles its {role} step once per batch shape."
+)
+KERAS_RAGGED_WHY = (
+    "the last batch of an epoch holds the remainder when the number of samples is not a "
+    "multiple of `batch_size`{bs};"
+)
+KERAS_SMALL_WHY = (
+    "a set smaller than `batch_size`{bs} is one batch of its own size, so each size is a new shape;"
+)
+KERAS_RAGGED_FIX = (
+    "Give `{entry}` a number of samples that is a multiple of `batch_size`{bs}: drop the "
+    "remainder (`n = len(x) // {b} * {b}`, then `x[:n]`, `y[:n]`) or pad `x` and `y` up to "
+    "a multiple (with `sample_weight` 0 on the padding); do the same for the validation data."
+)
+#: A batch passed whole (``*_on_batch``) changed size.
+KERAS_ON_BATCH = (
+    "the batch passed to `{entry}` as `{name}` changed shape {before} -> {after}: keras "
+    "compiles its {role} step once per batch shape."
+)
+KERAS_ON_BATCH_FIX = (
+    "Pad every batch to one size B, the largest you pass ({b} so far), before `{entry}` "
+    "(`np.pad({name}, [(0, B - len({name}))] + [(0, 0)] * ({name}.ndim - 1))`) and drop the "
+    "padded rows of the output, or call `{whole}({name}, batch_size=B)` on all of it at once."
+)
+#: A dimension other than the batch changed (variable-length inputs).
+KERAS_LENGTH = (
+    "`{name}` of `{entry}` changed shape {before} -> {after} in a dimension other than the "
+    "batch: keras compiles its {role} step once per input shape."
+)
+KERAS_LENGTH_FIX = (
+    "Pad `{name}` to one length (`keras.utils.pad_sequences(seqs, maxlen={b}, padding='post')`, "
+    "with a `Masking` layer or `mask_zero=True` to ignore the padding), or bucket the lengths "
+    "to a few sizes so that each compiles once."
+)
+#: The whole-set form of an ``*_on_batch`` method.
+_WHOLE = {"predict_on_batch": "predict", "train_on_batch": "fit", "test_on_batch": "evaluate"}
+
+
+def _dims(text: str) -> tuple[int, ...] | None:
+    m = re.search(r"\[([0-9, ]*)\]", text)
+    if m is None:
+        return None
+    try:
+        return tuple(int(d) for d in m.group(1).split(",") if d.strip())
+    except ValueError:
+        return None
+
+
+def user_path(step: LibraryJit, path: str) -> tuple[str, str] | None:
+    """``data[0]['a']`` -> (``x``, ``x['a']``) with the library's names, or None."""
+    for prefix, name in step.paths:
+        if path == prefix or path.startswith((prefix + "[", prefix + ".")):
+            if prefix == "data" and re.match(r"data\[[0-9]+\]", path):
+                return None  # a part past the known ones
+            return name, name + path[len(prefix) :]
+    return None
+
+
+def library_reason(step: LibraryJit, r: Reason) -> Reason:
+    """``r`` said with the user's names and, for a batch's shape, keras' fix."""
+    names = user_path(step, r.path)
+    if names is None:
+        return r
+    name, path = names
+    out = dataclasses.replace(r, argument=name, path=path)
+    if r.kind != "shape":
+        return out
+    before, after = _dims(r.before), _dims(r.after)
+    if before is None or after is None or len(before) != len(after) or not before:
+        return out
+    bs = step.fact("batch_size")
+    bs_text = f" ({bs})" if bs else ""
+    fields = dict(
+        name=name, entry=step.entry, role=step.role, before=r.before, after=r.after, bs=bs_text
+    )
+    if before[1:] != after[1:]:
+        longest = max(max(b, a) for b, a in zip(before[1:], after[1:], strict=True))
+        return dataclasses.replace(
+            out,
+            message=KERAS_LENGTH.format(**fields),
+            fix=KERAS_LENGTH_FIX.format(name=name, b=longest),
+        )
+    if step.entry in _WHOLE:
+        size = max(before[0], after[0])
+        return dataclasses.replace(
+            out,
+            message=KERAS_ON_BATCH.format(**fields),
+            fix=KERAS_ON_BATCH_FIX.format(
+                entry=step.entry, name=name, b=size, whole=_WHOLE[step.entry]
+            ),
+        )
+    b = bs or max(before[0], after[0])
+    why = (KERAS_SMALL_WHY if bs and max(before[0], after[0]) < bs else KERAS_RAGGED_WHY).format(
+        bs=bs_text
+    )
+    return dataclasses.replace(
+        out,
+        message=KERAS_RAGGED.format(**fields, why=why),
+        fix=KERAS_RAGGED_FIX.format(entry=step.entry, bs=bs_text, b=b),
+    )

@@ -1,0 +1,38 @@
+"""numpyro rows: the sample loop ``MCMC.run`` and the step ``SVI.run`` jit around the user's model.
+
+:mod:`jitlens._compat.numpyro_api` recognises them at ``jax.jit`` time;
+:func:`record_for` makes each the user's row, named in numpyro's terms
+(``numpyro: MCMC sample loop (NUTS)``). A user's own ``jax.jit(svi.update)`` is
+a plain ``jax.jit`` row made at the user's line (``numpyro: SVI.update``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import _compat
+from ..._compat import numpyro_api
+from ..records import Record
+from ..registry import REGISTRY, options_of
+
+#: The row kind.
+KIND = "numpyro"
+
+
+def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
+    """The record of numpyro's ``jax.jit`` of its sample loop or SVI step, or None."""
+    step = numpyro_api.step_of(fun, _compat.caller(1))
+    if step is None:
+        return None
+    rec = REGISTRY.new_record(
+        KIND, fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
+    )
+    rec.internal = False
+    REGISTRY.rename(rec, step.name)
+    sa = options.get("static_argnums")
+    rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
+    rec.options = options_of(options)
+    return rec
+
+
+REGISTRY.jit_record_makers.append(record_for)
