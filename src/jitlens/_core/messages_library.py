@@ -1,4 +1,4 @@
-"""The words of retraces in jits a library makes around the user's code (keras).
+"""The words of retraces in jits a library makes around the user's code (keras, numpyro).
 
 A reason found by the one explainer names JAX's arguments (``data[0]``); here it
 is said with the user's names (``x`` of ``fit``) and a fix in the library's own
@@ -30,6 +30,11 @@ KERAS_RAGGED_FIX = (
     "Give `{entry}` a number of samples that is a multiple of `batch_size`{bs}: drop the "
     "remainder (`n = len(x) // {b} * {b}`, then `x[:n]`, `y[:n]`) or pad `x` and `y` up to "
     "a multiple (with `sample_weight` 0 on the padding); do the same for the validation data."
+)
+KERAS_SMALL_FIX = (
+    "Give every set that `{entry}` and the validation see one size: the same number of "
+    "samples (a multiple of `batch_size`{bs}), or pad `x` and `y` up to it with "
+    "`sample_weight` 0 on the padding, and pass `batch_size=` alike to `fit` and `{entry}`."
 )
 #: A batch passed whole (``*_on_batch``) changed size.
 KERAS_ON_BATCH = (
@@ -109,11 +114,47 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
             ),
         )
     b = bs or max(before[0], after[0])
-    why = (KERAS_SMALL_WHY if bs and max(before[0], after[0]) < bs else KERAS_RAGGED_WHY).format(
-        bs=bs_text
-    )
+    small = bool(bs) and max(before[0], after[0]) < bs
+    why = (KERAS_SMALL_WHY if small else KERAS_RAGGED_WHY).format(bs=bs_text)
+    fix = KERAS_SMALL_FIX if small else KERAS_RAGGED_FIX
     return dataclasses.replace(
         out,
         message=KERAS_RAGGED.format(**fields, why=why),
-        fix=KERAS_RAGGED_FIX.format(entry=step.entry, bs=bs_text, b=b),
+        fix=fix.format(entry=step.entry, bs=bs_text, b=b),
     )
+
+
+#: numpyro's ``MCMC.run`` compiled its sample loop again around a sample step built anew.
+NUMPYRO_REBUILT = (
+    "`{entry}` built its sample step anew for this run ({before} -> {after}): numpyro compiles "
+    "its sample loop once per `run`, even on data of the same shape (also with "
+    "`jit_model_args=True`)."
+)
+NUMPYRO_REBUILT_FIX = (
+    "Draw what you need in one `run` (a larger `num_samples`, or `num_chains`) instead of "
+    "calling `run` again; each `run` costs one compile of the sample loop."
+)
+
+
+def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
+    """A numpyro sample loop's reasons: a step rebuilt per ``run`` in numpyro's terms.
+
+    numpyro makes a new ``jax.jit`` wrapper per ``run``: that the wrapper is new is
+    numpyro's business, said only when nothing else changed.
+    """
+    if step.role != "sample":
+        return reasons
+    out = []
+    for r in reasons:
+        if r.kind == "identity_static" and r.argument == "_body_fn":
+            before, after = r.before.split(" at ")[0], r.after.split(" at ")[0]
+            out.append(
+                dataclasses.replace(
+                    r,
+                    message=NUMPYRO_REBUILT.format(entry=step.entry, before=before, after=after),
+                    fix=NUMPYRO_REBUILT_FIX,
+                )
+            )
+        elif r.kind != "new_function" or len(reasons) == 1:
+            out.append(r)
+    return out

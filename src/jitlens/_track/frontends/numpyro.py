@@ -8,15 +8,22 @@ a plain ``jax.jit`` row made at the user's line (``numpyro: SVI.update``).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ... import _compat
 from ..._compat import numpyro_api
+from ..._core import messages_library as W
+from ..._core.key import Key
+from ..._core.report import Reason
 from ..records import Record
 from ..registry import REGISTRY, options_of
 
 #: The row kind.
 KIND = "numpyro"
+
+#: record -> the numpyro jit it is.
+STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
 
 
 def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
@@ -32,7 +39,15 @@ def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
     sa = options.get("static_argnums")
     rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
     rec.options = options_of(options)
+    STEPS[rec] = step
     return rec
 
 
+def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+    """A numpyro row's reasons in numpyro's terms (other rows unchanged)."""
+    step = STEPS.get(rec) if rec.kind == KIND else None
+    return reasons if step is None else W.numpyro_reasons(step, reasons)
+
+
 REGISTRY.jit_record_makers.append(record_for)
+REGISTRY.rewords.append(reword)

@@ -1,0 +1,120 @@
+"""Jits a library makes around the user's code (Keras 3, numpyro, blackjax), as a user runs them.
+
+Each library's public example runs once under ``jitlens run --json`` in a fresh
+process (one subprocess per library: each costs seconds of compiling). The
+program counts JAX's own trace events (``tests/libraries/_truth.py``); the
+rows must add up to them, retraces must name the user's arguments and a fix in
+the library's terms, and the program's second half, with that fix applied on a
+model of its own, must not retrace. Skipped where a library is not installed
+(the oldest-JAX CI job).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+from conftest import run_python
+
+PROGRAMS = pathlib.Path(__file__).parent / "libraries"
+
+
+def _needs(library: str) -> None:
+    """Skip where ``library`` is absent, without importing it here (keras would pick a backend)."""
+    if importlib.util.find_spec(library) is None:
+        pytest.skip(f"{library} is not installed")
+
+
+def _run(tmp_path: pathlib.Path, program: str, env: dict[str, str] | None = None) -> tuple:
+    out = tmp_path / "report.json"
+    proc = run_python(
+        ["-m", "jitlens", "run", "--color", "never", "--json", str(out), program],
+        cwd=PROGRAMS,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    truth = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
+    functions = json.loads(out.read_text())["functions"]
+    rows = {f["name"]: f for f in functions}
+    rows["*"] = functions  # every row, wrappers of one name included
+    return proc, truth, rows
+
+
+def _reasons(row: dict) -> list[dict]:
+    return [r for e in row["events"] if e["kind"] == "retrace" for r in e["reasons"]]
+
+
+def test_keras_mnist_convnet_fit_evaluate_predict(tmp_path: pathlib.Path) -> None:
+    _needs("keras")
+    _proc, truth, rows = _run(tmp_path, "keras_mnist_convnet.py", {"KERAS_BACKEND": "jax"})
+    jax = truth["jax"]
+    # rows equal JAX's own trace events of keras' three steps
+    for step in ("train", "test", "predict"):
+        ours = sum(r["traces"] for r in rows["*"] if r["name"].endswith(f" {step} step"))
+        assert ours == jax[f"{step}_step"], (step, ours, jax)
+    assert all(r["kind"] == "keras" and not r["internal"] for r in rows["*"])
+    # keras' shape inference (compute_output_spec) never runs a step: hidden
+    assert len(rows["*"]) == 8
+
+    train = rows["keras: Sequential.fit train step"]
+    assert (train["traces"], train["calls"]) == (2, 6)  # 45 samples: 16, 16, then 13
+    (x, y) = _reasons(train)
+    assert (x["argument"], x["path"], y["path"]) == ("x", "x", "y")
+    assert "`x` of `fit`" in x["message"] and "`batch_size` (16)" in x["message"]
+    assert "n = len(x) // 16 * 16" in x["fix"]
+    test = rows["keras: Sequential.fit test step"]  # validation (5), then evaluate (7)
+    assert test["traces"] == 2 and "`x` of `evaluate`" in _reasons(test)[0]["message"]
+
+    on_batch = rows["keras: Sequential.predict_on_batch predict step"]
+    assert on_batch["traces"] == 4
+    assert all(r["path"] in ("x",) for r in _reasons(on_batch))
+    assert "np.pad(x, [(0, B - len(x))]" in _reasons(on_batch)[0]["fix"]
+    lengths = rows["keras: Sequential.predict predict step"]
+    assert lengths["traces"] == 3
+    assert "pad_sequences(seqs, maxlen=9" in _reasons(lengths)[-1]["fix"]
+
+    # the fixes, applied as printed: one trace each
+    for name in (
+        "keras: Fixed.fit train step",
+        "keras: Fixed.fit test step",
+        "keras: Fixed.predict_on_batch predict step",
+        "keras: Fixed.predict predict step",
+    ):
+        assert rows[name]["traces"] == 1, name
+
+
+def test_numpyro_nuts_and_svi_examples(tmp_path: pathlib.Path) -> None:
+    _needs("numpyro")
+    proc, truth, rows = _run(tmp_path, "numpyro_examples.py")
+    jax = truth["jax"]
+    loop = rows["numpyro: MCMC sample loop (NUTS)"]
+    assert loop["traces"] == jax["_fori_collect_loop"] == 1 and loop["kind"] == "numpyro"
+    update = rows["numpyro: SVI.update"]  # the user's jax.jit(svi.update), called with y=
+    assert (update["calls"], update["traces"]) == (3, jax["update"]) == (3, 1)
+    assert rows["epoch_train"]["traces"] == jax["epoch_train"] == 1
+    assert len(rows["*"]) == 3
+    assert "no retraces" in proc.stderr
+
+
+def test_blackjax_quickstart_three_samplers(tmp_path: pathlib.Path) -> None:
+    _needs("blackjax")
+    proc, truth, rows = _run(tmp_path, "blackjax_quickstart.py")
+    one_step = [r for r in rows["*"] if r["name"] == "one_step"]
+    assert sum(r["traces"] for r in one_step) == truth["body_runs"]["one_step"] == 3
+    # three kernels, each compiled once on purpose: expected, nothing lost, no "rebuilt" fix
+    for r in one_step:
+        for e in r["events"]:
+            assert all(reason["expected"] for reason in e["reasons"]), e["reasons"]
+            assert not any("Create `one_step` once" in x["fix"] for x in e["reasons"])
+    for sampler in ("hmc", "nuts", "mala"):
+        kernel = rows[f"blackjax: {sampler}.step_fn"]  # jax.jit(hmc.step), traced in one_step
+        assert (kernel["calls"], kernel["traces"]) == (1, 1) and not kernel["internal"]
+        assert not _reasons(kernel)
+    assert "0.00 s lost" in proc.stderr
+    # the same program under plain python: same output, same JAX trace events
+    plain = run_python(["blackjax_quickstart.py"], cwd=PROGRAMS, timeout=600)
+    assert plain.returncode == 0 and plain.stdout == proc.stdout
