@@ -12,32 +12,25 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from numpyro.contrib.control_flow import scan
 from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
 from numpyro.infer.autoguide import AutoNormal
 
 MODEL_RUNS = {"ar2": 0}
 
 
-def ar2_scan(y):
+def ar2_vectorized(y):
+    """examples/ar2.py's vectorized AR(2) model."""
     MODEL_RUNS["ar2"] += 1
     alpha_1 = numpyro.sample("alpha_1", dist.Normal(0.0, 1.0))
     alpha_2 = numpyro.sample("alpha_2", dist.Normal(0.0, 1.0))
     const = numpyro.sample("const", dist.Normal(0.0, 1.0))
     sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
-
-    def transition(carry, _):
-        y_prev, y_prev_prev = carry
-        m_t = const + alpha_1 * y_prev + alpha_2 * y_prev_prev
-        y_t = numpyro.sample("y", dist.Normal(m_t, sigma))
-        return (y_t, y_prev), m_t
-
-    with numpyro.handlers.condition(data={"y": y[2:]}):
-        scan(transition, (y[1], y[0]), jnp.zeros(y.shape[0] - 2))
+    mu = const + alpha_1 * y[1:-1] + alpha_2 * y[:-2]
+    numpyro.sample("obs", dist.Normal(mu, sigma), obs=y[2:])
 
 
 y = jnp.asarray(np.random.default_rng(0).normal(size=12))
-mcmc = MCMC(NUTS(ar2_scan, max_tree_depth=3), num_warmup=5, num_samples=5, progress_bar=False)
+mcmc = MCMC(NUTS(ar2_vectorized, max_tree_depth=3), num_warmup=5, num_samples=5, progress_bar=False)
 mcmc.run(jax.random.PRNGKey(0), y=y)
 print("ar2", sorted(mcmc.get_samples()))
 

@@ -11,6 +11,7 @@ time; its ``batch_size`` is a fact the words use.
 
 from __future__ import annotations
 
+import weakref
 from types import FrameType
 from typing import Any
 
@@ -71,7 +72,7 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
         role=role,
         paths=DATA_PATHS,
         facts=facts,
-        owner=model,
+        owner=_weak(model),
     )
 
 
@@ -88,6 +89,13 @@ def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str,
                 bs = DEFAULT_BATCH_SIZE  # keras' documented default for arrays
             facts = (("batch_size", bs),) if isinstance(bs, int) else ()
     return entry, facts
+
+
+def _weak(obj: Any) -> Any:
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
 
 
 #: ``batch_size`` of ``fit`` / ``evaluate`` / ``predict`` when not given (arrays only).

@@ -38,7 +38,7 @@ class LibraryJit:
     paths: tuple[tuple[str, str], ...] = ()
     #: Facts the words need (``batch_size``, ``samples``), as ``(name, value)``.
     facts: tuple[tuple[str, Any], ...] = ()
-    #: The library object the jit serves (the keras model), not compared.
+    #: A weak reference to the library object the jit serves (the keras model), not compared.
     owner: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def fact(self, name: str) -> Any:

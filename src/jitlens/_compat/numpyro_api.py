@@ -64,5 +64,5 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
         sampler = type(getattr(owner, "sampler", None)).__name__
         words = f"{words} ({sampler})"
     return LibraryJit(
-        library=MODULE, name=f"numpyro: {words}", entry=f"{cls}.{method}", role=role, owner=owner
+        library=MODULE, name=f"numpyro: {words}", entry=f"{cls}.{method}", role=role
     )

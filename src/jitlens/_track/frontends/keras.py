@@ -36,8 +36,40 @@ def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
     step = keras_api.step_of(fun, _compat.caller(1))
     if step is None:
         return None
+    return _new_record(fun, step, options, counts_calls=True)
+
+
+def untracked(
+    fun: Any, info: dict[str, Any] | None
+) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
+    """A keras step jitted before tracking began (keras binds ``jax.jit`` at its import).
+
+    Seen only through JAX's trace events: its calls are unknown, its traces and
+    retraces are counted and explained as for a step jitted while tracking.
+    """
+    if info is None:
+        return None
+    rec = REGISTRY.find_by_fun(fun)
+    if rec is None:
+        step = keras_api.step_of(fun, _compat.caller(1))
+        if step is None:
+            return None
+        rec = _new_record(fun, step, {}, counts_calls=False)
+    elif rec.kind != KIND:
+        return None
+    return rec, tuple(info["args"]), dict(info["kwargs"])
+
+
+def _new_record(
+    fun: Any, step: _compat.LibraryJit, options: dict[str, Any], counts_calls: bool
+) -> Record:
     rec = REGISTRY.new_record(
-        KIND, fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
+        KIND,
+        fun,
+        user_fn=fun,
+        inner_fun=fun,
+        jax_name=getattr(fun, "__name__", ""),
+        counts_calls=counts_calls,
     )
     rec.internal = False
     REGISTRY.rename(rec, step.name)
@@ -53,12 +85,14 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     step = STEPS.get(rec) if rec.kind == KIND else None
     if step is None:
         return reasons
-    if step.owner is not None:  # the method running now (evaluate reuses fit's test step)
-        entry, facts = keras_api.entry_at(step.owner, _compat.caller(1))
+    model = step.owner() if step.owner is not None else None
+    if model is not None:  # the method running now (evaluate reuses fit's test step)
+        entry, facts = keras_api.entry_at(model, _compat.caller(1))
         if entry:
             step = dataclasses.replace(step, entry=entry, facts=facts)
     return [W.library_reason(step, r) for r in reasons]
 
 
 REGISTRY.jit_record_makers.append(record_for)
+REGISTRY.untracked_resolvers.append(untracked)
 REGISTRY.rewords.append(reword)
