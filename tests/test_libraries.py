@@ -58,7 +58,7 @@ def test_keras_mnist_convnet_fit_evaluate_predict(tmp_path: pathlib.Path) -> Non
         assert ours == jax[f"{step}_step"], (step, ours, jax)
     assert all(r["kind"] == "keras" and not r["internal"] for r in rows["*"])
     # keras' shape inference (compute_output_spec) never runs a step: hidden
-    assert len(rows["*"]) == 8
+    assert len(rows["*"]) == 10
 
     train = rows["keras: Sequential.fit train step"]
     assert (train["traces"], train["calls"]) == (2, 6)  # 45 samples: 16, 16, then 13
@@ -73,9 +73,13 @@ def test_keras_mnist_convnet_fit_evaluate_predict(tmp_path: pathlib.Path) -> Non
     assert on_batch["traces"] == 4
     assert all(r["path"] in ("x",) for r in _reasons(on_batch))
     assert "np.pad(x, [(0, B - len(x))]" in _reasons(on_batch)[0]["fix"]
-    lengths = rows["keras: Sequential.predict predict step"]
-    assert lengths["traces"] == 3
+    predict_rows = [r for r in rows["*"] if r["name"] == "keras: Sequential.predict predict step"]
+    lengths = next(r for r in predict_rows if r["traces"] == 3)
     assert "pad_sequences(seqs, maxlen=9" in _reasons(lengths)[-1]["fix"]
+
+    # predict's ragged last batch: two models of class Sequential -> two rows of that name
+    ragged = next(r for r in predict_rows if r["traces"] == 2)
+    assert "np.pad(x, [(0, n)]" in _reasons(ragged)[0]["fix"]
 
     # the fixes, applied as printed: one trace each
     for name in (
@@ -83,6 +87,7 @@ def test_keras_mnist_convnet_fit_evaluate_predict(tmp_path: pathlib.Path) -> Non
         "keras: Fixed.fit test step",
         "keras: Fixed.predict_on_batch predict step",
         "keras: Fixed.predict predict step",
+        "keras: FixedPredict.predict predict step",
     ):
         assert rows[name]["traces"] == 1, name
 
@@ -114,6 +119,10 @@ def test_blackjax_quickstart_three_samplers(tmp_path: pathlib.Path) -> None:
         kernel = rows[f"blackjax: {sampler}.step_fn"]  # jax.jit(hmc.step), traced in one_step
         assert (kernel["calls"], kernel["traces"]) == (1, 1) and not kernel["internal"]
         assert not _reasons(kernel)
+    # a jit blackjax makes around the user's logdensity: shown, named in blackjax's terms
+    loop = rows["blackjax: run_inference_algorithm"]
+    assert (loop["calls"], loop["traces"]) == (1, truth["jax"]["scan"] - 3) == (1, 1)
+    assert len(rows["*"]) == 7  # 3 one_step, 3 kernels, the loop: no helper of blackjax's
     assert "0.00 s lost" in proc.stderr
     # the same program under plain python: same output, same JAX trace events
     plain = run_python(["blackjax_quickstart.py"], cwd=PROGRAMS, timeout=600)

@@ -1,8 +1,8 @@
 """Keras' MNIST convnet example (keras-io/examples/vision/mnist_convnet.py), tiny and offline.
 
 ``fit`` with a ragged last batch and a validation split, then ``evaluate``;
-``predict_on_batch`` with batch sizes 1..4 and ``predict`` on variable-length
-inputs (keras-team/keras#20411). Each pattern runs again with the fix jitlens
+``predict_on_batch`` with batch sizes 1..4, ``predict`` on variable-length
+inputs (keras-team/keras#20411) and with a ragged last batch. Each pattern runs again with the fix jitlens
 prints applied, on a model class of its own (``Fixed``), which must not retrace.
 """
 
@@ -78,6 +78,21 @@ pooled_fixed = Fixed(
 padded = keras.utils.pad_sequences(seqs, maxlen=9, padding="post", dtype="float32")
 for s in padded:
     pooled_fixed.predict(s[None], verbose=0)
+
+# predict with a ragged last batch (10 = 4 + 4 + 2), then padded as the fix says
+ragged = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)], name="ragged")
+many = rng.random((10, 4), dtype=np.float32)
+ragged.predict(many, batch_size=4, verbose=0)
+
+
+class FixedPredict(keras.Sequential):
+    """A model of its own for the padded predict (rows are named after the class)."""
+
+
+ragged_fixed = FixedPredict([keras.Input(shape=(4,)), layers.Dense(2)])
+n = -len(many) % 4
+out = ragged_fixed.predict(np.pad(many, [(0, n)] + [(0, 0)] * (many.ndim - 1)), batch_size=4)
+assert out[: len(out) - n].shape == (10, 2)
 
 print("score", len(score), "fixed", len(fixed_score))
 _truth.report()

@@ -19,7 +19,13 @@ import sys
 from types import FrameType
 from typing import Any
 
-from .frames import FRAMEWORK_PACKAGES
+from .frames import FRAMEWORK_PACKAGES, is_user_file
+
+#: Libraries whose jits run the user's model: a jit they make whose callable reaches
+#: the user's code is the user's row (JAX's, Flax's and optax's own jits are not).
+LIBRARIES = ("keras", "numpyro", "blackjax")
+#: How deep :func:`reaches_user` looks through partials, closures and tuples of functions.
+REACH_DEPTH = 6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +104,64 @@ def _callee_module(func: Any, top: str) -> str | None:
             if module.split(".", 1)[0] == top:
                 return module
     return None
+
+
+def reaches_user(fn: Any, depth: int = REACH_DEPTH) -> bool:
+    """Does ``fn`` call a function of the user's through its partials and closures?
+
+    ``jit(partial(lax.scan, one_step))`` in ``blackjax.util.run_inference_algorithm``:
+    ``one_step`` closes over the sampler (a tuple of functions) built around the
+    user's ``logdensity_fn``. Functions, bound methods, ``functools.partial`` and
+    tuples / lists / dicts of them are followed, nothing else (no attribute reads).
+    """
+    if depth <= 0 or fn is None:
+        return False
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    if code is not None and hasattr(code, "co_filename"):
+        if is_user_file(code.co_filename):
+            return True
+        cells = getattr(func, "__closure__", None) or ()
+        values = []
+        for cell in cells:
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                continue
+        return any(reaches_user(v, depth - 1) for v in values if _followed(v))
+    if isinstance(fn, (tuple, list)):
+        return any(reaches_user(v, depth - 1) for v in fn[:16] if _followed(v))
+    if isinstance(fn, dict):
+        return any(reaches_user(v, depth - 1) for v in list(fn.values())[:16] if _followed(v))
+    inner = getattr(fn, "func", None)  # functools.partial
+    if inner is not None and callable(inner):
+        parts = [inner, *getattr(fn, "args", ()), *getattr(fn, "keywords", {}).values()]
+        return any(reaches_user(v, depth - 1) for v in parts if _followed(v))
+    wrapped = getattr(fn, "__wrapped__", None)
+    return wrapped is not None and reaches_user(wrapped, depth - 1)
+
+
+def _followed(v: Any) -> bool:
+    return callable(v) or isinstance(v, (tuple, list, dict))
+
+
+def built_by_library(fn: Any, made_at: FrameType | None) -> str | None:
+    """``blackjax: run_inference_algorithm``: a jit a library made around the user's code.
+
+    ``made_at`` is the frame that called ``jax.jit``: a function of one of
+    :data:`LIBRARIES`, whose jitted callable reaches the user's code.
+    """
+    if made_at is None:
+        return None
+    filename = made_at.f_code.co_filename
+    site = os.sep + "site-packages" + os.sep
+    if site not in filename:
+        return None
+    top = filename.split(site, 1)[1].split(os.sep, 1)[0]
+    if top not in LIBRARIES or not reaches_user(fn):
+        return None
+    code = made_at.f_code
+    return f"{top}: {getattr(code, 'co_qualname', code.co_name)}"
 
 
 def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:

@@ -27,6 +27,10 @@ _JITS = {
 }
 
 
+#: The role of a numpyro jit that reaches the user's model but is never the user's business.
+HIDDEN = "hidden"
+
+
 def _owner(cls: str, method: str, frame: FrameType | None) -> Any:
     for f in frames_up(frame):
         if is_user_file(f.f_code.co_filename):
@@ -56,7 +60,8 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
         return None
     cls, method, role, words = spec
     if name == "_body_fn" and not _progress_bar(frame):
-        return None  # jitted but run inside the jitted loop: part of the loop's trace
+        # jitted, but run inside the jitted loop only: part of the loop's trace, numpyro's
+        return LibraryJit(library=MODULE, name="", entry="", role=HIDDEN)
     owner = _owner(cls, method, frame)
     if owner is None:
         return None  # fori_collect / a body_fn called by someone else: numpyro's business

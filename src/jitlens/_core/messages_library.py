@@ -31,6 +31,10 @@ KERAS_RAGGED_FIX = (
     "remainder (`n = len(x) // {b} * {b}`, then `x[:n]`, `y[:n]`) or pad `x` and `y` up to "
     "a multiple (with `sample_weight` 0 on the padding); do the same for the validation data."
 )
+KERAS_RAGGED_PREDICT_FIX = (
+    "Pad `x` up to a multiple of `batch_size`{bs} before `{entry}` (`n = -len(x) % {b}`, then "
+    "`np.pad(x, [(0, n)] + [(0, 0)] * (x.ndim - 1))`) and drop the last `n` rows of the output."
+)
 KERAS_SMALL_FIX = (
     "Give every set that `{entry}` and the validation see one size: the same number of "
     "samples (a multiple of `batch_size`{bs}), or pad `x` and `y` up to it with "
@@ -116,7 +120,10 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     b = bs or max(before[0], after[0])
     small = bool(bs) and max(before[0], after[0]) < bs
     why = (KERAS_SMALL_WHY if small else KERAS_RAGGED_WHY).format(bs=bs_text)
-    fix = KERAS_SMALL_FIX if small else KERAS_RAGGED_FIX
+    if step.role == "predict":
+        fix = KERAS_RAGGED_PREDICT_FIX
+    else:
+        fix = KERAS_SMALL_FIX if small else KERAS_RAGGED_FIX
     return dataclasses.replace(
         out,
         message=KERAS_RAGGED.format(**fields, why=why),

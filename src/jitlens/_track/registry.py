@@ -159,37 +159,43 @@ class Registry:
                 return found
         return None
 
-    def jit_record_for(self, fun: Any, options: dict[str, Any], by_user: bool = False) -> Record:
+    def jit_record_for(self, fun: Any, options: dict[str, Any], made_at: Any = None) -> Record:
         """The record of a ``jax.jit(fun, **options)`` made while tracking: a front-end's
         (a linen ``nn.jit``'s, named after its module; a keras step) or a plain one.
 
-        ``by_user``: ``jax.jit`` was called from the user's code, so the row is the
-        user's even when ``fun`` lives in a library (``jax.jit(svi.update)``).
+        ``made_at``: the frame that called ``jax.jit``. From the user's code, the
+        row is the user's even when ``fun`` lives in a library (``jax.jit(svi.update)``);
+        from a library's function around the user's code, it is shown, named after
+        that function (``blackjax: run_inference_algorithm``).
         """
         for make in self.jit_record_makers:
             rec = make(fun, options)
             if rec is not None:
                 return rec
         rec = self.record_for_jax_jit(fun, options)
-        if by_user and rec.internal:
-            name = _compat.library_name(fun)
-            if name is not None:  # a library's callable the user jitted: named in its terms
+        if rec.internal and made_at is not None:
+            if _compat.is_user_file(made_at.f_code.co_filename):
+                name = _compat.library_name(fun)  # a library's callable the user jitted
+            else:
+                name = _compat.built_by_library(fun, made_at)
+            if name is not None:
                 rec.internal = False
                 self.rename(rec, name)
         return rec
 
-    def rename(self, rec: Record, name: str) -> None:
+    def rename(self, rec: Record, name: str, owner: Any = None) -> None:
         """Name ``rec`` in a library's terms; only rows of that name are its siblings.
 
         blackjax builds every sampler's ``step_fn`` from one closure: an hmc and a
-        mala step are different functions, not a wrapper rebuilt.
+        mala step are different functions, not a wrapper rebuilt. ``owner``: the
+        library object the jit serves (a keras model), whose rows are its own.
         """
         with self.lock:
             siblings = self.by_code.get(rec.code_key, [])
             if rec in siblings:
                 siblings.remove(rec)
             rec.name = rec.qualname = name
-            rec.code_key = ("library", name, rec.code_key)
+            rec.code_key = ("library", name, rec.code_key, id(owner) if owner is not None else 0)
             self.by_code.setdefault(rec.code_key, []).append(rec)
 
     def _index_fun(self, fun: Any, rec: Record) -> None:

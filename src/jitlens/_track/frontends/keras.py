@@ -72,7 +72,8 @@ def _new_record(
         counts_calls=counts_calls,
     )
     rec.internal = False
-    REGISTRY.rename(rec, step.name)
+    # each model's steps are its own (two models are not one step rebuilt)
+    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
     sa = options.get("static_argnums")
     rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
     rec.options = options_of(options)

@@ -31,6 +31,8 @@ def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
     step = numpyro_api.step_of(fun, _compat.caller(1))
     if step is None:
         return None
+    if step.role == numpyro_api.HIDDEN:
+        return REGISTRY.record_for_jax_jit(fun, options)  # numpyro's own, as without a front-end
     rec = REGISTRY.new_record(
         KIND, fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
     )
