@@ -127,3 +127,88 @@ def test_blackjax_quickstart_three_samplers(tmp_path: pathlib.Path) -> None:
     # the same program under plain python: same output, same JAX trace events
     plain = run_python(["blackjax_quickstart.py"], cwd=PROGRAMS, timeout=600)
     assert plain.returncode == 0 and plain.stdout == proc.stdout
+
+
+# ---------------------------------------------------------------- the pure pieces, no JAX
+
+
+def _reason(path: str, before: str, after: str) -> object:
+    from jitlens._core.report import Reason
+
+    return Reason("shape", "data", path, before, after, "m", "f")
+
+
+def _step(entry: str, role: str, batch_size: int | None) -> object:
+    from jitlens._compat import keras_api
+    from jitlens._compat.library_jits import LibraryJit
+
+    facts = (("batch_size", batch_size),) if batch_size else ()
+    return LibraryJit("keras", "k", entry, role, keras_api.DATA_PATHS, facts)
+
+
+def test_keras_words_name_the_users_argument_and_fix() -> None:
+    from jitlens._core.messages_library import library_reason
+
+    r = library_reason(_step("fit", "train", 16), _reason("data[0]", "f32[16,6]", "f32[13,6]"))
+    assert (r.argument, r.path) == ("x", "x")
+    assert r.message.startswith("The batch keras cut from `x` of `fit` changed shape")
+    assert "n = len(x) // 16 * 16" in r.fix
+    y = library_reason(_step("fit", "train", 16), _reason("data[1]['a']", "f32[16]", "f32[13]"))
+    assert y.path == "y['a']"
+    small = library_reason(_step("evaluate", "test", 32), _reason("data[0]", "f32[5]", "f32[7]"))
+    assert "smaller than `batch_size` (32)" in small.message and "one size" in small.fix
+    on_batch = library_reason(
+        _step("predict_on_batch", "predict", None), _reason("data", "f32[1,4]", "f32[3,4]")
+    )
+    assert on_batch.path == "x" and "predict(x, batch_size=B)" in on_batch.fix
+    length = library_reason(
+        _step("predict", "predict", 32), _reason("data", "f32[2,5]", "f32[2,9]")
+    )
+    assert "pad_sequences(seqs, maxlen=9" in length.fix
+    other = _reason("state[0][1]", "f32[3]", "f32[4]")  # keras' own state: left as it is
+    assert library_reason(_step("fit", "train", 16), other) == other
+
+
+def test_different_functions_through_a_closure_are_expected() -> None:
+    from jitlens._compat import closure_callees
+    from jitlens._core.callees import different_function
+
+    def hmc(x):
+        return x
+
+    def mala(x):
+        return x
+
+    def loop(kernel):
+        def one_step(s):
+            return kernel(s)
+
+        return one_step
+
+    first, second, again = (closure_callees(loop(k)) for k in (hmc, mala, hmc))
+    name, before, after = different_function(second, [first])
+    assert name == "kernel" and before.endswith(".hmc") and after.endswith(".mala")
+    assert different_function(again, [first, second]) is None  # hmc's again: rebuilt
+
+
+def test_a_library_jit_reaching_user_code() -> None:
+    import functools
+
+    from jitlens._compat.library_jits import reaches_user
+
+    def logdensity(x):
+        return x
+
+    def sampler():
+        def step(s):
+            return logdensity(s)
+
+        return (step, None)
+
+    algorithm = sampler()
+
+    def one_step(s):
+        return algorithm[0](s)
+
+    assert reaches_user(functools.partial(len, one_step))  # partial(lax.scan, one_step)
+    assert not reaches_user(functools.partial(len, 3))

@@ -68,12 +68,14 @@ def package_of(fn: Any) -> str | None:
 def library_name(fn: Any) -> str | None:
     """``numpyro: SVI.update``: a library callable the user jitted, in the library's terms.
 
+    Only for :data:`LIBRARIES`: a user's ``jax.jit(jnp.cos)`` stays JAX's (hidden).
+
     A bound method names its object's class (``svi.update`` -> ``SVI.update``);
     a closure the library's factory built (blackjax's ``step_fn`` inside
     ``hmc.as_top_level_api``) names the factory's module (``hmc.step_fn``).
     """
     top = package_of(fn)
-    if top is None:
+    if top not in LIBRARIES:  # JAX's, Flax's, optax's own functions stay theirs (jnp.cos)
         return None
     owner = getattr(fn, "__self__", None)
     func = getattr(fn, "__func__", fn)

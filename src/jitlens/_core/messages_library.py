@@ -16,7 +16,7 @@ from .report import Reason
 
 #: A batch's leading dimension changed in ``fit`` / ``evaluate`` (the last, ragged batch).
 KERAS_RAGGED = (
-    "the batch keras cut from `{name}` of `{entry}` changed shape {before} -> {after}: "
+    "The batch keras cut from `{name}` of `{entry}` changed shape {before} -> {after}: "
     "{why} keras compiles its {role} step once per batch shape."
 )
 KERAS_RAGGED_WHY = (
@@ -42,7 +42,7 @@ KERAS_SMALL_FIX = (
 )
 #: A batch passed whole (``*_on_batch``) changed size.
 KERAS_ON_BATCH = (
-    "the batch passed to `{entry}` as `{name}` changed shape {before} -> {after}: keras "
+    "The batch passed to `{entry}` as `{name}` changed shape {before} -> {after}: keras "
     "compiles its {role} step once per batch shape."
 )
 KERAS_ON_BATCH_FIX = (
