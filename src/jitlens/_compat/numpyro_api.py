@@ -68,6 +68,4 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
     if cls == "MCMC":
         sampler = type(getattr(owner, "sampler", None)).__name__
         words = f"{words} ({sampler})"
-    return LibraryJit(
-        library=MODULE, name=f"numpyro: {words}", entry=f"{cls}.{method}", role=role
-    )
+    return LibraryJit(library=MODULE, name=f"numpyro: {words}", entry=f"{cls}.{method}", role=role)
