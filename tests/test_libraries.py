@@ -212,3 +212,26 @@ def test_a_library_jit_reaching_user_code() -> None:
 
     assert reaches_user(functools.partial(len, one_step))  # partial(lax.scan, one_step)
     assert not reaches_user(functools.partial(len, 3))
+
+
+def test_an_internal_jit_traced_inside_a_users_jit_counts_under_include_internal() -> None:
+    """blackjax's ``hmc_kernel`` inside ``one_step`` showed 0 traces and 1 hit: a nested trace."""
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    with jitlens.track(include_internal=True) as t:
+        sin = jax.jit(jnp.sin)  # a JAX function: internal, shown with include_internal
+        runs = []
+
+        @jax.jit
+        def outer(x):
+            runs.append(1)
+            return sin(x) + 1
+
+        outer(jnp.ones(3))
+    rows = {f.name: f for f in t.report().functions}
+    assert runs == [1] and rows["outer"].traces == 1
+    inner = rows["sin"]
+    assert (inner.calls, inner.traces, inner.cache_hits) == (1, 1, 0)
