@@ -3,7 +3,8 @@
 ``MCMC.run`` jits its sample loop around the user's model; ``SVI.run`` jits its
 step; the VAE example jits the user's own epoch function around ``svi.update``,
 and a user's ``jax.jit(svi.update)`` is called with keyword arguments. None of
-them retraces: one trace each, equal to JAX's own events.
+them retraces but ``SVI.run`` called twice (a step jitted per run): one trace
+each, equal to JAX's own events.
 """
 
 import _truth  # (JAX's own trace events: the ground truth)
@@ -43,6 +44,10 @@ def model(x, y=None):
 svi = SVI(model, AutoNormal(model), numpyro.optim.Adam(1e-2), Trace_ELBO())
 x = jnp.ones(8)
 state = svi.init(jax.random.PRNGKey(1), x, y=x)
+# SVI.run jits a new step per run: the second run compiles again (same data, same shape)
+for _ in range(2):
+    svi.run(jax.random.PRNGKey(2), 2, x, y=x, progress_bar=True)
+# the fix jitlens prints for it: jit svi.update once and step yourself
 update = jax.jit(svi.update)
 for _ in range(3):
     state, loss = update(state, x, y=x)

@@ -143,12 +143,31 @@ NUMPYRO_REBUILT_FIX = (
 )
 
 
+#: ``SVI.run`` jitted a new step: numpyro builds one per ``run``.
+NUMPYRO_SVI_RUN = (
+    "`SVI.run` jitted a new step for this run: numpyro builds one per `run`, with the model's "
+    "arguments closed into it, so every `run` compiles again, even on data of the same shape."
+)
+NUMPYRO_SVI_RUN_FIX = (
+    "Call `svi.run` once with all the steps (`num_steps`), or step yourself: "
+    "`update = jax.jit(svi.update)` once, then `state, loss = update(state, *args, **kwargs)` "
+    "per step, with data of one shape."
+)
+
+
 def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
-    """A numpyro sample loop's reasons: a step rebuilt per ``run`` in numpyro's terms.
+    """A numpyro row's reasons: a step rebuilt per ``run`` in numpyro's terms.
 
     numpyro makes a new ``jax.jit`` wrapper per ``run``: that the wrapper is new is
-    numpyro's business, said only when nothing else changed.
+    numpyro's business, said in its terms only when nothing else changed.
     """
+    if step.role == "svi":
+        return [
+            dataclasses.replace(r, message=NUMPYRO_SVI_RUN, fix=NUMPYRO_SVI_RUN_FIX)
+            if r.kind == "new_function"
+            else r
+            for r in reasons
+        ]
     if step.role != "sample":
         return reasons
     out = []
@@ -162,6 +181,9 @@ def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
                     fix=NUMPYRO_REBUILT_FIX,
                 )
             )
-        elif r.kind != "new_function" or len(reasons) == 1:
+        elif r.kind != "new_function":
             out.append(r)
+        elif len(reasons) == 1:
+            message = NUMPYRO_REBUILT.format(entry=step.entry, before=r.before, after=r.after)
+            out.append(dataclasses.replace(r, message=message, fix=NUMPYRO_REBUILT_FIX))
     return out
