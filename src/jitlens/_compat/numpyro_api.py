@@ -11,6 +11,7 @@ helpers, ``_get_value_from_index``) stay internal.
 
 from __future__ import annotations
 
+import weakref
 from types import FrameType
 from typing import Any
 
@@ -68,4 +69,17 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
     if cls == "MCMC":
         sampler = type(getattr(owner, "sampler", None)).__name__
         words = f"{words} ({sampler})"
-    return LibraryJit(library=MODULE, name=f"numpyro: {words}", entry=f"{cls}.{method}", role=role)
+    return LibraryJit(
+        library=MODULE,
+        name=f"numpyro: {words}",
+        entry=f"{cls}.{method}",
+        role=role,
+        owner=_weak(owner),
+    )
+
+
+def _weak(obj: Any) -> Any:
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None

@@ -8,9 +8,11 @@ call of one function share one record. Trackers are windows over these records.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import types
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -70,6 +72,9 @@ class Registry:
         self.by_wrapper: dict[int, tuple[Any, Record]] = {}
         self.by_fun: dict[int, tuple[Any, Record]] = {}
         self.by_code: dict[Any, list[Record]] = {}
+        #: library object (a keras model, an MCMC) -> a number of its own (``rename``).
+        self._owner_tokens: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._owner_count = itertools.count(1)
         self.t0 = time.perf_counter()
         #: Open trackers and guards (hooks are installed while it is positive).
         self.depth = 0
@@ -183,6 +188,18 @@ class Registry:
                 self.rename(rec, name)
         return rec
 
+    def _owner_token(self, owner: Any) -> int:
+        """A number for ``owner`` that no later object gets (``id`` is reused once it is gone)."""
+        if owner is None:
+            return 0
+        try:
+            token = self._owner_tokens.get(owner)
+            if token is None:
+                token = self._owner_tokens[owner] = next(self._owner_count)
+            return token
+        except TypeError:  # not weakly referenceable or not hashable
+            return id(owner)
+
     def rename(self, rec: Record, name: str, owner: Any = None) -> None:
         """Name ``rec`` in a library's terms; only rows of that name are its siblings.
 
@@ -195,7 +212,7 @@ class Registry:
             if rec in siblings:
                 siblings.remove(rec)
             rec.name = rec.qualname = name
-            rec.code_key = ("library", name, rec.code_key, id(owner) if owner is not None else 0)
+            rec.code_key = ("library", name, rec.code_key, self._owner_token(owner))
             self.by_code.setdefault(rec.code_key, []).append(rec)
 
     def _index_fun(self, fun: Any, rec: Record) -> None:

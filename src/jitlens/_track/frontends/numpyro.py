@@ -37,7 +37,8 @@ def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
         KIND, fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
     )
     rec.internal = False
-    REGISTRY.rename(rec, step.name)
+    # each MCMC / SVI object's loop is its own: another model's is not this one rebuilt
+    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
     sa = options.get("static_argnums")
     rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
     rec.options = options_of(options)
