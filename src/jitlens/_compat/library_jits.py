@@ -58,11 +58,17 @@ def package_of(fn: Any) -> str | None:
     filename = getattr(code, "co_filename", None)
     if not isinstance(filename, str):
         return None
-    site = os.sep + "site-packages" + os.sep
-    if site not in filename:
-        return None
-    top = filename.split(site, 1)[1].split(os.sep, 1)[0]
-    return top if top in FRAMEWORK_PACKAGES else None
+    return library_of_file(filename, FRAMEWORK_PACKAGES)
+
+
+def library_of_file(filename: str, names: tuple[str, ...]) -> str | None:
+    """Which of the loaded packages ``names`` holds ``filename`` (site-, dist-packages, editable)."""
+    for name in names:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path and filename.startswith(os.path.dirname(os.path.abspath(path)) + os.sep):
+            return name
+    return None
 
 
 def library_name(fn: Any) -> str | None:
@@ -155,12 +161,8 @@ def built_by_library(fn: Any, made_at: FrameType | None) -> str | None:
     """
     if made_at is None:
         return None
-    filename = made_at.f_code.co_filename
-    site = os.sep + "site-packages" + os.sep
-    if site not in filename:
-        return None
-    top = filename.split(site, 1)[1].split(os.sep, 1)[0]
-    if top not in LIBRARIES or not reaches_user(fn):
+    top = library_of_file(made_at.f_code.co_filename, LIBRARIES)
+    if top is None or not reaches_user(fn):
         return None
     code = made_at.f_code
     return f"{top}: {getattr(code, 'co_qualname', code.co_name)}"
