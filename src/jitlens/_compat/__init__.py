@@ -15,6 +15,7 @@ Modules:
 """
 
 from .cache_keys import trace_cache_fill as trace_cache_fill
+from .callables import closure_callees as closure_callees
 from .callables import code_key as code_key
 from .callables import definition_site as definition_site
 from .callables import transform_names as transform_names
@@ -76,6 +77,9 @@ from .jax_api import trace_frame_info as trace_frame_info
 from .jax_api import trace_state_clean as trace_state_clean
 from .jax_api import trace_to_jaxpr_patchable as trace_to_jaxpr_patchable
 from .jax_api import without_hidden_frames as without_hidden_frames
+from .library_jits import LibraryJit as LibraryJit
+from .library_jits import built_by_library as built_by_library
+from .library_jits import library_name as library_name
 from .probe import has_trace_frame as has_trace_frame
 from .programs import nondiff_checker as nondiff_checker
 from .programs import program_fingerprint as program_fingerprint

@@ -160,3 +160,36 @@ def transform_names(fn: Any) -> list[str]:
         if name:
             out.append(name)
     return out
+
+
+#: How deep :func:`closure_callees` follows functions held by closures.
+CALLEE_DEPTH = 3
+
+
+def closure_callees(fn: Any, depth: int = CALLEE_DEPTH) -> tuple[Any, ...]:
+    """The functions a closure calls through its free variables, as comparable plain data.
+
+    ``((free name, 'module.qualname', code, (the callee's own callees)), ...)``:
+    two wrappers of one code (``one_step`` rebuilt per sampler) whose closures
+    hold different functions (``kernel``: blackjax's hmc, then mala) are
+    different functions on purpose, not a wrapper rebuilt by mistake.
+    """
+    target = unwrap(fn)
+    code, cells = getattr(target, "__code__", None), getattr(target, "__closure__", None)
+    if depth <= 0 or not isinstance(code, types.CodeType) or not cells:
+        return ()
+    out = []
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if not callable(value) or isinstance(value, type):
+            continue
+        inner = unwrap(value)
+        inner_code = getattr(inner, "__code__", None)
+        if not isinstance(inner_code, types.CodeType):
+            continue
+        label = f"{getattr(inner, '__module__', '?')}.{getattr(inner, '__qualname__', '?')}"
+        out.append((name, label, inner_code, closure_callees(inner, depth - 1)))
+    return tuple(out)

@@ -25,6 +25,11 @@ FRAMEWORK_PACKAGES = (
     "orbax",
     "equinox",
     "numpy",
+    # libraries whose jits run the user's model: internal unless their trace is
+    # the user's business (``_compat/library_jits``)
+    "keras",
+    "numpyro",
+    "blackjax",
     "treescope",
     "ml_dtypes",
     "jitlens",

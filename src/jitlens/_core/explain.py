@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._compat import cache_keys
+from . import callees
 from . import messages as M
 from . import messages_evidence as E
+from . import messages_library as L
 from . import messages_static as S
 from . import rank as R
 from .key import (
@@ -552,6 +554,8 @@ class Wrapper:
     partial: Any = None
     #: Values the jitted function reads from the function that built it (a closure).
     free_vars: tuple[str, ...] = ()
+    #: The functions its closure calls (``_compat.closure_callees``), compared by code.
+    callees: tuple[Any, ...] = ()
 
 
 def explain_first_trace(
@@ -572,6 +576,9 @@ def explain_first_trace(
     others = [s for s in siblings if s.keys and s.kind == wrapper.kind]
     if not others:
         return []
+    change = callees.different_function(wrapper.callees, [s.callees for s in others])
+    if change is not None:  # blackjax's one_step over hmc's, then mala's kernel: on purpose
+        return [L.different_function(wrapper.name, len(others), *change)]
     _k, diffs = closest(new, [k for s in others for k in s.keys])
     if diffs and not all(s.calls <= 1 for s in others):
         return []

@@ -34,10 +34,13 @@ def _as_wrapper(rec: Record) -> _explain.Wrapper:
         keys=tuple(rec.keys),
         partial=bound if isinstance(bound, functools.partial) else None,
         free_vars=_explain.data_free_vars(bound),
+        callees=rec.callees or (),
     )
 
 
 def _first_trace_reasons(rec: Record, key: Key) -> list[Any]:
+    if rec.callees is None:
+        rec.callees = _compat.closure_callees(rec.user_fn())
     siblings = REGISTRY.by_code.get(rec.code_key, ())
     wrapper = deref(rec.wrapper_ref)
     shared = [

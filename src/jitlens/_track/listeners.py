@@ -313,7 +313,8 @@ def nested_trace(fun: Any, frame: Any) -> None:
             rec = REGISTRY.record_for_wrapper(owner, None, False)
     if rec is None:  # jitlens-frontends: a jax.jit made before tracking, traced in a trace
         rec = nested.untracked_record(fun, frame)
-    if rec is None or rec.internal:
+    if rec is None or (rec.internal and not rec.counts_calls):
+        # JAX's own helpers made before tracking: no calls counted, no row to keep right
         return
     call = find_call(frame)
     if call is not None and call.record is rec and tls.depth == 0:

@@ -194,7 +194,7 @@ def _charge(b: EventBuilder, secs: float) -> None:
 
 def _under(rec: Record, r: Reason, outer: str, alone: bool, user_fn: Any) -> Reason:
     """A reason of a trace inside ``outer``, in those terms."""
-    if r.kind is ReasonKind.NEW_FUNCTION:
+    if r.kind is ReasonKind.NEW_FUNCTION and not r.expected:  # (a different function: as is)
         name = transforms_api.assigned_name(user_fn) or r.path
         kind = rec.kind if rec.frontend is not None else "jax.jit"
         return W.nested_new_function(

@@ -197,6 +197,9 @@ class Record:
         self.static_argnames: tuple[str, ...] = ()
         #: The wrapper's jit options that shape its cache (in_shardings, donation...).
         self.options: tuple[tuple[str, Any], ...] = ()
+        #: The functions its closure calls (``_compat.closure_callees``), read at its
+        #: first trace: a wrapper made per call is gone by the time the next one traces.
+        self.callees: tuple[Any, ...] | None = None
         # The advisor's measurements (``advisor.py``): sampled hits as
         # (host, device) seconds, the timed flatten of the leading graph
         # arguments with the argument names, calls run under jax_disable_jit.

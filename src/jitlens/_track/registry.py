@@ -8,9 +8,11 @@ call of one function share one record. Trackers are windows over these records.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import types
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -70,6 +72,9 @@ class Registry:
         self.by_wrapper: dict[int, tuple[Any, Record]] = {}
         self.by_fun: dict[int, tuple[Any, Record]] = {}
         self.by_code: dict[Any, list[Record]] = {}
+        #: library object (a keras model, an MCMC) -> a number of its own (``rename``).
+        self._owner_tokens: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._owner_count = itertools.count(1)
         self.t0 = time.perf_counter()
         #: Open trackers and guards (hooks are installed while it is positive).
         self.depth = 0
@@ -159,14 +164,56 @@ class Registry:
                 return found
         return None
 
-    def jit_record_for(self, fun: Any, options: dict[str, Any]) -> Record:
+    def jit_record_for(self, fun: Any, options: dict[str, Any], made_at: Any = None) -> Record:
         """The record of a ``jax.jit(fun, **options)`` made while tracking: a front-end's
-        (a linen ``nn.jit``'s, named after its module) or a plain one."""
+        (a linen ``nn.jit``'s, named after its module; a keras step) or a plain one.
+
+        ``made_at``: the frame that called ``jax.jit``. From the user's code, the
+        row is the user's even when ``fun`` lives in a library (``jax.jit(svi.update)``);
+        from a library's function around the user's code, it is shown, named after
+        that function (``blackjax: run_inference_algorithm``).
+        """
         for make in self.jit_record_makers:
             rec = make(fun, options)
             if rec is not None:
                 return rec
-        return self.record_for_jax_jit(fun, options)
+        rec = self.record_for_jax_jit(fun, options)
+        if rec.internal and made_at is not None:
+            if _compat.is_user_file(made_at.f_code.co_filename):
+                name = _compat.library_name(fun)  # a library's callable the user jitted
+            else:
+                name = _compat.built_by_library(fun, made_at)
+            if name is not None:
+                rec.internal = False
+                self.rename(rec, name)
+        return rec
+
+    def _owner_token(self, owner: Any) -> int:
+        """A number for ``owner`` that no later object gets (``id`` is reused once it is gone)."""
+        if owner is None:
+            return 0
+        try:
+            token = self._owner_tokens.get(owner)
+            if token is None:
+                token = self._owner_tokens[owner] = next(self._owner_count)
+            return token
+        except TypeError:  # not weakly referenceable or not hashable
+            return id(owner)
+
+    def rename(self, rec: Record, name: str, owner: Any = None) -> None:
+        """Name ``rec`` in a library's terms; only rows of that name are its siblings.
+
+        blackjax builds every sampler's ``step_fn`` from one closure: an hmc and a
+        mala step are different functions, not a wrapper rebuilt. ``owner``: the
+        library object the jit serves (a keras model), whose rows are its own.
+        """
+        with self.lock:
+            siblings = self.by_code.get(rec.code_key, [])
+            if rec in siblings:
+                siblings.remove(rec)
+            rec.name = rec.qualname = name
+            rec.code_key = ("library", name, rec.code_key, self._owner_token(owner))
+            self.by_code.setdefault(rec.code_key, []).append(rec)
 
     def _index_fun(self, fun: Any, rec: Record) -> None:
         """Find ``rec`` from the callable JAX traces (weakly: dropped with ``fun``)."""

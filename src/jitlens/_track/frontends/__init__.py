@@ -20,7 +20,9 @@ from ..._compat import imports
 from ..registry import REGISTRY
 from ..state import internal_failure
 from . import equinox, jax_jit, nnx, pmap
+from . import keras as keras  # registers its keras-step record maker and words
 from . import linen as linen  # registers its jax.jit record maker (nn.jit rows)
+from . import numpyro as numpyro  # registers its MCMC / SVI record maker
 from . import words as words  # registers the pmap / nn.jit words
 
 

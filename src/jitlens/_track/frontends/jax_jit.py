@@ -148,7 +148,8 @@ def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             if _compat.is_flax_inner_fn(fun) or _compat.frontend_of(fun) is not None:
                 return jitted  # counted at the nnx wrapper / the library's own call
-            rec = REGISTRY.jit_record_for(fun, options)  # a front-end's (nn.jit) or plain
+            # a front-end's, a library's around user code, or plain
+            rec = REGISTRY.jit_record_for(fun, options, _compat.caller(1))
             return TrackedJit(jitted, rec)
         except Exception as exc:
             internal_failure("wrapping jax.jit", exc)

@@ -1,0 +1,106 @@
+"""Keras 3 (JAX backend): its train, test and predict steps, read only if the program imported keras.
+
+``JAXTrainer.make_train_function`` jits the bound method ``model.train_step``
+(``make_test_function`` likewise ``test_step``; ``make_predict_function`` a
+closure ``predict_step`` over the model), each called as ``step(state, data)``
+with ``data`` the batch keras cut from the user's ``x``, ``y`` and
+``sample_weight``. The user's method that built the step (``fit``,
+``evaluate``, ``predict``, ``*_on_batch``) is found on the stack at ``jax.jit``
+time; its ``batch_size`` is a fact the words use.
+"""
+
+from __future__ import annotations
+
+import weakref
+from types import FrameType
+from typing import Any
+
+from .frames import is_user_file
+from .library_jits import LibraryJit, frames_up, loaded, package_of
+
+MODULE = "keras"
+#: The Trainer methods a user calls that build and run a step.
+ENTRIES = ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch")
+_ROLES = {"train_step": "train", "test_step": "test", "predict_step": "predict"}
+#: The batch's parts, as ``unpack_x_y_sample_weight`` reads ``data``.
+DATA_PATHS = (("data[0]", "x"), ("data[1]", "y"), ("data[2]", "sample_weight"), ("data", "x"))
+
+
+def _model_and_role(fun: Any) -> tuple[Any, str] | None:
+    owner = getattr(fun, "__self__", None)
+    name = getattr(fun, "__name__", None)
+    if owner is not None and name in ("train_step", "test_step"):
+        return owner, _ROLES[name]
+    code = getattr(fun, "__code__", None)
+    if (
+        code is not None
+        and code.co_name == "predict_step"
+        and "make_predict_function" in getattr(code, "co_qualname", "")
+        and package_of(fun) == MODULE
+    ):
+        for var, cell in zip(code.co_freevars, fun.__closure__ or (), strict=False):
+            if var == "self":
+                try:
+                    return cell.cell_contents, "predict"
+                except ValueError:
+                    return None
+    return None
+
+
+def _is_trainer(model: Any) -> bool:
+    for cls in type(model).__mro__:
+        if cls.__name__ == "JAXTrainer" and (cls.__module__ or "").startswith("keras."):
+            return True
+    return False
+
+
+def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
+    """The keras step ``fun`` is (jitted at ``frame``), or None."""
+    if not loaded(MODULE):
+        return None
+    found = _model_and_role(fun)
+    if found is None or not _is_trainer(found[0]):
+        return None
+    model, role = found
+    entry, facts = entry_at(model, frame)
+    cls = type(model).__name__
+    where = f"{cls}.{entry}" if entry else cls
+    return LibraryJit(
+        library=MODULE,
+        name=f"keras: {where} {role} step",
+        entry=entry or "fit",
+        role=role,
+        paths=DATA_PATHS,
+        facts=facts,
+        owner=_weak(model),
+    )
+
+
+def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """The user's keras method running ``model`` at ``frame`` (``fit``), and its ``batch_size``."""
+    entry, facts = "", ()
+    for f in frames_up(frame):
+        if is_user_file(f.f_code.co_filename):
+            break
+        if f.f_code.co_name in ENTRIES and f.f_locals.get("self") is model:
+            entry = f.f_code.co_name  # the outermost one: the user's call
+            bs = f.f_locals.get("batch_size")
+            if bs is None and not entry.endswith("_on_batch") and _is_array(f.f_locals.get("x")):
+                bs = DEFAULT_BATCH_SIZE  # keras' documented default for arrays
+            facts = (("batch_size", bs),) if isinstance(bs, int) else ()
+    return entry, facts
+
+
+def _weak(obj: Any) -> Any:
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
+#: ``batch_size`` of ``fit`` / ``evaluate`` / ``predict`` when not given (arrays only).
+DEFAULT_BATCH_SIZE = 32
+
+
+def _is_array(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")

@@ -1,0 +1,85 @@
+"""numpyro: the jits ``MCMC.run`` and ``SVI.run`` make around the user's model, read only if imported.
+
+``MCMC.run`` samples through ``numpyro.util.fori_collect``, which jits either
+the whole loop (``_fori_collect_loop``, without a progress bar) or one step
+(``_body_fn``, with one); each trace runs the user's model through the
+sampler's kernel. ``SVI.run`` jits its step ``body_fn`` (with a progress bar).
+Their rows are named after the object on the stack that built them
+(``numpyro: MCMC sample loop (NUTS)``); numpyro's other jits (initialisation
+helpers, ``_get_value_from_index``) stay internal.
+"""
+
+from __future__ import annotations
+
+import weakref
+from types import FrameType
+from typing import Any
+
+from .frames import is_user_file
+from .library_jits import LibraryJit, frames_up, loaded, package_of
+
+MODULE = "numpyro"
+#: numpyro function name -> (the object's method on the stack, its role, the row's words).
+_JITS = {
+    "_fori_collect_loop": ("MCMC", "run", "sample", "MCMC sample loop"),
+    "_body_fn": ("MCMC", "run", "sample", "MCMC sample step"),
+    "loop_fn": ("MCMC", "run", "sample", "MCMC sample loop"),
+    "body_fn": ("SVI", "run", "svi", "SVI.run step"),
+}
+
+
+#: The role of a numpyro jit that reaches the user's model but is never the user's business.
+HIDDEN = "hidden"
+
+
+def _owner(cls: str, method: str, frame: FrameType | None) -> Any:
+    for f in frames_up(frame):
+        if is_user_file(f.f_code.co_filename):
+            return None
+        if f.f_code.co_name == method:
+            obj = f.f_locals.get("self")
+            if obj is not None and any(c.__name__ == cls for c in type(obj).__mro__):
+                return obj
+    return None
+
+
+def _progress_bar(frame: FrameType | None) -> bool:
+    """Does the ``fori_collect`` on the stack step in Python (a progress bar, one chain)?"""
+    for f in frames_up(frame):
+        if f.f_code.co_name == "fori_collect":
+            return bool(f.f_locals.get("progbar")) and f.f_locals.get("num_chains", 1) == 1
+    return False
+
+
+def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
+    """The numpyro jit ``fun`` is (jitted at ``frame``) when it runs the user's model, or None."""
+    if not loaded(MODULE):
+        return None
+    name = getattr(fun, "__name__", None)
+    spec = _JITS.get(name) if isinstance(name, str) else None
+    if spec is None or package_of(fun) != MODULE:
+        return None
+    cls, method, role, words = spec
+    if name == "_body_fn" and not _progress_bar(frame):
+        # jitted, but run inside the jitted loop only: part of the loop's trace, numpyro's
+        return LibraryJit(library=MODULE, name="", entry="", role=HIDDEN)
+    owner = _owner(cls, method, frame)
+    if owner is None:
+        return None  # fori_collect / a body_fn called by someone else: numpyro's business
+    if cls == "MCMC":
+        sampler = type(getattr(owner, "sampler", None)).__name__
+        words = f"{words} ({sampler})"
+    return LibraryJit(
+        library=MODULE,
+        name=f"numpyro: {words}",
+        entry=f"{cls}.{method}",
+        role=role,
+        owner=_weak(owner),
+    )
+
+
+def _weak(obj: Any) -> Any:
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None

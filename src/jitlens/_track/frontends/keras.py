@@ -1,0 +1,99 @@
+"""Keras 3 (JAX backend) rows: the train, test and predict steps keras jits around the user's model.
+
+Keras builds its steps with ``jax.jit`` inside ``fit``/``evaluate``/``predict``
+(:mod:`jitlens._compat.keras_api` recognises them). Seen as plain jits they are
+keras-internal rows (hidden); :func:`record_for` makes each the user's row,
+named in keras' terms (``keras: Sequential.fit train step``), and
+:func:`reword` says a retrace in them with the user's names: the batch cut from
+``x`` of ``fit`` changed shape (a ragged last batch), and the fix in keras'
+terms. Keras' other jits (``compute_output_spec``'s shape inference) never run
+the user's data through a compiled step and stay hidden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Any
+
+from ... import _compat
+from ..._compat import keras_api
+from ..._core import messages_library as W
+from ..._core.key import Key
+from ..._core.report import Reason
+from ..records import Record
+from ..registry import REGISTRY, options_of
+
+#: The row kind.
+KIND = "keras"
+
+#: record -> the keras step it is.
+STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
+
+
+def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
+    """The record of keras' ``jax.jit(step, **options)``, or None for any other jit."""
+    step = keras_api.step_of(fun, _compat.caller(1))
+    if step is None:
+        return None
+    return _new_record(fun, step, options, counts_calls=True)
+
+
+def untracked(
+    fun: Any, info: dict[str, Any] | None
+) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
+    """A keras step jitted before tracking began (keras binds ``jax.jit`` at its import).
+
+    Seen only through JAX's trace events: its calls are unknown, its traces and
+    retraces are counted and explained as for a step jitted while tracking.
+    """
+    if info is None:
+        return None
+    rec = REGISTRY.find_by_fun(fun)
+    if rec is None:
+        step = keras_api.step_of(fun, _compat.caller(1))
+        if step is None:
+            return None
+        rec = _new_record(fun, step, {}, counts_calls=False)
+    elif rec.kind != KIND:
+        return None
+    return rec, tuple(info["args"]), dict(info["kwargs"])
+
+
+def _new_record(
+    fun: Any, step: _compat.LibraryJit, options: dict[str, Any], counts_calls: bool
+) -> Record:
+    rec = REGISTRY.new_record(
+        KIND,
+        fun,
+        user_fn=fun,
+        inner_fun=fun,
+        jax_name=getattr(fun, "__name__", ""),
+        counts_calls=counts_calls,
+    )
+    rec.internal = False
+    # each model's steps are its own (two models are not one step rebuilt)
+    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
+    sa = options.get("static_argnums")
+    rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
+    rec.options = options_of(options)
+    STEPS[rec] = step
+    return rec
+
+
+def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+    """A keras step's reasons with the user's names and keras' fixes (others unchanged)."""
+    step = STEPS.get(rec) if rec.kind == KIND else None
+    if step is None:
+        return reasons
+    model = step.owner() if step.owner is not None else None
+    if model is not None:  # the method running now (evaluate reuses fit's test step)
+        entry, facts = keras_api.entry_at(model, _compat.caller(1))
+        if entry:
+            step = dataclasses.replace(step, entry=entry, facts=facts)
+    return [W.library_reason(step, r) for r in reasons]
+
+
+REGISTRY.jit_record_makers.append(record_for)
+REGISTRY.untracked_resolvers.append(untracked)
+REGISTRY.rewords.append(reword)

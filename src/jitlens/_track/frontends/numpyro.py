@@ -1,0 +1,56 @@
+"""numpyro rows: the sample loop ``MCMC.run`` and the step ``SVI.run`` jit around the user's model.
+
+:mod:`jitlens._compat.numpyro_api` recognises them at ``jax.jit`` time;
+:func:`record_for` makes each the user's row, named in numpyro's terms
+(``numpyro: MCMC sample loop (NUTS)``). A user's own ``jax.jit(svi.update)`` is
+a plain ``jax.jit`` row made at the user's line (``numpyro: SVI.update``).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ... import _compat
+from ..._compat import numpyro_api
+from ..._core import messages_library as W
+from ..._core.key import Key
+from ..._core.report import Reason
+from ..records import Record
+from ..registry import REGISTRY, options_of
+
+#: The row kind.
+KIND = "numpyro"
+
+#: record -> the numpyro jit it is.
+STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
+
+
+def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
+    """The record of numpyro's ``jax.jit`` of its sample loop or SVI step, or None."""
+    step = numpyro_api.step_of(fun, _compat.caller(1))
+    if step is None:
+        return None
+    if step.role == numpyro_api.HIDDEN:
+        return REGISTRY.record_for_jax_jit(fun, options)  # numpyro's own, as without a front-end
+    rec = REGISTRY.new_record(
+        KIND, fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
+    )
+    rec.internal = False
+    # each MCMC / SVI object's loop is its own: another model's is not this one rebuilt
+    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
+    sa = options.get("static_argnums")
+    rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
+    rec.options = options_of(options)
+    STEPS[rec] = step
+    return rec
+
+
+def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+    """A numpyro row's reasons in numpyro's terms (other rows unchanged)."""
+    step = STEPS.get(rec) if rec.kind == KIND else None
+    return reasons if step is None else W.numpyro_reasons(step, reasons)
+
+
+REGISTRY.jit_record_makers.append(record_for)
+REGISTRY.rewords.append(reword)
