@@ -258,6 +258,10 @@ def _start() -> None:
         if problem is not None:  # a budget that cannot count refuses to run the program
             _warn(problem)
             _flush_and_exit(2)
+        from .._render.outputs import prepare_urls
+        from .outputs import outputs_of
+
+        prepare_urls(outputs_of(session.args))  # the report is written where imports fail
         session.jax_hooks = tuple(_compat.exit_hooks())
         for hook in session.jax_hooks:  # run right after the report (see _at_exit)
             atexit.unregister(hook)
