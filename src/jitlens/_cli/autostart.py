@@ -145,8 +145,9 @@ def _arm() -> None:
     owner = os.environ.get(MAIN_PID)
     if owner and owner != pid and not _truthy(os.environ.get(CHILDREN)):
         return  # a child of the tracked program
-    try:
-        run = json.loads(os.environ[RUN]) if os.environ.get(RUN) else None
+    try:  # a child tracked by JITLENS_CHILDREN=1 never writes over its parent's report files
+        mine = not owner or owner == pid
+        run = json.loads(os.environ[RUN]) if os.environ.get(RUN) and mine else None
         args = _run_args(run) if run is not None else _Args()
     except Exception as exc:
         _warn(f"{RUN} is not jitlens run's ({type(exc).__name__}: {exc}); not tracking")

@@ -143,7 +143,8 @@ def _selfcheck_main(argv: list[str]) -> int:
         "never start it themselves. Exit 1 when jitlens cannot count right here.",
     ).parse_args(argv)
     from .._compat.probe import installed_versions
-    from .._track.selfcheck import check_now, verdict_file
+    from .._track.canary import check_now
+    from .._track.selfcheck import verdict_file
 
     problems = check_now()
     versions = ", ".join(f"{k} {v}" for k, v in sorted(installed_versions().items()) if v)

@@ -141,10 +141,21 @@ def run() -> list[str]:
     return problems
 
 
+def check_now() -> tuple[str, ...]:
+    """Run the canary in this process and keep its verdict (``jitlens selfcheck``)."""
+    from .selfcheck import write_verdict
+
+    try:
+        problems = tuple(run())
+    except Exception as exc:
+        problems = (f"the canary failed ({type(exc).__name__}: {exc})",)
+    write_verdict(problems)
+    return problems
+
+
 def main() -> int:
     """``python -m jitlens._track.canary``: the same as ``jitlens selfcheck``."""
     from .._compat.probe import installed_versions
-    from .selfcheck import check_now
 
     problems = check_now()
     print(json.dumps({"problems": list(problems), "versions": installed_versions()}))

@@ -170,7 +170,7 @@ def _read_cached(path: pathlib.Path | None = None) -> tuple[str, ...] | None:
     return tuple(problems)
 
 
-def _write_cached(problems: tuple[str, ...]) -> None:
+def write_verdict(problems: tuple[str, ...]) -> None:
     path = _verdict_path()
     if path is None:
         return
@@ -277,18 +277,6 @@ def counting_problem(wait: bool = True) -> str | None:
         missing = [p for p, loss in check.capabilities.missing if TRACE_COUNTS in loss]
         return f"{', '.join(missing)} is missing"
     return "; ".join((*check.canary_problems, *check.runtime_problems))
-
-
-def check_now() -> tuple[str, ...]:
-    """Run the canary in this process and keep its verdict (``jitlens selfcheck``)."""
-    from . import canary
-
-    try:
-        problems = tuple(canary.run())
-    except Exception as exc:
-        problems = (f"the canary failed ({type(exc).__name__}: {exc})",)
-    _write_cached(problems)
-    return problems
 
 
 def verdict_file() -> pathlib.Path | None:

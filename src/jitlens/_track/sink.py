@@ -84,7 +84,9 @@ def warn(message: str | Warning, category: type[Warning], stacklevel: int = 2) -
             write(f"{category.__name__}: {message}\n")
         return
     try:
-        frame: Any = sys._getframe(stacklevel)
+        from .._compat.frames import caller
+
+        frame: Any = caller(stacklevel)  # stacklevel 1: the line that called warn()
         filename, lineno = frame.f_code.co_filename, frame.f_lineno
     except Exception:
         filename, lineno = "sys", 1
