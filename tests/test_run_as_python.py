@@ -227,18 +227,17 @@ if stage == "first":
     os.execv(sys.executable, [sys.executable, *sys.argv])  # re-executes itself
 f(jnp.ones(2)); f(jnp.ones(3)); f(jnp.ones(3))
 print("TRUTH", T[0], flush=True)
-os.execv("/bin/sh", ["sh", "-c", "echo replaced"])  # becomes another program
 """
 
 
-def test_a_program_that_execs_ends_with_a_report_and_a_clear_line(tmp_path) -> None:
+def test_a_program_that_re_executes_itself_ends_with_a_report_and_a_clear_line(tmp_path) -> None:
     (tmp_path / "prog.py").write_text(REEXEC)
     plain = run_python(["prog.py"], cwd=tmp_path)
     proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "prog.py"], cwd=tmp_path)
     assert proc.returncode == plain.returncode == 0, proc.stderr
-    assert proc.stdout == plain.stdout == "TRUTH 2\nreplaced\n"
+    assert proc.stdout == plain.stdout == "TRUTH 2\n"
     assert "re-executed itself" in proc.stderr  # the first image's calls are not in it
-    assert "replaced itself with /bin/sh" in proc.stderr  # and the report was written before
+    assert proc.stderr.count("jitlens: 1 jitted function") == 1  # the new image's report
     (row,) = [r for r in json.loads((tmp_path / "r.json").read_text())["functions"]]
     assert (row["calls"], row["traces"]) == (3, 2)
 

@@ -59,10 +59,6 @@ REEXECUTED = (
     "jitlens: the program re-executed itself (os.exec*, same process): tracking starts again "
     "from here; jitted calls made before the exec are not in the report\n"
 )
-EXEC_LOST = (
-    "jitlens: the program replaced itself with {path} (os.exec*), which jitlens does not track: "
-    "the report above covers the program up to that point\n"
-)
 NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
 
 _STARTED = [False]
@@ -164,7 +160,6 @@ def _arm() -> None:
         _check_report_paths(args)
     SESSION[0] = _Session(os.getpid(), run, args)
     atexit.register(_at_exit)  # before the program's own hooks: it runs after them
-    sys.addaudithook(_audit)
     if "jax" in sys.modules:
         _start()
     else:
@@ -280,40 +275,6 @@ def _flush_and_exit(code: int) -> None:
         except Exception:
             pass
     os._exit(code)
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """``os.exec*`` replaces the program image: no ``atexit`` will run in it."""
-    if event != "os.exec":
-        return
-    session = SESSION[0]
-    if session is None or session.pid != os.getpid() or session.finish is None:
-        return
-    try:
-        env = args[2] if len(args) > 2 and args[2] is not None else os.environ
-        tracked_again = (
-            _truthy(_get(env, "JITLENS"))
-            and _get(env, MAIN_PID) == str(session.pid)
-            and os.path.basename(str(args[0])).startswith("python")
-        )
-        from .._track import sink
-
-        if tracked_again:
-            return  # the new image says what its report lacks (REEXECUTED)
-        session.finish()
-        sink.write(EXEC_LOST.format(path=args[0]))
-    except Exception:
-        pass
-
-
-def _get(env: Any, key: str) -> str | None:
-    for k in (key, key.encode()):
-        try:
-            value = env[k]
-        except Exception:
-            continue
-        return value.decode() if isinstance(value, bytes) else str(value)
-    return None
 
 
 def _at_exit() -> None:
