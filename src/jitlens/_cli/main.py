@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 USAGE = """usage: jitlens COMMAND [ARGS...]
 
@@ -138,20 +138,62 @@ def _selfcheck_main(argv: list[str]) -> int:
     argparse.ArgumentParser(
         prog="jitlens selfcheck",
         description="Run jitlens' canary (a jax.jit, an nnx.jit and an eqx.filter_jit function "
-        "checked against counters in their bodies) on the installed versions, in this process, "
-        "and keep its verdict: tracked runs with the same versions read it. Tracked programs "
-        "never start it themselves. Exit 1 when jitlens cannot count right here.",
+        "checked against counters in their bodies) on the installed versions, in a clean "
+        "process (CPU, a temporary folder, no JAX debugging or dump settings), and keep its "
+        "verdict: tracked runs with the same versions read it. Tracked programs never start "
+        "it themselves. Exit 1 when jitlens cannot count right here.",
     ).parse_args(argv)
-    from .._compat.probe import installed_versions
-    from .._track.canary import check_now
+    import json
+    import os
+    import subprocess
+    import tempfile
+
     from .._track.selfcheck import verdict_file
 
-    problems = check_now()
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(installed_versions().items()) if v)
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run(
+            [sys.executable, "-P", "-m", "jitlens._track.canary"],
+            cwd=folder,  # nothing in the user's folder shadows jax, numpy or the stdlib
+            env=_canary_env(os.environ),
+            capture_output=True,
+            text=True,
+        )
+    try:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        problems, versions = result["problems"], result["versions"]
+    except Exception:
+        print(f"jitlens selfcheck: the canary failed (exit {done.returncode})", file=sys.stderr)
+        print(done.stderr[-2000:], file=sys.stderr)
+        return 1
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v)
     path = verdict_file()
     if not problems:
-        print(SELFCHECK_PASSED.format(versions=versions, path=path))
+        print(SELFCHECK_PASSED.format(versions=shown, path=path))
         return 0
     lines = "\n".join(f"  - {p}" for p in problems)
-    print(SELFCHECK_FAILED.format(n=len(problems), versions=versions, lines=lines, path=path))
+    print(SELFCHECK_FAILED.format(n=len(problems), versions=shown, lines=lines, path=path))
     return 1
+
+
+#: Settings that would make the canary measure a debugging session, not jitlens.
+_NOT_FOR_THE_CANARY = (
+    "JAX_DISABLE_JIT",
+    "JAX_DUMP_IR_TO",
+    "JAX_LOG_COMPILES",
+    "JAX_EXPLAIN_CACHE_MISSES",
+    "JAX_TRACEBACK_FILTERING",
+    "XLA_FLAGS",
+)
+
+
+def _canary_env(environ: Mapping[str, str]) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in environ.items()
+        if k not in _NOT_FOR_THE_CANARY
+        and not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "JITLENS"))
+    }
+    env["JAX_PLATFORMS"] = "cpu"
+    if environ.get("JITLENS_CACHE_DIR"):
+        env["JITLENS_CACHE_DIR"] = environ["JITLENS_CACHE_DIR"]
+    return env
