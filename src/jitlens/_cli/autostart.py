@@ -43,15 +43,9 @@ import threading
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-#: Set in the environment by the tracked program; its children see another pid.
-MAIN_PID = "JITLENS_MAIN_PID"
-CHILDREN = "JITLENS_CHILDREN"
-#: ``jitlens run``'s options (JSON), set by the command before it becomes the program.
-RUN = "JITLENS_RUN"
-#: The pid whose program image armed jitlens last: the same pid again means an ``exec``.
-IMAGE = "JITLENS_IMAGE"
-#: Where the bootstrap ``sitecustomize`` finds jitlens (when its .pth is not processed).
-BOOTSTRAP = "JITLENS_BOOTSTRAP"
+from .environ import BOOTSTRAP as BOOTSTRAP
+from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
+
 #: The exit summary stays under 60 lines for any program (all of it: --json / --html).
 EXIT_LINES = 56
 

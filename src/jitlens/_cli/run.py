@@ -167,7 +167,7 @@ def main(argv: list[str]) -> int:
 
 def program_env(args: argparse.Namespace) -> dict[str, str]:
     """The program's environment: the user's, plus what activates jitlens in it."""
-    from .autostart import CHILDREN, IMAGE, MAIN_PID, RUN
+    from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
 
     settings = {
         "json": args.json,
@@ -187,7 +187,7 @@ def program_env(args: argparse.Namespace) -> dict[str, str]:
     if not _owns_the_process():
         del env[MAIN_PID]  # the child is the program: it claims the environment itself
     if not _pth_active():
-        from .autostart import BOOTSTRAP
+        from .environ import BOOTSTRAP
 
         env[BOOTSTRAP] = os.path.dirname(_PACKAGE_DIR)
         env["PYTHONPATH"] = os.pathsep.join(
