@@ -251,7 +251,10 @@ def _start() -> None:
         from .._render.outputs import prepare_urls
         from .outputs import outputs_of
 
-        prepare_urls(outputs_of(session.args))  # the report is written where imports fail
+        if any(
+            "://" in str(getattr(session.args, k, None) or "") for k in ("json", "html", "trace")
+        ):
+            prepare_urls(outputs_of(session.args))  # written at exit, where imports fail
         session.jax_hooks = tuple(_compat.exit_hooks())
         for hook in session.jax_hooks:  # run right after the report (see _at_exit)
             atexit.unregister(hook)
