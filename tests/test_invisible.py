@@ -170,7 +170,12 @@ def test_the_canary_runs_only_in_jitlens_selfcheck_and_its_verdict_is_read(tmp_p
     first = run_python(["-c", code], cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
     assert not (tmp_path / "cache").exists()  # nothing started, nothing written
-    check = run_python(["-m", "jitlens", "selfcheck"], cwd=tmp_path, env=env)
+    # a debugging session's settings and the user's folder do not reach the canary
+    (tmp_path / "numpy.py").write_text("raise SystemExit('the folder shadowed numpy')\n")
+    debugging = {**env, "JAX_DISABLE_JIT": "1", "XLA_FLAGS": f"--xla_dump_to={tmp_path}/dump"}
+    check = run_python(["-m", "jitlens", "selfcheck"], cwd=tmp_path, env=debugging)
+    (tmp_path / "numpy.py").unlink()
+    assert not (tmp_path / "dump").exists()
     assert check.returncode == 0, check.stdout + check.stderr
     assert "jitlens selfcheck: passed" in check.stdout
     (kept,) = list((tmp_path / "cache").glob("selfcheck-*.json"))

@@ -148,8 +148,6 @@ def _selfcheck_main(argv: list[str]) -> int:
     import subprocess
     import tempfile
 
-    from .._track.selfcheck import verdict_file
-
     with tempfile.TemporaryDirectory() as folder:
         done = subprocess.run(
             [sys.executable, "-P", "-m", "jitlens._track.canary"],
@@ -160,13 +158,12 @@ def _selfcheck_main(argv: list[str]) -> int:
         )
     try:
         result = json.loads(done.stdout.strip().splitlines()[-1])
-        problems, versions = result["problems"], result["versions"]
+        problems, versions, path = result["problems"], result["versions"], result["path"]
     except Exception:
         print(f"jitlens selfcheck: the canary failed (exit {done.returncode})", file=sys.stderr)
         print(done.stderr[-2000:], file=sys.stderr)
         return 1
     shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v)
-    path = verdict_file()
     if not problems:
         print(SELFCHECK_PASSED.format(versions=shown, path=path))
         return 0

@@ -156,9 +156,11 @@ def check_now() -> tuple[str, ...]:
 def main() -> int:
     """``python -m jitlens._track.canary``: the same as ``jitlens selfcheck``."""
     from .._compat.probe import installed_versions
+    from .selfcheck import verdict_file
 
     problems = check_now()
-    print(json.dumps({"problems": list(problems), "versions": installed_versions()}))
+    kept = str(verdict_file())
+    print(json.dumps({"problems": list(problems), "versions": installed_versions(), "path": kept}))
     return 1 if problems else 0
 
 
