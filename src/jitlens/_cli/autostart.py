@@ -282,7 +282,9 @@ def _at_exit() -> None:
     if session.finish is None:
         run = session.run
         if not _STARTED[0] and run is not None and not run.get("quiet") and not _failed():
-            _warn(NO_JAX[len("jitlens: ") : -1])
+            from .._track import sink
+
+            sink.write(NO_JAX)
         return
     try:
         session.finish()
