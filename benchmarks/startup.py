@@ -2,9 +2,9 @@
 
 Runs the three side by side, round-robin, and prints each mode's minimum wall
 time over the rounds and its ratio to plain ``python`` (the goal: within
-1.05x). The self-check's verdict is cached per set of installed versions, so a
-first warm-up run keeps it out of the figures (the first run on a new set of
-versions pays for one canary child in the background).
+1.05x). ``jitlens run`` checks its options and ``exec``s ``python prog.py``: it
+pays one more interpreter start-up than ``python`` (the line "interpreter
+start-up" shows what that costs on this machine); ``JITLENS=1`` pays none.
 
     python benchmarks/startup.py [--rounds 5]
 """
@@ -39,9 +39,21 @@ PROGRAM = textwrap.dedent(
 
 
 def wall(cmd: list[str], env: dict[str, str]) -> float:
+    return measure(cmd, env)[0]
+
+
+def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run: CPU time wanders less on a
+    loaded machine, where other processes stretch the wall time."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - t
+    elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -59,16 +71,25 @@ def main() -> None:
             "jitlens run": ([sys.executable, "-m", "jitlens", "run", prog], base),
             "JITLENS=1": ([sys.executable, prog], {**base, "JITLENS": "1"}),
         }
-        for cmd, env in modes.values():  # warm-up: OS caches, the self-check's verdict
+        for cmd, env in modes.values():  # warm-up: OS caches
             wall(cmd, env)
+        bare = min(wall([sys.executable, "-c", "pass"], base) for _ in range(rounds))
         times: dict[str, list[float]] = {m: [] for m in modes}
+        cpus: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(rounds):
             for mode, (cmd, env) in modes.items():
-                times[mode].append(wall(cmd, env))
-    plain = min(times["python"])
-    print(f"start-up of a ~1 s pure-JAX program, min of {rounds} rounds")
+                elapsed, cpu = measure(cmd, env)
+                times[mode].append(elapsed)
+                cpus[mode].append(cpu)
+    plain, plain_cpu = min(times["python"]), min(cpus["python"])
+    print(f"start-up of a ~1 s pure-JAX program, min of {rounds} rounds (wall, and CPU time)")
     for mode, ts in times.items():
-        print(f"  {mode:12s} {min(ts):6.3f} s   {min(ts) / plain:5.3f}x")
+        cpu = min(cpus[mode])
+        print(
+            f"  {mode:12s} {min(ts):6.3f} s   {min(ts) / plain:5.3f}x"
+            f"   cpu {cpu:6.3f} s   {cpu / plain_cpu:5.3f}x"
+        )
+    print(f"  interpreter start-up (python -c pass): {bare:.3f} s = {bare / plain:.3f} of python's")
 
 
 if __name__ == "__main__":

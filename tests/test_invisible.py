@@ -3,8 +3,8 @@
 A pure-JAX program that counts JAX's own monitoring events, patches ``jax.jit``
 to count its own jits, lists the threads it runs and the libraries in
 ``sys.modules``, and logs its compiles prints the same under ``python``,
-``jitlens run`` and ``JITLENS=1``: the self-check runs out of process, and
-jitlens imports no library the program did not.
+``jitlens run`` and ``JITLENS=1``: no self-check runs in or under the program,
+and jitlens imports no library the program did not.
 """
 
 from __future__ import annotations
@@ -151,9 +151,10 @@ def test_the_tracked_jit_looks_like_what_it_wraps() -> None:
 
 
 @pytest.mark.slow
-def test_the_canary_runs_out_of_process_and_its_verdict_is_kept(tmp_path) -> None:
-    """A fresh cache folder: the first process starts the canary's child and keeps the
-    verdict; the second reads it. Neither program sees a canary function."""
+def test_the_canary_runs_only_in_jitlens_selfcheck_and_its_verdict_is_read(tmp_path) -> None:
+    """A fresh cache folder: a tracked program starts nothing and keeps nothing (issue 29);
+    ``jitlens selfcheck`` keeps the verdict; the next program reads it. No program sees a
+    canary function."""
     code = textwrap.dedent(
         """
         import jax, jax.numpy as jnp, jitlens
@@ -161,20 +162,55 @@ def test_the_canary_runs_out_of_process_and_its_verdict_is_kept(tmp_path) -> Non
         with jitlens.track() as t:
             jax.jit(lambda x: x + 1)(jnp.ones(2))
         report = t.report()
-        print("warnings", list(report.warnings))
+        print("warnings", list(report.warnings), "canary", selfcheck.result().canary_ran)
         print("names", sorted(f.name for f in report.functions))
         """
     )
     env = {"JITLENS_CACHE_DIR": str(tmp_path / "cache")}
     first = run_python(["-c", code], cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
-    kept = list((tmp_path / "cache").glob("selfcheck-*.json"))
-    assert len(kept) == 1 and '"problems": []' in kept[0].read_text()
-    written = kept[0].stat().st_mtime_ns
+    assert not (tmp_path / "cache").exists()  # nothing started, nothing written
+    # a debugging session's settings and the user's folder do not reach the canary
+    (tmp_path / "numpy.py").write_text("raise SystemExit('the folder shadowed numpy')\n")
+    debugging = {**env, "JAX_DISABLE_JIT": "1", "XLA_FLAGS": f"--xla_dump_to={tmp_path}/dump"}
+    check = run_python(["-m", "jitlens", "selfcheck"], cwd=tmp_path, env=debugging)
+    (tmp_path / "numpy.py").unlink()
+    assert not (tmp_path / "dump").exists()
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "jitlens selfcheck: passed" in check.stdout
+    (kept,) = list((tmp_path / "cache").glob("selfcheck-*.json"))
+    assert '"problems": []' in kept.read_text()
     second = run_python(["-c", code], cwd=tmp_path, env=env)
-    assert second.stdout == first.stdout
-    assert kept[0].stat().st_mtime_ns == written  # read, not checked again
-    assert "warnings []" in first.stdout and "canary" not in first.stdout
+    assert first.stdout.replace("canary False", "canary True") == second.stdout
+    assert "warnings []" in first.stdout and "names ['<lambda>']" in first.stdout
+
+
+def test_a_kept_verdict_is_untrusted_input(tmp_path) -> None:
+    """A FIFO, a 10 MB file, escape sequences or a wrong shape where the verdict is kept:
+    ignored (never blocks, never printed); a well-formed one is read."""
+    import os
+    import time
+
+    from jitlens._track import selfcheck
+
+    path = tmp_path / "verdict.json"
+    os.mkfifo(path)
+    started = time.monotonic()
+    assert selfcheck._read_cached(path) is None
+    assert time.monotonic() - started < 5  # did not wait for a writer
+    path.unlink()
+    forged = '{"problems": ["\\u001b[2J\\u001b]0;owned\\u0007' + "x" * (10 << 20) + '"]}'
+    for text in (
+        forged,
+        '{"problems": ["\\u001b[31mred"]}',
+        '{"problems": "not a list"}',
+        '{"problems": ["ok"' + ', "more"' * 30 + "]}",
+        "not json",
+    ):
+        path.write_text(text)
+        assert selfcheck._read_cached(path) is None, text[:60]
+    path.write_text('{"problems": ["jax.jit traces miscounted (2 ran, jitlens counted 1)"]}')
+    assert selfcheck._read_cached(path) == ("jax.jit traces miscounted (2 ran, jitlens counted 1)",)
 
 
 def test_a_recompile_error_traceback_starts_at_the_users_call() -> None:

@@ -1,16 +1,32 @@
-"""``JITLENS=1 python train.py``: track and explain retraces with no code change.
+"""jitlens inside the program's own interpreter: ``JITLENS=1 python prog.py`` and ``jitlens run``.
 
 Imported at interpreter start-up by the ``jitlens_autostart.pth`` file that
-installing jitlens puts in site-packages, only when ``JITLENS`` is set. It
-imports nothing heavy: it arms an import hook, and tracking starts when the
-program itself imports ``jax`` (so ``pip``, shells and every Python process
-that never touches JAX pay nothing and print nothing; a venv with system
-site-packages gets its base ``sys.path`` before JAX is imported). Only the
-main program is tracked: processes it starts (``multiprocessing`` spawn
-workers, ``subprocess`` Pythons) inherit ``JITLENS`` but are left alone
-unless ``JITLENS_CHILDREN=1``. Retraces are logged (logger ``jitlens``) as
-they happen, the summary goes to stderr at exit when something was jitted,
-and ``JITLENS_REPORT`` / ``JITLENS_HTML`` name report files to write.
+installing jitlens puts in site-packages, only when ``JITLENS`` is set (or by
+the bootstrap ``sitecustomize`` ``jitlens run`` puts on ``PYTHONPATH`` where
+that file is not processed). Python itself then runs the program; jitlens
+
+* imports nothing heavy at start-up: it waits for the program's own
+  ``import jax`` (so settings the program makes in ``os.environ`` before it,
+  ``JAX_ENABLE_X64`` among them, are read by JAX as under ``python``; shells,
+  ``pip`` and every process that never imports JAX pay nothing);
+* keeps the terminal (descriptor 2 as it is now, :mod:`jitlens._track.sink`):
+  the live retrace lines, its warnings and the summary go there, never into
+  the program's ``sys.stderr`` replacement or its ``warnings`` records;
+* registers its exit work with ``atexit`` before the program runs, so it runs
+  after the program's own ``atexit`` hooks, which Python runs after its
+  thread-pool hooks and thread joins: calls made there are in the report, and
+  jitlens never waits on a thread Python would have stopped. JAX's own exit
+  hooks (clear the backends, shut ``jax.distributed`` down) run right after
+  the report, as a ``--gather`` needs the processes connected.
+
+Only the main program is tracked: processes it starts (``multiprocessing``
+spawn workers, ``subprocess`` Pythons) inherit the environment but see another
+pid in ``JITLENS_MAIN_PID`` and are left alone unless ``JITLENS_CHILDREN=1``.
+A program that re-executes itself (``os.execv``, same pid) is tracked again
+from the new image's start, and a line says what the report does not hold.
+Under ``JITLENS=1`` the summary goes to the terminal at exit when something
+was jitted, and ``JITLENS_REPORT`` / ``JITLENS_HTML`` name report files;
+under ``jitlens run`` the options come in ``JITLENS_RUN`` (:mod:`.run`).
 """
 
 from __future__ import annotations
@@ -19,18 +35,46 @@ import atexit
 import dataclasses
 import importlib.abc
 import importlib.machinery
-import logging
+import json
 import os
+import signal
 import sys
 import threading
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
-#: Set in the environment by the tracked program; its children see another pid.
-MAIN_PID = "JITLENS_MAIN_PID"
-CHILDREN = "JITLENS_CHILDREN"
+from .environ import BOOTSTRAP as BOOTSTRAP
+from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
+
+#: The exit summary stays under 60 lines for any program (all of it: --json / --html).
+EXIT_LINES = 56
+
+REEXECUTED = (
+    "jitlens: the program re-executed itself (os.exec*, same process): tracking starts again "
+    "from here; jitted calls made before the exec are not in the report\n"
+)
+NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
+
 _STARTED = [False]
 _LOCK = threading.Lock()
+
+
+@dataclasses.dataclass
+class _Session:
+    """What jitlens does in this process: its settings, and what it set up."""
+
+    pid: int
+    run: dict[str, Any] | None  # jitlens run's options; None under JITLENS=1
+    args: Any  # the report options, shaped as jitlens run's
+    tracker: Any = None
+    live: Any = None
+    jax_hooks: tuple[Any, ...] = ()
+    finish: Any = None
+    exit_code: int | None = None  # jitlens run's own verdict on the program (budgets)
+    exit_message: str | None = None
+
+
+SESSION: list[_Session | None] = [None]
 
 
 def _truthy(value: str | None) -> bool:
@@ -38,20 +82,27 @@ def _truthy(value: str | None) -> bool:
 
 
 class _JaxWatcher(importlib.abc.MetaPathFinder):
-    """Starts tracking right after the program's own ``import jax`` finishes."""
+    """Starts tracking right after the program's own ``import jax`` finishes.
+
+    It leaves as soon as it has found ``jax``, and leaves jax's loader as Python
+    made it: ``jax.__loader__`` is Python's own.
+    """
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != "jax" or _STARTED[0]:
             return None
+        _remove_watcher()
         spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return None
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
         loader = spec.loader
-        original = loader.exec_module
 
         def exec_module(module: ModuleType) -> None:
-            original(module)
-            _remove_watcher()
+            try:
+                del loader.exec_module  # the loader is Python's own again
+            except AttributeError:
+                pass
+            loader.exec_module(module)
             _start()
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
@@ -80,15 +131,41 @@ def _arm() -> None:
     except ConfigError as exc:
         _warn(f"{exc}; not tracking")
         return
+    pid = str(os.getpid())
     owner = os.environ.get(MAIN_PID)
-    if owner and owner != str(os.getpid()) and not _truthy(os.environ.get(CHILDREN)):
+    if owner and owner != pid and not _truthy(os.environ.get(CHILDREN)):
         return  # a child of the tracked program
-    os.environ[MAIN_PID] = str(os.getpid())
-    _check_report_paths()
+    try:  # a child tracked by JITLENS_CHILDREN=1 never writes over its parent's report files
+        mine = not owner or owner == pid
+        run = json.loads(os.environ[RUN]) if os.environ.get(RUN) and mine else None
+        args = _run_args(run) if run is not None else _Args()
+    except Exception as exc:
+        _warn(f"{RUN} is not jitlens run's ({type(exc).__name__}: {exc}); not tracking")
+        return
+    os.environ[MAIN_PID] = pid
+    reexecuted = os.environ.get(IMAGE) == pid
+    os.environ[IMAGE] = pid
+    from .._track import sink
+
+    sink.open_terminal()
+    if reexecuted:
+        sink.write(REEXECUTED)
+    if run is None:
+        _check_report_paths(args)
+    SESSION[0] = _Session(os.getpid(), run, args)
+    atexit.register(_at_exit)  # before the program's own hooks: it runs after them
     if "jax" in sys.modules:
         _start()
     else:
         sys.meta_path.insert(0, _WATCHER)
+
+
+def _run_args(run: dict[str, Any]) -> SimpleNamespace:
+    keys = ("json", "html", "trace", "given_outputs", "launch_cwd", "gather", "quiet")
+    args = SimpleNamespace(**{k: run.get(k) for k in keys})
+    args.given_outputs = args.given_outputs or {}
+    args.include_internal = bool(run.get("include_internal"))
+    return args
 
 
 class _Args:
@@ -101,6 +178,9 @@ class _Args:
         self.json = _config.get("report") or None
         self.html = _config.get("html") or None
         self.trace = None
+        self.gather = None
+        self.quiet = False
+        self.include_internal = bool(_config.get("include_internal"))
         anchor_outputs(self, cwd)  # relative paths: where the program started
 
 
@@ -108,13 +188,15 @@ class _Args:
 _ENV_NAMES = {"json": "JITLENS_REPORT", "html": "JITLENS_HTML"}
 
 
-def _check_report_paths() -> None:
+def _check_report_paths(args: Any) -> None:
     """A bad ``JITLENS_REPORT`` / ``JITLENS_HTML`` stops the program before it runs (exit 2)."""
     from .._render.outputs import OutputError, check_outputs
     from .outputs import outputs_of
 
     try:
-        outputs = outputs_of(_Args())
+        outputs = outputs_of(args)
+        if not outputs:
+            return
         script = (getattr(sys, "argv", None) or [""])[0]
         inputs = [(script, f"the script {script}")] if os.path.isfile(script) else []
         named = [dataclasses.replace(o, label=f"{_ENV_NAMES[o.kind]}={o.given}") for o in outputs]
@@ -132,61 +214,168 @@ def _check_report_paths() -> None:
 
 
 def _warn(text: str) -> None:
-    try:
-        sys.stderr.write(f"jitlens: {text}\n")
-    except Exception:
-        pass
+    from .._track import sink
+
+    sink.write(f"jitlens: {text}\n")
 
 
 def _start() -> None:
+    """The program imported jax: track from here (never raises into its import)."""
     with _LOCK:
         if _STARTED[0]:
             return
         _STARTED[0] = True
+    session = SESSION[0]
+    if session is None:
+        return
     try:
-        from .. import _config
-        from .._errors import ConfigError
-
-        try:
-            if not _config.get("enabled"):
-                return
-            level = _config.get("log_level")
-        except ConfigError as exc:
-            _warn(f"{exc}; not tracking")
-            return
+        from .. import _compat, _config
         from .._track.tracker import Tracker
+        from . import live_run
+        from .signals import Finish, install
 
-        log = logging.getLogger("jitlens")
-        if level != "off" and not log.handlers:
-            handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("%(message)s"))
-            log.addHandler(handler)
-            log.setLevel(getattr(logging, level.upper()))
-            log.propagate = False
-        tracker = Tracker(include_internal=_config.get("include_internal"), timeline=True)
+        run = session.run or {}
+        session.live = live_run.LiveRun(
+            quiet=bool(run.get("quiet")),
+            fail_on_retrace=bool(run.get("fail_on_retrace")),
+            max_traces=run.get("max_traces"),
+        )
+        include_internal = session.args.include_internal or _config.get("include_internal")
+        tracker = Tracker(include_internal=include_internal, timeline=True)
         tracker.start()
-        atexit.register(_finish, tracker, os.getpid(), os.getcwd())
+        session.tracker = tracker
+        problem = session.live.start()
+        if problem is not None:  # a budget that cannot count refuses to run the program
+            _warn(problem)
+            _flush_and_exit(2)
+        from .._render.outputs import prepare_urls
+        from .outputs import outputs_of
+
+        if any(
+            "://" in str(getattr(session.args, k, None) or "") for k in ("json", "html", "trace")
+        ):
+            prepare_urls(outputs_of(session.args))  # written at exit, where imports fail
+        session.jax_hooks = tuple(_compat.exit_hooks())
+        for hook in session.jax_hooks:  # run right after the report (see _at_exit)
+            atexit.unregister(hook)
+        session.finish = Finish(lambda: _finish(session))
+        if session.run is not None:
+            install(session.finish)  # SIGTERM / SIGHUP: the report, then the signal's death
     except Exception as exc:  # never break the program that imported jax
         _warn(f"could not start tracking ({type(exc).__name__}: {exc}); your program is unaffected")
 
 
-def _finish(tracker: Any, pid: int, cwd: str | None = None) -> None:
-    if os.getpid() != pid:  # a forked child running atexit: not the tracked program
+def _flush_and_exit(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+def _at_exit() -> None:
+    """The last ``atexit`` hook: the report, then JAX's own exit hooks, then jitlens' verdict."""
+    session = SESSION[0]
+    if session is None or os.getpid() != session.pid:  # a forked child running atexit
+        return
+    if session.finish is None:
+        run = session.run
+        if not _STARTED[0] and run is not None and not run.get("quiet") and not _failed():
+            from .._track import sink
+
+            sink.write(NO_JAX)
         return
     try:
-        from .._render.text import render_text
-        from .outputs import write_outputs
+        session.finish()
+    finally:
+        for hook in reversed(session.jax_hooks):
+            try:
+                hook()
+            except Exception:
+                pass
+    if session.exit_code is not None:
+        _flush_and_exit(session.exit_code)
+    if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
+        # Python dies of SIGINT after an uncaught KeyboardInterrupt, unless code run during
+        # finalisation clears its flag (the report's rendering does): die of it here
+        from .signals import die_of
 
-        tracker.stop()
-        report = tracker.report()
-        args = _Args(cwd)
-        written = write_outputs(report, args)
-        if report.functions and not getattr(sys.stderr, "closed", False):
-            sys.stderr.write("\n" + render_text(report) + "\n")
-        for path in written:
-            _warn(f"wrote {path}")
+        die_of(signal.SIGINT)
+
+
+def _failed() -> bool:
+    """Did the program end with an uncaught exception (Python keeps it in ``sys.last_value``)?"""
+    return getattr(sys, "last_value", None) is not None
+
+
+def _finish(session: _Session) -> None:
+    """Write the report files and the summary (once: see ``signals.Finish``)."""
+    from .._track import sink
+
+    failed = _failed()
+    verdict = session.live.stop(failed) if session.live is not None else None
+    if verdict is not None and session.run is not None:
+        session.exit_code, session.exit_message = verdict
+    try:
+        session.tracker.stop()
+        report = session.tracker.report()
+    except Exception as exc:  # never turn a program's result into a jitlens failure
+        _warn(f"could not take the report ({type(exc).__name__}: {exc})")
+        return
+    args = session.args
+    try:
+        if getattr(args, "gather", None):  # issue 23: one merged report on process 0
+            from .gather import write_gathered
+            from .outputs import shown, write_outputs
+
+            clean = not failed and session.exit_code is None
+            written = write_gathered(report, args, clean, write_outputs, shown)
+        else:
+            from .outputs import write_outputs
+
+            written = write_outputs(report, args)
     except Exception as exc:
         _warn(f"could not write the report ({type(exc).__name__}: {exc})")
+        written = []
+    if not args.quiet:
+        _summary(session, report, failed)
+        sink.write("".join(f"jitlens: wrote {path}\n" for path in written))
+    if session.exit_message:
+        sink.write(session.exit_message + "\n")
+
+
+class _Terminal:
+    """What ``want_color`` asks of a stream: is jitlens' terminal a tty?"""
+
+    def isatty(self) -> bool:
+        from .._track import sink
+
+        return sink.isatty()
+
+
+def _summary(session: _Session, report: Any, failed: bool) -> None:
+    from .._track import sink
+
+    try:
+        from .._render.text import render_text
+
+        if session.run is None:  # JITLENS=1: a summary only when something was jitted
+            if report.functions:
+                sink.write("\n" + render_text(report) + "\n")
+            return
+        if report.functions or not failed:
+            from .._render.color import want_color
+
+            text = render_text(
+                report,
+                color=want_color(session.run.get("color") or "auto", _Terminal()),  # type: ignore[arg-type]
+                include_internal=session.args.include_internal,
+                max_lines=EXIT_LINES,
+            )
+            sink.write("\n" + text + "\n")
+    except Exception as exc:
+        _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
 
 
 _arm()

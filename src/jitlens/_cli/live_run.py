@@ -1,25 +1,25 @@
 """``jitlens run``'s live options: retraces on stderr as they happen, and the fail-fast stance.
 
-Kept apart from ``run.py`` (which runs the program as ``python`` would): this
+Kept apart from ``run.py`` (which hands the program to ``python``): this
 module adds ``--fail-on-retrace`` and ``--max-traces N``, and while the
 program runs it
 
-* shows the ``jitlens`` logger's records on stderr (each function's first
+* shows the ``jitlens`` logger's records on the terminal (each function's first
   retraces explained in full, then folded: ``_track/live.py``), unless
   ``--quiet`` or ``JITLENS_LOG=off``, or the program's own handler is already
   on that logger;
 * opens the program-wide budget (``_track/scopes.ProgramScope``): the first
   retrace over it raises :class:`jitlens.RecompileError` at the user's call,
   before JAX traces again, naming the function, the path that changed and a
-  fix. The program dies of it (exit 1, the reports written by ``run.py``); a
-  program that catches and swallows it still exits non-zero.
+  fix. The program dies of it (exit 1, the reports written at exit); a
+  program that catches and swallows it still exits 1 (unless it died of an
+  uncaught exception: its own status stands).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from typing import Any
 
 #: Options of this module that take a value (for ``run.split_argv``).
@@ -56,64 +56,65 @@ def _budget(text: str) -> int:
     return value
 
 
-class _StderrHandler(logging.Handler):
-    """Writes each record to the ``sys.stderr`` of the moment, flushed (it may be replaced)."""
+class TerminalHandler(logging.Handler):
+    """Writes each record to jitlens' terminal (``_track.sink``), not the program's ``sys.stderr``."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        from .._track import sink
+
         try:
-            stream = sys.stderr
-            stream.write(self.format(record) + "\n")
-            stream.flush()
+            sink.write(self.format(record) + "\n")
         except Exception:
             self.handleError(record)
 
 
 class LiveRun:
-    """What :func:`start` installed; :meth:`stop` removes it and settles the exit code."""
+    """What :meth:`start` installed; :meth:`stop` removes it and gives jitlens' verdict."""
 
-    def __init__(self, args: Any) -> None:
-        self.args = args
+    def __init__(self, quiet: bool, fail_on_retrace: bool, max_traces: int | None) -> None:
+        self.quiet = quiet
+        self.fail_on_retrace = fail_on_retrace
+        self.max_traces = max_traces
         self.handler: logging.Handler | None = None
         self.saved: tuple[int, bool] | None = None
         self.scope_cm: Any = None
         self.scope: Any = None
 
-    def start(self, outcome: Any) -> bool:
-        """Show jitlens' log on stderr and open the budget asked for, before the program runs.
+    def start(self) -> str | None:
+        """Show jitlens' log on the terminal and open the budget asked for.
 
-        False when a setting is invalid or the budget cannot count on this JAX
-        (``outcome`` then says why, exit 2).
+        Returns why the program may not run (a setting is invalid, or the
+        budget cannot count on this JAX), else ``None``.
         """
         from .. import _config
         from .._errors import JitlensError
 
-        args, log = self.args, logging.getLogger("jitlens")
-        try:  # a bad setting fails at once, before the program runs
+        log = logging.getLogger("jitlens")
+        try:
             level = _config.get("log_level")
             _config.get("warn_recompiles")
         except JitlensError as exc:
-            outcome.code, outcome.exit_message = 2, f"jitlens run: {exc}"
-            return False
-        if not args.quiet and level != "off" and not log.handlers:
+            return f"jitlens run: {exc}"
+        if not self.quiet and level != "off" and not log.handlers:
             self.saved = (log.level, log.propagate)
-            self.handler = _StderrHandler()
+            self.handler = TerminalHandler()
             self.handler.setFormatter(logging.Formatter("%(message)s"))
             log.addHandler(self.handler)
             log.setLevel(getattr(logging, level.upper()))
             log.propagate = False  # the program's root handlers would print it twice
-        if args.fail_on_retrace or args.max_traces is not None:
+        if self.fail_on_retrace or self.max_traces is not None:
             from .._track.scopes import program_scope
 
-            cm = program_scope(bool(args.fail_on_retrace), args.max_traces)
+            cm = program_scope(bool(self.fail_on_retrace), self.max_traces)
             try:
                 self.scope = cm.__enter__()
             except JitlensError as exc:
-                outcome.code, outcome.exit_message = 2, f"jitlens run: {exc}"
-                return False
+                return f"jitlens run: {exc}"
             self.scope_cm = cm
-        return True
+        return None
 
-    def stop(self, outcome: Any) -> None:
+    def stop(self, failed: bool) -> tuple[int, str] | None:
+        """Close the budget; ``(exit status, why)`` when jitlens must fail a program that did not."""
         log = logging.getLogger("jitlens")
         if self.handler is not None:
             log.removeHandler(self.handler)
@@ -121,18 +122,17 @@ class LiveRun:
                 log.setLevel(self.saved[0])
                 log.propagate = self.saved[1]
             self.handler = None
-        if self.scope_cm is not None:
-            from .._errors import JitlensError
+        if self.scope_cm is None:
+            return None
+        from .._errors import JitlensError
 
-            cm, self.scope_cm = self.scope_cm, None
-            try:
-                cm.__exit__(None, None, None)
-            except JitlensError as exc:  # the self-check found traces cannot be counted
-                outcome.code = outcome.code or 2
-                outcome.exit_message = f"jitlens run: {exc}"
-                return
-            violations = self.scope.violations
-            if violations and outcome.code == 0 and outcome.exception is None:
-                flag = "--fail-on-retrace" if self.args.fail_on_retrace else "--max-traces"
-                outcome.code = 1
-                outcome.exit_message = SWALLOWED.format(flag=flag, n=len(violations))
+        cm, self.scope_cm = self.scope_cm, None
+        try:
+            cm.__exit__(None, None, None)
+        except JitlensError as exc:  # the self-check found traces cannot be counted
+            return 2, f"jitlens run: {exc}"
+        violations = self.scope.violations
+        if violations and not failed:
+            flag = "--fail-on-retrace" if self.fail_on_retrace else "--max-traces"
+            return 1, SWALLOWED.format(flag=flag, n=len(violations))
+        return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 USAGE = """usage: jitlens COMMAND [ARGS...]
 
@@ -20,6 +20,7 @@ commands:
   check     grade a jit_forward solution on its numbers and its method
   audit     find statics that will recompile for every new model instance
   lint      find recompile traps in source code (no imports)
+  selfcheck check that jitlens counts right on the installed JAX / Flax / Equinox
 
 `jitlens COMMAND --help` describes each command."""
 
@@ -33,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("jitlens._exercise.check", "cli_main"),
     "audit": ("jitlens._audit.audit", "cli_main"),
     "lint": ("jitlens._lint.lint", "cli_main"),
+    "selfcheck": ("jitlens._cli.main", "_selfcheck_main"),
 }
 
 
@@ -59,13 +61,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = getattr(importlib.import_module(module), func)(args[1:])
     except SystemExit as exc:  # argparse errors and --help
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    if argv is None:  # the real command: die of the signal the program died of, as python does
-        run = sys.modules.get("jitlens._cli.run")
-        pending = run.PENDING_SIGNAL[0] if run is not None else None
-        if pending is not None:
-            from .signals import die_of
-
-            die_of(pending)
     return int(code or 0)
 
 
@@ -131,3 +126,71 @@ def _report_main(argv: list[str]) -> int:
     for path in write_outputs(report, args):
         print(f"jitlens: wrote {path}", file=sys.stderr)
     return 0
+
+
+SELFCHECK_PASSED = "jitlens selfcheck: passed on {versions}; verdict kept in {path}"
+SELFCHECK_FAILED = (
+    "jitlens selfcheck: {n} problem(s) on {versions}:\n{lines}\nverdict kept in {path}"
+)
+
+
+def _selfcheck_main(argv: list[str]) -> int:
+    argparse.ArgumentParser(
+        prog="jitlens selfcheck",
+        description="Run jitlens' canary (a jax.jit, an nnx.jit and an eqx.filter_jit function "
+        "checked against counters in their bodies) on the installed versions, in a clean "
+        "process (CPU, a temporary folder, no JAX debugging or dump settings), and keep its "
+        "verdict: tracked runs with the same versions read it. Tracked programs never start "
+        "it themselves. Exit 1 when jitlens cannot count right here.",
+    ).parse_args(argv)
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run(
+            [sys.executable, "-P", "-m", "jitlens._track.canary"],
+            cwd=folder,  # nothing in the user's folder shadows jax, numpy or the stdlib
+            env=_canary_env(os.environ),
+            capture_output=True,
+            text=True,
+        )
+    try:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        problems, versions, path = result["problems"], result["versions"], result["path"]
+    except Exception:
+        print(f"jitlens selfcheck: the canary failed (exit {done.returncode})", file=sys.stderr)
+        print(done.stderr[-2000:], file=sys.stderr)
+        return 1
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v)
+    if not problems:
+        print(SELFCHECK_PASSED.format(versions=shown, path=path))
+        return 0
+    lines = "\n".join(f"  - {p}" for p in problems)
+    print(SELFCHECK_FAILED.format(n=len(problems), versions=shown, lines=lines, path=path))
+    return 1
+
+
+#: Settings that would make the canary measure a debugging session, not jitlens.
+_NOT_FOR_THE_CANARY = (
+    "JAX_DISABLE_JIT",
+    "JAX_DUMP_IR_TO",
+    "JAX_LOG_COMPILES",
+    "JAX_EXPLAIN_CACHE_MISSES",
+    "JAX_TRACEBACK_FILTERING",
+    "XLA_FLAGS",
+)
+
+
+def _canary_env(environ: Mapping[str, str]) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in environ.items()
+        if k not in _NOT_FOR_THE_CANARY
+        and not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "JITLENS"))
+    }
+    env["JAX_PLATFORMS"] = "cpu"
+    if environ.get("JITLENS_CACHE_DIR"):
+        env["JITLENS_CACHE_DIR"] = environ["JITLENS_CACHE_DIR"]
+    return env

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._render.outputs import Output, OutputError, check_outputs
-from .._render.outputs import write_outputs as _write
+if TYPE_CHECKING:
+    from .._render.outputs import Output
 
 #: The report options, in the order they are checked and written.
 KINDS = ("json", "html", "trace")
@@ -33,14 +33,14 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
 
 def anchor_outputs(args: Any, cwd: str | None = None) -> None:
     """Make the report paths absolute now: the program may ``os.chdir`` before they are written."""
-    from .._render.outputs import is_url
-    from .._track.process import anchor_path
-
     args.launch_cwd = cwd or os.getcwd()
     given = {}
     for name in KINDS:
         value = getattr(args, name, None)
         if value:
+            from .._render.outputs import is_url
+            from .._track.process import anchor_path
+
             given[name] = value
             if not is_url(value):
                 setattr(args, name, anchor_path(value, cwd))
@@ -48,6 +48,8 @@ def anchor_outputs(args: Any, cwd: str | None = None) -> None:
 
 
 def outputs_of(args: Any) -> list[Output]:
+    from .._render.outputs import Output
+
     given = getattr(args, "given_outputs", {})
     return [
         Output(name, given.get(name, getattr(args, name)), getattr(args, name))
@@ -58,6 +60,10 @@ def outputs_of(args: Any) -> list[Output]:
 
 def output_problem(args: Any, inputs: Iterable[tuple[str, str]] = ()) -> str | None:
     """Why one of the report paths cannot be written (one line), or ``None``."""
+    if not any(getattr(args, name, None) for name in KINDS):
+        return None
+    from .._render.outputs import OutputError, check_outputs
+
     try:
         check_outputs(outputs_of(args), inputs)
     except OutputError as exc:
@@ -76,4 +82,6 @@ def shown(path: str, args: Any) -> str:
 
 def write_outputs(report: Any, args: Any) -> list[str]:
     """Write each report file asked for, on its own; returns the paths written (as shown)."""
-    return _write(report, outputs_of(args), lambda p: shown(p, args))
+    from .._render.outputs import write_outputs as write
+
+    return write(report, outputs_of(args), lambda p: shown(p, args))

@@ -1,35 +1,52 @@
-"""``jitlens run``: run a Python program as ``python`` would, with tracking installed first.
+"""``jitlens run``: let Python itself run the program, with jitlens active from its start.
 
-The program gets the same ``sys.argv``, ``__name__ == "__main__"``,
-``sys.path[0]``, exit code, exceptions and tracebacks as under ``python``;
-tracking starts before it imports anything, so functions decorated at import
-time (``@jax.jit`` in any module) are counted too. At exit the summary goes
-to stderr and the report files asked for are written (also when the program
-raises or calls ``sys.exit``).
+jitlens does not imitate the interpreter's runner (``sys.path`` rules, ``-P``
+/ ``-I``, the shutdown order of thread-pool hooks, threads and ``atexit``,
+``exec``): each imitation fails on the next edge. Like ``ddtrace-run`` and
+``opentelemetry-instrument``, ``jitlens run`` checks its options, puts them in
+the environment (``JITLENS_RUN``) and replaces itself (``os.execve``, same
+process) with ``python [the interpreter's own flags] SCRIPT ARGS`` or
+``python -m MODULE ARGS``. The interpreter activates jitlens at start-up
+through the same hook as ``JITLENS=1`` (``jitlens_autostart.pth``, or a
+bootstrap ``sitecustomize`` where that file is not processed), tracking starts
+when the program imports ``jax``, and the report is written by an ``atexit``
+hook that runs after the program's own hooks and thread joins
+(:mod:`jitlens._cli.autostart`). The program's start-up, ``sys.path``, import
+order against its own ``os.environ`` changes, shutdown and exit status are
+Python's own.
+
+``main(argv)`` called inside another program (pytest, a notebook) cannot
+replace that process: it runs the same command as a child and relays its
+output.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import runpy
-import signal
+import site
+import subprocess
 import sys
-import traceback
-import types
-from typing import Any
 
 from .._render.color import CHOICES as COLOR_CHOICES
-from .._render.color import add_color_option, want_color
+from .._render.color import add_color_option
 from . import live_run  # issue 24: --fail-on-retrace, --max-traces, retraces live on stderr
-from .gather import GATHER_HELP, check_options, write_gathered  # issue 23
+from .gather import GATHER_HELP, check_options  # issue 23
 from .outputs import add_output_options as add_output_options
 from .outputs import anchor_outputs as anchor_outputs
-from .outputs import output_problem, shown
-from .outputs import write_outputs as write_outputs
+from .outputs import output_problem
 
 #: jitlens' own directory (its frames are hidden from the program's tracebacks).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The folder whose ``sitecustomize`` activates jitlens where its .pth file is not processed.
+BOOTSTRAP_DIR = os.path.join(_PACKAGE_DIR, "_bootstrap")
+#: The start-up hook installing jitlens puts in site-packages.
+PTH_NAME = "jitlens_autostart.pth"
+CANNOT_ACTIVATE = (
+    "jitlens run: cannot activate jitlens in this interpreter ({why}): jitlens_autostart.pth is "
+    "not in its site-packages; install jitlens into {python}, or run without {flag}"
+)
 
 USAGE = (
     "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--gather PATH] [--include-internal] "
@@ -37,10 +54,6 @@ USAGE = (
     "(SCRIPT.py | -m MODULE) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
-
-
-#: The exit summary stays under 60 lines for any program (all of it: --json / --html).
-EXIT_LINES = 56
 
 
 def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
@@ -120,65 +133,116 @@ def _module_split(own: list[str], rest: list[str]) -> tuple[list[str], str | Non
 
 
 def main(argv: list[str]) -> int:
-    """``jitlens run``: run the program tracked; the summary first, then its traceback, as python."""
+    """``jitlens run``: check the options, then become ``python PROGRAM`` with jitlens active."""
     own, module, program = split_argv(list(argv))
     p = build_parser()
     args = p.parse_args(own)
     args.module = module if module is not None else args.module
     args.target = program
-    args.own_process = _owns_the_process()
-    anchor_outputs(args)
-    check_options(p, args)  # issue 23: --gather
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
+    anchor_outputs(args)
+    check_options(p, args)  # issue 23: --gather
     script = args.target[0] if args.module is None else None
     problem = output_problem(args, [(script, f"the script {script}")] if script else [])
     if problem is not None:  # before the program runs: a typo must not cost the run
         print(f"jitlens run: {problem}", file=sys.stderr)
         return 2
-    code_obj = None
-    if script is not None and not _is_path_target(script):
-        try:
-            with open(script, "rb") as fh:
-                source = fh.read()
-        except OSError as exc:
-            why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or exc
-            print(NOT_FOUND.format(path=script, why=why), file=sys.stderr)
-            return 2
-        try:  # python compiles the script before running any of it: so does jitlens run
-            code_obj = compile(source, os.path.abspath(script), "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
-            _print_user_traceback(exc)
-            return 1
-    from .._track.tracker import Tracker
-    from .signals import Finish, finish_on_signals
-
-    tracker = Tracker(include_internal=args.include_internal, timeline=True)
-    outcome = Outcome()
-    finish = Finish(lambda: _finish(tracker, args, outcome))
-    tracker.start()
-    live = live_run.LiveRun(args)  # issue 24
-    with finish_on_signals(finish):
-        try:
-            if live.start(outcome):  # issue 24 (False: a bad setting or a budget that cannot count)
-                _run_program(args, code_obj, outcome)
-        finally:
-            live.stop(outcome)  # issue 24
-            finish()
-    if outcome.exception is not None:  # the traceback is the last thing shown, as with python
-        _print_user_traceback(outcome.exception)
-    if outcome.exit_message is not None:
-        _say(outcome.exit_message + "\n")
-    if outcome.signal is not None:
-        PENDING_SIGNAL[0] = outcome.signal
-    return outcome.code
+    problem = _unreadable(script) if script is not None else None
+    problem = problem or _bad_setting() or _cannot_activate()
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
+    python = sys.executable
+    flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    target = ["-m", args.module, *args.target] if args.module is not None else args.target
+    command = [python, *flags, *target]
+    env = program_env(args)
+    if _owns_the_process():
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.execve(python, command, env)  # the same process: signals and exit status are python's
+    return _run_child(command, env)
 
 
-def _is_path_target(target: str) -> bool:
-    """A folder with ``__main__.py`` or a zip application: python runs those too."""
-    import zipfile
+def program_env(args: argparse.Namespace) -> dict[str, str]:
+    """The program's environment: the user's, plus what activates jitlens in it."""
+    from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
 
-    return os.path.isdir(target) or (os.path.isfile(target) and zipfile.is_zipfile(target))
+    settings = {
+        "json": args.json,
+        "html": args.html,
+        "trace": args.trace,
+        "given_outputs": args.given_outputs,
+        "launch_cwd": args.launch_cwd,
+        "gather": args.gather,
+        "include_internal": bool(args.include_internal),
+        "quiet": bool(args.quiet),
+        "color": args.color,
+        "fail_on_retrace": bool(args.fail_on_retrace),
+        "max_traces": args.max_traces,
+    }
+    env = {k: v for k, v in os.environ.items() if k not in (IMAGE, CHILDREN)}
+    env.update({"JITLENS": "1", RUN: json.dumps(settings), MAIN_PID: str(os.getpid())})
+    if not _owns_the_process():
+        del env[MAIN_PID]  # the child is the program: it claims the environment itself
+    if not _pth_active():
+        from .environ import BOOTSTRAP
+
+        env[BOOTSTRAP] = os.path.dirname(_PACKAGE_DIR)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (BOOTSTRAP_DIR, env.get("PYTHONPATH", "")) if p
+        )
+    return env
+
+
+def _pth_active() -> bool:
+    """Will the interpreter process jitlens' .pth file at start-up (site-packages, site on)?"""
+    if sys.flags.no_site:
+        return False
+    folders = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    return any(os.path.isfile(os.path.join(f, PTH_NAME)) for f in folders)
+
+
+def _cannot_activate() -> str | None:
+    if _pth_active():
+        return None
+    if sys.flags.no_site:
+        why, flag = "python -S: no site-packages, no sitecustomize", "-S"
+    elif sys.flags.ignore_environment:
+        why, flag = "python -E / -I ignores PYTHONPATH", "-E / -I"
+    else:
+        return None  # the bootstrap sitecustomize on PYTHONPATH activates it
+    return CANNOT_ACTIVATE.format(why=why, python=sys.executable, flag=flag)
+
+
+def _unreadable(script: str) -> str | None:
+    """python's own refusal, said before anything runs (and before report paths are taken)."""
+    if os.path.isdir(script):
+        return None  # a folder with __main__.py: python says what is missing
+    try:
+        with open(script, "rb"):
+            pass
+    except OSError as exc:
+        why = "no such file" if isinstance(exc, FileNotFoundError) else exc.strerror or exc
+        return NOT_FOUND.format(path=script, why=why)
+    return None
+
+
+def _bad_setting() -> str | None:
+    """A bad JITLENS_* setting fails at once, before the program runs."""
+    from .. import _config
+    from .._errors import JitlensError
+
+    try:
+        _config.get("log_level")
+        _config.get("warn_recompiles")
+        _config.get("include_internal")
+    except JitlensError as exc:
+        return f"jitlens run: {exc}"
+    return None
 
 
 def _owns_the_process() -> bool:
@@ -187,176 +251,9 @@ def _owns_the_process() -> bool:
     return name in ("jitlens", "__main__.py", "-c") and sys.argv[1:2] == ["run"]
 
 
-def _wait_for_the_end() -> None:
-    """What python does after the main module: join non-daemon threads, then run atexit hooks.
-
-    Done before the report is taken, so calls made there are in it. JAX's own
-    hooks (clear the backends, shut ``jax.distributed`` down) stay for the real
-    exit: they ran after the program's at a plain exit too, and ``--gather``
-    needs the processes connected.
-    """
-    import atexit
-    import threading
-
-    from .._track.process import process_info
-
-    me = threading.current_thread()
-    while True:
-        alive = [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
-        if not alive:
-            break
-        for t in alive:
-            t.join()
-    process_info()  # seen now: JAX's own atexit hook shuts jax.distributed down
-    from .. import _compat
-
-    jax_hooks = _compat.exit_hooks()  # JAX's own: after the report, as at a plain exit
-    for hook in jax_hooks:
-        atexit.unregister(hook)
-    atexit._run_exitfuncs()
-    for hook in jax_hooks:
-        atexit.register(hook)
-
-
-def _say(text: str) -> None:
-    """Write to stderr; a program that closed it keeps its exit status."""
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except Exception:
-        pass
-
-
-class Outcome:
-    """How the program ended: exit code, the exception to show last, a signal to die of."""
-
-    def __init__(self) -> None:
-        self.code = 0
-        self.exception: BaseException | None = None
-        self.signal: int | None = None
-        self.exit_message: str | None = None  # sys.exit("text"): printed last, as python does
-
-
-#: A signal the program died of (SIGINT): the console entry point re-raises it, like python.
-PENDING_SIGNAL: list[int | None] = [None]
-
-
-def _finish(tracker: Any, args: argparse.Namespace, outcome: Outcome) -> None:
-    """Write the report files and the summary (once: see ``signals.Finish``)."""
-    try:
-        tracker.stop()
-        report = tracker.report()
-    except Exception as exc:  # never turn a program's result into a jitlens failure
-        _say(f"jitlens: could not take the report ({type(exc).__name__}: {exc})\n")
-        return
-    failed = outcome.code != 0 or outcome.exception is not None
-    if getattr(args, "gather", None):  # issue 23: one merged report on process 0
-        clean = not failed and outcome.signal is None
-        written = write_gathered(report, args, clean, write_outputs, shown)
-    else:
-        written = write_outputs(report, args)
-    if args.quiet:
-        return
-    try:
-        if report.functions or not failed:
-            from .._render.text import render_text
-
-            text = render_text(
-                report,
-                color=want_color(args.color, sys.stderr),
-                include_internal=args.include_internal,
-                max_lines=EXIT_LINES,
-            )
-            _say("\n" + text + "\n")
-    except Exception as exc:
-        _say(f"jitlens: could not print the summary ({type(exc).__name__}: {exc})\n")
-    _say("".join(f"jitlens: wrote {path}\n" for path in written))
-
-
-def _run_program(args: argparse.Namespace, code_obj: Any, outcome: Outcome) -> None:
-    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
-    main_mod = sys.modules.get("__main__")
-    try:
-        if args.module is not None:
-            sys.argv = [args.module, *args.target]
-            if sys.path:
-                sys.path[0] = ""
-            else:
-                sys.path.insert(0, "")
-            _guarded(
-                lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True),
-                outcome,
-            )
-        else:
-            script = args.target[0]
-            sys.argv = list(args.target)
-            if code_obj is None:  # a folder or a zip: runpy puts it on sys.path, as python does
-                _guarded(lambda: runpy.run_path(script, run_name="__main__"), outcome)
-            else:
-                script_dir = os.path.dirname(os.path.abspath(script))
-                if sys.path:
-                    sys.path[0] = script_dir
-                else:
-                    sys.path.insert(0, script_dir)
-                _guarded(lambda: _exec_script(os.path.abspath(script), code_obj), outcome)
-        if args.own_process:
-            _guarded(_wait_for_the_end, outcome)
-    finally:
-        sys.argv = saved_argv
-        if saved_path0 is not None and sys.path:
-            sys.path[0] = saved_path0
-        if main_mod is not None:
-            sys.modules["__main__"] = main_mod
-
-
-def _exec_script(path: str, code: Any) -> None:
-    mod = types.ModuleType("__main__")
-    mod.__file__ = path
-    mod.__builtins__ = __builtins__  # type: ignore[attr-defined]
-    mod.__loader__ = None  # type: ignore[assignment]
-    mod.__spec__ = None
-    sys.modules["__main__"] = mod
-    exec(code, mod.__dict__)
-
-
-def _guarded(fn: Any, outcome: Outcome) -> None:
-    """Run ``fn``; record its exit code, or the exception to show and the code python exits with."""
-    try:
-        fn()
-    except SystemExit as exc:
-        outcome.code = _exit_code(exc.code)
-        if not isinstance(exc.code, int | None):
-            outcome.exit_message = str(exc.code)
-    except KeyboardInterrupt as exc:
-        outcome.exception, outcome.code, outcome.signal = exc, 130, signal.SIGINT
-    except BaseException as exc:
-        outcome.exception, outcome.code = exc, 1
-
-
-def _exit_code(code: Any) -> int:
-    if code is None:
-        return 0
-    return code if isinstance(code, int) else 1
-
-
-def _print_user_traceback(exc: BaseException) -> None:
-    """The traceback Python would print, without jitlens' own frames (and runpy's)."""
-    here = _PACKAGE_DIR + os.sep
-
-    def mine(frame: traceback.FrameSummary) -> bool:
-        name = frame.filename
-        return os.path.abspath(name).startswith(here) or name.endswith(
-            ("runpy.py", "<frozen runpy>")
-        )
-
-    te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
-    seen: set[int] = set()
-    todo = [te]
-    while todo:
-        t = todo.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        t.stack = traceback.StackSummary.from_list([f for f in t.stack if not mine(f)])
-        todo += [c for c in (t.__cause__, t.__context__) if c is not None]
-    sys.stderr.write("".join(te.format()))
+def _run_child(command: list[str], env: dict[str, str]) -> int:
+    """Inside another program: run the command as a child, relay its output, return its status."""
+    done = subprocess.run(command, env=env, capture_output=True, text=True, errors="replace")
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    return done.returncode if done.returncode >= 0 else 128 - done.returncode

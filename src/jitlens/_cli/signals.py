@@ -7,9 +7,8 @@ written. The handler writes them from a helper thread with a time limit (the
 main thread may be stopped inside jitlens' own bookkeeping, holding a lock),
 then restores the default action and sends the signal again, so the parent
 sees "killed by SIGTERM" exactly as without jitlens. SIGINT needs nothing
-here: Python turns it into ``KeyboardInterrupt``, which ``jitlens run``
-handles like any exception before re-raising the signal (see
-:func:`die_of`).
+here: Python turns it into ``KeyboardInterrupt``, prints its traceback, runs
+the ``atexit`` hooks (jitlens' report among them) and dies of the signal.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 #: Signals whose default action is to terminate; handled only while that default is in place.
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -44,6 +44,7 @@ class Finish:
         self.started = False
         self.owner: int | None = None  # the thread writing
         self.deferred: int | None = None  # a signal that came while the main thread wrote
+        self.handler: Any = None  # the signal handler :func:`install` put in place
 
     def __call__(self) -> None:
         # No lock: the handler runs on the main thread, between these bytecodes if need be
@@ -67,17 +68,15 @@ class Finish:
         return self._done.is_set()
 
 
-@contextlib.contextmanager
-def finish_on_signals(finish: Finish) -> Iterator[None]:
-    """While the block runs, SIGTERM / SIGHUP call ``finish`` and then kill the process as before.
+def install(finish: Finish) -> list[int]:
+    """From now on, SIGTERM / SIGHUP call ``finish`` and then kill the process as before.
 
     A handler the program (or its parent, with ``SIG_IGN``) set is left alone;
-    so is one the program installs later. The block should end with
-    ``finish()``: a signal while it writes then still gets complete files.
+    so is one the program installs later. Returns the signals handled. Must be
+    called on the main thread (else nothing is installed).
     """
     if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+        return []
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if finish.done:
@@ -95,11 +94,19 @@ def finish_on_signals(finish: Finish) -> Iterator[None]:
         if signal.getsignal(sig) is signal.SIG_DFL:
             signal.signal(sig, handler)
             installed.append(sig)
+    finish.handler = handler
+    return installed
+
+
+@contextlib.contextmanager
+def finish_on_signals(finish: Finish) -> Iterator[None]:
+    """:func:`install` for the length of a block, which should end with ``finish()``."""
+    installed = install(finish)
     try:
         yield
     finally:
         for sig in installed:
-            if signal.getsignal(sig) is handler:
+            if signal.getsignal(sig) is finish.handler:
                 signal.signal(sig, signal.SIG_DFL)
 
 

@@ -36,8 +36,9 @@ class _Loader(importlib.abc.Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        try:
-            module.__spec__.loader = self._loader  # the module keeps its real loader
+        try:  # the module keeps its real loader, as Python's own import leaves it
+            module.__spec__.loader = self._loader
+            module.__loader__ = self._loader
         except Exception:
             pass
         self._loader.exec_module(module)

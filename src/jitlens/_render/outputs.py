@@ -179,6 +179,20 @@ def _url_backend_problem(scheme: str) -> str | None:
     return "neither fsspec nor etils is installed"
 
 
+def prepare_urls(outputs: Sequence[Output]) -> None:
+    """Load the URL outputs' backends now: written from an ``atexit`` hook, an import that
+    registers its own hook (fsspec does) would fail ("can't register atexit after shutdown")."""
+    for out in outputs:
+        if not is_url(out.path):
+            continue
+        scheme = out.path.split("://", 1)[0]
+        with contextlib.suppress(Exception):
+            if importlib.util.find_spec("fsspec") is not None:
+                importlib.import_module("fsspec").get_filesystem_class(scheme)
+            elif importlib.util.find_spec("etils") is not None:
+                importlib.import_module("etils.epath")
+
+
 def _write_url(url: str, text: str) -> None:
     if importlib.util.find_spec("fsspec") is not None:
         fsspec = importlib.import_module("fsspec")

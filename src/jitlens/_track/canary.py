@@ -8,10 +8,11 @@ come out right, and that an ``eqx.filter_jit`` function finds the row its
 traces went to (what its budgets count). It prints one JSON line:
 ``{"problems": [...], "versions": {...}}``.
 
-It runs in a process of its own (:mod:`.selfcheck` starts it once per set of
-installed versions and keeps the verdict), so nothing of it is observable by
-the program jitlens watches: not its ``jax.monitoring`` listeners, its compile
-log, its profiler traces, its ``jax.jit`` patches nor its ``sys.modules``.
+It runs in ``jitlens selfcheck`` (a process of its own, started by the user
+or CI, never by a tracked program), which keeps the verdict for the installed
+versions; nothing of it is observable by the programs jitlens watches: not
+their ``jax.monitoring`` listeners, compile logs, profiler traces, ``jax.jit``
+patches, ``sys.modules``, children or files.
 """
 
 from __future__ import annotations
@@ -142,26 +143,27 @@ def run() -> list[str]:
     return problems
 
 
-def main() -> int:
-    import os
-    import tempfile
-
-    # started in the program's folder: nothing of it may shadow jax, flax or numpy here
-    here = os.getcwd()
-    sys.path[:] = [p for p in sys.path if p not in ("", here)]
-    os.chdir(tempfile.gettempdir())
-    from .._compat.probe import installed_versions
-
-    try:
-        problems = run()
-    except Exception as exc:
-        problems = [f"the canary failed ({type(exc).__name__}: {exc})"]
+def check_now() -> tuple[str, ...]:
+    """Run the canary in this process and keep its verdict (``jitlens selfcheck``)."""
     from .selfcheck import write_verdict
 
-    write_verdict(tuple(problems))  # the program that started it may have ended by now
-    print(json.dumps({"problems": problems, "versions": installed_versions()}))
-    sys.stdout.flush()
-    return 0
+    try:
+        problems = tuple(run())
+    except Exception as exc:
+        problems = (f"the canary failed ({type(exc).__name__}: {exc})",)
+    write_verdict(problems)
+    return problems
+
+
+def main() -> int:
+    """``python -m jitlens._track.canary``: the same as ``jitlens selfcheck``."""
+    from .._compat.probe import installed_versions
+    from .selfcheck import verdict_file
+
+    problems = check_now()
+    kept = str(verdict_file())
+    print(json.dumps({"problems": list(problems), "versions": installed_versions(), "path": kept}))
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import warnings
 from typing import Any
 
 import jax
@@ -40,6 +39,7 @@ from .._core.kinds import EventKind, ReasonKind
 from .._core.report import Reason
 from .._core.retrace_text import shorten, values_text
 from .._errors import RunawayRecompileWarning
+from . import sink
 from .records import EventBuilder, Record
 from .registry import REGISTRY
 from .state import internal_failure, log
@@ -247,10 +247,8 @@ def check_runaway(rec: Record, b: EventBuilder) -> None:
     text = runaway_text(rec, recompiles, limit)
     data = event_data(rec, b, "runaway", _LOGGED.get(rec.id))
     log.debug("%s", text, extra={"jitlens": data})
-    try:
-        warnings.warn(RunawayRecompileWarning(text), stacklevel=_compat.user_stacklevel())
-    except Exception:  # -W error: never raised from inside JAX's compile
-        log.warning("%s", text, extra={"jitlens": data})
+    # from outside the program: on the terminal, never in its warning records or handlers
+    sink.warn(text, RunawayRecompileWarning, stacklevel=_compat.user_stacklevel())
 
 
 # ------------------------------------------------------------------ the profiler mark

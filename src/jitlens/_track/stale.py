@@ -11,7 +11,6 @@ GraphDef walk away from the hot loop) and when a report is built.
 from __future__ import annotations
 
 import functools
-import warnings
 import weakref
 from typing import Any
 
@@ -20,6 +19,7 @@ from .._core.key import Entry, Path, render_path
 from .._core.report import StaleHit
 from .._core.signature import walk_graphdef
 from .._errors import StaleCacheWarning
+from . import sink
 from .state import internal_failure
 
 STALE_MSG = (
@@ -72,7 +72,7 @@ class _Watch:
                     fix=STALE_FIX.format(path=path, name=self.fn_name, attr=attr),
                 )
                 found.append(hit)
-                warnings.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, stacklevel=4)
+                sink.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, stacklevel=4)
         return found
 
 

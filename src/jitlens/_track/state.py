@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 from .._errors import JitlensInternalWarning
+from . import sink
 
 log = logging.getLogger("jitlens")
 
@@ -116,9 +116,6 @@ def internal_failure(what: str, exc: BaseException) -> None:
             _WARNED.add(key)
             text = INTERNAL_FAILURE.format(what=what, error=f"{type(exc).__name__}: {exc}")
             FAILURES.append(text)
-        try:
-            warnings.warn(text, JitlensInternalWarning, stacklevel=3)
-        except Exception:  # the user's filters turned warnings into errors
-            log.warning(text)
+        sink.warn(text, JitlensInternalWarning, stacklevel=3)
     except Exception:  # pragma: no cover - even logging failed: stay silent, stay out
         pass

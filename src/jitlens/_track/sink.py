@@ -1,0 +1,98 @@
+"""Where jitlens' own words go: the real terminal when jitlens runs the program from outside.
+
+Under ``jitlens run`` and ``JITLENS=1`` the program does not know jitlens is
+there, so nothing jitlens says may enter the program's own machinery: not the
+``sys.stderr`` of the moment (a ``contextlib.redirect_stderr`` buffer, pytest's
+``capsys``), not its ``warnings`` records (``catch_warnings(record=True)``) or
+its ``warnings.showwarning`` (which may raise ``SystemExit``). At start-up,
+before the program runs, :func:`open_terminal` keeps a duplicate of file
+descriptor 2 as it was then; the live retrace lines, jitlens' warnings and the
+exit summary are written there. pytest's ``capfd`` swaps descriptor 2 itself
+for the length of a test, and jitlens' lines still reach the terminal: they
+are jitlens' output, not the program's.
+
+Inside the program's own code (``jitlens.track()``, the pytest plugin), where
+the user asked for jitlens, its warnings are ordinary Python warnings and
+:func:`warn` calls :func:`warnings.warn` as before (an exception a filter makes
+of it is logged instead, never raised into the program).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import os
+import sys
+import threading
+import warnings
+from typing import Any
+
+#: The duplicate of descriptor 2 taken at start-up (``None``: jitlens runs inside the program).
+TERMINAL: list[int | None] = [None]
+_LOCK = threading.Lock()
+
+
+def open_terminal() -> None:
+    """Keep the terminal as it is before the program runs (once; not inherited by children)."""
+    if TERMINAL[0] is not None:
+        return
+    try:
+        TERMINAL[0] = os.dup(2)  # non-inheritable: the program's children never see it
+    except OSError:  # no descriptor 2: jitlens writes to sys.stderr as a library would
+        TERMINAL[0] = None
+
+
+def outside() -> bool:
+    """Is jitlens running the program from outside (``jitlens run``, ``JITLENS=1``)?"""
+    return TERMINAL[0] is not None
+
+
+def write(text: str) -> None:
+    """Write ``text`` where jitlens' words go; never raises."""
+    fd = TERMINAL[0]
+    if fd is None:
+        with contextlib.suppress(Exception):
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        return
+    with contextlib.suppress(Exception):
+        sys.__stderr__.flush()  # type: ignore[union-attr]  # the program's lines before ours
+    data = text.encode("utf-8", "replace")
+    with _LOCK, contextlib.suppress(OSError):
+        while data:
+            data = data[os.write(fd, data) :]
+
+
+def isatty() -> bool:
+    fd = TERMINAL[0]
+    try:
+        return os.isatty(fd) if fd is not None else sys.stderr.isatty()
+    except Exception:
+        return False
+
+
+def warn(message: str | Warning, category: type[Warning], stacklevel: int = 2) -> None:
+    """Warn the user: on the terminal from outside the program, else with :func:`warnings.warn`.
+
+    Never raises into the program: a filter that makes the warning an error
+    (``-W error``) or a ``showwarning`` that raises is stepped around.
+    """
+    if TERMINAL[0] is None:
+        try:
+            warnings.warn(message, category, stacklevel=stacklevel + 1)
+        except Exception:
+            write(f"{category.__name__}: {message}\n")
+        return
+    try:
+        from .._compat.frames import caller
+
+        frame: Any = caller(stacklevel)  # stacklevel 1: the line that called warn()
+        filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    except Exception:
+        filename, lineno = "sys", 1
+    try:
+        line = linecache.getline(filename, lineno).strip()
+    except Exception:
+        line = ""
+    text = f"{filename}:{lineno}: {category.__name__}: {message}\n"
+    write(text + (f"  {line}\n" if line else ""))

@@ -1,0 +1,308 @@
+"""Issue 29: the same program, the same results under ``python``, ``jitlens run`` and ``JITLENS=1``.
+
+One program holds most scenarios (each JAX start-up costs seconds): settings
+made in ``os.environ`` before ``import jax``, a thread pool left running, an
+Orbax checkpoint, warnings the program records or turns into ``SystemExit``,
+a ``redirect_stderr`` buffer, the program's own child and its SIGCHLD /
+``os.wait`` / ``psutil`` view, and the loaders of what it imports. Its output
+and exit status are compared with plain ``python``; the counters in its jitted
+bodies are the truth the report must hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT, run_python
+
+pytestmark = pytest.mark.xdist_group("run_as_python")
+
+PROGRAM = textwrap.dedent(
+    """
+    import contextlib, io, json, os, signal, sys, warnings
+    os.environ["JAX_ENABLE_X64"] = "1"     # before JAX is imported: JAX must read it
+    CHLD = [0]
+    signal.signal(signal.SIGCHLD, lambda *a: CHLD.__setitem__(0, CHLD[0] + 1))
+    import jax, jax.numpy as jnp
+
+    T = {"add": 0, "grow": 0, "other": 0}
+
+    @jax.jit
+    def add(x):
+        T["add"] += 1
+        return x + 8.0007e-12
+
+    print("x64", add(jnp.zeros(1)).dtype, repr(float(add(jnp.zeros(1))[0])))
+
+    def grow(x):
+        T["grow"] += 1
+        return x * 2
+
+    g = jax.jit(grow)
+    buf = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(buf):
+        warnings.simplefilter("always")
+        for n in range(1, 6):
+            g(jnp.ones(n))
+    print("recorded", [w.category.__name__ for w in caught], "buffer", repr(buf.getvalue()))
+
+    def other(x):
+        T["other"] += 1
+        return x - 1
+
+    def refuse(*a, **k):
+        raise SystemExit(3)
+
+    h = jax.jit(other)
+    with warnings.catch_warnings():        # restores showwarning after the block
+        warnings.simplefilter("always")
+        warnings.showwarning = refuse
+        for n in range(1, 6):
+            h(jnp.ones(n))
+    print("after showwarning: still running")
+
+    import subprocess
+    child = "import jax, jax.numpy as jnp; print(float(jax.jit(lambda x: x * 3)(jnp.ones(1))[0]))"
+    print("child", subprocess.run([sys.executable, "-c", child], capture_output=True,
+                                  text=True).stdout.strip())
+
+    import flax.nnx, equinox
+    loaders = {m.__name__: type(m.__loader__).__module__ for m in (jax, flax.nnx, equinox)}
+    print("loaders", sorted(set(loaders.values())))
+    print("meta_path", [type(f).__module__ for f in sys.meta_path if "jitlens" in
+                        type(f).__module__])
+
+    if "--orbax" in sys.argv:
+        import tempfile
+        import orbax.checkpoint as ocp
+        from flax import nnx
+        folder = tempfile.mkdtemp()
+        model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+        _, state = nnx.split(model)
+        ckpt = ocp.StandardCheckpointer()
+        ckpt.save(os.path.join(folder, "state"), state)
+        ckpt.wait_until_finished()
+        abstract = nnx.eval_shape(lambda: nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+        _, abstract_state = nnx.split(abstract)
+        restored = ckpt.restore(os.path.join(folder, "state"), abstract_state)
+        print("orbax", bool(jnp.all(restored["kernel"].value == state["kernel"].value)))
+
+    from concurrent.futures import ThreadPoolExecutor
+    import time
+    pool = ThreadPoolExecutor(1)           # left running: python stops it at exit
+    pool.submit(time.sleep, 0.2)
+
+    import psutil
+    try:
+        os.wait()
+        waited = "reaped a child"
+    except ChildProcessError:
+        waited = "no child"
+    print("children", psutil.Process().children(recursive=True), waited, "SIGCHLD", CHLD[0])
+    print("TRUTH", json.dumps(T))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, str, str]]:
+    """The program under python, jitlens run and JITLENS=1, with a FIFO where the self-check's
+    verdict is kept (a tracked run must not block on it)."""
+    from jitlens._track import selfcheck
+
+    d = tmp_path_factory.mktemp("as_python")
+    (d / "prog.py").write_text(PROGRAM)
+    cache = d / "cache"
+    cache.mkdir()
+    os.mkfifo(cache / f"selfcheck-{selfcheck.verdict_key()}.json")
+    env = {"JITLENS_CACHE_DIR": str(cache), "JITLENS_WARN_RECOMPILES": "2"}
+    modes = {
+        "python": (["prog.py", "--orbax"], {}),
+        "run": (["-m", "jitlens", "run", "--json", "r-run.json", "prog.py", "--orbax"], {}),
+        "env": (["prog.py"], {"JITLENS": "1", "JITLENS_REPORT": "r-env.json"}),
+    }
+    out = {}
+    for mode, (args, extra) in modes.items():
+        proc = run_python(args, cwd=d, env={**env, **extra}, timeout=300)
+        report = d / f"r-{mode}.json"
+        out[mode] = (
+            proc.returncode,
+            proc.stdout,
+            proc.stderr,
+            report.read_text() if report.exists() else "",
+        )
+    return out
+
+
+def _lines(stdout: str, drop: tuple[str, ...] = ()) -> list[str]:
+    return [line for line in stdout.splitlines() if not line.startswith(drop)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["run", "env"])
+def test_the_program_computes_prints_and_exits_as_under_python(runs, mode) -> None:
+    code, out, err, _ = runs["python"]
+    assert code == 0, err[-3000:]
+    assert "x64 float64 8.0007e-12" in out  # os.environ read by JAX at the program's import
+    assert "recorded [] buffer ''" in out
+    assert "after showwarning: still running" in out
+    assert "child 3.0" in out
+    assert "orbax True" in out
+    assert "children [] no child SIGCHLD 1" in out  # the program's own child, and no other
+    t_code, t_out, t_err, _ = runs[mode]
+    assert t_code == 0, t_err[-3000:]
+    drop = ("orbax",) if mode == "env" else ()
+    assert _lines(t_out) == _lines(out, drop)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["run", "env"])
+def test_jitlens_speaks_on_the_terminal_and_counts_the_truth(runs, mode) -> None:
+    _, out, err, report = runs[mode]
+    # the runaway warnings reached the terminal, not the program's records nor its handler
+    assert err.count("RunawayRecompileWarning") == 2, err[-3000:]
+    assert "jitlens: grow (jax.jit)" in err  # the live retrace lines, not in the buffer
+    truth = json.loads(out.split("TRUTH ", 1)[1])
+    rows = {f["name"]: f for f in json.loads(report)["functions"]}
+    assert {k: rows[k]["traces"] for k in truth} == truth == {"add": 1, "grow": 5, "other": 5}
+    assert rows["add"]["calls"] == 2
+    # the program's child (a lambda jitted in `python -c`) was not tracked
+    assert not [r for r in rows.values() if "<string>" in str(r["defined_at"])], rows.keys()
+    assert err.count("jitted function") == 1  # one summary: the child wrote none
+
+
+@pytest.mark.slow
+def test_the_import_hooks_leave_modules_as_pythons_loader_does(runs) -> None:
+    for mode in ("python", "run", "env"):
+        out = runs[mode][1]
+        assert "meta_path []" in out, (mode, out)
+        loaders = out.split("loaders ", 1)[1].splitlines()[0]
+        assert "jitlens" not in loaders, (mode, loaders)
+
+
+SAFE_PATH = """
+import sys
+try:
+    import shadow_mod
+    found = "found"
+except ImportError:
+    found = "not found"
+print(found, sys.path)
+"""
+
+
+def test_safe_path_and_isolated_mode_are_pythons_own(tmp_path) -> None:
+    """PYTHONSAFEPATH=1 and -I: the script's folder is not importable, as under python."""
+    (tmp_path / "prog.py").write_text(SAFE_PATH)
+    (tmp_path / "shadow_mod.py").write_text("")
+    for flags, env in (([], {"PYTHONSAFEPATH": "1"}), (["-I"], {}), ([], {})):
+        plain = run_python([*flags, "prog.py"], cwd=tmp_path, env=env)
+        tracked = run_python([*flags, "-m", "jitlens", "run", "prog.py"], cwd=tmp_path, env=env)
+        assert tracked.returncode == plain.returncode == 0, tracked.stderr
+        assert tracked.stdout == plain.stdout, (flags, env)
+        assert plain.stdout.startswith("found" if not (flags or env) else "not found")
+        assert "never imported jax" in tracked.stderr
+
+
+REEXEC = """
+import os, sys
+import jax, jax.numpy as jnp
+T = [0]
+
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+stage = os.environ.get("STAGE", "first")
+if stage == "first":
+    f(jnp.ones(1))
+    os.environ["STAGE"] = "second"
+    os.execv(sys.executable, [sys.executable, *sys.argv])  # re-executes itself
+f(jnp.ones(2)); f(jnp.ones(3)); f(jnp.ones(3))
+print("TRUTH", T[0], flush=True)
+"""
+
+
+def test_a_program_that_re_executes_itself_ends_with_a_report_and_a_clear_line(tmp_path) -> None:
+    (tmp_path / "prog.py").write_text(REEXEC)
+    plain = run_python(["prog.py"], cwd=tmp_path)
+    proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "prog.py"], cwd=tmp_path)
+    assert proc.returncode == plain.returncode == 0, proc.stderr
+    assert proc.stdout == plain.stdout == "TRUTH 2\n"
+    assert "re-executed itself" in proc.stderr  # the first image's calls are not in it
+    assert proc.stderr.count("jitlens: 1 jitted function") == 1  # the new image's report
+    (row,) = [r for r in json.loads((tmp_path / "r.json").read_text())["functions"]]
+    assert (row["calls"], row["traces"]) == (3, 2)
+
+
+PYTEST_FILE = """
+import warnings
+import jax, jax.numpy as jnp
+
+def retrace(name):
+    f = jax.jit(lambda x: x + 1)
+    for n in range(1, 5):
+        f(jnp.ones(n))
+
+def test_capsys(capsys):
+    retrace("a")
+    assert capsys.readouterr().err == ""
+
+def test_capfd(capfd):
+    retrace("b")
+    assert capfd.readouterr().err == ""
+
+def test_no_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        retrace("c")
+    assert caught == []
+"""
+
+
+def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(tmp_path) -> None:
+    (tmp_path / "test_quiet.py").write_text(PYTEST_FILE)
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_quiet.py"]
+    env = {"JITLENS_WARN_RECOMPILES": "1"}
+    plain = run_python(args, cwd=tmp_path, env=env)
+    tracked = run_python(["-m", "jitlens", "run", *args], cwd=tmp_path, env=env)
+    assert "3 passed" in plain.stdout, plain.stdout
+    assert tracked.returncode == 0 and "3 passed" in tracked.stdout, tracked.stdout
+    assert "RunawayRecompileWarning" in tracked.stderr  # on the terminal
+
+
+def test_without_jitlens_pth_a_bootstrap_sitecustomize_chains_to_the_users(tmp_path) -> None:
+    """An interpreter that does not process jitlens' .pth (jitlens on PYTHONPATH only): the
+    user's own sitecustomize still runs once, sys.path is python's, the report is written."""
+    base = os.path.join(sys.base_prefix, "bin", "python3")
+    probe = subprocess.run([base, "-c", "import jax, rich"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("the base interpreter has no jax / rich")
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("print('USER SITECUSTOMIZE')\n")
+    (tmp_path / "prog.py").write_text(
+        "import sys, jax, jax.numpy as jnp\njax.jit(lambda x: x)(jnp.ones(2))\n"
+        "print([p for p in sys.path if 'site-packages' not in p])\n"
+    )
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(user)]),
+    }
+    env.pop("JITLENS", None)
+    run = dict(cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    plain = subprocess.run([base, "prog.py"], **run)
+    tracked = subprocess.run([base, "-m", "jitlens", "run", "--json", "r.json", "prog.py"], **run)
+    assert tracked.returncode == plain.returncode == 0, tracked.stderr
+    # the program's interpreter ran it once, as under python (jitlens run's own did too)
+    assert tracked.stdout == "USER SITECUSTOMIZE\n" + plain.stdout
+    assert plain.stdout.count("USER SITECUSTOMIZE") == 1
+    assert json.loads((tmp_path / "r.json").read_text())["functions"][0]["traces"] == 1
