@@ -55,7 +55,7 @@ SETTING_DOCS: dict[str, str] = {
 OTHER_VARIABLES: dict[str, str] = {
     "JITLENS_CHILDREN": "with `JITLENS=1`: also track the Python processes the program starts "
     "(`multiprocessing` spawn workers, `subprocess` Pythons); default: the main program only",
-    "JITLENS_SELF_CHECK": "`0` skips the self-check's canary, the child process that checks "
+    "JITLENS_SELF_CHECK": "`0` ignores a verdict `jitlens selfcheck` kept (the canary that checks "
     "once per set of installed versions that jitlens counts right on them",
 }
 
