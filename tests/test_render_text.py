@@ -23,7 +23,7 @@ jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidd
  step          jax.jit                 ?       3         3     ?      ?     0.16       0.34    0.35
  forward       nnx.jit                 3       3         3     0     0%     0.26       0.21    0.31
  evaluate      nnx.cached_partial      4       1         1     3    75%     0.04       0.01    0.00
-cpu on devbox, process 0/1, 4.2 s
+cpu on devbox, process 0/1, 4.2 s tracked (Python and jax start-up not included)
 hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds
 
 Trainer.loss  retraced 4x, 0.47 s lost   (defined at train.py:30)
@@ -200,7 +200,7 @@ def test_str_of_a_report_is_the_plain_text(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_empty_report() -> None:
     text = render_text(report_samples.empty_report(), color=False)
-    assert text == "jitlens: no jitted function was called (cpu on devbox, 0.5 s).\n"
+    assert text == "jitlens: no jitted function was called (cpu on devbox, 0.5 s tracked).\n"
 
 
 def test_retrace_without_reasons_says_so() -> None:

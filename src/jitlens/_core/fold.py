@@ -74,6 +74,7 @@ def _fold(members: list[FunctionReport]) -> FunctionReport:
         compile_seconds=sum(m.compile_seconds for m in members),
         events=events,
         stale_hits=tuple(h for m in members for h in m.stale_hits),
+        stopped=tuple(e for m in members for e in m.stopped),
         call_times=call_times,
         call_entries=call_entries,
         first_call_index=0,

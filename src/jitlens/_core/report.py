@@ -51,8 +51,10 @@ REASON_KINDS: tuple[str, ...] = (
 
 #: ``Event.kind``: the first trace of a function, a later one (a cache miss
 #: that re-ran the Python function), or a compile that came with no trace
-#: (AOT ``.compile()`` of an earlier ``.lower()``, a cleared compile cache).
-EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile")
+#: (AOT ``.compile()`` of an earlier ``.lower()``, a cleared compile cache);
+#: ``stopped`` only in ``FunctionReport.stopped``: a trace a compile budget
+#: stopped before the function's body ran.
+EVENT_KINDS: tuple[str, ...] = ("trace", "retrace", "compile", "stopped")
 
 
 #: How a fix begins when the retrace was expected, not avoidable: the first
@@ -192,6 +194,10 @@ class FunctionReport:
     #: Why the fast path refused them (``host_callback``, ``ordered_effect``,
     #: ``ref_effect``, ``non_array_output``, ``unknown``); "" when none did.
     python_dispatch_cause: str = ""
+    #: Traces a compile budget (``max_traces``, ``no_retrace``, the pytest marker)
+    #: stopped before the body ran: not in ``traces`` or ``events`` (JAX compiled
+    #: nothing), kept with their reasons so that reports show what went over budget.
+    stopped: tuple[Event, ...] = ()
 
     @property
     def retraces(self) -> int:
@@ -240,7 +246,12 @@ class Report:
     process_index: int
     process_count: int
     host: str
+    #: Wall-clock time (``time.time()``) when tracking began.
     started_at: float
+    #: Seconds from when tracking began to this report: under ``jitlens run`` and
+    #: ``JITLENS=1`` from jax's import (the program's start-up before it is not
+    #: included), under the pytest plugin from the session's start, under
+    #: ``jitlens.track()`` from the block's start. A shell's ``time`` reads more.
     duration_seconds: float
     functions: tuple[FunctionReport, ...]
     argv: tuple[str, ...] = ()
@@ -367,6 +378,10 @@ def _function(d: Any, where: str) -> FunctionReport:
     kw = _build(FunctionReport, d, where)
     kw["events"] = tuple(
         _event(e, f"{where}.events[{i}]") for i, e in enumerate(_list(kw.get("events", ()), where))
+    )
+    kw["stopped"] = tuple(
+        _event(e, f"{where}.stopped[{i}]")
+        for i, e in enumerate(_list(kw.get("stopped", ()), where))
     )
     kw["stale_hits"] = tuple(
         StaleHit(**_build(StaleHit, s, f"{where}.stale_hits[{i}]"))

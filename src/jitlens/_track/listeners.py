@@ -249,7 +249,8 @@ def abort_trace(b: EventBuilder | None) -> None:
 
     Its event, its count and the key it filed go (JAX cached nothing), so that
     ``traces`` equals the runs of the function's body and the next trace is
-    not explained against a key that was never compiled.
+    not explained against a key that was never compiled. The event moves to the
+    record's ``stopped`` list: reports still show what went over budget, and why.
     """
     if b is None or b.compiled:
         return
@@ -258,6 +259,9 @@ def abort_trace(b: EventBuilder | None) -> None:
         if b in rec.events:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
+            b.kind = "stopped"
+            if len(rec.stopped) < MAX_EVENTS:
+                rec.stopped.append(b)
         if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
             rec.keys.remove(b.key)
             rec.n_entries -= 1
