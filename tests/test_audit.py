@@ -770,14 +770,25 @@ def test_audit_as_a_user_runs_it_in_a_fresh_process() -> None:
     """
     eqx_models = FIXTURES / "audit_eqx_models.py"
     commands = {
-        "cli nnx tuple": ["-m", "jitlens", "audit", "--color", "never", f"{MODELS}:make_classifier"],
+        "cli nnx tuple": [
+            "-m",
+            "jitlens",
+            "audit",
+            "--color",
+            "never",
+            f"{MODELS}:make_classifier",
+        ],
         "cli eqx": ["-m", "jitlens", "audit", "--color", "never", f"{eqx_models}:make"],
         "api dict, cnn": ["-c", FRESH_API, str(MODELS)],
     }
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "COLUMNS": "100"}
     procs = {
         name: subprocess.Popen(
-            [sys.executable, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for name, args in commands.items()
     }
@@ -785,7 +796,9 @@ def test_audit_as_a_user_runs_it_in_a_fresh_process() -> None:
 
     (out, err), code = done["cli nnx tuple"]
     assert code == 1, err
-    assert "model: Classifier, optimizer: Optimizer" in out and "error    model.avg_pool" in out, out
+    assert "model: Classifier, optimizer: Optimizer" in out and "error    model.avg_pool" in out, (
+        out
+    )
     (out, err), code = done["cli eqx"]
     assert code == 1 and "model.act" in out, err
     (out, err), code = done["api dict, cnn"]

@@ -323,3 +323,31 @@ def test_a_logged_retrace_wraps_at_the_width_it_is_given() -> None:
     event = dataclasses.replace(step.events[1], reasons=(long,))
     assert max(len(line) for line in render_retrace(step, event).splitlines()) > 100
     assert max(len(line) for line in render_retrace(step, event, width=76).splitlines()) <= 76
+
+
+@pytest.mark.parametrize(
+    "defined_at", ["train.py:12", "/home/someone/projects/a/long/way/down/train.py:12"]
+)
+def test_wrappers_folded_into_one_row_keep_the_columns_at_80(defined_at: str) -> None:
+    """Issue 35: a script given by absolute path put its path in the folded row's name,
+    which wrapped over 4 lines and pushed out kind, hit % and trace s. The row names the
+    code and the count, and keeps its columns however long the path is; where it was
+    defined is in its explanation."""
+    base = report_samples.sample_report()
+    step = dataclasses.replace(
+        base.function("forward"), name="step", qualname="make.<locals>.step", defined_at=defined_at
+    )
+    folded = dataclasses.replace(base, functions=(step, dataclasses.replace(step, id=99)))
+    text = render_text(folded, color=False, width=80)
+    head = text.splitlines()[1]
+    nearby = [dataclasses.replace(f, defined_at="train.py:12") for f in folded.functions]
+    assert (
+        head
+        == render_text(
+            dataclasses.replace(folded, functions=tuple(nearby)), color=False, width=80
+        ).splitlines()[1]
+    ), text
+    assert "calls  traces  compiles  hits" in head, text
+    assert text.splitlines()[3].split()[:3] == ["make.<locals>.step", "\u00d72", "6"], text
+    assert f"2 wrappers of `make.<locals>.step` at {defined_at}" in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()[:4]) <= 80, text

@@ -64,6 +64,8 @@ def _fold(members: list[FunctionReport]) -> FunctionReport:
         qualname=FOLDED.format(
             n=len(members), qualname=first.qualname, defined_at=first.defined_at, each=each
         ),
+        wrappers=len(members),
+        wrapped_qualname=first.qualname,
         calls=_sum([m.calls for m in members]),
         traces=total,
         compiles=_sum([m.compiles for m in members]),

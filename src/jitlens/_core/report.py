@@ -198,6 +198,10 @@ class FunctionReport:
     #: stopped before the body ran: not in ``traces`` or ``events`` (JAX compiled
     #: nothing), kept with their reasons so that reports show what went over budget.
     stopped: tuple[Event, ...] = ()
+    #: Wrapper objects of the same code this row folds (``_core/fold.py``), and
+    #: their own qualname (``qualname`` then says "N wrappers of ... at ...").
+    wrappers: int = 1
+    wrapped_qualname: str = ""
 
     @property
     def retraces(self) -> int:

@@ -83,6 +83,8 @@ BUCKETED = (
 )
 NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
+#: A folded row's name in the table: where and how often it traced are in its explanation.
+TABLE_FOLDED = "{qualname} ×{n}"  # noqa: RUF001 (a count, read as "times")
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
@@ -215,7 +217,12 @@ def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
 
 def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
     rate = fn.hit_rate
-    name = fn.qualname + (" (internal)" if fn.internal and include_internal else "")
+    name = (
+        TABLE_FOLDED.format(qualname=fn.wrapped_qualname, n=fn.wrappers)
+        if fn.wrappers > 1 and fn.wrapped_qualname
+        else fn.qualname
+    )
+    name += " (internal)" if fn.internal and include_internal else ""
     return [
         name,
         fn.kind,
