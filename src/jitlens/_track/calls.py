@@ -138,6 +138,52 @@ def _after_detailed(
         internal_failure("timing a call", exc)
 
 
+def call_timed(fn: Any, rec: Record, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A call in the timeline window past the advisor's first calls: its time, its entry.
+
+    The timeline's hot path (every call of a tight loop, for the first
+    ``MAX_CALL_TIMES``): one clock read and two list appends. A cache hit of a
+    jit whose cache holds one executable went to the one entry jitlens saw
+    compiled, with no signature built; anything else (a miss, several
+    executables, a call inside a trace) takes :func:`call_detailed`'s steps.
+    """
+    __tracebackhide__ = True
+    local = tls
+    if local.depth > 0 or local.busy:
+        return call_detailed(fn, rec, n, args, kwargs)
+    n0 = local.nevents
+    t = time.perf_counter()
+    try:
+        out = fn(*args, **kwargs)
+    except BaseException:
+        if not isinstance(sys.exc_info()[1], PassThrough):
+            failed_call(rec, n)
+        _after_detailed(rec, n, args, kwargs, t, False, local.nevents != n0)
+        raise
+    if local.nevents != n0:
+        _after_detailed(rec, n, args, kwargs, t, False, True)
+        return out
+    try:
+        advisor.note_eager(rec)
+        rec.call_times.append(t)
+        rec.call_entries.append(_hit_entry(fn, rec, args, kwargs))
+    except Exception as exc:
+        internal_failure("timing a call", exc)
+    return out
+
+
+def _hit_entry(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """The entry a cache hit went to: the one jitlens saw compiled when JAX holds one."""
+    by_light = rec.entry_by_light
+    if not by_light:  # no compile of this record seen (a wrapper of a function JAX had traced)
+        return -1
+    if len(by_light) == 1 and _compat.executable_count(fn) == 1:
+        entry, refs = next(iter(by_light.values()))
+        if entry >= 0 and not refs:  # (objects named by identity: their signature decides)
+            return entry
+    return _entry_of(rec, args, kwargs, False)
+
+
 def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed: bool) -> int:
     """The compiled entry a call went to: its own trace's, or the one its light signature
     was filed under; -1 (unknown) once two entries were made with one light signature."""
@@ -165,6 +211,7 @@ def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed
 #: pins every name against the code objects.
 CALL_LOCALS: dict[Any, tuple[str, str, str, str]] = {
     call_detailed.__code__: ("rec", "n", "args", "kwargs"),
+    call_timed.__code__: ("rec", "n", "args", "kwargs"),
 }
 CALL_CODES = frozenset(CALL_LOCALS)
 #: Types of the counting wrappers adapters hand out (a jit of one is transparent).

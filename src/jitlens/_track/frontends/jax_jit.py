@@ -17,10 +17,16 @@ from typing import Any
 import jax
 
 from ... import _compat
-from ..calls import call_detailed, failed_call, register_counting_frame, register_counting_type
+from ..calls import (
+    call_detailed,
+    call_timed,
+    failed_call,
+    register_counting_frame,
+    register_counting_type,
+)
 from ..records import Record
 from ..registry import REGISTRY
-from ..state import STATE, PassThrough, finalize, internal_failure
+from ..state import ADVICE_CALLS, STATE, WINDOW, PassThrough, finalize, internal_failure
 
 KIND = "jax.jit"
 
@@ -59,6 +65,8 @@ class TrackedJit:
         n = next(self._counter)
         if n < STATE[1]:  # timeline window, or another trace in progress
             try:
+                if ADVICE_CALLS[0] <= n < WINDOW[0]:  # the timeline alone: its lean path
+                    return call_timed(self._jitted, self._record, n, args, kwargs)
                 return call_detailed(self._jitted, self._record, n, args, kwargs)
             except PassThrough as exc:
                 # raised here and filtered here: a bare re-raise adds no frame of jitlens'
