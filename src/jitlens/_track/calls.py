@@ -138,14 +138,23 @@ def _after_detailed(
         internal_failure("timing a call", exc)
 
 
-def call_timed(fn: Any, rec: Record, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def call_timed(
+    fn: Any,
+    rec: Record,
+    n: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    executables: Any = None,
+) -> Any:
     """A call in the timeline window past the advisor's first calls: its time, its entry.
 
     The timeline's hot path (every call of a tight loop, for the first
     ``MAX_CALL_TIMES``): one clock read and two list appends. A cache hit of a
-    jit whose cache holds one executable went to the one entry jitlens saw
-    compiled, with no signature built; anything else (a miss, several
-    executables, a call inside a trace) takes :func:`call_detailed`'s steps.
+    jit whose own cache holds one executable (``executables()``, from
+    ``_compat.executable_counter``) went to the one entry jitlens saw compiled,
+    with no signature built; a record with no compile seen files -1 at once;
+    anything else (a miss, several executables, a call inside a trace) takes
+    :func:`call_detailed`'s steps.
     """
     __tracebackhide__ = True
     local = tls
@@ -165,23 +174,19 @@ def call_timed(fn: Any, rec: Record, n: int, args: tuple[Any, ...], kwargs: dict
         return out
     try:
         advisor.note_eager(rec)
+        by_light = rec.entry_by_light
+        entry = -1
+        if len(by_light) == 1 and executables is not None and executables() == 1:
+            entry, refs = next(iter(by_light.values()))
+            if refs:  # objects named by identity: their signature decides
+                entry = _entry_of(rec, args, kwargs, False)
+        elif by_light:
+            entry = _entry_of(rec, args, kwargs, False)
         rec.call_times.append(t)
-        rec.call_entries.append(_hit_entry(fn, rec, args, kwargs))
+        rec.call_entries.append(entry)
     except Exception as exc:
         internal_failure("timing a call", exc)
     return out
-
-
-def _hit_entry(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    """The entry a cache hit went to: the one jitlens saw compiled when JAX holds one."""
-    by_light = rec.entry_by_light
-    if not by_light:  # no compile of this record seen (a wrapper of a function JAX had traced)
-        return -1
-    if len(by_light) == 1 and _compat.executable_count(fn) == 1:
-        entry, refs = next(iter(by_light.values()))
-        if entry >= 0 and not refs:  # (objects named by identity: their signature decides)
-            return entry
-    return _entry_of(rec, args, kwargs, False)
 
 
 def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed: bool) -> int:

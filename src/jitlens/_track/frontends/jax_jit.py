@@ -48,6 +48,7 @@ class TrackedJit:
         self._jitted = jitted
         self._record = record
         self._counter = record.calls_counter
+        self._executables = _compat.executable_counter(jitted)
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             try:
                 self.__dict__[attr] = getattr(jitted, attr)
@@ -66,7 +67,9 @@ class TrackedJit:
         if n < STATE[1]:  # timeline window, or another trace in progress
             try:
                 if ADVICE_CALLS[0] <= n < WINDOW[0]:  # the timeline alone: its lean path
-                    return call_timed(self._jitted, self._record, n, args, kwargs)
+                    return call_timed(
+                        self._jitted, self._record, n, args, kwargs, self._executables
+                    )
                 return call_detailed(self._jitted, self._record, n, args, kwargs)
             except PassThrough as exc:
                 # raised here and filtered here: a bare re-raise adds no frame of jitlens'
