@@ -172,8 +172,7 @@ def call_timed(
     if local.nevents != n0:
         _after_detailed(rec, n, args, kwargs, t, False, True)
         return out
-    try:
-        advisor.note_eager(rec)
+    try:  # (``jax_disable_jit`` is read in the first calls only, as past the window)
         by_light = rec.entry_by_light
         entry = -1
         if len(by_light) == 1 and executables is not None and executables() == 1:
