@@ -752,11 +752,18 @@ def test_a_factory_that_hangs_or_exits_fails_the_audit(tmp_path, capsys, factory
 
 
 FRESH_API = """
-import json, sys
+import importlib.util, json, sys
 import jitlens
+spec = importlib.util.spec_from_file_location("models", sys.argv[1])
+models = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(models)
 out = {}
-for name in ("make_shared_training", "make_cnn"):  # a dict of models first, then a bare CNN
-    result = jitlens.audit(sys.argv[1] + ":" + name)
+for name, target in (
+    ("make_cnn", models.make_cnn),  # first: a bare CNN, as jitlens.audit(make)
+    ("make_shared_training", sys.argv[1] + ":make_shared_training"),  # a dict, by string
+    ("make_training", models.make_training),  # a tuple (model, optimizer)
+):
+    result = jitlens.audit(target)
     out[name] = [result.exit_code, list(result.roots), [f.path for f in result.errors]]
 print(json.dumps(out))
 """
@@ -779,7 +786,7 @@ def test_audit_as_a_user_runs_it_in_a_fresh_process() -> None:
             f"{MODELS}:make_classifier",
         ],
         "cli eqx": ["-m", "jitlens", "audit", "--color", "never", f"{eqx_models}:make"],
-        "api dict, cnn": ["-c", FRESH_API, str(MODELS)],
+        "api": ["-c", FRESH_API, str(MODELS)],
     }
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "COLUMNS": "100"}
     procs = {
@@ -801,8 +808,9 @@ def test_audit_as_a_user_runs_it_in_a_fresh_process() -> None:
     )
     (out, err), code = done["cli eqx"]
     assert code == 1 and "model.act" in out, err
-    (out, err), code = done["api dict, cnn"]
+    (out, err), code = done["api"]
     assert code == 0, err
     api = json.loads(out)
     assert api["make_shared_training"] == [0, ["model: FixedCNN", "optimizer: Optimizer"], []]
     assert api["make_cnn"][0] == 1 and api["make_cnn"][2] == ["model.avg_pool"]
+    assert api["make_training"][:2] == [0, ["model: FixedCNN", "optimizer: Optimizer"]]
