@@ -138,41 +138,29 @@ def _after_detailed(
         internal_failure("timing a call", exc)
 
 
-def call_timed(
-    fn: Any,
+def timed_after(
     rec: Record,
     n: int,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    executables: Any = None,
-) -> Any:
-    """A call in the timeline window past the advisor's first calls: its time, its entry.
+    t: float,
+    missed: bool,
+    executables: Any,
+) -> None:
+    """File a call of the timeline window past the advisor's first calls: time, entry.
 
-    The timeline's hot path (every call of a tight loop, for the first
-    ``MAX_CALL_TIMES``): one clock read and two list appends. A cache hit of a
-    jit whose own cache holds one executable (``executables()``, from
-    ``_compat.executable_counter``) went to the one entry jitlens saw compiled,
-    with no signature built; a record with no compile seen files -1 at once;
-    anything else (a miss, several executables, a call inside a trace) takes
+    The window's hot path (every call of a tight loop, for the first
+    ``MAX_CALL_TIMES``; the counting wrapper times the call itself): two list
+    appends. A cache hit of a jit whose own cache holds one executable
+    (``executables()``, from ``_compat.executable_counter``) went to the one
+    entry jitlens saw compiled, with no signature built; a record with no
+    compile seen files -1 at once; a miss or several executables take
     :func:`call_detailed`'s steps.
     """
-    __tracebackhide__ = True
-    local = tls
-    if local.depth > 0 or local.busy:
-        return call_detailed(fn, rec, n, args, kwargs)
-    n0 = local.nevents
-    t = time.perf_counter()
     try:
-        out = fn(*args, **kwargs)
-    except BaseException:
-        if not isinstance(sys.exc_info()[1], PassThrough):
-            failed_call(rec, n)
-        _after_detailed(rec, n, args, kwargs, t, False, local.nevents != n0)
-        raise
-    if local.nevents != n0:
-        _after_detailed(rec, n, args, kwargs, t, False, True)
-        return out
-    try:  # (``jax_disable_jit`` is read in the first calls only, as past the window)
+        if missed:
+            _after_detailed(rec, n, args, kwargs, t, False, True)
+            return
         by_light = rec.entry_by_light
         entry = -1
         if len(by_light) == 1 and executables is not None and executables() == 1:
@@ -185,7 +173,15 @@ def call_timed(
         rec.call_entries.append(entry)
     except Exception as exc:
         internal_failure("timing a call", exc)
-    return out
+
+
+def timed_failure(
+    rec: Record, n: int, args: tuple[Any, ...], kwargs: dict[str, Any], t: float, missed: bool
+) -> None:
+    """A timed call (:func:`timed_after`) raised: counted as failed, and filed."""
+    if not isinstance(sys.exc_info()[1], PassThrough):
+        failed_call(rec, n)
+    _after_detailed(rec, n, args, kwargs, t, False, missed)
 
 
 def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed: bool) -> int:
@@ -215,7 +211,6 @@ def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed
 #: pins every name against the code objects.
 CALL_LOCALS: dict[Any, tuple[str, str, str, str]] = {
     call_detailed.__code__: ("rec", "n", "args", "kwargs"),
-    call_timed.__code__: ("rec", "n", "args", "kwargs"),
 }
 CALL_CODES = frozenset(CALL_LOCALS)
 #: Types of the counting wrappers adapters hand out (a jit of one is transparent).

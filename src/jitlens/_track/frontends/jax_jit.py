@@ -10,6 +10,7 @@ before tracking started is seen through JAX's monitoring events only (no calls).
 from __future__ import annotations
 
 import functools
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -19,14 +20,15 @@ import jax
 from ... import _compat
 from ..calls import (
     call_detailed,
-    call_timed,
     failed_call,
     register_counting_frame,
     register_counting_type,
+    timed_after,
+    timed_failure,
 )
 from ..records import Record
 from ..registry import REGISTRY
-from ..state import ADVICE_CALLS, STATE, WINDOW, PassThrough, finalize, internal_failure
+from ..state import ADVICE_CALLS, STATE, WINDOW, PassThrough, finalize, internal_failure, tls
 
 KIND = "jax.jit"
 
@@ -66,10 +68,22 @@ class TrackedJit:
         n = next(self._counter)
         if n < STATE[1]:  # timeline window, or another trace in progress
             try:
-                if ADVICE_CALLS[0] <= n < WINDOW[0]:  # the timeline alone: its lean path
-                    return call_timed(
-                        self._jitted, self._record, n, args, kwargs, self._executables
+                local = tls
+                if ADVICE_CALLS[0] <= n < WINDOW[0] and not local.depth and not local.busy:
+                    # The timeline alone, inline (a frame less per call): the call's
+                    # time and, for a hit of a jit holding one executable, the one
+                    # entry jitlens saw compiled. Anything else: `calls.timed_after`.
+                    n0 = local.nevents
+                    t = time.perf_counter()
+                    try:
+                        out = self._jitted(*args, **kwargs)
+                    except BaseException:
+                        timed_failure(self._record, n, args, kwargs, t, local.nevents != n0)
+                        raise
+                    timed_after(
+                        self._record, n, args, kwargs, t, local.nevents != n0, self._executables
                     )
+                    return out
                 return call_detailed(self._jitted, self._record, n, args, kwargs)
             except PassThrough as exc:
                 # raised here and filtered here: a bare re-raise adds no frame of jitlens'
