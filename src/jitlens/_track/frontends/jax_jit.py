@@ -80,9 +80,20 @@ class TrackedJit:
                     except BaseException:
                         timed_failure(self._record, n, args, kwargs, t, local.nevents != n0)
                         raise
-                    timed_after(
-                        self._record, n, args, kwargs, t, local.nevents != n0, self._executables
-                    )
+                    missed = local.nevents != n0
+                    rec, executables = self._record, self._executables
+                    try:  # the common case, inline too: a hit of a jit holding one executable
+                        by_light = rec.entry_by_light
+                        if not missed and len(by_light) == 1 and executables is not None:
+                            entry, refs = next(iter(by_light.values()))
+                            if not refs and executables() == 1:
+                                rec.call_times.append(t)
+                                rec.call_entries.append(entry)
+                                return out
+                    except Exception as exc:
+                        internal_failure("timing a call", exc)
+                        return out
+                    timed_after(rec, n, args, kwargs, t, missed, executables)
                     return out
                 return call_detailed(self._jitted, self._record, n, args, kwargs)
             except PassThrough as exc:
