@@ -6,7 +6,9 @@ import ast
 import dataclasses
 import functools
 import json
+import os
 import re
+import subprocess
 import sys
 import types
 from collections.abc import Callable
@@ -747,3 +749,68 @@ def test_a_factory_that_hangs_or_exits_fails_the_audit(tmp_path, capsys, factory
     assert jitlens_main(["audit", target, "--timeout", "0.5"]) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+FRESH_API = """
+import importlib.util, json, sys
+import jitlens
+spec = importlib.util.spec_from_file_location("models", sys.argv[1])
+models = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(models)
+out = {}
+for name, target in (
+    ("make_cnn", models.make_cnn),  # first: a bare CNN, as jitlens.audit(make)
+    ("make_shared_training", sys.argv[1] + ":make_shared_training"),  # a dict, by string
+    ("make_training", models.make_training),  # a tuple (model, optimizer)
+):
+    result = jitlens.audit(target)
+    out[name] = [result.exit_code, list(result.roots), [f.path for f in result.errors]]
+print(json.dumps(out))
+"""
+
+
+def test_audit_as_a_user_runs_it_in_a_fresh_process() -> None:
+    """Nothing imported before: the front-end's pieces load because audit asks for them.
+
+    (Before, flax's accessors were read only when tracking installed the nnx
+    front-end: every NNX model was "not an NNX object" in a fresh process.)
+    """
+    eqx_models = FIXTURES / "audit_eqx_models.py"
+    commands = {
+        "cli nnx tuple": [
+            "-m",
+            "jitlens",
+            "audit",
+            "--color",
+            "never",
+            f"{MODELS}:make_classifier",
+        ],
+        "cli eqx": ["-m", "jitlens", "audit", "--color", "never", f"{eqx_models}:make"],
+        "api": ["-c", FRESH_API, str(MODELS)],
+    }
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "COLUMNS": "100"}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, args in commands.items()
+    }
+    done = {name: (p.communicate(timeout=240), p.returncode) for name, p in procs.items()}
+
+    (out, err), code = done["cli nnx tuple"]
+    assert code == 1, err
+    assert "model: Classifier, optimizer: Optimizer" in out and "error    model.avg_pool" in out, (
+        out
+    )
+    (out, err), code = done["cli eqx"]
+    assert code == 1 and "model.act" in out, err
+    (out, err), code = done["api"]
+    assert code == 0, err
+    api = json.loads(out)
+    assert api["make_shared_training"] == [0, ["model: FixedCNN", "optimizer: Optimizer"], []]
+    assert api["make_cnn"][0] == 1 and api["make_cnn"][2] == ["model.avg_pool"]
+    assert api["make_training"][:2] == [0, ["model: FixedCNN", "optimizer: Optimizer"]]

@@ -189,3 +189,31 @@ def test_a_model_built_anew_each_epoch_is_its_own_entry() -> None:
     row = _row(t.report(), "step")
     assert len(traced) == 3
     assert list(row.call_entries) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def test_calls_past_the_first_ones_keep_their_entries_in_the_timeline_window() -> None:
+    """The window's lean path (past the advisor's first calls): a hit of a jit holding one
+    executable goes to it with no signature built; a new shape, alternating shapes and a
+    call that raises still file every call under the right entry, or -1."""
+    traced: list[object] = []
+    sizes = [3] * 40 + [4] + [3, 4] * 5 + [3] * 5
+    with jitlens.track(timeline=True) as t:
+
+        @jax.jit
+        def f(x):
+            traced.append(getattr(x, "shape", [None])[0])
+            return x * 2  # None * 2 raises
+
+        outs = [f(jnp.ones(n)) for n in sizes]
+        with pytest.raises(TypeError):
+            f(None)
+        outs.append(f(jnp.ones(3)))
+    row = _row(t.report(), "f")
+    sizes.append(3)
+    assert traced[:2] == [3, 4] and len(traced) == row.traces == 3  # the third body raised
+    assert (row.calls, row.cache_hits) == (len(sizes) + 1, len(sizes) - 2)
+    assert len(row.call_times) == len(row.call_entries) == row.calls
+    entries = list(row.call_entries)
+    assert entries[:-2] == _expected(sizes[:-1], traced) and entries[-1] == 0
+    assert entries[-2] == -1  # the call that raised compiled nothing
+    assert all(float(o[0]) == 2.0 for o in outs)

@@ -62,7 +62,8 @@ def test_two_or_more_wrappers_are_one_row_and_one_function(reports, epochs: int)
     assert row.calls == epochs * len(EPOCH) and row.traces == traced == 2 * epochs
     text = report.to_text(width=100)
     assert text.startswith(f"jitlens: 1 jitted function, {traced} traces")
-    assert f"\n {epochs} wrappers of" in text and "\n train_step " not in text  # one row
+    assert text.count("\n train_step") == 1 and f"\n train_step \u00d7{epochs} " in text  # one row
+    assert f"\n{epochs} wrappers of `train_step` at " in text  # its explanation says where
     cards = [c.text() for c in html_dom.parse(render_html(report)).find_all("div", "card")]
     assert cards[0] == "1jitted function"
 

@@ -283,6 +283,27 @@ def test_jit_called_inside_scan_explains_a_shape_change() -> None:
     assert "lax.scan" in reason.message
 
 
+@pytest.mark.parametrize(("folder", "factor"), [("jax", 2), ("project", 3)])
+def test_the_transformation_is_named_from_the_users_frame_in_a_folder_named_jax(
+    tmp_path, folder, factor
+) -> None:
+    """A user's file under a ``jax/`` folder is the user's: the reason names the
+    transformation the user's own line called (grad), not one further out (vmap)."""
+    source = (
+        f"step = jax.jit(lambda c: c * {factor})\n"  # one code object per case
+        "def run(x):\n"
+        "    return jax.vmap(lambda r: jax.grad(lambda y: step(y).sum())(r))(x)\n"
+    )
+    scope = {"jax": jax}
+    with jitlens.track() as t:
+        exec(compile(source, str(tmp_path / folder / "prog.py"), "exec"), scope)
+        scope["run"](jnp.ones((2, 3)))
+        scope["run"](jnp.ones((2, 4)))
+    step = scope["step"]
+    messages = [r.message for e in t.stats(step).events for r in e.reasons]
+    assert len(messages) == 1 and "traced inside jax.grad" in messages[0], messages
+
+
 def _kernel(x):
     _SCAN_TRACES.tick()
     return x * 0.5

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import textwrap
 import traceback
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -139,7 +140,23 @@ def test_jitlens_frames_do_not_show_in_the_users_traceback() -> None:
         with pytest.raises(ValueError) as info:
             f(jnp.ones(2))
     files = [fr.filename for fr in traceback.extract_tb(info.value.__traceback__)]
-    assert not [p for p in files if "/jitlens/" in p.replace("\\", "/")], files
+    # jitlens' frames are its installed package's files; the user's own may sit
+    # in any folder, one named jitlens/ too (a fresh `git clone`)
+    package = Path(jitlens.__file__).resolve().parent
+    assert not [p for p in files if Path(p).resolve().is_relative_to(package)], files
+    assert __file__ in files and files[-1].endswith("test_invisible.py"), files
+
+
+@pytest.mark.parametrize(
+    "folder", ["jitlens/tests", "jitlens-experiments", "jitlens/src/jitlens_extra"]
+)
+def test_a_users_file_in_a_folder_named_like_jitlens_is_the_users(tmp_path, folder) -> None:
+    from jitlens import _compat
+
+    assert _compat.is_user_file(str(tmp_path / folder / "prog.py"))
+    package = Path(jitlens.__file__).resolve().parent
+    assert not _compat.is_user_file(str(package / "_track" / "tracker.py"))
+    assert _compat.is_user_file(str(package / "_exercise" / "demo.py"))  # jitlens' example
 
 
 def test_the_tracked_jit_looks_like_what_it_wraps() -> None:

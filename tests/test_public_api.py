@@ -121,7 +121,7 @@ def test_kinds_are_str_enums_in_their_documented_order() -> None:
         "cache_cleared",
         "unknown",
     ]
-    assert [k.value for k in jitlens.EventKind] == ["trace", "retrace", "compile"]
+    assert [k.value for k in jitlens.EventKind] == ["trace", "retrace", "compile", "stopped"]
     assert [k.value for k in jitlens.AdviceKind] == [
         "dispatch",
         "compile_cache",

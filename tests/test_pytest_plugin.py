@@ -172,6 +172,66 @@ def test_marker_fixture_and_every_session_option(pytester: pytest.Pytester) -> N
     traces = {f.qualname: f.traces for f in report.functions}
     # the body of `forward` ran 3 times: the 2 traces its budget stopped at their start are not traces
     assert traces["forward"] == 3 and traces["scale"] == 3
+    stopped = {f.qualname: len(f.stopped) for f in report.functions}
+    assert stopped["forward"] == 2 and stopped["scale"] == 0
+
+
+ONLY_OVER_BUDGET = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+RUNS = []
+
+
+@jax.jit
+def other(x):
+    return x * 2
+
+
+@jax.jit
+def forward(x):
+    RUNS.append(1)
+    return x + 1
+
+
+def test_other():
+    other(jnp.ones(2))
+    other(jnp.ones(3))
+
+
+@pytest.mark.max_traces(1)
+def test_forward():
+    forward(jnp.ones(2))
+    forward(jnp.ones(3))
+
+
+def test_runs():
+    assert len(RUNS) == 1
+"""
+
+
+def test_the_summary_shows_the_function_whose_budget_failed(pytester: pytest.Pytester) -> None:
+    """Its over-budget trace never ran the body (not a retrace), but it failed the test:
+    the summary shows it, with what changed."""
+    pytester.makepyfile(test_only=ONLY_OVER_BUDGET)
+    result = pytester.runpytest_inprocess(
+        *_plugin_args(), "-p", "no:xdist", "-p", "no:randomly", "--jitlens"
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E       jitlens*RecompileError: jitlens: `forward` was traced 2 times, over its "
+            "budget of 1 (@pytest.mark.max_traces).",
+            "*= jitlens =*",
+            "jitlens: 2 jitted functions, 3 traces, * s lost to retraces",
+            "other  retraced 1x*",
+            "forward  1 trace(s) stopped by a compile budget   (defined at test_only.py:*)",
+            "  test_only.py:*  trace stopped by a compile budget (call #2)",
+            "    x  shape",
+            "      f32[2] -> f32[3]",
+        ]
+    )
 
 
 def test_marker_alone_needs_no_option_and_prints_nothing_else(

@@ -36,6 +36,11 @@ def test_self_contained(page: str) -> None:
     assert "@import" not in page and "url(" not in page
 
 
+def test_the_duration_says_what_it_covers(page: str) -> None:
+    """Not the process's run time (a shell's `time`): from the start of tracking."""
+    assert "· 4.2 s tracked (Python and jax start-up not included)" in page
+
+
 def test_user_strings_are_escaped(page: str, dom: html_dom.Node) -> None:
     assert report_samples.XSS not in page
     assert page.count(XSS_ESCAPED) == 2  # argv and the reason's before value

@@ -22,7 +22,7 @@ jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidd
  step          jax.jit                 ?       3         3     ?      ?     0.16       0.34    0.35
  forward       nnx.jit                 3       3         3     0     0%     0.26       0.21    0.31
  evaluate      nnx.cached_partial      4       1         1     3    75%     0.04       0.01    0.00
-cpu on devbox, process 0/1, 4.2 s
+cpu on devbox, process 0/1, 4.2 s tracked (Python and jax start-up not included)
 hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds
 
 Trainer.loss  retraced 4x, 0.47 s lost   (defined at train.py:30)
@@ -199,7 +199,7 @@ def test_str_of_a_report_is_the_plain_text(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_empty_report() -> None:
     text = report_samples.empty_report().to_text()
-    assert text == "jitlens: no jitted function was called (cpu on devbox, 0.5 s).\n"
+    assert text == "jitlens: no jitted function was called (cpu on devbox, 0.5 s tracked).\n"
 
 
 def test_retrace_without_reasons_says_so() -> None:
@@ -322,3 +322,31 @@ def test_a_logged_retrace_wraps_at_the_width_it_is_given() -> None:
     event = dataclasses.replace(step.events[1], reasons=(long,))
     assert max(len(line) for line in render_retrace(step, event).splitlines()) > 100
     assert max(len(line) for line in render_retrace(step, event, width=76).splitlines()) <= 76
+
+
+@pytest.mark.parametrize(
+    "defined_at", ["train.py:12", "/home/someone/projects/a/long/way/down/train.py:12"]
+)
+def test_wrappers_folded_into_one_row_keep_the_columns_at_80(defined_at: str) -> None:
+    """Issue 35: a script given by absolute path put its path in the folded row's name,
+    which wrapped over 4 lines and pushed out kind, hit % and trace s. The row names the
+    code and the count, and keeps its columns however long the path is; where it was
+    defined is in its explanation."""
+    base = report_samples.sample_report()
+    step = dataclasses.replace(
+        base.function("forward"), name="step", qualname="make.<locals>.step", defined_at=defined_at
+    )
+    folded = dataclasses.replace(base, functions=(step, dataclasses.replace(step, id=99)))
+    text = folded.to_text(color=False, width=80)
+    head = text.splitlines()[1]
+    nearby = [dataclasses.replace(f, defined_at="train.py:12") for f in folded.functions]
+    assert (
+        head
+        == dataclasses.replace(folded, functions=tuple(nearby))
+        .to_text(color=False, width=80)
+        .splitlines()[1]
+    ), text
+    assert "calls  traces  compiles  hits" in head, text
+    assert text.splitlines()[3].split()[:3] == ["make.<locals>.step", "\u00d72", "6"], text
+    assert f"2 wrappers of `make.<locals>.step` at {defined_at}" in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()[:4]) <= 80, text

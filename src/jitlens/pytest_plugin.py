@@ -275,7 +275,7 @@ def _summary(report: Report, color: bool) -> str:
     from ._core.fold import count_functions
     from ._render.text import render_text
 
-    retraced = tuple(f for f in report.user_functions() if f.retraces or f.stale_hits)
+    retraced = tuple(f for f in report.user_functions() if f.retraces or f.stale_hits or f.stopped)
     if not retraced:
         return NO_RETRACES.format(n=count_functions(report.user_functions())) + "\n"
     return render_text(dataclasses.replace(report, functions=retraced), color=color)

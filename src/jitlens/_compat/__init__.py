@@ -63,6 +63,7 @@ from .jax_api import backends_initialized as backends_initialized
 from .jax_api import batched_value as batched_value
 from .jax_api import distributed_client as distributed_client
 from .jax_api import distributed_state as distributed_state
+from .jax_api import executable_counter as executable_counter
 from .jax_api import exit_hooks as exit_hooks
 from .jax_api import find_trace_frame as find_trace_frame
 from .jax_api import hide_from_tracebacks as hide_from_tracebacks

@@ -83,7 +83,13 @@ def loaded() -> bool:
 
 
 def load_if_imported() -> bool:
-    """Read flax's pieces if the program imported ``flax.nnx``; is it loaded?"""
+    """Read flax's pieces if the program imported ``flax.nnx``; is it loaded?
+
+    Every accessor of a piece that only :func:`load` fills calls it first: a tool
+    (``jitlens audit``, ``jitlens.audit(make)``) runs with no tracking that would
+    have loaded flax's pieces at the program's import, and must see them all the same.
+    One dictionary read when nothing changed.
+    """
     current = sys.modules.get(MODULE)
     if current is not None and (not _LOADED[0] or current is not nnx):
         load()
@@ -166,6 +172,7 @@ def nnx_wrapper_types() -> tuple[type, ...]:
 
 
 def is_nnx_wrapper(obj: Any) -> bool:
+    load_if_imported()
     return isinstance(obj, NNX_WRAPPER_TYPES)
 
 
@@ -178,11 +185,13 @@ def nnx_wrapper_of_traced(fun: Any) -> Any:
 def graph_context() -> Any:
     """flax's ``GRAPH_CONTEXT`` (thread-local; ``tmp_static_cache`` is set inside a
     ``cached_partial`` call), or None."""
+    load_if_imported()
     return getattr(graphlib, "GRAPH_CONTEXT", None)
 
 
 def cached_partial_owners() -> list[tuple[Any, str]]:
     """``(module, attribute)`` pairs where ``cached_partial`` is looked up by users and flax."""
+    load_if_imported()
     out = []
     if nnx is not None and callable(getattr(nnx, "cached_partial", None)):
         out.append((nnx, "cached_partial"))
@@ -192,6 +201,8 @@ def cached_partial_owners() -> list[tuple[Any, str]]:
 
 
 def is_graph_node(x: Any) -> bool:
+    """Is ``x`` an NNX object (a Module, an Optimizer, a Variable...)? False without flax."""
+    load_if_imported()
     try:
         return bool(graphlib.is_graph_node(x)) or isinstance(x, nnx.Variable)
     except Exception:
@@ -200,6 +211,7 @@ def is_graph_node(x: Any) -> bool:
 
 def flatten_node(node: Any, ref_index: Any = None) -> tuple[Any, list[Any]] | None:
     """``(GraphDef, leaves)`` of a graph node, as nnx.jit's split sees it."""
+    load_if_imported()
     try:
         kwargs: dict[str, Any] = {"with_paths": False}
         if ref_index is not None:
@@ -211,6 +223,7 @@ def flatten_node(node: Any, ref_index: Any = None) -> tuple[Any, list[Any]] | No
 
 
 def new_ref_map() -> Any:
+    load_if_imported()
     try:
         return graphlib.RefMap()
     except Exception:

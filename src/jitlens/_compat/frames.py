@@ -37,10 +37,10 @@ FRAMEWORK_PACKAGES = (
     "pluggy",
 )
 
-#: jitlens' own examples of user code (the demo, the exercise) count as user code.
-_USER_CODE_IN_JITLENS = (
-    os.sep + os.path.join("jitlens", "_exercise", "demo.py"),
-    os.sep + os.path.join("jitlens", "_exercise", "forward.py"),
+#: jitlens' own examples of user code (the demo, the exercise) count as user code:
+#: these files of the installed package, not any file whose path ends alike.
+_USER_CODE_IN_JITLENS = frozenset(
+    os.path.join(PACKAGE_DIR, "_exercise", name) for name in ("demo.py", "forward.py")
 )
 _ROOTS: tuple[str, ...] | None = None
 _USER_CACHE: dict[str, bool] = {}
@@ -70,7 +70,11 @@ def _framework_roots() -> tuple[str, ...]:
 
 
 def is_user_file(filename: str) -> bool:
-    """False for JAX, Flax, optax, Equinox, jitlens, the standard library and friends."""
+    """False for JAX, Flax, optax, Equinox, jitlens, the standard library and friends.
+
+    Decided by the folders the loaded packages live in, never by a name in the
+    path: a project cloned into ``jitlens/`` or named ``jax-experiments`` is the user's.
+    """
     hit = _USER_CACHE.get(filename)
     if hit is not None:
         return hit
@@ -87,9 +91,7 @@ def is_user_file(filename: str) -> bool:
         in_framework_pkg = site in path and any(
             (site + p + os.sep) in path for p in FRAMEWORK_PACKAGES
         )
-        result = not (path.startswith(_ROOTS) or in_framework_pkg) or path.endswith(
-            _USER_CODE_IN_JITLENS
-        )
+        result = not (path.startswith(_ROOTS) or in_framework_pkg) or path in _USER_CODE_IN_JITLENS
     _USER_CACHE[filename] = result
     return result
 

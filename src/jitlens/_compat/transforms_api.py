@@ -13,11 +13,26 @@ from its source line. Both are best-effort and degrade to None.
 from __future__ import annotations
 
 import linecache
+import os
 import re
+import sys
 from types import FrameType
 from typing import Any
 
 from .jax_api import TRACE_FRAME_NAME
+
+_JAX_DIR: list[str] = []
+
+
+def _in_jax(path: str) -> bool:
+    """Is ``path`` (``/``-separated) a file of the installed jax, not merely under a ``jax/`` folder?"""
+    if not _JAX_DIR:
+        root = getattr(sys.modules.get("jax"), "__file__", None)
+        if not root:
+            return "/jax/" in path
+        _JAX_DIR.append(os.path.dirname(os.path.abspath(root)).replace("\\", "/") + "/")
+    return path.startswith(_JAX_DIR[0])
+
 
 #: (code name, the end of its file's path) -> how the user spells the transformation.
 OUTER_FRAMES: dict[tuple[str, str], str] = {
@@ -63,7 +78,7 @@ def outer_transformation(frame: FrameType | None, limit: int = 80) -> str | None
             if seen_own:
                 return found or OUTER_JIT
             seen_own = True
-        elif found is not None and "/jax/" not in path:
+        elif found is not None and not _in_jax(path):
             return found  # the user's frame that called the transformation
         else:
             for (name, tail), spelled in OUTER_FRAMES.items():

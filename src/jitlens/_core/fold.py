@@ -64,6 +64,8 @@ def _fold(members: list[FunctionReport]) -> FunctionReport:
         qualname=FOLDED.format(
             n=len(members), qualname=first.qualname, defined_at=first.defined_at, each=each
         ),
+        wrappers=len(members),
+        wrapped_qualname=first.qualname,
         calls=_sum([m.calls for m in members]),
         traces=total,
         compiles=_sum([m.compiles for m in members]),
@@ -74,6 +76,7 @@ def _fold(members: list[FunctionReport]) -> FunctionReport:
         compile_seconds=sum(m.compile_seconds for m in members),
         events=events,
         stale_hits=tuple(h for m in members for h in m.stale_hits),
+        stopped=tuple(e for m in members for e in m.stopped),
         call_times=call_times,
         call_entries=call_entries,
         first_call_index=0,

@@ -57,11 +57,13 @@ class ReasonKind(_Kind):
 class EventKind(_Kind):
     """What an ``Event`` is: the first trace of a function, a later one (a cache miss that
     re-ran the Python function), or a compile that came with no trace (AOT ``.compile()`` of
-    an earlier ``.lower()``, a cleared compile cache)."""
+    an earlier ``.lower()``, a cleared compile cache); ``stopped`` only in
+    ``FunctionReport.stopped``: a trace a compile budget stopped before the body ran."""
 
     TRACE = "trace"
     RETRACE = "retrace"
     COMPILE = "compile"
+    STOPPED = "stopped"
 
 
 class AdviceKind(_Kind):
@@ -174,6 +176,8 @@ EVENT_KIND_DOCS: dict[EventKind, str] = {
     EventKind.RETRACE: "a later trace: a cache miss that ran the Python function again",
     EventKind.COMPILE: "a compile with no trace of its own (JAX reused a trace it had, e.g. a new "
     "placement, or the AOT `.compile()` of an earlier `.lower()`)",
+    EventKind.STOPPED: "a trace a compile budget stopped before the function's body ran (listed "
+    "in `stopped`, not counted in `traces`)",
 }
 
 #: ``Advice.kind`` -> what the advisor looks at (``advice.py`` holds the thresholds).

@@ -248,6 +248,14 @@ class FunctionReport:
     #: Why the fast path refused them (``host_callback``, ``ordered_effect``,
     #: ``ref_effect``, ``non_array_output``, ``unknown``); "" when none did.
     python_dispatch_cause: str = ""
+    #: Traces a compile budget (``max_traces``, ``no_retrace``, the pytest marker)
+    #: stopped before the body ran: not in ``traces`` or ``events`` (JAX compiled
+    #: nothing), kept with their reasons so that reports show what went over budget.
+    stopped: tuple[Event, ...] = ()
+    #: Wrapper objects of the same code this row folds (``_core/fold.py``), and
+    #: their own qualname (``qualname`` then says "N wrappers of ... at ...").
+    wrappers: int = 1
+    wrapped_qualname: str = ""
 
     @property
     def retraces(self) -> int:
@@ -305,9 +313,12 @@ class Report:
     process_count: int
     #: The machine's host name.
     host: str
-    #: When tracking started (Unix time).
+    #: Wall-clock time (``time.time()``) when tracking began.
     started_at: float
-    #: How long tracking lasted, in seconds.
+    #: Seconds from when tracking began to this report: under ``jitlens run`` and
+    #: ``JITLENS=1`` from jax's import (the program's start-up before it is not
+    #: included), under the pytest plugin from the session's start, under
+    #: ``jitlens.track()`` from the block's start. A shell's ``time`` reads more.
     duration_seconds: float
     #: Every jitted function seen.
     functions: tuple[FunctionReport, ...]
@@ -440,6 +451,10 @@ def _function(d: Any, where: str) -> FunctionReport:
     kw = _build(FunctionReport, d, where)
     kw["events"] = tuple(
         _event(e, f"{where}.events[{i}]") for i, e in enumerate(_list(kw.get("events", ()), where))
+    )
+    kw["stopped"] = tuple(
+        _event(e, f"{where}.stopped[{i}]")
+        for i, e in enumerate(_list(kw.get("stopped", ()), where))
     )
     kw["stale_hits"] = tuple(
         StaleHit(**_build(StaleHit, s, f"{where}.stale_hits[{i}]"))

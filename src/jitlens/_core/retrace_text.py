@@ -22,7 +22,12 @@ MAX_LINES_PER_RETRACE = 8
 MAX_VALUE_CHARS = 70
 UNKNOWN = "?"
 RETRACE_HEADER = "{call_site}  {label}{seconds}{call}{also}"
-RETRACE_LABELS = {"trace": "first trace", "retrace": "retrace #{number}", "compile": "recompile"}
+RETRACE_LABELS = {
+    "trace": "first trace",
+    "retrace": "retrace #{number}",
+    "compile": "recompile",
+    "stopped": "trace stopped by a compile budget",
+}
 #: Calls are numbered from 1, as retraces are: call #6 is the sixth call (``call_index`` 5).
 CALL_SUFFIX = " (call #{index})"
 ALSO_SUFFIX = ", +{n} difference(s) shown above"

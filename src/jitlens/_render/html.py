@@ -21,7 +21,7 @@ from .._core.report import (
     total_traces,
 )
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
-from .text import bucketed_text, costliest, fold_key, percent, sorted_functions
+from .text import NOT_INCLUDED, bucketed_text, costliest, fold_key, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -35,7 +35,7 @@ MAX_VALUE_PAIRS = 5
 TITLE = "jitlens report: {host}"
 META = (
     "jitlens {jitlens} · jax {jax} · flax {flax} · {backend} · host {host} · "
-    "process {index}/{count} · started {started} · {duration:.1f} s"
+    "process {index}/{count} · started {started} · {duration:.1f} s tracked{not_included}"
 )
 CARD = '<div class="card{warn}"><b>{value}</b><span>{label}</span></div>'
 FUNCTION_META = "{kind} · defined at {defined_at} · first called at {call_site}"
@@ -478,6 +478,7 @@ def _page(report: Report) -> str:
         jitlens=report.jitlens_version, jax=report.jax_version, flax=report.flax_version,
         backend=report.backend, host=report.host, index=report.process_index,
         count=report.process_count, started=_started(report), duration=report.duration_seconds,
+        not_included=NOT_INCLUDED,
     )  # fmt: skip
     lost = sum(f.seconds_lost for f in users)
     retraces = sum(f.retraces for f in users)

@@ -64,25 +64,34 @@ MAX_WORD_WIDTH = 48
 TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
 HIDDEN = " ({n} internal hidden)"
 CAPTION = (
-    "{backend} on {host}, process {index}/{count}, {duration:.1f} s\n"
+    "{backend} on {host}, process {index}/{count}, {duration:.1f} s tracked{not_included}\n"
     "hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds"
 )
+#: What ``Report.duration_seconds`` leaves out: it runs from the start of tracking, which
+#: under ``jitlens run``, ``JITLENS=1`` and the pytest plugin comes after Python and jax
+#: have started (a shell's ``time`` counts those too).
+NOT_INCLUDED = " (Python and jax start-up not included)"
 NO_FUNCTIONS_SEEN = (
-    "jitlens: saw no jitted function ({backend} on {host}, {duration:.1f} s), but it cannot "
+    "jitlens: saw no jitted function ({backend} on {host}, {duration:.1f} s tracked), but it cannot "
     "see everything on these versions:"
 )
 WARNING_LINE = "warning: {text}"
-NO_FUNCTIONS = "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s)."
+NO_FUNCTIONS = (
+    "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s tracked)."
+)
 BUCKETED = (
     "`{path}` axis {axis} took {sizes} (multiples of {step}): a bounded set of buckets, each "
     "compiled once; expected, not lost"
 )
 NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
+#: A folded row's name in the table: where and how often it traced are in its explanation.
+TABLE_FOLDED = "{qualname} ×{n}"  # noqa: RUF001 (a count, read as "times")
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
 COMPILED_AGAIN = "compiled {m}x more from a cached trace, no retrace, {lost:.2f} s lost"
 STALE_COUNT = "{n} stale cache hit(s)"
+STOPPED_COUNT = "{n} trace(s) stopped by a compile budget"
 #: At most this many lines when a line budget is given (``jitlens run`` at exit).
 TABLE_ROWS = 20
 MORE_FUNCTIONS = "... {n:,} more function(s): see `--json` or `--html` for all."
@@ -129,20 +138,24 @@ def _indented(lines: Sequence[Line], by: int) -> list[Line]:
 
 
 def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
-    """Folded retraces and stale hits of one function, as indented lines."""
+    """Folded retraces, traces a budget stopped and stale hits of one function, as indented lines."""
     retraces = [e for e in fn.events if e.kind is not EventKind.TRACE]
-    if not retraces and not fn.stale_hits:
+    if not retraces and not fn.stale_hits and not fn.stopped:
         return []
     compiles = sum(1 for e in retraces if e.kind == "compile")
     template = (
         RETRACED if not compiles else RECOMPILED if fn.retraces else COMPILED_AGAIN
     )  # a compile from a cached trace is not a retrace ("retraced 0x" said nothing)
     parts = [template.format(n=fn.retraces, m=compiles, lost=fn.seconds_lost)] if retraces else []
+    parts += [STOPPED_COUNT.format(n=len(fn.stopped))] if fn.stopped else []
     parts += [STALE_COUNT.format(n=len(fn.stale_hits))] if fn.stale_hits else []
     header = FUNCTION_HEADER.format(
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
     )
     lines: list[Line] = [(0, header, "bold yellow")]
+    for event in fn.stopped:  # what went over budget comes first: it failed a test, say
+        folded = [(r, 1, values_text(r, [])) for r in event.reasons]
+        lines += _indented(retrace_lines(fn, event, folded, width=_less(width, 2)), 2)
     chosen = buckets.bucketed(fn.events)
     if chosen:  # a deliberate bounded set of shapes: said so, not explained as a problem
         lines += [(2, bucketed_text(s), "green") for s in chosen]
@@ -249,7 +262,12 @@ def compile_cost_lines(functions: Sequence[FunctionReport]) -> list[Line]:
 
 def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
     rate = fn.hit_rate
-    name = fn.qualname + (" (internal)" if fn.internal and include_internal else "")
+    name = (
+        TABLE_FOLDED.format(qualname=fn.wrapped_qualname, n=fn.wrappers)
+        if fn.wrappers > 1 and fn.wrapped_qualname
+        else fn.qualname
+    )
+    name += " (internal)" if fn.internal and include_internal else ""
     return [
         name,
         fn.kind,
@@ -312,6 +330,7 @@ def _table(
         index=report.process_index,
         count=report.process_count,
         duration=report.duration_seconds,
+        not_included=NOT_INCLUDED,
     )
     table = Table(
         title=title,

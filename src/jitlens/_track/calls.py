@@ -138,6 +138,52 @@ def _after_detailed(
         internal_failure("timing a call", exc)
 
 
+def timed_after(
+    rec: Record,
+    n: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    t: float,
+    missed: bool,
+    executables: Any,
+) -> None:
+    """File a call of the timeline window past the advisor's first calls: time, entry.
+
+    The window's hot path (every call of a tight loop, for the first
+    ``MAX_CALL_TIMES``; the counting wrapper times the call itself): two list
+    appends. A cache hit of a jit whose own cache holds one executable
+    (``executables()``, from ``_compat.executable_counter``) went to the one
+    entry jitlens saw compiled, with no signature built; a record with no
+    compile seen files -1 at once; a miss or several executables take
+    :func:`call_detailed`'s steps.
+    """
+    try:
+        if missed:
+            _after_detailed(rec, n, args, kwargs, t, False, True)
+            return
+        by_light = rec.entry_by_light
+        entry = -1
+        if len(by_light) == 1 and executables is not None and executables() == 1:
+            entry, refs = next(iter(by_light.values()))
+            if refs:  # objects named by identity: their signature decides
+                entry = _entry_of(rec, args, kwargs, False)
+        elif by_light:
+            entry = _entry_of(rec, args, kwargs, False)
+        rec.call_times.append(t)
+        rec.call_entries.append(entry)
+    except Exception as exc:
+        internal_failure("timing a call", exc)
+
+
+def timed_failure(
+    rec: Record, n: int, args: tuple[Any, ...], kwargs: dict[str, Any], t: float, missed: bool
+) -> None:
+    """A timed call (:func:`timed_after`) raised: counted as failed, and filed."""
+    if not isinstance(sys.exc_info()[1], PassThrough):
+        failed_call(rec, n)
+    _after_detailed(rec, n, args, kwargs, t, False, missed)
+
+
 def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed: bool) -> int:
     """The compiled entry a call went to: its own trace's, or the one its light signature
     was filed under; -1 (unknown) once two entries were made with one light signature."""

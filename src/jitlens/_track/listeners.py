@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from .. import _compat
+from .._core.kinds import EventKind
 from .._errors import JitlensError, RecompileWarning
 from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
 from .calls import CountedCall, find_call, note_miss
@@ -255,7 +256,8 @@ def abort_trace(b: EventBuilder | None) -> None:
 
     Its event, its count and the key it filed go (JAX cached nothing), so that
     ``traces`` equals the runs of the function's body and the next trace is
-    not explained against a key that was never compiled.
+    not explained against a key that was never compiled. The event moves to the
+    record's ``stopped`` list: reports still show what went over budget, and why.
     """
     if b is None or b.compiled:
         return
@@ -264,6 +266,9 @@ def abort_trace(b: EventBuilder | None) -> None:
         if b in rec.events:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
+            b.kind = EventKind.STOPPED
+            if len(rec.stopped) < MAX_EVENTS:
+                rec.stopped.append(b)
         if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
             rec.keys.remove(b.key)
             rec.n_entries -= 1

@@ -140,6 +140,7 @@ class Counts:
     call_times: int = 0
     stale: int = 0
     eager: int = 0
+    stopped: int = 0
 
 
 class Record:
@@ -187,6 +188,8 @@ class Record:
         self.events: list[EventBuilder] = []
         self.keys: list[Key] = []
         self.stale_hits: list[StaleHit] = []
+        #: Traces a compile budget stopped (``listeners.abort_trace``), capped.
+        self.stopped: list[EventBuilder] = []
         self.call_times: list[float] = []
         self.call_entries: list[int] = []
         #: light signature -> (entry, weak references to the objects it names by identity)
@@ -276,6 +279,7 @@ class Record:
             call_times=len(self.call_times),
             stale=len(self.stale_hits),
             eager=self.eager_calls,
+            stopped=len(self.stopped),
         )
 
     def freeze(self, base: Counts, top: Counts, t0: float) -> FunctionReport:
@@ -322,6 +326,7 @@ class Record:
             call_times=tuple(round(max(0.0, t - t0), 6) for t in times),
             call_entries=tuple(self.call_entries[base.call_times : top.call_times]),
             first_call_index=base.calls,
+            stopped=tuple(e.freeze(t0, False) for e in self.stopped[base.stopped : top.stopped]),
         )
 
     def explain_retrace(self, b: EventBuilder, t0: float) -> str:

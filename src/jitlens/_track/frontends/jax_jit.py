@@ -10,6 +10,7 @@ before tracking started is seen through JAX's monitoring events only (no calls).
 from __future__ import annotations
 
 import functools
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -17,10 +18,17 @@ from typing import Any
 import jax
 
 from ... import _compat
-from ..calls import call_detailed, failed_call, register_counting_frame, register_counting_type
+from ..calls import (
+    call_detailed,
+    failed_call,
+    register_counting_frame,
+    register_counting_type,
+    timed_after,
+    timed_failure,
+)
 from ..records import Record
 from ..registry import REGISTRY
-from ..state import STATE, PassThrough, finalize, internal_failure
+from ..state import ADVICE_CALLS, STATE, WINDOW, PassThrough, finalize, internal_failure, tls
 
 KIND = "jax.jit"
 
@@ -42,6 +50,7 @@ class TrackedJit:
         self._jitted = jitted
         self._record = record
         self._counter = record.calls_counter
+        self._executables = _compat.executable_counter(jitted)
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             try:
                 self.__dict__[attr] = getattr(jitted, attr)
@@ -59,6 +68,33 @@ class TrackedJit:
         n = next(self._counter)
         if n < STATE[1]:  # timeline window, or another trace in progress
             try:
+                local = tls
+                if ADVICE_CALLS[0] <= n < WINDOW[0] and not local.depth and not local.busy:
+                    # The timeline alone, inline (a frame less per call): the call's
+                    # time and, for a hit of a jit holding one executable, the one
+                    # entry jitlens saw compiled. Anything else: `calls.timed_after`.
+                    n0 = local.nevents
+                    t = time.perf_counter()
+                    try:
+                        out = self._jitted(*args, **kwargs)
+                    except BaseException:
+                        timed_failure(self._record, n, args, kwargs, t, local.nevents != n0)
+                        raise
+                    missed = local.nevents != n0
+                    rec, executables = self._record, self._executables
+                    try:  # the common case, inline too: a hit of a jit holding one executable
+                        by_light = rec.entry_by_light
+                        if not missed and len(by_light) == 1 and executables is not None:
+                            entry, refs = next(iter(by_light.values()))
+                            if not refs and executables() == 1:
+                                rec.call_times.append(t)
+                                rec.call_entries.append(entry)
+                                return out
+                    except Exception as exc:
+                        internal_failure("timing a call", exc)
+                        return out
+                    timed_after(rec, n, args, kwargs, t, missed, executables)
+                    return out
                 return call_detailed(self._jitted, self._record, n, args, kwargs)
             except PassThrough as exc:
                 # raised here and filtered here: a bare re-raise adds no frame of jitlens'
