@@ -434,7 +434,7 @@ def test_variable_metadata(results: dict[str, AuditResult]) -> None:
     on_read, last_update = results["metadata"].findings
     assert on_read.message.startswith("`model.w.on_read` is a lambda, which compares by identity")
     assert on_read.fix == (
-        "Create it once at module level (`ON_READ = lambda ...: ...`) and pass that same "
+        "Create it once at module level (`ON_READ = lambda x: ...`) and pass that same "
         "object: `nnx.Param(..., on_read=ON_READ)`."
     )
     assert "(-1) in the metadata of `model.w` (Param)" in last_update.message

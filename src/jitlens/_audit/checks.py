@@ -352,8 +352,12 @@ def _construction(part: Any) -> str:
         return f"functools.partial({', '.join(args)})"
     if not inspect.isfunction(part):
         return ""
-    if part.__name__ == "<lambda>":
-        return "lambda ...: ..."
+    if part.__name__ == "<lambda>":  # its own parameters: a printed fix is code that parses
+        try:
+            params = str(inspect.signature(part))[1:-1]
+        except (TypeError, ValueError):
+            params = "*args"
+        return f"lambda {params}: ..." if params else "lambda: ..."
     maker, _, rest = part.__qualname__.partition(".<locals>.")
     return f"{maker}(...)" if rest else part.__name__
 

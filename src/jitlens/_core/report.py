@@ -374,7 +374,7 @@ class Report:
             >>> import jitlens
             >>> r = jitlens.Report(2, "0.1", "0.10", "", "cpu", 0, 1, "box", 0.0, 1.0, ())
             >>> print(r.to_text(width=80))
-            jitlens: no jitted function was called (cpu on box, 1.0 s).
+            jitlens: no jitted function was called (cpu on box, 1.0 s tracked).
             <BLANKLINE>
         """
         from .._render.text import render_text

@@ -464,7 +464,7 @@ def render_text(
         >>> from jitlens._core.report import Report
         >>> r = Report(1, "0", "0", "0", "cpu", 0, 1, "box", 0.0, 1.0, ())
         >>> print(render_text(r, color=False))
-        jitlens: no jitted function was called (cpu on box, 1.0 s).
+        jitlens: no jitted function was called (cpu on box, 1.0 s tracked).
         <BLANKLINE>
     """
     try:
