@@ -157,7 +157,8 @@ def test_example_script_under_jitlens_run(tmp_path):
 def test_demo_measures_the_seed_cnn(tmp_path):
     # from a folder of its own, as a user runs it: not from the clone, where an editable
     # install would show the demo's path relative to the working folder
-    proc = run_python(["-m", "jitlens", "demo"], cwd=tmp_path)
+    # (the README shows a 100-column terminal; the demo fits its output to COLUMNS)
+    proc = run_python(["-m", "jitlens", "demo"], cwd=tmp_path, env={"COLUMNS": "100"})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "foo_step: 4 calls, traced 2x, compiled 2x" in out
