@@ -22,7 +22,8 @@ from ..._core import messages_library as W
 from ..._core.key import Key
 from ..._core.report import Reason
 from ..records import Record
-from ..registry import REGISTRY, options_of
+from ..registry import REGISTRY
+from .library_rows import library_record
 
 #: The row kind.
 KIND = "keras"
@@ -63,22 +64,8 @@ def untracked(
 def _new_record(
     fun: Any, step: _compat.LibraryJit, options: dict[str, Any], counts_calls: bool
 ) -> Record:
-    rec = REGISTRY.new_record(
-        KIND,
-        fun,
-        user_fn=fun,
-        inner_fun=fun,
-        jax_name=getattr(fun, "__name__", ""),
-        counts_calls=counts_calls,
-    )
-    rec.internal = False
     # each model's steps are its own (two models are not one step rebuilt)
-    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
-    sa = options.get("static_argnums")
-    rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
-    rec.options = options_of(options)
-    STEPS[rec] = step
-    return rec
+    return library_record(KIND, fun, step, options, STEPS, counts_calls)
 
 
 def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:

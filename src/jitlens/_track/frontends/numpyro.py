@@ -17,7 +17,8 @@ from ..._core import messages_library as W
 from ..._core.key import Key
 from ..._core.report import Reason
 from ..records import Record
-from ..registry import REGISTRY, options_of
+from ..registry import REGISTRY
+from .library_rows import library_record
 
 #: The row kind.
 KIND = "numpyro"
@@ -33,17 +34,8 @@ def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
         return None
     if step.role == numpyro_api.HIDDEN:
         return REGISTRY.record_for_jax_jit(fun, options)  # numpyro's own, as without a front-end
-    rec = REGISTRY.new_record(
-        KIND, fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
-    )
-    rec.internal = False
     # each MCMC / SVI object's loop is its own: another model's is not this one rebuilt
-    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
-    sa = options.get("static_argnums")
-    rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
-    rec.options = options_of(options)
-    STEPS[rec] = step
-    return rec
+    return library_record(KIND, fun, step, options, STEPS)
 
 
 def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
