@@ -37,6 +37,14 @@ def test_unset_costs_nothing_and_bad_value_is_named(tmp_path):
     assert "JITLENS='maybe' is not valid" in proc.stderr
 
 
+def test_a_bad_setting_means_no_tracking_never_a_program_stopped_at_import_jax():
+    code = "print('before'); import jax, jax.numpy as jnp; print('after', jax.jit(abs)(-2))"
+    proc = run_python(["-c", code], env={"JITLENS": "1", "JITLENS_WARN_RECOMPILES": "abc"})
+    assert (proc.returncode, proc.stdout.split()) == (0, ["before", "after", "2"])
+    assert "JITLENS_WARN_RECOMPILES='abc' is not valid" in proc.stderr
+    assert "not tracking" in proc.stderr and "jitlens run" not in proc.stderr
+
+
 def test_processes_that_never_import_jax_pay_nothing_and_print_nothing():
     probe = (
         "import sys; heavy = [m for m in sys.modules if m.split('.')[0] in ('jax', 'flax', 'numpy')]"

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import pathlib
+import textwrap
 
 import pytest
 
@@ -199,24 +201,33 @@ def test_different_functions_through_a_closure_are_expected() -> None:
 
 def test_a_library_jit_reaching_user_code() -> None:
     import functools
+    import site
 
     from jitlens._compat.library_jits import reaches_user
 
-    def logdensity(x):
+    def logdensity(x):  # the user's, in this test file
         return x
 
-    def sampler():
-        def step(s):
-            return logdensity(s)
+    # the sampler and its one_step in a library's file: only the closures lead to the user
+    library = textwrap.dedent(
+        """
+        def sampler(fn):
+            def step(s):
+                return fn(s)
+            return (step, None)
 
-        return (step, None)
-
-    algorithm = sampler()
-
-    def one_step(s):
-        return algorithm[0](s)
-
-    assert reaches_user(functools.partial(len, one_step))  # partial(lax.scan, one_step)
+        def make_one_step(fn):
+            algorithm = sampler(fn)
+            def one_step(s):
+                return algorithm[0](s)
+            return one_step
+        """
+    )
+    path = os.path.join(site.getsitepackages()[0], "blackjax", "fake_util.py")
+    ns: dict = {}
+    exec(compile(library, path, "exec"), ns)
+    assert reaches_user(functools.partial(len, ns["make_one_step"](logdensity)))
+    assert not reaches_user(functools.partial(len, ns["make_one_step"](abs)))  # a builtin
     assert not reaches_user(functools.partial(len, 3))
 
 

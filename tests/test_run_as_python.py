@@ -278,13 +278,29 @@ def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(tmp_pat
     assert "RunawayRecompileWarning" in tracked.stderr  # on the terminal
 
 
+_TEXT = {"capture_output": True, "text": True, "env": {"JITLENS": "1"}}
+
+
 def test_without_jitlens_pth_a_bootstrap_sitecustomize_chains_to_the_users(tmp_path) -> None:
     """An interpreter that does not process jitlens' .pth (jitlens on PYTHONPATH only): the
     user's own sitecustomize still runs once, sys.path is python's, the report is written."""
-    base = os.path.join(sys.base_prefix, "bin", "python3")
-    probe = subprocess.run([base, "-c", "import jax, rich"], capture_output=True)
-    if probe.returncode != 0:
+    real = os.path.join(sys.base_prefix, "bin", "python3")
+    found = subprocess.run(
+        [real, "-c", "import jax, rich, site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0:
         pytest.skip("the base interpreter has no jax / rich")
+    # a venv that reaches the base site-packages through a .pth line: Python adds that folder
+    # to sys.path but processes no .pth file in it, so jitlens' own .pth is not run there
+    venv = tmp_path / "venv"
+    subprocess.run([real, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site_dir,) = venv.glob("lib/python3*/site-packages")
+    (site_dir / "base.pth").write_text(found.stdout.strip() + "\n")
+    base = str(venv / "bin" / "python")
+    pth = subprocess.run([base, "-c", "import sys; print('jitlens' in sys.modules)"], **_TEXT)
+    assert pth.stdout.split() == ["False"]  # nothing armed jitlens at start-up
     user = tmp_path / "user"
     user.mkdir()
     (user / "sitecustomize.py").write_text("print('USER SITECUSTOMIZE')\n")
@@ -305,4 +321,5 @@ def test_without_jitlens_pth_a_bootstrap_sitecustomize_chains_to_the_users(tmp_p
     # the program's interpreter ran it once, as under python (jitlens run's own did too)
     assert tracked.stdout == "USER SITECUSTOMIZE\n" + plain.stdout
     assert plain.stdout.count("USER SITECUSTOMIZE") == 1
+    # only the bootstrap could arm jitlens in that interpreter: the report proves it ran
     assert json.loads((tmp_path / "r.json").read_text())["functions"][0]["traces"] == 1

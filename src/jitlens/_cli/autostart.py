@@ -127,7 +127,10 @@ def _arm() -> None:
     try:
         if not _config.get("enabled"):
             return
+        # every setting read once the program runs, checked now: a bad one means no
+        # tracking, never a program stopped in the middle of its `import jax`
         _config.get("log_level")
+        _config.get("warn_recompiles")
     except ConfigError as exc:
         _warn(f"{exc}; not tracking")
         return

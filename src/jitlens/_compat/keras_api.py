@@ -63,12 +63,13 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
         return None
     model, role = found
     entry, facts = entry_at(model, frame)
+    if not entry:  # the user's own jax.jit of a step (no fit/evaluate/predict made it)
+        return None
     cls = type(model).__name__
-    where = f"{cls}.{entry}" if entry else cls
     return LibraryJit(
         library=MODULE,
-        name=f"keras: {where} {role} step",
-        entry=entry or "fit",
+        name=f"keras: {cls}.{entry} {role} step",
+        entry=entry,
         role=role,
         paths=DATA_PATHS,
         facts=facts,

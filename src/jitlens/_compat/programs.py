@@ -43,9 +43,11 @@ def shape_only_trace(frame: FrameType | None, depth: int = 12) -> bool:
     return False
 
 
-def program_fingerprint(frame: FrameType | None) -> tuple[int, int] | None:
+def program_fingerprint(frame: FrameType | None) -> tuple[int, int, frozenset[float]] | None:
     """``(structure, parameters)`` hashes of the jaxpr a just-finished trace made, read from
-    its ``_trace_for_jit`` frame; None when it cannot be read (or is too large)."""
+    its ``_trace_for_jit`` frame, and the scalar literal values it holds (a static number
+    that entered the program as itself is one of them); None when it cannot be read (or is
+    too large)."""
     try:
         closed = frame.f_locals.get("jaxpr") if frame is not None else None
         jaxpr = getattr(closed, "jaxpr", closed)
@@ -53,11 +55,12 @@ def program_fingerprint(frame: FrameType | None) -> tuple[int, int] | None:
             return None
         structure: list[Any] = [tuple(str(v.aval) for v in jaxpr.invars)]
         params: list[Any] = []
+        literals: set[float] = set()
         budget = [MAX_EQNS]
-        if not _walk(jaxpr, structure, params, budget):
+        if not _walk(jaxpr, structure, params, budget, literals):
             return None
         structure.append(tuple(_atom(v) for v in jaxpr.outvars))
-        return hash(tuple(structure)), hash(tuple(params))
+        return hash(tuple(structure)), hash(tuple(params)), frozenset(literals)
     except Exception:
         return None
 
@@ -78,11 +81,24 @@ def _subprograms(value: Any) -> list[Any]:
     return out
 
 
-def _walk(jaxpr: Any, structure: list[Any], params: list[Any], budget: list[int]) -> bool:
+def _literal(v: Any) -> float | None:
+    """A scalar literal's value as a number (None: not a literal, or not a scalar)."""
+    if type(v).__name__ != "Literal":
+        return None
+    try:
+        return float(v.val)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _walk(
+    jaxpr: Any, structure: list[Any], params: list[Any], budget: list[int], literals: set[float]
+) -> bool:
     for eqn in jaxpr.eqns:
         budget[0] -= 1
         if budget[0] < 0:
             return False
+        literals.update(x for x in map(_literal, eqn.invars) if x is not None)
         structure.append(
             (
                 eqn.primitive.name,
@@ -95,7 +111,7 @@ def _walk(jaxpr: Any, structure: list[Any], params: list[Any], budget: list[int]
             if subs:
                 structure.append((name, len(subs)))
                 for sub in subs:
-                    if not _walk(sub, structure, params, budget):
+                    if not _walk(sub, structure, params, budget, literals):
                         return False
             elif callable(value):  # a thunk or rule: its identity changes per trace, not its role
                 params.append((eqn.primitive.name, name, type(value).__name__))

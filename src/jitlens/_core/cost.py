@@ -242,7 +242,10 @@ def cost_from_dict(d: Any, where: str) -> CompileCost:
                 if simple is not None and f.name in fields:
                     check_type(fields[f.name], simple, f"{where}.{k}[{i}].{f.name}")
             if "shape" in fields:
-                fields["shape"] = tuple(int(n) for n in as_list(fields["shape"], f"{where}.shape"))
+                at = f"{where}.{k}[{i}].shape"
+                for d, n in enumerate(dims := as_list(fields["shape"], at)):
+                    check_type(n, (int,), f"{at}[{d}]")
+                fields["shape"] = tuple(dims)
             items.append(cls(**fields))
         kw[k] = tuple(items)
     return CompileCost(**kw)

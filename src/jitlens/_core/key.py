@@ -397,7 +397,7 @@ class Key:
     clears_seen: int | None = None
     #: ``(structure, parameters)`` hashes of the program traced for it, when its statics
     #: include a number (``_track/flows.py``): where that number went.
-    program: tuple[int, int] | None = None
+    program: tuple[int, int, frozenset[float]] | None = None
 
 
 #: Paths deeper than this are shown by their head and their depth.

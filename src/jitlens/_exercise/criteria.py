@@ -343,7 +343,10 @@ def judge_method(
         text = CALLS_BAD.format(name=name, times=_times(calls), want=case.num_calls)
         repeated = CheckFinding(subject, "fail", text, figures)
     words = {
-        "traces": _plural(traces, "trace") if traces is not None else "traces not counted",
+        "traces": _plural(traces, "trace")
+        if traces is not None
+        else "the trace count is unknown: jitlens could not vouch for its counts on these JAX "
+        "versions (the report's warnings say why; `jitlens selfcheck` checks them)",
         "calls": calls_text,
         "hits": _plural(hits, "cache hit") if hits is not None else "cache hits not counted",
     }

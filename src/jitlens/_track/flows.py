@@ -7,8 +7,11 @@ and its fix says both cases in words. When the trace ends, its program
 the program of the closest earlier key, whose only differences are static
 numbers, says what the number does:
 
-* the same program up to literal constants: it is data, a traced argument
-  works (the front-end's code fix);
+* the same program up to literal constants, the number itself among them (old
+  value in the old program, new value in the new one): it is data, a traced
+  argument works (the front-end's code fix); the same program without it among
+  the literals (used in Python only: a branch both values take alike, a
+  ``math.sqrt(n)``): unsure, the words stay;
 * other shapes or operations: it sets a shape, a slice length, a loop count or
   a branch; as a traced argument the program would raise, so the compile is
   expected once per value (``messages_static.STATIC_SHAPE_FIX``);
@@ -61,9 +64,16 @@ def note_program(b: EventBuilder, frame: Any) -> None:
     if old is None or not diffs or not all(map(_static_number, diffs)):
         return  # other differences too: the programs cannot single the number out
     assert old.program is not None
-    structure_same = old.program[0] == key.program[0]
-    flow = "data" if old.program == key.program else "params" if structure_same else "shape"
     statics = {render_path(p): e.static.value() for p, e in key.entries.items() if e.static}
+    if old.program[:2] == key.program[:2]:
+        before = {render_path(p): e.static.value() for p, e in old.entries.items() if e.static}
+        entered = all(
+            _in(before.get(r.path), old.program[2]) and _in(statics.get(r.path), key.program[2])
+            for r in diffs
+        )
+        flow = "data" if entered else "params"
+    else:
+        flow = "params" if old.program[0] == key.program[0] else "shape"
     b.reasons = tuple(
         S.static_flow(r, _rule(b, statics.get(r.path)) or flow, _data_fix(rec.kind, r))
         if r.flow == "unchecked"
@@ -92,6 +102,14 @@ def watch_nondiff(check: Any) -> Any:
         return out
 
     return checked
+
+
+def _in(value: Any, literals: frozenset[float]) -> bool:
+    """Did the static number ``value`` enter the program as a literal of its own value?"""
+    try:
+        return float(value) in literals
+    except (TypeError, ValueError):
+        return False
 
 
 def _static_number(r: Any) -> bool:

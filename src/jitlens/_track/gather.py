@@ -96,11 +96,13 @@ def gather_reports(report: Report, timeout: float | None = None) -> Gathered:
     if done is None:  # JAX held the thread past the deadline (a collective with a dead peer)
         if report.process_index != 0:
             return Gathered((report,))
-        why = f"JAX did not answer within {timeout + SLACK_SECONDS:g} s"
+        why = "JAX's exchange of the reports did not return; reports that did arrive are not read"
         return Gathered(
             (report,),
             others,
-            tuple(MISSING.format(index=i, seconds=timeout, why=why) for i in others),
+            tuple(
+                MISSING.format(index=i, seconds=timeout + SLACK_SECONDS, why=why) for i in others
+            ),
         )
     return done
 

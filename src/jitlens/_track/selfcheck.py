@@ -58,6 +58,10 @@ UNTESTED_WARNING = (
     "jitlens: {why}; jitlens' self-check passed, but figures on untested versions deserve "
     "a second look (see Supported versions in jitlens' documentation: docs/reference/versions.md)."
 )
+UNCHECKED_WARNING = (
+    "jitlens: {why}, and no self-check has run on them: run `jitlens selfcheck` once to check "
+    "that jitlens counts right here (see docs/reference/versions.md)."
+)
 CANNOT_COUNT = (
     "{source}: cannot count traces on jax {jax} / flax {flax}: {why}. A compile budget "
     "that cannot count would pass silently, so it refuses to run. Use a tested pair "
@@ -257,8 +261,9 @@ def _warn() -> None:
             untested=f" — {caps.untested}" if caps.untested else "",
             tested=tested_range(),
         )
-    elif caps.untested and check.canary_ran:
-        text = UNTESTED_WARNING.format(why=caps.untested)
+    elif caps.untested:
+        template = UNTESTED_WARNING if check.canary_ran else UNCHECKED_WARNING
+        text = template.format(why=caps.untested)
     else:
         return
     key = frozenset(problems) | {caps.untested or ""}

@@ -78,7 +78,10 @@ class TrackedJit:
                     try:
                         out = self._jitted(*args, **kwargs)
                     except BaseException:
-                        timed_failure(self._record, n, args, kwargs, t, local.nevents != n0)
+                        try:  # jitlens' own failure never replaces the program's exception
+                            timed_failure(self._record, n, args, kwargs, t, local.nevents != n0)
+                        except Exception as exc:
+                            internal_failure("timing a call", exc)
                         raise
                     missed = local.nevents != n0
                     rec, executables = self._record, self._executables
