@@ -334,3 +334,45 @@ def test_a_model_library_loop_is_shown_at_the_users_call():
         "Sequential.__call__",
         10,
     )
+
+
+def test_unrolled_scan_names_its_unroll_and_the_fix_rolls_it(monkeypatch):
+    """A real ``jax.lax.scan(..., unroll=True)``: the message says how it was unrolled, and
+    the printed fix (drop the unroll) applied gives the same numbers and no advice."""
+    monkeypatch.setattr(rules, "COST_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(rules, "COST_MIN_SAVING_SECONDS", 0.0)
+    monkeypatch.setattr(rules, "LOOP_MIN_SHARE", 0.0)
+
+    def body(c, w):
+        return jnp.tanh(c @ w + 1.0), None
+
+    def unrolled(x):
+        return jax.lax.scan(body, x, STACKED, unroll=True)[0]
+
+    def unrolled_some(x):  # 8 copies of 24 (a small unroll, <= 4, is not advised on)
+        return jax.lax.scan(body, x, jnp.concatenate([STACKED, STACKED]), unroll=8)[0]
+
+    def rolled(x):  # the fix applied: `unroll=True` dropped
+        return jax.lax.scan(body, x, STACKED)[0]
+
+    x = jnp.ones((2, 8))
+    with jitlens.track() as t:
+        outs = [jax.jit(f)(x) for f in (unrolled, unrolled_some, rolled)]
+    report = t.report()
+    (full,) = [a for a in report.function("unrolled").advice if a.kind == "unrolled_loop"]
+    assert f"fully ({N} copies of its body: `unroll=True` or `unroll={N}`)" in full.message
+    assert full.fix.startswith(f"drop `unroll=True` (or `unroll={N}`)")
+    (some,) = [a for a in report.function("unrolled_some").advice if a.kind == "unrolled_loop"]
+    assert f"8 times (`unroll=8` over {2 * N} iterations)" in some.message
+    assert some.fix.startswith("drop `unroll=8`")
+    assert not [a for a in report.function("rolled").advice if a.kind == "unrolled_loop"]
+    assert np.allclose(outs[0], outs[2], atol=1e-6)
+
+
+def test_captured_constant_fix_names_the_function_and_works(costed):
+    report, out = costed
+    (a,) = [a for a in report.function("_closed").advice if a.kind == "captured_constant"]
+    assert "pass `TABLE` to `_closed`" in a.fix and "`_closed(..., TABLE)`" in a.fix
+    # applied: `_passed` is `_closed` with TABLE as a parameter
+    assert np.allclose(out["closed"], out["passed"])
+    assert not report.function("_passed").events[0].cost.consts

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .cost import CompileCost, LoopCost
+from .kinds import AdviceKind
 from .report import Advice, Event, FunctionReport
 
 #: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
@@ -66,10 +67,14 @@ UNROLLED_MESSAGE = (
     "tracing + compiling took {seconds:.2f} s"
 )
 UNROLLED_SCAN_MESSAGE = (
-    "the loop at {where} is unrolled {n} times (unroll=): {eqns:,} of the program's "
-    "{total:,} equations ({share:.0%}) are copies of its body, and tracing + "
-    "compiling took {seconds:.2f} s"
+    "the `jax.lax.scan` / `fori_loop` at {where} is unrolled {unrolled}: {eqns:,} of "
+    "the program's {total:,} equations ({share:.0%}) are copies of its body, and "
+    "tracing + compiling took {seconds:.2f} s"
 )
+#: How an unrolled scan was asked for: every iteration (``unroll=True``), some, or unknown.
+UNROLLED_ALL = "fully ({n} copies of its body: `unroll=True` or `unroll={n}`)"
+UNROLLED_SOME = "{n} times (`unroll={n}` over {length} iterations)"
+UNROLLED_SOME_UNKNOWN = "{n} times (`unroll=True` or `unroll={n}`)"
 UNROLLED_FIXES = {
     "jax": (
         "turn the body of the loop at {where} into a function and run it with "
@@ -90,7 +95,7 @@ UNROLLED_FIXES = {
         "XLA compiles one layer, ~{body:,} equations instead of {eqns:,}"
     ),
     "unroll": (
-        "drop `unroll=True` (or pass a small unroll, e.g. 2-8) at {where}: XLA compiles "
+        "drop {unroll} (or pass a small one, e.g. `unroll=4`) at {where}: XLA compiles "
         "the body once, ~{body:,} equations instead of {eqns:,}"
     ),
 }
@@ -99,13 +104,14 @@ CONSTANT_MESSAGE = (
     "program as a constant: lowering and compiling it cost ~{saving:.2f} s"
 )
 CONSTANT_FIX = (
-    "pass `{name}` to the jitted function as an argument instead of closing over it "
-    "(`f(x, {name})`; mark nothing static): it becomes an input buffer, not part of "
-    "the program"
+    "pass `{name}` to {function} as an argument instead of closing over it ({call}mark "
+    "nothing static): it becomes an input buffer, not part of the program"
 )
+#: ... how, when the function has a name to call it by.
+CONSTANT_CALL = "add a parameter and call `{function}(..., {arg})`; "
 CONSTANT_FIX_UNNAMED = (
-    "pass the {shape} array to the jitted function as an argument instead of closing "
-    "over it: it becomes an input buffer, not part of the program"
+    "pass the {shape} array to {function} as an argument instead of closing over it: "
+    "it becomes an input buffer, not part of the program"
 )
 COMPILE_BOUND_MESSAGE = (
     "compiled {compiles}x for {seconds:.2f} s and served no cache hit in {calls} "
@@ -116,6 +122,12 @@ COMPILE_BOUND_FIX = (
     "call `{name}` many times per compile (same shapes and statics), or run it without "
     "jit where it runs once (e.g. a setup step)"
 )
+
+
+def _callable_name(fn: FunctionReport) -> str:
+    """The name a user calls the function by (``step`` of ``Trainer.step``); "" for a lambda."""
+    name = fn.name.rpartition(".")[2]
+    return name if name.isidentifier() else ""
 
 
 def _where(file: str, line: int) -> str:
@@ -184,6 +196,14 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             each=loop.body_eqns,
         )
         if loop.kind == "unrolled scan":
+            full = loop.length > 0 and loop.iterations >= loop.length
+            n = loop.iterations
+            fields["unroll"] = (
+                f"`unroll={n}`" if loop.length and not full else f"`unroll=True` (or `unroll={n}`)"
+            )
+            fields["unrolled"] = (
+                UNROLLED_ALL if full else UNROLLED_SOME if loop.length else UNROLLED_SOME_UNKNOWN
+            ).format(n=loop.iterations, length=loop.length)
             message, flavour = UNROLLED_SCAN_MESSAGE.format(**fields), "unroll"
         else:
             message = UNROLLED_MESSAGE.format(**fields)
@@ -192,7 +212,10 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
                 flavour = "eqx"
         out.append(
             Advice(
-                "unrolled_loop", message, UNROLLED_FIXES[flavour].format(**fields), round(saving, 6)
+                AdviceKind.UNROLLED_LOOP,
+                message,
+                UNROLLED_FIXES[flavour].format(**fields),
+                round(saving, 6),
             )
         )
     return out
@@ -221,10 +244,15 @@ def _constants(fn: FunctionReport) -> list[Advice]:
             size=_size(c.nbytes),
             saving=saving,
         )
-        fix = (
-            CONSTANT_FIX.format(name=c.name) if c.name else CONSTANT_FIX_UNNAMED.format(shape=shape)
-        )
-        out.append(Advice("captured_constant", message, fix, round(saving, 6)))
+        name = _callable_name(fn)
+        function = f"`{name}`" if name else "the jitted function"
+        if c.name:
+            arg = c.name.rpartition(".")[2]
+            call = CONSTANT_CALL.format(function=name, arg=arg) if name else ""
+            fix = CONSTANT_FIX.format(name=c.name, function=function, call=call)
+        else:
+            fix = CONSTANT_FIX_UNNAMED.format(shape=shape, function=function)
+        out.append(Advice(AdviceKind.CAPTURED_CONSTANT, message, fix, round(saving, 6)))
     return out
 
 
@@ -245,7 +273,8 @@ def _compile_bound(fn: FunctionReport) -> list[Advice]:
         eqns=eqns,
         eager=f"{eager * 1e3:.2f} ms",
     )
-    return [Advice("compile_bound", message, COMPILE_BOUND_FIX.format(name=fn.name), None)]
+    fix = COMPILE_BOUND_FIX.format(name=_callable_name(fn) or fn.name)
+    return [Advice(AdviceKind.COMPILE_BOUND, message, fix, None)]
 
 
 def compile_cost(fn: FunctionReport) -> list[Advice]:

@@ -75,6 +75,8 @@ class LoopCost:
     #: A model library's loop reached from the user's line above (``Sequential.__call__``);
     #: "" when the loop is the user's own.
     via: str = ""
+    #: An unrolled scan's trip count (``iterations`` is its unroll); 0 when not one or unknown.
+    length: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

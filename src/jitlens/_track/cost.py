@@ -98,8 +98,11 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
         if not users:
             continue
         file, line, fn, _, _ = users[-1]
+        body = s.body_eqns
         loops.append(
-            LoopCost(file, line, fn, "unrolled scan", s.unroll, s.body_eqns * s.unroll, s.body_eqns)
+            LoopCost(
+                file, line, fn, "unrolled scan", s.unroll, body * s.unroll, body, length=s.length
+            )
         )
     loops.sort(key=lambda x: -x.eqns)
     total = sum(e.weight for e in eqns)
