@@ -106,6 +106,7 @@ PROGRAM = textwrap.dedent(
         waited = "no child"
     print("children", psutil.Process().children(recursive=True), waited, "SIGCHLD", CHLD[0])
     print("TRUTH", json.dumps(T))
+    sys.stderr = io.StringIO()             # jitlens' last words must not go here
     """
 )
 
@@ -124,13 +125,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, 
     env = {"JITLENS_CACHE_DIR": str(cache), "JITLENS_WARN_RECOMPILES": "2"}
     modes = {
         "python": (["prog.py", "--orbax"], {}),
-        "run": (["-m", "jitlens", "run", "--json", "r-run.json", "prog.py", "--orbax"], {}),
+        "run": (
+            ["-m", "jitlens", "run", "--json", "r-run-{process_index}.json", "--gather",
+             "merged.json", "prog.py", "--orbax"],
+            {},
+        ),  # fmt: skip
         "env": (["prog.py"], {"JITLENS": "1", "JITLENS_REPORT": "r-env.json"}),
     }
     out = {}
     for mode, (args, extra) in modes.items():
         proc = run_python(args, cwd=d, env={**env, **extra}, timeout=300)
-        report = d / f"r-{mode}.json"
+        report = d / ("r-run-0.json" if mode == "run" else f"r-{mode}.json")
         out[mode] = (
             proc.returncode,
             proc.stdout,
@@ -175,6 +180,8 @@ def test_jitlens_speaks_on_the_terminal_and_counts_the_truth(runs, mode) -> None
     # the program's child (a lambda jitted in `python -c`) was not tracked
     assert not [r for r in rows.values() if "<string>" in str(r["defined_at"])], rows.keys()
     assert err.count("jitted function") == 1  # one summary: the child wrote none
+    if mode == "run":  # --gather's own line, after the program replaced sys.stderr
+        assert "jitlens: --gather skipped (a single-process run)" in err, err[-2000:]
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -59,18 +58,19 @@ def write_gathered(
     own (how it writes one process's files, and names them).
     """
     from .._core.files import write_atomic
+    from .._track import sink  # jitlens' own terminal: the program may have replaced stderr
     from .._track.gather import gather_reports
     from .._track.process import ProcessInfo, expand_path_template
 
     written = write_outputs(report, args)  # this process's JSON, HTML and trace, first
     if not clean or report.process_count <= 1:
         why = "the program failed" if not clean else "a single-process run"
-        print(NOT_GATHERED.format(why=why), file=sys.stderr)
+        sink.write(NOT_GATHERED.format(why=why) + "\n")
         return written
     try:
         gathered = gather_reports(report)
     except Exception as exc:  # JAX's error: this process's report is written already
-        print(GATHER_FAILED.format(error=f"{type(exc).__name__}: {exc}"), file=sys.stderr)
+        sink.write(GATHER_FAILED.format(error=f"{type(exc).__name__}: {exc}") + "\n")
         return written
     if report.process_index != 0:
         return written
@@ -92,5 +92,5 @@ def write_gathered(
     write_atomic(args.gather, merged.to_json() + "\n")
     written.append(shown(args.gather, args))
     if not args.quiet:
-        sys.stderr.write(render_merged_text(merged, color=False))
+        sink.write(render_merged_text(merged, color=False))
     return written
