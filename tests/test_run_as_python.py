@@ -111,6 +111,11 @@ PROGRAM = textwrap.dedent(
 )
 
 
+#: ``jitlens run`` with ``--gather``: single-process, it says it skipped (on jitlens' terminal).
+RUN_ARGS = ["-m", "jitlens", "run", "--json", "r-run-{process_index}.json"]
+RUN_ARGS += ["--gather", "merged.json", "prog.py", "--orbax"]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, str, str]]:
     """The program under python, jitlens run and JITLENS=1, with a FIFO where the self-check's
@@ -125,11 +130,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, 
     env = {"JITLENS_CACHE_DIR": str(cache), "JITLENS_WARN_RECOMPILES": "2"}
     modes = {
         "python": (["prog.py", "--orbax"], {}),
-        "run": (
-            ["-m", "jitlens", "run", "--json", "r-run-{process_index}.json", "--gather",
-             "merged.json", "prog.py", "--orbax"],
-            {},
-        ),  # fmt: skip
+        "run": (RUN_ARGS, {}),
         "env": (["prog.py"], {"JITLENS": "1", "JITLENS_REPORT": "r-env.json"}),
     }
     out = {}
