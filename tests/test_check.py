@@ -82,7 +82,7 @@ CHEATS: dict[str, tuple[str, str]] = {
 #: Data flow must give. Equal values passed all but the eager forward pass before.
 NOT_MADE_FROM_IT = (
     "returned a JAX array that is neither the last output of `fwd` nor made from it by "
-    "reshape/ravel/flatten/view/asarray/device_get (its values are equal"
+    "reshape/ravel/flatten/view/astype/asarray/device_get (its values are equal"
 )
 PROVENANCE_CHEATS: tuple[str, ...] = (
     NOT_MADE_FROM_IT,  # (first * 1).reshape(-1)
@@ -94,7 +94,7 @@ PROVENANCE_CHEATS: tuple[str, ...] = (
     NOT_MADE_FROM_IT,  # jnp.where(True, last, 0.0)
 )
 #: tests/fixtures/provenance_styles.py: correct solutions, one style per case.
-STYLES = 10
+STYLES = 14
 #: Small cases for both files: (n, d_in, features, seed = the style or cheat, num_calls, x_seed).
 PROVENANCE_CASE = (3, 4, 2, 2, 7)
 
@@ -250,6 +250,18 @@ def test_every_correct_style_passes(graded: dict[str, Any]) -> None:
     flows = [f.evidence for f in result.criterion("data_flow").findings]
     assert all(e.endswith("returned the last call's output, converted (reshape/ravel/"
                           "flatten/view/asarray/device_get)") for e in flows), flows  # fmt: skip
+
+
+def test_only_a_lossless_astype_is_a_conversion() -> None:
+    """``astype`` keeps the last output's provenance only when no value can change."""
+    import numpy as np
+
+    from jitlens._exercise.provenance import lossless
+
+    f32 = np.zeros(2, np.float32)
+    assert lossless(f32, f32.astype(np.float32)) and lossless(f32, f32.astype(np.float64))
+    assert not lossless(f32, f32.astype(np.float16)) and not lossless(f32, f32.astype(np.int32))
+    assert not lossless(f32, object())  # no dtype: not a conversion
 
 
 def test_a_cheat_with_the_right_values_fails_on_provenance(graded: dict[str, Any]) -> None:

@@ -87,9 +87,7 @@ NOT_ALL_HITS = (
 UNDER_DISABLE_JIT = " (they ran eagerly under jax.disable_jit())"
 FLOW_OK = "every call received x and the model's parameters; {returned}"
 RETURNED_SAME = "returned the last call's output itself"
-RETURNED_CONVERTED = (
-    "returned the last call's output, converted (reshape/ravel/flatten/view/asarray/device_get)"
-)
+RETURNED_CONVERTED = "returned the last call's output, converted (reshape/ravel/flatten/view/astype/asarray/device_get)"
 NOT_RECORDED = "no nnx.jit call was recorded, so none can be shown to have computed the output"
 FLOW_UNMEASURED = "the calls' arguments could not be recorded ({why})"
 MISSING_INPUT = (
@@ -114,7 +112,7 @@ RETURNED_OTHER_FUNCTION = (
 )
 RETURNED_NOT_DERIVED = (
     "returned {type} that is neither the last output of {name} nor made from it by "
-    "reshape/ravel/flatten/view/asarray/device_get ({values}): it was computed outside the "
+    "reshape/ravel/flatten/view/astype/asarray/device_get ({values}): it was computed outside the "
     "jitted calls (`out * 1`, `jnp.copy(out)`, an eager model(x), NumPy arithmetic...); "
     "return the last output, out.reshape(-1)"
 )

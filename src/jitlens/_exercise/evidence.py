@@ -13,7 +13,7 @@ provenance, never by equal values (``first * 1``, ``jnp.copy(first)`` and an
 eager ``model(x)`` all have the last output's values): the returned object
 must be one of a call's outputs, or made from one only by the conversions the
 exercise allows, each noted as it happens (``provenance.CONVERSIONS``: reshape,
-ravel, flatten, a same-dtype view, ``np.asarray`` / ``np.array`` /
+ravel, flatten, a same-dtype view, a lossless ``astype``, ``np.asarray`` / ``np.array`` /
 ``jnp.asarray``, ``jax.device_get``); a NumPy view is followed through its
 ``base`` to the JAX array whose buffer it exports, and a NumPy method's copy
 (``np.asarray(y).flatten()``) is seen by a profile hook on that method. Any
@@ -104,7 +104,7 @@ class CaseEvidence:
             return None
         for call, source in reversed(self.copied):
             with contextlib.suppress(Exception):
-                if source.size == out.size and source.dtype == out.dtype:
+                if source.size == out.size and provenance.lossless(source, out):
                     if np.array_equal(np.ravel(source), np.ravel(out)):
                         return call
         return None

@@ -26,13 +26,26 @@ import numpy as np
 #: its argument came from. ``y.block_until_ready()`` and ``jax.block_until_ready(y)``
 #: return ``y`` itself.
 CONVERSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ArrayImpl", ("reshape", "ravel", "flatten", "view")),
-    ("jax.numpy", ("reshape", "ravel", "asarray", "array")),
-    ("numpy", ("asarray", "array", "asanyarray", "ascontiguousarray", "reshape", "ravel")),
+    ("ArrayImpl", ("reshape", "ravel", "flatten", "view", "astype")),
+    ("jax.numpy", ("reshape", "ravel", "asarray", "array", "astype")),
+    (
+        "numpy",
+        ("asarray", "array", "asanyarray", "ascontiguousarray", "reshape", "ravel", "astype"),
+    ),
     ("jax", ("device_get",)),
 )
-#: NumPy methods whose copy of a converted output may be returned (``np.asarray(y).flatten()``).
-NUMPY_COPIES = frozenset({"flatten", "ravel", "reshape"})
+#: NumPy methods whose copy of a converted output may be returned (``np.asarray(y).flatten()``;
+#: ``astype`` only to a dtype that holds every value exactly, see :func:`lossless`).
+NUMPY_COPIES = frozenset({"flatten", "ravel", "reshape", "astype"})
+
+
+def lossless(source: Any, result: Any) -> bool:
+    """Does ``result``'s dtype hold every value of ``source``'s exactly (same dtype, or a safe
+    widening such as float32 -> float64)? A narrowing ``astype`` computes new numbers."""
+    try:
+        return bool(np.can_cast(np.dtype(source.dtype), np.dtype(result.dtype), "safe"))
+    except Exception:
+        return False
 
 
 def follow_conversions(case: Any) -> list[tuple[Any, str, Any]]:
@@ -61,8 +74,11 @@ def _noting(original: Any, case: Any) -> Any:
     def convert(a: Any, *args: Any, **kwargs: Any) -> Any:
         out = original(a, *args, **kwargs)
         with contextlib.suppress(Exception):
-            if name != "view" or not args or np.dtype(args[0]) == np.dtype(a.dtype):
-                case.converted(a, out)  # a view as another dtype reinterprets the bits
+            if name == "view" and args and np.dtype(args[0]) != np.dtype(a.dtype):
+                return out  # a view as another dtype reinterprets the bits
+            if name == "astype" and not lossless(a, out):
+                return out
+            case.converted(a, out)
         return out
 
     name = getattr(original, "__name__", "")
