@@ -78,14 +78,7 @@ def note_compiled(b: EventBuilder) -> None:
     except Exception as exc:
         internal_failure("reading a compiled program's cost", exc)
         return
-    b.cost = CompileCost(
-        cost.eqns,
-        cost.lines,
-        cost.loops,
-        cost.consts,
-        cost.const_bytes,
-        round(time.perf_counter() - t0, 6),
-    )
+    b.cost = dataclasses.replace(cost, collect_seconds=round(time.perf_counter() - t0, 6))
 
 
 def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> CompileCost:
@@ -106,13 +99,14 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
         )
     loops.sort(key=lambda x: -x.eqns)
     total = sum(e.weight for e in eqns)
+    facts = [f for c in consts if (f := jaxpr_api.array_facts(c)) is not None]
     short = _compat.short_path
     return CompileCost(
         eqns=total,
         lines=tuple(dataclasses.replace(x, file=short(x.file)) for x in line_costs(eqns)),
         loops=tuple(dataclasses.replace(x, file=short(x.file)) for x in loops),
-        consts=_consts(rec, consts),
-        const_bytes=sum(f[2] for c in consts if (f := jaxpr_api.array_facts(c)) is not None),
+        consts=_consts(rec, facts),
+        const_bytes=sum(f[2] for f in facts),
     )
 
 
@@ -137,12 +131,9 @@ def _loop_at(file: str, line: int, first_line: int) -> SourceLoop | None:
     return enclosing_loop(cached[1], line, first_line)
 
 
-def _consts(rec: Record | None, consts: list[Any]) -> tuple[ConstCost, ...]:
-    big = []
-    for c in consts:
-        facts = jaxpr_api.array_facts(c)
-        if facts is not None and facts[2] >= CONST_MIN_BYTES:
-            big.append(facts)
+def _consts(rec: Record | None, facts: list[tuple[Any, ...]]) -> tuple[ConstCost, ...]:
+    """The captured arrays of at least ``CONST_MIN_BYTES``, largest first, each named."""
+    big = [f for f in facts if f[2] >= CONST_MIN_BYTES]
     if not big:
         return ()
     big.sort(key=lambda f: -f[2])
