@@ -87,10 +87,10 @@ def trace_start(fun_name: str) -> bool:
     """Describe and explain a trace at its start; True when a tracked call was found."""
     now = time.perf_counter()
     frame = _compat.find_trace_frame(_compat.caller(2))
-    traced = _compat.trace_frame_info(frame) if frame is not None else None
-    if traced is None:
+    info = _compat.trace_frame_info(frame) if frame is not None else None
+    if info is None:
         _unreadable_trace(frame)
-    fun = traced.fun if traced is not None else None
+    fun = info.fun if info is not None else None
     if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
         # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
         # function's own trace, if its body runs, is counted as a nested trace.
@@ -102,8 +102,8 @@ def trace_start(fun_name: str) -> bool:
         tls.building = None
         tls.top_fun = fun  # its trace_to_jaxpr is this trace, not one nested in another
         return False
-    fe = _compat.frontend_of(fun) if traced is not None else None
-    user = _frontend_call(fe, traced, call) if fe is not None and traced is not None else None
+    fe = _compat.frontend_of(fun) if info is not None else None
+    user = _frontend_call(fe, info, call) if fe is not None else None
     if fe is not None and user is None:
         selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=fe.kind))
     if user is not None:  # a library's jit (eqx.filter_jit): the user's function and args
@@ -118,14 +118,14 @@ def trace_start(fun_name: str) -> bool:
         rec, call_index, args, kwargs = call.record, call.index, call.args, call.kwargs
         note_miss(rec, call.frame_id)
         if (
-            traced is not None
+            info is not None
             and _compat.NNX_SPLIT_FN is not None
             and isinstance(fun, _compat.NNX_SPLIT_FN)
         ):
             # Default nnx.jit mode: nnx already split each graph node into its
             # GraphDef and leaves (NodeStates); describe those, don't split again.
-            args, kwargs = traced.args, dict(traced.kwargs)
-    elif (pm := REGISTRY.resolve_untracked(fun, traced)) is not None:  # e.g. a pmap made before
+            args, kwargs = info.args, dict(info.kwargs)
+    elif (pm := REGISTRY.resolve_untracked(fun, info)) is not None:  # e.g. a pmap made before
         call, call_index = None, None
         rec, args, kwargs = pm
     else:
@@ -138,18 +138,18 @@ def trace_start(fun_name: str) -> bool:
             selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=call.record.kind))
         call = None
         rec = REGISTRY.record_for_untracked(
-            fun, fun_name, traced.debug_info if traced is not None else None
+            fun, fun_name, info.debug_info if info is not None else None
         )
         call_index = None
-        args = traced.args if traced is not None else ()
-        kwargs = dict(traced.kwargs) if traced is not None else {}
+        args = info.args if info is not None else ()
+        kwargs = dict(info.kwargs) if info is not None else {}
     tls.top_fun = fun  # its trace_to_jaxpr is this (already counted) trace
     site = _compat.user_call_site(frame) if frame is not None else "?"
     first = rec.traces == 0
     b = EventBuilder(rec, "trace", call_index, site, now)
     b.jax_name = fun_name
-    if user is not None and fe is not None and traced is not None:
-        b.frontend_key = fe.cache_key(traced.args)
+    if user is not None and fe is not None and info is not None:
+        b.frontend_key = fe.cache_key(info.args)
     tls.building = b
     with rec.lock:
         rec.traces += 1
@@ -160,8 +160,8 @@ def trace_start(fun_name: str) -> bool:
         # the user's arguments: the record's statics (a front-end's own, e.g. a pmap's)
         own = user is not None or rec.own_statics
         statics = (rec.static_argnums, rec.static_argnames)
-        if not own and traced is not None:
-            statics = traced.statics_or(*statics)
+        if not own and info is not None:
+            statics = info.statics_or(*statics)
         user_fn = user.user_fn if user is not None else rec.user_fn()
         try:
             describe_and_explain(
@@ -228,16 +228,16 @@ class FrontendTrace:
 
 
 def _frontend_call(
-    fe: _compat.Frontend, traced: _compat.TraceFrame, call: CountedCall | None
+    fe: _compat.Frontend, info: _compat.TraceFrame, call: CountedCall | None
 ) -> FrontendTrace | None:
     """A front-end's trace as the user's call, or None (the adapter cannot unpack it).
 
     The record is the user function's (found from the library's key); the
     tracked call above is the library's counted per-call function.
     """
-    jit_args = traced.args
+    jit_args = info.args
     user_fn = fe.user_function(jit_args)
-    unpacked = fe.user_args(jit_args, dict(traced.kwargs))
+    unpacked = fe.user_args(jit_args, dict(info.kwargs))
     if user_fn is None or unpacked is None:
         return None
     counted = fe.kind in REGISTRY.installed_kinds  # its entry point counts calls

@@ -48,11 +48,13 @@ def frontend_record(frame: FrameType | None) -> Record | None:
     tf = _compat.find_trace_frame(frame)
     if tf is None:
         return None
-    traced = _compat.trace_frame_info(tf)
-    fe = _compat.frontend_of(traced.fun) if traced is not None else None
-    if fe is None or traced is None:
+    info = _compat.trace_frame_info(tf)
+    if info is None:
         return None
-    jit_args = traced.args
+    fe = _compat.frontend_of(info.fun)
+    if fe is None:
+        return None
+    jit_args = info.args
     user_fn = fe.user_function(jit_args)
     if user_fn is None:
         return None
@@ -73,10 +75,10 @@ def untracked_record(fun: Any, frame: FrameType | None) -> Record | None:
     tf = _compat.find_trace_frame(frame)
     if tf is None or tf is not frame:
         return None
-    traced = _compat.trace_frame_info(tf)
-    if traced is None or traced.fun is not fun or _compat.frontend_of(fun) is not None:
+    info = _compat.trace_frame_info(tf)
+    if info is None or info.fun is not fun or _compat.frontend_of(fun) is not None:
         return None
-    return REGISTRY.record_for_untracked(fun, getattr(fun, "__name__", "?"), traced.debug_info)
+    return REGISTRY.record_for_untracked(fun, getattr(fun, "__name__", "?"), info.debug_info)
 
 
 def describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -> None:
@@ -93,17 +95,17 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
     tf = _compat.find_trace_frame(frame)
     if tf is None:
         return
-    frame_info = _compat.trace_frame_info(tf)
-    if frame_info is None:
+    info = _compat.trace_frame_info(tf)
+    if info is None:
         return
-    traced = frame_info.fun
+    traced = info.fun
     if traced is not fun:
         return  # the frame found belongs to another jit
     fe = rec.frontend
     options = None
     if fe is not None:
-        jit_args = frame_info.args
-        unpacked = fe.user_args(jit_args, dict(frame_info.kwargs))
+        jit_args = info.args
+        unpacked = fe.user_args(jit_args, dict(info.kwargs))
         if unpacked is None:
             return
         args, kwargs = unpacked
@@ -114,13 +116,13 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
         # an nnx wrapper: only the default mode's pure arguments (NodeStates) are readable here
         if _compat.NNX_SPLIT_FN is None or not isinstance(traced, _compat.NNX_SPLIT_FN):
             return
-        args, kwargs = frame_info.args, dict(frame_info.kwargs)
+        args, kwargs = info.args, dict(info.kwargs)
         user_fn = rec.user_fn()
-        statics, names = frame_info.statics_or(rec.static_argnums, rec.static_argnames)
+        statics, names = info.statics_or(rec.static_argnums, rec.static_argnames)
     else:
-        args, kwargs = frame_info.args, dict(frame_info.kwargs)
+        args, kwargs = info.args, dict(info.kwargs)
         user_fn = rec.user_fn()
-        statics, names = frame_info.statics_or(rec.static_argnums, rec.static_argnames)
+        statics, names = info.statics_or(rec.static_argnums, rec.static_argnames)
     call = find_call(frame)
     if call is not None and call.record is rec:
         b.call_index = call.index

@@ -41,14 +41,14 @@ def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
 
 
 def untracked(
-    fun: Any, traced: _compat.TraceFrame | None
+    fun: Any, info: _compat.TraceFrame | None
 ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
     """A keras step jitted before tracking began (keras binds ``jax.jit`` at its import).
 
     Seen only through JAX's trace events: its calls are unknown, its traces and
     retraces are counted and explained as for a step jitted while tracking.
     """
-    if traced is None:
+    if info is None:
         return None
     rec = REGISTRY.find_by_fun(fun)
     if rec is None:
@@ -58,7 +58,7 @@ def untracked(
         rec = _new_record(fun, step, {}, counts_calls=False)
     elif rec.kind != KIND:
         return None
-    return rec, traced.args, dict(traced.kwargs)
+    return rec, info.args, dict(info.kwargs)
 
 
 def _new_record(

@@ -71,17 +71,17 @@ _UNTRACKED: dict[int, tuple[Any, Record]] = {}
 
 
 def untracked(
-    fun: Any, traced: TraceFrame | None
+    fun: Any, info: TraceFrame | None
 ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
     """``(record, user args, user kwargs)`` of a trace of a pmap made before tracking, or None.
 
     Its calls are unknown (nothing counted them); its traces are the user's
     function's, one record per function (a lambda rebuilt per epoch is a new one).
     """
-    if traced is None or not pmap_api.is_traced_pmap(fun):
+    if info is None or not pmap_api.is_traced_pmap(fun):
         return None
     user_fn = pmap_api.traced_user_function(fun)
-    unpacked = pmap_api.traced_user_args(fun, traced.args)
+    unpacked = pmap_api.traced_user_args(fun, info.args)
     if user_fn is None or unpacked is None:
         return None
     nnx_user = pmap_api.nnx_pmap_user_function(user_fn)
