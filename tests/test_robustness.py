@@ -301,7 +301,7 @@ def test_statics_the_trace_frame_does_not_hold_are_the_jits_own(
 
     from jitlens._compat import jax_api
 
-    monkeypatch.setattr(jax_api, "_names_of", lambda ji, name: None)
+    monkeypatch.setattr(jax_api, "_jit_field", lambda ji, name: None)
     with jitlens.track() as t:
         f = jax.jit(lambda x, n: x * n, static_argnums=1)
         g = jax.jit(lambda x, n: x * n, static_argnames="n")

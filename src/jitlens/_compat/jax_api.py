@@ -213,15 +213,15 @@ def trace_frame_info(frame: FrameType) -> TraceFrame | None:
             args=tuple(loc.get("args", ())),
             kwargs=MappingProxyType(dict(loc.get("kwargs", {}))),
             debug_info=loc.get("dbg"),
-            static_argnums=_names_of(ji, "static_argnums"),
-            static_argnames=_names_of(ji, "static_argnames"),
+            static_argnums=_jit_field(ji, "static_argnums"),
+            static_argnames=_jit_field(ji, "static_argnames"),
         )
     except Exception:
         return None
 
 
-def _names_of(ji: Any, name: str) -> tuple[Any, ...] | None:
-    """``ji.<name>`` as a tuple (JAX's ``PjitInfo``), None when there is no such field."""
+def _jit_field(ji: Any, name: str) -> tuple[Any, ...] | None:
+    """``ji.<name>`` (JAX's ``PjitInfo``: the jit's options) as a tuple; None when it has none."""
     value = getattr(ji, name, None)
     return None if value is None else tuple(value)
 
