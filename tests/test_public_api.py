@@ -27,6 +27,7 @@ TESTS = Path(__file__).resolve().parent
 DOCTESTED = (
     "jitlens._core.kinds",
     "jitlens._core.report",
+    "jitlens._core.lines",
     "jitlens._core.retrace_text",
     "jitlens._core.advice",
     "jitlens._render.text",

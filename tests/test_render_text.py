@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import io
 import logging
+import pathlib
 import re
 import sys
 
@@ -219,6 +221,50 @@ def test_user_strings_are_not_markup() -> None:
     )
     text = dataclasses.replace(report, functions=(step,)).to_text(color=True, width=100)
     assert "[bold]x[/bold] -> :smile:" in text
+
+
+def _rich_styles_in(source: str) -> list[str]:
+    """String constants in ``source`` that read as a rich style (``"bold red"``, ``"dim"``)."""
+    from rich.color import ANSI_COLOR_NAMES
+    from rich.style import Style
+
+    words = {w for w in Style.STYLE_ATTRIBUTES if len(w) > 2} | set(ANSI_COLOR_NAMES)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            parts = [w for w in node.value.split() if w not in ("on", "not")]
+            if parts and all(w in words for w in parts):
+                found.append(f"line {node.lineno}: {node.value!r}")
+    return found
+
+
+def test_core_says_what_a_line_is_never_how_it_looks() -> None:
+    """Styles live in one table of the renderer; ``_core``'s lines carry a ``Role``."""
+    import jitlens
+    from jitlens._core.lines import Role
+    from jitlens._render.text import STYLES
+
+    core = pathlib.Path(jitlens.__file__).parent / "_core"
+    sample = 'line = (0, header, "bold red"); more = (2, "... and 3 more", "dim on black")'
+    assert len(_rich_styles_in(sample)) == 2
+    found = {p.name: _rich_styles_in(p.read_text(encoding="utf-8")) for p in core.rglob("*.py")}
+    assert {name: styles for name, styles in found.items() if styles} == {}
+    assert set(STYLES) == set(Role)
+
+
+def test_the_lines_of_a_retrace_say_what_each_is() -> None:
+    from jitlens._core.lines import Role
+    from jitlens._core.retrace_text import retrace_lines, stale_lines, values_text
+
+    report = report_samples.sample_report()
+    loss = report.function("Trainer.loss")
+    event = loss.events[1]
+    folded = [(r, 1, values_text(r)) for r in event.reasons]
+    roles = [line.role for line in retrace_lines(loss, event, folded)]
+    assert roles[:5] == [Role.EVENT, Role.SUBJECT, Role.EVIDENCE, Role.CAUSE, Role.FIX]
+    evaluate = report.function("evaluate")
+    stale = [line.role for line in stale_lines(evaluate, evaluate.stale_hits[0])]
+    assert stale == [Role.ALERT, Role.SUBJECT, Role.CAUSE, Role.FIX]
 
 
 def test_internal_failure_returns_raw_data_and_logs(caplog: pytest.LogCaptureFixture) -> None:

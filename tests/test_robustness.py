@@ -292,6 +292,29 @@ def test_describing_statics_calls_no_user_code() -> None:
     assert _Noisy.calls["getattr"] == 0 and _Noisy.calls["repr"] <= 2
 
 
+def test_statics_the_trace_frame_does_not_hold_are_the_jits_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A JAX whose trace frame keeps no jit info: the jit's own statics explain the retrace
+    (an empty default would take the static for a traced argument: an ``unknown`` reason)."""
+    from types import SimpleNamespace
+
+    from jitlens._compat import jax_api
+
+    monkeypatch.setattr(jax_api, "_jit_field", lambda ji, name: None)
+    with jitlens.track() as t:
+        f = jax.jit(lambda x, n: x * n, static_argnums=1)
+        g = jax.jit(lambda x, n: x * n, static_argnames="n")
+        for n in (2, 3):
+            f(jnp.ones(2), n)
+            g(jnp.ones(2), n=n)
+    for fn in (f, g):
+        (reason,) = t.stats(fn).events[1].reasons
+        assert (reason.kind, reason.before, reason.after) == ("static_value", "2", "3")
+    unreadable = SimpleNamespace(f_locals={"fun": f, "args": 5, "kwargs": {}})  # args not a tuple
+    assert jax_api.trace_frame_info(unreadable) is None  # type: ignore[arg-type]
+
+
 def test_calls_under_disable_jit_are_not_cache_hits() -> None:
     runs = []
     with jitlens.track() as t:

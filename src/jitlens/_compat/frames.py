@@ -4,14 +4,61 @@ jitlens reports every figure at the user's line: the call that retraced, the
 line that defined the function. This module is the only place that walks the
 interpreter's frames; it knows which files belong to frameworks (JAX, Flax,
 Equinox, optax, jitlens itself, the standard library) and which to the user.
+:class:`TraceFrame` is what jitlens reads from JAX's own trace frame
+(``jax_api.trace_frame_info`` reads it), typed once here for every reader.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import sysconfig
+from collections.abc import Mapping
 from types import FrameType
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TraceFrame:
+    """What JAX's ``pjit._trace_for_jit`` frame says about the call it is tracing.
+
+    Read from the frame's locals at a trace-start event (or, for a jit traced
+    inside another trace, from its frame still on the stack): the callable JAX
+    traces and the arguments as JAX holds them, which a counted call above may
+    not show (nnx's split ``NodeState`` s, a library's wrapper's arguments, the
+    abstract tracers of a nested trace). What the frame does not hold is
+    ``None`` (unknown), never an empty default that would read as "none".
+    """
+
+    #: The callable JAX traces: the user's function, or a library's wrapper around it
+    #: (nnx's split function, ``equinox``'s filter function, a pmap's shard_map body).
+    fun: Any
+    #: The positional arguments JAX traces ``fun`` with.
+    args: tuple[Any, ...]
+    #: The keyword arguments JAX traces ``fun`` with (read-only: a copy of the frame's).
+    kwargs: Mapping[str, Any]
+    #: JAX's ``DebugInfo`` of the traced function (its name and source line), or None.
+    debug_info: Any | None
+    #: The jit's ``static_argnums`` as JAX normalised them; None when the frame has no
+    #: jit info to read them from.
+    static_argnums: tuple[int, ...] | None
+    #: The jit's ``static_argnames``; None when unknown, as ``static_argnums``.
+    static_argnames: tuple[str, ...] | None
+
+    def statics_or(
+        self, argnums: tuple[int, ...], argnames: tuple[str, ...]
+    ) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """``(static_argnums, static_argnames)``, each the given one where the frame's is unknown.
+
+        The callers pass the record's (the options jitlens saw at ``jax.jit``): the
+        best knowledge left, where an empty default would call every argument traced.
+        """
+        return (
+            argnums if self.static_argnums is None else self.static_argnums,
+            argnames if self.static_argnames is None else self.static_argnames,
+        )
+
 
 #: The directory of the installed ``jitlens`` package.
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

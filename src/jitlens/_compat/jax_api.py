@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from types import FrameType
+from types import FrameType, MappingProxyType
 from typing import Any
 
 import jax
+
+from .frames import TraceFrame
 
 # jax.monitoring event names (jax/_src/dispatch.py, compiler.py, compilation_cache.py).
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -201,22 +203,27 @@ def find_trace_frame(start: FrameType | None) -> FrameType | None:
     return None
 
 
-def trace_frame_info(frame: FrameType) -> dict[str, Any]:
-    """What ``_trace_for_jit`` knows about the call being traced."""
-    loc = frame.f_locals
-    ji = loc.get("ji")
-    return {
-        "fun": loc.get("fun"),
-        "dbg": loc.get("dbg"),
-        "args": loc.get("args", ()),
-        "kwargs": loc.get("kwargs", {}),
-        "avals": loc.get("avals"),
-        "static_argnums": tuple(getattr(ji, "static_argnums", ()) or ()),
-        "static_argnames": tuple(getattr(ji, "static_argnames", ()) or ()),
-        "in_shardings": loc.get("in_shardings_flat"),
-        "donate_argnums": tuple(getattr(ji, "donate_argnums", ()) or ()),
-        "ctx_mesh": loc.get("ctx_mesh"),
-    }
+def trace_frame_info(frame: FrameType) -> TraceFrame | None:
+    """What ``_trace_for_jit`` knows about the call being traced (None: its locals unreadable)."""
+    try:
+        loc = frame.f_locals
+        ji = loc.get("ji")
+        return TraceFrame(
+            fun=loc.get("fun"),
+            args=tuple(loc.get("args", ())),
+            kwargs=MappingProxyType(dict(loc.get("kwargs", {}))),
+            debug_info=loc.get("dbg"),
+            static_argnums=_jit_field(ji, "static_argnums"),
+            static_argnames=_jit_field(ji, "static_argnames"),
+        )
+    except Exception:
+        return None
+
+
+def _jit_field(ji: Any, name: str) -> tuple[Any, ...] | None:
+    """``ji.<name>`` (JAX's ``PjitInfo``: the jit's options) as a tuple; None when it has none."""
+    value = getattr(ji, name, None)
+    return None if value is None else tuple(value)
 
 
 def src_info(dbg: Any) -> tuple[str, str] | None:

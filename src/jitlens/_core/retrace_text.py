@@ -2,8 +2,9 @@
 
 A retrace is shown as a header (call site, which retrace, seconds, call index)
 and its reasons, most decisive first, at most :data:`MAX_LINES_PER_RETRACE`
-lines. The terminal renderer styles these lines; log records and
-``RecompileError`` messages print them as they are.
+lines. Each :class:`~.lines.Line` says what it is (its :class:`~.lines.Role`);
+the terminal renderer styles it by that, log records and ``RecompileError``
+messages print it as it is.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import textwrap
 from collections.abc import Sequence
 
 from .kinds import EventKind
+from .lines import Line, Role
 from .report import Event, FunctionReport, Reason, StaleHit
 
 LOG = logging.getLogger("jitlens")
@@ -56,8 +58,6 @@ MORE_LINE = "… and {n} more difference{s} ({paths})"
 STALE_HEADER = "warning: stale cache hit at {call_site} (call #{index})"
 RETRACE_TITLE = "{qualname} ({kind}) {header}"
 FALLBACK = "jitlens could not render this report; raw data follows.\n{raw}"
-#: (indent, text, rich style) of one logical line of the explanations.
-Line = tuple[int, str, str]
 #: A reason, how many retraces had it, and the values it took.
 Folded = tuple[Reason, int, str]
 
@@ -91,12 +91,12 @@ def _reason_lines(
     counted = REASON_COUNT.format(n=count, noun=noun) if count > 1 else ""
     if detailed or len(where) + len(values) > MAX_VALUE_CHARS:
         head = REASON_HEAD.format(path=where, kind=reason.kind, count=counted)
-        lines: list[Line] = [(2, head, "bold"), (4, values, "")]
+        lines: list[Line] = [Line(2, head, Role.SUBJECT), Line(4, values, Role.EVIDENCE)]
     else:
         line = REASON_LINE.format(path=where, kind=reason.kind, count=counted, values=values)
-        lines = [(2, line, "bold")]
+        lines = [Line(2, line, Role.SUBJECT)]
     if detailed and reason.message:
-        lines.append((4, reason.message, ""))
+        lines.append(Line(4, reason.message, Role.CAUSE))
     return lines
 
 
@@ -110,7 +110,7 @@ def _height(block: Sequence[Line], width: int | None) -> int:
     if width is None:
         return len(block)
     return sum(
-        max(1, len(textwrap.wrap(text, max(width - indent, 20)))) for indent, text, _ in block
+        max(1, len(textwrap.wrap(line.text, max(width - line.indent, 20)))) for line in block
     )
 
 
@@ -164,23 +164,23 @@ def retrace_block(
         else "",
         also=ALSO_SUFFIX.format(n=also) if also else "",
     )
-    lines: list[Line] = [(0, header, "cyan")]
+    lines: list[Line] = [Line(0, header, Role.EVENT)]
     ordered = list(reasons)  # the explainer's order: the reason whose fix removes the trace first
     fixes: set[str] = set()
     deferred: list[Folded] = []
     for shown, (reason, count, values) in enumerate(ordered):
         block = _reason_lines(reason, count, values, detailed=shown == 0, noun=_noun(fn, reason))
         if reason.fix and reason.fix not in fixes:
-            block.append((4, FIX_LINE.format(fix=reason.fix), "green"))
+            block.append(Line(4, FIX_LINE.format(fix=reason.fix), Role.FIX))
         room = MAX_LINES_PER_RETRACE - _height(lines, width)
         room -= 1 if shown < len(ordered) - 1 else 0
         if shown == 0 and _height(block, width) > room and len(block) > 1:
             # the values on the head line first: the message (the why) goes last
             merged = [_one_line(reason, count, values, _noun(fn, reason), None), *block[2:]]
-            if block[1][1] == values and _height(merged, width) < _height(block, width):
+            if block[1].text == values and _height(merged, width) < _height(block, width):
                 block = merged
         if shown == 0 and _height(block, width) > room and reason.message:
-            block = [line for line in block if line[1] != reason.message]
+            block = [line for line in block if line.text != reason.message]
         if _height(block, width) > room and shown > 0:
             if fold_key(reason) in later:
                 deferred.append((reason, count, values))
@@ -190,13 +190,8 @@ def retrace_block(
         if _height(block, width) > room:
             rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
             paths = ", ".join(shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
-            lines.append(
-                (
-                    2,
-                    MORE_LINE.format(n=len(rest), s="" if len(rest) == 1 else "s", paths=paths),
-                    "dim",
-                )
-            )
+            more = MORE_LINE.format(n=len(rest), s="" if len(rest) == 1 else "s", paths=paths)
+            lines.append(Line(2, more, Role.NOTE))
             return lines, [*deferred, *ordered[shown:]]
         if len(block) > 1 or shown == 0:
             fixes.add(reason.fix)
@@ -219,7 +214,7 @@ def _one_line(reason: Reason, count: int, values: str, noun: str, limit: int | N
     where = reason.path or reason.argument
     shown = values if limit is None else shorten(values, limit)
     text = REASON_LINE.format(path=where, kind=reason.kind, count=counted, values=shown)
-    return (2, text, "bold")
+    return Line(2, text, Role.SUBJECT)
 
 
 def _noun(fn: FunctionReport, reason: Reason) -> str:
@@ -242,13 +237,13 @@ def stale_lines(fn: FunctionReport, stale: StaleHit) -> list[Line]:
     )
     values = f"{shorten(stale.before)} -> {shorten(stale.after)}"
     lines: list[Line] = [
-        (0, header, "bold red"),
-        (2, f"{stale.path or stale.argument}: {values}", "bold"),
+        Line(0, header, Role.ALERT),
+        Line(2, f"{stale.path or stale.argument}: {values}", Role.SUBJECT),
     ]
     if stale.message:
-        lines.append((4, stale.message, ""))
+        lines.append(Line(4, stale.message, Role.CAUSE))
     if stale.fix:
-        lines.append((4, FIX_LINE.format(fix=stale.fix), "green"))
+        lines.append(Line(4, FIX_LINE.format(fix=stale.fix), Role.FIX))
     return lines
 
 
@@ -276,8 +271,8 @@ def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -
     try:
         folded = [(r, 1, values_text(r)) for r in event.reasons]
         lines = retrace_lines(fn, event, folded, width=width)
-        head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0][1])
-        body = [(indent, text) for indent, text, _ in lines[1:]]
+        head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0].text)
+        body = [(line.indent, line.text) for line in lines[1:]]
         if not event.reasons and event.kind != EventKind.TRACE:
             body.append((2, no_reason(event.kind, 1)))
         return "\n".join([_wrapped(0, head, width), *(_wrapped(i, t, width) for i, t in body)])

@@ -11,12 +11,12 @@ import sys
 from collections.abc import Sequence
 
 from rich import box
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from .._core.lines import Line, Role
 from .._core.retrace_text import shorten
-from .._render.text import make_console
+from .._render.text import make_console, styled
 from . import model as _model
 from .model import Branch, Divergence, MergedFunction, MergedReport
 
@@ -67,9 +67,6 @@ FALLBACK = "jitlens could not render the merged view ({error}); {n} divergence(s
 
 _TRAILING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")
 
-#: (indent, text, rich style) of one logical line.
-Line = tuple[int, str, str]
-
 
 def _count(n: int, noun: str, plural: str = "") -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
@@ -90,7 +87,7 @@ def _branch_lines(branch: Branch) -> list[Line]:
         calls=calls,
         n=UNKNOWN if branch.calls is None else branch.calls,
     )
-    lines: list[Line] = [(4, head, "bold")]
+    lines: list[Line] = [Line(4, head, Role.SUBJECT)]
     for r in branch.reasons:
         text = REASON_LINE.format(
             path=r.path or r.argument,
@@ -98,9 +95,9 @@ def _branch_lines(branch: Branch) -> list[Line]:
             before=shorten(r.before),
             after=shorten(r.after),
         )
-        lines.append((6, text, ""))
+        lines.append(Line(6, text, Role.EVIDENCE))
         if r.fix:
-            lines.append((8, FIX_LINE.format(fix=r.fix), "green"))
+            lines.append(Line(8, FIX_LINE.format(fix=r.fix), Role.FIX))
     return lines
 
 
@@ -111,10 +108,10 @@ def divergence_lines(div: Divergence, number: int, total: int) -> list[Line]:
     )
     if div.occurrence:
         header += OCCURRENCE.format(n=div.occurrence + 1)
-    lines: list[Line] = [(0, header, "bold red"), (2, div.message, "")]
+    lines: list[Line] = [Line(0, header, Role.ALERT), Line(2, div.message, Role.CAUSE)]
     for branch in div.branches:
         lines.extend(_branch_lines(branch))
-    lines.append((2, FIX_LINE.format(fix=div.fix), "green"))
+    lines.append(Line(2, FIX_LINE.format(fix=div.fix), Role.FIX))
     return lines
 
 
@@ -131,7 +128,7 @@ def _cell(values: Sequence[int | None], indices: Sequence[int]) -> str:
     )
 
 
-def _row(fn: MergedFunction, indices: Sequence[int]) -> tuple[list[str], str]:
+def _row(fn: MergedFunction, indices: Sequence[int]) -> list[str]:
     present = [(i, r) for i, r in zip(indices, fn.reports, strict=True) if r is not None]
     have = [i for i, _ in present]
     absent = [i for i in indices if i not in have]
@@ -139,7 +136,7 @@ def _row(fn: MergedFunction, indices: Sequence[int]) -> tuple[list[str], str]:
     if absent:
         status = STATUS_MISSING.format(procs=", ".join(map(str, absent)))
     name = fn.qualname + (OCCURRENCE.format(n=fn.occurrence + 1) if fn.occurrence else "")
-    cells = [
+    return [
         name,
         fn.defined_at,
         _cell([r.calls for _, r in present], have),
@@ -147,7 +144,6 @@ def _row(fn: MergedFunction, indices: Sequence[int]) -> tuple[list[str], str]:
         _cell([r.compiles for _, r in present], have),
         status,
     ]
-    return cells, "red" if fn.diverged else ""
 
 
 def _table(merged: MergedReport) -> Table:
@@ -155,8 +151,8 @@ def _table(merged: MergedReport) -> Table:
     for name, justify in COLUMNS:
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for fn in merged.functions:
-        cells, style = _row(fn, merged.process_indices)
-        table.add_row(*(Text(c) for c in cells), style=style)
+        cells = _row(fn, merged.process_indices)
+        table.add_row(*(Text(c) for c in cells), style="red" if fn.diverged else "")
     return table
 
 
@@ -177,24 +173,31 @@ def _title(merged: MergedReport) -> str:
 
 def merged_lines(merged: MergedReport) -> list[Line]:
     """Everything above the table, as indented lines."""
-    style = (
-        "bold green" if merged.consistent else "bold red" if merged.divergences else "bold yellow"
+    verdict = (
+        Role.HEADLINE_OK
+        if merged.consistent
+        else Role.ALERT
+        if merged.divergences
+        else Role.HEADLINE
     )
-    lines: list[Line] = [(0, _title(merged), style)]
+    lines: list[Line] = [Line(0, _title(merged), verdict)]
     if merged.missing_processes:
         text = MISSING_PROCESSES.format(processes=_procs(merged.missing_processes))
-        lines.append((2, text, "yellow"))
-        lines += [(4, why, "yellow") for why in merged.missing_why]
+        lines.append(Line(2, text, Role.WARNING))
+        lines += [Line(4, why, Role.WARNING) for why in merged.missing_why]
     if merged.divergences or merged.complete:
-        lines.append((2, HANG_NOTE if merged.divergences else CONSISTENT_NOTE, "dim"))
+        lines.append(Line(2, HANG_NOTE if merged.divergences else CONSISTENT_NOTE, Role.NOTE))
     total = len(merged.divergences)
     for number, div in enumerate(merged.divergences, 1):
-        lines.append((0, "", ""))
+        lines.append(Line(0, "", Role.TEXT))
         lines.extend(divergence_lines(div, number, total))
     if merged.cache_differences:  # issue 23
-        lines += [(0, "", ""), (0, CACHE_HEADER, "bold yellow")]
+        lines += [Line(0, "", Role.TEXT), Line(0, CACHE_HEADER, Role.HEADLINE)]
     for diff in merged.cache_differences:
-        lines += [(2, diff.message, ""), (4, FIX_LINE.format(fix=diff.fix), "green")]
+        lines += [
+            Line(2, diff.message, Role.CAUSE),
+            Line(4, FIX_LINE.format(fix=diff.fix), Role.FIX),
+        ]
     return lines
 
 
@@ -214,8 +217,8 @@ def _width(width: int | None) -> int:
 
 def _render(merged: MergedReport, color: bool, width: int) -> str:
     console = make_console(width, color)
-    for indent, text, style in merged_lines(merged):
-        console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    for line in merged_lines(merged):
+        console.print(styled(line))
     if merged.functions:
         console.print(_table(merged))
     text = console.export_text(styles=color).rstrip()
@@ -276,14 +279,14 @@ def _html_divergence(div: Divergence, number: int, total: int) -> str:
         f"<p>{_e(div.message)}</p><ul>",
     ]
     for branch in div.branches:
-        (_, head, _), *reasons = _branch_lines(branch)
+        head, *reasons = _branch_lines(branch)
         items = "".join(
-            f"<li class='fix'>{_e(t)}</li>"
-            if style == "green"
-            else f"<li><code>{_e(t)}</code></li>"
-            for _, t, style in reasons
+            f"<li class='fix'>{_e(line.text)}</li>"
+            if line.role is Role.FIX
+            else f"<li><code>{_e(line.text)}</code></li>"
+            for line in reasons
         )
-        parts.append(f"<li>{_e(head)}{'<ul>' + items + '</ul>' if items else ''}</li>")
+        parts.append(f"<li>{_e(head.text)}{'<ul>' + items + '</ul>' if items else ''}</li>")
     parts.append(f"</ul><p class='fix'>{_e(FIX_LINE.format(fix=div.fix))}</p></div>")
     return "".join(parts)
 
@@ -292,9 +295,8 @@ def _html_table(merged: MergedReport) -> str:
     head = "".join(f"<th>{_e(name)}</th>" for name, _ in COLUMNS)
     rows = []
     for fn in merged.functions:
-        cells, style = _row(fn, merged.process_indices)
-        tds = "".join(f"<td class='m'>{_e(c)}</td>" for c in cells)
-        rows.append(f"<tr class='{'bad' if style else ''}'>{tds}</tr>")
+        tds = "".join(f"<td class='m'>{_e(c)}</td>" for c in _row(fn, merged.process_indices))
+        rows.append(f"<tr class='{'bad' if fn.diverged else ''}'>{tds}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 

@@ -19,6 +19,7 @@ from .._core import buckets
 from .._core.advice import SAVING_SCOPE
 from .._core.fold import count_functions, fold_wrappers
 from .._core.kinds import EventKind
+from .._core.lines import Line, Role
 from .._core.report import (
     Event,
     FunctionReport,
@@ -30,7 +31,6 @@ from .._core.retrace_text import (
     LOG,
     UNKNOWN,
     Folded,
-    Line,
     fallback,
     fold_key,
     no_reason,
@@ -42,6 +42,23 @@ from .._core.retrace_text import (
 
 #: Width of the text when it does not go to a terminal (logs, files, CI).
 DEFAULT_WIDTH = 100
+#: What each role of a line looks like on a terminal (rich styles): the one place that
+#: decides it, for the report, its table and the merged view (``_merge/render``).
+STYLES: dict[Role, str] = {
+    Role.HEADLINE: "bold yellow",
+    Role.HEADLINE_OK: "bold green",
+    Role.ALERT: "bold red",
+    Role.SECTION: "bold cyan",
+    Role.EVENT: "cyan",
+    Role.SUBJECT: "bold",
+    Role.EVIDENCE: "",
+    Role.CAUSE: "",
+    Role.FIX: "green",
+    Role.OK: "green",
+    Role.WARNING: "yellow",
+    Role.NOTE: "dim",
+    Role.TEXT: "",
+}
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("function", "left"),
@@ -134,7 +151,12 @@ def _seconds(value: float) -> str:
 
 
 def _indented(lines: Sequence[Line], by: int) -> list[Line]:
-    return [(indent + by, text, style) for indent, text, style in lines]
+    return [line.indented(by) for line in lines]
+
+
+def styled(line: Line) -> Padding:
+    """``line`` as rich prints it: its role's style, wrapped under its indent."""
+    return Padding(Text(line.text, style=STYLES[line.role]), (0, 0, 0, line.indent))
 
 
 def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
@@ -152,13 +174,13 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     header = FUNCTION_HEADER.format(
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
     )
-    lines: list[Line] = [(0, header, "bold yellow")]
+    lines: list[Line] = [Line(0, header, Role.HEADLINE)]
     for event in fn.stopped:  # what went over budget comes first: it failed a test, say
         folded = [(r, 1, values_text(r, [])) for r in event.reasons]
         lines += _indented(retrace_lines(fn, event, folded, width=_less(width, 2)), 2)
     chosen = buckets.bucketed(fn.events)
     if chosen:  # a deliberate bounded set of shapes: said so, not explained as a problem
-        lines += [(2, bucketed_text(s), "green") for s in chosen]
+        lines += [Line(2, bucketed_text(s), Role.OK) for s in chosen]
         return lines
     every = [r for e in retraces for r in e.reasons]
     by_event: dict[int, list[Folded]] = {}
@@ -182,7 +204,7 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
         unexplained = [e for e in retraces if not e.reasons and e.kind == kind]
         if unexplained:
             lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
-            lines.append((4, no_reason(kind, len(unexplained)), "dim"))
+            lines.append(Line(4, no_reason(kind, len(unexplained)), Role.NOTE))
     for stale in fn.stale_hits:
         lines += _indented(stale_lines(fn, stale), 2)
     return lines
@@ -210,7 +232,7 @@ def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
     if not advised:
         return []
     advised.sort(key=lambda f: -(f.advice[0].estimated_saving_seconds or 0.0))
-    lines: list[Line] = [(0, ADVICE_TITLE, "bold cyan")]
+    lines: list[Line] = [Line(0, ADVICE_TITLE, Role.SECTION)]
     for fn in advised:
         top, *rest = fn.advice
         text = ADVICE_LINE.format(
@@ -219,11 +241,11 @@ def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
             saving=_saving(top.estimated_saving_seconds, top.kind),
             message=top.message,
         )
-        lines.append((2, text, "bold"))
-        lines.append((4, ADVICE_FIX.format(fix=top.fix), "green"))
+        lines.append(Line(2, text, Role.SUBJECT))
+        lines.append(Line(4, ADVICE_FIX.format(fix=top.fix), Role.FIX))
         if rest:
             kinds = ", ".join(a.kind + _saving(a.estimated_saving_seconds, a.kind) for a in rest)
-            lines.append((4, ADVICE_MORE.format(kinds=kinds), "dim"))
+            lines.append(Line(4, ADVICE_MORE.format(kinds=kinds), Role.NOTE))
     return lines
 
 
@@ -256,8 +278,8 @@ def compile_cost_lines(functions: Sequence[FunctionReport]) -> list[Line]:
             function=top.function,
             extra=extra,
         )
-        lines.append((2, text, ""))
-    return [(0, COST_TITLE, "bold cyan"), *lines] if lines else []
+        lines.append(Line(2, text, Role.EVIDENCE))
+    return [Line(0, COST_TITLE, Role.SECTION), *lines] if lines else []
 
 
 def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
@@ -352,7 +374,8 @@ def _table(
         else:
             table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for fn, row in zip(functions, rows, strict=True):
-        styles = {0: "bold", len(COLUMNS) - 1: "bold red" if fn.retraces else ""}
+        lost = Role.ALERT if fn.retraces else Role.TEXT  # seconds lost to retraces
+        styles = {0: STYLES[Role.SUBJECT], len(COLUMNS) - 1: STYLES[lost]}
         table.add_row(*(Text(row[i], style=styles.get(i, "")) for i in keep))
     return table
 
@@ -411,26 +434,26 @@ def _render(
         if lines:
             console.print()
             explained = True
-        for indent, text, style in lines:
-            console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+        for line in lines:
+            console.print(styled(line))
     if functions and not explained and all(f.traces is not None for f in functions):
         console.print()
-        console.print(Text(NO_RETRACES, style="green"))
+        console.print(styled(Line(0, NO_RETRACES, Role.OK)))
     costs = compile_cost_lines(functions)  # issue 34
     if costs:
         console.print()
-    for indent, text, style in costs:
-        console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    for line in costs:
+        console.print(styled(line))
     advice = advice_lines(functions)
     if advice:
         console.print()
-    for indent, text, style in advice:
-        console.print(Padding(Text(text, style=style), (0, 0, 0, indent)))
+    for line in advice:
+        console.print(styled(line))
     for note in report.run.notes if report.run is not None else ():  # issue 23
-        console.print(Text(CACHE_NOTE.format(message=note.message), style="yellow"))
-        console.print(Padding(Text(CACHE_FIX.format(fix=note.fix), style="green"), (0, 0, 0, 2)))
+        console.print(styled(Line(0, CACHE_NOTE.format(message=note.message), Role.WARNING)))
+        console.print(styled(Line(2, CACHE_FIX.format(fix=note.fix), Role.FIX)))
     for warning in report.warnings:
-        console.print(Text(WARNING_LINE.format(text=warning), style="yellow"))
+        console.print(styled(Line(0, WARNING_LINE.format(text=warning), Role.WARNING)))
     return _export(console, color, max_lines)
 
 

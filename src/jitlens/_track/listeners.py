@@ -90,7 +90,7 @@ def trace_start(fun_name: str) -> bool:
     info = _compat.trace_frame_info(frame) if frame is not None else None
     if info is None:
         _unreadable_trace(frame)
-    fun = info["fun"] if info else None
+    fun = info.fun if info is not None else None
     if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
         # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
         # function's own trace, if its body runs, is counted as a nested trace.
@@ -124,7 +124,7 @@ def trace_start(fun_name: str) -> bool:
         ):
             # Default nnx.jit mode: nnx already split each graph node into its
             # GraphDef and leaves (NodeStates); describe those, don't split again.
-            args, kwargs = tuple(info["args"]), dict(info["kwargs"])
+            args, kwargs = info.args, dict(info.kwargs)
     elif (pm := REGISTRY.resolve_untracked(fun, info)) is not None:  # e.g. a pmap made before
         call, call_index = None, None
         rec, args, kwargs = pm
@@ -137,17 +137,19 @@ def trace_start(fun_name: str) -> bool:
             # an nnx wrapper's own trace that jitlens could not tie to the wrapper
             selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=call.record.kind))
         call = None
-        rec = REGISTRY.record_for_untracked(fun, fun_name, info["dbg"] if info else None)
+        rec = REGISTRY.record_for_untracked(
+            fun, fun_name, info.debug_info if info is not None else None
+        )
         call_index = None
-        args = tuple(info["args"]) if info else ()
-        kwargs = dict(info["kwargs"]) if info else {}
+        args = info.args if info is not None else ()
+        kwargs = dict(info.kwargs) if info is not None else {}
     tls.top_fun = fun  # its trace_to_jaxpr is this (already counted) trace
     site = _compat.user_call_site(frame) if frame is not None else "?"
     first = rec.traces == 0
     b = EventBuilder(rec, "trace", call_index, site, now)
     b.jax_name = fun_name
     if user is not None and fe is not None and info is not None:
-        b.frontend_key = fe.cache_key(tuple(info["args"]))
+        b.frontend_key = fe.cache_key(info.args)
     tls.building = b
     with rec.lock:
         rec.traces += 1
@@ -157,6 +159,9 @@ def trace_start(fun_name: str) -> bool:
     if not rec.internal or REGISTRY.include_internal_keys:
         # the user's arguments: the record's statics (a front-end's own, e.g. a pmap's)
         own = user is not None or rec.own_statics
+        statics = (rec.static_argnums, rec.static_argnames)
+        if not own and info is not None:
+            statics = info.statics_or(*statics)
         user_fn = user.user_fn if user is not None else rec.user_fn()
         try:
             describe_and_explain(
@@ -165,8 +170,7 @@ def trace_start(fun_name: str) -> bool:
                 user_fn if user_fn is not None else getattr(fun, "f", fun),
                 args,
                 kwargs,
-                rec.static_argnums if own or not info else info["static_argnums"],
-                rec.static_argnames if own or not info else info["static_argnames"],
+                *statics,
                 first=first,
                 options=user.options if user is not None else None,
             )
@@ -224,16 +228,16 @@ class FrontendTrace:
 
 
 def _frontend_call(
-    fe: _compat.Frontend, info: dict[str, Any], call: CountedCall | None
+    fe: _compat.Frontend, info: _compat.TraceFrame, call: CountedCall | None
 ) -> FrontendTrace | None:
     """A front-end's trace as the user's call, or None (the adapter cannot unpack it).
 
     The record is the user function's (found from the library's key); the
     tracked call above is the library's counted per-call function.
     """
-    jit_args = tuple(info["args"])
+    jit_args = info.args
     user_fn = fe.user_function(jit_args)
-    unpacked = fe.user_args(jit_args, dict(info["kwargs"]))
+    unpacked = fe.user_args(jit_args, dict(info.kwargs))
     if user_fn is None or unpacked is None:
         return None
     counted = fe.kind in REGISTRY.installed_kinds  # its entry point counts calls

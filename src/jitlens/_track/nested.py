@@ -49,10 +49,12 @@ def frontend_record(frame: FrameType | None) -> Record | None:
     if tf is None:
         return None
     info = _compat.trace_frame_info(tf)
-    fe = _compat.frontend_of(info["fun"])
+    if info is None:
+        return None
+    fe = _compat.frontend_of(info.fun)
     if fe is None:
         return None
-    jit_args = tuple(info["args"])
+    jit_args = info.args
     user_fn = fe.user_function(jit_args)
     if user_fn is None:
         return None
@@ -74,9 +76,9 @@ def untracked_record(fun: Any, frame: FrameType | None) -> Record | None:
     if tf is None or tf is not frame:
         return None
     info = _compat.trace_frame_info(tf)
-    if info["fun"] is not fun or _compat.frontend_of(fun) is not None:
+    if info is None or info.fun is not fun or _compat.frontend_of(fun) is not None:
         return None
-    return REGISTRY.record_for_untracked(fun, getattr(fun, "__name__", "?"), info["dbg"])
+    return REGISTRY.record_for_untracked(fun, getattr(fun, "__name__", "?"), info.debug_info)
 
 
 def describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -> None:
@@ -94,14 +96,16 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
     if tf is None:
         return
     info = _compat.trace_frame_info(tf)
-    traced = info["fun"]
+    if info is None:
+        return
+    traced = info.fun
     if traced is not fun:
         return  # the frame found belongs to another jit
     fe = rec.frontend
     options = None
     if fe is not None:
-        jit_args = tuple(info["args"])
-        unpacked = fe.user_args(jit_args, dict(info["kwargs"]))
+        jit_args = info.args
+        unpacked = fe.user_args(jit_args, dict(info.kwargs))
         if unpacked is None:
             return
         args, kwargs = unpacked
@@ -112,11 +116,13 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
         # an nnx wrapper: only the default mode's pure arguments (NodeStates) are readable here
         if _compat.NNX_SPLIT_FN is None or not isinstance(traced, _compat.NNX_SPLIT_FN):
             return
-        args, kwargs = tuple(info["args"]), dict(info["kwargs"])
-        user_fn, statics, names = rec.user_fn(), info["static_argnums"], info["static_argnames"]
+        args, kwargs = info.args, dict(info.kwargs)
+        user_fn = rec.user_fn()
+        statics, names = info.statics_or(rec.static_argnums, rec.static_argnames)
     else:
-        args, kwargs = tuple(info["args"]), dict(info["kwargs"])
-        user_fn, statics, names = rec.user_fn(), info["static_argnums"], info["static_argnames"]
+        args, kwargs = info.args, dict(info.kwargs)
+        user_fn = rec.user_fn()
+        statics, names = info.statics_or(rec.static_argnums, rec.static_argnames)
     call = find_call(frame)
     if call is not None and call.record is rec:
         b.call_index = call.index

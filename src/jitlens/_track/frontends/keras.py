@@ -41,7 +41,7 @@ def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
 
 
 def untracked(
-    fun: Any, info: dict[str, Any] | None
+    fun: Any, info: _compat.TraceFrame | None
 ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
     """A keras step jitted before tracking began (keras binds ``jax.jit`` at its import).
 
@@ -58,7 +58,7 @@ def untracked(
         rec = _new_record(fun, step, {}, counts_calls=False)
     elif rec.kind != KIND:
         return None
-    return rec, tuple(info["args"]), dict(info["kwargs"])
+    return rec, info.args, dict(info.kwargs)
 
 
 def _new_record(

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._compat import pmap_api
+from ..._compat.frames import TraceFrame
 from ..records import Record
 from ..registry import REGISTRY, options_of
 from ..state import finalize, internal_failure, weak
@@ -70,7 +71,7 @@ _UNTRACKED: dict[int, tuple[Any, Record]] = {}
 
 
 def untracked(
-    fun: Any, info: dict[str, Any] | None
+    fun: Any, info: TraceFrame | None
 ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
     """``(record, user args, user kwargs)`` of a trace of a pmap made before tracking, or None.
 
@@ -80,7 +81,7 @@ def untracked(
     if info is None or not pmap_api.is_traced_pmap(fun):
         return None
     user_fn = pmap_api.traced_user_function(fun)
-    unpacked = pmap_api.traced_user_args(fun, tuple(info["args"]))
+    unpacked = pmap_api.traced_user_args(fun, info.args)
     if user_fn is None or unpacked is None:
         return None
     nnx_user = pmap_api.nnx_pmap_user_function(user_fn)
