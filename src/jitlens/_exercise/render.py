@@ -6,6 +6,8 @@ import collections
 import io
 import logging
 
+from .._core.lines import Role
+from .._render.text import STYLES
 from . import result as _result
 from .criteria import CriterionResult
 from .result import CheckResult
@@ -24,7 +26,12 @@ REJECTED = "each raised an exception ({how}); details in the JSON"
 #: A pass, in brief: each criterion's tally on one line (the tables come with --verbose).
 BRIEF = "{tallies}; details: --verbose"
 STATUS_WORDS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "SKIP"}
-STATUS_STYLES = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "dim"}
+#: What each status is; its look comes from the report's one table (``_render.text.STYLES``).
+STATUS_ROLES = {"pass": Role.OK, "fail": Role.ALERT, "warn": Role.WARNING, "skip": Role.NOTE}
+
+
+def _style(role: Role, color: bool) -> str:
+    return STYLES[role] if color else ""
 
 
 def render_check(
@@ -77,7 +84,7 @@ def _render_rich(result: CheckResult, *, color: bool, width: int) -> str:
         emoji=False,
         soft_wrap=False,
     )
-    console.print(Text(_header(result), style="bold" if color else ""), soft_wrap=True)
+    console.print(Text(_header(result), style=_style(Role.SUBJECT, color)), soft_wrap=True)
     traceback = (result.load_error or "").splitlines()[1:][-LOAD_ERROR_LINES:]
     if traceback:
         console.print()
@@ -91,7 +98,7 @@ def _render_rich(result: CheckResult, *, color: bool, width: int) -> str:
             advisory="" if crit.required else ADVISORY,
         )
         table = Table(
-            title=Text(title, style=STATUS_STYLES[crit.status] if color else ""),
+            title=Text(title, style=_style(STATUS_ROLES[crit.status], color)),
             title_justify="left",
             box=box.SIMPLE_HEAD if color else box.ASCII2,
             show_edge=color,
@@ -102,13 +109,13 @@ def _render_rich(result: CheckResult, *, color: bool, width: int) -> str:
         table.add_column("result", no_wrap=True)
         table.add_column("evidence", ratio=1, overflow="fold")
         for subject, status, evidence in _rows(crit):
-            word = Text(STATUS_WORDS[status].lower(), style=STATUS_STYLES[status] if color else "")
+            word = Text(STATUS_WORDS[status].lower(), style=_style(STATUS_ROLES[status], color))
             table.add_row(subject, word, evidence)
         console.print()
         console.print(table)
     console.print()
-    style = ("green" if result.passed else "bold red") if color else ""
-    console.print(Text(result.verdict, style=style), soft_wrap=True)
+    verdict = Role.OK if result.passed else Role.ALERT
+    console.print(Text(result.verdict, style=_style(verdict, color)), soft_wrap=True)
     text = buffer.getvalue()
     return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
 
