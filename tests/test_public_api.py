@@ -25,6 +25,7 @@ TESTS = Path(__file__).resolve().parent
 
 #: Modules whose docstring examples are run here: pure functions of report data (no JAX).
 DOCTESTED = (
+    "jitlens._config",
     "jitlens._core.kinds",
     "jitlens._core.report",
     "jitlens._core.retrace_text",
@@ -230,3 +231,42 @@ def test_new_public_names_have_docstrings() -> None:
     for name in ("Advice", "StaleHit", "ReasonKind", "EventKind", "AdviceKind", "main"):
         assert name in jitlens.__all__
         assert (getattr(jitlens, name).__doc__ or "").strip(), name
+    for name in ("settings", "AuditError", "CheckError"):
+        assert name in jitlens.__all__
+        assert (getattr(jitlens, name).__doc__ or "").strip(), name
+    for method in (
+        jitlens.Report.to_text,
+        jitlens.Report.to_html,
+        jitlens.Report.to_trace_events,
+        jitlens.Report.from_dict,
+        jitlens.MergedReport.to_text,
+        jitlens.MergedReport.to_html,
+    ):
+        assert (method.__doc__ or "").strip(), method
+
+
+def test_a_report_renders_itself_in_every_format() -> None:
+    """What ``jitlens report --html/--trace`` write, from the report object itself."""
+    report = sample_report()
+    page = report.to_html()
+    assert page.startswith("<!DOCTYPE html>") and "forward" in page
+    trace = report.to_trace_events()
+    threads = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    assert {t.split()[0] for t in threads} == {f.qualname for f in report.functions}
+    json.dumps(trace, allow_nan=False)
+    assert jitlens.Report.from_dict(json.loads(report.to_json())) == report
+
+
+def test_settings_are_scoped_checked_and_shown() -> None:
+    with jitlens.settings(warn_recompiles="3") as outer:
+        assert outer["warn_recompiles"] == 3
+        with jitlens.settings(warn_recompiles="off", log_level="warning") as inner:
+            assert (inner["warn_recompiles"], inner["log_level"]) == (0, "warning")
+        with jitlens.settings() as back:
+            assert back["warn_recompiles"] == 3  # the inner block's values ended with it
+    with pytest.raises(jitlens.ConfigError, match="an integer >= 0, or off"):
+        with jitlens.settings(warn_recompiles="-1"):
+            pytest.fail("a bad value must fail on entry")
+    with pytest.raises(jitlens.ConfigError, match="unknown jitlens setting 'colour'"):
+        with jitlens.settings(colour="on"):
+            pytest.fail("an unknown name must fail on entry")

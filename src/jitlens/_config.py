@@ -114,12 +114,28 @@ def get(name: str, explicit: Any = None) -> Any:
 
 
 @contextlib.contextmanager
-def override(**settings: Any) -> Iterator[None]:
-    """Scoped settings, e.g. ``with jitlens.config.override(log_level="info"):``."""
-    for name, value in settings.items():
+def settings(**values: Any) -> Iterator[dict[str, Any]]:
+    """Scoped jitlens settings: ``with jitlens.settings(log_level="off"): ...``.
+
+    Inside the block these values win over the ``JITLENS_*`` environment variables
+    (an explicit argument such as ``track(include_internal=True)`` still wins over
+    them); blocks nest, the innermost first. The names and values are those of the
+    settings reference (``warn_recompiles=3``, ``log_level="off"``, ...), checked on
+    entry: an unknown name or a bad value raises :class:`jitlens.ConfigError` listing
+    the valid ones. The block gets every setting's value in effect inside it.
+
+    Example:
+        >>> import jitlens
+        >>> with jitlens.settings(warn_recompiles="off") as now:
+        ...     now["warn_recompiles"]
+        0
+
+    See also: ``jax.config.update`` / ``jax.default_device`` for JAX's own options.
+    """
+    for name, value in values.items():
         get(name, value)  # validate now
-    _overrides.append(settings)
+    _overrides.append(values)
     try:
-        yield
+        yield {name: get(name) for name in SETTINGS}
     finally:
-        _overrides.remove(settings)
+        _overrides.remove(values)
