@@ -179,6 +179,20 @@ def test_a_failed_activation_leaves_nothing_installed(monkeypatch: pytest.Monkey
     assert t.stats(g).traces == 1
 
 
+def test_split_failure_is_reported_with_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(node: Any, ref_index: Any = None) -> None:
+        return None
+
+    def split(node: Any) -> None:
+        raise ValueError("cannot split this")
+
+    monkeypatch.setattr(_compat, "flatten_node", fail)
+    monkeypatch.setattr(nnx, "split", split)
+    (f,) = jitlens.audit(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0))).findings
+    assert (f.severity, f.kind, f.path) == ("error", "graph_structure", "model")
+    assert f.message.startswith("`nnx.split(model)` raises ValueError: cannot split this")
+
+
 # -- what a guard installs, and what it did not see (moved from test_guards.py) ---------------
 
 
