@@ -1,9 +1,10 @@
-"""jitlens never breaks the program it watches, and never passes silently.
+"""jitlens never breaks the program it watches, never passes silently, and never guesses.
 
-The one test module that reaches into jitlens on purpose (tests/test_public_api.py lists
+It reaches into jitlens on purpose (tests/test_public_api.py lists
 why): it breaks jitlens' own pieces, reads how many hooks a guard installed, calls where
 jitlens does not look, and pins the boundaries it keeps (the user's files, the self-check's
-verdict read as untrusted input, the locals a counted call hands to its trace).
+verdict read as untrusted input, the locals a counted call hands to its trace), and feeds
+the explainer equal keys no program can be made to produce on cue.
 
 Fault injection: each private JAX/Flax piece jitlens reads is removed or
 renamed in a child process, and the program must compute the same results
@@ -33,7 +34,8 @@ from flax import nnx
 import jitlens
 from conftest import run_python
 from jitlens import JitlensInternalWarning, RecompileError, _compat, max_traces, no_retrace
-from jitlens._core import signature
+from jitlens._core import explain, signature
+from jitlens._core.signature import describe_call
 from jitlens._track import calls, registry, selfcheck, state
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
@@ -191,6 +193,39 @@ def test_split_failure_is_reported_with_the_root(monkeypatch: pytest.MonkeyPatch
     (f,) = jitlens.audit(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0))).findings
     assert (f.severity, f.kind, f.path) == ("error", "graph_structure", "model")
     assert f.message.startswith("`nnx.split(model)` raises ValueError: cannot split this")
+
+
+# -- no guessed causes: equal keys on made-up evidence (moved from test_evidence.py) ---------
+
+X = jnp.ones(2)
+
+
+def test_an_equal_key_without_evidence_is_unknown_not_cache_cleared():
+    """Two equal keys, no clear seen, JAX's trace cache not full: nothing is guessed."""
+
+    def body(x, flag):
+        return x
+
+    key = describe_call(body, (X, 1), {}, static_argnums=(1,))
+    (r,) = explain.explain(key, [describe_call(body, (X, 1), {}, static_argnums=(1,))])
+    assert (r.kind, r.before, r.after) == ("unknown", "equal key", "retraced")
+    assert "compared 2 key position(s) (x: f32[2], flag=1) and the JAX config" in r.message
+    assert "no clear_cache() / jax.clear_caches()" in r.message
+    assert "jax_explain_cache_misses" in r.fix
+    # the two keys differ in type only: named, not unknown
+    (t,) = explain.explain(describe_call(body, (X, True), {}, static_argnums=(1,)), [key])
+    assert t.kind == "static_type"
+
+
+def test_a_full_trace_cache_is_evidence_and_a_partly_full_one_is_not():
+    def body(x):
+        return x + 1
+
+    key = describe_call(body, (X,), {})
+    full = explain.explain(key, [key], cache_fill=(2048, 2048))
+    assert [(r.kind, r.after) for r in full] == [("cache_cleared", "evicted")]
+    assert "2048 of 2048 entries" in full[0].message
+    assert [r.kind for r in explain.explain(key, [key], cache_fill=(10, 2048))] == ["unknown"]
 
 
 # -- what a guard installs, and what it did not see (moved from test_guards.py) ---------------
