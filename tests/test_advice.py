@@ -143,9 +143,6 @@ def test_advise_orders_disable_jit_first_then_by_saving():
     assert found[0].estimated_saving_seconds is None
 
 
-# ------------------------------------------------------------------ report data
-
-
 # ------------------------------------------------------------------ bucket sets (buckets)
 
 
@@ -242,6 +239,9 @@ def test_a_remote_cache_folder_is_unknown_not_read_only() -> None:
     assert diagnose(_pc(dir="gs://bucket/jax-cache", dir_writable=None, dir_exists=None))[
         0
     ].kind == ("min_compile_time")
+
+
+# ------------------------------------------------------------------ report data
 
 
 def test_advice_round_trips_and_version_1_reads_without_it():
