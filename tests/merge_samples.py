@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jitlens._core.report import SCHEMA_VERSION, Event, FunctionReport, Reason, Report
+from jitlens import SCHEMA_VERSION, Event, FunctionReport, Reason, Report
 
 #: A repr that would run as script if the HTML renderer forgot to escape it.
 XSS = "<script>alert(1)</script>"

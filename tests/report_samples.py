@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jitlens._core.report import SCHEMA_VERSION, Event, FunctionReport, Reason, Report, StaleHit
+from jitlens import SCHEMA_VERSION, Event, FunctionReport, Reason, Report, StaleHit
 
 #: A static whose repr would run as script if a renderer forgot to escape it.
 XSS = "<script>alert(1)</script>"

@@ -1,26 +1,51 @@
-"""The advisor: its rules on made-up figures, its measurements on real calls, its report fields.
+"""Every advice kind: its rule on made-up figures, its measurements on real calls, its fields.
 
 No timed assertions: the rules are pinned with fixed figures; on real calls only
 the presence and sign of advice is checked, on programs whose split between
-host and device is lopsided by orders of magnitude. ``benchmarks/advisor.py``
-checks the estimates against measured savings.
+host and device is lopsided by orders of magnitude. ``benchmarks/advisor.py`` and
+``benchmarks/compile_cost.py`` check the estimates against measured savings.
+
+The one test module that calls the rules themselves (tests/test_public_api.py lists why):
+no program gives chosen timings, cache states or compile costs, so each rule is pinned
+on figures made up here: dispatch, the compile cache, entries, bucket sets, the fast path,
+the persistent cache's notes, and the compile cost (issue 34: the data collected from a long
+compile, with ``COST_MIN_SECONDS`` lowered so that tiny real programs are read).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from flax import nnx
 
 import jitlens
+from jitlens import Advice, Event, FunctionReport, JitlensInternalWarning, Reason
 from jitlens._core import advice as rules
-from jitlens._core.report import Advice, Event, FunctionReport, report_from_dict
-from jitlens._errors import JitlensInternalWarning
-from jitlens._render.html import render_html
+from jitlens._core import advice_cost as cost_rules
+from jitlens._core import buckets
+from jitlens._core.advice import bucketing, fast_path
+from jitlens._core.cost import (
+    CompileCost,
+    ConstCost,
+    Eqn,
+    LineCost,
+    LoopCost,
+    SourceLoop,
+    enclosing_loop,
+    find_loops,
+    period,
+    source_loops,
+)
+from jitlens._core.pcache import diagnose
+from jitlens._core.runinfo import PersistentCache, RunInfo
+from jitlens._track import cost as track_cost
 
 ENV = rules.Environment(
     run_seconds=2.0, cache_dir=None, cache_enabled=True, min_compile_seconds=1.0
@@ -118,22 +143,120 @@ def test_advise_orders_disable_jit_first_then_by_saving():
     assert found[0].estimated_saving_seconds is None
 
 
+# ------------------------------------------------------------------ bucket sets (buckets)
+
+
+def _sized(sizes: list[int], seconds: float = 0.5) -> FunctionReport:
+    events = [
+        Event(0, "trace", "a.py:9", f"x: f32[{sizes[0]},4]", compile_seconds=seconds, compiled=True)
+    ]
+    for i, (a, b) in enumerate(itertools.pairwise(sizes), 1):
+        r = Reason("shape", "x", "x", f"f32[{a},4]", f"f32[{b},4]", "x changed shape.", "pad x.")
+        events.append(Event(i, "retrace", "a.py:9", f"x: f32[{b},4]", (r,),
+                            compile_seconds=seconds, compiled=True))  # fmt: skip
+    return FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:9", len(sizes), len(sizes),
+                          len(sizes), 0, 0, 0.0, 0.0, seconds * len(sizes), tuple(events))  # fmt: skip
+
+
+def test_bucketing_proposes_sizes_from_the_recorded_signatures() -> None:
+    advice = bucketing(_sized([13, 17, 21, 9, 30, 27, 5]))
+    assert advice is not None and advice.kind == "buckets"
+    assert "7 sizes on axis 0" in advice.message
+    assert "up to one of 8, 16, 24, 32" in advice.fix and "4 compiles instead of 7" in advice.fix
+    assert "~20% padding" in advice.fix
+    assert advice.estimated_saving_seconds == 1.5  # 3 compiles of 0.5 s fewer
+
+
+def test_no_proposal_that_saves_a_single_compile() -> None:
+    assert bucketing(_sized([1, 2, 3, 4])) is None  # 1, 2, 4 would save one
+
+
+def test_no_bucket_proposal_for_sizes_that_are_buckets_already() -> None:
+    fn = _sized([16, 32, 48])
+    assert [(s.path, s.axis, s.distinct) for s in buckets.bucketed(fn.events)] == [
+        ("x", 0, (16, 32, 48))
+    ]
+    assert bucketing(fn) is None  # nothing to propose: they are buckets already
+
+
+def test_a_bucket_step_is_a_power_of_two_of_at_least_8() -> None:
+    assert buckets.bucket_step((100, 150, 220)) is None  # a data grid's lengths share 10
+    assert buckets.bucket_step((16, 32, 48)) == 16
+    assert buckets.bucket_step((128, 256, 512)) == 128
+    assert buckets.bucket_step((24, 40, 56)) == 8
+
+
+# ------------------------------------------------------------------ the fast path (fast_path)
+
+
+def test_the_fast_path_rule_needs_a_saving_or_enough_calls():
+    fn = FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:2", 100, 1, 1, 99, 0, 0, 0, 0)
+    fn = fn.__class__(**{**fn.__dict__, "python_dispatch_calls": 99})
+    fn = fn.__class__(**{**fn.__dict__, "python_dispatch_cause": "host_callback"})
+    assert fast_path(fn, (5, 200e-6)).estimated_saving_seconds == pytest.approx(99 * 194e-6)
+    assert fast_path(fn, (5, 7e-6)) is None  # saves ~0.1 ms in all: nothing worth changing
+    untimed = fast_path(fn, None)
+    assert untimed is not None and untimed.estimated_saving_seconds is None
+    few = fn.__class__(**{**fn.__dict__, "python_dispatch_calls": 3})
+    assert fast_path(few, None) is None
+
+
+# ------------------------------------------------------------------ the persistent cache's notes
+
+
+def _pc(**kw: Any) -> RunInfo:
+    base = dict(dir="c", enabled=True, min_compile_time_secs=1.0, min_entry_size_bytes=0)
+    base.update(requests=2, hits=0, writes=0, compiles=2, longest_compile_seconds=0.05)
+    base.update(dir_exists=True, dir_writable=True, entries=0, used=True, checked=True)
+    base.update(kw)
+    return RunInfo(persistent_cache=PersistentCache(**base))
+
+
+def test_diagnose_names_each_condition() -> None:
+    assert [n.setting for n in diagnose(_pc())] == ["jax_persistent_cache_min_compile_time_secs"]
+    assert [n.kind for n in diagnose(_pc(dir_writable=False))] == ["read_only"]
+    assert [n.kind for n in diagnose(_pc(), process_index=1)] == ["not_process_0"]
+    assert diagnose(_pc(entries=3), process_index=1) == ()  # a shared folder process 0 filled
+    assert diagnose(_pc(requests=0, used=None)) == ()  # no record of JAX's decision: no claim
+    assert [n.kind for n in diagnose(_pc(requests=0, used=False))] == ["too_late"]
+    assert [n.kind for n in diagnose(_pc(enabled=False))] == ["disabled"]
+    assert [n.kind for n in diagnose(_pc(writes=2, entries_written=()))] == ["rejected"]
+    assert [n.kind for n in diagnose(_pc(min_compile_time_secs=0.0, writes=2, entries=4,
+                                         entries_before=2, entries_written=("a", "b")))] == [
+        "no_hits"
+    ]  # fmt: skip
+    assert diagnose(_pc(hits=1)) == ()
+    assert diagnose(_pc(dir=None)) == ()
+    assert diagnose(_pc(requests=None)) == ()  # not counted: no evidence, no note
+    everything_too_small = _pc(min_compile_time_secs=0.0, min_entry_size_bytes=10**9, compiles=3)
+    assert [n.kind for n in diagnose(everything_too_small)] == ["min_entry_size"]
+
+
+def test_a_remote_cache_folder_is_unknown_not_read_only() -> None:
+    from jitlens._track.runinfo import _folder  # what the run section reads of a folder
+
+    assert _folder("gs://bucket/jax-cache", 0.0, ()) == {}
+    assert diagnose(_pc(dir="gs://bucket/jax-cache", dir_writable=None, dir_exists=None))[
+        0
+    ].kind == ("min_compile_time")
+
+
 # ------------------------------------------------------------------ report data
 
 
 def test_advice_round_trips_and_version_1_reads_without_it():
     fn = FunctionReport(**{**_fn().__dict__, "advice": (Advice("dispatch", "m", "f", 0.25),)})
     report = jitlens.Report(2, "0", "0", "0", "cpu", 0, 1, "box", 0.0, 1.0, (fn,))
-    back = report_from_dict(json.loads(report.to_json()))
+    back = jitlens.Report.from_dict(json.loads(report.to_json()))
     assert back.functions[0].advice == fn.advice
     old = json.loads(report.to_json())
     old["schema_version"] = 1
     del old["functions"][0]["advice"]
-    assert report_from_dict(old).functions[0].advice == ()
+    assert jitlens.Report.from_dict(old).functions[0].advice == ()
     bad = json.loads(report.to_json())
     bad["functions"][0]["advice"][0]["kind"] = "magic"
     with pytest.raises(jitlens.ReportError, match="advice"):
-        report_from_dict(bad)
+        jitlens.Report.from_dict(bad)
 
 
 def test_text_and_html_show_the_advice():
@@ -147,7 +270,7 @@ def test_text_and_html_show_the_advice():
         "    fix: use cached_partial",
         "    also: entries",
     ]
-    page = render_html(report)
+    page = report.to_html()
     assert 'data-advice="dispatch"' in page and "saves ~0.25 s" in page
     assert "saving not measurable" in page
 
@@ -243,7 +366,7 @@ def test_compile_cache_advice_then_hit_with_the_advised_setting(tmp_path, run_py
     def run(*args: str) -> FunctionReport:
         proc = run_py([str(script), *args])
         assert proc.returncode == 0, proc.stderr
-        return report_from_dict(json.loads(proc.stdout)).function("slow")
+        return jitlens.Report.from_dict(json.loads(proc.stdout)).function("slow")
 
     first = run()
     if first.compile_seconds < rules.COMPILE_CACHE_MIN_SECONDS:
@@ -278,6 +401,351 @@ def test_the_seconds_figures_say_what_they_add_up() -> None:
     text = " ".join(report.to_text(width=100).split())
     assert "compile s = lowering + compiling; lost s = the retraces' seconds" in text
     assert "compile_cache, saves ~0.40 s of compiling in the next run: compiled 1x" in text
-    page = render_html(report)
+    page = report.to_html()
     assert "saves ~0.40 s of compiling in the next run" in page
     assert '<th title="the retraces&#x27; tracing + lowering + compiling' in page
+
+
+# ------------------------------------------------------------------ compile cost (issue 34)
+
+
+SOURCE = """\
+def f(x, ws):
+    y = x + 1
+    for w in ws:
+        y = layer(y, w)
+    return [g(r) for r in y]
+"""
+
+
+def _costed(
+    cost: CompileCost, seconds: float, calls: int = 5, hits: int = 4, kind: str = "jax.jit"
+):
+    event = Event(
+        0, "trace", "m.py:20", "(x)", trace_seconds=seconds * 0.1, compile_seconds=seconds * 0.9,
+        lower_seconds=0.0, compiled=True, cost=cost,
+    )  # fmt: skip
+    return FunctionReport(
+        "f", "f", kind, "m.py:1", "m.py:20", calls, 1, 1, hits, 0, 0.1, 0.0, 0.9, events=(event,)
+    )
+
+
+LOOP_COST = CompileCost(
+    1000,
+    (LineCost("m.py", 4, "f", 960),),
+    (LoopCost("m.py", 3, "f", "for", 48, 960, 20),),
+)
+
+
+def test_period_and_loops_from_source():
+    assert period("abcabcabc") == 3
+    assert period("abc" * 10 + "X") == 3  # a tail off the pattern
+    assert period("abcdef") == 6
+    loops = source_loops(SOURCE)
+    assert [(s.line, s.kind) for s in loops] == [(3, "for"), (5, "comprehension")]
+    assert enclosing_loop(loops, 4, 1).line == 3
+    assert enclosing_loop(loops, 2, 1) is None
+    assert enclosing_loop(loops, 4, 4) is None  # the loop is outside the frame's function
+    body = [
+        Eqn("dot", 1, (("m.py", 4, "f", 1, True), ("m.py", 9, "layer", 8, True))),
+        Eqn("tanh", 1, (("m.py", 4, "f", 1, True),)),
+    ]
+    found = find_loops(
+        [Eqn("add", 1, (("m.py", 2, "f", 1, True),)), *body * 16],
+        lambda file, line, first: enclosing_loop(loops, line, first),
+    )
+    assert [(x.line, x.kind, x.iterations, x.eqns, x.body_eqns) for x in found] == [
+        (3, "for", 16, 32, 2)
+    ]
+
+
+def test_unrolled_loop_rule_names_the_loop_and_predicts_from_equations():
+    (a,) = cost_rules.compile_cost(_costed(LOOP_COST, 10.0))
+    assert a.kind == "unrolled_loop"
+    assert (
+        "m.py:3" in a.message
+        and "48 repeats of the same ~20" in a.message
+        and "jax.lax.scan" in a.fix
+    )
+    # 1000 equations -> 40 + 3 x 20 = 100: saves 90% of the 10 s
+    assert a.estimated_saving_seconds == pytest.approx(9.0)
+    (nnx_advice,) = cost_rules.compile_cost(_costed(LOOP_COST, 10.0, kind="nnx.jit"))
+    assert "nnx.vmap" in nnx_advice.fix and "nnx.scan" in nnx_advice.fix
+    unrolled = CompileCost(1000, (), (LoopCost("m.py", 7, "f", "unrolled scan", 100, 1000, 10),))
+    (u,) = cost_rules.compile_cost(_costed(unrolled, 5.0))
+    assert "unroll=True" in u.fix and "m.py:7" in u.fix
+
+
+def test_constant_rule_names_the_variable_and_its_size():
+    cost = CompileCost(3, consts=(ConstCost("table", (1500, 1500), "float32", 9_000_000),))
+    (a,) = cost_rules.compile_cost(_costed(cost, 1.0))
+    assert a.kind == "captured_constant"
+    assert "`table` (1500x1500 float32, 8.6 MiB)" in a.message and "pass `table`" in a.fix
+    # 8.6 MiB against 3 equations: nearly all of the second above the floor
+    mine = cost_rules.CONST_SECONDS_PER_MIB * 9e6 / 2**20
+    share = mine / (mine + 3 * cost_rules.EQN_SECONDS)
+    assert a.estimated_saving_seconds == pytest.approx(
+        (1.0 - cost_rules.CONST_FLOOR_SECONDS) * share
+    )
+    # a longer compile: no more than twice the rate's estimate
+    (b,) = cost_rules.compile_cost(_costed(cost, 20.0))
+    assert b.estimated_saving_seconds == pytest.approx(cost_rules.CONST_MAX_FACTOR * mine)
+
+
+def test_no_advice_on_short_compiles_small_loops_or_small_constants():
+    assert cost_rules.compile_cost(_costed(LOOP_COST, 0.3)) == []  # well under a second
+    small = CompileCost(100, (), (LoopCost("m.py", 3, "f", "for", 3, 12, 4),))
+    assert cost_rules.compile_cost(_costed(small, 2.0)) == []  # 12% of the program
+    short = CompileCost(100, (), (LoopCost("m.py", 3, "f", "for", 4, 100, 25),))
+    assert cost_rules.compile_cost(_costed(short, 20.0)) == []  # 4 iterations
+    tiny = CompileCost(3, consts=(ConstCost("t", (100, 100), "float32", 40_000),))
+    assert cost_rules.compile_cost(_costed(tiny, 2.0)) == []
+
+
+def test_compile_bound_when_never_reused():
+    cost = CompileCost(50)
+    (a,) = cost_rules.compile_cost(_costed(cost, 3.0, calls=1, hits=0))
+    assert a.kind == "compile_bound" and a.estimated_saving_seconds is None
+    assert cost_rules.compile_cost(_costed(cost, 3.0, calls=2, hits=1)) == []
+
+
+def _costed_report(cost: CompileCost) -> dict:
+    fn = _costed(cost, 10.0)
+    return jitlens.Report(2, "0", "0", "", "cpu", 0, 1, "h", 0.0, 1.0, (fn,)).to_dict()
+
+
+def test_old_reports_load_and_cost_round_trips():
+    data = _costed_report(LOOP_COST)
+    (event,) = data["functions"][0]["events"]
+    data["functions"][0]["events"] = [event, {k: v for k, v in event.items() if k != "cost"}]
+    events = jitlens.Report.from_dict(data).functions[0].events
+    assert events[0].cost == LOOP_COST and events[1].cost is None
+
+
+# ----------------------------------------------------------------- real programs, tiny
+
+N = 12
+WS = [jnp.full((8, 8), 0.01 * (i + 1)) for i in range(N)]
+STACKED = jnp.stack(WS)
+TABLE = np.arange(300 * 300, dtype=np.float32).reshape(300, 300) / 1e5
+
+
+def _loop(x):
+    for w in WS:
+        x = jnp.tanh(x @ w + 1.0)
+    return x
+
+
+def _scan(x):
+    return jax.lax.scan(lambda c, w: (jnp.tanh(c @ w + 1.0), None), x, STACKED)[0]
+
+
+def _closed(x):
+    return x @ TABLE
+
+
+def _passed(x, table):
+    return x @ table
+
+
+@pytest.fixture(scope="module")
+def costed(request):
+    """One tracked run of the four programs, every compile read and advised on."""
+    mp = pytest.MonkeyPatch()
+    mp.setattr(cost_rules, "COST_MIN_SECONDS", 0.0)
+    mp.setattr(cost_rules, "COST_MIN_SAVING_SECONDS", 0.0)
+    mp.setattr(cost_rules, "LOOP_MIN_SHARE", 0.0)
+    mp.setattr(track_cost, "CONST_MIN_BYTES", 1)
+    x, row = jnp.ones((2, 8)), jnp.ones((1, 300))
+    try:
+        with jitlens.track() as t:
+            out = {
+                "loop": jax.jit(_loop)(x),
+                "scan": jax.jit(_scan)(x),
+                "closed": jax.jit(_closed)(row),
+                "passed": jax.jit(_passed)(row, TABLE),
+            }
+        report = t.report()
+    finally:
+        mp.undo()
+    return report, out
+
+
+def test_collected_loop_names_its_line(costed):
+    report, out = costed
+    fn = report.function("_loop")
+    cost = fn.events[0].cost
+    loop_line = _loop.__code__.co_firstlineno + 1
+    assert cost is not None and cost.eqns == 3 * N
+    (loop,) = cost.loops
+    assert (loop.line, loop.kind, loop.iterations, loop.body_eqns) == (loop_line, "for", N, 3)
+    assert loop.file.endswith("test_advice.py")
+    (a,) = [a for a in fn.advice if a.kind == "unrolled_loop"]
+    assert f"test_advice.py:{loop_line}" in a.message
+    # the fix applied: the scan version gives the same result and no loop advice
+    assert np.allclose(out["loop"], out["scan"], atol=1e-6)
+    assert not [a for a in report.function("_scan").advice if a.kind == "unrolled_loop"]
+    assert not report.function("_scan").events[0].cost.loops
+
+
+def test_collected_constant_names_the_variable(costed):
+    report, out = costed
+    (c,) = report.function("_closed").events[0].cost.consts
+    assert (c.name, c.shape, c.dtype, c.nbytes) == ("TABLE", (300, 300), "float32", TABLE.nbytes)
+    (a,) = [a for a in report.function("_closed").advice if a.kind == "captured_constant"]
+    assert "`TABLE`" in a.message and "pass `TABLE`" in a.fix
+    assert np.allclose(out["closed"], out["passed"])
+    assert not report.function("_passed").events[0].cost.consts
+
+
+def test_rendered_in_text_html_and_json(costed):
+    report, _ = costed
+    text = report.to_text(color=False, width=200)
+    assert "compile cost: what the longest compiles are made of" in text
+    assert f"loop at tests/test_advice.py:{_loop.__code__.co_firstlineno + 1} x{N}" in text
+    html = report.to_html()
+    assert 'class="cost-line"' in html and "Program size" in html
+    again = jitlens.Report.from_dict(json.loads(report.to_json()))
+    assert again.function("_loop").events[0].cost == report.function("_loop").events[0].cost
+
+
+def _short(x):
+    for w in WS[:3]:
+        x = jnp.tanh(x @ w)
+    return x
+
+
+def test_short_compiles_are_not_read_and_short_loops_not_advised():
+    with jitlens.track() as t:
+        jax.jit(_short)(jnp.ones((3, 8)))
+    fn = t.report().function("_short")
+    # read exactly when trace + lower + compile took COST_MIN_SECONDS (a loaded machine may)
+    assert all((e.cost is None) == (e.seconds < cost_rules.COST_MIN_SECONDS) for e in fn.events)
+    assert not [a for a in fn.advice if a.kind in ("unrolled_loop", "captured_constant")]
+
+
+def test_nnx_blocks_in_a_list_get_flax_scan_over_layers_which_works(monkeypatch):
+    """The NNX fix applied: blocks stacked with nnx.vmap, applied with nnx.scan."""
+    from flax import nnx
+
+    monkeypatch.setattr(cost_rules, "COST_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(cost_rules, "COST_MIN_SAVING_SECONDS", 0.0)
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(4, 4, rngs=rngs)
+
+        def __call__(self, x):
+            return jnp.tanh(self.linear(x))
+
+    class Listed(nnx.Module):
+        def __init__(self, blocks):
+            self.blocks = nnx.List(blocks)
+
+        def __call__(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+
+    class Stacked(nnx.Module):
+        def __init__(self, n, rngs):
+            @nnx.vmap(in_axes=0, out_axes=0)
+            def create(rngs):
+                return Block(rngs)
+
+            self.blocks = create(rngs.split(n))
+
+        def __call__(self, x):
+            @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+            def apply(block, x):
+                return block(x)
+
+            return apply(self.blocks, x)
+
+    n = cost_rules.LOOP_MIN_ITERATIONS
+    stacked = Stacked(n, nnx.Rngs(0))
+    graphdef, state = nnx.split(stacked.blocks)
+    listed = Listed(
+        [nnx.merge(graphdef, jax.tree.map(lambda a, i=i: a[i], state)) for i in range(n)]
+    )
+    x = jnp.ones((2, 4))
+    with jitlens.track() as t:
+        fwd_listed = nnx.jit(lambda model, x: model(x))
+        a = fwd_listed(listed, x)
+        fwd_stacked = nnx.jit(lambda model, x: model(x))
+        b = fwd_stacked(stacked, x)
+    report = t.report()
+    advised = [(f.name, a) for f in report.functions for a in f.advice if a.kind == "unrolled_loop"]
+    assert len(advised) == 1, advised
+    assert "nnx.vmap" in advised[0][1].fix and "nnx.scan" in advised[0][1].fix
+    loop_line = Listed.__call__.__code__.co_firstlineno + 1
+    assert f"test_advice.py:{loop_line}" in advised[0][1].message
+    assert np.allclose(a, b, atol=1e-5)
+
+
+def test_a_malformed_cost_is_refused_with_its_place():
+    data = _costed_report(LOOP_COST)
+    data["functions"][0]["events"][0]["cost"]["loops"][0]["line"] = "three"
+    with pytest.raises(jitlens.ReportError, match=r"events\[0\]\.cost\.loops\[0\]\.line"):
+        jitlens.Report.from_dict(data)
+
+
+def test_a_model_library_loop_is_shown_at_the_users_call():
+    """``nnx.Sequential`` / ``eqx.nn.Sequential`` loop in the library: named at the user's line."""
+    lib = [SourceLoop(30, 31, "for")]
+    eqns = [
+        Eqn(p, 1, (("m.py", 7, "f", 5, True), ("seq.py", 31, "Sequential.__call__", 28, False)))
+        for p in ("dot", "add", "tanh") * 10
+    ]
+    (loop,) = find_loops(
+        eqns,
+        lambda file, line, first: enclosing_loop(lib, line, first) if file == "seq.py" else None,
+    )
+    assert (loop.file, loop.line, loop.via, loop.iterations) == (
+        "m.py",
+        7,
+        "Sequential.__call__",
+        10,
+    )
+
+
+def test_unrolled_scan_names_its_unroll_and_the_fix_rolls_it(monkeypatch):
+    """A real ``jax.lax.scan(..., unroll=True)``: the message says how it was unrolled, and
+    the printed fix (drop the unroll) applied gives the same numbers and no advice."""
+    monkeypatch.setattr(cost_rules, "COST_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(cost_rules, "COST_MIN_SAVING_SECONDS", 0.0)
+    monkeypatch.setattr(cost_rules, "LOOP_MIN_SHARE", 0.0)
+
+    def body(c, w):
+        return jnp.tanh(c @ w + 1.0), None
+
+    def unrolled(x):
+        return jax.lax.scan(body, x, STACKED, unroll=True)[0]
+
+    def unrolled_some(x):  # 8 copies of 24 (a small unroll, <= 4, is not advised on)
+        return jax.lax.scan(body, x, jnp.concatenate([STACKED, STACKED]), unroll=8)[0]
+
+    def rolled(x):  # the fix applied: `unroll=True` dropped
+        return jax.lax.scan(body, x, STACKED)[0]
+
+    x = jnp.ones((2, 8))
+    with jitlens.track() as t:
+        outs = [jax.jit(f)(x) for f in (unrolled, unrolled_some, rolled)]
+    report = t.report()
+    (full,) = [a for a in report.function("unrolled").advice if a.kind == "unrolled_loop"]
+    assert f"fully ({N} copies of its body: `unroll=True` or `unroll={N}`)" in full.message
+    assert full.fix.startswith(f"drop `unroll=True` (or `unroll={N}`)")
+    (some,) = [a for a in report.function("unrolled_some").advice if a.kind == "unrolled_loop"]
+    assert f"8 times (`unroll=8` over {2 * N} iterations)" in some.message
+    assert some.fix.startswith("drop `unroll=8`")
+    assert not [a for a in report.function("rolled").advice if a.kind == "unrolled_loop"]
+    assert np.allclose(outs[0], outs[2], atol=1e-6)
+
+
+def test_captured_constant_fix_names_the_function_and_works(costed):
+    report, out = costed
+    (a,) = [a for a in report.function("_closed").advice if a.kind == "captured_constant"]
+    assert "pass `TABLE` to `_closed`" in a.fix and "`_closed(..., TABLE)`" in a.fix
+    # applied: `_passed` is `_closed` with TABLE as a parameter
+    assert np.allclose(out["closed"], out["passed"])
+    assert not report.function("_passed").events[0].cost.consts

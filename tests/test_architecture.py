@@ -22,10 +22,11 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "src" / "jitlens"
 
-#: The one documented upward import (Report.__str__ / _repr_html_ print themselves).
+#: The one documented upward import (Report.to_text / to_html / to_trace_events render it).
 ALLOWED_UPWARD = {
     ("jitlens._core.report", "jitlens._render.text"),
     ("jitlens._core.report", "jitlens._render.html"),
+    ("jitlens._core.report", "jitlens._render.perfetto"),
 }
 #: Private modules of JAX/Flax/Equinox only ``jitlens._compat`` may import.
 PRIVATE_MODULES = (

@@ -1,4 +1,5 @@
-"""Shape sets (``_core/buckets.py``): deliberate buckets are not lost, raw sizes get buckets."""
+"""Shape sets: deliberate buckets are not lost, raw sizes get buckets (the proposal's rule on
+made-up sizes is in test_advice.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ import jax
 import jax.numpy as jnp
 
 import jitlens
-from jitlens._core import buckets
-from jitlens._core.advice import bucketing
-from jitlens._core.report import Event, FunctionReport, Reason
+from jitlens import Event, FunctionReport, Reason
 
 
 def _fn(sizes: list[int], seconds: float = 0.5) -> FunctionReport:
@@ -27,30 +26,17 @@ def _fn(sizes: list[int], seconds: float = 0.5) -> FunctionReport:
 
 def test_padded_to_multiples_of_16_is_a_choice_not_a_loss() -> None:
     fn = _fn([16, 32, 48])
-    assert [(s.path, s.axis, s.distinct) for s in buckets.bucketed(fn.events)] == [
-        ("x", 0, (16, 32, 48))
-    ]
-    assert fn.seconds_lost == 0.0
-    assert bucketing(fn) is None  # nothing to propose: they are buckets already
+    assert fn.seconds_lost == 0.0 and fn.bucketed
+    report = jitlens.Report(2, "0", "0", "", "cpu", 0, 1, "h", 0.0, 1.0, (fn,))
+    text = report.to_text(width=100)
+    assert "`x` axis 0 took 16, 32, 48 (multiples of 16)" in text, text
+    assert "retrace #" not in text  # said as a choice, not explained as a problem
 
 
 def test_a_ragged_last_batch_or_raw_sizes_are_still_lost() -> None:
     assert _fn([32, 16]).seconds_lost == 0.5  # two sizes could be a ragged last batch
     assert _fn([13, 17, 21]).seconds_lost == 1.0
     assert _fn([16, 32, 16, 48]).seconds_lost == 1.5  # 16 compiled twice: not served as a bucket
-
-
-def test_bucketing_proposes_sizes_from_the_recorded_signatures() -> None:
-    advice = bucketing(_fn([13, 17, 21, 9, 30, 27, 5]))
-    assert advice is not None and advice.kind == "buckets"
-    assert "7 sizes on axis 0" in advice.message
-    assert "up to one of 8, 16, 24, 32" in advice.fix and "4 compiles instead of 7" in advice.fix
-    assert "~20% padding" in advice.fix
-    assert advice.estimated_saving_seconds == 1.5  # 3 compiles of 0.5 s fewer
-
-
-def test_no_proposal_that_saves_a_single_compile() -> None:
-    assert bucketing(_fn([1, 2, 3, 4])) is None  # 1, 2, 4 would save one
 
 
 def test_measured_buckets_are_expected_and_the_fix_is_the_proposal() -> None:
@@ -86,10 +72,3 @@ def test_measured_buckets_are_expected_and_the_fix_is_the_proposal() -> None:
         b = min(b for b in (8, 16, 24, 32) if b >= n)
         g(jnp.pad(jnp.ones((n, 2)), ((0, b - n), (0, 0))))
     assert count["g"] == 4
-
-
-def test_a_bucket_step_is_a_power_of_two_of_at_least_8() -> None:
-    assert buckets.bucket_step((100, 150, 220)) is None  # a data grid's lengths share 10
-    assert buckets.bucket_step((16, 32, 48)) == 16
-    assert buckets.bucket_step((128, 256, 512)) == 128
-    assert buckets.bucket_step((24, 40, 56)) == 8

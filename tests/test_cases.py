@@ -198,15 +198,13 @@ def test_every_case_report_renders(case_runs, num, tmp_path):
     import html
 
     from jitlens import Report
-    from jitlens._render.html import render_html
-    from jitlens._render.perfetto import render_trace_events
 
     _proc, data = case_runs[num]
     report = Report.from_dict(data)
     assert report.to_dict() == data
     text = report.to_text(width=100)
-    page = render_html(report)
-    trace = render_trace_events(report)
+    page = report.to_html()
+    trace = report.to_trace_events()
     json.dumps(trace)
     for f in report.user_functions():
         assert f.qualname in text

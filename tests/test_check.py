@@ -21,18 +21,9 @@ import numpy as np
 import pytest
 
 import jitlens
+from jitlens import CheckError, CheckResult, check_jit_forward
 from jitlens._exercise import check as _check
-from jitlens._exercise.check import (
-    BAD_INPUTS,
-    BadInput,
-    CheckCase,
-    CheckError,
-    CheckResult,
-    _locate,
-    check_jit_forward,
-    cli_main,
-    default_cases,
-)
+from jitlens._exercise.check import BAD_INPUTS, BadInput, CheckCase, _locate, default_cases
 from jitlens._exercise.child import encode, make_x, reference
 from jitlens._exercise.criteria import CheckFinding, CriterionResult, judge_probe
 from jitlens._exercise.render import render_check
@@ -122,6 +113,11 @@ HOSTILE: tuple[tuple[int, str, str], ...] = (
 )
 
 
+def _check_cli(argv: list[str]) -> int:
+    """``jitlens check ARGV`` as a user runs it, in this process."""
+    return jitlens.main(["check", *argv])
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Every grading of this module, started together; values are futures."""
@@ -130,9 +126,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     old = os.environ.get("JITLENS_TEST_PIDFILE")
     os.environ["JITLENS_TEST_PIDFILE"] = str(pidfile)
     json_path = tmp / "solution.json"
-    code = (
-        "import sys; from jitlens._exercise.check import cli_main; sys.exit(cli_main(sys.argv[1:]))"
-    )
+    code = "import sys; import jitlens; sys.exit(jitlens.main(['check', *sys.argv[1:]]))"
     cli = subprocess.Popen(
         [sys.executable, "-c", code, "examples/exercise/solution.py", "--json", str(json_path)],
         cwd=ROOT,
@@ -443,7 +437,7 @@ def test_unloadable_before_any_child(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], path: str, error: str
 ) -> None:
     monkeypatch.chdir(ROOT)
-    assert cli_main([path]) == 2
+    assert _check_cli([path]) == 2
     out = capsys.readouterr().out
     assert f"ERROR: cannot load {os.path.basename(path)}: {error}" in out
     assert ", not run, 0.0 s, 0 processes)" in out  # failed fast: no child, no cases counted
@@ -523,7 +517,7 @@ def test_cli_end_to_end(graded: dict[str, Any]) -> None:
 
 
 def test_cli_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["--bogus"]) == 2
+    assert _check_cli(["--bogus"]) == 2
     assert "usage: jitlens check" in capsys.readouterr().err
 
 

@@ -12,6 +12,7 @@ enabled after the first compile.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -25,11 +26,7 @@ import pytest
 
 import jitlens
 from conftest import counted
-from jitlens._core.pcache import diagnose
-from jitlens._core.report import Report, load_report
-from jitlens._core.runinfo import PersistentCache, RunInfo
-from jitlens._diff.cli import cli_main
-from jitlens._diff.diff import diff_reports, key_reasons
+from jitlens import Event, FunctionReport, Report, load_report
 
 pytestmark = pytest.mark.slow
 
@@ -108,12 +105,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     return done
 
 
+def _diff_cli(argv: list[str]) -> int:
+    """``jitlens diff ARGV`` as a user runs it, in this process."""
+    return jitlens.main(["diff", *argv])
+
+
 def _step(report: Report) -> jitlens.FunctionReport:
     return report.function("step")
 
 
 def _diff(capsys: pytest.CaptureFixture[str], before: Run, after: Run) -> tuple[int, str]:
-    code = cli_main([str(before.path), str(after.path)])
+    code = _diff_cli([str(before.path), str(after.path)])
     return code, capsys.readouterr().out
 
 
@@ -165,7 +167,7 @@ def test_a_changed_xla_flag_exits_1_naming_the_function_and_the_flag(
     assert "WORSE  step" in out
     assert "XLA flag --xla_cpu_enable_fast_math unset -> true" in out
     assert "BEFORE read it from the persistent cache; the key changed with XLA flag" in out
-    (worse,) = diff_reports(runs["warm"].report, flag.report).worse
+    (worse,) = jitlens.diff(runs["warm"].report, flag.report).worse
     assert (worse.qualname, worse.before.compiles, worse.after.compiles) == ("step", 0, 1)
     assert [e.kind for e in worse.entries] == ["cache_miss"]
 
@@ -248,48 +250,9 @@ def test_a_copied_cache_folder_is_a_new_key(
 def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    assert cli_main([str(broken), str(tmp_path / "missing.json")]) == 2
+    assert _diff_cli([str(broken), str(tmp_path / "missing.json")]) == 2
     assert "not valid JSON" in capsys.readouterr().err
-    assert cli_main([str(broken)]) == 2
-
-
-def test_key_reasons_use_the_run_vocabulary() -> None:
-    reasons = key_reasons(
-        {"batch['x']": "f32[4,3]", "n": "3", "mask": "bool[4]"},
-        {"batch['x']": "i32[4,3]", "n": "4"},
-    )
-    assert [(r.kind, r.path, r.before, r.after) for r in reasons] == [
-        ("pytree_structure", "mask", "bool[4]", "absent"),
-        ("static_value", "n", "3", "4"),
-        ("dtype", "batch['x']", "f32[4,3]", "i32[4,3]"),
-    ]
-    assert reasons[2].argument == "batch"
-
-
-def _pc(**kw: Any) -> RunInfo:
-    base = dict(dir="c", enabled=True, min_compile_time_secs=1.0, min_entry_size_bytes=0)
-    base.update(requests=2, hits=0, writes=0, compiles=2, longest_compile_seconds=0.05)
-    base.update(dir_exists=True, dir_writable=True, entries=0, used=True, checked=True)
-    base.update(kw)
-    return RunInfo(persistent_cache=PersistentCache(**base))
-
-
-def test_diagnose_names_each_condition() -> None:
-    assert [n.setting for n in diagnose(_pc())] == ["jax_persistent_cache_min_compile_time_secs"]
-    assert [n.kind for n in diagnose(_pc(dir_writable=False))] == ["read_only"]
-    assert [n.kind for n in diagnose(_pc(), process_index=1)] == ["not_process_0"]
-    assert diagnose(_pc(entries=3), process_index=1) == ()  # a shared folder process 0 filled
-    assert diagnose(_pc(requests=0, used=None)) == ()  # no record of JAX's decision: no claim
-    assert [n.kind for n in diagnose(_pc(requests=0, used=False))] == ["too_late"]
-    assert [n.kind for n in diagnose(_pc(enabled=False))] == ["disabled"]
-    assert [n.kind for n in diagnose(_pc(writes=2, entries_written=()))] == ["rejected"]
-    assert [n.kind for n in diagnose(_pc(min_compile_time_secs=0.0, writes=2, entries=4,
-                                         entries_before=2, entries_written=("a", "b")))] == [
-        "no_hits"
-    ]  # fmt: skip
-    assert diagnose(_pc(hits=1)) == ()
-    assert diagnose(_pc(dir=None)) == ()
-    assert diagnose(_pc(requests=None)) == ()  # not counted: no evidence, no note
+    assert _diff_cli([str(broken)]) == 2
 
 
 def test_a_line_shift_still_matches(runs: dict[str, Run]) -> None:
@@ -299,38 +262,50 @@ def test_a_line_shift_still_matches(runs: dict[str, Run]) -> None:
     step = _step(warm)
     shifted = dataclasses.replace(step, defined_at=step.defined_at.replace(":", ":1", 1))
     moved = dataclasses.replace(warm, functions=(shifted,))
-    (fn,) = diff_reports(warm, moved).functions
+    (fn,) = jitlens.diff(warm, moved).functions
     assert (fn.status, fn.defined_at_before) == ("same", step.defined_at)
 
 
-def test_a_remote_cache_folder_is_unknown_not_read_only() -> None:
-    from jitlens._track.runinfo import _folder
-
-    assert _folder("gs://bucket/jax-cache", 0.0, ()) == {}
-    assert diagnose(_pc(dir="gs://bucket/jax-cache", dir_writable=None, dir_exists=None))[
-        0
-    ].kind == ("min_compile_time")
-
-
-def _report(flags: tuple[str, ...], rows: int, hit: bool, traces: int | None = 1) -> Report:
-    from jitlens._core.report import Event, FunctionReport
-
+def _report(
+    flags: tuple[str, ...],
+    rows: int,
+    hit: bool,
+    traces: int | None = 1,
+    key: dict[str, str] | None = None,
+) -> Report:
+    key = key or {"x": f"f32[{rows}]", "n": "3"}
     event = Event(
         call_index=0,
         kind="trace",
         call_site="train.py:9",
-        signature=f"x: f32[{rows}], n=3",
+        signature=", ".join(f"{k}: {v}" if k == "x" else f"{k}={v}" for k, v in key.items()),
         compiled=True,
         persistent_cache_hit=hit,
         persistent_cache="hit" if hit else "written",
-        key=(("x", f"f32[{rows}]"), ("n", "3")),
+        key=tuple(key.items()),
     )
     step = FunctionReport(
         "step", "step", "jax.jit", "train.py:4", "train.py:9", 2, traces, 0 if hit else 1, 1,
         int(hit), 0.0, 0.0, 0.0, (event,),
     )  # fmt: skip
-    run = RunInfo(jax_version="0.10.2", jaxlib_version="0.10.2", key_flags=flags)
-    return Report(2, "0", "0.10.2", "0", "cpu", 0, 1, "h", 0.0, 1.0, (step,), run=run)
+    data = Report(2, "0", "0.10.2", "0", "cpu", 0, 1, "h", 0.0, 1.0, (step,)).to_dict()
+    data["run"] = {"jax_version": "0.10.2", "jaxlib_version": "0.10.2", "key_flags": list(flags)}
+    return Report.from_dict(data)
+
+
+def test_key_reasons_use_the_run_vocabulary() -> None:
+    """A new entry is explained from the saved keys, most decisive difference first."""
+    before = _report((), 4, hit=False, key={"batch['x']": "f32[4,3]", "n": "3", "mask": "bool[4]"})
+    after = _report((), 4, hit=False, key={"batch['x']": "i32[4,3]", "n": "4"})
+    (fn,) = jitlens.diff(before, after).functions
+    (entry,) = [e for e in fn.entries if e.kind == "new"]
+    reasons = entry.reasons
+    assert [(r.kind, r.path, r.before, r.after) for r in reasons] == [
+        ("pytree_structure", "mask", "bool[4]", "absent"),
+        ("static_value", "n", "3", "4"),
+        ("dtype", "batch['x']", "f32[4,3]", "i32[4,3]"),
+    ]
+    assert reasons[2].argument == "batch"
 
 
 GOLDEN_FLAG = """\
@@ -361,25 +336,27 @@ bucket lengths to a few sizes so each compiles once.
 """
 
 
-def test_golden_text() -> None:
-    from jitlens._diff.render import render_diff_text
-
+def test_golden_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
     base = _report((), 4, hit=True)
-    sources = ["base.json", "new.json"]
-    flag = diff_reports(base, _report((FLAG,), 4, hit=False), sources=sources)
-    assert render_diff_text(flag) == GOLDEN_FLAG
-    shape = diff_reports(base, _report((), 8, hit=False), sources=sources)
-    assert render_diff_text(shape) == GOLDEN_SHAPE
-    unknown = diff_reports(base, _report((), 4, hit=True, traces=None))
+
+    def against(after: Report) -> jitlens.ReportDiff:
+        Path("base.json").write_text(base.to_json())
+        Path("new.json").write_text(after.to_json())
+        return jitlens.diff("base.json", "new.json")
+
+    flag = against(_report((FLAG,), 4, hit=False))
+    assert str(flag) == GOLDEN_FLAG
+    shape = against(_report((), 8, hit=False))
+    assert str(shape) == GOLDEN_SHAPE
+    unknown = jitlens.diff(base, _report((), 4, hit=True, traces=None))
     (fn,) = unknown.functions
     assert (fn.status, fn.message) == (
         "same",
         "cannot compare: AFTER could not count traces on its JAX version (shown as ?)",
     )
     assert json.loads(flag.to_json())["worse"] == 1
-    import dataclasses
-
-    old = diff_reports(dataclasses.replace(base, run=None), base)
+    old = jitlens.diff(dataclasses.replace(base, run=None), base)
     assert old.unknowns == (
         "BEFORE has no run section (written by an older jitlens): environments not compared",
     )
@@ -403,7 +380,7 @@ def test_nnx_keys_name_the_parameter_path() -> None:
             fwd(nnx.Linear(n, 2, rngs=nnx.Rngs(0)), jnp.ones((1, n)))
         reports.append(t.report())
     assert traces.n == 2
-    (fn,) = diff_reports(*reports).functions
+    (fn,) = jitlens.diff(*reports).functions
     (new,) = [e for e in fn.entries if e.kind == "new"]
     shapes = {(r.path, r.before, r.after) for r in new.reasons if r.kind == "shape"}
     assert shapes == {
@@ -461,13 +438,13 @@ def test_a_fix_in_a_renamed_copy_matches_and_the_fix_is_the_runs_own(
     own_fix = buggy.events[1].reasons[0].fix
     assert "nnx.Variable" in own_fix
 
-    assert cli_main([str(paths["train"]), str(paths["train_fixed"])]) == 0
+    assert _diff_cli([str(paths["train"]), str(paths["train_fixed"])]) == 0
     out = capsys.readouterr().out
     assert "nothing got worse; 1 function(s) traced or compiled less" in out.splitlines()[0]
     assert "better  train_step (" in out and "train_fixed.py:11), was " in out, out
     assert "new\n" not in out and "gone " not in out.replace("gone entry", ""), out
 
-    assert cli_main([str(paths["train_fixed"]), str(paths["train"])]) == 1
+    assert _diff_cli([str(paths["train_fixed"]), str(paths["train"])]) == 1
     out = capsys.readouterr().out
     assert "WORSE  train_step (" in out and f"  fix: {own_fix}\n" in out, out
     assert "1 more new entries like these" in out

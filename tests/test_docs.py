@@ -56,13 +56,12 @@ def test_docs_build_with_warnings_as_errors(built_site: Path) -> None:
 
 
 def test_reference_pages_are_generated_from_the_code(built_site: Path) -> None:
-    from jitlens import _config
+    from jitlens import Event, FunctionReport, _config
     from jitlens._cli.main import COMMANDS
-    from jitlens._core.report import ADVICE_KINDS, REASON_KINDS, Event, FunctionReport
     from jitlens._lint.rules import RULES
 
     reasons = (built_site / "reference" / "reasons.html").read_text()
-    for kind in REASON_KINDS + ADVICE_KINDS:
+    for kind in [*jitlens.ReasonKind, *jitlens.AdviceKind]:
         assert f">{kind}<" in reasons, kind
     cli = (built_site / "reference" / "cli.html").read_text()
     for command in COMMANDS:
@@ -82,16 +81,26 @@ def test_reference_pages_are_generated_from_the_code(built_site: Path) -> None:
             assert f">{field}<" in schema, (cls.__name__, field)
     lint = (built_site / "reference" / "lint-rules.html").read_text()
     assert all(rule.code in lint for rule in RULES)
+    api = (built_site / "reference" / "python-api.html").read_text()
+    for name in jitlens.__all__:
+        assert name.startswith("_") or f"jitlens.{name}<" in api, name
+    for method in (
+        "Report.to_text",
+        "Report.to_html",
+        "Report.to_trace_events",
+        "MergedReport.to_text",
+    ):
+        assert f"jitlens.{method}<" in api, method
 
 
 def test_every_kind_and_setting_has_words() -> None:
     """What the generated pages would otherwise fail on, said directly."""
     from jitlens import _config
-    from jitlens._core import kinds, report
+    from jitlens._core import kinds
 
-    assert list(kinds.REASON_KIND_DOCS) == list(report.REASON_KINDS)
-    assert list(kinds.EVENT_KIND_DOCS) == list(report.EVENT_KINDS)
-    assert list(kinds.ADVICE_KIND_DOCS) == list(report.ADVICE_KINDS)
+    assert list(kinds.REASON_KIND_DOCS) == list(jitlens.ReasonKind)
+    assert list(kinds.EVENT_KIND_DOCS) == list(jitlens.EventKind)
+    assert list(kinds.ADVICE_KIND_DOCS) == list(jitlens.AdviceKind)
     assert set(_config.SETTING_DOCS) == set(_config.SETTINGS)
 
 

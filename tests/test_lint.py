@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 import textwrap
 import warnings
 from pathlib import Path
 
 import pytest
 
-from jitlens._lint.lint import (
-    CODES,
-    LintFinding,
-    LintSkipWarning,
-    cli_main,
-    lint_paths,
-    lint_source,
-)
+import jitlens
+from jitlens import LintFinding, LintSkipWarning, lint_paths, lint_source
 from lint_eqx_examples import EQX_RULE_EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +21,19 @@ MARK = "# <-"  # marks each line a snippet expects a finding on
 
 
 CASES_DIR = ROOT / "tests" / "cases"
+
+
+def _lint_cli(argv: list[str]) -> int:
+    """``jitlens lint ARGV`` as a user runs it, in this process."""
+    return jitlens.main(["lint", *argv])
+
+
+def _rules() -> list[str]:
+    """The codes of every rule jitlens has, as ``jitlens lint --help`` lists them."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _lint_cli(["--help"]) == 0
+    return re.findall(r"^  (JL\d{3})  \S", out.getvalue(), re.M)
 
 
 def _lint(source: str) -> list[LintFinding]:
@@ -275,10 +285,11 @@ for i in range(4):
 
 
 RULE_EXAMPLES.update(EQX_RULE_EXAMPLES)  # the Equinox rules keep their snippets apart
+CODES = tuple(sorted(RULE_EXAMPLES))
 
 
 def test_every_rule_has_an_example() -> None:
-    assert sorted(RULE_EXAMPLES) == list(CODES)
+    assert _rules() == list(CODES)
 
 
 @pytest.mark.parametrize("code", CODES)
@@ -531,7 +542,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_cli_text_output_and_exit_status(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main([str(project)]) == 1
+    assert _lint_cli([str(project)]) == 1
     out = capsys.readouterr().out.replace(str(project), "P").splitlines()
     assert out == [
         "P/bad.py:3:5: JL001 `jax.jit(lambda ...)` runs on every iteration of the loop at line 2 "
@@ -541,36 +552,36 @@ def test_cli_text_output_and_exit_status(project: Path, capsys: pytest.CaptureFi
         "outside the loop; pass changing values as arguments instead of closing over them",
         "Found 1 recompile trap in 1 file.",
     ]
-    assert cli_main([str(project / "good.py")]) == 0
+    assert _lint_cli([str(project / "good.py")]) == 0
     assert capsys.readouterr().out == "No recompile traps found in 1 file.\n"
 
 
 def test_cli_json_output(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["--format", "json", str(project)]) == 1
+    assert _lint_cli(["--format", "json", str(project)]) == 1
     (item,) = json.loads(capsys.readouterr().out)
     assert sorted(item) == ["code", "col", "fix", "line", "message", "path"]
     assert (item["code"], item["line"], item["col"]) == ("JL001", 3, 5)
-    assert cli_main(["--format", "json", str(project / "good.py")]) == 0
+    assert _lint_cli(["--format", "json", str(project / "good.py")]) == 0
     assert json.loads(capsys.readouterr().out) == []
 
 
 def test_cli_select_and_ignore(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["--select", "JL002,JL003", str(project)]) == 0
-    assert cli_main(["--ignore", "jl001", str(project)]) == 0
-    assert cli_main(["--select", "JL001", str(project)]) == 1
+    assert _lint_cli(["--select", "JL002,JL003", str(project)]) == 0
+    assert _lint_cli(["--ignore", "jl001", str(project)]) == 0
+    assert _lint_cli(["--select", "JL001", str(project)]) == 1
     capsys.readouterr()
-    assert cli_main(["--select", "JL999", str(project)]) == 2
+    assert _lint_cli(["--select", "JL999", str(project)]) == 2
     assert "unknown rule code 'JL999'; valid codes: JL001" in capsys.readouterr().err
 
 
 def test_cli_missing_path_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli_main([str(tmp_path / "nope")]) == 2
+    assert _lint_cli([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: jitlens lint")
     assert f"jitlens lint: error: path not found: {tmp_path / 'nope'}" in err
-    assert cli_main([]) == 2
+    assert _lint_cli([]) == 2
 
 
 def test_cli_syntax_error_is_an_error_and_fails_the_run(
@@ -578,7 +589,7 @@ def test_cli_syntax_error_is_an_error_and_fails_the_run(
 ) -> None:
     """As ruff does: a file that cannot be parsed is reported and the exit status is non-zero."""
     (tmp_path / "broken.py").write_text("x = (\n")
-    assert cli_main([str(tmp_path)]) == 1
+    assert _lint_cli([str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert captured.err.startswith(f"{tmp_path / 'broken.py'}:1:")
     assert "error: cannot parse" in captured.err
@@ -597,17 +608,17 @@ def test_cli_a_non_python_file_is_noted_and_skipped(
     script.write_text(
         "#!/usr/bin/env python3\nimport jax\nfor i in range(3):\n    jax.jit(lambda x: x)(i)\n"
     )
-    assert cli_main([str(readme)]) == 0
+    assert _lint_cli([str(readme)]) == 0
     captured = capsys.readouterr()
     assert (
         captured.err
         == f"{readme}: not a Python file (no .py suffix, no python #! line); not linted\n"
     )
     assert "cannot parse" not in captured.out + captured.err
-    assert cli_main([str(readme), str(script)]) == 1  # the script is linted: python #! line
+    assert _lint_cli([str(readme), str(script)]) == 1  # the script is linted: python #! line
     captured = capsys.readouterr()
     assert f"{script}:4:5: JL001" in captured.out and "not a Python file" in captured.err
-    assert cli_main(["--format", "github", str(readme)]) == 0
+    assert _lint_cli(["--format", "github", str(readme)]) == 0
     assert capsys.readouterr().out.startswith("::notice title=jitlens lint::")
 
 
@@ -618,7 +629,7 @@ def test_cli_github_format_annotates_findings_and_unparsable_files(
         "import jax\nfor i in range(3):\n    jax.jit(lambda x: x + i)(1.0)\n"
     )
     (tmp_path / "broken.py").write_text("x = (\n")
-    assert cli_main(["--format", "github", str(tmp_path)]) == 1
+    assert _lint_cli(["--format", "github", str(tmp_path)]) == 1
     lines = capsys.readouterr().out.splitlines()
     loop = str(tmp_path / "loop.py").replace(":", "%3A").replace(",", "%2C")
     broken = str(tmp_path / "broken.py").replace(":", "%3A").replace(",", "%2C")
@@ -632,7 +643,7 @@ def test_cli_github_format_annotates_findings_and_unparsable_files(
 
 
 def test_cli_help_lists_the_rules(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["--help"]) == 0
+    assert _lint_cli(["--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: jitlens lint")
     assert all(code in out for code in CODES)

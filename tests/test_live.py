@@ -233,10 +233,10 @@ print("TRACES", T[0])
 
 
 def test_max_traces_is_a_program_wide_budget_and_swallowing_it_still_fails(tmp_path, capsys):
-    from jitlens._cli.run import main
+    import jitlens
 
     (tmp_path / "budget.py").write_text(textwrap.dedent(BUDGET_PROGRAM))
-    code = main(["--max-traces", "2", str(tmp_path / "budget.py")])
+    code = jitlens.main(["run", "--max-traces", "2", str(tmp_path / "budget.py")])
     out, err = capsys.readouterr()
     assert "TRACES 2" in out  # calls 3 and 4 were stopped before JAX traced
     assert out.count("caught RecompileError") == 2
@@ -245,32 +245,39 @@ def test_max_traces_is_a_program_wide_budget_and_swallowing_it_still_fails(tmp_p
 
 
 def test_bad_budget_is_refused_before_the_program_runs(tmp_path, capsys):
-    from jitlens._cli.run import main
+    import jitlens
 
-    with pytest.raises(SystemExit):
-        main(["--max-traces", "0", str(tmp_path / "never.py")])
-    assert "expected an integer >= 1" in capsys.readouterr().err
+    (tmp_path / "never.py").write_text("print('RAN')\n")
+    assert jitlens.main(["run", "--max-traces", "0", str(tmp_path / "never.py")]) == 2
+    out, err = capsys.readouterr()
+    assert "expected an integer >= 1" in err and "RAN" not in out
 
 
-def test_warn_recompiles_setting_is_validated():
-    from jitlens import _config
-    from jitlens._errors import ConfigError
+def test_warn_recompiles_setting_is_validated(monkeypatch):
+    import jitlens
 
-    assert _config.get("warn_recompiles") == 8
-    assert _config.get("warn_recompiles", "off") == 0
-    with _config.override(warn_recompiles="3"):
-        assert _config.get("warn_recompiles") == 3
-        assert _config.get("warn_recompiles", 5) == 5
-    with pytest.raises(ConfigError, match="an integer >= 0, or off"):
-        _config.get("warn_recompiles", "-1")
+    with jitlens.settings() as now:
+        assert now["warn_recompiles"] == 8  # the default
+    with jitlens.settings(warn_recompiles="off") as now:
+        assert now["warn_recompiles"] == 0
+    monkeypatch.setenv("JITLENS_WARN_RECOMPILES", "4")
+    with jitlens.settings() as now:
+        assert now["warn_recompiles"] == 4  # the environment over the default
+    with jitlens.settings(warn_recompiles="3") as now:
+        assert now["warn_recompiles"] == 3  # a scoped setting over the environment
+        with jitlens.settings(warn_recompiles=5) as inner:
+            assert inner["warn_recompiles"] == 5  # the innermost scope first
+    with pytest.raises(jitlens.ConfigError, match="an integer >= 0, or off"):
+        with jitlens.settings(warn_recompiles="-1"):
+            pytest.fail("a bad value is refused on entry")
 
 
 def test_a_bad_setting_stops_jitlens_run_before_the_program(tmp_path, capsys, monkeypatch):
-    from jitlens._cli.run import main
+    import jitlens
 
     (tmp_path / "never.py").write_text("print('RAN')\n")
     monkeypatch.setenv("JITLENS_WARN_RECOMPILES", "lots")
-    assert main([str(tmp_path / "never.py")]) == 2
+    assert jitlens.main(["run", str(tmp_path / "never.py")]) == 2
     out, err = capsys.readouterr()
     assert "RAN" not in out
     assert "JITLENS_WARN_RECOMPILES='lots' is not valid" in err
@@ -283,7 +290,6 @@ def test_the_runaway_warning_is_once_per_function_and_off_by_a_setting():
     import jax.numpy as jnp
 
     import jitlens
-    from jitlens import _config
 
     def run(setting):
         body = []
@@ -294,7 +300,7 @@ def test_the_runaway_warning_is_once_per_function_and_off_by_a_setting():
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with _config.override(warn_recompiles=setting), jitlens.track() as t:
+            with jitlens.settings(warn_recompiles=setting), jitlens.track() as t:
                 f = jax.jit(grow)
                 for n in range(1, 6):
                     f(jnp.ones(n))

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+import jitlens
 import merge_samples as s
-from jitlens._errors import ReportError
-from jitlens._merge.cli import cli_main
-from jitlens._merge.merge import find_divergence, merge_reports
-from jitlens._merge.render import render_merged_html, render_merged_text
+from jitlens import ReportError, find_divergence, merge_reports
+
+
+def _merge(argv: list[str]) -> int:
+    """``jitlens merge ARGV`` as a user runs it, in this process."""
+    return jitlens.main(["merge", *argv])
 
 
 def _kinds(reports: list) -> list[str]:
@@ -54,7 +57,7 @@ def test_the_side_that_did_not_retrace_names_the_program_it_ran_when_known() -> 
     quiet = div.branches[0]
     assert (quiet.kind, quiet.call_index, quiet.signature) == ("none", 1, "batch: f32[8,3]")
     assert "process 0  no trace: call 1 ran the program compiled for batch: f32[8,3]" in (
-        render_merged_text(merge_reports(reports))
+        merge_reports(reports).to_text()
     )
 
 
@@ -136,7 +139,7 @@ def test_records_sharing_qualname_and_place_match_by_order_of_creation() -> None
     assert [f.occurrence for f in merged.functions] == [0, 1]
     (div,) = merged.divergences
     assert (div.occurrence, div.branches[1].signature) == (1, "batch: f32[6,3]")
-    assert "[wrapper #2]" in render_merged_text(merged)
+    assert "[wrapper #2]" in merged.to_text()
 
 
 def test_internal_functions_are_ignored_unless_asked() -> None:
@@ -159,14 +162,14 @@ def test_single_report_and_missing_processes() -> None:
     merged = merge_reports([s.report(1, [s.step("f32[8,3]")], process_count=3)])
     assert not merged.consistent and not merged.divergences  # a process not seen may differ
     assert merged.missing_processes == (0, 2)
-    text = render_merged_text(merged, color=False)
+    text = merged.to_text(color=False)
     assert "INCOMPLETE, no report from processes 0, 2" in text.splitlines()[0]
     assert "consistent" not in text and "Every process" not in text
 
 
 def test_cli_one_of_two_reports_is_not_consistent(tmp_path: Path, capsys) -> None:
     (path,) = _write(tmp_path, s.consistent_pair()[1:])
-    assert cli_main([path]) == 1
+    assert _merge([path]) == 1
     out = capsys.readouterr().out
     assert "no report from process 0" in out and "consistent" not in out
 
@@ -249,15 +252,13 @@ jitlens merge: 2 of 2 processes, 2 hosts, 2 functions: consistent
 
 
 def test_golden_text() -> None:
-    assert render_merged_text(merge_reports(s.shape_divergence_pair()), width=100) == (
-        GOLDEN_DIVERGED
-    )
-    assert render_merged_text(merge_reports(s.consistent_pair()), width=100) == GOLDEN_CONSISTENT
+    assert merge_reports(s.shape_divergence_pair()).to_text(width=100) == GOLDEN_DIVERGED
+    assert merge_reports(s.consistent_pair()).to_text(width=100) == GOLDEN_CONSISTENT
     assert str(merge_reports(s.consistent_pair())) == GOLDEN_CONSISTENT
 
 
 def test_color_text_has_ansi_and_same_words() -> None:
-    colored = render_merged_text(merge_reports(s.shape_divergence_pair()), color=True, width=100)
+    colored = merge_reports(s.shape_divergence_pair()).to_text(color=True, width=100)
     assert "\x1b[" in colored
     assert "retrace at call 1: batch: f32[12,3]" in colored
 
@@ -265,7 +266,7 @@ def test_color_text_has_ansi_and_same_words() -> None:
 def test_html_is_self_contained_and_escaped() -> None:
     evil = s.function("evil", [s.event(0, f"x: {s.XSS}")], defined_at=s.XSS)
     merged = merge_reports([s.report(0, [evil]), s.report(1, [])])
-    page = render_merged_html(merged)
+    page = merged.to_html()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "<script" not in page
     assert "&lt;script&gt;" in page
@@ -283,12 +284,12 @@ def _write(tmp_path: Path, reports: list) -> list[str]:
 
 
 def test_cli_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(_write(tmp_path, s.consistent_pair())) == 0
+    assert _merge(_write(tmp_path, s.consistent_pair())) == 0
     assert "consistent" in capsys.readouterr().out
 
     out_json, out_html = tmp_path / "m.json", tmp_path / "m.html"
     paths = _write(tmp_path, s.shape_divergence_pair())
-    assert cli_main([*paths, "--json", str(out_json), "--html", str(out_html)]) == 1
+    assert _merge([*paths, "--json", str(out_json), "--html", str(out_html)]) == 1
     captured = capsys.readouterr()
     assert "retrace at call 1: batch: f32[12,3]" in captured.out
     assert json.loads(out_json.read_text())["consistent"] is False
@@ -300,15 +301,15 @@ def test_cli_bad_input_is_2_with_a_clear_message(
 ) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"schema_version": 1, "functions": [')
-    assert cli_main([str(broken)]) == 2
+    assert _merge([str(broken)]) == 2
     assert "broken.json: not valid JSON" in capsys.readouterr().err
 
-    assert cli_main([str(tmp_path / "nope.json")]) == 2
+    assert _merge([str(tmp_path / "nope.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
 
     same = _write(tmp_path, [s.report(0, [])])
-    assert cli_main([same[0], same[0]]) == 2
+    assert _merge([same[0], same[0]]) == 2
     assert "process_index 0 appears in 2 reports" in capsys.readouterr().err
 
-    assert cli_main([]) == 2
+    assert _merge([]) == 2
     assert "jitlens merge" in capsys.readouterr().err

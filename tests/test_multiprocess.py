@@ -21,10 +21,8 @@ from typing import Any
 
 import pytest
 
-from jitlens._core.report import _to_jsonable, load_report
-from jitlens._merge.cli import cli_main
-from jitlens._merge.merge import MergedReport, merge_reports
-from jitlens._merge.render import render_merged_text as _render
+import jitlens
+from jitlens import MergedReport, load_report, merge_reports
 
 # One group: under `pytest -n N --dist loadgroup` the two pairs of processes start only once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("multiprocess")]
@@ -38,6 +36,13 @@ MERGED = "merged.json"
 RUN_TIMEOUT = 120.0
 #: The children end themselves a little after the parent would give up on them.
 WATCHDOG_SECONDS = RUN_TIMEOUT + 5
+
+
+def _merge_cli(argv: list[str]) -> int:
+    """``jitlens merge ARGV`` as a user runs it, in this process."""
+    return jitlens.main(["merge", *argv])
+
+
 FAILED = "{what}\n" + "\n".join(f"--- process {i} log ---\n{{log{i}}}" for i in (0, 1))
 
 
@@ -221,7 +226,7 @@ def test_cli_merge_exit_status(
         workdir, _ = runs[mode]
         paths = [str(workdir / REPORT_TEMPLATE.format(process_index=i)) for i in (0, 1)]
         html = workdir / "merged.html"
-        assert cli_main([*paths, "--html", str(html)]) == expected
+        assert _merge_cli([*paths, "--html", str(html)]) == expected
         assert html.read_text().startswith("<!DOCTYPE html>")
     out = capsys.readouterr().out
     assert "consistent" in out and "DIVERGED" in out
@@ -237,7 +242,7 @@ def test_gather_writes_every_report_and_the_merged_view_on_process_0(
     assert "wrote report-1.json" in logs[1] and "merged" not in logs[1], logs[1]
     view = json.loads((workdir / MERGED).read_text())
     assert view["consistent"] is True and [p["process_index"] for p in view["processes"]] == [0, 1]
-    assert view["cache_differences"] == _to_jsonable(merged.cache_differences)
+    assert view["cache_differences"] == merged.to_dict()["cache_differences"]
 
 
 def test_merge_flags_a_host_whose_persistent_cache_behaved_differently(
@@ -262,7 +267,7 @@ def test_merge_flags_a_host_whose_persistent_cache_behaved_differently(
     )
     assert "share one cache" in flagged.fix
     assert ("setting", "jax_compilation_cache_dir") in diffs
-    assert "persistent compilation cache: the processes behaved differently" in str(_render(merged))
+    assert "persistent compilation cache: the processes behaved differently" in merged.to_text()
 
 
 @pytest.mark.parametrize("peer", ["dead", "hung"])

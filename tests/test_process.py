@@ -6,17 +6,23 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from jitlens._errors import ConfigError
-from jitlens._track.process import ProcessInfo, expand_path_template, process_info
-
-INFO = ProcessInfo(process_index=3, process_count=8, host="node-7")
+import jitlens
+import report_samples
 
 
 def test_single_process_defaults() -> None:
-    assert process_info() == (0, 1, socket.gethostname())
+    with jitlens.track() as t:
+        pass
+    report = t.report()
+    assert (report.process_index, report.process_count, report.host) == (
+        0,
+        1,
+        socket.gethostname(),
+    )
 
 
 @pytest.mark.slow
@@ -35,44 +41,60 @@ def test_process_info_does_not_start_jax_backends() -> None:
     assert (index, count, backends) == ("0", "1", "False")
 
 
+@pytest.fixture
+def report_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A saved report, in the folder the paths below are relative to."""
+    monkeypatch.chdir(tmp_path)
+    saved = tmp_path / "saved.json"
+    saved.write_text(report_samples.empty_report().to_json())
+    return saved
+
+
+def _written(saved: Path, template: str) -> list[str]:
+    """The files ``jitlens report SAVED --json TEMPLATE`` wrote next to SAVED (this process
+    is process 0 of 1 on this host)."""
+    assert jitlens.main(["report", str(saved), "--json", template]) == 0
+    folder = saved.parent
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*.json") if p != saved)
+
+
+HOST = socket.gethostname()
+
+
 @pytest.mark.parametrize(
     ("template", "expected"),
     [
-        ("report-{process_index}.json", "report-3.json"),
-        ("r-{process_index:03d}-of-{process_count}.json", "r-003-of-8.json"),
-        ("out/{host}/report.json", "out/node-7/report.json"),
+        ("report-{process_index}.json", "report-0.json"),
+        ("r-{process_index:03d}-of-{process_count}.json", "r-000-of-1.json"),
+        ("out/{host}/report.json", f"out/{HOST}/report.json"),
         ("plain.json", "plain.json"),
-        ("{{literal}}-{process_index}.json", "{literal}-3.json"),
+        ("{{literal}}-{process_index}.json", "{literal}-0.json"),
         ("{{literal}}.json", "{literal}.json"),
+        ("r-{process_index}-{host}.json", f"r-0-{HOST}.json"),
+        ("r-{pid}.json", f"r-{os.getpid()}.json"),
     ],
 )
-def test_expand_path_template(template: str, expected: str) -> None:
-    assert expand_path_template(template, INFO) == expected
-
-
-def test_pid_field() -> None:
-    assert expand_path_template("r-{pid}.json", INFO) == f"r-{os.getpid()}.json"
-
-
-def test_defaults_to_this_process() -> None:
-    assert expand_path_template("r-{process_index}-{host}.json") == (
-        f"r-0-{socket.gethostname()}.json"
-    )
+def test_report_paths_are_templates(report_in: Path, template: str, expected: str) -> None:
+    assert _written(report_in, template) == [expected]
+    assert jitlens.load_report(report_in.parent / expected) == jitlens.load_report(report_in)
 
 
 @pytest.mark.parametrize(
     ("template", "words"),
     [
         ("r-{rank}.json", ["{rank}", "{process_index}, {process_count}, {host}, {pid}"]),
-        ("r-{}.json", ["unnamed field", "'r-{process_index}.json'"]),
+        ("r-{}.json", ["unnamed field", "e.g. '", "/r-{process_index}.json'"]),
         ("r-{0}.json", ["unnamed field"]),
         ("r-{host.upper}.json", ["{host.upper}"]),
         ("r-{process_index.json", ["not a valid template"]),
         ("r-}.json", ["not a valid template", "literal braces"]),
     ],
 )
-def test_bad_templates_fail_clearly(template: str, words: list[str]) -> None:
-    with pytest.raises(ConfigError) as info:
-        expand_path_template(template, INFO)
+def test_bad_templates_fail_clearly(
+    report_in: Path, capsys: pytest.CaptureFixture[str], template: str, words: list[str]
+) -> None:
+    assert jitlens.main(["report", str(report_in), "--json", template]) == 2
+    err = capsys.readouterr().err
     for word in words:
-        assert word in str(info.value)
+        assert word in err
+    assert [p.name for p in report_in.parent.iterdir()] == ["saved.json"]  # nothing written

@@ -27,10 +27,13 @@ def test_ci_runs_the_readme_test_command():
 def test_public_names_are_pinned():
     assert sorted(jitlens.__all__) == sorted(
         [
+            "SCHEMA_VERSION",
             "Advice",
             "AdviceKind",
+            "AuditError",
             "AuditFinding",
             "AuditResult",
+            "CheckError",
             "CheckResult",
             "ConfigError",
             "Event",
@@ -68,11 +71,14 @@ def test_public_names_are_pinned():
             "merge_reports",
             "no_retrace",
             "reset",
+            "settings",
             "track",
         ]
     )
     for name in jitlens.__all__:
         assert getattr(jitlens, name) is not None
+    assert issubclass(jitlens.AuditError, (jitlens.JitlensError, ValueError))
+    assert issubclass(jitlens.CheckError, (jitlens.JitlensError, ValueError))
     assert issubclass(jitlens.RecompileError, (jitlens.JitlensError, AssertionError))
     assert issubclass(jitlens.ReportError, ValueError)
 

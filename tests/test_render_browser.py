@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 from pathlib import Path
@@ -11,7 +12,6 @@ import pytest
 
 import html_dom
 import report_samples
-from jitlens._render.html import render_html
 
 CHROMIUM = "/usr/bin/chromium"
 TIMEOUT_SECONDS = 120
@@ -54,7 +54,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[html_dom.Node, s
     """The DOM after the page's scripts ran, and Chromium's log."""
     folder = tmp_path_factory.mktemp("browser")
     page = folder / "report.html"
-    page.write_text(render_html(report_samples.sample_report()), encoding="utf-8")
+    page.write_text(report_samples.sample_report().to_html(), encoding="utf-8")
     done = _chromium(page, folder / "profile", "--dump-dom")
     return html_dom.parse(done.stdout), done.stderr
 
@@ -93,8 +93,10 @@ def test_explanations_and_escaped_statics(rendered: tuple[html_dom.Node, str]) -
 
 def test_an_error_in_the_page_would_be_seen(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
-    broken = render_html(report_samples.sample_report()).replace(
-        "</body>", "<script>no_such_function()</script></body>"
+    broken = (
+        report_samples.sample_report()
+        .to_html()
+        .replace("</body>", "<script>no_such_function()</script></body>")
     )
     page.write_text(broken, encoding="utf-8")
     done = _chromium(page, tmp_path / "profile", "--dump-dom")
@@ -246,14 +248,14 @@ window.addEventListener("load", function () {{
 
 def test_the_notebook_frame_fits_its_page(tmp_path: Path) -> None:
     """`%%jitlens`'s frame grows to the report, so the explanations are not below its fold."""
-    from jitlens._render.html import FRAME_HEIGHT, render_html_frame
-
     page = tmp_path / "notebook.html"
-    frame = render_html_frame(report_samples.sample_report())
+    frame = report_samples.sample_report()._repr_html_()  # what a notebook shows
+    style = html_dom.parse(frame).find("iframe").attrs["style"]
+    first_height = int(re.search(r"(?:^|;)height:(\d+)px", style).group(1))
     page.write_text(NOTEBOOK.format(frame=frame), encoding="utf-8")
     done = _chromium(page, tmp_path / "profile", "--dump-dom")
     outer, inner, last_section = map(
         float, html_dom.parse(done.stdout).find("body").attrs["data-fit"].split()
     )
-    assert inner > FRAME_HEIGHT  # the sample report is taller than the frame's first height
+    assert inner > first_height  # the sample report is taller than the frame's first height
     assert outer >= inner >= last_section  # the last explanation is inside the frame

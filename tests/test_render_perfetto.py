@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 
+import jitlens
 import report_samples
-from jitlens._render import perfetto as _render_perfetto
-from jitlens._render.perfetto import render_trace_events, write_trace
 
 
 @pytest.fixture(scope="module")
 def trace() -> dict[str, Any]:
-    return render_trace_events(report_samples.sample_report())
+    return report_samples.sample_report().to_trace_events()
 
 
 def _spans(trace: dict[str, Any]) -> list[dict[str, Any]]:
@@ -92,20 +91,26 @@ def test_overlapping_events_are_laid_out_one_after_the_other() -> None:
     forward = report.function("forward")
     early = dataclasses.replace(forward.events[2], time=forward.events[1].time)
     forward = dataclasses.replace(forward, events=(*forward.events[:2], early))
-    trace = render_trace_events(dataclasses.replace(report, functions=(forward,)))
+    trace = dataclasses.replace(report, functions=(forward,)).to_trace_events()
     test_spans_of_a_thread_nest(trace)
 
 
-def test_cache_hits_are_capped_instants(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_hits_are_capped_instants() -> None:
     report = report_samples.sample_report()
-    trace = render_trace_events(report)
+    trace = report.to_trace_events()
     hits = [e for e in trace["traceEvents"] if e["ph"] == "i"]
     assert len(hits) == 2 + 3  # Trainer.loss and evaluate; the others recorded no hit times
     assert {
         h["args"]["recorded_call"] for h in hits if h["tid"] == _thread(trace, "Trainer.loss")
     } == {1, 5}
-    monkeypatch.setattr(_render_perfetto, "MAX_INSTANTS", 3)
-    assert len([e for e in render_trace_events(report)["traceEvents"] if e["ph"] == "i"]) == 3
+    calls = 10_010  # a long run's hits, more than the trace keeps
+    loss = dataclasses.replace(
+        report.function("Trainer.loss"),
+        call_times=tuple(float(i) for i in range(calls)),
+        call_entries=(0,) * calls,
+    )
+    many = dataclasses.replace(report, functions=(loss,)).to_trace_events()
+    assert len([e for e in many["traceEvents"] if e["ph"] == "i"]) == 10_000
 
 
 def test_junk_numbers_become_valid_json(caplog: pytest.LogCaptureFixture) -> None:
@@ -116,24 +121,28 @@ def test_junk_numbers_become_valid_json(caplog: pytest.LogCaptureFixture) -> Non
     )
     forward = dataclasses.replace(forward, events=(forward.events[0], bad))
     with caplog.at_level(logging.ERROR, logger="jitlens"):
-        trace = render_trace_events(dataclasses.replace(report, functions=(forward,)))
+        trace = dataclasses.replace(report, functions=(forward,)).to_trace_events()
     json.dumps(trace, allow_nan=False)
     # rendered for real, not through the fallback: both events' spans are there
     assert not caplog.records
     assert len([e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("dur", 0) > 0]) >= 2
 
 
-def test_write_trace(tmp_path: Path) -> None:
+def test_jitlens_report_writes_the_trace(tmp_path: Path) -> None:
+    saved = tmp_path / "report.json"
+    saved.write_text(report_samples.sample_report().to_json())
     path = tmp_path / "out" / "trace.json"
-    write_trace(report_samples.sample_report(), path)
-    assert json.loads(path.read_text())["traceEvents"]
-    assert [p.name for p in path.parent.iterdir()] == ["trace.json"]
+    assert jitlens.main(["report", str(saved), "--trace", str(path)]) == 0
+    assert json.loads(path.read_text()) == json.loads(
+        json.dumps(jitlens.load_report(saved).to_trace_events())
+    )
+    assert [p.name for p in path.parent.iterdir()] == ["trace.json"]  # written atomically
 
 
 def test_internal_failure_falls_back_and_logs(caplog: pytest.LogCaptureFixture) -> None:
     report = report_samples.sample_report()
     broken = dataclasses.replace(report, functions=(None,))  # type: ignore[arg-type]
     with caplog.at_level(logging.ERROR, logger="jitlens"):
-        trace = render_trace_events(broken)
+        trace = broken.to_trace_events()
     assert trace["traceEvents"][0]["ph"] == "M"
     assert any("trace events failed" in r.message for r in caplog.records)

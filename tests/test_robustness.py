@@ -1,4 +1,10 @@
-"""jitlens never breaks the program it watches, and never passes silently.
+"""jitlens never breaks the program it watches, never passes silently, and never guesses.
+
+It reaches into jitlens on purpose (tests/test_public_api.py lists
+why): it breaks jitlens' own pieces, reads how many hooks a guard installed, calls where
+jitlens does not look, and pins the boundaries it keeps (the user's files, the self-check's
+verdict read as untrusted input, the locals a counted call hands to its trace), and feeds
+the explainer equal keys no program can be made to produce on cue.
 
 Fault injection: each private JAX/Flax piece jitlens reads is removed or
 renamed in a child process, and the program must compute the same results
@@ -11,11 +17,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import gc
 import inspect
 import json
 import pathlib
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -25,7 +33,10 @@ from flax import nnx
 
 import jitlens
 from conftest import run_python
-from jitlens._errors import JitlensInternalWarning
+from jitlens import JitlensInternalWarning, RecompileError, _compat, max_traces, no_retrace
+from jitlens._core import explain, signature
+from jitlens._core.signature import describe_call
+from jitlens._track import calls, registry, selfcheck, state
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 FAULTS = (
@@ -127,7 +138,7 @@ def _boom(*args: Any, **kwargs: Any) -> None:
 def test_an_internal_failure_never_reaches_the_users_call(
     monkeypatch: pytest.MonkeyPatch, filters: str
 ) -> None:
-    from jitlens._track import listeners, state
+    from jitlens._track import listeners
 
     monkeypatch.setattr(listeners, "describe_and_explain", _boom)
     monkeypatch.setattr(state, "_WARNED", set())
@@ -150,7 +161,6 @@ def test_an_internal_failure_never_reaches_the_users_call(
 
 
 def test_a_failed_activation_leaves_nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from jitlens._track import registry, state
     from jitlens._track.frontends import jax_jit
 
     before = jax.jit
@@ -169,6 +179,157 @@ def test_a_failed_activation_leaves_nothing_installed(monkeypatch: pytest.Monkey
         g = jax.jit(lambda x: x - 1)
         g(jnp.ones(2))
     assert t.stats(g).traces == 1
+
+
+def test_split_failure_is_reported_with_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(node: Any, ref_index: Any = None) -> None:
+        return None
+
+    def split(node: Any) -> None:
+        raise ValueError("cannot split this")
+
+    monkeypatch.setattr(_compat, "flatten_node", fail)
+    monkeypatch.setattr(nnx, "split", split)
+    (f,) = jitlens.audit(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0))).findings
+    assert (f.severity, f.kind, f.path) == ("error", "graph_structure", "model")
+    assert f.message.startswith("`nnx.split(model)` raises ValueError: cannot split this")
+
+
+# -- no guessed causes: equal keys on made-up evidence (moved from test_evidence.py) ---------
+
+X = jnp.ones(2)
+
+
+def test_an_equal_key_without_evidence_is_unknown_not_cache_cleared():
+    """Two equal keys, no clear seen, JAX's trace cache not full: nothing is guessed."""
+
+    def body(x, flag):
+        return x
+
+    key = describe_call(body, (X, 1), {}, static_argnums=(1,))
+    (r,) = explain.explain(key, [describe_call(body, (X, 1), {}, static_argnums=(1,))])
+    assert (r.kind, r.before, r.after) == ("unknown", "equal key", "retraced")
+    assert "compared 2 key position(s) (x: f32[2], flag=1) and the JAX config" in r.message
+    assert "no clear_cache() / jax.clear_caches()" in r.message
+    assert "jax_explain_cache_misses" in r.fix
+    # the two keys differ in type only: named, not unknown
+    (t,) = explain.explain(describe_call(body, (X, True), {}, static_argnums=(1,)), [key])
+    assert t.kind == "static_type"
+
+
+def test_a_full_trace_cache_is_evidence_and_a_partly_full_one_is_not():
+    def body(x):
+        return x + 1
+
+    key = describe_call(body, (X,), {})
+    full = explain.explain(key, [key], cache_fill=(2048, 2048))
+    assert [(r.kind, r.after) for r in full] == [("cache_cleared", "evicted")]
+    assert "2048 of 2048 entries" in full[0].message
+    assert [r.kind for r in explain.explain(key, [key], cache_fill=(10, 2048))] == ["unknown"]
+
+
+# -- what a guard installs, and what it did not see (moved from test_guards.py) ---------------
+
+
+def _unseen(fn: Callable[..., Any], *args: Any) -> None:
+    """Call ``fn`` where jitlens does not look, as if before it was installed."""
+
+    def run() -> None:
+        state.tls.busy = True
+        fn(*args)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+
+
+def test_guards_keep_the_hooks_installed_for_their_lifetime_only() -> None:
+    def forget_functions() -> None:
+        # jitlens' signature cache holds the last functions it described.
+        getattr(getattr(signature, "_param_names", None), "cache_clear", lambda: None)()
+        gc.collect()
+
+    forget_functions()
+    base = registry.REGISTRY.depth
+    above = max_traces(1)(jax.jit(lambda x: x + 1))
+    assert registry.REGISTRY.depth == base, (
+        "above a jit, nothing is installed before the first call"
+    )
+    above(jnp.ones(2))
+    assert registry.REGISTRY.depth == base + 1
+    below = jax.jit(max_traces(1)(lambda x: x - 1))
+    assert registry.REGISTRY.depth == base + 2, "below a jit, the hooks go in at decoration"
+    below(jnp.ones(2))
+    del above, below
+    forget_functions()
+    assert registry.REGISTRY.depth == base
+
+
+def test_no_retrace_catches_a_compile_it_did_not_see() -> None:
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    runs: list[int] = []
+
+    @nnx.jit
+    def forward(m: nnx.Linear, x: jax.Array) -> jax.Array:
+        runs.append(1)
+        return m(x)
+
+    plain = getattr(jax.jit, "__jitlens_original__", jax.jit)(lambda x: x + 1)  # JAX's own
+    _unseen(forward, model, jnp.ones((1, 2)))
+    _unseen(plain, jnp.ones(2))
+    with no_retrace():
+        forward(model, jnp.ones((1, 2)))  # warm: a hit
+        for fn, args in ((forward, (model, jnp.ones((3, 2)))), (plain, (jnp.ones(5),))):
+            with pytest.raises(RecompileError, match="compiled before jitlens was watching"):
+                fn(*args)
+    assert len(runs) == 1
+
+
+# -- where jitlens ends and the user begins (moved from test_invisible.py) --------------------
+
+
+@pytest.mark.parametrize(
+    "folder", ["jitlens/tests", "jitlens-experiments", "jitlens/src/jitlens_extra"]
+)
+def test_a_users_file_in_a_folder_named_like_jitlens_is_the_users(tmp_path, folder) -> None:
+    assert _compat.is_user_file(str(tmp_path / folder / "prog.py"))
+    package = pathlib.Path(jitlens.__file__).resolve().parent
+    assert not _compat.is_user_file(str(package / "_track" / "tracker.py"))
+    assert _compat.is_user_file(str(package / "_exercise" / "demo.py"))  # jitlens' example
+
+
+def test_a_kept_verdict_is_untrusted_input(tmp_path) -> None:
+    """A FIFO, a 10 MB file, escape sequences or a wrong shape where the verdict is kept:
+    ignored (never blocks, never printed); a well-formed one is read."""
+    import os
+    import time
+
+    path = tmp_path / "verdict.json"
+    os.mkfifo(path)
+    started = time.monotonic()
+    assert selfcheck._read_cached(path) is None
+    assert time.monotonic() - started < 5  # did not wait for a writer
+    path.unlink()
+    forged = '{"problems": ["\\u001b[2J\\u001b]0;owned\\u0007' + "x" * (10 << 20) + '"]}'
+    for text in (
+        forged,
+        '{"problems": ["\\u001b[31mred"]}',
+        '{"problems": "not a list"}',
+        '{"problems": ["ok"' + ', "more"' * 30 + "]}",
+        "not json",
+    ):
+        path.write_text(text)
+        assert selfcheck._read_cached(path) is None, text[:60]
+    path.write_text('{"problems": ["jax.jit traces miscounted (2 ran, jitlens counted 1)"]}')
+    assert selfcheck._read_cached(path) == ("jax.jit traces miscounted (2 ran, jitlens counted 1)",)
+
+
+def test_the_locals_a_counted_call_hands_to_its_trace_are_pinned() -> None:
+    """The trace finds its call through declared locals of the counting frames: renaming
+    one of them must fail here, not silently misattribute calls."""
+    assert calls.CALL_CODES == frozenset(calls.CALL_LOCALS)
+    for code, names in calls.CALL_LOCALS.items():
+        assert set(names) <= set(code.co_varnames), (code.co_name, names)
 
 
 # -- a tracked jax.jit looks like jax.jit's own object ------------------------------------------

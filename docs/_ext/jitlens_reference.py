@@ -353,7 +353,33 @@ def lint_rules() -> str:
 # ------------------------------------------------------------------ public API
 
 
+def _constant_comment(module: types.ModuleType, name: str) -> str:
+    """The ``#:`` comment right above ``NAME = ...`` in ``module``."""
+    lines = inspect.getsource(module).splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(f"{name} = ") or line.startswith(f"{name}: "):
+            comment: list[str] = []
+            while i > 0 and lines[i - 1].startswith("#:"):
+                comment.insert(0, lines[i - 1][2:].strip())
+                i -= 1
+            return " ".join(comment)
+    return ""
+
+
+def _methods(cls: type) -> Iterator[tuple[str, str, str]]:
+    """The documented public methods and properties a jitlens class defines itself."""
+    for name, member in vars(cls).items():
+        if name.startswith("_") or not (member.__doc__ or "").strip():
+            continue
+        if isinstance(member, property):
+            yield name, "property", inspect.getdoc(member) or ""
+        elif isinstance(member, (types.FunctionType, classmethod, staticmethod)):
+            yield name, "method", inspect.getdoc(member) or ""
+
+
 def public_api() -> str:
+    import importlib
+
     import jitlens
 
     rows = []
@@ -361,10 +387,19 @@ def public_api() -> str:
         if name.startswith("_"):
             continue
         obj = getattr(jitlens, name)
-        doc = inspect.getdoc(obj) or ""
-        first = doc.split("\n\n")[0]
-        what = "class" if isinstance(obj, type) else "function"
-        rows.append((_code(f"jitlens.{name}"), what, _cell(first)))
+        if isinstance(obj, type):
+            what, doc = "class", inspect.getdoc(obj) or ""
+        elif callable(obj):
+            what, doc = "function", inspect.getdoc(obj) or ""
+        else:
+            what = "constant"
+            doc = _constant_comment(importlib.import_module(f"jitlens.{jitlens._LAZY[name]}"), name)
+        if not doc.strip():
+            raise DocsDrift(f"jitlens.{name} is public and has no docstring (or #: comment)")
+        rows.append((_code(f"jitlens.{name}"), what, _cell(doc.split("\n\n")[0])))
+        if isinstance(obj, type) and obj.__module__.startswith("jitlens."):
+            for method, kind, mdoc in _methods(obj):
+                rows.append((_code(f"jitlens.{name}.{method}"), kind, _cell(mdoc.split("\n\n")[0])))
     return _table(("name", "", "what it is"), rows)
 
 

@@ -25,13 +25,16 @@ from ._errors import StaleCacheWarning as StaleCacheWarning
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from ._audit.audit import AuditError as AuditError
     from ._audit.audit import AuditFinding as AuditFinding
     from ._audit.audit import AuditResult as AuditResult
     from ._audit.audit import audit as audit
     from ._cli.main import main as main
+    from ._config import settings as settings
     from ._core.kinds import AdviceKind as AdviceKind
     from ._core.kinds import EventKind as EventKind
     from ._core.kinds import ReasonKind as ReasonKind
+    from ._core.report import SCHEMA_VERSION as SCHEMA_VERSION
     from ._core.report import Advice as Advice
     from ._core.report import Event as Event
     from ._core.report import FunctionReport as FunctionReport
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from ._core.report import load_report as load_report
     from ._diff.diff import diff as diff
     from ._diff.model import ReportDiff as ReportDiff
+    from ._exercise.check import CheckError as CheckError
     from ._exercise.check import CheckResult as CheckResult
     from ._exercise.check import check_jit_forward as check_jit_forward
     from ._exercise.forward import jit_forward as jit_forward
@@ -61,6 +65,7 @@ if TYPE_CHECKING:
 #: Public name -> the private module that defines it, imported on first use.
 _LAZY = {
     "main": "_cli.main",
+    "settings": "_config",
     "AdviceKind": "_core.kinds",
     "EventKind": "_core.kinds",
     "ReasonKind": "_core.kinds",
@@ -71,11 +76,14 @@ _LAZY = {
     "Reason": "_core.report",
     "Report": "_core.report",
     "load_report": "_core.report",
+    "SCHEMA_VERSION": "_core.report",
+    "AuditError": "_audit.audit",
     "AuditFinding": "_audit.audit",
     "AuditResult": "_audit.audit",
     "audit": "_audit.audit",
     "ReportDiff": "_diff.model",
     "diff": "_diff.diff",
+    "CheckError": "_exercise.check",
     "CheckResult": "_exercise.check",
     "check_jit_forward": "_exercise.check",
     "jit_forward": "_exercise.forward",
@@ -127,10 +135,13 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "SCHEMA_VERSION",
     "Advice",
     "AdviceKind",
+    "AuditError",
     "AuditFinding",
     "AuditResult",
+    "CheckError",
     "CheckResult",
     "ConfigError",
     "Event",
@@ -168,5 +179,6 @@ __all__ = [
     "merge_reports",
     "no_retrace",
     "reset",
+    "settings",
     "track",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ._errors import ConfigError
@@ -113,13 +113,45 @@ def get(name: str, explicit: Any = None) -> Any:
     return default if raw is None else _parse(name, raw)
 
 
+class _Current(Mapping[str, Any]):
+    """Every setting's value in effect, read when asked (what ``settings()`` hands its block)."""
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in SETTINGS:
+            raise KeyError(name)
+        return get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SETTINGS)
+
+    def __len__(self) -> int:
+        return len(SETTINGS)
+
+
 @contextlib.contextmanager
-def override(**settings: Any) -> Iterator[None]:
-    """Scoped settings, e.g. ``with jitlens.config.override(log_level="info"):``."""
-    for name, value in settings.items():
+def settings(**values: Any) -> Iterator[Mapping[str, Any]]:
+    """Scoped jitlens settings: ``with jitlens.settings(log_level="off"): ...``.
+
+    Inside the block these values win over the ``JITLENS_*`` environment variables
+    (an explicit argument such as ``track(include_internal=True)`` still wins over
+    them); blocks nest, the innermost first. The names and values are those of the
+    settings reference (``warn_recompiles=3``, ``log_level="off"``, ...), checked on
+    entry: an unknown name or a bad value raises :class:`jitlens.ConfigError` listing
+    the valid ones. ``as now`` gives a read-only view of the values in effect (each read
+    when asked, so a bad environment variable for another setting raises only if read).
+
+    Example:
+        >>> import jitlens
+        >>> with jitlens.settings(warn_recompiles="off") as now:
+        ...     now["warn_recompiles"]
+        0
+
+    See also: ``jax.config.update`` / ``jax.default_device`` for JAX's own options.
+    """
+    for name, value in values.items():
         get(name, value)  # validate now
-    _overrides.append(settings)
+    _overrides.append(values)
     try:
-        yield
+        yield _Current()
     finally:
-        _overrides.remove(settings)
+        _overrides.remove(values)

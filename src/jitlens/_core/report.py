@@ -25,6 +25,7 @@ from .figures import IMPOSSIBLE, check_figures, not_negative
 from .kinds import AdviceKind, EventKind, ReasonKind
 from .runinfo import RunInfo, runinfo_from_dict
 
+#: The version of the report's JSON layout this jitlens writes (``Report.schema_version``).
 SCHEMA_VERSION = 2
 #: ``Event.key`` keeps this many paths (a 200-layer model has thousands).
 KEY_ENTRIES_MAX = 400
@@ -348,6 +349,7 @@ class Report:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
+        """The report of ``json.loads(report.to_json())``; ``ReportError`` if it is not one."""
         return report_from_dict(data)
 
     def to_text(
@@ -359,16 +361,14 @@ class Report:
         max_lines: int | None = None,
     ) -> str:
         """The report as ``jitlens run`` prints it: the functions by seconds lost, then every
-        retrace explained with its fix. ``str(report)`` is ``report.to_text()``.
+        retrace explained with its fix. ``str(report)`` is ``report.to_text()``. Never raises:
+        if rendering fails, it logs and returns the raw data.
 
         Args:
             width: wrap at this many characters; ``None``: the terminal's (100 without one).
             color: ANSI colours; ``None`` follows the terminal (off if not a TTY or NO_COLOR).
             include_internal: also list JAX's and Flax's own jitted helpers.
             max_lines: at most this many lines, with a line saying what was left out.
-
-        Never raises: if rendering fails, it logs and returns the raw data. See also
-        :meth:`to_json` for the data.
 
         Example:
             >>> import jitlens
@@ -382,6 +382,18 @@ class Report:
         return render_text(
             self, color=color, width=width, include_internal=include_internal, max_lines=max_lines
         )
+
+    def to_html(self) -> str:
+        """The HTML page ``jitlens report --html`` writes (never raises, as ``to_text``)."""
+        from .._render.html import render_html
+
+        return render_html(self)
+
+    def to_trace_events(self) -> dict[str, Any]:
+        """The Chrome/Perfetto trace events ``jitlens report --trace`` writes (never raises)."""
+        from .._render.perfetto import render_trace_events
+
+        return render_trace_events(self)
 
     def __str__(self) -> str:
         return self.to_text()

@@ -356,6 +356,9 @@ def merge_reports(
     See also:
         :func:`find_divergence` for the divergences alone; ``jitlens merge`` on the command line.
     """
+    from . import render as _render  # registers merged.to_text() and to_html()
+
+    del _render
     ordered = _validate(reports, sources)
     if len(sources) == len(reports):
         by_report = {id(r): s for r, s in zip(reports, sources, strict=True)}

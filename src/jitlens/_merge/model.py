@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core.report import FunctionReport, Reason, Report, _to_jsonable
 
-#: The text renderer, registered by ``jitlens._merge.render`` (``str(merged)``).
+#: The text and HTML renderers, registered by ``jitlens._merge.render`` (``str(merged)``,
+#: ``merged.to_text()``, ``merged.to_html()``), which ``merge_reports`` imports.
 TEXT: list[Callable[..., str] | None] = [None]
+HTML: list[Callable[..., str] | None] = [None]
 
 MERGE_SCHEMA = "jitlens.merge"
 MERGE_SCHEMA_VERSION = 1
@@ -166,9 +169,27 @@ class MergedReport:
     def _sources(self) -> tuple[str, ...]:
         return self.sources if len(self.sources) == len(self.reports) else ("",) * len(self.reports)
 
-    def __str__(self) -> str:
+    def to_text(self, *, width: int | None = None, color: bool | None = False) -> str:
+        """The merged view as ``jitlens merge`` prints it: the verdict, each divergence with
+        its fix, a table of every function per process. ``str(merged)`` is ``to_text()``.
+
+        Args:
+            width: wrap at this many characters; ``None``: the terminal's (100 without one).
+            color: ANSI colours; ``None`` follows the terminal (off if not a TTY or NO_COLOR).
+
+        Never raises: if rendering fails, it logs and returns the raw data.
+        """
         render = TEXT[0]
-        return render(self, color=False) if render is not None else repr(self)
+        return render(self, color=color, width=width) if render is not None else repr(self)
+
+    def to_html(self) -> str:
+        """The merged view as one self-contained HTML page, as ``jitlens merge --html`` writes
+        it, each process's own report in a collapsed section. Never raises."""
+        render = HTML[0]
+        return render(self) if render is not None else f"<pre>{html.escape(repr(self))}</pre>"
+
+    def __str__(self) -> str:
+        return self.to_text()
 
 
 def _process_dict(report: Report, source: str) -> dict[str, Any]:

@@ -360,3 +360,4 @@ def render_merged_html(merged: MergedReport) -> str:
 
 
 _model.TEXT[0] = render_merged_text
+_model.HTML[0] = render_merged_html
