@@ -243,7 +243,7 @@ def test_every_correct_style_passes(graded: dict[str, Any]) -> None:
         assert statuses(result, key) == ("pass",) * STYLES, result.criterion(key).findings
     flows = [f.evidence for f in result.criterion("data_flow").findings]
     assert all(e.endswith("returned the last call's output, converted (reshape/ravel/"
-                          "flatten/view/asarray/device_get)") for e in flows), flows  # fmt: skip
+                          "flatten/view/astype/asarray/device_get)") for e in flows), flows  # fmt: skip
 
 
 def test_only_a_lossless_astype_is_a_conversion() -> None:
