@@ -33,9 +33,9 @@ import jitlens
 from jitlens._compat import cache_keys
 from jitlens._core import messages as M
 from jitlens._core import messages_evidence as E
-from jitlens._core import messages_frontend as F
 from jitlens._core import messages_static as S
 from jitlens._track import stale
+from jitlens._track.frontends.equinox import words as F
 
 OPTION = "option"
 
@@ -100,7 +100,7 @@ FIXES: dict[str, str] = {
     "NAN_FIX": "test_nan_fix_static_argument",
     "MUTATED_FIX": "test_mutated_fix",
     "DTYPE_SPELLING_FIX": "test_dtype_spelling_fix",
-    # eqx.filter_jit's words (jitlens._core.messages_frontend), proven in test_equinox.py
+    # eqx.filter_jit's words (jitlens._track.frontends.equinox.words), proven in test_equinox.py
     "eqx.NEW_FUNCTION_FIX": "test_equinox.py::test_new_function_fix_applied_gives_one_trace_and_the_same_results",
     "eqx.SCALAR_FIX": "test_equinox.py::test_python_scalars_are_static_under_filter_jit_and_fix",
     "eqx.STATIC_FIX": OPTION,

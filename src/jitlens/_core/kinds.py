@@ -197,3 +197,33 @@ ADVICE_KIND_DOCS: dict[AdviceKind, str] = {
     AdviceKind.COMPILE_BOUND: "a compile of a second or more never reused by a cache hit: the "
     "compile may cost more than jit saves on this workload",
 }
+
+
+class RowKind(_Kind):
+    """What jitted a row (``FunctionReport.kind``): the front-end whose wrapper the user called.
+
+    Each member equals the string the JSON report has always held. The engine compares
+    a record's kind to members (or asks its front-end), never to a library's string; a
+    new front-end is one member here, one package in ``_track/frontends/`` and its tests.
+
+    >>> RowKind("eqx.filter_jit") is RowKind.EQX_FILTER_JIT, RowKind.JAX_JIT == "jax.jit"
+    (True, True)
+    """
+
+    JAX_JIT = "jax.jit"
+    NNX_JIT = "nnx.jit"
+    NNX_JIT_TREE = "nnx.jit(graph=False)"
+    NNX_JIT_SIMPLE = "nnx.jit(graph_updates=False)"
+    NNX_JIT_PARTIAL = "nnx.jit_partial"
+    NNX_CACHED_PARTIAL = "nnx.cached_partial"
+    EQX_FILTER_JIT = "eqx.filter_jit"
+    JAX_PMAP = "jax.pmap"
+    NNX_PMAP = "nnx.pmap"
+    NN_JIT = "nn.jit"
+    KERAS = "keras"
+    NUMPYRO = "numpyro"
+
+    @property
+    def is_nnx(self) -> bool:
+        """A kind of flax NNX's jit (its wrapper objects, its graph in the key)."""
+        return self.value.startswith("nnx.")

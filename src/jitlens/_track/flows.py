@@ -27,11 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _compat
-from .._core import messages as M
-from .._core import messages_frontend as F
 from .._core import messages_static as S
 from .._core.explain import closest
 from .._core.key import Key, render_path
+from .frontend import of_kind
 from .records import EventBuilder
 from .state import STATE, tls
 
@@ -118,8 +117,6 @@ def _static_number(r: Any) -> bool:
 
 def _data_fix(kind: str, r: Any) -> str:
     """The fix for a static number that only enters arithmetic, in the front-end's terms."""
-    if kind == "eqx.filter_jit":
-        return F.SCALAR_FIX.format(expr=r.path)
-    if kind in ("jax.jit", "nnx.jit"):
-        return M.STATIC_ARG_FIX.format(arg=r.argument or r.path)
-    return r.fix  # a front-end's own words (a pmap's static_broadcasted_argnums)
+    fe = of_kind(kind)
+    own = fe.data_fix(kind, r) if fe is not None else None
+    return r.fix if own is None else own  # else its own words (a pmap's static_broadcasted_argnums)

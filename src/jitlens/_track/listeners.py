@@ -20,6 +20,7 @@ from .._errors import JitlensError, RecompileWarning
 from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
+from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
 from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, tls, update_threshold
@@ -102,7 +103,7 @@ def trace_start(fun_name: str) -> bool:
         tls.building = None
         tls.top_fun = fun  # its trace_to_jaxpr is this trace, not one nested in another
         return False
-    fe = _compat.frontend_of(fun) if info is not None else None
+    fe = frontend_of(fun) if info is not None else None
     user = _frontend_call(fe, info, call) if fe is not None else None
     if fe is not None and user is None:
         selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=fe.kind))
@@ -224,7 +225,7 @@ class FrontendTrace:
 
 
 def _frontend_call(
-    fe: _compat.Frontend, info: dict[str, Any], call: CountedCall | None
+    fe: Frontend, info: dict[str, Any], call: CountedCall | None
 ) -> FrontendTrace | None:
     """A front-end's trace as the user's call, or None (the adapter cannot unpack it).
 
@@ -306,7 +307,7 @@ def uncount_trace(b: EventBuilder | None) -> None:
 def nested_trace(fun: Any, frame: Any) -> None:
     """Record a trace of a known function that ran inside another trace."""
     rec = REGISTRY.find_by_fun(fun)
-    if rec is None and _compat.frontend_of(fun) is not None:
+    if rec is None and frontend_of(fun) is not None:
         # eqx.filter_jit inside another trace: its counted call is right above
         above = find_call(frame)
         rec = above.record if above is not None and above.record.frontend is not None else None

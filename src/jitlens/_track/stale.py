@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._core.key import Entry, Path, render_path
+from .._core.kinds import RowKind
 from .._core.report import StaleHit
 from .._core.signature import walk_graphdef
 from .._errors import StaleCacheWarning
@@ -160,7 +161,7 @@ def _find_record(watch: _Watch) -> Any:
 
     jitted = watch.jitted_ref() if watch.jitted_ref is not None else None
     for r in reversed(REGISTRY.records):
-        if r.kind != "nnx.cached_partial":
+        if r.kind != RowKind.NNX_CACHED_PARTIAL:
             continue
         wrapper = r.wrapper_ref() if r.wrapper_ref is not None else None
         if (jitted is not None and wrapper is jitted) or (

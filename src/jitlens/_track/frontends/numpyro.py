@@ -15,13 +15,15 @@ from ... import _compat
 from ..._compat import numpyro_api
 from ..._core import messages_library as W
 from ..._core.key import Key
+from ..._core.kinds import RowKind
 from ..._core.report import Reason
+from ..frontend import Frontend, register
 from ..records import Record
 from ..registry import REGISTRY
 from .library_rows import library_record
 
 #: The row kind.
-KIND = "numpyro"
+KIND = RowKind.NUMPYRO
 
 #: record -> the numpyro jit it is.
 STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
@@ -45,4 +47,16 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
 
 
 REGISTRY.jit_record_makers.append(record_for)
-REGISTRY.rewords.append(reword)
+
+
+class NumpyroFrontend(Frontend):
+    """numpyro's jits around the user's model: nothing to patch, rows from ``jax.jit``."""
+
+    kinds = (KIND,)
+    module = numpyro_api.MODULE
+
+    def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+        return reword(rec, reasons, key)
+
+
+FRONTEND = register(NumpyroFrontend())

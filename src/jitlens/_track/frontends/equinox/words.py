@@ -1,4 +1,4 @@
-"""The words for library front-ends: reasons reworded in ``eqx.filter_jit``'s terms.
+"""``eqx.filter_jit``'s words: the explainer's reasons reworded in equinox's terms.
 
 The explainer (``explain``) diffs keys the same way for every front-end; what
 differs is what the user should be told. ``eqx.filter_jit`` keeps every
@@ -17,12 +17,11 @@ import functools
 import sys
 from typing import Any
 
-from .. import _compat
-from .key import Entry, Key, Path, render_path
-from .messages import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
-from .report import Reason
-
-EQX = "eqx.filter_jit"
+from ...._compat.equinox_api import is_eqx_module_class
+from ...._core.key import Entry, Key, Path, render_path
+from ...._core.kinds import ReasonKind
+from ...._core.messages import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
+from ...._core.report import Reason
 
 NEW_FUNCTION_MSG = (
     "`{name}` is a new function object handed to eqx.filter_jit: equinox keys its compiled "
@@ -99,21 +98,17 @@ OPTAX_FIX = (
 )
 
 
-def frontend_words(
-    kind: str, reasons: list[Reason], key: Key, defined_at: str = "?"
-) -> list[Reason]:
-    """``reasons`` for a retrace of a ``kind`` function, in that front-end's terms.
+def frontend_words(reasons: list[Reason], key: Key, defined_at: str = "?") -> list[Reason]:
+    """``reasons`` for a retrace of an ``eqx.filter_jit`` function, in equinox's terms.
 
     ``defined_at``: where the function is defined (named in a new-function reason).
     """
-    if kind != EQX:
-        return reasons
     index = {render_path(p): p for p in key.entries}
     out: list[Reason] = []
     seen_optax: set[Path] = set()
     for r in reasons:
         p = index.get(r.path)
-        if r.kind == "new_function":
+        if r.kind == ReasonKind.NEW_FUNCTION:
             new: Reason | None = _new_function(r, defined_at)
         else:
             new = _eqx(r, p, key.entries, seen_optax) if p is not None else r
@@ -133,25 +128,25 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
         path = render_path(optax)
         tname = entries[optax].type_name
         return _reason(
-            "identity_static", r.argument, path, f"{tname} built earlier", f"a new {tname}",
+            ReasonKind.IDENTITY_STATIC, r.argument, path, f"{tname} built earlier", f"a new {tname}",
             OPTAX_MSG.format(path=path), OPTAX_FIX,
         )  # fmt: skip
     owner = _node_class(parent)
     attr = str(p[-1][1])
-    if r.kind == "shape" and owner is not None and _compat.is_eqx_module_class(owner):
+    if r.kind == ReasonKind.SHAPE and owner is not None and is_eqx_module_class(owner):
         return dataclasses.replace(r, fix=PARAM_SHAPE_FIX)
     static = entry.static if entry is not None else None
     if static is None:
         return r
     value = static.value()
-    if r.kind == "static_value" and isinstance(value, bool) and attr == "inference":
+    if r.kind == ReasonKind.STATIC_VALUE and isinstance(value, bool) and attr == "inference":
         return dataclasses.replace(
             r,
             message=MODE_MSG.format(path=r.path, before=r.before, after=r.after),
             fix=MODE_FIX,
             expected=True,  # inference=True / False: each mode compiles once
         )
-    if r.kind == "static_value" and owner is not None and _compat.is_eqx_module_class(owner):
+    if r.kind == ReasonKind.STATIC_VALUE and owner is not None and is_eqx_module_class(owner):
         if _is_library_class(owner):  # eqx.nn.Linear(in_features=3) vs 4
             layer = f"eqx.nn.{owner.__name__}"
             msg = LAYER_MSG.format(path=r.path, layer=layer, before=r.before, after=r.after)
@@ -163,20 +158,20 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
                 message=FIELD_MSG.format(path=r.path, before=r.before, after=r.after),
                 fix=fix.format(path=r.path, attr=attr),
             )
-    if r.kind == "static_value" and _is_number(value):
+    if r.kind == ReasonKind.STATIC_VALUE and _is_number(value):
         return dataclasses.replace(
             r,
             message=SCALAR_MSG.format(path=r.path, before=r.before, after=r.after),
             fix=SCALAR_FIX.format(expr=r.path),
             flow="unchecked",  # the trace's program tells whether it can be an array
         )
-    if r.kind == "static_value":
+    if r.kind == ReasonKind.STATIC_VALUE:
         return dataclasses.replace(
             r,
             message=STATIC_MSG.format(path=r.path, before=r.before, after=r.after),
             fix=STATIC_FIX.format(path=r.path),
         )
-    if r.kind == "identity_static" and owner is not None and _compat.is_eqx_module_class(owner):
+    if r.kind == ReasonKind.IDENTITY_STATIC and owner is not None and is_eqx_module_class(owner):
         return _module_identity(r, attr, value, owner)
     return r
 
