@@ -33,6 +33,7 @@ from .key import (
     same_type,
     snapshot_text,
 )
+from .kinds import NNX_ROW_KINDS, RowKind
 from .paths import Entries, code_path
 from .report import Reason
 
@@ -584,9 +585,11 @@ def explain_first_trace(
         return []
     # reusing the wrapper alone would not have removed a trace whose key differs: the
     # differences lead, the new wrapper comes last
-    kind = "nnx.jit" if wrapper.kind.startswith("nnx") else "jax.jit"
+    kind = RowKind.NNX_JIT if wrapper.kind in NNX_ROW_KINDS else RowKind.JAX_JIT
     name = wrapper.name
-    is_lambda = name == "<lambda>" or ("<locals>" in wrapper.qualname and wrapper.kind == "jax.jit")
+    is_lambda = name == "<lambda>" or (
+        "<locals>" in wrapper.qualname and wrapper.kind == RowKind.JAX_JIT
+    )
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = M.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:

@@ -225,5 +225,9 @@ class RowKind(_Kind):
 
     @property
     def is_nnx(self) -> bool:
-        """A kind of flax NNX's jit (its wrapper objects, its graph in the key)."""
+        """A kind of flax NNX's (its wrapper objects, its graph in the key)."""
         return self.value.startswith("nnx.")
+
+
+#: The row kinds of flax NNX's jits and pmap (``kind in NNX_ROW_KINDS`` holds for a plain string too).
+NNX_ROW_KINDS: frozenset[RowKind] = frozenset(k for k in RowKind if k.is_nnx)
