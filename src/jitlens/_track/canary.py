@@ -22,34 +22,15 @@ import json
 import sys
 from typing import Any
 
-from .._core.kinds import ReasonKind, RowKind
-
-
-def compare(what: str, rec: Any, truth: int, calls: int | None) -> list[str]:
-    """What of ``rec``'s figures differ from the ``truth`` counted in the body (``what``: its kind)."""
-    if rec is None:
-        return [f"{what} traces are not seen ({truth} traces ran, jitlens saw none)"]
-    out = []
-    if rec.traces != truth:
-        out.append(f"{what} traces miscounted ({truth} ran, jitlens counted {rec.traces})")
-    if calls is not None and rec.counts_calls and rec.calls != calls:
-        out.append(f"{what} calls miscounted ({calls} made, jitlens counted {rec.calls})")
-    kinds = [str(r.kind) for e in rec.events for r in e.reasons]
-    if truth == 2 and rec.traces == 2 and ReasonKind.SHAPE not in kinds:
-        out.append(f"{what} retrace not explained (expected a shape change, got {kinds or 'none'})")
-    return out
-
-
-def row(name: str) -> Any:
-    """The latest row named ``name`` (a canary function's)."""
-    from .registry import REGISTRY
-
-    recs = [r for r in REGISTRY.records if r.name == name]
-    return recs[-1] if recs else None
+from .._core.kinds import RowKind
+from .frontend import canary_compare as compare
+from .frontend import canary_row as row
 
 
 def _jax_canary(np: Any) -> list[str]:
     import jax
+
+    from .registry import REGISTRY
 
     counter = [0]
 
@@ -63,7 +44,10 @@ def _jax_canary(np: Any) -> list[str]:
         f(np.zeros((n,), np.float32))
     problems = [] if wrapped else ["jax.jit could not be wrapped (calls and cache hits unknown)"]
     return problems + compare(
-        RowKind.JAX_JIT, row(jitlens_canary.__name__), counter[0], 3 if wrapped else None
+        RowKind.JAX_JIT,
+        row(REGISTRY.records, jitlens_canary.__name__),
+        counter[0],
+        3 if wrapped else None,
     )
 
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._core.kinds import RowKind
+from .._core.kinds import ReasonKind, RowKind
 
 if TYPE_CHECKING:
     from .._core.key import Key
@@ -159,3 +159,27 @@ def frontend_of(fun: Any) -> Frontend | None:
         except Exception:
             continue
     return None
+
+
+# ------------------------------------------------------------------ canary pieces
+
+
+def canary_compare(what: str, rec: Any, truth: int, calls: int | None) -> list[str]:
+    """What of ``rec``'s figures differ from the ``truth`` counted in the body (``what``: its kind)."""
+    if rec is None:
+        return [f"{what} traces are not seen ({truth} traces ran, jitlens saw none)"]
+    out = []
+    if rec.traces != truth:
+        out.append(f"{what} traces miscounted ({truth} ran, jitlens counted {rec.traces})")
+    if calls is not None and rec.counts_calls and rec.calls != calls:
+        out.append(f"{what} calls miscounted ({calls} made, jitlens counted {rec.calls})")
+    kinds = [str(r.kind) for e in rec.events for r in e.reasons]
+    if truth == 2 and rec.traces == 2 and ReasonKind.SHAPE not in kinds:
+        out.append(f"{what} retrace not explained (expected a shape change, got {kinds or 'none'})")
+    return out
+
+
+def canary_row(records: list[Any], name: str) -> Any:
+    """The latest of ``records`` (the registry's) named ``name`` (a canary function's)."""
+    recs = [r for r in records if r.name == name]
+    return recs[-1] if recs else None

@@ -151,7 +151,8 @@ class NnxFrontend(Frontend):
         """An ``nnx.jit`` function of a Module, called with two shapes."""
         from flax import nnx
 
-        from ..canary import compare, row
+        from ..frontend import canary_compare as compare
+        from ..frontend import canary_row as row
 
         counter = [0]
 
@@ -167,7 +168,9 @@ class NnxFrontend(Frontend):
         m = JitlensCanary()
         for n in (1, 2, 2):
             g(m, np.zeros((n,), np.float32))
-        return compare(KIND, row(jitlens_nnx_canary.__name__), counter[0], calls=3)
+        return compare(
+            KIND, row(REGISTRY.records, jitlens_nnx_canary.__name__), counter[0], calls=3
+        )
 
 
 FRONTEND = register(NnxFrontend())

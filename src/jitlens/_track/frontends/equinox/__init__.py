@@ -159,7 +159,8 @@ def _canary(np: Any) -> list[str]:
     """An ``eqx.filter_jit`` function called with two shapes: its row, counts and reason."""
     import equinox as eqx
 
-    from ...canary import compare, row
+    from ...frontend import canary_compare as compare
+    from ...frontend import canary_row as row
 
     counter = [0]
 
@@ -170,7 +171,7 @@ def _canary(np: Any) -> list[str]:
     f = eqx.filter_jit(jitlens_eqx_canary)
     for n in (1, 2, 2):
         f(np.zeros((n,), np.float32))
-    rec = row(jitlens_eqx_canary.__name__)
+    rec = row(REGISTRY.records, jitlens_eqx_canary.__name__)
     problems = compare(KIND, rec, counter[0], calls=3)
     if rec is not None and (rec.frontend is None or REGISTRY.frontend_record_of(f) is not rec):
         problems.append(

@@ -20,7 +20,7 @@ from ...._core.kinds import ReasonKind
 from ...._core.report import Reason
 from ...records import Record
 from ...registry import REGISTRY
-from . import LIFTED_NAMES, LinenTarget, target_of
+from .adapter import LIFTED_NAMES, LinenTarget, target_of
 
 
 def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:

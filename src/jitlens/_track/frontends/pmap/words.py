@@ -20,7 +20,7 @@ from ...._core.kinds import ReasonKind, RowKind
 from ...._core.report import Reason
 from ...records import Record
 from ...registry import REGISTRY
-from . import axis_name
+from .adapter import axis_name
 
 
 def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
