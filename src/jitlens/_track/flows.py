@@ -32,6 +32,7 @@ from .._core import messages_frontend as F
 from .._core import messages_static as S
 from .._core.explain import closest
 from .._core.key import Key, render_path
+from .._core.kinds import FixKind
 from .records import EventBuilder
 from .state import STATE, tls
 
@@ -116,10 +117,10 @@ def _static_number(r: Any) -> bool:
     return r.kind == "static_value" and r.flow == "unchecked"
 
 
-def _data_fix(kind: str, r: Any) -> str:
+def _data_fix(kind: str, r: Any) -> tuple[FixKind | str, str]:
     """The fix for a static number that only enters arithmetic, in the front-end's terms."""
     if kind == "eqx.filter_jit":
-        return F.SCALAR_FIX.format(expr=r.path)
+        return FixKind.EQX_SCALAR, F.SCALAR_FIX.format(expr=r.path)
     if kind in ("jax.jit", "nnx.jit"):
-        return M.STATIC_ARG_FIX.format(arg=r.argument or r.path)
-    return r.fix  # a front-end's own words (a pmap's static_broadcasted_argnums)
+        return FixKind.STATIC_ARG, M.STATIC_ARG_FIX.format(arg=r.argument or r.path)
+    return r.fix_kind, r.fix  # a front-end's own words (a pmap's static_broadcasted_argnums)
