@@ -313,7 +313,7 @@ def schema() -> str:
         hints = typing.get_type_hints(cls, vars(cost) | vars(report) | vars(runinfo))
         comments = _field_comments(cls)
         rows = []
-        for f in dataclasses.fields(cls):
+        for f in report.json_fields(cls):
             kind = _json_type(hints[f.name], seen)
             has_default = (
                 f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING

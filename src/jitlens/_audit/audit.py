@@ -105,7 +105,7 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
     return AuditResult(
         target=target,
         roots=tuple(f"{r}: {type(obj).__name__}" for r, obj in roots_a),
-        statics=sum(1 for e in a.values() if e.kind == "static" and e.in_graph),
+        statics=sum(1 for e in a.values() if e.kind == EntryKind.STATIC and e.in_graph),
         seconds=time.perf_counter() - start,
         findings=tuple(sorted(findings, key=lambda f: SEVERITIES.index(f.severity))),
     )

@@ -30,6 +30,7 @@ from .. import _compat
 from .._core import messages_static as S
 from .._core.explain import closest
 from .._core.key import Key, render_path
+from .._core.kinds import FixKind
 from .frontend import of_kind
 from .records import EventBuilder
 from .state import STATE, tls
@@ -115,8 +116,8 @@ def _static_number(r: Any) -> bool:
     return r.kind == "static_value" and r.flow == "unchecked"
 
 
-def _data_fix(kind: str, r: Any) -> str:
+def _data_fix(kind: str, r: Any) -> tuple[FixKind | str, str]:
     """The fix for a static number that only enters arithmetic, in the front-end's terms."""
     fe = of_kind(kind)
     own = fe.data_fix(kind, r) if fe is not None else None
-    return r.fix if own is None else own  # else its own words (a pmap's static_broadcasted_argnums)
+    return (r.fix_kind, r.fix) if own is None else own  # else a pmap's own words

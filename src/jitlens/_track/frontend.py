@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._core.kinds import ReasonKind, RowKind
+from .._core.kinds import FixKind, ReasonKind, RowKind
 
 if TYPE_CHECKING:
     from .._core.key import Key
@@ -109,9 +109,10 @@ class Frontend:
         """``reasons`` of a retrace of one of its rows, in the library's terms."""
         return reasons
 
-    def data_fix(self, kind: str, r: Reason) -> str | None:
-        """The fix for a static number of a ``kind`` row that only enters arithmetic (pass it
-        as an array), if the front-end words one; None keeps the reason's own fix."""
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
+        """The fix (its template's kind and its words) for a static number of a ``kind`` row
+        that only enters arithmetic (pass it as an array), if the front-end words one; None
+        keeps the reason's own fix."""
         return None
 
     # ---------------------------------------------------------------- its canary

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from .. import _compat
-from .._core.kinds import EventKind
+from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
 from .calls import CountedCall, find_call, note_miss
@@ -298,9 +298,13 @@ def uncount_trace(b: EventBuilder | None) -> None:
         if b in rec.events:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
-    b.kind = "compile"
+    b.kind = EventKind.COMPILE
     # an equal key served from the trace cache: neither a clear nor an unknown cause
-    b.reasons = tuple(r for r in b.reasons if r.kind != "cache_cleared" and r.before != "equal key")
+    b.reasons = tuple(
+        r
+        for r in b.reasons
+        if r.kind is not ReasonKind.CACHE_CLEARED and Fact.EQUAL_KEY not in r.facts
+    )
     b.detached = True
 
 
@@ -390,7 +394,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     b.record.compiles += 1
             nested.claim_compile(b, secs)  # jitlens-frontends: an eager lax.scan's compile
             tls.building = None
-            if b.kind == "retrace":
+            if b.kind == EventKind.RETRACE:
                 try:
                     _log_retrace(b.record, b)
                 except Exception as exc:

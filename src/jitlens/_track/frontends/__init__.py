@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._compat import imports
-from ..._core.kinds import RowKind
+from ..._core.kinds import FixKind, RowKind
 from ..._core.messages import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..frontend import Frontend, SetAttr, register
@@ -35,8 +35,8 @@ class JaxJitFrontend(Frontend):
     def install(self, set_attr: SetAttr) -> None:
         jax_jit.install(set_attr)
 
-    def data_fix(self, kind: str, r: Reason) -> str | None:
-        return STATIC_ARG_FIX.format(arg=r.argument or r.path)
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
+        return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
 
 
 #: Every front-end jitlens knows, installed in this order: the registration table.

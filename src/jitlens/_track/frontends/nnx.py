@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import _compat
-from ..._core.kinds import RowKind
+from ..._core.kinds import FixKind, RowKind
 from ..._core.messages import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..calls import call_detailed, failed_call, register_counting_frame
@@ -143,9 +143,11 @@ class NnxFrontend(Frontend):
     def install(self, set_attr: SetAttr) -> None:
         install(set_attr)
 
-    def data_fix(self, kind: str, r: Reason) -> str | None:
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
         """``static_argnums`` as ``jax.jit``'s for the default mode (others keep their words)."""
-        return STATIC_ARG_FIX.format(arg=r.argument or r.path) if kind == KIND else None
+        if kind != KIND:
+            return None
+        return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
 
     def canary(self, np: Any) -> list[str]:
         """An ``nnx.jit`` function of a Module, called with two shapes."""
