@@ -16,7 +16,7 @@ from typing import Any
 from ...._compat import linen_api
 from ...._core import messages_transforms as W
 from ...._core.key import Key
-from ...._core.kinds import ReasonKind
+from ...._core.kinds import FixKind, ReasonKind
 from ...._core.report import Reason
 from ...records import Record
 from ...registry import REGISTRY
@@ -29,13 +29,13 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     if target is not None:
         # flax compares its module proxy by hash alone: the weakref beside it is never a cause
         fields = _linen_fields(rec, target, key)
-        kept = [r for r in reasons if not r.path.startswith(_MODULE_REF)]
+        kept = [r for r in reasons if r.where[: len(_MODULE_REF)] != _MODULE_REF]
         if len(kept) < len(reasons):
             kept.extend(fields)
         out = [_linen(rec, target, r, len(kept) == 1) for r in kept]
-        mode = [r for r in out if r.path == W.LINEN_MUTABLE_PATH]
+        mode = [r for r in out if r.fix_kind == FixKind.LINEN_MUTABLE]
         if mode:  # init vs apply: the variables and rngs passed differ with the mode
-            rest = [r for r in out if r.path != W.LINEN_MUTABLE_PATH and not _lifted(r)]
+            rest = [r for r in out if r.fix_kind != FixKind.LINEN_MUTABLE and not _lifted(r)]
             new = [r for r in rest if r.kind == ReasonKind.NEW_FUNCTION]  # most decisive first
             return [*new, *mode, *(r for r in rest if r.kind != ReasonKind.NEW_FUNCTION)]
         return out
@@ -44,7 +44,13 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
 
 # ------------------------------------------------------------------ nn.jit
 
-_MODULE_REF = f"{LIFTED_NAMES[0]}[1].module_ref"
+#: Where flax keeps the module's weak reference beside its hash (``fingerprint[1].module_ref``).
+_MODULE_REF = (("arg", LIFTED_NAMES[0]), ("item", 1), ("attr", "module_ref"))
+
+
+def _root(r: Reason) -> str:
+    """The argument of the lifted function a reason is about (``fingerprint``, ``rngs``, ...)."""
+    return str(r.where[0][1]) if r.where and r.where[0][0] == "arg" else ""
 
 
 def _linen(rec: Record, target: LinenTarget, r: Reason, alone: bool) -> Reason:
@@ -52,16 +58,14 @@ def _linen(rec: Record, target: LinenTarget, r: Reason, alone: bool) -> Reason:
         return W.linen_new_class(
             r, target.cls, target.built_in, REGISTRY.earlier_wrappers(rec), alone
         )
-    if r.kind == ReasonKind.PYTREE_STRUCTURE and r.path.startswith(LIFTED_NAMES[2]):
+    if r.kind == ReasonKind.PYTREE_STRUCTURE and _root(r) == LIFTED_NAMES[2]:
         return W.linen_rngs(r, target.cls)
-    if r.path.startswith(f"{target.cls}.") and r.argument == LIFTED_NAMES[0]:
-        return W.linen_field(r, target.cls, target.method)
-    if not r.path.startswith(LIFTED_NAMES[0]):
-        return r
-    rest = r.path[len(LIFTED_NAMES[0]) :]
-    if rest.startswith("[1]"):
+    if r.fix_kind == FixKind.LINEN_FIELD or _root(r) != LIFTED_NAMES[0]:
+        return r  # a field named by _linen_fields (worded there), or the method's arguments
+    part = r.where[1:2]  # fingerprint = (mutable, module hash)
+    if part == (("item", 1),):
         return W.linen_fields(r, target.cls, target.method)
-    if rest.startswith("[0]") or not rest:
+    if part in ((("item", 0),), ()):
         return W.linen_mutable(r, target.cls, r.before, r.after)
     return r
 
@@ -100,15 +104,21 @@ def _linen_fields(rec: Record, target: LinenTarget, key: Key) -> list[Reason]:
     before = seen.get(earlier[-1]) if earlier else None
     if not before or not fields:
         return []
+    where = (("arg", LIFTED_NAMES[0]), ("item", 1))  # the module hash stands for its fields
     return [
-        Reason(
-            ReasonKind.STATIC_VALUE,
-            LIFTED_NAMES[0],
-            f"{target.cls}.{name}",
-            before.get(name, "absent"),
-            fields.get(name, "absent"),
-            "",
-            "",
+        W.linen_field(
+            Reason(
+                ReasonKind.STATIC_VALUE,
+                LIFTED_NAMES[0],
+                f"{target.cls}.{name}",
+                before.get(name, "absent"),
+                fields.get(name, "absent"),
+                "",
+                "",
+                where=(*where, ("attr", name)),
+            ),
+            target.cls,
+            target.method,
         )
         for name in sorted(set(before) | set(fields))
         if before.get(name) != fields.get(name)
@@ -117,4 +127,4 @@ def _linen_fields(rec: Record, target: LinenTarget, key: Key) -> list[Reason]:
 
 def _lifted(r: Reason) -> bool:
     """A difference in the variables or rngs nn.jit passes (not in the user's arguments)?"""
-    return r.path.split("[", 1)[0] in LIFTED_NAMES[1:]
+    return _root(r) in LIFTED_NAMES[1:]

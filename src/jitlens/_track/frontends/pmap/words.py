@@ -16,7 +16,7 @@ from typing import Any
 from ...._core import messages_transforms as W
 from ...._core.explain import data_free_vars
 from ...._core.key import Key
-from ...._core.kinds import ReasonKind, RowKind
+from ...._core.kinds import ReasonKind, RowKind, SubjectKind
 from ...._core.report import Reason
 from ...records import Record
 from ...registry import REGISTRY
@@ -44,11 +44,11 @@ def _pmap(rec: Record, r: Reason, alone: bool) -> Reason:
             one_call(fn),
             data_free_vars(fn),
         )
-    if r.kind == ReasonKind.STATIC_VALUE and r.argument == r.path:
+    if r.kind == ReasonKind.STATIC_VALUE and len(r.where) == 1:  # a whole static argument
         return W.pmap_static(r)
-    if r.kind == ReasonKind.SHARDING and "NamedSharding" in r.after:
-        root = r.path.split(".", 1)[0].split("[", 1)[0]
-        nested = "." in r.path or "[" in r.path
+    if r.kind == ReasonKind.SHARDING and r.subject == SubjectKind.NAMED_SHARDING and r.where:
+        root = str(r.where[0][1])  # the argument
+        nested = len(r.where) > 1
         return W.pmap_sharding(r, kind, axis_name(rec), root, kind is RowKind.NNX_PMAP and nested)
     return r
 
