@@ -12,7 +12,8 @@ import dataclasses
 import re
 
 from .._compat.library_jits import LibraryJit
-from .messages import _reason
+from .kinds import FixKind, ReasonKind
+from .messages import _reason, with_fix
 from .report import Reason
 
 #: A batch's leading dimension changed in ``fit`` / ``evaluate`` (the last, ragged batch).
@@ -92,7 +93,7 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
         return r
     name, path = names
     out = dataclasses.replace(r, argument=name, path=path)
-    if r.kind != "shape":
+    if r.kind != ReasonKind.SHAPE:
         return out
     before, after = _dims(r.before), _dims(r.after)
     if before is None or after is None or len(before) != len(after) or not before:
@@ -104,31 +105,36 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     )
     if before[1:] != after[1:]:
         longest = max(max(b, a) for b, a in zip(before[1:], after[1:], strict=True))
-        return dataclasses.replace(
+        return with_fix(
             out,
+            FixKind.KERAS_LENGTH,
+            KERAS_LENGTH_FIX.format(name=name, b=longest),
             message=KERAS_LENGTH.format(**fields),
-            fix=KERAS_LENGTH_FIX.format(name=name, b=longest),
         )
     if step.entry in _WHOLE:
         size = max(before[0], after[0])
-        return dataclasses.replace(
+        return with_fix(
             out,
-            message=KERAS_ON_BATCH.format(**fields),
-            fix=KERAS_ON_BATCH_FIX.format(
+            FixKind.KERAS_ON_BATCH,
+            KERAS_ON_BATCH_FIX.format(
                 entry=step.entry, name=name, b=size, whole=_WHOLE[step.entry]
             ),
+            message=KERAS_ON_BATCH.format(**fields),
         )
     b = bs or max(before[0], after[0])
     small = bool(bs) and max(before[0], after[0]) < bs
     why = (KERAS_SMALL_WHY if small else KERAS_RAGGED_WHY).format(bs=bs_text)
     if step.role == "predict":
-        fix = KERAS_RAGGED_PREDICT_FIX
+        fk, fix = FixKind.KERAS_RAGGED_PREDICT, KERAS_RAGGED_PREDICT_FIX
+    elif small:
+        fk, fix = FixKind.KERAS_SMALL, KERAS_SMALL_FIX
     else:
-        fix = KERAS_SMALL_FIX if small else KERAS_RAGGED_FIX
-    return dataclasses.replace(
+        fk, fix = FixKind.KERAS_RAGGED, KERAS_RAGGED_FIX
+    return with_fix(
         out,
+        fk,
+        fix.format(entry=step.entry, bs=bs_text, b=b),
         message=KERAS_RAGGED.format(**fields, why=why),
-        fix=fix.format(entry=step.entry, bs=bs_text, b=b),
     )
 
 
@@ -164,8 +170,8 @@ def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
     """
     if step.role == "svi":
         return [
-            dataclasses.replace(r, message=NUMPYRO_SVI_RUN, fix=NUMPYRO_SVI_RUN_FIX)
-            if r.kind == "new_function"
+            with_fix(r, FixKind.NUMPYRO_SVI_RUN, NUMPYRO_SVI_RUN_FIX, message=NUMPYRO_SVI_RUN)
+            if r.kind == ReasonKind.NEW_FUNCTION
             else r
             for r in reasons
         ]
@@ -173,20 +179,15 @@ def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
         return reasons
     out = []
     for r in reasons:
-        if r.kind == "identity_static" and r.argument == "_body_fn":
+        if r.kind == ReasonKind.IDENTITY_STATIC and r.argument == "_body_fn":
             before, after = r.before.split(" at ")[0], r.after.split(" at ")[0]
-            out.append(
-                dataclasses.replace(
-                    r,
-                    message=NUMPYRO_REBUILT.format(entry=step.entry, before=before, after=after),
-                    fix=NUMPYRO_REBUILT_FIX,
-                )
-            )
-        elif r.kind != "new_function":
+            message = NUMPYRO_REBUILT.format(entry=step.entry, before=before, after=after)
+            out.append(with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
+        elif r.kind != ReasonKind.NEW_FUNCTION:
             out.append(r)
         elif len(reasons) == 1:
             message = NUMPYRO_REBUILT.format(entry=step.entry, before=r.before, after=r.after)
-            out.append(dataclasses.replace(r, message=message, fix=NUMPYRO_REBUILT_FIX))
+            out.append(with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
     return out
 
 
@@ -206,6 +207,7 @@ def different_function(name: str, count: int, free: str, before: str, after: str
         name=name, free=free, count=count, before=f"`{before}`", after=f"`{after}`"
     )
     r = _reason(
-        "new_function", "", name, before, after, msg, DIFFERENT_FUNCTION_FIX.format(name=name)
-    )
+        ReasonKind.NEW_FUNCTION, "", name, before, after, msg,
+        DIFFERENT_FUNCTION_FIX.format(name=name), fix_kind=FixKind.DIFFERENT_FUNCTION,
+    )  # fmt: skip
     return dataclasses.replace(r, expected=True)
