@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from .._compat.library_jits import LibraryJit
 from .kinds import FixKind, ReasonKind
-from .messages import _reason, with_fix
+from .messages import _reason
 from .report import Reason
 
 #: A batch's leading dimension changed in ``fit`` / ``evaluate`` (the last, ragged batch).
@@ -105,7 +106,7 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     )
     if before[1:] != after[1:]:
         longest = max(max(b, a) for b, a in zip(before[1:], after[1:], strict=True))
-        return with_fix(
+        return _with_fix(
             out,
             FixKind.KERAS_LENGTH,
             KERAS_LENGTH_FIX.format(name=name, b=longest),
@@ -113,7 +114,7 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
         )
     if step.entry in _WHOLE:
         size = max(before[0], after[0])
-        return with_fix(
+        return _with_fix(
             out,
             FixKind.KERAS_ON_BATCH,
             KERAS_ON_BATCH_FIX.format(
@@ -130,7 +131,7 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
         fk, fix = FixKind.KERAS_SMALL, KERAS_SMALL_FIX
     else:
         fk, fix = FixKind.KERAS_RAGGED, KERAS_RAGGED_FIX
-    return with_fix(
+    return _with_fix(
         out,
         fk,
         fix.format(entry=step.entry, bs=bs_text, b=b),
@@ -170,7 +171,7 @@ def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
     """
     if step.role == "svi":
         return [
-            with_fix(r, FixKind.NUMPYRO_SVI_RUN, NUMPYRO_SVI_RUN_FIX, message=NUMPYRO_SVI_RUN)
+            _with_fix(r, FixKind.NUMPYRO_SVI_RUN, NUMPYRO_SVI_RUN_FIX, message=NUMPYRO_SVI_RUN)
             if r.kind == ReasonKind.NEW_FUNCTION
             else r
             for r in reasons
@@ -182,12 +183,12 @@ def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
         if r.kind == ReasonKind.IDENTITY_STATIC and r.argument == "_body_fn":
             before, after = r.before.split(" at ")[0], r.after.split(" at ")[0]
             message = NUMPYRO_REBUILT.format(entry=step.entry, before=before, after=after)
-            out.append(with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
+            out.append(_with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
         elif r.kind != ReasonKind.NEW_FUNCTION:
             out.append(r)
         elif len(reasons) == 1:
             message = NUMPYRO_REBUILT.format(entry=step.entry, before=r.before, after=r.after)
-            out.append(with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
+            out.append(_with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
     return out
 
 
@@ -211,3 +212,8 @@ def different_function(name: str, count: int, free: str, before: str, after: str
         DIFFERENT_FUNCTION_FIX.format(name=name), fix_kind=FixKind.DIFFERENT_FUNCTION,
     )  # fmt: skip
     return dataclasses.replace(r, expected=True)
+
+
+def _with_fix(r: Reason, fix_kind: FixKind, fix: str, **changes: Any) -> Reason:
+    """``r`` with another fix made from the ``fix_kind`` template (as written: not capped)."""
+    return dataclasses.replace(r, fix=fix, fix_kind=fix_kind, **changes)

@@ -20,7 +20,7 @@ from typing import Any
 from ...._compat.equinox_api import is_eqx_module_class
 from ...._core.key import Entry, Key, Path, render_path
 from ...._core.kinds import EntryKind, FixKind, ReasonKind, SubjectKind
-from ...._core.messages import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason, with_fix
+from ...._core.messages import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
 from ...._core.report import Reason
 
 NEW_FUNCTION_MSG = (
@@ -137,13 +137,13 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
     owner = _node_class(parent)
     attr = str(p[-1][1])
     if r.kind == ReasonKind.SHAPE and owner is not None and is_eqx_module_class(owner):
-        return with_fix(r, FixKind.PARAM_SHAPE, PARAM_SHAPE_FIX)
+        return _with_fix(r, FixKind.PARAM_SHAPE, PARAM_SHAPE_FIX)
     static = entry.static if entry is not None else None
     if static is None:
         return r
     value = static.value()
     if r.kind == ReasonKind.STATIC_VALUE and isinstance(value, bool) and attr == "inference":
-        return with_fix(
+        return _with_fix(
             r,
             FixKind.EQX_MODE,
             MODE_FIX,
@@ -154,21 +154,21 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
         if _is_library_class(owner):  # eqx.nn.Linear(in_features=3) vs 4
             layer = f"eqx.nn.{owner.__name__}"
             msg = LAYER_MSG.format(path=r.path, layer=layer, before=r.before, after=r.after)
-            return with_fix(r, FixKind.LAYER, LAYER_FIX.format(attr=attr), message=msg)
+            return _with_fix(r, FixKind.LAYER, LAYER_FIX.format(attr=attr), message=msg)
         if _is_static_field(owner, attr):
             fk, fix = (
                 (FixKind.EQX_FIELD_NUMBER, FIELD_NUMBER_FIX)
                 if _is_number(value)
                 else (FixKind.EQX_FIELD, FIELD_FIX)
             )
-            return with_fix(
+            return _with_fix(
                 r,
                 fk,
                 fix.format(path=r.path, attr=attr),
                 message=FIELD_MSG.format(path=r.path, before=r.before, after=r.after),
             )
     if r.kind == ReasonKind.STATIC_VALUE and _is_number(value):
-        return with_fix(
+        return _with_fix(
             r,
             FixKind.EQX_SCALAR,
             SCALAR_FIX.format(expr=r.path),
@@ -176,7 +176,7 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
             flow="unchecked",  # the trace's program tells whether it can be an array
         )
     if r.kind == ReasonKind.STATIC_VALUE:
-        return with_fix(
+        return _with_fix(
             r,
             FixKind.EQX_STATIC,
             STATIC_FIX.format(path=r.path),
@@ -188,7 +188,7 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
 
 
 def _new_function(r: Reason, defined_at: str) -> Reason:
-    return with_fix(
+    return _with_fix(
         r,
         FixKind.EQX_NEW_FUNCTION,
         NEW_FUNCTION_FIX,
@@ -224,7 +224,7 @@ def _module_identity(r: Reason, attr: str, value: Any, owner: Any) -> Reason:
             fk, fix = FixKind.EQX_MODULE_FUNCTION, MODULE_FUNCTION_FIX.format(name=fname, attr=attr)
     else:
         return r
-    return with_fix(r, fk, fix, message=MODULE_IDENTITY_MSG.format(path=r.path, desc=desc))
+    return _with_fix(r, fk, fix, message=MODULE_IDENTITY_MSG.format(path=r.path, desc=desc))
 
 
 def _optax_owner(p: Path, entries: dict[Path, Entry]) -> Path | None:
@@ -262,3 +262,8 @@ def _is_static_field(cls: Any, name: str) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _with_fix(r: Reason, fix_kind: FixKind, fix: str, **changes: Any) -> Reason:
+    """``r`` with another fix made from the ``fix_kind`` template (as written: not capped)."""
+    return dataclasses.replace(r, fix=fix, fix_kind=fix_kind, **changes)
