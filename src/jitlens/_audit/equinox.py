@@ -19,7 +19,7 @@ from typing import Any
 from .._compat.equinox_api import is_eqx_module_class
 from .._core.explain import diff_keys
 from .._core.key import Entry, Key, Path, StaticVal, render_path
-from .._core.kinds import ReasonKind, RowKind
+from .._core.kinds import EntryKind, ReasonKind, RowKind
 from .._core.messages import _cap
 from .._core.signature import describe_value
 from .._track.frontends.equinox.words import frontend_words
@@ -84,7 +84,7 @@ def audit_equinox(
     return AuditResult(
         target=target,
         roots=tuple(f"{r}: {type(obj).__name__}" for r, obj in roots_a),
-        statics=sum(1 for e in a.values() if e.kind == "static"),
+        statics=sum(1 for e in a.values() if e.kind == EntryKind.STATIC),
         seconds=time.perf_counter() - start,
         findings=tuple(sorted(findings, key=lambda f: SEVERITIES.index(f.severity))),
         jit=RowKind.EQX_FILTER_JIT,
@@ -93,7 +93,7 @@ def audit_equinox(
 
 def _number(p: Path, e: Entry, entries: dict[Path, Entry], skip: set[str]) -> AuditFinding | None:
     """A Python number held by an eqx.Module field: static under filter_jit."""
-    if e.kind != "static" or e.static is None or len(p) < 2:
+    if e.kind != EntryKind.STATIC or e.static is None or len(p) < 2:
         return None
     value = e.static.value()
     if not isinstance(value, (int, float)) or isinstance(value, bool):

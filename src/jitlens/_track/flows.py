@@ -30,7 +30,7 @@ from .. import _compat
 from .._core import messages_static as S
 from .._core.explain import closest
 from .._core.key import Key, render_path
-from .._core.kinds import FixKind
+from .._core.kinds import EntryKind, FixKind, ReasonKind
 from .frontend import of_kind
 from .records import EventBuilder
 from .state import STATE, tls
@@ -42,7 +42,7 @@ def wants_program(key: Key | None) -> bool:
     if key is None:
         return False
     for e in key.entries.values():
-        if e.kind == "static" and not e.in_graph and e.static is not None:
+        if e.kind == EntryKind.STATIC and not e.in_graph and e.static is not None:
             if S.is_number(e.static.value()):
                 return True
     return False
@@ -113,7 +113,7 @@ def _in(value: Any, literals: frozenset[float]) -> bool:
 
 
 def _static_number(r: Any) -> bool:
-    return r.kind == "static_value" and r.flow == "unchecked"
+    return r.kind == ReasonKind.STATIC_VALUE and r.flow == "unchecked"
 
 
 def _data_fix(kind: str, r: Any) -> tuple[FixKind | str, str]:
