@@ -14,7 +14,7 @@ from .._compat.flax_api import LAZY_NNX as nnx
 from .._core import messages as M
 from .._core.files import write_atomic
 from .._core.key import Entry, Path, short_repr
-from .._core.kinds import ReasonKind
+from .._core.kinds import EntryKind, ReasonKind
 from .._core.signature import walk_graphdef
 from .._render.color import add_color_option, want_color
 from .checks import _Audit

@@ -12,7 +12,16 @@ from .._compat.flax_api import LAZY_NNX as nnx
 from .._core import messages as M
 from .._core import messages_static as S
 from .._core.explain import diff_keys
-from .._core.key import Entry, Key, Path, StaticVal, compares_by_identity, render_path, short_repr
+from .._core.key import (
+    Entry,
+    Key,
+    Path,
+    StaticVal,
+    compares_by_identity,
+    looks_alike,
+    render_path,
+    short_repr,
+)
 from .._core.kinds import EntryKind, Fact, ReasonKind
 from .._core.report import Reason
 from .model import AuditFinding, Evidence
@@ -234,7 +243,15 @@ class _Audit:
                 msg = COMPARE_MSG.format(what=f"`{path}`", error=_exc_text(exc, 60))
                 fix = COMPARE_FIX.format(type=type(value).__name__)
                 out.append(
-                    _at(ReasonKind.STATIC_VALUE, p, sv.display(), other.static.display(), msg, fix)
+                    _at(
+                        ReasonKind.STATIC_VALUE,
+                        p,
+                        sv.display(),
+                        other.static.display(),
+                        msg,
+                        fix,
+                        facts=_ONE if looks_alike(sv, other.static) else (),
+                    )
                 )
                 fatal = True
         try:
@@ -290,7 +307,10 @@ class _Audit:
             if r.kind == ReasonKind.VARIABLE_METADATA
             else ReasonKind.IDENTITY_STATIC
         )
-        return _at(kind, p, sa.display(), sb.display(), msg, fix)
+        # a new object in each build that looks the same (its repr, the address aside): one
+        # value shown, "a new object in each"
+        alike = _ONE if looks_alike(sa, sb) else ()
+        return _at(kind, p, sa.display(), sb.display(), msg, fix, facts=alike)
 
     def _optimizer_tx(self, p: Path) -> bool:
         """Is ``p`` an optax transform (the ``tx`` of an ``nnx.Optimizer``)?"""

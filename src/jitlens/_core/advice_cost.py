@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cost import CompileCost, LoopCost
+from .cost import CompileCost, LoopCost, LoopKind
 from .report import Advice, Event, FunctionReport
 
 #: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
@@ -173,7 +173,7 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             continue
         where = _where(file, line) + (f" (in `{loop.via}`)" if loop.via else "")
         fields = dict(
-            kind=f"`{loop.kind}` loop" if loop.kind != "comprehension" else "comprehension",
+            kind=f"`{loop.kind}` loop" if loop.kind != LoopKind.COMPREHENSION else "comprehension",
             where=where,
             n=loop.iterations,
             eqns=loop.eqns,
@@ -183,7 +183,7 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             body=int(SCAN_BODY_FACTOR * loop.body_eqns),
             each=loop.body_eqns,
         )
-        if loop.kind == "unrolled scan":
+        if loop.kind == LoopKind.UNROLLED_SCAN:
             message, flavour = UNROLLED_SCAN_MESSAGE.format(**fields), "unroll"
         else:
             message = UNROLLED_MESSAGE.format(**fields)

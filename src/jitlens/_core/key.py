@@ -279,6 +279,11 @@ def same_type(a: StaticVal, b: StaticVal) -> bool:
     return a.type_name == b.type_name
 
 
+def looks_alike(a: StaticVal, b: StaticVal) -> bool:
+    """Do two statics print the same, addresses aside? (Two builds' fresh partials do.)"""
+    return _ADDR.sub("", a.text) == _ADDR.sub("", b.text)
+
+
 def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
     """Is ``b`` the very object ``a`` was described from, changed since (its text differs)?"""
     if a.identity or a.snapshot is None or b.snapshot is None:

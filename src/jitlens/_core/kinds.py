@@ -171,6 +171,23 @@ class EntryKind(_Kind):
     OPAQUE = "opaque"
 
 
+class NoteKind(_Kind):
+    """Why the persistent compilation cache could not help a run (``CacheNote.kind``); the
+    conditions, their words and fixes are ``_core/pcache.py``'s."""
+
+    DISABLED = "disabled"
+    BACKEND = "backend"
+    TOO_LATE = "too_late"
+    READ_ONLY = "read_only"
+    NOT_PROCESS_0 = "not_process_0"
+    MIN_COMPILE_TIME = "min_compile_time"
+    MIN_ENTRY_SIZE = "min_entry_size"
+    NOT_WRITTEN = "not_written"
+    REJECTED = "rejected"
+    UNREADABLE = "unreadable"
+    NO_HITS = "no_hits"
+
+
 class FixKind(_Kind):
     """Which fix template made ``Reason.fix`` (``Reason.fix_kind``): one member per ``*_FIX``
     template of ``_core/messages*.py``, named as the template without ``_FIX``. The tests that

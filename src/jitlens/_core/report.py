@@ -108,7 +108,8 @@ class Reason:
         object.__setattr__(self, "subject", _member(SubjectKind, self.subject))
         object.__setattr__(self, "fix_kind", _member(FixKind, self.fix_kind))
         facts = {_member(Fact, f) for f in self.facts}
-        object.__setattr__(self, "facts", tuple(sorted(facts, key=_FACT_ORDER.get)))
+        order = sorted(facts, key=lambda f: (_FACT_ORDER.get(f, len(_FACT_ORDER)), str(f)))
+        object.__setattr__(self, "facts", tuple(order))
 
     def with_facts(self, *facts: Fact) -> Reason:
         """This reason with ``facts`` added."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._core.kinds import ReasonKind
 from .._core.messages import with_article
 
 if TYPE_CHECKING:
@@ -366,7 +367,7 @@ def judge_method(
         reuse = REUSED if traces == 0 else ""
         hit = CheckFinding(subject, "pass", HITS_OK.format(reuse=reuse, **words), figures)
     elif len(group) > 1:
-        new = next((r for r in reasons if r["kind"] == "new_function"), None)
+        new = next((r for r in reasons if r["kind"] == ReasonKind.NEW_FUNCTION), None)
         message = new["message"] if new else f"Each of the {len(group)} wrappers compiled anew."
         fix = new["fix"] if new else "create the jitted function once, before the loop."
         text = WRAPPED.format(name=name, wrappers=len(group), **words)

@@ -31,6 +31,7 @@ from .._core.cost import (
     ConstCost,
     Eqn,
     LoopCost,
+    LoopKind,
     SourceLoop,
     enclosing_loop,
     find_loops,
@@ -99,7 +100,15 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
             continue
         file, line, fn, _, _ = users[-1]
         loops.append(
-            LoopCost(file, line, fn, "unrolled scan", s.unroll, s.body_eqns * s.unroll, s.body_eqns)
+            LoopCost(
+                file,
+                line,
+                fn,
+                LoopKind.UNROLLED_SCAN,
+                s.unroll,
+                s.body_eqns * s.unroll,
+                s.body_eqns,
+            )
         )
     loops.sort(key=lambda x: -x.eqns)
     total = sum(e.weight for e in eqns)
