@@ -38,21 +38,7 @@ REGEX_CALLS = frozenset({"search", "match", "fullmatch", "findall", "finditer"})
 #: Files the libpkg helper owns this round, which decide on words until they switch to the
 #: typed fields (``Reason.subject`` / ``facts`` / ``fix_kind`` / ``where``; ``ReasonKind``
 #: members). Empty it once their branch is merged: every file here must then pass.
-PENDING_LIBPKG = frozenset(
-    {
-        "_core/messages_frontend.py",
-        "_core/messages_library.py",
-        "_track/frontends/words.py",
-        "_track/frontends/keras.py",
-        "_track/frontends/linen.py",
-        "_track/frontends/numpyro.py",
-        "_track/advisor.py",
-        "_track/flows.py",
-        "_track/stale.py",
-        "_track/tracker.py",
-        "_audit/equinox.py",
-    }
-)
+PENDING_LIBPKG: frozenset[str] = frozenset()
 
 #: ``(file, the expression as ast.unparse writes it)`` of lines that read words or compare a
 #: kind with a literal without deciding on a reason's words. Each says why.
@@ -65,13 +51,6 @@ ALLOWED = {
     ("_core/retrace_text.py", "reason.fix not in fixes"),
     ("_core/retrace_text.py", "line[1] != reason.message"),
     ("_exercise/render.py", "f.fix in seen"),
-    # Row (front-end) kinds ("jax.jit", "nnx.jit", "eqx.filter_jit") are the libpkg helper's
-    # to make an enum; these lines name them until it lands.
-    ("_core/explain.py", "wrapper.kind.startswith('nnx')"),
-    ("_core/explain.py", "wrapper.kind == 'jax.jit'"),
-    ("_core/advice_cost.py", "fn.kind.startswith('nnx.')"),
-    ("_core/advice_cost.py", "fn.kind.startswith('eqx.')"),
-    ("_exercise/criteria.py", "f['kind'] != 'jax.jit'"),
     # The types helper's file this round: merge's branch kinds ("none", "hit", ...) are to
     # become an enum with its typed render lines.
     ("_merge/render.py", "branch.kind == 'none'"),
@@ -201,23 +180,24 @@ i = r.subject is SubjectKind.LAMBDA
 
 
 _TEMPLATE_MODULES = {
-    "messages": "",
-    "messages_static": "",
-    "messages_evidence": "",
-    "messages_transforms": "",
-    "messages_frontend": "EQX_",
-    "messages_library": "",
+    "jitlens._core.messages": "",
+    "jitlens._core.messages_static": "",
+    "jitlens._core.messages_evidence": "",
+    "jitlens._core.messages_transforms": "",
+    "jitlens._track.frontends.equinox.words": "EQX_",
+    "jitlens._core.messages_library": "",
 }
 
 
 def _fix_templates() -> dict[str, str]:
-    """Every ``*_FIX`` template of ``_core/messages*.py``, by its ``FixKind`` member's name."""
+    """Every ``*_FIX`` template of ``_core/messages*.py`` and the front-ends' words, by its
+    ``FixKind`` member's name."""
     import importlib
 
     out: dict[str, str] = {}
     seen = {id(v) for v in vars(report).values()}  # report.EXPECTED_FIX is no template
     for module, prefix in _TEMPLATE_MODULES.items():  # defining modules before importers
-        for name, value in vars(importlib.import_module(f"jitlens._core.{module}")).items():
+        for name, value in vars(importlib.import_module(module)).items():
             if name.endswith("_FIX") and isinstance(value, str) and id(value) not in seen:
                 out[prefix + name.removesuffix("_FIX")] = value
         seen |= {id(v) for v in out.values()}

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .cost import CompileCost, LoopCost, LoopKind
+from .kinds import NNX_ROW_KINDS, RowKind
 from .report import Advice, Event, FunctionReport
 
 #: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
@@ -187,8 +188,8 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             message, flavour = UNROLLED_SCAN_MESSAGE.format(**fields), "unroll"
         else:
             message = UNROLLED_MESSAGE.format(**fields)
-            flavour = "nnx" if fn.kind.startswith("nnx.") else "jax"
-            if fn.kind.startswith("eqx."):
+            flavour = "nnx" if fn.kind in NNX_ROW_KINDS else "jax"
+            if fn.kind == RowKind.EQX_FILTER_JIT:
                 flavour = "eqx"
         out.append(
             Advice(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._core.kinds import ReasonKind
+from .._core.kinds import ReasonKind, RowKind
 from .._core.messages import with_article
 
 if TYPE_CHECKING:
@@ -401,7 +401,7 @@ def judge_data_flow(case: CheckCase, result: Mapping[str, Any]) -> CheckFinding:
     if "evidence_error" in result or "tracker_error" in result:
         why = result.get("evidence_error") or result.get("tracker_error")
         return CheckFinding(subject, "fail", FLOW_UNMEASURED.format(why=why))
-    group = [f for f in _chosen(result.get("functions", ())) if f["kind"] != "jax.jit"]
+    group = [f for f in _chosen(result.get("functions", ())) if f["kind"] != RowKind.JAX_JIT]
     indexed = _group_calls(result, group)
     calls = [c for _, c in indexed]
     if not calls:
