@@ -103,6 +103,20 @@ class Frontend:
         """A callable of the library's own that only a user jits: the user's row all the same."""
         return False
 
+    # ---------------------------------------------------------------- rows made through jax.jit
+
+    def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
+        """The record of ``jax.jit(fun, **options)`` made while tracking, when ``fun`` is the
+        library's (a linen lifted function, a keras step), or None."""
+        return None
+
+    def untracked(
+        self, fun: Any, info: Any
+    ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
+        """``(record, user args, user kwargs)`` of a trace of the library's callable made
+        before tracking (no counted call above it), or None."""
+        return None
+
     # ---------------------------------------------------------------- its words
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:

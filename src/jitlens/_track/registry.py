@@ -88,12 +88,6 @@ class Registry:
         self.timelines = 0
         #: Kinds of the front-ends whose per-call entry points are counted now.
         self.installed_kinds: set[str] = set()
-        # What front-end adapters register (the engine names none of them):
-        #: ``(fun, trace info) -> (record, args, kwargs) | None`` for their callables
-        #: traced with no counted call above;
-        self.untracked_resolvers: list[Callable[[Any, Any], Any]] = []
-        #: ``(fun, jit options) -> Record | None`` for the jax.jit of their callables;
-        self.jit_record_makers: list[Callable[[Any, dict[str, Any]], Any]] = []
 
     # ------------------------------------------------------------ the one factory
 
@@ -158,8 +152,8 @@ class Registry:
     def resolve_untracked(self, fun: Any, info: Any) -> Any:
         """``(record, user args, user kwargs)`` of a trace a front-end recognises though no
         counted call made it (its callable was made before tracking), or None."""
-        for resolve in self.untracked_resolvers:
-            found = resolve(fun, info)
+        for fe in registered():
+            found = fe.untracked(fun, info)
             if found is not None:
                 return found
         return None
@@ -173,8 +167,8 @@ class Registry:
         from a library's function around the user's code, it is shown, named after
         that function (``blackjax: run_inference_algorithm``).
         """
-        for make in self.jit_record_makers:
-            rec = make(fun, options)
+        for fe in registered():
+            rec = fe.record_for_jit(fun, options)
             if rec is not None:
                 return rec
         rec = self.record_for_jax_jit(fun, options)

@@ -41,7 +41,7 @@ class JaxJitFrontend(Frontend):
 
 #: Every front-end jitlens knows, installed in this order: the registration table.
 #: (linen's ``nn.jit``, keras' and numpyro's steps go through ``jax.jit``: they install
-#: nothing and make their rows through ``REGISTRY.jit_record_makers``.)
+#: nothing and make their rows in ``Frontend.record_for_jit``.)
 LIBRARIES: tuple[Frontend, ...] = (
     register(JaxJitFrontend()),
     nnx.FRONTEND,

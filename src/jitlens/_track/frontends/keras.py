@@ -83,15 +83,19 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     return [W.library_reason(step, r) for r in reasons]
 
 
-REGISTRY.jit_record_makers.append(record_for)
-REGISTRY.untracked_resolvers.append(untracked)
-
-
 class KerasFrontend(Frontend):
     """keras's jits around the user's model: nothing to patch, rows from ``jax.jit``."""
 
     kinds = (KIND,)
     module = keras_api.MODULE
+
+    def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
+        return record_for(fun, options)
+
+    def untracked(
+        self, fun: Any, info: Any
+    ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
+        return untracked(fun, info)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         return reword(rec, reasons, key)

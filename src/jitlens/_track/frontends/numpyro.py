@@ -46,14 +46,14 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     return reasons if step is None else W.numpyro_reasons(step, reasons)
 
 
-REGISTRY.jit_record_makers.append(record_for)
-
-
 class NumpyroFrontend(Frontend):
     """numpyro's jits around the user's model: nothing to patch, rows from ``jax.jit``."""
 
     kinds = (KIND,)
     module = numpyro_api.MODULE
+
+    def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
+        return record_for(fun, options)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         return reword(rec, reasons, key)

@@ -103,6 +103,3 @@ def _names_fn(method: Any) -> Any:
 
 def target_of(rec: Record) -> LinenTarget | None:
     return TARGETS.get(rec) if rec.kind == KIND else None
-
-
-REGISTRY.jit_record_makers.append(record_for)

@@ -3,12 +3,14 @@ pmap's terms (:mod:`.words`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...._core.key import Key
 from ...._core.report import Reason
 from ...frontend import Frontend, SetAttr, register
 from ...records import Record
 from . import words
-from .adapter import KINDS, install
+from .adapter import KINDS, install, untracked
 
 
 class PmapFrontend(Frontend):
@@ -19,6 +21,11 @@ class PmapFrontend(Frontend):
 
     def install(self, set_attr: SetAttr) -> None:
         install(set_attr)
+
+    def untracked(
+        self, fun: Any, info: Any
+    ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
+        return untracked(fun, info)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         return words.reword(rec, reasons, key)

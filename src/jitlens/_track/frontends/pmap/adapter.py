@@ -129,6 +129,3 @@ def install(set_attr: Callable[[Any, str, Any], None]) -> None:
 
     if pmap_api.pmap_loaded():
         set_attr(jax, "pmap", make_tracked_pmap(jax.pmap))
-
-
-REGISTRY.untracked_resolvers.append(untracked)
