@@ -252,16 +252,12 @@ def test_a_fix_is_set_with_the_template_that_made_it() -> None:
     template of the fix it replaced (``messages.with_fix`` sets both)."""
     missing = []
     for rel, source in _modules():
-        if rel in PENDING_LIBPKG or not rel.startswith("_core/"):
+        if rel in PENDING_LIBPKG:
             continue
         for call in _calls_setting_a_fix(ast.parse(source)):
-            keywords = {k.arg for k in call.keywords}
-            if "fix_kind" not in keywords and "**" not in ast.unparse(call):
+            if "fix_kind" not in {k.arg for k in call.keywords}:
                 missing.append(f"{rel}:{call.lineno}: {ast.unparse(call)[:80]}")
-    # the one place a Reason is built from its parts without a template: messages._reason's
-    # callers name it, and report loading keeps what the file says
-    allowed = {"_core/messages.py", "_core/report.py"}
-    assert [m for m in missing if m.split(":")[0] not in allowed] == []
+    assert missing == []
 
 
 # ---------------------------------------------------------------- the JSON
