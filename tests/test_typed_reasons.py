@@ -311,7 +311,9 @@ def test_an_array_s_changes_are_typed() -> None:
         f(2.0)
         return f
 
-    by_kind = {r.kind: r for r in _reasons(program)}
+    by_kind: dict[object, jitlens.Reason] = {}
+    for r in _reasons(program):  # the first reason of each kind
+        by_kind.setdefault(r.kind, r)
     shape, dtype = by_kind[ReasonKind.SHAPE], by_kind[ReasonKind.DTYPE]
     assert (shape.subject, shape.fix_kind, shape.where) == (
         SubjectKind.ARRAY,
@@ -319,6 +321,8 @@ def test_an_array_s_changes_are_typed() -> None:
         (("arg", "x"),),
     )
     assert (dtype.subject, dtype.fix_kind) == (SubjectKind.ARRAY, FixKind.DTYPE)
+    old, new = shape.entries  # the evidence as data: no shape is parsed back from `before`
+    assert (old.aval.shape, new.aval.shape) == ((3,), (4,))
     assert by_kind[ReasonKind.WEAK_TYPE].fix_kind in (FixKind.WEAK, FixKind.WEAK_VALUE)
 
 
