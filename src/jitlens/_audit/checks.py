@@ -22,7 +22,7 @@ from .._core.key import (
     render_path,
     short_repr,
 )
-from .._core.kinds import EntryKind, Fact, ReasonKind
+from .._core.kinds import EntryKind, Fact, FixKind, ReasonKind
 from .._core.report import Reason
 from .model import AuditFinding, Evidence
 from .target import _exc_text
@@ -123,7 +123,9 @@ def _finding(severity: str, r: Reason) -> AuditFinding:
         evidence = Evidence.SHARED
     else:
         evidence = Evidence.NEW
-    return AuditFinding(severity, r.kind, r.path, r.before, r.after, r.message, r.fix, evidence)
+    return AuditFinding(
+        severity, r.kind, r.path, r.before, r.after, r.message, r.fix, evidence, r.fix_kind
+    )
 
 
 def _at(
@@ -135,11 +137,16 @@ def _at(
     fix: str,
     path: str = "",
     facts: tuple[Fact, ...] = (),
+    fix_kind: FixKind = FixKind.UNSET,
 ) -> Reason:
     """An audit's reason at ``p``. ``facts``: ``SAME_VALUE`` when ``before`` and ``after`` are
-    one build's one value (a finding about it, not a change between the builds)."""
-    r = M._reason(kind, str(p[0][1]), path or render_path(p), before, after, message, fix)
-    return dataclasses.replace(r, facts=facts, where=p)
+    one build's one value (a finding about it, not a change between the builds); ``fix_kind``:
+    the explainer's template ``fix`` was made from (the audit's own ones have none)."""
+    r = M._reason(
+        kind, str(p[0][1]), path or render_path(p), before, after, message, fix,
+        fix_kind=fix_kind, facts=facts,
+    )  # fmt: skip
+    return dataclasses.replace(r, where=p)
 
 
 #: The facts of a finding about one build's one value.
@@ -298,7 +305,7 @@ class _Audit:
             return S.static_value(str(p[0][1]), r.path, _attr(p), sa, sb, in_graph=True)
         whole = compares_by_identity(new) or "GradientTransformation" in sb.type_name
         part = new if whole else (_first_rebuilt(old, new) or (old, new))[1]
-        desc, fix = self._identity_words(p, part, new)
+        desc, fix, fix_kind = self._identity_words(p, part, new)
         consequence = OPTIMIZER_CONSEQUENCE if self._optimizer_tx(p) else ERROR_CONSEQUENCE
         what = f"`{render_path(p) if p else r.path}`"
         msg = M.IDENTITY_MSG.format(what=what, desc=desc, consequence=consequence)
@@ -310,7 +317,7 @@ class _Audit:
         # a new object in each build that looks the same (its repr, the address aside): one
         # value shown, "a new object in each"
         alike = _ONE if looks_alike(sa, sb) else ()
-        return _at(kind, p, sa.display(), sb.display(), msg, fix, facts=alike)
+        return _at(kind, p, sa.display(), sb.display(), msg, fix, facts=alike, fix_kind=fix_kind)
 
     def _optimizer_tx(self, p: Path) -> bool:
         """Is ``p`` an optax transform (the ``tx`` of an ``nnx.Optimizer``)?"""
@@ -330,7 +337,7 @@ class _Audit:
                 return None
         return pair[0], pair[1]
 
-    def _identity_words(self, p: Path, part: Any, value: Any) -> tuple[str, str]:
+    def _identity_words(self, p: Path, part: Any, value: Any) -> tuple[str, str, FixKind]:
         """The explainer's description and fix of ``part``, an identity-compared object in ``value``.
 
         A static of a flax layer, or Variable metadata, is fixed where the
@@ -344,20 +351,23 @@ class _Audit:
             found = S._identity_fix(part, "fn", path, path, False, sv)
         else:
             found = S._identity_fix(part, attr, path, str(p[0][1]), True, sv)
-        desc, fix = found.desc, found.fix
+        desc, fix, fix_kind = found.desc, found.fix, found.fix_kind
         if part is not value:
             desc = HOLDING_DESC.format(type=type(value).__name__, desc=desc)
         expr = _construction(part)
         var = self.a.get(p[:-1])
-        if var is not None and var.kind == EntryKind.VAR:
+        if var is not None and var.kind == EntryKind.VAR:  # the audit's own templates: no kind
             cls = f"nnx.{var.type_name}" if hasattr(nnx, var.type_name) else var.type_name
             fix = FLAX_ARG_FIX.format(const=attr.upper(), expr=expr or "...", cls=cls, attr=attr)
+            fix_kind = FixKind.UNSET
         elif expr and owner is not None and _is_library(owner) and attr in _init_params(owner):
             cls = _flax_name(owner)
             fix = FLAX_ARG_FIX.format(const=attr.upper(), expr=expr, cls=cls, attr=attr)
+            fix_kind = FixKind.UNSET
         elif expr and not item and inspect.isfunction(part) and _is_library(part):
             fix = LIBRARY_CLOSURE_FIX.format(const=attr.upper(), expr=expr, attr=attr)
-        return desc, M._cap(fix)
+            fix_kind = FixKind.UNSET
+        return desc, M._cap(fix), fix_kind
 
     # warnings and infos
 
@@ -367,10 +377,13 @@ class _Audit:
         parts = _unstable_parts(value, lambda x: id(x) in defaults or self.names.stable(x))
         if not parts:
             return None
-        desc, fix = self._identity_words(p, parts[0], value)
+        desc, fix, fix_kind = self._identity_words(p, parts[0], value)
         msg = SHARED_MSG.format(what=f"`{render_path(p)}`", desc=desc)
         facts = (*_ONE, Fact.SHARED_OBJECT)
-        return _at(ReasonKind.IDENTITY_STATIC, p, sv.display(), sv.display(), msg, fix, facts=facts)
+        return _at(
+            ReasonKind.IDENTITY_STATIC, p, sv.display(), sv.display(), msg, fix,
+            facts=facts, fix_kind=fix_kind,
+        )  # fmt: skip
 
     def _number(self, p: Path, sv: StaticVal) -> Reason | None:
         value, owner, attr = sv.value(), self._owner(p), _attr(p)
@@ -382,7 +395,10 @@ class _Audit:
             what=f"`{render_path(p)}`", type=type(value).__name__, value=sv.text
         )
         fix = M.STATIC_GRAPH_FIX.format(attr=attr, before=sv.text)
-        return _at(ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, fix, facts=_ONE)
+        return _at(
+            ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, fix,
+            facts=_ONE, fix_kind=FixKind.STATIC_GRAPH,
+        )  # fmt: skip
 
     def _metadata(self, p: Path, e: Entry, errors: Mapping[Path, Any]) -> list[AuditFinding]:
         """Numbers, and shared identity-compared values, in a Variable's metadata."""
@@ -399,7 +415,14 @@ class _Audit:
                     _finding(
                         "info",
                         _at(
-                            ReasonKind.VARIABLE_METADATA, mp, sv.text, sv.text, msg, fix, facts=_ONE
+                            ReasonKind.VARIABLE_METADATA,
+                            mp,
+                            sv.text,
+                            sv.text,
+                            msg,
+                            fix,
+                            facts=_ONE,
+                            fix_kind=FixKind.VAR_META,
                         ),
                     )
                 )

@@ -85,3 +85,5 @@ class AuditFinding:
     fix: str
     #: What ``before`` and ``after`` are (decided where the finding is made).
     evidence: Evidence = Evidence.BUILDS
+    #: The explainer's template ``fix`` was made from (``kinds.FixKind``); "" for the audit's own.
+    fix_kind: str = ""

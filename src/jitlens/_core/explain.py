@@ -60,7 +60,7 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
     var_values = _variable_value_changes(o, n)
     for vp, (var_type, before, after) in var_values.items():
         r = M.variable_value_structure(_arg(vp), render_path(vp), var_type, before, after)
-        reasons.append(_at(r, vp))
+        reasons.append(_at(r, vp, (o.get(vp), n.get(vp))))
     skip = {(*vp, ("attr", "value")) for vp in var_values}
     o = {p: e for p, e in o.items() if not _under(p, skip)}
     n = {p: e for p, e in n.items() if not _under(p, skip)}
@@ -77,7 +77,6 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
             continue
         r = _diff_entry(p, eo, en, o.get(p[:-1]), n)
         if r is not None:
-            r = [_at(x, p) for x in r]
             reasons.extend(r)
             if (
                 eo.kind != en.kind
@@ -88,18 +87,19 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
     for p in sorted(added, key=lambda q: (len(q), render_path(q))):
         if _parent_in(p, added) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
-        reasons.append(_at(_structure(p, None, n[p], n), p))
+        reasons.append(_at(_structure(p, None, n[p], n), p, (None, n[p])))
     for p in sorted(removed, key=lambda q: (len(q), render_path(q))):
         if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
-        reasons.append(_at(_structure(p, o[p], None, o), p))
+        reasons.append(_at(_structure(p, o[p], None, o), p, (o[p], None)))
     return R.rank(reasons, o, n)
 
 
-def _at(r: Reason, p: Path) -> Reason:
+def _at(r: Reason, p: Path, entries: tuple[Entry | None, Entry | None] = (None, None)) -> Reason:
     """``r`` with its structured path: ``p``, unless the builder set a deeper one (a part inside
-    a static, a Variable's metadata) or a shallower one (a Variable's value is the Variable)."""
-    return r if r.where else dataclasses.replace(r, where=p)
+    a static, a Variable's metadata) or a shallower one (a Variable's value is the Variable);
+    ``entries``: the two keys' entries there."""
+    return r if r.where else dataclasses.replace(r, where=p, entries=entries)
 
 
 def _under(p: Path, roots: set[Path]) -> bool:
@@ -213,7 +213,10 @@ def _diff_entry(
         return None
     # a Variable's value: the user writes `model.kernel`, the Variable's own path
     loc = p[:-1] if value_of else p
-    return [dataclasses.replace(r, where=loc) if r.where in ((), p) else r for r in found]
+    return [
+        dataclasses.replace(r, where=loc, entries=(eo, en)) if r.where in ((), p) else r
+        for r in found
+    ]
 
 
 def _entry_reasons(

@@ -99,6 +99,11 @@ class Reason:
     where: tuple[tuple[str, Any], ...] = dataclasses.field(
         default=(), compare=False, repr=False, metadata={"json": False}
     )
+    #: The compiled key's and the new key's ``_core.key.Entry`` at ``where`` (``None`` where
+    #: absent): the evidence as data (an aval's shape, a static's value). Not in the JSON.
+    entries: tuple[Any, Any] = dataclasses.field(
+        default=(None, None), compare=False, repr=False, metadata={"json": False}
+    )
 
     def __post_init__(self) -> None:
         # every printed fix: code between backticks parses, or it is shown as words
@@ -448,7 +453,8 @@ def _to_jsonable(obj: Any) -> Any:
 
 def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
-    kw.pop("where", None)  # never written: a structured path is the live run's
+    for live_only in ("where", "entries"):  # never written: the live run's evidence
+        kw.pop(live_only, None)
     if "facts" in kw:
         kw["facts"] = tuple(_list(kw["facts"], f"{where}.facts"))
         for i, fact in enumerate(kw["facts"]):
