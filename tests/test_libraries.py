@@ -141,9 +141,18 @@ def test_blackjax_quickstart_three_samplers(tmp_path: pathlib.Path) -> None:
 
 
 def _reason(path: str, before: str, after: str) -> object:
+    """A shape reason as the explainer makes it: the words and the two keys' entries."""
+    from jitlens._core.key import Aval, Entry
+    from jitlens._core.kinds import EntryKind
     from jitlens._core.report import Reason
 
-    return Reason("shape", "data", path, before, after, "m", "f")
+    def entry(text: str) -> Entry:
+        dims = tuple(int(d) for d in text[text.index("[") + 1 : -1].split(",") if d)
+        return Entry(EntryKind.AVAL, Aval(dims, text[: text.index("[")], False, ""))
+
+    return Reason(
+        "shape", "data", path, before, after, "m", "f", entries=(entry(before), entry(after))
+    )
 
 
 def _step(entry: str, role: str, batch_size: int | None) -> object:

@@ -67,14 +67,10 @@ KERAS_LENGTH_FIX = (
 _WHOLE = {"predict_on_batch": "predict", "train_on_batch": "fit", "test_on_batch": "evaluate"}
 
 
-def _dims(text: str) -> tuple[int, ...] | None:
-    m = re.search(r"\[([0-9, ]*)\]", text)
-    if m is None:
-        return None
-    try:
-        return tuple(int(d) for d in m.group(1).split(",") if d.strip())
-    except ValueError:
-        return None
+def _dims(entry: Any) -> tuple[int, ...] | None:
+    """The shape of an array's key entry (``Reason.entries``), or None."""
+    aval = getattr(entry, "aval", None)
+    return tuple(aval.shape) if aval is not None else None
 
 
 def user_path(step: LibraryJit, path: str) -> tuple[str, str] | None:
@@ -96,7 +92,7 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     out = dataclasses.replace(r, argument=name, path=path)
     if r.kind != ReasonKind.SHAPE:
         return out
-    before, after = _dims(r.before), _dims(r.after)
+    before, after = (_dims(e) for e in r.entries)
     if before is None or after is None or len(before) != len(after) or not before:
         return out
     bs = step.fact("batch_size")

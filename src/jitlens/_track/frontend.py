@@ -53,6 +53,9 @@ class Frontend:
     def kind(self) -> RowKind:
         return self.kinds[0]
 
+    def __repr__(self) -> str:
+        return f"<jitlens front-end {', '.join(self.kinds)}>"
+
     def loaded(self) -> bool:
         """Did the program import the library (jitlens never imports it)?"""
         return self.module in sys.modules
