@@ -115,6 +115,7 @@ def _linen_fields(rec: Record, target: LinenTarget, key: Key) -> list[Reason]:
                 fields.get(name, "absent"),
                 "",
                 "",
+                fix_kind=FixKind.LINEN_FIELD,  # worded just below
                 where=(*where, ("attr", name)),
             ),
             target.cls,
