@@ -520,6 +520,7 @@ def test_partials_of_one_function_are_rows_of_their_own():
 
 
 @pytest.mark.filterwarnings("ignore:jitlens. describing a trace failed")
+@pytest.mark.filterwarnings("ignore:jitlens. describing a nested trace failed")
 def test_results_unchanged_when_jitlens_fails_inside(monkeypatch):
     from jitlens._track.frontends import equinox as eqx_frontend
 
