@@ -5,9 +5,9 @@ wrappers, ``eqx.filter_jit``, pmap, linen's ``nn.jit``, the steps keras and
 numpyro jit around the user's model. Each is one package or module in
 ``_track/frontends/`` holding a :class:`Frontend`: how it is installed, how its
 trace is recognised and unpacked into the user's call, how its differences are
-worded, and its piece of the canary. It registers itself here
-(:func:`register`) when ``_track/frontends`` is imported (the installer,
-``hooks``); the engine (registry, listeners, describe, nested, the canary) only
+worded, and its piece of the canary. The registration table
+(``_track/frontends/__init__.py``'s ``LIBRARIES``) registers each here
+(:func:`register`) when the installer (``hooks``) imports it; the engine (registry, listeners, describe, nested, the canary) only
 iterates :func:`registered` and calls these methods, so it names no library and
 no row kind.
 """
@@ -142,7 +142,7 @@ class Frontend:
         return []
 
 
-#: Every front-end, in registration order (``_track/frontends/__init__.py`` imports them).
+#: Every front-end, in the registration table's order.
 _REGISTERED: list[Frontend] = []
 #: Row kind -> its front-end.
 _BY_KIND: dict[str, Frontend] = {}

@@ -39,17 +39,21 @@ class JaxJitFrontend(Frontend):
         return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
 
 
-#: Every front-end jitlens knows, installed in this order: the registration table.
-#: (linen's ``nn.jit``, keras' and numpyro's steps go through ``jax.jit``: they install
-#: nothing and make their rows in ``Frontend.record_for_jit``.)
-LIBRARIES: tuple[Frontend, ...] = (
-    register(JaxJitFrontend()),
-    nnx.FRONTEND,
-    equinox.FRONTEND,
-    pmap.FRONTEND,
-    keras.FRONTEND,
-    linen.FRONTEND,
-    numpyro.FRONTEND,
+#: Every front-end jitlens knows, registered with the engine (``frontend.register``) and
+#: installed in this order: the registration table. (linen's ``nn.jit``, keras' and
+#: numpyro's steps go through ``jax.jit``: they install nothing and make their rows in
+#: ``Frontend.record_for_jit``, asked in this order.)
+LIBRARIES: tuple[Frontend, ...] = tuple(
+    register(fe)
+    for fe in (
+        JaxJitFrontend(),
+        nnx.FRONTEND,
+        equinox.FRONTEND,
+        pmap.FRONTEND,
+        keras.FRONTEND,
+        linen.FRONTEND,
+        numpyro.FRONTEND,
+    )
 )
 
 #: kind -> [(owner, attribute, original), ...] of each installed front-end.

@@ -22,7 +22,7 @@ from ..._core import messages_library as W
 from ..._core.key import Key
 from ..._core.kinds import RowKind
 from ..._core.report import Reason
-from ..frontend import Frontend, register
+from ..frontend import Frontend
 from ..records import Record
 from ..registry import REGISTRY
 from .library_rows import library_record
@@ -101,4 +101,4 @@ class KerasFrontend(Frontend):
         return reword(rec, reasons, key)
 
 
-FRONTEND = register(KerasFrontend())
+FRONTEND = KerasFrontend()

@@ -18,7 +18,7 @@ from ..._core.kinds import FixKind, RowKind
 from ..._core.messages import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..calls import call_detailed, failed_call, register_counting_frame
-from ..frontend import Frontend, SetAttr, register
+from ..frontend import Frontend, SetAttr
 from ..registry import REGISTRY
 from ..state import STATE, PassThrough, internal_failure
 
@@ -175,4 +175,4 @@ class NnxFrontend(Frontend):
         )
 
 
-FRONTEND = register(NnxFrontend())
+FRONTEND = NnxFrontend()

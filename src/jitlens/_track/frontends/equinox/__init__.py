@@ -22,7 +22,7 @@ from ...._core.key import Key
 from ...._core.kinds import FixKind, RowKind
 from ...._core.report import Reason
 from ...calls import call_detailed, failed_call, register_counting_frame
-from ...frontend import Frontend, SetAttr, register
+from ...frontend import Frontend, SetAttr
 from ...records import Record
 from ...registry import REGISTRY
 from ...state import STATE, PassThrough, finalize, internal_failure, weak
@@ -181,6 +181,6 @@ def _canary(np: Any) -> list[str]:
     return problems
 
 
-FRONTEND = register(EquinoxFrontend())
+FRONTEND = EquinoxFrontend()
 KIND = FRONTEND.kind
 MODULE = FRONTEND.module

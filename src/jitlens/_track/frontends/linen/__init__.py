@@ -8,7 +8,7 @@ from typing import Any
 from ...._compat import linen_api
 from ...._core.key import Key
 from ...._core.report import Reason
-from ...frontend import Frontend, register
+from ...frontend import Frontend
 from ...records import Record
 from . import words
 from .adapter import KIND, record_for
@@ -27,4 +27,4 @@ class LinenFrontend(Frontend):
         return words.reword(rec, reasons, key)
 
 
-FRONTEND = register(LinenFrontend())
+FRONTEND = LinenFrontend()

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...._core.key import Key
 from ...._core.report import Reason
-from ...frontend import Frontend, SetAttr, register
+from ...frontend import Frontend, SetAttr
 from ...records import Record
 from . import words
 from .adapter import KINDS, install, untracked
@@ -31,4 +31,4 @@ class PmapFrontend(Frontend):
         return words.reword(rec, reasons, key)
 
 
-FRONTEND = register(PmapFrontend())
+FRONTEND = PmapFrontend()
