@@ -42,8 +42,8 @@ import numpy as np
 
 import jitlens
 from jitlens._core import messages as M
-from jitlens._core import messages_frontend as F
 from jitlens._core import messages_static as S
+from jitlens._track.frontends.equinox import words as F
 
 HEADER = """\
 import functools

@@ -520,17 +520,14 @@ def test_partials_of_one_function_are_rows_of_their_own():
 
 
 @pytest.mark.filterwarnings("ignore:jitlens. describing a trace failed")
+@pytest.mark.filterwarnings("ignore:jitlens. describing a nested trace failed")
 def test_results_unchanged_when_jitlens_fails_inside(monkeypatch):
-    from jitlens._compat import frontends
+    from jitlens._track.frontends import equinox as eqx_frontend
 
     def broken(*_args):
         raise RuntimeError("jitlens bug")
 
-    monkeypatch.setattr(
-        frontends,
-        "FRONTENDS",
-        (frontends.dataclasses.replace(frontends.EQUINOX, user_args=broken),),
-    )
+    monkeypatch.setattr(eqx_frontend.FRONTEND, "user_args", broken)
 
     @eqx.filter_jit
     def f(x, y):

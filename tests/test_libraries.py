@@ -141,9 +141,18 @@ def test_blackjax_quickstart_three_samplers(tmp_path: pathlib.Path) -> None:
 
 
 def _reason(path: str, before: str, after: str) -> object:
+    """A shape reason as the explainer makes it: the words and the two keys' entries."""
+    from jitlens._core.key import Aval, Entry
+    from jitlens._core.kinds import EntryKind
     from jitlens._core.report import Reason
 
-    return Reason("shape", "data", path, before, after, "m", "f")
+    def entry(text: str) -> Entry:
+        dims = tuple(int(d) for d in text[text.index("[") + 1 : -1].split(",") if d)
+        return Entry(EntryKind.AVAL, Aval(dims, text[: text.index("[")], False, ""))
+
+    return Reason(
+        "shape", "data", path, before, after, "m", "f", entries=(entry(before), entry(after))
+    )
 
 
 def _step(entry: str, role: str, batch_size: int | None) -> object:
@@ -252,3 +261,19 @@ def test_an_internal_jit_traced_inside_a_users_jit_counts_under_include_internal
     assert runs == [1] and rows["outer"].traces == 1
     inner = rows["sin"]
     assert (inner.calls, inner.traces, inner.cache_hits) == (1, 1, 0)
+
+
+def test_every_row_kind_has_one_registered_front_end() -> None:
+    """The registration table: one front-end per row kind, each a typed ``Frontend``."""
+    from jitlens._core.kinds import RowKind
+    from jitlens._track import frontend
+    from jitlens._track.frontends import LIBRARIES
+
+    owners = {k: [fe for fe in LIBRARIES if k in fe.kinds] for k in RowKind}
+    assert all(len(v) == 1 for v in owners.values()), owners
+    assert set(frontend.registered()) == set(LIBRARIES)
+    assert all(frontend.of_kind(k) is owners[k][0] for k in RowKind)
+    with pytest.raises(TypeError):
+
+        class NoKinds(frontend.Frontend):  # a front-end must name its row kinds
+            pass

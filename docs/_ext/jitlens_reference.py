@@ -282,8 +282,15 @@ def _json_type(tp: Any, seen: list[type]) -> str:
 
 def _vocabulary() -> dict[tuple[str, str], str]:
     """Fields whose values are a fixed vocabulary of the code, and where it is listed."""
+    from jitlens._core.kinds import Fact, SubjectKind
+
+    subjects = ", ".join(_code(m) for m in SubjectKind if m)
     return {
         ("Reason", "kind"): "one of the [reason kinds](#reason-kinds)",
+        ("Reason", "subject"): f"one of {subjects}, or empty",
+        ("Reason", "fix_kind"): "the name of the fix template, lowercased, without `_FIX` "
+        "(`shape`, `new_lambda`, `eqx_scalar`, ...), or empty",
+        ("Reason", "facts"): "each one of " + ", ".join(_code(m) for m in Fact),
         ("Event", "kind"): "one of the [event kinds](#event-kinds)",
         ("Advice", "kind"): "one of the [advice kinds](#advice-kinds)",
     }
@@ -313,7 +320,7 @@ def schema() -> str:
         hints = typing.get_type_hints(cls, vars(cost) | vars(report) | vars(runinfo))
         comments = _field_comments(cls)
         rows = []
-        for f in dataclasses.fields(cls):
+        for f in report.json_fields(cls):
             kind = _json_type(hints[f.name], seen)
             has_default = (
                 f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING

@@ -14,7 +14,7 @@ from .._compat.flax_api import LAZY_NNX as nnx
 from .._core import messages as M
 from .._core.files import write_atomic
 from .._core.key import Entry, Path, short_repr
-from .._core.kinds import ReasonKind
+from .._core.kinds import EntryKind, ReasonKind
 from .._core.signature import walk_graphdef
 from .._render.color import add_color_option, want_color
 from .checks import _Audit
@@ -105,7 +105,7 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
     return AuditResult(
         target=target,
         roots=tuple(f"{r}: {type(obj).__name__}" for r, obj in roots_a),
-        statics=sum(1 for e in a.values() if e.kind == "static" and e.in_graph),
+        statics=sum(1 for e in a.values() if e.kind == EntryKind.STATIC and e.in_graph),
         seconds=time.perf_counter() - start,
         findings=tuple(sorted(findings, key=lambda f: SEVERITIES.index(f.severity))),
     )

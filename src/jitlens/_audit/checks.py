@@ -12,10 +12,19 @@ from .._compat.flax_api import LAZY_NNX as nnx
 from .._core import messages as M
 from .._core import messages_static as S
 from .._core.explain import diff_keys
-from .._core.key import Entry, Key, Path, StaticVal, compares_by_identity, render_path, short_repr
-from .._core.kinds import ReasonKind
+from .._core.key import (
+    Entry,
+    Key,
+    Path,
+    StaticVal,
+    compares_by_identity,
+    looks_alike,
+    render_path,
+    short_repr,
+)
+from .._core.kinds import EntryKind, Fact, FixKind, ReasonKind
 from .._core.report import Reason
-from .model import AuditFinding
+from .model import AuditFinding, Evidence
 from .target import _exc_text
 from .values import (
     _first_rebuilt,
@@ -106,19 +115,50 @@ LIBRARY_CLOSURE_FIX = (
 
 
 def _finding(severity: str, r: Reason) -> AuditFinding:
-    return AuditFinding(severity, r.kind, r.path, r.before, r.after, r.message, r.fix)
+    if Fact.SAME_VALUE not in r.facts:
+        evidence = Evidence.BUILDS
+    elif r.kind is not ReasonKind.IDENTITY_STATIC:
+        evidence = Evidence.VALUE
+    elif severity != "error" and Fact.SHARED_OBJECT in r.facts:
+        evidence = Evidence.SHARED
+    else:
+        evidence = Evidence.NEW
+    return AuditFinding(
+        severity, r.kind, r.path, r.before, r.after, r.message, r.fix, evidence, r.fix_kind
+    )
 
 
 def _at(
-    kind: str, p: Path, before: str, after: str, message: str, fix: str, path: str = ""
+    kind: str,
+    p: Path,
+    before: str,
+    after: str,
+    message: str,
+    fix: str,
+    path: str = "",
+    facts: tuple[Fact, ...] = (),
+    fix_kind: FixKind = FixKind.UNSET,
 ) -> Reason:
-    return M._reason(kind, str(p[0][1]), path or render_path(p), before, after, message, fix)
+    """An audit's reason at ``p``. ``facts``: ``SAME_VALUE`` when ``before`` and ``after`` are
+    one build's one value (a finding about it, not a change between the builds); ``fix_kind``:
+    the explainer's template ``fix`` was made from (the audit's own ones have none)."""
+    r = M._reason(
+        kind, str(p[0][1]), path or render_path(p), before, after, message, fix,
+        fix_kind=fix_kind, facts=facts,
+    )  # fmt: skip
+    return dataclasses.replace(r, where=p)
 
 
-def _entry_above(text: str, by_text: Mapping[str, Path]) -> Path:
+#: The facts of a finding about one build's one value.
+_ONE = (Fact.SAME_VALUE,)
+
+
+def _entry_above(p: Path, *entries: Mapping[Path, Entry]) -> Path:
     """The entry a reason inside a static (``model.acts[1]``) belongs to (``model.acts``)."""
-    above = [k for k in by_text if text.startswith(k) and text[len(k) : len(k) + 1] in (".", "[")]
-    return by_text[max(above, key=len)] if above else ()
+    for i in range(len(p) - 1, 0, -1):
+        if any(p[:i] in e for e in entries):
+            return p[:i]
+    return ()
 
 
 def _attr(p: Path) -> str:
@@ -137,7 +177,7 @@ class _Audit:
         errors: dict[Path, list[Reason]] = {}
         broken: set[Path] = set()  # statics whose diff would say nothing more
         for p, e in self.a.items():
-            if e.kind != "static" or e.static is None:
+            if e.kind != EntryKind.STATIC or e.static is None:
                 continue
             found, fatal = (
                 self._not_array(p, e.static) if not e.in_graph else self._static_errors(p, e.static)
@@ -146,14 +186,10 @@ class _Audit:
                 errors[p] = found
             if fatal:
                 broken.add(p)
-        by_text = {render_path(p): p for p in self.b} | {render_path(p): p for p in self.a}
         for r in diff_keys(Key(self.a, (), "", ""), Key(self.b, (), "", "")):
-            p = by_text.get(r.path, ())
-            if not p and r.kind == ReasonKind.VARIABLE_METADATA:  # named ``var.key``
-                var, _, key = r.path.rpartition(".")
-                p = (*by_text.get(var, ()), ("attr", key))
-            if not p:  # a part inside a static (``model.acts[1]``): the static's entry
-                p = _entry_above(r.path, by_text)
+            p = r.where
+            if p not in self.a and p not in self.b and r.kind is not ReasonKind.VARIABLE_METADATA:
+                p = _entry_above(p, self.a, self.b)  # a part inside a static: the static's entry
             if p not in broken:
                 errors.setdefault(p, []).append(self._refine(p, r))
         found = [
@@ -162,9 +198,14 @@ class _Audit:
             for r in rs
         ]
         for p, e in self.a.items():
-            if e.kind == "var":
+            if e.kind == EntryKind.VAR:
                 found += [(p, f) for f in self._metadata(p, e, errors)]
-            elif e.kind == "static" and e.in_graph and e.static is not None and p not in errors:
+            elif (
+                e.kind == EntryKind.STATIC
+                and e.in_graph
+                and e.static is not None
+                and p not in errors
+            ):
                 shared, number = self._shared_identity(p, e.static), self._number(p, e.static)
                 found += [(p, _finding("warning", shared))] if shared else []
                 found += [(p, _finding("info", number))] if number else []
@@ -173,7 +214,11 @@ class _Audit:
 
     def _owner(self, p: Path) -> type | None:
         e = self.a.get(p[:-1])
-        t = e.type_ref() if e is not None and e.kind == "node" and e.type_ref is not None else None
+        t = (
+            e.type_ref()
+            if e is not None and e.kind == EntryKind.NODE and e.type_ref is not None
+            else None
+        )
         return t if isinstance(t, type) else None
 
     # errors
@@ -192,17 +237,28 @@ class _Audit:
                     what=f"`{path}`", type=type(value).__name__, inner=inner, where=where
                 )
             fix = (HIDDEN_ARRAY_FIX if "array" in inner else HIDDEN_NODE_FIX).format(attr=attr)
-            return [_at(ReasonKind.GRAPH_STRUCTURE, p, sv.display(), sv.display(), msg, fix)], True
+            one = _at(
+                ReasonKind.GRAPH_STRUCTURE, p, sv.display(), sv.display(), msg, fix, facts=_ONE
+            )
+            return [one], True
         out, fatal = [], False
         other = self.b.get(p)
-        if other is not None and other.kind == "static" and other.static is not None:
+        if other is not None and other.kind == EntryKind.STATIC and other.static is not None:
             try:
                 bool(value == other.static.value())
             except Exception as exc:
                 msg = COMPARE_MSG.format(what=f"`{path}`", error=_exc_text(exc, 60))
                 fix = COMPARE_FIX.format(type=type(value).__name__)
                 out.append(
-                    _at(ReasonKind.STATIC_VALUE, p, sv.display(), other.static.display(), msg, fix)
+                    _at(
+                        ReasonKind.STATIC_VALUE,
+                        p,
+                        sv.display(),
+                        other.static.display(),
+                        msg,
+                        fix,
+                        facts=_ONE if looks_alike(sv, other.static) else (),
+                    )
                 )
                 fatal = True
         try:
@@ -210,20 +266,31 @@ class _Audit:
         except Exception:
             msg = UNHASHABLE_MSG.format(what=f"`{path}`", type=type(value).__name__)
             out.append(
-                _at(ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, _unhashable_fix(value, attr))
+                _at(
+                    ReasonKind.STATIC_VALUE,
+                    p,
+                    sv.text,
+                    sv.text,
+                    msg,
+                    _unhashable_fix(value, attr),
+                    facts=_ONE,
+                )
             )
         return out, fatal
 
     def _not_array(self, p: Path, sv: StaticVal) -> tuple[list[Reason], bool]:
         """A data leaf (Variable value, ``nnx.data``) that JAX cannot turn into an array."""
-        is_var = p[-1] == ("attr", "value") and getattr(self.a.get(p[:-1]), "kind", "") == "var"
+        is_var = (
+            p[-1] == ("attr", "value") and getattr(self.a.get(p[:-1]), "kind", "") == EntryKind.VAR
+        )
         var = p[:-1] if is_var else p
         path = render_path(var)
         msg = NOT_ARRAY_MSG.format(
             what=f"`{path}`", type=sv.type_name, value=short_repr(sv.value(), 40)
         )
         fix = NOT_ARRAY_FIX.format(attr=_attr(var))
-        return [_at(ReasonKind.GRAPH_STRUCTURE, p, sv.text, sv.text, msg, fix, path=path)], True
+        one = _at(ReasonKind.GRAPH_STRUCTURE, p, sv.text, sv.text, msg, fix, path=path, facts=_ONE)
+        return [one], True
 
     def _refine(self, p: Path, r: Reason) -> Reason:
         """The diff's reason; a static rebuilt per instance is described by what is rebuilt."""
@@ -238,7 +305,7 @@ class _Audit:
             return S.static_value(str(p[0][1]), r.path, _attr(p), sa, sb, in_graph=True)
         whole = compares_by_identity(new) or "GradientTransformation" in sb.type_name
         part = new if whole else (_first_rebuilt(old, new) or (old, new))[1]
-        desc, fix = self._identity_words(p, part, new)
+        desc, fix, fix_kind = self._identity_words(p, part, new)
         consequence = OPTIMIZER_CONSEQUENCE if self._optimizer_tx(p) else ERROR_CONSEQUENCE
         what = f"`{render_path(p) if p else r.path}`"
         msg = M.IDENTITY_MSG.format(what=what, desc=desc, consequence=consequence)
@@ -247,7 +314,10 @@ class _Audit:
             if r.kind == ReasonKind.VARIABLE_METADATA
             else ReasonKind.IDENTITY_STATIC
         )
-        return _at(kind, p, sa.display(), sb.display(), msg, fix)
+        # a new object in each build that looks the same (its repr, the address aside): one
+        # value shown, "a new object in each"
+        alike = _ONE if looks_alike(sa, sb) else ()
+        return _at(kind, p, sa.display(), sb.display(), msg, fix, facts=alike, fix_kind=fix_kind)
 
     def _optimizer_tx(self, p: Path) -> bool:
         """Is ``p`` an optax transform (the ``tx`` of an ``nnx.Optimizer``)?"""
@@ -261,13 +331,13 @@ class _Audit:
             e, var = entries.get(p), entries.get(p[:-1])
             if e is not None and e.static is not None:
                 pair.append(e.static)
-            elif var is not None and var.kind == "var" and p[-1][1] in dict(var.meta):
+            elif var is not None and var.kind == EntryKind.VAR and p[-1][1] in dict(var.meta):
                 pair.append(dict(var.meta)[p[-1][1]])
             else:
                 return None
         return pair[0], pair[1]
 
-    def _identity_words(self, p: Path, part: Any, value: Any) -> tuple[str, str]:
+    def _identity_words(self, p: Path, part: Any, value: Any) -> tuple[str, str, FixKind]:
         """The explainer's description and fix of ``part``, an identity-compared object in ``value``.
 
         A static of a flax layer, or Variable metadata, is fixed where the
@@ -278,22 +348,26 @@ class _Audit:
         item = p[-1][0] != "attr" or not attr.isidentifier()
         sv = StaticVal(part)
         if item:
-            desc, fix = S._identity_fix(part, "fn", path, path, False, sv)
+            found = S._identity_fix(part, "fn", path, path, False, sv)
         else:
-            desc, fix = S._identity_fix(part, attr, path, str(p[0][1]), True, sv)
+            found = S._identity_fix(part, attr, path, str(p[0][1]), True, sv)
+        desc, fix, fix_kind = found.desc, found.fix, found.fix_kind
         if part is not value:
             desc = HOLDING_DESC.format(type=type(value).__name__, desc=desc)
         expr = _construction(part)
         var = self.a.get(p[:-1])
-        if var is not None and var.kind == "var":
+        if var is not None and var.kind == EntryKind.VAR:  # the audit's own templates: no kind
             cls = f"nnx.{var.type_name}" if hasattr(nnx, var.type_name) else var.type_name
             fix = FLAX_ARG_FIX.format(const=attr.upper(), expr=expr or "...", cls=cls, attr=attr)
+            fix_kind = FixKind.UNSET
         elif expr and owner is not None and _is_library(owner) and attr in _init_params(owner):
             cls = _flax_name(owner)
             fix = FLAX_ARG_FIX.format(const=attr.upper(), expr=expr, cls=cls, attr=attr)
+            fix_kind = FixKind.UNSET
         elif expr and not item and inspect.isfunction(part) and _is_library(part):
             fix = LIBRARY_CLOSURE_FIX.format(const=attr.upper(), expr=expr, attr=attr)
-        return desc, M._cap(fix)
+            fix_kind = FixKind.UNSET
+        return desc, M._cap(fix), fix_kind
 
     # warnings and infos
 
@@ -303,9 +377,13 @@ class _Audit:
         parts = _unstable_parts(value, lambda x: id(x) in defaults or self.names.stable(x))
         if not parts:
             return None
-        desc, fix = self._identity_words(p, parts[0], value)
+        desc, fix, fix_kind = self._identity_words(p, parts[0], value)
         msg = SHARED_MSG.format(what=f"`{render_path(p)}`", desc=desc)
-        return _at(ReasonKind.IDENTITY_STATIC, p, sv.display(), sv.display(), msg, fix)
+        facts = (*_ONE, Fact.SHARED_OBJECT)
+        return _at(
+            ReasonKind.IDENTITY_STATIC, p, sv.display(), sv.display(), msg, fix,
+            facts=facts, fix_kind=fix_kind,
+        )  # fmt: skip
 
     def _number(self, p: Path, sv: StaticVal) -> Reason | None:
         value, owner, attr = sv.value(), self._owner(p), _attr(p)
@@ -317,7 +395,10 @@ class _Audit:
             what=f"`{render_path(p)}`", type=type(value).__name__, value=sv.text
         )
         fix = M.STATIC_GRAPH_FIX.format(attr=attr, before=sv.text)
-        return _at(ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, fix)
+        return _at(
+            ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, fix,
+            facts=_ONE, fix_kind=FixKind.STATIC_GRAPH,
+        )  # fmt: skip
 
     def _metadata(self, p: Path, e: Entry, errors: Mapping[Path, Any]) -> list[AuditFinding]:
         """Numbers, and shared identity-compared values, in a Variable's metadata."""
@@ -332,7 +413,17 @@ class _Audit:
                 fix = M.VAR_META_FIX.format(key=key)
                 out.append(
                     _finding(
-                        "info", _at(ReasonKind.VARIABLE_METADATA, mp, sv.text, sv.text, msg, fix)
+                        "info",
+                        _at(
+                            ReasonKind.VARIABLE_METADATA,
+                            mp,
+                            sv.text,
+                            sv.text,
+                            msg,
+                            fix,
+                            facts=_ONE,
+                            fix_kind=FixKind.VAR_META,
+                        ),
                     )
                 )
             elif (shared := self._shared_identity(mp, sv)) is not None:

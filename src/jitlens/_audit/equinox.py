@@ -16,13 +16,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .. import _compat
+from .._compat.equinox_api import is_eqx_module_class
 from .._core.explain import diff_keys
 from .._core.key import Entry, Key, Path, StaticVal, render_path
-from .._core.kinds import ReasonKind
+from .._core.kinds import EntryKind, ReasonKind, RowKind
 from .._core.messages import _cap
-from .._core.messages_frontend import EQX, frontend_words
 from .._core.signature import describe_value
+from .._track.frontends.equinox.words import frontend_words
 from .model import SEVERITIES, AuditFinding, AuditResult
 
 NUMBER_MSG = (
@@ -36,7 +36,7 @@ NUMBER_FIX = (
 
 
 def _is_module(obj: Any) -> bool:
-    return _compat.is_eqx_module_class(type(obj))
+    return is_eqx_module_class(type(obj))
 
 
 def equinox_roots(obj: Any) -> list[tuple[str, Any]] | None:
@@ -75,7 +75,7 @@ def audit_equinox(
     a, b = _describe(roots_a), _describe(roots_b)
     key_a = Key(entries=a, config=(), signature="", fingerprint="")
     key_b = Key(entries=b, config=(), signature="", fingerprint="")
-    reasons = frontend_words(EQX, diff_keys(key_a, key_b), key_b)
+    reasons = frontend_words(diff_keys(key_a, key_b), key_b)
     findings = [
         AuditFinding("error", r.kind, r.path, r.before, r.after, r.message, r.fix) for r in reasons
     ]
@@ -84,23 +84,23 @@ def audit_equinox(
     return AuditResult(
         target=target,
         roots=tuple(f"{r}: {type(obj).__name__}" for r, obj in roots_a),
-        statics=sum(1 for e in a.values() if e.kind == "static"),
+        statics=sum(1 for e in a.values() if e.kind == EntryKind.STATIC),
         seconds=time.perf_counter() - start,
         findings=tuple(sorted(findings, key=lambda f: SEVERITIES.index(f.severity))),
-        jit=EQX,
+        jit=RowKind.EQX_FILTER_JIT,
     )
 
 
 def _number(p: Path, e: Entry, entries: dict[Path, Entry], skip: set[str]) -> AuditFinding | None:
     """A Python number held by an eqx.Module field: static under filter_jit."""
-    if e.kind != "static" or e.static is None or len(p) < 2:
+    if e.kind != EntryKind.STATIC or e.static is None or len(p) < 2:
         return None
     value = e.static.value()
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     parent = entries.get(p[:-1])
     owner = parent.type_ref() if parent is not None and parent.type_ref is not None else None
-    if owner is None or not _compat.is_eqx_module_class(owner) or _library(owner):
+    if owner is None or not is_eqx_module_class(owner) or _library(owner):
         return None  # eqx.nn layers' sizes are configuration, not a schedule
     if _declared_static(owner, str(p[-1][1])):
         return None  # eqx.field(static=True): configuration, deliberately static

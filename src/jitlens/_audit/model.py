@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +61,17 @@ class AuditResult:
         return render(self) if render is not None else repr(self)
 
 
+class Evidence(enum.StrEnum):
+    """What ``AuditFinding.before`` / ``after`` show: two builds' values (``builds``), one
+    value of one build (``value``), an identity-compared object made anew by each build
+    (``new``) or one such object both builds share (``shared``)."""
+
+    BUILDS = "builds"
+    VALUE = "value"
+    NEW = "new"
+    SHARED = "shared"
+
+
 @dataclasses.dataclass(frozen=True)
 class AuditFinding:
     """One recompile trap at one user path, in the explainer's words."""
@@ -71,3 +83,7 @@ class AuditFinding:
     after: str
     message: str
     fix: str
+    #: What ``before`` and ``after`` are (decided where the finding is made).
+    evidence: Evidence = Evidence.BUILDS
+    #: The explainer's template ``fix`` was made from (``kinds.FixKind``); "" for the audit's own.
+    fix_kind: str = ""

@@ -5,9 +5,8 @@ from __future__ import annotations
 import io
 import textwrap
 
-from .._core.kinds import ReasonKind
 from . import model
-from .model import AuditFinding, AuditResult
+from .model import AuditFinding, AuditResult, Evidence
 
 HEADER = "jitlens audit {target}: built twice; {roots}; {statics} statics compared"
 SUMMARY = "{errors} error{es}, {warnings} warning{ws}, {infos} info."
@@ -35,13 +34,17 @@ def _summary(result: AuditResult) -> str:
     return text if n_warn else f"{CLEAN} {text}" if result.infos else CLEAN
 
 
+_EVIDENCE = {
+    Evidence.NEW: EVIDENCE_NEW,
+    Evidence.SHARED: EVIDENCE_SHARED,
+    Evidence.VALUE: EVIDENCE_VALUE,
+}
+
+
 def _evidence(f: AuditFinding) -> str:
-    if f.before != f.after:
+    if f.evidence is Evidence.BUILDS:
         return EVIDENCE_BUILDS.format(before=f.before, after=f.after)
-    if f.kind == ReasonKind.IDENTITY_STATIC:
-        shared = f.severity != "error" and "share one object" in f.message
-        return (EVIDENCE_SHARED if shared else EVIDENCE_NEW).format(value=f.before)
-    return EVIDENCE_VALUE.format(value=f.before)
+    return _EVIDENCE[f.evidence].format(value=f.before)
 
 
 def render_audit(result: AuditResult, *, color: bool = False, width: int = 100) -> str:

@@ -10,8 +10,8 @@ Modules:
   * :mod:`.flax_api` -- nnx jit wrappers, graph flattening, ``cached_partial``;
   * :mod:`.frames` -- which frames and files are the user's;
   * :mod:`.callables` -- the one walk over a chain of wrapped callables;
-  * :mod:`.frontends` -- jits that live in libraries (``eqx.filter_jit``, via
-    :mod:`.equinox_api`), mapped back to the user's function and arguments.
+  * one ``*_api`` module per library whose jit jitlens reads (its front-end's private
+    access, imported by its package in ``_track/frontends/``, never re-exported here).
 """
 
 from .cache_keys import trace_cache_fill as trace_cache_fill
@@ -22,7 +22,6 @@ from .callables import transform_names as transform_names
 from .callables import unwrap as unwrap
 from .callables import unwrap_chain as unwrap_chain
 from .callables import user_function as user_function
-from .equinox_api import is_eqx_module_class as is_eqx_module_class
 from .flax_api import NNX_INNER_FNS as NNX_INNER_FNS
 from .flax_api import NNX_SPLIT_FN as NNX_SPLIT_FN
 from .flax_api import NNX_WRAPPER_TYPES as NNX_WRAPPER_TYPES
@@ -51,10 +50,6 @@ from .frames import short_path as short_path
 from .frames import user_call_site as user_call_site
 from .frames import user_frame as user_frame
 from .frames import user_stacklevel as user_stacklevel
-from .frontends import EQUINOX as EQUINOX
-from .frontends import FRONTENDS as FRONTENDS
-from .frontends import Frontend as Frontend
-from .frontends import frontend_of as frontend_of
 from .jax_api import COMPILE_EVENT as COMPILE_EVENT
 from .jax_api import LOWER_EVENT as LOWER_EVENT
 from .jax_api import PCACHE_HIT_EVENT as PCACHE_HIT_EVENT

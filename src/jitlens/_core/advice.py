@@ -44,6 +44,7 @@ import dataclasses
 
 from . import buckets
 from .advice_cost import compile_cost
+from .kinds import AdviceKind
 from .report import Advice, FunctionReport
 
 #: ``dispatch``: advise only when the estimated saving of the whole run is at
@@ -388,7 +389,7 @@ def advise(
         sorted(
             chosen,
             key=lambda a: (
-                a.kind != "disable_jit",
+                a.kind is not AdviceKind.DISABLE_JIT,
                 -(a.estimated_saving_seconds or 0.0),
             ),
         )

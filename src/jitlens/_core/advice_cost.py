@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cost import CompileCost, LoopCost
-from .kinds import AdviceKind
+from .cost import CompileCost, LoopCost, LoopKind
+from .kinds import NNX_ROW_KINDS, AdviceKind, RowKind
 from .report import Advice, Event, FunctionReport
 
 #: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
@@ -185,7 +185,7 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             continue
         where = _where(file, line) + (f" (in `{loop.via}`)" if loop.via else "")
         fields = dict(
-            kind=f"`{loop.kind}` loop" if loop.kind != "comprehension" else "comprehension",
+            kind=f"`{loop.kind}` loop" if loop.kind != LoopKind.COMPREHENSION else "comprehension",
             where=where,
             n=loop.iterations,
             eqns=loop.eqns,
@@ -195,7 +195,7 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             body=int(SCAN_BODY_FACTOR * loop.body_eqns),
             each=loop.body_eqns,
         )
-        if loop.kind == "unrolled scan":
+        if loop.kind == LoopKind.UNROLLED_SCAN:
             full = loop.length > 0 and loop.iterations >= loop.length
             n = loop.iterations
             fields["unroll"] = (
@@ -207,8 +207,8 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             message, flavour = UNROLLED_SCAN_MESSAGE.format(**fields), "unroll"
         else:
             message = UNROLLED_MESSAGE.format(**fields)
-            flavour = "nnx" if fn.kind.startswith("nnx.") else "jax"
-            if fn.kind.startswith("eqx."):
+            flavour = "nnx" if fn.kind in NNX_ROW_KINDS else "jax"
+            if fn.kind == RowKind.EQX_FILTER_JIT:
                 flavour = "eqx"
         out.append(
             Advice(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,8 +35,19 @@ PERIOD_MISMATCH = 0.1
 #: Candidate periods tried (each a place where the loop's first equation recurs).
 PERIOD_CANDIDATES = 64
 
-#: ``LoopCost.kind``: how the loop is written.
-LOOP_KINDS = ("for", "while", "comprehension", "unrolled scan")
+
+class LoopKind(enum.StrEnum):
+    """``LoopCost.kind``: how the loop is written (a ``lax.scan`` with ``unroll`` is one too)."""
+
+    __repr__ = str.__repr__
+
+    FOR = "for"
+    WHILE = "while"
+    COMPREHENSION = "comprehension"
+    UNROLLED_SCAN = "unrolled scan"
+
+
+LOOP_KINDS: tuple[LoopKind, ...] = tuple(LoopKind)
 
 #: ``(file, line, function, the function's first line, the user's?)``, outermost first;
 #: frames of a model library (flax, equinox) are kept, marked False, for their loops.
@@ -68,7 +80,7 @@ class LoopCost:
     file: str
     line: int
     function: str
-    kind: str
+    kind: LoopKind | str
     iterations: int
     eqns: int
     body_eqns: int
@@ -132,7 +144,7 @@ class SourceLoop:
 
     line: int
     end: int
-    kind: str
+    kind: LoopKind
 
 
 def source_loops(source: str, filename: str = "<source>") -> tuple[SourceLoop, ...]:
@@ -144,11 +156,11 @@ def source_loops(source: str, filename: str = "<source>") -> tuple[SourceLoop, .
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            kind = "for"
+            kind = LoopKind.FOR
         elif isinstance(node, ast.While):
-            kind = "while"
+            kind = LoopKind.WHILE
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            kind = "comprehension"
+            kind = LoopKind.COMPREHENSION
         else:
             continue
         found.append(SourceLoop(node.lineno, node.end_lineno or node.lineno, kind))

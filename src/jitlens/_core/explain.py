@@ -33,6 +33,7 @@ from .key import (
     same_type,
     snapshot_text,
 )
+from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
 from .paths import Entries, code_path
 from .report import Reason
 
@@ -58,9 +59,8 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
     o, n = old.entries, new.entries
     var_values = _variable_value_changes(o, n)
     for vp, (var_type, before, after) in var_values.items():
-        reasons.append(
-            M.variable_value_structure(_arg(vp), render_path(vp), var_type, before, after)
-        )
+        r = M.variable_value_structure(_arg(vp), render_path(vp), var_type, before, after)
+        reasons.append(_at(r, vp, (o.get(vp), n.get(vp))))
     skip = {(*vp, ("attr", "value")) for vp in var_values}
     o = {p: e for p, e in o.items() if not _under(p, skip)}
     n = {p: e for p, e in n.items() if not _under(p, skip)}
@@ -80,19 +80,26 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
             reasons.extend(r)
             if (
                 eo.kind != en.kind
-                or (eo.kind == "node" and eo.type_name != en.type_name)
-                or (eo.kind in ("node", "var") and not _types_equal(eo, en))
+                or (eo.kind == EntryKind.NODE and eo.type_name != en.type_name)
+                or (eo.kind in (EntryKind.NODE, EntryKind.VAR) and not _types_equal(eo, en))
             ):
                 changed_roots.add(p)
     for p in sorted(added, key=lambda q: (len(q), render_path(q))):
         if _parent_in(p, added) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
-        reasons.append(_structure(p, None, n[p], n))
+        reasons.append(_at(_structure(p, None, n[p], n), p, (None, n[p])))
     for p in sorted(removed, key=lambda q: (len(q), render_path(q))):
         if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
-        reasons.append(_structure(p, o[p], None, o))
+        reasons.append(_at(_structure(p, o[p], None, o), p, (o[p], None)))
     return R.rank(reasons, o, n)
+
+
+def _at(r: Reason, p: Path, entries: tuple[Entry | None, Entry | None] = (None, None)) -> Reason:
+    """``r`` with its structured path: ``p``, unless the builder set a deeper one (a part inside
+    a static, a Variable's metadata) or a shallower one (a Variable's value is the Variable);
+    ``entries``: the two keys' entries there."""
+    return r if r.where else dataclasses.replace(r, where=p, entries=entries)
 
 
 def _under(p: Path, roots: set[Path]) -> bool:
@@ -106,7 +113,7 @@ def _variable_value_changes(
     roots = {
         (*vp, ("attr", "value")): vp
         for vp, ev in n.items()
-        if ev.kind == "var" and vp in o and o[vp].kind == "var"
+        if ev.kind == EntryKind.VAR and vp in o and o[vp].kind == EntryKind.VAR
     }
     if not roots:
         return {}
@@ -132,7 +139,7 @@ def _value_summary(sub: dict[Path, Entry]) -> str:
     top = sub.get(())
     if top is None:
         return "absent"
-    if top.kind == "node":
+    if top.kind == EntryKind.NODE:
         n = sum(1 for p in sub if len(p) == 1)
         return f"{top.type_name} of {n}"
     return _short(top)
@@ -170,28 +177,28 @@ def _structure(
     in_graph = e.in_graph or (parent is not None and parent.in_graph)
     if len(p) == 1:
         return M.argument_added_removed(_arg(p), before is None)
-    what = e.type_name if e.kind in ("node", "var") else _short(e)
+    what = e.type_name if e.kind in (EntryKind.NODE, EntryKind.VAR) else _short(e)
     if in_graph:
         return M.graph_attribute(
             _arg(p),
             render_path(p),
             what,
             added=before is None,
-            var_type=e.type_name if e.kind == "var" else "",
+            var_type=e.type_name if e.kind == EntryKind.VAR else "",
         )
     return M.pytree_key(_arg(p), render_path(p), what, added=before is None)
 
 
 def _short(e: Entry) -> str:
-    if e.kind == "aval" and e.aval is not None:
+    if e.kind == EntryKind.AVAL and e.aval is not None:
         return e.aval.short()
-    if e.kind == "static" and e.static is not None:
+    if e.kind == EntryKind.STATIC and e.static is not None:
         return e.static.display()
-    if e.kind == "none":
+    if e.kind == EntryKind.NONE:
         return "None"
-    if e.kind == "ref":
+    if e.kind == EntryKind.REF:
         return f"shared reference to {e.target or 'an earlier node'}"
-    if e.kind in ("node", "var"):
+    if e.kind in (EntryKind.NODE, EntryKind.VAR):
         return e.type_name
     return e.target or e.kind
 
@@ -199,9 +206,25 @@ def _short(e: Entry) -> str:
 def _diff_entry(
     p: Path, eo: Entry, en: Entry, parent: Entry | None = None, entries: Entries | None = None
 ) -> list[Reason] | None:
+    """The reasons ``eo`` -> ``en`` at ``p``, each with its structured path."""
+    value_of = parent is not None and parent.kind == EntryKind.VAR and p[-1] == ("attr", "value")
+    found = _entry_reasons(p, eo, en, parent, entries)
+    if found is None:
+        return None
+    # a Variable's value: the user writes `model.kernel`, the Variable's own path
+    loc = p[:-1] if value_of else p
+    return [
+        dataclasses.replace(r, where=loc, entries=(eo, en)) if r.where in ((), p) else r
+        for r in found
+    ]
+
+
+def _entry_reasons(
+    p: Path, eo: Entry, en: Entry, parent: Entry | None, entries: Entries | None
+) -> list[Reason] | None:
     arg, path = _arg(p), render_path(p)
     variable = ""
-    if parent is not None and parent.kind == "var" and p[-1] == ("attr", "value"):
+    if parent is not None and parent.kind == EntryKind.VAR and p[-1] == ("attr", "value"):
         path = render_path(p[:-1])  # a Variable's value: the user writes `model.kernel`
         variable = _class_spelling(parent)
     if p[0][0] == "jit":
@@ -212,8 +235,9 @@ def _diff_entry(
     if eo.kind != en.kind:
         if eo.in_graph or en.in_graph:
             return [M.graph_kind_change(arg, path, _short(eo), _short(en))]
-        return [M.pytree_kind_change(arg, path, _short(eo), _short(en))]
-    if eo.kind == "aval":
+        none = EntryKind.NONE in (eo.kind, en.kind)
+        return [M.pytree_kind_change(arg, path, _short(eo), _short(en), none=none)]
+    if eo.kind == EntryKind.AVAL:
         a, b = eo.aval, en.aval
         assert a is not None and b is not None
         out = []
@@ -238,30 +262,31 @@ def _diff_entry(
                     path,
                     a.sharding or "uncommitted (default device)",
                     b.sharding or "uncommitted (default device)",
+                    b.sharding_type,
                 )
             )
         return out
-    if eo.kind == "static":
+    if eo.kind == EntryKind.STATIC:
         assert eo.static is not None and en.static is not None
         layer = (
             parent.type_name
-            if parent is not None and parent.kind == "node" and _flax_layer(parent)
+            if parent is not None and parent.kind == EntryKind.NODE and _flax_layer(parent)
             else ""
         )
         return [_static(arg, path, p, eo.static, en.static, en.in_graph, layer=layer)]
-    if eo.kind == "node":
+    if eo.kind == EntryKind.NODE:
         if not _types_equal(eo, en):
             if eo.type_name == en.type_name:
                 return [M.class_redefined(arg, path, eo.type_name)]
             if eo.in_graph or en.in_graph:
                 return [M.node_type_change(arg, path, eo.type_name, en.type_name)]
-            return [M.pytree_kind_change(arg, path, eo.type_name, en.type_name)]
+            return [M.pytree_kind_change(arg, path, eo.type_name, en.type_name, none=False)]
         out = []
         for (k, v1), (_k2, v2) in zip(eo.meta, en.meta, strict=False):
             if not v1.same(v2):
                 out.append(_static(arg, path, p, v1, v2, en.in_graph, aux=k))
         return out or None
-    if eo.kind == "var":
+    if eo.kind == EntryKind.VAR:
         if not _types_equal(eo, en):
             return [M.graph_kind_change(arg, path, eo.type_name, en.type_name)]
         mo, mn = dict(eo.meta), dict(en.meta)
@@ -269,18 +294,17 @@ def _diff_entry(
         for k in sorted(set(mo) | set(mn)):
             v1, v2 = mo.get(k), mn.get(k)
             if v1 is None or v2 is None or not v1.same(v2):
-                out.append(
-                    M.variable_metadata(
-                        arg,
-                        path,
-                        k,
-                        v1.display() if v1 else "unset",
-                        v2.display() if v2 else "unset",
-                        en.type_name,
-                    )
+                meta = M.variable_metadata(
+                    arg,
+                    path,
+                    k,
+                    v1.display() if v1 else "unset",
+                    v2.display() if v2 else "unset",
+                    en.type_name,
                 )
+                out.append(_at(meta, (*p, ("attr", k))))
         return out or None
-    if eo.kind == "ref":
+    if eo.kind == EntryKind.REF:
         return [M.graph_kind_change(arg, path, _short(eo), _short(en))]
     return [M.unknown(arg, path, _short(eo), _short(en))]
 
@@ -305,12 +329,14 @@ def _static(
     """
     field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
     if not same_type(old, new) and old.same(new):
-        return E.static_type(arg, path, old, new)
+        return _at(E.static_type(arg, path, old, new), p)
     if changed_in_place(old, new):
-        return _mutation(arg, path, old.snapshot or old.key_text, new.snapshot or new.text, new)
+        return _at(
+            _mutation(arg, path, old.snapshot or old.key_text, new.snapshot or new.text, new), p
+        )
     mutated = _mutated(old, new)
     if mutated is not None:
-        return _mutation(arg, path, old.snapshot or old.key_text, mutated, new)
+        return _at(_mutation(arg, path, old.snapshot or old.key_text, mutated, new), p)
     boxed = in_graph  # compared as a dataclass field (flax's graph records, a user's dataclass)
     a, b = old.value(), new.value()
     if a is not None and b is not None:
@@ -321,7 +347,7 @@ def _static(
             if _closure_bundle(a):  # the user rebuilds the whole transform, not its closures
                 if part_old.fresh and part_new.fresh:
                     attr = str(p[-1][1]) if len(p) > 1 else arg
-                    return S.identity_static(arg, path, attr, old, new, in_graph=in_graph)
+                    return _at(S.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
             else:
                 p = (*p, *parts)
                 path = render_path(p)
@@ -329,17 +355,19 @@ def _static(
                 boxed = boxed or dataclasses.is_dataclass(a)
     attr = str(p[-1][1]) if len(p) > 1 else arg
     if S.is_nan(old.value()) and S.is_nan(new.value()):
-        return _nan(arg, path, attr, old, new, boxed)
+        return _at(_nan(arg, path, attr, old, new, boxed), p)
     dtypes = S.as_dtype(old.value()), S.as_dtype(new.value())
     if dtypes[0] is not None and dtypes[0] == dtypes[1]:
-        return S.dtype_spelling(arg, path, attr, old, new)
+        return _at(S.dtype_spelling(arg, path, attr, old, new), p)
     if old.fresh and new.fresh:
-        return S.identity_static(arg, path, attr, old, new, in_graph=in_graph)
+        return _at(S.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
     mode_flag = attr in S.MODE_FLAGS and isinstance(new.value(), bool)
     if layer and not mode_flag and not field:  # a flax layer's own configuration
         before, after = diff_texts(old.full_text(), new.full_text())
-        return M.layer_config(arg, path, layer, before, after)
-    return S.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field)
+        return _at(M.layer_config(arg, path, layer, before, after), p)
+    return _at(
+        S.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field), p
+    )
 
 
 def _mutation(arg: str, path: str, then: str, now: str, new: StaticVal) -> Reason:
@@ -584,9 +612,11 @@ def explain_first_trace(
         return []
     # reusing the wrapper alone would not have removed a trace whose key differs: the
     # differences lead, the new wrapper comes last
-    kind = "nnx.jit" if wrapper.kind.startswith("nnx") else "jax.jit"
+    kind = RowKind.NNX_JIT if wrapper.kind in NNX_ROW_KINDS else RowKind.JAX_JIT
     name = wrapper.name
-    is_lambda = name == "<lambda>" or ("<locals>" in wrapper.qualname and wrapper.kind == "jax.jit")
+    is_lambda = name == "<lambda>" or (
+        "<locals>" in wrapper.qualname and wrapper.kind == RowKind.JAX_JIT
+    )
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = M.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:

@@ -22,6 +22,8 @@ import types
 import weakref
 from typing import Any
 
+from .kinds import EntryKind
+
 #: A path part: ("arg", name) at the root, ("attr", name) for graph/object
 #: attributes, ("item", key) for dict keys and sequence indices.
 PathPart = tuple[str, Any]
@@ -277,6 +279,11 @@ def same_type(a: StaticVal, b: StaticVal) -> bool:
     return a.type_name == b.type_name
 
 
+def looks_alike(a: StaticVal, b: StaticVal) -> bool:
+    """Do two statics print the same, addresses aside? (Two builds' fresh partials do.)"""
+    return _ADDR.sub("", a.text) == _ADDR.sub("", b.text)
+
+
 def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
     """Is ``b`` the very object ``a`` was described from, changed since (its text differs)?"""
     if a.identity or a.snapshot is None or b.snapshot is None:
@@ -327,6 +334,9 @@ class Aval:
     sharding: str
     #: The ``jax.vmap`` batch axis when the shape is the batched value's.
     batch_axis: int | None = None
+    #: The class of the array's sharding (``NamedSharding``, ``SingleDeviceSharding``), ""
+    #: when not placed; ``sharding`` says where, in words.
+    sharding_type: str = dataclasses.field(default="", compare=False)
 
     def short(self) -> str:
         s = f"{self.dtype}[{','.join(map(str, self.shape))}]"
@@ -339,7 +349,7 @@ class Aval:
 class Entry:
     """One position of a key. ``kind`` says what JAX compares there."""
 
-    kind: str  # aval | static | none | node | var | ref | passed | opaque
+    kind: EntryKind
     aval: Aval | None = None
     static: StaticVal | None = None
     type_name: str = ""
@@ -353,16 +363,16 @@ class Entry:
     def same(self, other: Entry) -> bool:
         if self.kind != other.kind:
             return False
-        if self.kind == "aval":
+        if self.kind == EntryKind.AVAL:
             return self.aval == other.aval
-        if self.kind == "static":
+        if self.kind == EntryKind.STATIC:
             assert self.static is not None and other.static is not None
             if (self.typed or other.typed) and not same_type(self.static, other.static):
                 return False
             return self.static.same(other.static) and not changed_in_place(
                 self.static, other.static
             )
-        if self.kind in ("node", "var"):
+        if self.kind in (EntryKind.NODE, EntryKind.VAR):
             if self.type_name != other.type_name or not _same_type(self, other):
                 return False
             if len(self.meta) != len(other.meta):
@@ -371,7 +381,7 @@ class Entry:
                 k1 == k2 and v1.same(v2)
                 for (k1, v1), (k2, v2) in zip(self.meta, other.meta, strict=True)
             )
-        if self.kind in ("ref", "passed", "opaque"):
+        if self.kind in (EntryKind.REF, EntryKind.PASSED, EntryKind.OPAQUE):
             return self.target == other.target
         return True
 
@@ -432,11 +442,11 @@ def _render_parts(path: Path) -> str:
 
 
 def _entry_text(e: Entry) -> str:
-    if e.kind == "aval" and e.aval is not None:
+    if e.kind == EntryKind.AVAL and e.aval is not None:
         return e.aval.short() + (f"@{e.aval.sharding}" if e.aval.sharding else "")
-    if e.kind == "static" and e.static is not None:
+    if e.kind == EntryKind.STATIC and e.static is not None:
         return e.static.key_text
-    if e.kind in ("node", "var"):
+    if e.kind in (EntryKind.NODE, EntryKind.VAR):
         return e.type_name + "".join(f"{k}={v.key_text}" for k, v in e.meta)
     return f"{e.kind}:{e.target}"
 
@@ -449,15 +459,15 @@ def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
         e = entries.get(root)
         if e is None:
             continue
-        if e.kind == "aval" and e.aval is not None:
+        if e.kind == EntryKind.AVAL and e.aval is not None:
             parts.append(f"{name}: {e.aval.short()}")
-        elif e.kind == "static" and e.static is not None:
+        elif e.kind == EntryKind.STATIC and e.static is not None:
             parts.append(
                 f"{name}={short_repr(e.static.value(), 40, user=False) if e.static.value() is not None else e.static.key_text}"
             )
-        elif e.kind == "none":
+        elif e.kind == EntryKind.NONE:
             parts.append(f"{name}: None")
-        elif e.in_graph or e.kind == "var":
+        elif e.in_graph or e.kind == EntryKind.VAR:
             sub = [
                 f"{p!r}{_entry_text(v)}"
                 for p, v in entries.items()
@@ -469,7 +479,7 @@ def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
             leaves = [
                 v.aval.short()
                 for p, v in entries.items()
-                if p[: len(root)] == root and v.kind == "aval" and v.aval is not None
+                if p[: len(root)] == root and v.kind == EntryKind.AVAL and v.aval is not None
             ]
             shown = ", ".join(leaves[:3]) + (", ..." if len(leaves) > 3 else "")
             parts.append(f"{name}: {e.type_name}({shown})")
@@ -514,7 +524,7 @@ def identity_suffix(entries: dict[Path, Entry], names: list[str]) -> str:
         f"{render_path(p)}={v.static.type_name.rpartition('.')[2]}@…{v.static.addr & 0xFFFF:04x}"
         for p, v in entries.items()
         if p and p[0][0] == "arg" and p[0][1] in names
-        if v.kind == "static" and v.static is not None and _one_object(v.static)
+        if v.kind == EntryKind.STATIC and v.static is not None and _one_object(v.static)
     ]
     if not found:
         return ""
@@ -531,9 +541,9 @@ def flat_key(key: Key | None, limit: int = 400) -> tuple[tuple[str, str], ...]:
     for path, entry in key.entries.items():
         if len(out) >= limit:
             break
-        if entry.kind == "passed":
+        if entry.kind == EntryKind.PASSED:
             continue
-        if entry.kind in ("node", "var") and entry.meta:
+        if entry.kind in (EntryKind.NODE, EntryKind.VAR) and entry.meta:
             meta = ", ".join(f"{k}={v.key_text}" for k, v in entry.meta)
             text = f"{entry.type_name}({meta})"
         else:

@@ -83,6 +83,215 @@ class AdviceKind(_Kind):
     COMPILE_BOUND = "compile_bound"
 
 
+class SubjectKind(_Kind):
+    """What kind of object the value a ``Reason`` is about is (``Reason.subject``), decided where
+    the reason is found: the ranking, the rewording and the tests read it instead of the words.
+    ``UNSET`` ("") when the reason is not about one value (a config, a signature) or was read
+    from a report written before the field existed."""
+
+    UNSET = ""
+    #: ``functools.partial`` / ``jax.tree_util.Partial``.
+    PARTIAL = "partial"
+    #: a class object passed or stored as a static.
+    CLASS = "class"
+    #: an instance of a class defined again (a class statement run by a factory function).
+    CLASS_REDEFINED = "class_redefined"
+    BOUND_METHOD = "bound_method"
+    LAMBDA = "lambda"
+    #: a function defined inside another (``<locals>`` in its qualname).
+    CLOSURE = "closure"
+    FUNCTION = "function"
+    #: a ``jax.jit`` / ``nnx.jit`` object.
+    JITTED_FUNCTION = "jitted_function"
+    #: an ``optax.GradientTransformation`` (a tuple of closures each ``optax.*`` call makes).
+    OPTAX_TRANSFORM = "optax_transform"
+    #: an instance of a class that defines no ``__eq__``.
+    INSTANCE = "instance"
+    #: a float NaN, which never equals itself.
+    NAN = "nan"
+    #: a Python int or float (not a bool).
+    NUMBER = "number"
+    #: a bool.
+    FLAG = "flag"
+    #: a dtype, however it is spelled (``jnp.float32``, ``'float32'``).
+    DTYPE = "dtype"
+    #: any other static value compared by ``==``.
+    VALUE = "value"
+    #: an array (its aval: shape, dtype, weak type, placement).
+    ARRAY = "array"
+    #: an array placed with a ``NamedSharding`` (a mesh and a partition spec) on the new call.
+    NAMED_SHARDING = "named_sharding"
+    #: a jitted callable (a new wrapper object).
+    WRAPPER = "wrapper"
+
+
+class Fact(_Kind):
+    """What else is known about a ``Reason`` (``Reason.facts``), decided where it is found.
+    ``Reason.expected`` stays its own field (the report's JSON has had it)."""
+
+    #: Two keys compared equal: the retrace has no difference to show (an eviction, a clear,
+    #: or an unknown cause).
+    EQUAL_KEY = "equal_key"
+    #: The structure that changed is state optax builds (an optimizer's ``opt_state``).
+    OPTAX_MADE = "optax_made"
+    #: The structure that changed is made by a library layer from its arguments.
+    LIBRARY_MADE = "library_made"
+    #: The value is part of an NNX graph (a Module's attribute), not a plain argument.
+    IN_GRAPH = "in_graph"
+    #: The shape is ``jax.vmap``'s batched one.
+    BATCHED = "batched"
+    #: The trace ran inside another transformation (``lax.scan``, ``jax.vmap``, ``jax.grad``),
+    #: and the message says which.
+    NESTED = "nested"
+    #: Both sides hold one value: a finding about one build's value, not a change
+    #: (``jitlens audit``'s warnings and infos).
+    SAME_VALUE = "same_value"
+    #: Both sides hold the very same object, compared by identity: it hits today, and misses
+    #: once it is built per instance (``jitlens audit``).
+    SHARED_OBJECT = "shared_object"
+
+
+class EntryKind(_Kind):
+    """What JAX compares at one position of a cache key (``_core.key.Entry.kind``)."""
+
+    #: an array: shape, dtype, weak type, placement.
+    AVAL = "aval"
+    #: a static value (``==`` / hash, or identity).
+    STATIC = "static"
+    NONE = "none"
+    #: a pytree node or NNX graph node (its type and its aux data).
+    NODE = "node"
+    #: an NNX Variable (its type and metadata).
+    VAR = "var"
+    #: a second reference to a graph node seen earlier.
+    REF = "ref"
+    #: how an argument was passed (by position or keyword).
+    PASSED = "passed"
+    #: anything jitlens does not look into.
+    OPAQUE = "opaque"
+
+
+class NoteKind(_Kind):
+    """Why the persistent compilation cache could not help a run (``CacheNote.kind``); the
+    conditions, their words and fixes are ``_core/pcache.py``'s."""
+
+    DISABLED = "disabled"
+    BACKEND = "backend"
+    TOO_LATE = "too_late"
+    READ_ONLY = "read_only"
+    NOT_PROCESS_0 = "not_process_0"
+    MIN_COMPILE_TIME = "min_compile_time"
+    MIN_ENTRY_SIZE = "min_entry_size"
+    NOT_WRITTEN = "not_written"
+    REJECTED = "rejected"
+    UNREADABLE = "unreadable"
+    NO_HITS = "no_hits"
+
+
+class FixKind(_Kind):
+    """Which fix template made ``Reason.fix`` (``Reason.fix_kind``): one member per ``*_FIX``
+    template of ``_core/messages*.py``, named as the template without ``_FIX``. The tests that
+    apply every fix (``tests/test_fixes.py``) learn which template printed a fix from it, and a
+    test checks that templates and members match one to one. ``UNSET`` ("") for a reason read
+    from a report written before the field existed."""
+
+    UNSET = ""
+    # messages.py
+    NEW_FUNCTION = "new_function"
+    CLOSURE = "closure"
+    NEW_LAMBDA = "new_lambda"
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    WEAK = "weak"
+    WEAK_VALUE = "weak_value"
+    VAR_WEAK = "var_weak"
+    VAR_ASSIGN = "var_assign"
+    SHARDING = "sharding"
+    STATIC_GRAPH = "static_graph"
+    STATIC_ARG = "static_arg"
+    STATIC_AUX = "static_aux"
+    CLASS = "class"
+    SOW = "sow"
+    GRAPH = "graph"
+    GRAPH_KIND = "graph_kind"
+    PYTREE_KEY = "pytree_key"
+    NONE = "none"
+    PYTREE_KIND = "pytree_kind"
+    VAR_META = "var_meta"
+    ARG = "arg"
+    SIGNATURE = "signature"
+    CONFIG = "config"
+    CLEARED = "cleared"
+    UNKNOWN = "unknown"
+    NEW_PARTIAL = "new_partial"
+    PARAM_SHAPE = "param_shape"
+    LAYER = "layer"
+    KEY = "key"
+    OPTAX_STATE = "optax_state"
+    OPTAX_KIND = "optax_kind"
+    LIBRARY_MADE = "library_made"
+    NODE_TYPE = "node_type"
+    JIT_OPTION = "jit_option"
+    MESH = "mesh"
+    # messages_static.py
+    MODE = "mode"
+    STATIC_FIELD = "static_field"
+    STATIC_ROLE = "static_role"
+    COUNTER = "counter"
+    SIZE = "size"
+    STATIC_ARG_UNSURE = "static_arg_unsure"
+    STATIC_SHAPE = "static_shape"
+    STATIC_RULE = "static_rule"
+    STATIC_CHOICE = "static_choice"
+    DTYPE_SPELLING = "dtype_spelling"
+    MUTATED = "mutated"
+    NAN = "nan"
+    PARTIAL_GRAPH = "partial_graph"
+    PARTIAL_DATA = "partial_data"
+    PARTIAL_ARG = "partial_arg"
+    BOUND_METHOD = "bound_method"
+    FUNCTION = "function"
+    JITTED = "jitted"
+    OPTAX = "optax"
+    NO_EQ = "no_eq"
+    # messages_evidence.py
+    STATIC_TYPE = "static_type"
+    NAN_FIELD = "nan_field"
+    EVICTED = "evicted"
+    NO_DIFFERENCE = "no_difference"
+    # messages_transforms.py
+    PMAP_CALL = "pmap_call"
+    PMAP_NEW_FUNCTION = "pmap_new_function"
+    PMAP_STATIC = "pmap_static"
+    PMAP_SHARDING = "pmap_sharding"
+    LINEN_NEW_CLASS = "linen_new_class"
+    LINEN_MUTABLE = "linen_mutable"
+    LINEN_RNGS = "linen_rngs"
+    LINEN_FIELD = "linen_field"
+    LINEN_FIELDS = "linen_fields"
+    NESTED_NEW_FUNCTION = "nested_new_function"
+    # messages_frontend.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
+    EQX_NEW_FUNCTION = "eqx_new_function"
+    EQX_SCALAR = "eqx_scalar"
+    EQX_STATIC = "eqx_static"
+    EQX_FIELD_NUMBER = "eqx_field_number"
+    EQX_FIELD = "eqx_field"
+    EQX_MODULE_FUNCTION = "eqx_module_function"
+    EQX_MODULE_LIBRARY_FUNCTION = "eqx_module_library_function"
+    EQX_MODULE_PARTIAL = "eqx_module_partial"
+    EQX_MODE = "eqx_mode"
+    EQX_OPTAX = "eqx_optax"
+    # messages_library.py
+    KERAS_RAGGED = "keras_ragged"
+    KERAS_RAGGED_PREDICT = "keras_ragged_predict"
+    KERAS_SMALL = "keras_small"
+    KERAS_ON_BATCH = "keras_on_batch"
+    KERAS_LENGTH = "keras_length"
+    NUMPYRO_REBUILT = "numpyro_rebuilt"
+    NUMPYRO_SVI_RUN = "numpyro_svi_run"
+    DIFFERENT_FUNCTION = "different_function"
+
+
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
 
 
@@ -197,3 +406,37 @@ ADVICE_KIND_DOCS: dict[AdviceKind, str] = {
     AdviceKind.COMPILE_BOUND: "a compile of a second or more never reused by a cache hit: the "
     "compile may cost more than jit saves on this workload",
 }
+
+
+class RowKind(_Kind):
+    """What jitted a row (``FunctionReport.kind``): the front-end whose wrapper the user called.
+
+    Each member equals the string the JSON report has always held. The engine compares
+    a record's kind to members (or asks its front-end), never to a library's string; a
+    new front-end is one member here, one package in ``_track/frontends/`` and its tests.
+
+    >>> RowKind("eqx.filter_jit") is RowKind.EQX_FILTER_JIT, RowKind.JAX_JIT == "jax.jit"
+    (True, True)
+    """
+
+    JAX_JIT = "jax.jit"
+    NNX_JIT = "nnx.jit"
+    NNX_JIT_TREE = "nnx.jit(graph=False)"
+    NNX_JIT_SIMPLE = "nnx.jit(graph_updates=False)"
+    NNX_JIT_PARTIAL = "nnx.jit_partial"
+    NNX_CACHED_PARTIAL = "nnx.cached_partial"
+    EQX_FILTER_JIT = "eqx.filter_jit"
+    JAX_PMAP = "jax.pmap"
+    NNX_PMAP = "nnx.pmap"
+    NN_JIT = "nn.jit"
+    KERAS = "keras"
+    NUMPYRO = "numpyro"
+
+    @property
+    def is_nnx(self) -> bool:
+        """A kind of flax NNX's (its wrapper objects, its graph in the key)."""
+        return self.value.startswith("nnx.")
+
+
+#: The row kinds of flax NNX's jits and pmap (``kind in NNX_ROW_KINDS`` holds for a plain string too).
+NNX_ROW_KINDS: frozenset[RowKind] = frozenset(k for k in RowKind if k.is_nnx)

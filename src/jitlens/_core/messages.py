@@ -8,9 +8,12 @@ see ``_identity_fix``). Messages and fixes are capped at 240 characters.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .code import callable_expr, identifier
+from .kinds import Fact, FixKind, ReasonKind, SubjectKind
+from .kinds import FixKind as K
 from .report import Reason
 
 LIMIT = 240
@@ -148,9 +151,29 @@ def _cap(s: str) -> str:
 
 
 def _reason(
-    kind: str, arg: str, path: str, before: str, after: str, message: str, fix: str
+    kind: str,
+    arg: str,
+    path: str,
+    before: str,
+    after: str,
+    message: str,
+    fix: str,
+    *,
+    fix_kind: FixKind = FixKind.UNSET,
+    subject: SubjectKind = SubjectKind.UNSET,
+    facts: tuple[Fact, ...] = (),
 ) -> Reason:
-    return Reason(kind, arg, path, before, after, _cap(message), _cap(fix))
+    """A reason with its words capped; ``fix_kind`` names the template ``fix`` was made from."""
+    return Reason(
+        kind, arg, path, before, after, _cap(message), _cap(fix),
+        subject=subject, fix_kind=fix_kind, facts=facts,
+    )  # fmt: skip
+
+
+def with_fix(r: Reason, fix_kind: FixKind, fix: str, **changes: Any) -> Reason:
+    """``r`` with another fix (and any other ``changes``): the words and the template that made
+    them travel together."""
+    return dataclasses.replace(r, fix=_cap(fix), fix_kind=fix_kind, **changes)
 
 
 def _arg_or_path(arg: str, path: str) -> str:
@@ -177,15 +200,23 @@ def new_function(
         equal=" this very key" if equal else "",
     )
     if free:  # it reads values of the function that builds it: they become arguments
-        fix = CLOSURE_FIX.format(
-            name=name if name != "<lambda>" else "step_fn",
-            free=", ".join(f"`{v}`" for v in free[:4]),
+        fk, fix = (
+            K.CLOSURE,
+            CLOSURE_FIX.format(
+                name=name if name != "<lambda>" else "step_fn",
+                free=", ".join(f"`{v}`" for v in free[:4]),
+            ),
         )
     elif is_lambda:
-        fix = NEW_LAMBDA_FIX.format(name="step_fn")
+        fk, fix = K.NEW_LAMBDA, NEW_LAMBDA_FIX.format(name="step_fn")
     else:
+        fk = K.NEW_FUNCTION
         fix = NEW_FUNCTION_FIX.format(name=identifier(name), expr=callable_expr(name), kind=kind)
-    return _reason("new_function", "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix)
+    subject = SubjectKind.LAMBDA if is_lambda else SubjectKind.WRAPPER
+    return _reason(
+        ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix,
+        fix_kind=fk, subject=subject,
+    )  # fmt: skip
 
 
 NEW_PARTIAL_MSG = (
@@ -203,9 +234,10 @@ def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
     if getattr(partial, "args", ()):
         names.append(f"{len(partial.args)} positional value(s)")
     return _reason(
-        "new_function", "", name, f"{count} earlier wrapper(s)", "new partial",
+        ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new partial",
         NEW_PARTIAL_MSG.format(name=name, count=count, defined_at=defined_at),
         NEW_PARTIAL_FIX.format(name=name, bound=", ".join(names)),
+        fix_kind=K.NEW_PARTIAL, subject=SubjectKind.PARTIAL,
     )  # fmt: skip
 
 
@@ -241,20 +273,26 @@ def shape(
     batch_axis: int | None = None,
 ) -> Reason:
     # the same words for every shape, so that a run of shape retraces folds into one
-    fix = PARAM_SHAPE_FIX if in_graph else SHAPE_FIX
+    fix, fk = (PARAM_SHAPE_FIX, K.PARAM_SHAPE) if in_graph else (SHAPE_FIX, K.SHAPE)
+    facts = (Fact.IN_GRAPH,) if in_graph else ()
     if batch_axis is not None:
         msg = VMAP_SHAPE_MSG.format(path=f"`{path}`", axis=batch_axis, before=before, after=after)
+        facts = (*facts, Fact.BATCHED)
     else:
         msg = SHAPE_MSG.format(path=f"`{path}`", before=before, after=after)
-    return _reason("shape", arg, path, before, after, msg, fix)
+    return _reason(
+        ReasonKind.SHAPE, arg, path, before, after, msg, fix,
+        fix_kind=fk, subject=SubjectKind.ARRAY, facts=facts,
+    )  # fmt: skip
 
 
 def layer_config(arg: str, path: str, layer: str, before: str, after: str) -> Reason:
     attr = path.rsplit(".", 1)[-1]
     return _reason(
-        "static_value", arg, path, before, after,
+        ReasonKind.STATIC_VALUE, arg, path, before, after,
         LAYER_MSG.format(path=path, layer=f"nnx.{layer}", before=before, after=after),
         LAYER_FIX.format(attr=attr),
+        fix_kind=K.LAYER, facts=(Fact.IN_GRAPH,),
     )  # fmt: skip
 
 
@@ -265,14 +303,14 @@ KEY_FIX = (
 
 
 def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtype: str) -> Reason:
-    fix = (
-        KEY_FIX
-        if "key<" in old_dtype + new_dtype
-        else DTYPE_FIX.format(arg=path, dtype=_wider(old_dtype, new_dtype))
-    )
+    if "key<" in old_dtype + new_dtype:
+        fk, fix = K.KEY, KEY_FIX
+    else:
+        fk, fix = K.DTYPE, DTYPE_FIX.format(arg=path, dtype=_wider(old_dtype, new_dtype))
     return _reason(
-        "dtype", arg, path, before, after,
+        ReasonKind.DTYPE, arg, path, before, after,
         DTYPE_MSG.format(path=f"`{path}`", before=before, after=after), fix,
+        fix_kind=fk, subject=SubjectKind.ARRAY,
     )  # fmt: skip
 
 
@@ -293,35 +331,48 @@ def weak_type(
     be assigned, e.g. an item of a tuple), not to its creation.
     """
     if variable and now_weak:
-        fix = VAR_ASSIGN_FIX.format(code=code or path, dtype=_jnp_dtype(dtype))
+        fk, fix = K.VAR_ASSIGN, VAR_ASSIGN_FIX.format(code=code or path, dtype=_jnp_dtype(dtype))
     elif variable and "." in path:
-        fix = VAR_WEAK_FIX.format(
-            attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)
+        fk, fix = (
+            K.VAR_WEAK,
+            VAR_WEAK_FIX.format(
+                attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)
+            ),
         )
     elif code is None or code:
-        fix = WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
+        fk, fix = K.WEAK, WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
     else:  # ``path = ...`` cannot be written (inside a tuple): type the value where it is made
-        fix = WEAK_VALUE_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
+        fk, fix = K.WEAK_VALUE, WEAK_VALUE_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
     return _reason(
-        "weak_type",
+        ReasonKind.WEAK_TYPE,
         arg,
         path,
         before,
         after,
         WEAK_MSG.format(path=f"`{path}`", before=before, after=after),
         fix,
+        fix_kind=fk,
+        subject=SubjectKind.ARRAY,
     )
 
 
-def sharding(arg: str, path: str, before: str, after: str) -> Reason:
+#: ``Aval.sharding_type`` of an array placed by a mesh and a partition spec.
+NAMED_SHARDING = "NamedSharding"
+
+
+def sharding(arg: str, path: str, before: str, after: str, after_type: str = "") -> Reason:
+    """``after_type``: the class of the new call's sharding (``Aval.sharding_type``)."""
+    named = after_type == NAMED_SHARDING
     return _reason(
-        "sharding",
+        ReasonKind.SHARDING,
         arg,
         path,
         before,
         after,
         SHARDING_MSG.format(path=f"`{path}`", before=before, after=after),
         SHARDING_FIX.format(arg=path),
+        fix_kind=K.SHARDING,
+        subject=SubjectKind.NAMED_SHARDING if named else SubjectKind.ARRAY,
     )
 
 
@@ -356,31 +407,34 @@ def _wider(a: str, b: str) -> str:
 
 def class_redefined(arg: str, path: str, name: str) -> Reason:
     return _reason(
-        "identity_static",
+        ReasonKind.IDENTITY_STATIC,
         arg,
         path,
         f"<class '{name}'> (earlier definition)",
         f"<class '{name}'> (new definition)",
         CLASS_MSG.format(path=f"`{path}`", name=f"`{name}`"),
         CLASS_FIX.format(name=name.rsplit(".", 1)[-1]),
+        fix_kind=K.CLASS,
+        subject=SubjectKind.CLASS_REDEFINED,
     )
 
 
 def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: str = "") -> Reason:
     verb = "added to" if added else "removed from"
-    fix = (
-        SOW_FIX.format(arg=arg)
-        if var_type == "Intermediate" or "Intermediate" in what
-        else GRAPH_FIX.format(path=path)
-    )
+    if var_type == "Intermediate" or "Intermediate" in what:
+        fk, fix = K.SOW, SOW_FIX.format(arg=arg)
+    else:
+        fk, fix = K.GRAPH, GRAPH_FIX.format(path=path)
     return _reason(
-        "graph_structure",
+        ReasonKind.GRAPH_STRUCTURE,
         arg,
         path,
         "absent" if added else what,
         what if added else "absent",
         GRAPH_ADDED_MSG.format(path=f"`{path}`", what=what, verb=verb),
         fix,
+        fix_kind=fk,
+        facts=(Fact.IN_GRAPH,),
     )
 
 
@@ -406,19 +460,16 @@ LIBRARY_MADE_FIX = (
 
 def library_made(r: Reason, cls: str, args: str) -> Reason:
     """``r`` (a structure change) inside a library layer: the layer's arguments make it."""
-    return Reason(
-        r.kind, r.argument, r.path, r.before, r.after, r.message,
-        _cap(LIBRARY_MADE_FIX.format(cls=cls, path=r.path, args=args)),
-    )  # fmt: skip
+    fix = LIBRARY_MADE_FIX.format(cls=cls, path=r.path, args=args)
+    return with_fix(r, K.LIBRARY_MADE, fix, expected=False).with_facts(Fact.LIBRARY_MADE)
 
 
 def optax_kind(r: Reason, state: str) -> Reason:
     """``r`` (a new optax transform) when its state's structure changed too: a sweep of
     hyper-parameters (``inject_hyperparams``) would not remove this compile."""
-    return Reason(
-        r.kind, r.argument, r.path, r.before, r.after, r.message,
-        _cap(OPTAX_KIND_FIX.format(path=r.path, state=state)),
-    )  # fmt: skip
+    return with_fix(
+        r, K.OPTAX_KIND, OPTAX_KIND_FIX.format(path=r.path, state=state), expected=False
+    )
 
 
 def optax_state(r: Reason, cls: str) -> Reason:
@@ -426,10 +477,8 @@ def optax_state(r: Reason, cls: str) -> Reason:
 
     ``cls``: the optax state class seen there, or "" for state an ``nnx.Optimizer`` holds."""
     made = f"`{cls}`, from `tx.init`" if cls else "from `tx.init`, kept by nnx.Optimizer"
-    return Reason(
-        r.kind, r.argument, r.path, r.before, r.after, r.message,
-        _cap(OPTAX_STATE_FIX.format(path=r.path, made=made)),
-    )  # fmt: skip
+    fix = OPTAX_STATE_FIX.format(path=r.path, made=made)
+    return with_fix(r, K.OPTAX_STATE, fix, expected=False).with_facts(Fact.OPTAX_MADE)
 
 
 NODE_TYPE_MSG = (
@@ -445,21 +494,26 @@ VAR_VALUE_MSG = "{path} ({var}) holds a value whose structure changed {before} -
 
 
 def variable_value_structure(arg: str, path: str, var: str, before: str, after: str) -> Reason:
-    fix = SOW_FIX.format(arg=arg) if var == "Intermediate" else GRAPH_FIX.format(path=path)
+    if var == "Intermediate":
+        fk, fix = K.SOW, SOW_FIX.format(arg=arg)
+    else:
+        fk, fix = K.GRAPH, GRAPH_FIX.format(path=path)
     return _reason(
-        "graph_structure",
+        ReasonKind.GRAPH_STRUCTURE,
         arg,
         path,
         before,
         after,
         VAR_VALUE_MSG.format(path=f"`{path}`", var=var, before=before, after=after),
         fix,
+        fix_kind=fk,
+        facts=(Fact.IN_GRAPH,),
     )
 
 
 def node_type_change(arg: str, path: str, before: str, after: str) -> Reason:
     return _reason(
-        "graph_structure",
+        ReasonKind.GRAPH_STRUCTURE,
         arg,
         path,
         before,
@@ -468,80 +522,91 @@ def node_type_change(arg: str, path: str, before: str, after: str) -> Reason:
             path=f"`{path}`", before=with_article(before), after=with_article(after)
         ),
         NODE_TYPE_FIX,
+        fix_kind=K.NODE_TYPE,
+        facts=(Fact.IN_GRAPH,),
     )
 
 
 def graph_kind_change(arg: str, path: str, before: str, after: str) -> Reason:
     return _reason(
-        "graph_structure",
+        ReasonKind.GRAPH_STRUCTURE,
         arg,
         path,
         before,
         after,
         GRAPH_KIND_MSG.format(path=f"`{path}`", before=before, after=after),
         GRAPH_KIND_FIX.format(path=path),
+        fix_kind=K.GRAPH_KIND,
+        facts=(Fact.IN_GRAPH,),
     )
 
 
 def pytree_key(arg: str, path: str, what: str, *, added: bool) -> Reason:
     verb = "added to" if added else "removed from"
     return _reason(
-        "pytree_structure",
+        ReasonKind.PYTREE_STRUCTURE,
         arg,
         path,
         "absent" if added else what,
         what if added else "absent",
         PYTREE_KEY_MSG.format(path=f"`{path}`", what=what, verb=verb),
         PYTREE_KEY_FIX.format(path=path),
+        fix_kind=K.PYTREE_KEY,
     )
 
 
-def pytree_kind_change(arg: str, path: str, before: str, after: str) -> Reason:
-    fix = NONE_FIX if "None" in (before, after) else PYTREE_KIND_FIX
+def pytree_kind_change(arg: str, path: str, before: str, after: str, *, none: bool) -> Reason:
+    """``none``: one side is None (the fix: always pass an array)."""
+    fk, fix = (K.NONE, NONE_FIX) if none else (K.PYTREE_KIND, PYTREE_KIND_FIX)
     return _reason(
-        "pytree_structure",
+        ReasonKind.PYTREE_STRUCTURE,
         arg,
         path,
         before,
         after,
         PYTREE_KIND_MSG.format(path=f"`{path}`", before=before, after=after),
         fix.format(path=path),
+        fix_kind=fk,
     )
 
 
 def variable_metadata(arg: str, path: str, key: str, before: str, after: str, var: str) -> Reason:
     return _reason(
-        "variable_metadata",
+        ReasonKind.VARIABLE_METADATA,
         arg,
         f"{path}.{key}" if key else path,
         before,
         after,
         VAR_META_MSG.format(path=f"`{path}`", var=var, key=key, before=before, after=after),
         VAR_META_FIX.format(key=key),
+        fix_kind=K.VAR_META,
+        facts=(Fact.IN_GRAPH,),
     )
 
 
 def argument_added_removed(arg: str, added: bool) -> Reason:
     return _reason(
-        "signature",
+        ReasonKind.SIGNATURE,
         arg,
         arg,
         "absent" if added else "passed",
         "passed" if added else "absent",
         ARG_MSG.format(arg=arg, verb="added in" if added else "left out of"),
         ARG_FIX.format(arg=arg),
+        fix_kind=K.ARG,
     )
 
 
 def signature(arg: str, before: str, after: str) -> Reason:
     return _reason(
-        "signature",
+        ReasonKind.SIGNATURE,
         arg,
         arg,
         before,
         after,
         SIGNATURE_MSG.format(arg=arg, before=before, after=after),
         SIGNATURE_FIX.format(arg=arg),
+        fix_kind=K.SIGNATURE,
     )
 
 
@@ -550,15 +615,16 @@ JIT_OPTION_FIX = "Create one jitted function with the `{name}` you need and reus
 
 
 def jit_option(name: str, before: str, after: str) -> Reason:
-    kind = "sharding" if "sharding" in name or name in ("device", "backend") else "config"
+    placement = "sharding" in name or name in ("device", "backend")
     return _reason(
-        kind,
+        ReasonKind.SHARDING if placement else ReasonKind.CONFIG,
         "",
         f"jit({name}=...)",
         before,
         after,
         JIT_OPTION_MSG.format(name=name, before=before, after=after),
         JIT_OPTION_FIX.format(name=name),
+        fix_kind=K.JIT_OPTION,
     )
 
 
@@ -566,24 +632,28 @@ MESH_FIX = "Enter the mesh once around the whole loop (`with jax.set_mesh(mesh):
 
 
 def config(name: str, before: str, after: str) -> Reason:
-    fix = MESH_FIX if "mesh" in name else CONFIG_FIX.format(name=name)
+    fk, fix = (K.MESH, MESH_FIX) if "mesh" in name else (K.CONFIG, CONFIG_FIX.format(name=name))
     return _reason(
-        "config", "", name, before, after,
-        CONFIG_MSG.format(name=name, before=before, after=after), fix,
+        ReasonKind.CONFIG, "", name, before, after,
+        CONFIG_MSG.format(name=name, before=before, after=after), fix, fix_kind=fk,
     )  # fmt: skip
 
 
 def cache_cleared() -> Reason:
-    return _reason("cache_cleared", "", "", "compiled", "cleared", CLEARED_MSG, CLEARED_FIX)
+    return _reason(
+        ReasonKind.CACHE_CLEARED, "", "", "compiled", "cleared", CLEARED_MSG, CLEARED_FIX,
+        fix_kind=K.CLEARED,
+    )  # fmt: skip
 
 
 def unknown(arg: str, path: str, before: str, after: str) -> Reason:
     return _reason(
-        "unknown",
+        ReasonKind.UNKNOWN,
         arg,
         path,
         before,
         after,
         UNKNOWN_MSG.format(path=f"`{path}`", before=before, after=after),
         UNKNOWN_FIX.format(path=path),
+        fix_kind=K.UNKNOWN,
     )

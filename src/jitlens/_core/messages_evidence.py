@@ -14,6 +14,8 @@ from __future__ import annotations
 import numbers
 
 from .key import StaticVal, short_repr
+from .kinds import Fact, ReasonKind, SubjectKind
+from .kinds import FixKind as K
 from .messages import _reason
 from .messages_static import MUTATED_FIX
 from .report import Reason
@@ -68,7 +70,9 @@ def static_type(arg: str, path: str, old: StaticVal, new: StaticVal) -> Reason:
     before, after = _typed(old), _typed(new)
     msg = STATIC_TYPE_MSG.format(path=path, before=before, after=after)
     fix = STATIC_TYPE_FIX.format(arg=arg, conv=_conversion(old, new))
-    return _reason("static_type", arg, path, before, after, msg, fix)
+    return _reason(
+        ReasonKind.STATIC_TYPE, arg, path, before, after, msg, fix, fix_kind=K.STATIC_TYPE
+    )
 
 
 def _typed(v: StaticVal) -> str:
@@ -115,23 +119,35 @@ def _builtin(value: object) -> str | None:
 def mutated_static_miss(arg: str, path: str, then: str, now: str, after: str) -> Reason:
     """A static mutated after its compile, on a JAX whose cache then misses (jax >= 0.11)."""
     msg = MUTATED_MISS_MSG.format(path=path, then=then, now=now)
-    return _reason("mutated_static", arg, path, f"{then} (now {now})", after, msg, MUTATED_FIX)
+    return _reason(
+        ReasonKind.MUTATED_STATIC, arg, path, f"{then} (now {now})", after, msg, MUTATED_FIX,
+        fix_kind=K.MUTATED,
+    )  # fmt: skip
 
 
 def nan_field(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
     """A NaN compared as a dataclass field on Python >= 3.13: no object of it ever hits."""
     msg = NAN_FIELD_MSG.format(path=path)
     fix = NAN_FIELD_FIX.format(attr=attr)
-    return _reason("identity_static", arg, path, old.display(), new.display(), msg, fix)
+    return _reason(
+        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, fix,
+        fix_kind=K.NAN_FIELD, subject=SubjectKind.NAN, facts=(Fact.IN_GRAPH,),
+    )  # fmt: skip
 
 
 def cache_evicted(size: int, capacity: int) -> Reason:
     """An equal key retraced while JAX's trace cache is full: evidence of an eviction."""
     msg = EVICTED_MSG.format(size=size, capacity=capacity)
-    return _reason("cache_cleared", "", "", "compiled", "evicted", msg, EVICTED_FIX)
+    return _reason(
+        ReasonKind.CACHE_CLEARED, "", "", "compiled", "evicted", msg, EVICTED_FIX,
+        fix_kind=K.EVICTED, facts=(Fact.EQUAL_KEY,),
+    )  # fmt: skip
 
 
 def no_difference(compared: str) -> Reason:
     """An equal key retraced with no evidence of a cause: say what was compared, guess nothing."""
     msg = NO_DIFFERENCE_MSG.format(compared=compared)
-    return _reason("unknown", "", "", "equal key", "retraced", msg, NO_DIFFERENCE_FIX)
+    return _reason(
+        ReasonKind.UNKNOWN, "", "", "equal key", "retraced", msg, NO_DIFFERENCE_FIX,
+        fix_kind=K.NO_DIFFERENCE, facts=(Fact.EQUAL_KEY,),
+    )  # fmt: skip

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from .._compat.library_jits import LibraryJit
+from .kinds import FixKind, ReasonKind
 from .messages import _reason
 from .report import Reason
 
@@ -65,14 +67,10 @@ KERAS_LENGTH_FIX = (
 _WHOLE = {"predict_on_batch": "predict", "train_on_batch": "fit", "test_on_batch": "evaluate"}
 
 
-def _dims(text: str) -> tuple[int, ...] | None:
-    m = re.search(r"\[([0-9, ]*)\]", text)
-    if m is None:
-        return None
-    try:
-        return tuple(int(d) for d in m.group(1).split(",") if d.strip())
-    except ValueError:
-        return None
+def _dims(entry: Any) -> tuple[int, ...] | None:
+    """The shape of an array's key entry (``Reason.entries``), or None."""
+    aval = getattr(entry, "aval", None)
+    return tuple(aval.shape) if aval is not None else None
 
 
 def user_path(step: LibraryJit, path: str) -> tuple[str, str] | None:
@@ -92,9 +90,9 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
         return r
     name, path = names
     out = dataclasses.replace(r, argument=name, path=path)
-    if r.kind != "shape":
+    if r.kind != ReasonKind.SHAPE:
         return out
-    before, after = _dims(r.before), _dims(r.after)
+    before, after = (_dims(e) for e in r.entries)
     if before is None or after is None or len(before) != len(after) or not before:
         return out
     bs = step.fact("batch_size")
@@ -104,31 +102,36 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     )
     if before[1:] != after[1:]:
         longest = max(max(b, a) for b, a in zip(before[1:], after[1:], strict=True))
-        return dataclasses.replace(
+        return _with_fix(
             out,
+            FixKind.KERAS_LENGTH,
+            KERAS_LENGTH_FIX.format(name=name, b=longest),
             message=KERAS_LENGTH.format(**fields),
-            fix=KERAS_LENGTH_FIX.format(name=name, b=longest),
         )
     if step.entry in _WHOLE:
         size = max(before[0], after[0])
-        return dataclasses.replace(
+        return _with_fix(
             out,
-            message=KERAS_ON_BATCH.format(**fields),
-            fix=KERAS_ON_BATCH_FIX.format(
+            FixKind.KERAS_ON_BATCH,
+            KERAS_ON_BATCH_FIX.format(
                 entry=step.entry, name=name, b=size, whole=_WHOLE[step.entry]
             ),
+            message=KERAS_ON_BATCH.format(**fields),
         )
     b = bs or max(before[0], after[0])
     small = bool(bs) and max(before[0], after[0]) < bs
     why = (KERAS_SMALL_WHY if small else KERAS_RAGGED_WHY).format(bs=bs_text)
     if step.role == "predict":
-        fix = KERAS_RAGGED_PREDICT_FIX
+        fk, fix = FixKind.KERAS_RAGGED_PREDICT, KERAS_RAGGED_PREDICT_FIX
+    elif small:
+        fk, fix = FixKind.KERAS_SMALL, KERAS_SMALL_FIX
     else:
-        fix = KERAS_SMALL_FIX if small else KERAS_RAGGED_FIX
-    return dataclasses.replace(
+        fk, fix = FixKind.KERAS_RAGGED, KERAS_RAGGED_FIX
+    return _with_fix(
         out,
+        fk,
+        fix.format(entry=step.entry, bs=bs_text, b=b),
         message=KERAS_RAGGED.format(**fields, why=why),
-        fix=fix.format(entry=step.entry, bs=bs_text, b=b),
     )
 
 
@@ -164,8 +167,8 @@ def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
     """
     if step.role == "svi":
         return [
-            dataclasses.replace(r, message=NUMPYRO_SVI_RUN, fix=NUMPYRO_SVI_RUN_FIX)
-            if r.kind == "new_function"
+            _with_fix(r, FixKind.NUMPYRO_SVI_RUN, NUMPYRO_SVI_RUN_FIX, message=NUMPYRO_SVI_RUN)
+            if r.kind == ReasonKind.NEW_FUNCTION
             else r
             for r in reasons
         ]
@@ -173,20 +176,15 @@ def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
         return reasons
     out = []
     for r in reasons:
-        if r.kind == "identity_static" and r.argument == "_body_fn":
+        if r.kind == ReasonKind.IDENTITY_STATIC and r.argument == "_body_fn":
             before, after = r.before.split(" at ")[0], r.after.split(" at ")[0]
-            out.append(
-                dataclasses.replace(
-                    r,
-                    message=NUMPYRO_REBUILT.format(entry=step.entry, before=before, after=after),
-                    fix=NUMPYRO_REBUILT_FIX,
-                )
-            )
-        elif r.kind != "new_function":
+            message = NUMPYRO_REBUILT.format(entry=step.entry, before=before, after=after)
+            out.append(_with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
+        elif r.kind != ReasonKind.NEW_FUNCTION:
             out.append(r)
         elif len(reasons) == 1:
             message = NUMPYRO_REBUILT.format(entry=step.entry, before=r.before, after=r.after)
-            out.append(dataclasses.replace(r, message=message, fix=NUMPYRO_REBUILT_FIX))
+            out.append(_with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
     return out
 
 
@@ -206,6 +204,12 @@ def different_function(name: str, count: int, free: str, before: str, after: str
         name=name, free=free, count=count, before=f"`{before}`", after=f"`{after}`"
     )
     r = _reason(
-        "new_function", "", name, before, after, msg, DIFFERENT_FUNCTION_FIX.format(name=name)
-    )
+        ReasonKind.NEW_FUNCTION, "", name, before, after, msg,
+        DIFFERENT_FUNCTION_FIX.format(name=name), fix_kind=FixKind.DIFFERENT_FUNCTION,
+    )  # fmt: skip
     return dataclasses.replace(r, expected=True)
+
+
+def _with_fix(r: Reason, fix_kind: FixKind, fix: str, **changes: Any) -> Reason:
+    """``r`` with another fix made from the ``fix_kind`` template (as written: not capped)."""
+    return dataclasses.replace(r, fix=fix, fix_kind=fix_kind, **changes)

@@ -16,14 +16,16 @@ import sys
 from typing import Any
 
 from .key import StaticVal, diff_texts, short_repr
+from .kinds import Fact, ReasonKind, SubjectKind
+from .kinds import FixKind as K
 from .messages import (
     CLASS_FIX,
     IDENTITY_MSG,
     LIMIT,
     STATIC_AUX_FIX,
     STATIC_MSG,
-    _cap,
     _reason,
+    with_fix,
 )
 from .report import Reason
 
@@ -126,7 +128,10 @@ def counter_static(arg: str, path: str, attr: str, values: list[Any]) -> Reason:
     msg = COUNTER_MSG.format(path=path, values=shown)
     fix = COUNTER_FIX.format(attr=attr, initial=values[0], dtype=dtype, delta=delta)
     before, after = str(values[-2]) if len(values) >= 2 else "?", str(values[-1])
-    return _reason("static_value", arg, path, before, after, msg, fix)
+    return _reason(
+        ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
+        fix_kind=K.COUNTER, subject=SubjectKind.NUMBER, facts=(Fact.IN_GRAPH,),
+    )  # fmt: skip
 
 
 #: A static number whose role the trace could not tell (a parameter of an operation differs,
@@ -152,17 +157,17 @@ STATIC_RULE_FIX = (
 )
 
 
-def static_flow(r: Reason, flow: str, data_fix: str) -> Reason:
+def static_flow(r: Reason, flow: str, data_fix: tuple[K | str, str]) -> Reason:
     """``r`` (a static number, ``flow`` "unchecked") once the trace's program showed where the
     number went (``report.STATIC_FLOWS``). ``data_fix``: the front-end's fix for a number that
-    only enters arithmetic (a traced argument)."""
+    only enters arithmetic (a traced argument), with the template that made it."""
     if flow == "shape":
         fix = STATIC_SHAPE_FIX.format(arg=r.path, before=r.before, after=r.after)
-        return dataclasses.replace(r, fix=_cap(fix), flow=flow, expected=True)
+        return with_fix(r, K.STATIC_SHAPE, fix, flow=flow, expected=True)
     if flow == "data":
-        return dataclasses.replace(r, fix=_cap(data_fix), flow=flow)
+        return with_fix(r, K(data_fix[0]), data_fix[1], flow=flow)
     if flow == "rule":
-        return dataclasses.replace(r, fix=_cap(STATIC_RULE_FIX.format(arg=r.path)), flow=flow)
+        return with_fix(r, K.STATIC_RULE, STATIC_RULE_FIX.format(arg=r.path), flow=flow)
     return dataclasses.replace(r, flow=flow)
 
 
@@ -194,31 +199,43 @@ def static_value(
     what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
     before, after = diff_texts(old.full_text(), new.full_text())
     msg = STATIC_MSG.format(what=what, before=before, after=after)
-    if isinstance(old.value(), bool) and isinstance(new.value(), bool) and attr in MODE_FLAGS:
+    numbers = _is_number(old) and _is_number(new)
+    flags = isinstance(old.value(), bool) and isinstance(new.value(), bool)
+    subject = SubjectKind.NUMBER if numbers else SubjectKind.FLAG if flags else SubjectKind.VALUE
+    facts = (Fact.IN_GRAPH,) if in_graph else ()
+    if flags and attr in MODE_FLAGS:
         msg = MODE_MSG.format(path=path, before=before, after=after)
-        fix = MODE_FIX.format(attr=attr)
-        mode = _reason("static_value", arg, path, before, after, msg, fix)
+        mode = _reason(
+            ReasonKind.STATIC_VALUE, arg, path, before, after, msg, MODE_FIX.format(attr=attr),
+            fix_kind=K.MODE, subject=subject, facts=facts,
+        )  # fmt: skip
         return dataclasses.replace(mode, expected=True)  # a mode's first compile
     elif aux:
-        fix = STATIC_AUX_FIX.format(path=path)
-    elif not (_is_number(old) and _is_number(new)):
-        fix = STATIC_CHOICE_FIX.format(path=path)
+        fk, fix = K.STATIC_AUX, STATIC_AUX_FIX.format(path=path)
+    elif not numbers:
+        fk, fix = K.STATIC_CHOICE, STATIC_CHOICE_FIX.format(path=path)
     elif in_graph:
         values = history or [old.value(), new.value()]
         role = number_role(attr, values, calls=history is not None)
         if role == "counter":
             return counter_static(arg, path, attr, values)
-        template = SIZE_FIX if role == "size" else STATIC_ROLE_FIX
+        fk, template = (K.SIZE, SIZE_FIX) if role == "size" else (K.STATIC_ROLE, STATIC_ROLE_FIX)
         fix = template.format(attr=attr, before=values[0])
     elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
-        fix = STATIC_FIELD_FIX.format(path=path, attr=attr)
+        fk, fix = K.STATIC_FIELD, STATIC_FIELD_FIX.format(path=path, attr=attr)
     elif path == arg:  # the static argument itself is the number: what it does decides
         fix = STATIC_ARG_UNSURE_FIX.format(arg=arg)
-        reason = _reason("static_value", arg, path, before, after, msg, fix)
+        reason = _reason(
+            ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
+            fix_kind=K.STATIC_ARG_UNSURE, subject=subject, facts=facts,
+        )  # fmt: skip
         return dataclasses.replace(reason, flow="unchecked")  # the trace's program tells
     else:  # a number inside a static object (a tuple item, a config attribute)
-        fix = STATIC_CHOICE_FIX.format(path=path)
-    return _reason("static_value", arg, path, before, after, msg, fix)
+        fk, fix = K.STATIC_CHOICE, STATIC_CHOICE_FIX.format(path=path)
+    return _reason(
+        ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
+        fix_kind=fk, subject=subject, facts=facts,
+    )  # fmt: skip
 
 
 DTYPE_SPELLING_MSG = (
@@ -265,7 +282,10 @@ def dtype_spelling(arg: str, path: str, attr: str, old: StaticVal, new: StaticVa
     before, after = old.display(), new.display()
     msg = DTYPE_SPELLING_MSG.format(path=path, dtype=dt, before=before, after=after)
     fix = DTYPE_SPELLING_FIX.format(attr=attr, canonical=f"jnp.{dt}")
-    return _reason("static_value", arg, path, before, after, msg, fix)
+    return _reason(
+        ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
+        fix_kind=K.DTYPE_SPELLING, subject=SubjectKind.DTYPE,
+    )  # fmt: skip
 
 
 def _is_number(s: StaticVal) -> bool:
@@ -281,14 +301,18 @@ def identity_static(
     arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool
 ) -> Reason:
     value = new.value()
-    desc, fix = _identity_fix(value, attr, path, arg, in_graph, new)
+    found = _identity_fix(value, attr, path, arg, in_graph, new)
     consequence = (
         "every new instance holds a new object and the cache key never matches"
         if in_graph
         else "a new object each call is a new key, even when it looks the same"
     )
-    msg = IDENTITY_MSG.format(what=f"`{path}`", desc=desc, consequence=consequence)
-    return _reason("identity_static", arg, path, old.display(), new.display(), msg, fix)
+    msg = IDENTITY_MSG.format(what=f"`{path}`", desc=found.desc, consequence=consequence)
+    return _reason(
+        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, found.fix,
+        fix_kind=found.fix_kind, subject=found.subject,
+        facts=(Fact.IN_GRAPH,) if in_graph else (),
+    )  # fmt: skip
 
 
 MUTATED_MSG = (
@@ -305,7 +329,10 @@ MUTATED_FIX = (
 def mutated_static(arg: str, path: str, then: str, now: str, after: str) -> Reason:
     """A static object mutated after its compile: stale hits before, a miss now."""
     msg = MUTATED_MSG.format(path=path, then=then, now=now, after=after)
-    return _reason("mutated_static", arg, path, f"{then} (now {now})", after, msg, MUTATED_FIX)
+    return _reason(
+        ReasonKind.MUTATED_STATIC, arg, path, f"{then} (now {now})", after, msg, MUTATED_FIX,
+        fix_kind=K.MUTATED,
+    )  # fmt: skip
 
 
 NAN_MSG = (
@@ -336,8 +363,9 @@ def nan_static(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -
     """Two NaNs: equal-looking, never equal. Python's caches compare them by identity."""
     msg = NAN_MSG.format(what=f"`{path}`")
     return _reason(
-        "identity_static", arg, path, old.display(), new.display(), msg, NAN_FIX.format(attr=attr)
-    )
+        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg,
+        NAN_FIX.format(attr=attr), fix_kind=K.NAN, subject=SubjectKind.NAN,
+    )  # fmt: skip
 
 
 PARTIAL_GRAPH_FIX = (
@@ -371,10 +399,21 @@ NO_EQ_FIX = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class IdentityFix:
+    """What an identity-compared static is (``subject``, and in words ``desc``) and a fix
+    checked to work (``fix``, made from the template ``fix_kind``)."""
+
+    subject: SubjectKind
+    desc: str
+    fix_kind: K
+    fix: str
+
+
 def _identity_fix(
     value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal
-) -> tuple[str, str]:
-    """Describe an identity-compared static and a fix checked to work (tests/test_fixes.py)."""
+) -> IdentityFix:
+    """Classify an identity-compared static and find a fix checked to work (tests/test_fixes.py)."""
     if not attr.isidentifier():  # a list item or dict key: name things generically
         attr = "fn"
     tname = sv.type_name
@@ -390,50 +429,69 @@ def _identity_fix(
             f"{k}={short_repr(v, 30)}" for k, v in getattr(value, "keywords", {}).items()
         )
         desc = f"a {tname}"
-        if in_graph:
-            if "tree_util" in tname or tname == "Partial":
-                desc += " (without arrays inside, still a static attribute)"
-            call = f"`{fq}(x{', ' + kws if kws else ''})`"
-            fix = PARTIAL_GRAPH_FIX.format(call=call)
-            if _module_level(func) and _equal_when_rebuilt(value):
-                data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
-                if len(fix) + len(data) + 6 > LIMIT:
-                    data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
-                fix += PARTIAL_DATA_FIX.format(data=data)
-            return desc, fix + "."
-        return desc, PARTIAL_ARG_FIX.format(func=fq)
+        if not in_graph:
+            return IdentityFix(
+                SubjectKind.PARTIAL, desc, K.PARTIAL_ARG, PARTIAL_ARG_FIX.format(func=fq)
+            )
+        if "tree_util" in tname or tname == "Partial":
+            desc += " (without arrays inside, still a static attribute)"
+        call = f"`{fq}(x{', ' + kws if kws else ''})`"
+        fix, fk = PARTIAL_GRAPH_FIX.format(call=call), K.PARTIAL_GRAPH
+        if _module_level(func) and _equal_when_rebuilt(value):
+            data = (
+                f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
+            )
+            if len(fix) + len(data) + 6 > LIMIT:
+                data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
+            fix, fk = fix + PARTIAL_DATA_FIX.format(data=data), K.PARTIAL_DATA
+        return IdentityFix(SubjectKind.PARTIAL, desc, fk, fix + ".")
     if isinstance(value, type) or tname == "type":
-        return "a class object", CLASS_FIX.format(name=getattr(value, "__qualname__", attr))
+        fix = CLASS_FIX.format(name=getattr(value, "__qualname__", attr))
+        return IdentityFix(SubjectKind.CLASS, "a class object", K.CLASS, fix)
     if inspect.ismethod(value):
-        return "a bound method (a new object on every attribute access)", BOUND_METHOD_FIX.format(
-            name=getattr(value, "__name__", "method")
+        return IdentityFix(
+            SubjectKind.BOUND_METHOD,
+            "a bound method (a new object on every attribute access)",
+            K.BOUND_METHOD,
+            BOUND_METHOD_FIX.format(name=getattr(value, "__name__", "method")),
         )
     if callable(value) and (
         inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
     ):
         name = getattr(value, "__name__", "fn")
-        kind = (
-            "a lambda"
-            if name == "<lambda>"
-            else (
-                "a nested function (closure)"
-                if "<locals>" in getattr(value, "__qualname__", "")
-                else "a function"
-            )
-        )
+        if name == "<lambda>":
+            subject, desc = SubjectKind.LAMBDA, "a lambda"
+        elif "<locals>" in getattr(value, "__qualname__", ""):
+            subject, desc = SubjectKind.CLOSURE, "a nested function (closure)"
+        else:
+            subject, desc = SubjectKind.FUNCTION, "a function"
         target = f"self.{attr}" if in_graph else path
-        return kind, FUNCTION_FIX.format(name=attr if name == "<lambda>" else name, target=target)
+        fix = FUNCTION_FIX.format(name=attr if name == "<lambda>" else name, target=target)
+        return IdentityFix(subject, desc, K.FUNCTION, fix)
     if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
         value, "lower"
     ):
-        return "a jitted function object", JITTED_FIX.format(path=path)
+        return IdentityFix(
+            SubjectKind.JITTED_FUNCTION,
+            "a jitted function object",
+            K.JITTED,
+            JITTED_FIX.format(path=path),
+        )
     if "GradientTransformation" in tname:
         opt = path[: -len(".tx")] if path.endswith(".tx") else "optimizer"
-        return "an optax transform (a tuple of closures made by each optax.* call)", (
-            OPTAX_FIX.format(opt=opt)
+        return IdentityFix(
+            SubjectKind.OPTAX_TRANSFORM,
+            "an optax transform (a tuple of closures made by each optax.* call)",
+            K.OPTAX,
+            OPTAX_FIX.format(opt=opt),
         )
     tn = tname.rsplit(".", 1)[-1]
-    return f"a `{tn}` instance, and `{tn}` defines no `__eq__`", NO_EQ_FIX.format(type=tn)
+    return IdentityFix(
+        SubjectKind.INSTANCE,
+        f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
+        K.NO_EQ,
+        NO_EQ_FIX.format(type=tn),
+    )
 
 
 def _qualified(func: Any) -> str:

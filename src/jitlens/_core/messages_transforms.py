@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .messages import _cap
+from .kinds import Fact, ReasonKind
+from .kinds import FixKind as K
+from .messages import _cap, with_fix
 from .report import EXPECTED_FIX, Reason
 
 PMAP_NEW_FUNCTION_MSG = (
@@ -124,20 +126,23 @@ def pmap_new_function(
     if call is not None:
         callee, args = call
         axes = ", ".join("None" if outside else "0" for _name, outside in args)
-        fix = PMAP_CALL_FIX.format(
-            callee=callee,
-            kind=kind,
-            axes=axes + ("," if len(args) == 1 else ""),
-            args=", ".join(name for name, _outside in args),
+        fk, fix = (
+            K.PMAP_CALL,
+            PMAP_CALL_FIX.format(
+                callee=callee,
+                kind=kind,
+                axes=axes + ("," if len(args) == 1 else ""),
+                args=", ".join(name for name, _outside in args),
+            ),
         )
     else:
-        fix = PMAP_NEW_FUNCTION_FIX.format(kind=kind, free=_free(free))
-    return dataclasses.replace(r, message=_cap(msg), fix=_cap(fix))
+        fk, fix = K.PMAP_NEW_FUNCTION, PMAP_NEW_FUNCTION_FIX.format(kind=kind, free=_free(free))
+    return with_fix(r, fk, fix, message=_cap(msg))
 
 
 def pmap_static(r: Reason) -> Reason:
     """A ``static_broadcasted_argnums`` value that changed: the pmap's spelling of the fix."""
-    return dataclasses.replace(r, fix=_cap(PMAP_STATIC_FIX.format(path=r.path)))
+    return with_fix(r, K.PMAP_STATIC, PMAP_STATIC_FIX.format(path=r.path))
 
 
 def pmap_sharding(r: Reason, kind: str, axis: str | None, root: str, nnx_state: bool) -> Reason:
@@ -155,20 +160,20 @@ def pmap_sharding(r: Reason, kind: str, axis: str | None, root: str, nnx_state: 
         named="" if axis else f", with `axis_name='{name}'` in {kind}",
     )
     msg = PMAP_SHARDING_MSG.format(path=r.path, kind=kind, before=r.before)
-    return dataclasses.replace(r, message=_cap(msg), fix=_cap(fix))
+    return with_fix(r, K.PMAP_SHARDING, fix, message=_cap(msg))
 
 
 def linen_new_class(r: Reason, cls: str, where: str, count: int, equal: bool) -> Reason:
     """``nn.jit(Module)`` applied inside a parent's ``__call__`` (google/flax#3171)."""
     msg = LINEN_NEW_CLASS_MSG.format(cls=cls, where=where, count=count, equal=_equal(equal))
     fix = LINEN_NEW_CLASS_FIX.format(cls=cls, where=where)
-    return dataclasses.replace(r, path=cls, message=_cap(msg), fix=_cap(fix))
+    return with_fix(r, K.LINEN_NEW_CLASS, fix, path=cls, message=_cap(msg))
 
 
 def linen_mutable(r: Reason, cls: str, before: str, after: str) -> Reason:
     msg = LINEN_MUTABLE_MSG.format(cls=cls, before=before, after=after)
     return Reason(
-        "static_value",
+        ReasonKind.STATIC_VALUE,
         r.argument,
         LINEN_MUTABLE_PATH,
         before,
@@ -176,25 +181,27 @@ def linen_mutable(r: Reason, cls: str, before: str, after: str) -> Reason:
         _cap(msg),
         _cap(LINEN_MUTABLE_FIX),
         expected=True,  # init and apply compile once each
+        fix_kind=K.LINEN_MUTABLE,
+        where=r.where,
     )
 
 
 def linen_rngs(r: Reason, cls: str) -> Reason:
     msg = LINEN_RNGS_MSG.format(cls=cls, path=r.path, before=r.before, after=r.after)
-    return dataclasses.replace(r, message=_cap(msg), fix=_cap(LINEN_RNGS_FIX), expected=True)
+    return with_fix(r, K.LINEN_RNGS, LINEN_RNGS_FIX, message=_cap(msg), expected=True)
 
 
 def linen_field(r: Reason, cls: str, method: str) -> Reason:
     """One field of an nn.jit module that changed value (the module hash changed with it)."""
     msg = LINEN_FIELD_MSG.format(path=r.path, before=r.before, after=r.after)
     fix = LINEN_FIELD_FIX.format(path=r.path, method=f"{cls}.{method}")
-    return dataclasses.replace(r, message=_cap(msg), fix=_cap(fix))
+    return with_fix(r, K.LINEN_FIELD, fix, message=_cap(msg))
 
 
 def linen_fields(r: Reason, cls: str, method: str) -> Reason:
     msg = LINEN_FIELDS_MSG.format(cls=cls, before=r.before, after=r.after)
     fix = LINEN_FIELDS_FIX.format(cls=cls, method=method)
-    return dataclasses.replace(r, path=f"{cls} fields", message=_cap(msg), fix=_cap(fix))
+    return with_fix(r, K.LINEN_FIELDS, fix, path=f"{cls} fields", message=_cap(msg))
 
 
 def nested_new_function(
@@ -212,13 +219,18 @@ def nested_new_function(
         name=name, kind=kind, outer=outer, count=count, defined_at=defined_at, equal=_equal(equal)
     )
     fix = NESTED_NEW_FUNCTION_FIX.format(name=name, kind=kind, outer=outer, free=_free(free))
-    return dataclasses.replace(r, path=name, message=_cap(msg), fix=_cap(fix))
+    nested = with_fix(r, K.NESTED_NEW_FUNCTION, fix, path=name, message=_cap(msg))
+    return nested.with_facts(Fact.NESTED)
+
+
+#: The ``outer`` of a trace inside ``jax.vmap`` (``_compat.transforms_api``): a batched shape's
+#: message (``messages.VMAP_SHAPE_MSG``) names it already.
+VMAP = "jax.vmap"
 
 
 def nested_context(r: Reason, outer: str) -> Reason:
-    """Any other reason of a trace inside ``outer``: say where it happened."""
-    if outer in r.message:
+    """Any other reason of a trace inside ``outer``: say where it happened (once)."""
+    if Fact.NESTED in r.facts or (Fact.BATCHED in r.facts and outer == VMAP):
         return r
-    return dataclasses.replace(
-        r, message=_cap(r.message.rstrip(".") + NESTED_SHAPE_SUFFIX.format(outer=outer) + ".")
-    )
+    message = r.message.rstrip(".") + NESTED_SHAPE_SUFFIX.format(outer=outer) + "."
+    return dataclasses.replace(r, message=_cap(message)).with_facts(Fact.NESTED)

@@ -18,6 +18,7 @@ is written) and the ``*-cache`` files in the folder.
 
 from __future__ import annotations
 
+from .kinds import NoteKind
 from .runinfo import CacheNote, RunInfo
 
 MESSAGES: dict[str, str] = {
@@ -84,7 +85,7 @@ SETTINGS: dict[str, str] = {
 }
 
 
-def _note(kind: str, **fields: object) -> CacheNote:
+def _note(kind: NoteKind, **fields: object) -> CacheNote:
     return CacheNote(kind, SETTINGS[kind], MESSAGES[kind].format(**fields), FIXES[kind])
 
 
@@ -104,42 +105,42 @@ def diagnose(run: RunInfo, process_index: int = 0) -> tuple[CacheNote, ...]:
         return ()
     where = {"dir": pc.dir, "requests": pc.requests, "index": process_index}
     if pc.enabled is False:
-        return (_note("disabled", **where),)
+        return (_note(NoteKind.DISABLED, **where),)
     if pc.requests is None or not pc.compiles:
         return ()  # not counted, or nothing compiled: no evidence either way
     if pc.requests == 0:
         if run.supports_serialization is False:
-            return (_note("backend", platform=run.platform or "?", **where),)
+            return (_note(NoteKind.BACKEND, platform=run.platform or "?", **where),)
         if pc.used is False:  # JAX's own record: decided at the first compile
-            return (_note("too_late", compiles=pc.compiles, **where),)
+            return (_note(NoteKind.TOO_LATE, compiles=pc.compiles, **where),)
         return ()
     if pc.entries_unreadable:
         n, example = len(pc.entries_unreadable), pc.entries_unreadable[0]
-        return (_note("unreadable", n=n, example=example, **where),)
+        return (_note(NoteKind.UNREADABLE, n=n, example=example, **where),)
     if pc.hits or pc.writes is None:
         return ()
     if pc.writes == 0:
         found = _not_written(run, process_index, where)
         return (found,) if found is not None else ()
     if pc.dir_exists and not pc.entries_written:
-        return (_note("rejected", writes=pc.writes, **where),)
+        return (_note(NoteKind.REJECTED, writes=pc.writes, **where),)
     if pc.entries_before:
-        return (_note("no_hits", held=pc.entries_before, **where),)
+        return (_note(NoteKind.NO_HITS, held=pc.entries_before, **where),)
     return ()
 
 
 def _not_written(run: RunInfo, process_index: int, where: dict[str, object]) -> CacheNote | None:
     pc = run.persistent_cache
     if pc.dir_writable is False:
-        return _note("read_only", **where)
+        return _note(NoteKind.READ_ONLY, **where)
     if process_index != 0:
         # JAX checks this before any threshold. A shared folder holds process 0's entries
         # by the end (nothing to say); an empty one is this host's own, never written.
-        return _note("not_process_0", **where) if pc.entries == 0 else None
+        return _note(NoteKind.NOT_PROCESS_0, **where) if pc.entries == 0 else None
     threshold = pc.min_compile_time_secs
     longest = pc.longest_compile_seconds
     if threshold is not None and longest is not None and longest < threshold:
-        return _note("min_compile_time", threshold=threshold, longest=longest, **where)
+        return _note(NoteKind.MIN_COMPILE_TIME, threshold=threshold, longest=longest, **where)
     if pc.min_entry_size_bytes is not None and pc.min_entry_size_bytes > 0:
-        return _note("min_entry_size", threshold=pc.min_entry_size_bytes, **where)
-    return _note("not_written", **where)
+        return _note(NoteKind.MIN_ENTRY_SIZE, threshold=pc.min_entry_size_bytes, **where)
+    return _note(NoteKind.NOT_WRITTEN, **where)

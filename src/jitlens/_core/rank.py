@@ -10,17 +10,17 @@ and a fix names who makes the value (optax, not the user's ``__init__``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from . import messages as M
 from . import messages_static as S
-from .key import Entry, Key, Path, render_path
-from .kinds import reason_order
+from .key import Entry, Key, Path
+from .kinds import EntryKind, Fact, FixKind, ReasonKind, SubjectKind, reason_order
 from .report import Reason
 
-_STRUCTURE_KINDS = ("graph_structure", "pytree_structure")
+_STRUCTURE_KINDS = (ReasonKind.GRAPH_STRUCTURE, ReasonKind.PYTREE_STRUCTURE)
 _NNX_OPTIMIZER = "nnx.Optimizer"
-_OPTAX_MADE = M.OPTAX_STATE_FIX.split("{", 1)[0]
 
 
 def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> list[Reason]:
@@ -29,19 +29,18 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
     reasons = [_optax_made(r, o, n) for r in reasons]
     reasons = _library_made(reasons, o, n)
     tx_changed = any(_is_optax_transform(r) for r in reasons)
-    made = [r for r in reasons if r.fix.startswith(_OPTAX_MADE)]
+    made = [r for r in reasons if Fact.OPTAX_MADE in r.facts]
     if tx_changed and made:  # another kind of optimizer: inject_hyperparams would not help
         reasons = [M.optax_kind(r, made[0].path) if _is_optax_transform(r) else r for r in reasons]
     return sorted(
         reasons,
         key=lambda r: (
-            (tx_changed and r.fix.startswith(_OPTAX_MADE)) or r.fix.startswith(_LIBRARY_MADE),
+            (tx_changed and Fact.OPTAX_MADE in r.facts) or Fact.LIBRARY_MADE in r.facts,
             reason_order(r.kind),
         ),
     )
 
 
-_LIBRARY_MADE = M.LIBRARY_MADE_FIX.split("{", 1)[0]
 _LIBRARIES = {"flax": "nnx.", "equinox": "eqx.nn."}
 
 
@@ -50,32 +49,26 @@ def _library_made(
 ) -> list[Reason]:
     """Structure changes inside a flax/equinox layer (``model.bias`` of an ``nnx.Linear``
     built with ``use_bias=False``): the layer's arguments made them, and those lead."""
-    config: dict[str, list[str]] = {}  # layer path -> its changed arguments
+    config: dict[Path, list[str]] = {}  # layer path -> its changed arguments
     for r in reasons:
-        if (
-            r.kind == "static_value"
-            and "." in r.path
-            and r.fix == M.LAYER_FIX.format(attr=r.path.rsplit(".", 1)[-1])
-        ):
-            layer, attr = r.path.rsplit(".", 1)
-            config.setdefault(layer, []).append(f"`{attr}`")
+        if r.fix_kind is FixKind.LAYER and len(r.where) > 1:  # one argument of a layer
+            config.setdefault(r.where[:-1], []).append(f"`{r.where[-1][1]}`")
     out = []
     for r in reasons:
         cls = _layer_class(r, o, n) if r.kind in _STRUCTURE_KINDS else ""
-        if cls and not r.fix.startswith(_OPTAX_MADE):
-            layer = r.path.rsplit(".", 1)[0]
-            args = ", ".join(config.get(layer, []))
+        if cls and Fact.OPTAX_MADE not in r.facts:
+            args = ", ".join(config.get(r.where[:-1], []))
             r = M.library_made(r, cls, f" (here {args})" if args else "")
         out.append(r)
     return out
 
 
 def _layer_class(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> str:
-    """``nnx.Linear`` when ``r.path`` is an attribute of a flax/equinox layer, else ""."""
+    """``nnx.Linear`` when ``r`` is about an attribute of a flax/equinox layer, else ""."""
+    p = r.where
     for entries in (n, o):
-        p = next((q for q in entries if render_path(q) == r.path), None)
-        parent = entries.get(p[:-1]) if p is not None and len(p) > 1 else None
-        if parent is None or parent.kind != "node" or p is None or p[-1][0] != "attr":
+        parent = entries.get(p[:-1]) if p in entries and len(p) > 1 else None
+        if parent is None or parent.kind is not EntryKind.NODE or p[-1][0] != "attr":
             continue
         prefix = _LIBRARIES.get(module_of(parent).split(".", 1)[0])
         if prefix is not None and not module_of(parent).startswith("flax.nnx.training"):
@@ -87,15 +80,14 @@ def _optax_made(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> Reason
     """A structure change in state optax builds (an optimizer's ``opt_state``): worded so."""
     if r.kind not in _STRUCTURE_KINDS:
         return r
-    cls = _optax_class(r.path, o) or _optax_class(r.path, n)
+    cls = _optax_class(r.where, o) or _optax_class(r.where, n)
     return M.optax_state(r, "" if cls == _NNX_OPTIMIZER else cls) if cls else r
 
 
-def _optax_class(path: str, entries: dict[Path, Entry]) -> str:
-    """The optax class at or right below ``path`` (or above it), ``nnx.Optimizer`` when
-    ``path`` is in an nnx.Optimizer's ``opt_state``, else ""."""
-    p = next((q for q in entries if render_path(q) == path), None)
-    if p is None:
+def _optax_class(p: Path, entries: dict[Path, Entry]) -> str:
+    """The optax class at or right below ``p`` (or above it), ``nnx.Optimizer`` when ``p`` is
+    in an nnx.Optimizer's ``opt_state``, else ""."""
+    if p not in entries:
         return ""
     if ("attr", "opt_state") in p:
         owner = entries.get(p[: p.index(("attr", "opt_state"))])
@@ -103,7 +95,7 @@ def _optax_class(path: str, entries: dict[Path, Entry]) -> str:
             return _NNX_OPTIMIZER
     for q, e in entries.items():
         near = (q[: len(p)] == p and len(q) - len(p) <= 2) or p[: len(q)] == q
-        if near and e.kind == "node" and module_of(e).startswith("optax"):
+        if near and e.kind is EntryKind.NODE and module_of(e).startswith("optax"):
             return e.type_name
     return ""
 
@@ -115,33 +107,35 @@ def module_of(e: Entry) -> str:
 
 
 def _is_optax_transform(r: Reason) -> bool:
-    return r.kind == "identity_static" and "optax transform" in r.message
+    return r.kind is ReasonKind.IDENTITY_STATIC and r.subject is SubjectKind.OPTAX_TRANSFORM
 
 
 def with_history(r: Reason, new: Key, old: Key | None, live: Sequence[Key]) -> Reason:
     """``r`` reworded from every compiled key when it is a module's static number: a counter
     (0, 1, 2, ...) is then one reason with one fix, however many retraces it causes."""
-    if r.kind != "static_value" or old is None:
+    if r.kind is not ReasonKind.STATIC_VALUE or old is None:
         return r
-    index = {render_path(p): p for p in new.entries}
-    p = index.get(r.path)
-    en, eo = new.entries.get(p) if p else None, old.entries.get(p) if p else None
-    if p is None or en is None or eo is None or not en.in_graph or len(p) < 2:
+    p = r.where
+    en, eo = new.entries.get(p), old.entries.get(p)
+    if en is None or eo is None or not en.in_graph or len(p) < 2:
         return r
     if en.static is None or eo.static is None or not S.is_number(en.static.value()):
         return r
     parent = new.entries.get(p[:-1])
     attr = str(p[-1][1])
     flax_layer = (
-        parent is not None and parent.kind == "node" and module_of(parent).startswith("flax.")
+        parent is not None
+        and parent.kind is EntryKind.NODE
+        and module_of(parent).startswith("flax.")
     )
     if attr in S.MODE_FLAGS or flax_layer:
         return r
     values = [v for k in live if (v := _static_value(k, p)) is not None and S.is_number(v)]
-    return S.static_value(
+    again = S.static_value(
         r.argument, r.path, attr, eo.static, en.static, in_graph=True,
         history=[*values, en.static.value()],
     )  # fmt: skip
+    return dataclasses.replace(again, where=p)
 
 
 def _static_value(k: Key, p: Path) -> object:

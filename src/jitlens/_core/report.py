@@ -22,7 +22,7 @@ from .fields import as_list as _list
 from .fields import build_fields as _build
 from .fields import check_type as _check_type
 from .figures import IMPOSSIBLE, check_figures, not_negative
-from .kinds import AdviceKind, EventKind, ReasonKind
+from .kinds import AdviceKind, EventKind, Fact, FixKind, ReasonKind, SubjectKind
 from .runinfo import RunInfo, runinfo_from_dict
 
 #: The version of the report's JSON layout this jitlens writes (``Report.schema_version``).
@@ -86,11 +86,50 @@ class Reason:
     #: Where a static number flowed in the traced program (``STATIC_FLOWS``): decides
     #: whether it can become a traced argument. "" when not a static number's reason.
     flow: str = ""
+    #: What kind of object the value is (``kinds.SubjectKind``: a partial, a lambda, an optax
+    #: transform, an array ...); "" when the reason is about no one value.
+    subject: SubjectKind | str = SubjectKind.UNSET
+    #: Which fix template made ``fix`` (``kinds.FixKind``); "" in a report from before it.
+    fix_kind: FixKind | str = FixKind.UNSET
+    #: What else is known of the difference (``kinds.Fact``: an equal key, state a library
+    #: makes, a trace inside another transformation ...), in the enum's order.
+    facts: tuple[Fact | str, ...] = ()
+    #: Where, as the key's structured path (``_core.key.Path``: ``(("arg", "model"),
+    #: ("attr", "layers"), ("item", 3))``); ``path`` is its rendering. Decisions read this, not
+    #: ``path``. Not in the JSON (a key may be any hashable): () in a report read back.
+    where: tuple[tuple[str, Any], ...] = dataclasses.field(
+        default=(), compare=False, repr=False, metadata={"json": False}
+    )
+    #: The compiled key's and the new key's ``_core.key.Entry`` at ``where`` (``None`` where
+    #: absent): the evidence as data (an aval's shape, a static's value). Not in the JSON.
+    entries: tuple[Any, Any] = dataclasses.field(
+        default=(None, None), compare=False, repr=False, metadata={"json": False}
+    )
 
     def __post_init__(self) -> None:
         # every printed fix: code between backticks parses, or it is shown as words
         object.__setattr__(self, "fix", words_unless_code(self.fix))
         object.__setattr__(self, "kind", REASON_BY_NAME.get(self.kind, self.kind))
+        # a value naming no member (written by a newer jitlens) stays a string, as kinds do
+        object.__setattr__(self, "subject", _member(SubjectKind, self.subject))
+        object.__setattr__(self, "fix_kind", _member(FixKind, self.fix_kind))
+        facts = {_member(Fact, f) for f in self.facts}
+        order = sorted(facts, key=lambda f: (_FACT_ORDER.get(f, len(_FACT_ORDER)), str(f)))
+        object.__setattr__(self, "facts", tuple(order))
+
+    def with_facts(self, *facts: Fact) -> Reason:
+        """This reason with ``facts`` added."""
+        return dataclasses.replace(self, facts=(*self.facts, *facts))
+
+
+def _member(enum_cls: Any, value: Any) -> Any:
+    try:
+        return enum_cls(value)
+    except ValueError:
+        return value
+
+
+_FACT_ORDER: dict[Any, int] = {f: i for i, f in enumerate(Fact)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -409,9 +448,14 @@ class Report:
 # --------------------------------------------------------------------------
 
 
+def json_fields(cls_or_obj: Any) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of a report dataclass written to its JSON (``Reason.where`` is not)."""
+    return tuple(f for f in dataclasses.fields(cls_or_obj) if f.metadata.get("json", True))
+
+
 def _to_jsonable(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: _to_jsonable(getattr(obj, f.name)) for f in json_fields(obj)}
     if isinstance(obj, (list, tuple)):
         return [_to_jsonable(x) for x in obj]
     if isinstance(obj, float):
@@ -421,8 +465,15 @@ def _to_jsonable(obj: Any) -> Any:
 
 def _reason(d: Any, where: str) -> Reason:
     kw = _build(Reason, d, where)
+    for live_only in ("where", "entries"):  # never written: the live run's evidence
+        kw.pop(live_only, None)
+    if "facts" in kw:
+        kw["facts"] = tuple(_list(kw["facts"], f"{where}.facts"))
+        for i, fact in enumerate(kw["facts"]):
+            _check_type(fact, (str,), f"{where}.facts[{i}]")
     for k, v in kw.items():
-        _check_type(v, (bool,) if k == "expected" else (str,), f"{where}.{k}")
+        if k != "facts":
+            _check_type(v, (bool,) if k == "expected" else (str,), f"{where}.{k}")
     if kw.get("flow", "") not in STATIC_FLOWS:
         raise ReportError(f"{where}.flow: expected one of {STATIC_FLOWS}, got {kw['flow']!r}")
     if "expected" not in kw:  # a report from before the flag: its fix said so

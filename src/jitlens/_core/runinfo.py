@@ -15,11 +15,13 @@ Every figure jitlens could not read is ``None``, never 0 or ``False``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from .._errors import ReportError
+from .kinds import NoteKind
 
 #: ``Event.persistent_cache``: what the persistent cache did for one compile.
 #: ``hit`` read from the folder; ``written`` compiled and stored; ``not_written``
@@ -36,14 +38,19 @@ MAX_LISTED_ENTRIES = 200
 class CacheNote:
     """Why the persistent cache could not help this run: the setting or condition, the fix."""
 
-    #: The condition found (``_core.pcache`` lists them).
-    kind: str
+    #: The condition found (``kinds.NoteKind``; ``_core.pcache`` words them).
+    kind: NoteKind | str
     #: The JAX setting or condition it comes from.
     setting: str
     #: What it means for this run, in words.
     message: str
     #: What to change so the cache helps.
     fix: str
+
+    def __post_init__(self) -> None:
+        # a condition a newer jitlens found, read from its report, stays a string
+        with contextlib.suppress(ValueError):
+            object.__setattr__(self, "kind", NoteKind(self.kind))
 
 
 @dataclasses.dataclass(frozen=True)

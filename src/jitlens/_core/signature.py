@@ -31,6 +31,7 @@ from .key import (
     short_repr,
     signature_text,
 )
+from .kinds import EntryKind
 
 # --------------------------------------------------------------------------
 # Rendering paths
@@ -59,7 +60,9 @@ def _aval_of(x: Any) -> Aval | None:
         dtype = a.str_short(short_dtypes=True).split("[")[0]
     except Exception:
         dtype = str(getattr(a, "dtype", "?"))
-    return Aval(shape, dtype, bool(getattr(a, "weak_type", False)), _sharding_of(x))
+    sharding = _sharding_of(x)
+    placed = type(getattr(x, "sharding", None)).__name__ if sharding else ""
+    return Aval(shape, dtype, bool(getattr(a, "weak_type", False)), sharding, sharding_type=placed)
 
 
 def _sharding_of(x: Any) -> str:
@@ -117,7 +120,7 @@ def _node_entry(nodedef: Any, in_graph: bool) -> Entry:
     except TypeError:
         ref = None
     tn = getattr(t, "__qualname__", str(t))
-    return Entry("node", type_name=tn, type_ref=ref, meta=metas, in_graph=in_graph)
+    return Entry(EntryKind.NODE, type_name=tn, type_ref=ref, meta=metas, in_graph=in_graph)
 
 
 def _var_entry(vardef: Any) -> Entry:
@@ -129,7 +132,7 @@ def _var_entry(vardef: Any) -> Entry:
         items = []
     metas = tuple((str(k), StaticVal(v)) for k, v in items)
     return Entry(
-        "var",
+        EntryKind.VAR,
         type_name=getattr(t, "__qualname__", str(t)),
         type_ref=weakref.ref(t),
         meta=metas,
@@ -158,11 +161,11 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
     def leaf_entry(path: Path) -> None:
         v = _leaf_value(next(leaf_it, None))
         if v is None:
-            out[path] = Entry("opaque", target="", in_graph=True)
+            out[path] = Entry(EntryKind.OPAQUE, target="", in_graph=True)
             return
         a = _aval_of(v) if _is_array_like(v) else None
         if a is not None:
-            out[path] = Entry("aval", aval=a, in_graph=True)
+            out[path] = Entry(EntryKind.AVAL, aval=a, in_graph=True)
         else:
             # a Variable holding a pytree (e.g. the tuple ``Module.sow`` appends to)
             describe_value(v, path, out, None)
@@ -171,7 +174,7 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
         kind = type(nd).__name__
         if kind == "NodeRef":
             out[path] = Entry(
-                "ref", target=render_path(index_path.get(nd.index, ())), in_graph=True
+                EntryKind.REF, target=render_path(index_path.get(nd.index, ())), in_graph=True
             )
             return
         if kind == "VariableDef":
@@ -202,17 +205,17 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
             child = (*path, ("item" if item or not isinstance(k, str) else "attr", k))
             vk = type(v).__name__
             if vk == "Static":
-                out[child] = Entry("static", static=StaticVal(v.value), in_graph=True)
+                out[child] = Entry(EntryKind.STATIC, static=StaticVal(v.value), in_graph=True)
             elif vk == "LeafAttr":
                 leaf_entry(child)
             elif vk == "NodeAttr":
                 visit(next(nodes), child)
             elif vk == "NodeRef":
                 out[child] = Entry(
-                    "ref", target=render_path(index_path.get(v.index, ())), in_graph=True
+                    EntryKind.REF, target=render_path(index_path.get(v.index, ())), in_graph=True
                 )
             else:
-                out[child] = Entry("opaque", target=vk, in_graph=True)
+                out[child] = Entry(EntryKind.OPAQUE, target=vk, in_graph=True)
 
     def _skip(nd: Any) -> None:
         # A bookkeeping node (``_pytree__state``): consume its attributes and children.
@@ -264,7 +267,7 @@ def _describe_one(
 ) -> list[tuple[Any, Path]]:
     """File ``x`` itself under ``path``; return its pytree children (to describe next)."""
     if x is None:
-        out[path] = Entry("none")
+        out[path] = Entry(EntryKind.NONE)
         return []
     if _compat.NODE_STATES is not None and isinstance(x, _compat.NODE_STATES):
         leaves = [leaf for st in x.states for leaf in _state_leaves(st)]
@@ -282,29 +285,35 @@ def _describe_one(
         hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     ):
         a = _aval_of(x)
-        out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
+        out[path] = (
+            Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
+        )
         return []
     if isinstance(x, (bool, int, float, complex)):
         if static_leaves:
-            out[path] = Entry("static", static=StaticVal(x))
+            out[path] = Entry(EntryKind.STATIC, static=StaticVal(x))
             return []
         a = _aval_of(x)
-        out[path] = Entry("aval", aval=a) if a else Entry("opaque", target=_type_name(x))
+        out[path] = (
+            Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
+        )
         return []
     try:
         children, treedef = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
     except Exception:
-        out[path] = Entry("opaque", target=_type_name(x))
+        out[path] = Entry(EntryKind.OPAQUE, target=_type_name(x))
         return []
     if treedef.num_nodes == 1 and treedef.num_leaves == 1 and not children[0][0]:
         a = _aval_of(x)
-        out[path] = Entry("aval", aval=a) if a else Entry("static", static=StaticVal(x))
+        out[path] = (
+            Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.STATIC, static=StaticVal(x))
+        )
         return []
     node_type, aux = _node_data(treedef)
     metas: tuple[tuple[str, StaticVal], ...] = ()
     static_fields = _static_fields(x)
     out[path] = Entry(
-        "node",
+        EntryKind.NODE,
         type_name=getattr(node_type, "__qualname__", str(node_type)),
         type_ref=_weak(node_type),
         meta=metas,
@@ -312,7 +321,9 @@ def _describe_one(
     if static_fields:
         # a dataclass pytree (flax.struct, equinox): name each static field
         for name in static_fields:
-            out[(*path, ("attr", name))] = Entry("static", static=StaticVal(getattr(x, name, None)))
+            out[(*path, ("attr", name))] = Entry(
+                EntryKind.STATIC, static=StaticVal(getattr(x, name, None))
+            )
     elif aux is not None and not isinstance(x, (dict, list, tuple)):
         out[path] = dataclasses.replace(out[path], meta=(("aux", StaticVal(aux)),))
     return [(child, (*path, *(_key_part(k) for k in kp))) for kp, child in children]
@@ -445,22 +456,22 @@ def describe_call(
     """
     out: dict[Path, Entry] = {}
     for name, value in options:
-        out[(("jit", name),)] = Entry("static", static=StaticVal(value))
+        out[(("jit", name),)] = Entry(EntryKind.STATIC, static=StaticVal(value))
     names = arg_names(user_fn, len(args))
     ref_index = _compat.new_ref_map()
     nstatic = {i if i >= 0 else len(args) + i for i in static_argnums}
     for i, (name, a) in enumerate(zip(names, args, strict=True)):
         p: Path = (("arg", name),)
-        out[(*p, ("passed", ""))] = Entry("passed", target="positional")
+        out[(*p, ("passed", ""))] = Entry(EntryKind.PASSED, target="positional")
         if i in nstatic and not _is_graphdef(a):
-            out[p] = Entry("static", static=StaticVal(a), typed=True)
+            out[p] = Entry(EntryKind.STATIC, static=StaticVal(a), typed=True)
         else:
             describe_value(a, p, out, ref_index, static_leaves=static_leaves)
     for name in sorted(kwargs):
         p = (("arg", name),)
-        out[(*p, ("passed", ""))] = Entry("passed", target="keyword")
+        out[(*p, ("passed", ""))] = Entry(EntryKind.PASSED, target="keyword")
         if name in static_argnames and not _is_graphdef(kwargs[name]):
-            out[p] = Entry("static", static=StaticVal(kwargs[name]), typed=True)
+            out[p] = Entry(EntryKind.STATIC, static=StaticVal(kwargs[name]), typed=True)
         else:
             describe_value(kwargs[name], p, out, ref_index, static_leaves=static_leaves)
     cfg = tuple((str(k), short_repr(v, 80)) for k, v in (config or ()))

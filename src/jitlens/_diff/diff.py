@@ -24,11 +24,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from .._core.kinds import EventKind, ReasonKind
 from .._core.report import Event, FunctionReport, Report, load_report
 from .._core.runinfo import RunInfo
 from .keys import closest, event_key, normalise, run_changes
 from .keys import key_reasons as key_reasons
-from .model import Counts, EntryChange, FunctionDiff, ReportDiff, RunChange
+from .model import ChangeKind, Counts, EntryChange, FunctionDiff, ReportDiff, RunChange
 
 GAINED = "`{name}` {what} in AFTER"
 CAUSE_ENTRY = "new entry {signature}: {reasons}"
@@ -171,12 +172,12 @@ def _entries(before: FunctionReport, after: FunctionReport) -> list[EntryChange]
         if sig not in old:
             near = closest(events[0], before.events)
             reasons = key_reasons(event_key(near), event_key(events[0])) if near is not None else ()
-            out.append(EntryChange("new", sig, near.signature if near else "", reasons))
+            out.append(EntryChange(ChangeKind.NEW, sig, near.signature if near else "", reasons))
         elif _loaded(old[sig]) and any(e.compiled and not e.persistent_cache_hit for e in events):
-            out.append(EntryChange("cache_miss", sig))
+            out.append(EntryChange(ChangeKind.CACHE_MISS, sig))
         elif _loaded(events) and any(e.compiled and not e.persistent_cache_hit for e in old[sig]):
-            out.append(EntryChange("cache_hit", sig))
-    out += [EntryChange("vanished", sig) for sig in old if sig not in new]
+            out.append(EntryChange(ChangeKind.CACHE_HIT, sig))
+    out += [EntryChange(ChangeKind.VANISHED, sig) for sig in old if sig not in new]
     return out
 
 
@@ -205,7 +206,7 @@ def _function(
     gained, lost = _what(b, a)
     causes: list[str] = []
     fix = ""
-    explained = [ch for ch in entries if ch.kind == "new" and ch.reasons] if gained else []
+    explained = [ch for ch in entries if ch.kind is ChangeKind.NEW and ch.reasons] if gained else []
     for ch in explained[:ENTRIES_SHOWN]:
         shown = "; ".join(f"{r.path} {r.before} -> {r.after} ({r.kind})" for r in ch.reasons[:3])
         causes.append(CAUSE_ENTRY.format(signature=ch.signature, reasons=shown))
@@ -214,7 +215,7 @@ def _function(
     if explained:
         own = (_own_fix(after, ch) for ch in explained)
         fix = next((f for f in own if f), "") or explained[0].reasons[0].fix
-    if any(ch.kind == "cache_miss" for ch in entries):
+    if any(ch.kind is ChangeKind.CACHE_MISS for ch in entries):
         in_key = [c for c in changes if c.in_key]
         if in_key:
             shown = "; ".join(f"{c.what} {c.before} -> {c.after}" for c in in_key[:4])
@@ -269,9 +270,9 @@ def _own_fix(after: FunctionReport, change: EntryChange) -> str:
     own = [
         r
         for e in after.events
-        if normalise(e.signature) == change.signature and e.kind != "trace"
+        if normalise(e.signature) == change.signature and e.kind is not EventKind.TRACE
         for r in e.reasons
-        if r.fix and not r.expected and r.kind != "unknown"
+        if r.fix and not r.expected and r.kind is not ReasonKind.UNKNOWN
     ]
     named = [r for r in own if r.path in paths or r.argument in paths]
     return (named or own)[0].fix if own else ""

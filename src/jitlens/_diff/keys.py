@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from .._core import messages
-from .._core.kinds import reason_order
+from .._core.kinds import FixKind, ReasonKind, reason_order
 from .._core.report import Event, Reason
 from .._core.runinfo import RunInfo
 from .model import RunChange
@@ -77,13 +77,14 @@ def _reason(path: str, before: str | None, after: str | None) -> Reason:
     if before is None or after is None:
         b, a = before or "absent", after or "absent"
         return Reason(
-            "pytree_structure",
+            ReasonKind.PYTREE_STRUCTURE,
             arg,
             path,
             b,
             a,
             STRUCTURE_MSG.format(path=path, before=b, after=a),
             STRUCTURE_FIX,
+            fix_kind=FixKind.UNSET,  # the diff's own words: no explainer template made them
         )
     mb, ma = _AVAL.match(before), _AVAL.match(after)
     if mb and ma:
@@ -97,13 +98,14 @@ def _reason(path: str, before: str | None, after: str | None) -> Reason:
             arg, path, mb["sharding"] or "default", ma["sharding"] or "default"
         )
     return Reason(
-        "static_value",
+        ReasonKind.STATIC_VALUE,
         arg,
         path,
         before,
         after,
         STATIC_MSG.format(path=path, before=before, after=after),
         STATIC_FIX.format(path=path),
+        fix_kind=FixKind.UNSET,
     )
 
 

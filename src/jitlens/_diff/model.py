@@ -13,6 +13,7 @@ persistent-cache key (:class:`RunChange`).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 from collections.abc import Callable
 from typing import Any
@@ -31,10 +32,16 @@ DIFF_SCHEMA_VERSION = 1
 #: counts, different entries; ``same``; ``new`` / ``gone`` only in one run.
 STATUSES: tuple[str, ...] = ("worse", "better", "changed", "same", "new", "gone")
 
-#: ``EntryChange.kind``: a compiled entry (signature) only AFTER has; one only
-#: BEFORE had; one both have that BEFORE read from the persistent cache and
-#: AFTER compiled (``cache_miss``) or the other way round (``cache_hit``).
-ENTRY_KINDS: tuple[str, ...] = ("new", "vanished", "cache_miss", "cache_hit")
+
+class ChangeKind(enum.StrEnum):
+    """``EntryChange.kind``: a compiled entry (signature) only AFTER has; one only BEFORE had;
+    one both have that BEFORE read from the persistent cache and AFTER compiled
+    (``cache_miss``) or the other way round (``cache_hit``)."""
+
+    NEW = "new"
+    VANISHED = "vanished"
+    CACHE_MISS = "cache_miss"
+    CACHE_HIT = "cache_hit"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +62,7 @@ class RunChange:
 class EntryChange:
     """A compiled entry of one function that differs between the runs."""
 
-    kind: str
+    kind: ChangeKind
     signature: str
     #: For a new entry: the closest entry of BEFORE, and the key paths that differ.
     closest: str = ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from .._core.kinds import NoteKind
 from .._core.retrace_text import shorten
 from . import model as _model
 from .model import Counts, EntryChange, FunctionDiff, ReportDiff
@@ -50,7 +51,7 @@ STATUS_WORDS = {
 }
 UNCHANGED = "{n} function(s) unchanged"
 #: Run notes the diff itself answers ("none of the old entries matched": here is why).
-DIFF_EXPLAINS = ("no_hits",)
+DIFF_EXPLAINS = (NoteKind.NO_HITS,)
 
 
 def _n(value: int | None) -> str:

@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
+
+
+class ItemKind(enum.StrEnum):
+    """What the grader's child runs for one item of its configuration: a graded case, or a
+    probe of the solution (``check._items``)."""
+
+    CASE = "case"
+    PROBE = "probe"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,6 +29,7 @@ from . import sandbox as _sandbox
 from .cases import BAD_INPUTS as BAD_INPUTS
 from .cases import BadInput as BadInput
 from .cases import CheckCase as CheckCase
+from .cases import ItemKind
 from .cases import default_cases as default_cases
 from .criteria import CRITERIA as CRITERIA
 from .criteria import judge
@@ -234,11 +235,11 @@ def check_jit_forward(
             return dataclasses.replace(empty, load_error=error)
     probe_timeout = min(timeout, BAD_INPUT_TIMEOUT)
     items = [
-        {"kind": "case", "index": i, "timeout": timeout, **dataclasses.asdict(c)}
+        {"kind": ItemKind.CASE, "index": i, "timeout": timeout, **dataclasses.asdict(c)}
         for i, c in enumerate(cases)
     ]
     items += [
-        {"kind": "probe", "index": len(cases) + i, "timeout": probe_timeout}
+        {"kind": ItemKind.PROBE, "index": len(cases) + i, "timeout": probe_timeout}
         | {"argument": p.argument, "value": p.value}
         for i, p in enumerate(probes)
     ]

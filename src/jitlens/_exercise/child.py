@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from jitlens._core.kinds import EventKind
+from jitlens._exercise.cases import ItemKind
 from jitlens._exercise.evidence import Recorder
 
 #: Cap on the text of an exception message or traceback sent to the parent.
@@ -231,11 +233,11 @@ class Measure:
 
 def summarize(f: Any) -> dict[str, Any]:
     """The parts of one ``FunctionReport`` the criteria need."""
-    traces = [e for e in f.events if e.kind in ("trace", "retrace")]
+    traces = [e for e in f.events if e.kind in (EventKind.TRACE, EventKind.RETRACE)]
     reasons = [
         {"kind": r.kind, "message": r.message, "fix": r.fix, "trace": i}
         for i, e in enumerate(traces)
-        if e.kind == "retrace"
+        if e.kind == EventKind.RETRACE
         for r in e.reasons
     ]
     return {
@@ -337,7 +339,7 @@ def main(argv: list[str]) -> None:
     channel.send("ready", pid=os.getpid(), jax=jax.__version__)
     have = set(config.get("have_references", ()))
     for item in items:
-        if item["kind"] == "case" and item["index"] not in have:
+        if item["kind"] == ItemKind.CASE and item["index"] not in have:
             try:
                 refs = {k: encode(v) for k, v in reference(item).items()}
             except Exception as exc:  # the parent reports it on that case
@@ -360,7 +362,7 @@ def main(argv: list[str]) -> None:
         set_cpu_budget(item.get("cpu_seconds"))
         channel.send("start", index=item["index"])
         try:
-            if item["kind"] == "case":
+            if item["kind"] == ItemKind.CASE:
                 result = run_case(fn, item, measure, recorder)
             else:
                 result = run_probe(fn, item)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._core.kinds import ReasonKind, RowKind
 from .._core.messages import with_article
 
 if TYPE_CHECKING:
@@ -364,7 +365,7 @@ def judge_method(
         reuse = REUSED if traces == 0 else ""
         hit = CheckFinding(subject, "pass", HITS_OK.format(reuse=reuse, **words), figures)
     elif len(group) > 1:
-        new = next((r for r in reasons if r["kind"] == "new_function"), None)
+        new = next((r for r in reasons if r["kind"] == ReasonKind.NEW_FUNCTION), None)
         message = new["message"] if new else f"Each of the {len(group)} wrappers compiled anew."
         fix = new["fix"] if new else "create the jitted function once, before the loop."
         text = WRAPPED.format(name=name, wrappers=len(group), **words)
@@ -398,7 +399,7 @@ def judge_data_flow(case: CheckCase, result: Mapping[str, Any]) -> CheckFinding:
     if "evidence_error" in result or "tracker_error" in result:
         why = result.get("evidence_error") or result.get("tracker_error")
         return CheckFinding(subject, "fail", FLOW_UNMEASURED.format(why=why))
-    group = [f for f in _chosen(result.get("functions", ())) if f["kind"] != "jax.jit"]
+    group = [f for f in _chosen(result.get("functions", ())) if f["kind"] != RowKind.JAX_JIT]
     indexed = _group_calls(result, group)
     calls = [c for _, c in indexed]
     if not calls:

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 import jax.numpy as jnp
 from flax import nnx
 
+from .._core.kinds import EventKind
 from .._core.retrace_text import render_retrace
 from .._track.tracker import track
 
@@ -129,7 +130,7 @@ def run_demo(out: TextIO = sys.stdout) -> int:
             file=out,
         )
         for e in s.events:
-            if e.kind == "retrace":
+            if e.kind == EventKind.RETRACE:
                 print("  why it compiled again:", file=out)
                 text = render_retrace(s, e, width=_width() - 4)
                 print("    " + text.replace("\n", "\n    "), file=out)

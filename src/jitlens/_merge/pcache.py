@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._core.kinds import NoteKind
 from .._core.report import FunctionReport, Report
 from .model import CacheDifference, MergedFunction
 
@@ -49,7 +50,7 @@ SETTINGS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
 #: A function's behaviour on one process.
 BEHAVIOUR = "compiled {compiled}x, read {read}x from the persistent cache"
 #: Process-dependent by design: only process 0 writes.
-IGNORED_NOTES = ("not_process_0",)
+IGNORED_NOTES = (NoteKind.NOT_PROCESS_0,)
 
 
 def _procs(ps: Sequence[int]) -> str:

@@ -36,6 +36,7 @@ import jax
 
 from .. import _compat
 from .._core.advice import DispatchSample, Environment, advise
+from .._core.kinds import RowKind
 from .._core.report import Advice, FunctionReport
 from . import fastpath
 from .records import Record
@@ -59,7 +60,9 @@ def wants_sample(rec: Record, n: int) -> bool:
     if mode is None:
         wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
         mode = rec.sample_mode = (
-            rec.kind == "nnx.jit" and wrapper is not None and _compat.nnx_kind(wrapper) == "nnx.jit"
+            rec.kind == RowKind.NNX_JIT
+            and wrapper is not None
+            and _compat.nnx_kind(wrapper) == RowKind.NNX_JIT
         )
     return bool(mode)
 

@@ -1,12 +1,12 @@
 """The canary: tiny jitted functions whose figures jitlens must get right, run in a child.
 
-``python -m jitlens._track.canary`` tracks a ``jax.jit`` function, an
-``nnx.jit`` function (if flax is installed) and an ``eqx.filter_jit``
-function (if equinox is installed), each called with two shapes, and checks
-against counters inside their bodies that calls, traces and the shape reason
-come out right, and that an ``eqx.filter_jit`` function finds the row its
-traces went to (what its budgets count). It prints one JSON line:
-``{"problems": [...], "versions": {...}}``.
+``python -m jitlens._track.canary`` tracks a ``jax.jit`` function and each
+installed library front-end's piece (``Frontend.canary``: its own jitted
+function, e.g. an ``nnx.jit`` one if flax is installed), each called with two
+shapes, and checks against counters inside their bodies that calls, traces and
+the shape reason come out right (:func:`compare`), and whatever else the
+front-end needs (a library's jit finds the row its traces went to: what its
+budgets count). It prints one JSON line: ``{"problems": [...], "versions": {...}}``.
 
 It runs in ``jitlens selfcheck`` (a process of its own, started by the user
 or CI, never by a tracked program), which keeps the verdict for the installed
@@ -22,35 +22,15 @@ import json
 import sys
 from typing import Any
 
-from .._core.kinds import ReasonKind
-
-#: The names the canary's functions carry (and that rows of them are found by).
-NAMES = ("jitlens_canary", "jitlens_nnx_canary", "jitlens_eqx_canary")
-
-
-def _compare(what: str, rec: Any, truth: int, calls: int | None) -> list[str]:
-    if rec is None:
-        return [f"{what} traces are not seen ({truth} traces ran, jitlens saw none)"]
-    out = []
-    if rec.traces != truth:
-        out.append(f"{what} traces miscounted ({truth} ran, jitlens counted {rec.traces})")
-    if calls is not None and rec.counts_calls and rec.calls != calls:
-        out.append(f"{what} calls miscounted ({calls} made, jitlens counted {rec.calls})")
-    kinds = [str(r.kind) for e in rec.events for r in e.reasons]
-    if truth == 2 and rec.traces == 2 and ReasonKind.SHAPE not in kinds:
-        out.append(f"{what} retrace not explained (expected a shape change, got {kinds or 'none'})")
-    return out
-
-
-def _row(name: str) -> Any:
-    from .registry import REGISTRY
-
-    recs = [r for r in REGISTRY.records if r.name == name]
-    return recs[-1] if recs else None
+from .._core.kinds import RowKind
+from .frontend import canary_compare as compare
+from .frontend import canary_row as row
 
 
 def _jax_canary(np: Any) -> list[str]:
     import jax
+
+    from .registry import REGISTRY
 
     counter = [0]
 
@@ -63,53 +43,12 @@ def _jax_canary(np: Any) -> list[str]:
     for n in (1, 2, 2):
         f(np.zeros((n,), np.float32))
     problems = [] if wrapped else ["jax.jit could not be wrapped (calls and cache hits unknown)"]
-    return problems + _compare(
-        "jax.jit", _row("jitlens_canary"), counter[0], 3 if wrapped else None
+    return problems + compare(
+        RowKind.JAX_JIT,
+        row(REGISTRY.records, jitlens_canary.__name__),
+        counter[0],
+        3 if wrapped else None,
     )
-
-
-def _nnx_canary(np: Any) -> list[str]:
-    from flax import nnx
-
-    counter = [0]
-
-    class JitlensCanary(nnx.Module):  # noqa: JL004 - built once per canary process
-        def __init__(self) -> None:
-            self.w = nnx.Param(np.ones((1,), np.float32))
-
-    def jitlens_nnx_canary(m: Any, x: Any) -> Any:
-        counter[0] += 1
-        return m.w * x
-
-    g = nnx.jit(jitlens_nnx_canary)
-    m = JitlensCanary()
-    for n in (1, 2, 2):
-        g(m, np.zeros((n,), np.float32))
-    return _compare("nnx.jit", _row("jitlens_nnx_canary"), counter[0], calls=3)
-
-
-def _eqx_canary(np: Any) -> list[str]:
-    import equinox as eqx
-
-    from .registry import REGISTRY
-
-    counter = [0]
-
-    def jitlens_eqx_canary(x: Any) -> Any:
-        counter[0] += 1
-        return x + 1
-
-    f = eqx.filter_jit(jitlens_eqx_canary)
-    for n in (1, 2, 2):
-        f(np.zeros((n,), np.float32))
-    rec = _row("jitlens_eqx_canary")
-    problems = _compare("eqx.filter_jit", rec, counter[0], calls=3)
-    if rec is not None and (rec.frontend is None or REGISTRY.frontend_record_of(f) is not rec):
-        problems.append(
-            "eqx.filter_jit traces are not matched to their functions (rows, calls and "
-            "compile budgets of eqx.filter_jit functions unknown)"
-        )
-    return problems
 
 
 def installed(name: str) -> bool:
@@ -123,6 +62,7 @@ def run() -> list[str]:
     """Run every canary this environment can run, with jitlens tracking; the problems."""
     import numpy as np
 
+    from .frontend import registered
     from .hooks import activate, deactivate
     from .registry import REGISTRY
 
@@ -131,9 +71,12 @@ def run() -> list[str]:
         return ["jitlens' hooks could not be installed"]
     problems: list[str] = []
     try:
-        for name, body in (("jax", _jax_canary), ("flax", _nnx_canary), ("equinox", _eqx_canary)):
-            if name != "jax" and not installed(name):
-                continue
+        pieces = [("jax", _jax_canary)] + [
+            (fe.canary_requires, fe.canary)
+            for fe in registered()
+            if fe.canary_requires is not None and installed(fe.canary_requires)
+        ]
+        for name, body in pieces:
             try:
                 problems += body(np)
             except Exception as exc:

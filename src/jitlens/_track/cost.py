@@ -31,6 +31,7 @@ from .._core.cost import (
     ConstCost,
     Eqn,
     LoopCost,
+    LoopKind,
     SourceLoop,
     enclosing_loop,
     find_loops,
@@ -94,7 +95,14 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
         body = s.body_eqns
         loops.append(
             LoopCost(
-                file, line, fn, "unrolled scan", s.unroll, body * s.unroll, body, length=s.length
+                file,
+                line,
+                fn,
+                LoopKind.UNROLLED_SCAN,
+                s.unroll,
+                body * s.unroll,
+                body,
+                length=s.length,
             )
         )
     loops.sort(key=lambda x: -x.eqns)

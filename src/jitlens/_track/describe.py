@@ -16,8 +16,8 @@ from .. import _compat
 from .._core import explain as _explain
 from .._core.key import Key
 from .._core.kinds import EventKind
-from .._core.messages_frontend import frontend_words
 from .._core.signature import describe_call
+from .frontend import of_kind
 from .records import EventBuilder, Record
 from .registry import REGISTRY
 from .state import deref, tls
@@ -100,11 +100,9 @@ def describe_and_explain(
                 if first
                 else _explain.explain(key, live, cleared, _compat.trace_cache_fill())
             )
-            if reasons and fe is not None:
-                reasons = frontend_words(rec.kind, list(reasons), key, rec.defined_at)
-            for reword in REGISTRY.rewords:  # front-ends' words (pmap, nn.jit)
-                if reasons:
-                    reasons = reword(rec, list(reasons), key)
+            own = of_kind(rec.kind)
+            if reasons and own is not None:  # in its front-end's words (eqx.filter_jit, pmap, ...)
+                reasons = own.reword(rec, list(reasons), key)
             if reasons:
                 b.kind = EventKind.RETRACE
                 b.reasons = tuple(reasons)

@@ -27,11 +27,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _compat
-from .._core import messages as M
-from .._core import messages_frontend as F
 from .._core import messages_static as S
 from .._core.explain import closest
 from .._core.key import Key, render_path
+from .._core.kinds import EntryKind, FixKind, ReasonKind
+from .frontend import of_kind
 from .records import EventBuilder
 from .state import STATE, tls
 
@@ -42,7 +42,7 @@ def wants_program(key: Key | None) -> bool:
     if key is None:
         return False
     for e in key.entries.values():
-        if e.kind == "static" and not e.in_graph and e.static is not None:
+        if e.kind == EntryKind.STATIC and not e.in_graph and e.static is not None:
             if S.is_number(e.static.value()):
                 return True
     return False
@@ -113,13 +113,11 @@ def _in(value: Any, literals: frozenset[float]) -> bool:
 
 
 def _static_number(r: Any) -> bool:
-    return r.kind == "static_value" and r.flow == "unchecked"
+    return r.kind == ReasonKind.STATIC_VALUE and r.flow == "unchecked"
 
 
-def _data_fix(kind: str, r: Any) -> str:
+def _data_fix(kind: str, r: Any) -> tuple[FixKind | str, str]:
     """The fix for a static number that only enters arithmetic, in the front-end's terms."""
-    if kind == "eqx.filter_jit":
-        return F.SCALAR_FIX.format(expr=r.path)
-    if kind in ("jax.jit", "nnx.jit"):
-        return M.STATIC_ARG_FIX.format(arg=r.argument or r.path)
-    return r.fix  # a front-end's own words (a pmap's static_broadcasted_argnums)
+    fe = of_kind(kind)
+    own = fe.data_fix(kind, r) if fe is not None else None
+    return (r.fix_kind, r.fix) if own is None else own  # else a pmap's own words

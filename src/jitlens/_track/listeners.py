@@ -15,11 +15,12 @@ import time
 from typing import Any
 
 from .. import _compat
-from .._core.kinds import EventKind
+from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
+from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
 from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, tls, update_threshold
@@ -102,7 +103,7 @@ def trace_start(fun_name: str) -> bool:
         tls.building = None
         tls.top_fun = fun  # its trace_to_jaxpr is this trace, not one nested in another
         return False
-    fe = _compat.frontend_of(fun) if info is not None else None
+    fe = frontend_of(fun) if info is not None else None
     user = _frontend_call(fe, info, call) if fe is not None else None
     if fe is not None and user is None:
         selfcheck.runtime_problem(UNPACK_PROBLEM.format(kind=fe.kind))
@@ -228,7 +229,7 @@ class FrontendTrace:
 
 
 def _frontend_call(
-    fe: _compat.Frontend, info: _compat.TraceFrame, call: CountedCall | None
+    fe: Frontend, info: _compat.TraceFrame, call: CountedCall | None
 ) -> FrontendTrace | None:
     """A front-end's trace as the user's call, or None (the adapter cannot unpack it).
 
@@ -301,16 +302,20 @@ def uncount_trace(b: EventBuilder | None) -> None:
         if b in rec.events:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
-    b.kind = "compile"
+    b.kind = EventKind.COMPILE
     # an equal key served from the trace cache: neither a clear nor an unknown cause
-    b.reasons = tuple(r for r in b.reasons if r.kind != "cache_cleared" and r.before != "equal key")
+    b.reasons = tuple(
+        r
+        for r in b.reasons
+        if r.kind is not ReasonKind.CACHE_CLEARED and Fact.EQUAL_KEY not in r.facts
+    )
     b.detached = True
 
 
 def nested_trace(fun: Any, frame: Any) -> None:
     """Record a trace of a known function that ran inside another trace."""
     rec = REGISTRY.find_by_fun(fun)
-    if rec is None and _compat.frontend_of(fun) is not None:
+    if rec is None and frontend_of(fun) is not None:
         # eqx.filter_jit inside another trace: its counted call is right above
         above = find_call(frame)
         rec = above.record if above is not None and above.record.frontend is not None else None
@@ -393,7 +398,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     b.record.compiles += 1
             nested.claim_compile(b, secs)  # jitlens-frontends: an eager lax.scan's compile
             tls.building = None
-            if b.kind == "retrace":
+            if b.kind == EventKind.RETRACE:
                 try:
                     _log_retrace(b.record, b)
                 except Exception as exc:

@@ -23,11 +23,12 @@ from .. import _compat
 from .._compat import transforms_api
 from .._core import messages_transforms as W
 from .._core.explain import data_free_vars
-from .._core.kinds import ReasonKind
+from .._core.kinds import ReasonKind, RowKind
 from .._core.report import Reason
 from . import calls
 from .calls import find_call
 from .describe import describe_and_explain
+from .frontend import frontend_of
 from .records import EventBuilder, Record
 from .registry import REGISTRY
 from .state import internal_failure, tls
@@ -51,7 +52,7 @@ def frontend_record(frame: FrameType | None) -> Record | None:
     info = _compat.trace_frame_info(tf)
     if info is None:
         return None
-    fe = _compat.frontend_of(info.fun)
+    fe = frontend_of(info.fun)
     if fe is None:
         return None
     jit_args = info.args
@@ -76,7 +77,7 @@ def untracked_record(fun: Any, frame: FrameType | None) -> Record | None:
     if tf is None or tf is not frame:
         return None
     info = _compat.trace_frame_info(tf)
-    if info is None or info.fun is not fun or _compat.frontend_of(fun) is not None:
+    if info is None or info.fun is not fun or frontend_of(fun) is not None:
         return None
     return REGISTRY.record_for_untracked(fun, getattr(fun, "__name__", "?"), info.debug_info)
 
@@ -202,7 +203,7 @@ def _under(rec: Record, r: Reason, outer: str, alone: bool, user_fn: Any) -> Rea
     """A reason of a trace inside ``outer``, in those terms."""
     if r.kind is ReasonKind.NEW_FUNCTION and not r.expected:  # (a different function: as is)
         name = transforms_api.assigned_name(user_fn) or r.path
-        kind = rec.kind if rec.frontend is not None else "jax.jit"
+        kind = rec.kind if rec.frontend is not None else RowKind.JAX_JIT
         return W.nested_new_function(
             r,
             name,

@@ -210,7 +210,7 @@ class Record:
         self.dispatch_samples: list[tuple[float, float]] = []
         self.cached_graph: tuple[float | None, tuple[str, ...], tuple[str, ...]] | None = None
         self.eager_calls = 0
-        #: The library front-end (``_compat.Frontend``) whose jit this is, if any.
+        #: The library front-end (``frontend.Frontend``) whose own callable JAX traces for it, if any.
         self.frontend: Any = None
         #: Are the record's statics the user's (a front-end that hands JAX its own
         #: function, e.g. a pmap), rather than the ones in JAX's trace frame?

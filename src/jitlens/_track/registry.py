@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _compat
+from .._core.kinds import RowKind
+from .frontend import Frontend, registered
 from .records import MAX_SIBLINGS, EventBuilder, Record
 from .state import finalize, weak
 
@@ -86,14 +88,6 @@ class Registry:
         self.timelines = 0
         #: Kinds of the front-ends whose per-call entry points are counted now.
         self.installed_kinds: set[str] = set()
-        # What front-end adapters register (the engine names none of them):
-        #: ``(fun, trace info) -> (record, args, kwargs) | None`` for their callables
-        #: traced with no counted call above;
-        self.untracked_resolvers: list[Callable[[Any, Any], Any]] = []
-        #: ``(fun, jit options) -> Record | None`` for the jax.jit of their callables;
-        self.jit_record_makers: list[Callable[[Any, dict[str, Any]], Any]] = []
-        #: ``(record, reasons, key) -> reasons`` in their words.
-        self.rewords: list[Callable[[Any, list[Any], Any], list[Any]]] = []
 
     # ------------------------------------------------------------ the one factory
 
@@ -158,8 +152,8 @@ class Registry:
     def resolve_untracked(self, fun: Any, info: Any) -> Any:
         """``(record, user args, user kwargs)`` of a trace a front-end recognises though no
         counted call made it (its callable was made before tracking), or None."""
-        for resolve in self.untracked_resolvers:
-            found = resolve(fun, info)
+        for fe in registered():
+            found = fe.untracked(fun, info)
             if found is not None:
                 return found
         return None
@@ -173,8 +167,8 @@ class Registry:
         from a library's function around the user's code, it is shown, named after
         that function (``blackjax: run_inference_algorithm``).
         """
-        for make in self.jit_record_makers:
-            rec = make(fun, options)
+        for fe in registered():
+            rec = fe.record_for_jit(fun, options)
             if rec is not None:
                 return rec
         rec = self.record_for_jax_jit(fun, options)
@@ -241,7 +235,9 @@ class Registry:
                 return hit[1]
             jitted = getattr(wrapper, "jitted_fn", None)
             rec = self.new_record(
-                "nnx.cached_partial" if cached else (kind or _compat.nnx_kind(wrapper)),
+                RowKind.NNX_CACHED_PARTIAL
+                if cached
+                else RowKind(kind or _compat.nnx_kind(wrapper)),
                 wrapper,
                 user_fn=_compat.user_function(wrapper),
                 inner_fun=getattr(jitted, "__wrapped__", None),
@@ -263,7 +259,7 @@ class Registry:
     def record_for_jax_jit(self, fun: Any, options: dict[str, Any]) -> Record:
         """The record of a ``jax.jit(fun, **options)`` created while tracking."""
         rec = self.new_record(
-            "jax.jit", fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
+            RowKind.JAX_JIT, fun, user_fn=fun, inner_fun=fun, jax_name=getattr(fun, "__name__", "")
         )
         sa = options.get("static_argnums")
         rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
@@ -273,7 +269,7 @@ class Registry:
         return rec
 
     def record_for_frontend(
-        self, frontend: _compat.Frontend, key: Any, user_fn: Any, counts_calls: bool
+        self, frontend: Frontend, key: Any, user_fn: Any, counts_calls: bool
     ) -> Record:
         """The record of a library front-end's jit of ``user_fn`` (e.g. ``eqx.filter_jit(f)``).
 
@@ -304,7 +300,7 @@ class Registry:
 
     def frontend_record_of(self, wrapper: Any) -> Record | None:
         """The record of a front-end's wrapper object (``eqx.filter_jit(f)``), if jitlens saw it."""
-        for fe in _compat.FRONTENDS:
+        for fe in registered():
             if not fe.loaded():
                 continue
             try:
@@ -343,7 +339,7 @@ class Registry:
                 where = (fun_name, "?", True)
             user_fn = _compat.user_function(fun) if fun is not None else None
             return self.new_record(
-                "jax.jit",
+                RowKind.JAX_JIT,
                 user_fn,
                 user_fn=user_fn,
                 inner_fun=fun,
@@ -353,7 +349,7 @@ class Registry:
             )
 
 
-def _frontend_index(frontend: _compat.Frontend, key: Any, user_fn: Any) -> tuple[str, str, Any]:
+def _frontend_index(frontend: Frontend, key: Any, user_fn: Any) -> tuple[str, str, Any]:
     """Where a front-end's record is filed: by a plain function's id (held weakly), else by key.
 
     Other callables (partials, Modules) come back as new objects from the

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _compat
 from .._core.key import Entry, Path, render_path
+from .._core.kinds import EntryKind, RowKind
 from .._core.report import StaleHit
 from .._core.signature import walk_graphdef
 from .._errors import StaleCacheWarning
@@ -93,7 +94,7 @@ def _static_diffs(old_gd: Any, new_gd: Any, arg: str) -> list[tuple[str, str, st
                     "absent" if eb is None else eb.type_name,
                 )
             )
-        elif not ea.same(eb) and ea.kind == "static" and ea.static and eb.static:
+        elif not ea.same(eb) and ea.kind == EntryKind.STATIC and ea.static and eb.static:
             out.append((render_path(p), ea.static.text, eb.static.text))
     return out
 
@@ -160,7 +161,7 @@ def _find_record(watch: _Watch) -> Any:
 
     jitted = watch.jitted_ref() if watch.jitted_ref is not None else None
     for r in reversed(REGISTRY.records):
-        if r.kind != "nnx.cached_partial":
+        if r.kind != RowKind.NNX_CACHED_PARTIAL:
             continue
         wrapper = r.wrapper_ref() if r.wrapper_ref is not None else None
         if (jitted is not None and wrapper is jitted) or (

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _compat
+from .._core.kinds import RowKind
 from .._core.report import SCHEMA_VERSION, FunctionReport, Report
 from .._version import __version__
 from . import advisor, fastpath, hooks, pcache, runinfo, selfcheck  # issues 23, 24
@@ -166,7 +167,7 @@ class Tracker:
                     f"{check.capabilities.flax_version} ({'; '.join(check.problems())})"
                 )
             raise KeyError(f"{name} was not called while this tracker was open")
-        return max(found, key=lambda f: (f.kind != "nnx.cached_partial", f.id))
+        return max(found, key=lambda f: (f.kind != RowKind.NNX_CACHED_PARTIAL, f.id))
 
     def __repr__(self) -> str:
         state = "open" if self._open else "closed"

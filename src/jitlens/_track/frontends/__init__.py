@@ -4,49 +4,57 @@ A front-end whose jit lives in a library (``nnx.jit`` and ``nnx.cached_partial``
 in flax, ``eqx.filter_jit`` in equinox, ...) is counted by replacing the
 library's per-call entry point while jitlens tracks. jitlens never imports the
 library itself (the program's ``sys.modules`` stay as they are): each
-:class:`LibraryPatch` waits for its module through
+:class:`~jitlens._track.frontend.Frontend` that patches waits for its module through
 :func:`jitlens._compat.imports.when_imported` and is installed the moment the
 program's import finishes (or at once if the program imported it already).
-Adapters are listed in :data:`LIBRARIES`; a new one is one more entry.
+Adapters are listed in :data:`LIBRARIES`, the registration table: a new library is
+one package here, one entry there, one ``RowKind`` member and its tests.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from ..._compat import imports
+from ..._core.kinds import FixKind, RowKind
+from ..._core.messages import STATIC_ARG_FIX
+from ..._core.report import Reason
+from ..frontend import Frontend, SetAttr, register
 from ..registry import REGISTRY
 from ..state import internal_failure
-from . import equinox, jax_jit, nnx, pmap
-from . import keras as keras  # registers its keras-step record maker and words
-from . import linen as linen  # registers its jax.jit record maker (nn.jit rows)
-from . import numpyro as numpyro  # registers its MCMC / SVI record maker
-from . import words as words  # registers the pmap / nn.jit words
+from . import equinox, jax_jit, keras, linen, nnx, numpyro, pmap
 
 
-@dataclasses.dataclass(frozen=True)
-class LibraryPatch:
-    """One library front-end's installation: which module it waits for, what it patches."""
+class JaxJitFrontend(Frontend):
+    """``jax.jit`` itself: the counted wrapper it returns while tracking (``jax_jit``)."""
 
-    #: The row kind it stands for (``nnx.jit``, ``eqx.filter_jit``).
-    kind: str
-    #: The module whose import means the program uses the library.
-    module: str
-    #: ``install(set_attr)``: patch the library's entry points through ``set_attr(owner, name, value)``.
-    install: Callable[[Callable[[Any, str, Any], None]], None]
+    kinds = (RowKind.JAX_JIT,)
+    module = "jax"
+
+    def install(self, set_attr: SetAttr) -> None:
+        jax_jit.install(set_attr)
+
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
+        return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
 
 
-#: Every library front-end jitlens knows, by the module it waits for.
-LIBRARIES: tuple[LibraryPatch, ...] = (
-    LibraryPatch(jax_jit.KIND, "jax", jax_jit.install),
-    LibraryPatch(nnx.KIND, nnx.MODULE, nnx.install),
-    LibraryPatch(equinox.KIND, equinox.MODULE, equinox.install),
-    LibraryPatch(pmap.JAX_PMAP, "jax", pmap.install),
+#: Every front-end jitlens knows, registered with the engine (``frontend.register``) and
+#: installed in this order: the registration table. (linen's ``nn.jit``, keras' and
+#: numpyro's steps go through ``jax.jit``: they install nothing and make their rows in
+#: ``Frontend.record_for_jit``, asked in this order.)
+LIBRARIES: tuple[Frontend, ...] = tuple(
+    register(fe)
+    for fe in (
+        JaxJitFrontend(),
+        nnx.FRONTEND,
+        equinox.FRONTEND,
+        pmap.FRONTEND,
+        keras.FRONTEND,
+        linen.FRONTEND,
+        numpyro.FRONTEND,
+    )
 )
-# linen's nn.jit goes through jax.jit (its records named by ``linen.record_for``) and
-# pmap/nn.jit reasons are reworded by ``words``: both register with the engine on import.
 
 #: kind -> [(owner, attribute, original), ...] of each installed front-end.
 _PATCHED: dict[str, list[tuple[Any, str, Any]]] = {}
@@ -54,7 +62,7 @@ _PATCHED: dict[str, list[tuple[Any, str, Any]]] = {}
 _WAITING: dict[str, Callable[[], None]] = {}
 
 
-def _installer(lib: LibraryPatch, now: bool = False) -> Callable[[], None]:
+def _installer(lib: Frontend, now: bool = False) -> Callable[[], None]:
     def install_now() -> None:
         _WAITING.pop(lib.kind, None)
         if not now and not REGISTRY.active:  # tracking ended before the import
@@ -87,7 +95,7 @@ def _installer(lib: LibraryPatch, now: bool = False) -> Callable[[], None]:
 def install() -> None:
     """Install every front-end whose library is imported; wait for the others' imports."""
     for lib in LIBRARIES:
-        if lib.kind in _PATCHED or lib.kind in _WAITING:
+        if not lib.patches or lib.kind in _PATCHED or lib.kind in _WAITING:
             continue
         if imports.is_loaded(lib.module):
             _installer(lib, now=True)()

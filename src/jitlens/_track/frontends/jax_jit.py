@@ -18,6 +18,7 @@ from typing import Any
 import jax
 
 from ... import _compat
+from ..._core.kinds import RowKind
 from ..calls import (
     call_detailed,
     failed_call,
@@ -26,11 +27,12 @@ from ..calls import (
     timed_after,
     timed_failure,
 )
+from ..frontend import frontend_of
 from ..records import Record
 from ..registry import REGISTRY
 from ..state import ADVICE_CALLS, STATE, WINDOW, PassThrough, finalize, internal_failure, tls
 
-KIND = "jax.jit"
+KIND = RowKind.JAX_JIT
 
 
 class TrackedJit:
@@ -185,7 +187,7 @@ def make_tracked_jit(original: Callable[..., Any]) -> Callable[..., Any]:
         if not REGISTRY.active:
             return jitted
         try:
-            if _compat.is_flax_inner_fn(fun) or _compat.frontend_of(fun) is not None:
+            if _compat.is_flax_inner_fn(fun) or frontend_of(fun) is not None:
                 return jitted  # counted at the nnx wrapper / the library's own call
             # a front-end's, a library's around user code, or plain
             rec = REGISTRY.jit_record_for(fun, options, _compat.caller(1))

@@ -20,13 +20,15 @@ from ... import _compat
 from ..._compat import keras_api
 from ..._core import messages_library as W
 from ..._core.key import Key
+from ..._core.kinds import RowKind
 from ..._core.report import Reason
+from ..frontend import Frontend
 from ..records import Record
 from ..registry import REGISTRY
 from .library_rows import library_record
 
 #: The row kind.
-KIND = "keras"
+KIND = RowKind.KERAS
 
 #: record -> the keras step it is.
 STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
@@ -81,6 +83,22 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     return [W.library_reason(step, r) for r in reasons]
 
 
-REGISTRY.jit_record_makers.append(record_for)
-REGISTRY.untracked_resolvers.append(untracked)
-REGISTRY.rewords.append(reword)
+class KerasFrontend(Frontend):
+    """keras's jits around the user's model: nothing to patch, rows from ``jax.jit``."""
+
+    kinds = (KIND,)
+    module = keras_api.MODULE
+
+    def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
+        return record_for(fun, options)
+
+    def untracked(
+        self, fun: Any, info: Any
+    ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
+        return untracked(fun, info)
+
+    def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+        return reword(rec, reasons, key)
+
+
+FRONTEND = KerasFrontend()

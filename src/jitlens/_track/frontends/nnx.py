@@ -14,11 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import _compat
+from ..._core.kinds import FixKind, RowKind
+from ..._core.messages import STATIC_ARG_FIX
+from ..._core.report import Reason
 from ..calls import call_detailed, failed_call, register_counting_frame
+from ..frontend import Frontend, SetAttr
 from ..registry import REGISTRY
 from ..state import STATE, PassThrough, internal_failure
 
-KIND = "nnx.jit"
+KIND = RowKind.NNX_JIT
 #: The module whose import means the program uses nnx.
 MODULE = "flax.nnx"
 
@@ -121,3 +125,54 @@ def install(set_attr: Callable[[Any, str, Any], None]) -> None:
         patched = make_cached_partial(getattr(*owners[0]))
         for owner, attr in owners:
             set_attr(owner, attr, patched)
+
+
+class NnxFrontend(Frontend):
+    """flax NNX's jit wrappers (every mode) and ``nnx.cached_partial``."""
+
+    kinds = (
+        RowKind.NNX_JIT,
+        RowKind.NNX_JIT_TREE,
+        RowKind.NNX_JIT_SIMPLE,
+        RowKind.NNX_JIT_PARTIAL,
+        RowKind.NNX_CACHED_PARTIAL,
+    )
+    module = MODULE
+    canary_requires = "flax"
+
+    def install(self, set_attr: SetAttr) -> None:
+        install(set_attr)
+
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
+        """``static_argnums`` as ``jax.jit``'s for the default mode (others keep their words)."""
+        if kind != KIND:
+            return None
+        return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
+
+    def canary(self, np: Any) -> list[str]:
+        """An ``nnx.jit`` function of a Module, called with two shapes."""
+        from flax import nnx
+
+        from ..frontend import canary_compare as compare
+        from ..frontend import canary_row as row
+
+        counter = [0]
+
+        class JitlensCanary(nnx.Module):  # noqa: JL004 - built once per canary process
+            def __init__(self) -> None:
+                self.w = nnx.Param(np.ones((1,), np.float32))
+
+        def jitlens_nnx_canary(m: Any, x: Any) -> Any:
+            counter[0] += 1
+            return m.w * x
+
+        g = nnx.jit(jitlens_nnx_canary)
+        m = JitlensCanary()
+        for n in (1, 2, 2):
+            g(m, np.zeros((n,), np.float32))
+        return compare(
+            KIND, row(REGISTRY.records, jitlens_nnx_canary.__name__), counter[0], calls=3
+        )
+
+
+FRONTEND = NnxFrontend()

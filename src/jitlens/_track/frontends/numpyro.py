@@ -15,13 +15,15 @@ from ... import _compat
 from ..._compat import numpyro_api
 from ..._core import messages_library as W
 from ..._core.key import Key
+from ..._core.kinds import RowKind
 from ..._core.report import Reason
+from ..frontend import Frontend
 from ..records import Record
 from ..registry import REGISTRY
 from .library_rows import library_record
 
 #: The row kind.
-KIND = "numpyro"
+KIND = RowKind.NUMPYRO
 
 #: record -> the numpyro jit it is.
 STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
@@ -44,5 +46,17 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     return reasons if step is None else W.numpyro_reasons(step, reasons)
 
 
-REGISTRY.jit_record_makers.append(record_for)
-REGISTRY.rewords.append(reword)
+class NumpyroFrontend(Frontend):
+    """numpyro's jits around the user's model: nothing to patch, rows from ``jax.jit``."""
+
+    kinds = (KIND,)
+    module = numpyro_api.MODULE
+
+    def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
+        return record_for(fun, options)
+
+    def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+        return reword(rec, reasons, key)
+
+
+FRONTEND = NumpyroFrontend()

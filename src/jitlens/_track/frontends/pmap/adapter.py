@@ -1,4 +1,4 @@
-"""Counting ``jax.pmap`` and ``nnx.pmap`` functions while tracking.
+"""The pmap front-end: counting ``jax.pmap`` and ``nnx.pmap`` functions while tracking.
 
 While hooks are in place ``jax.pmap`` returns the pmapped function inside a
 :class:`~.calls.TrackedJit` (calls and hits counted, the per-call path is the
@@ -9,6 +9,7 @@ user's own arguments are described (names from the user's signature, shapes
 as passed, with the mapped axis). ``nnx.pmap`` calls ``jax.pmap`` with a
 ``PmapFn`` of the user's function: the same wrapper counts it, as an
 ``nnx.pmap`` row. A pmap created before tracking started is not counted.
+Its reasons are reworded in pmap's terms by :mod:`.words`.
 """
 
 from __future__ import annotations
@@ -18,16 +19,17 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..._compat import pmap_api
-from ..._compat.frames import TraceFrame
-from ..records import Record
-from ..registry import REGISTRY, options_of
-from ..state import finalize, internal_failure, weak
-from .jax_jit import TrackedJit
+from ...._compat import pmap_api
+from ...._compat.frames import TraceFrame
+from ...._core.kinds import RowKind
+from ...records import Record
+from ...registry import REGISTRY, options_of
+from ...state import finalize, internal_failure, weak
+from ..jax_jit import TrackedJit
 
 #: Row kinds of the pmaps counted here.
-JAX_PMAP = "jax.pmap"
-NNX_PMAP = "nnx.pmap"
+JAX_PMAP = RowKind.JAX_PMAP
+NNX_PMAP = RowKind.NNX_PMAP
 KINDS = (JAX_PMAP, NNX_PMAP)
 
 #: record -> the pmap's ``axis_name`` (None when the user gave none).
@@ -128,6 +130,3 @@ def install(set_attr: Callable[[Any, str, Any], None]) -> None:
 
     if pmap_api.pmap_loaded():
         set_attr(jax, "pmap", make_tracked_pmap(jax.pmap))
-
-
-REGISTRY.untracked_resolvers.append(untracked)

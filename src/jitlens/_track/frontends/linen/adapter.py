@@ -1,4 +1,4 @@
-"""flax.linen ``nn.jit`` rows: the lifted ``jax.jit`` named after the user's module.
+"""The flax.linen front-end: ``nn.jit`` rows, the lifted ``jax.jit`` named after the user's module.
 
 ``nn.jit`` reaches ``jax.jit`` through ``flax.core.lift.jit``, which jits a
 function of flax's own: seen as a plain ``jax.jit`` it is a flax-internal row
@@ -8,6 +8,7 @@ class, defined where its method is), remembering where the jitted class was
 built (the user's function running when ``jax.jit`` was called), which names
 the culprit of google/flax#3171: ``nn.jit(Dense)`` applied inside a parent's
 ``__call__`` builds a new class and a new ``jax.jit`` at every ``apply``.
+Its reasons are reworded in linen's terms by :mod:`.words`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from ... import _compat
-from ..._compat import linen_api
-from ..records import Record
-from ..registry import REGISTRY, options_of
+from .... import _compat
+from ...._compat import linen_api
+from ...._core.kinds import RowKind
+from ...records import Record
+from ...registry import REGISTRY, options_of
 
 #: The row kind.
-KIND = "nn.jit"
+KIND = RowKind.NN_JIT
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,3 @@ def _names_fn(method: Any) -> Any:
 
 def target_of(rec: Record) -> LinenTarget | None:
     return TARGETS.get(rec) if rec.kind == KIND else None
-
-
-REGISTRY.jit_record_makers.append(record_for)

@@ -1,4 +1,4 @@
-"""The words for library front-ends: reasons reworded in ``eqx.filter_jit``'s terms.
+"""``eqx.filter_jit``'s words: the explainer's reasons reworded in equinox's terms.
 
 The explainer (``explain``) diffs keys the same way for every front-end; what
 differs is what the user should be told. ``eqx.filter_jit`` keeps every
@@ -17,12 +17,11 @@ import functools
 import sys
 from typing import Any
 
-from .. import _compat
-from .key import Entry, Key, Path, render_path
-from .messages import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
-from .report import Reason
-
-EQX = "eqx.filter_jit"
+from ...._compat.equinox_api import is_eqx_module_class
+from ...._core.key import Entry, Key, Path, render_path
+from ...._core.kinds import EntryKind, FixKind, ReasonKind, SubjectKind
+from ...._core.messages import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
+from ...._core.report import Reason
 
 NEW_FUNCTION_MSG = (
     "`{name}` is a new function object handed to eqx.filter_jit: equinox keys its compiled "
@@ -99,21 +98,16 @@ OPTAX_FIX = (
 )
 
 
-def frontend_words(
-    kind: str, reasons: list[Reason], key: Key, defined_at: str = "?"
-) -> list[Reason]:
-    """``reasons`` for a retrace of a ``kind`` function, in that front-end's terms.
+def frontend_words(reasons: list[Reason], key: Key, defined_at: str = "?") -> list[Reason]:
+    """``reasons`` for a retrace of an ``eqx.filter_jit`` function, in equinox's terms.
 
     ``defined_at``: where the function is defined (named in a new-function reason).
     """
-    if kind != EQX:
-        return reasons
-    index = {render_path(p): p for p in key.entries}
     out: list[Reason] = []
     seen_optax: set[Path] = set()
     for r in reasons:
-        p = index.get(r.path)
-        if r.kind == "new_function":
+        p = r.where if r.where in key.entries else None
+        if r.kind == ReasonKind.NEW_FUNCTION:
             new: Reason | None = _new_function(r, defined_at)
         else:
             new = _eqx(r, p, key.entries, seen_optax) if p is not None else r
@@ -132,60 +126,73 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
         seen_optax.add(optax)
         path = render_path(optax)
         tname = entries[optax].type_name
-        return _reason(
-            "identity_static", r.argument, path, f"{tname} built earlier", f"a new {tname}",
-            OPTAX_MSG.format(path=path), OPTAX_FIX,
+        return dataclasses.replace(
+            _reason(
+                ReasonKind.IDENTITY_STATIC, r.argument, path, f"{tname} built earlier",
+                f"a new {tname}", OPTAX_MSG.format(path=path), OPTAX_FIX,
+                fix_kind=FixKind.EQX_OPTAX, subject=SubjectKind.OPTAX_TRANSFORM,
+            ),
+            where=optax,
         )  # fmt: skip
     owner = _node_class(parent)
     attr = str(p[-1][1])
-    if r.kind == "shape" and owner is not None and _compat.is_eqx_module_class(owner):
-        return dataclasses.replace(r, fix=PARAM_SHAPE_FIX)
+    if r.kind == ReasonKind.SHAPE and owner is not None and is_eqx_module_class(owner):
+        return _with_fix(r, FixKind.PARAM_SHAPE, PARAM_SHAPE_FIX)
     static = entry.static if entry is not None else None
     if static is None:
         return r
     value = static.value()
-    if r.kind == "static_value" and isinstance(value, bool) and attr == "inference":
-        return dataclasses.replace(
+    if r.kind == ReasonKind.STATIC_VALUE and isinstance(value, bool) and attr == "inference":
+        return _with_fix(
             r,
+            FixKind.EQX_MODE,
+            MODE_FIX,
             message=MODE_MSG.format(path=r.path, before=r.before, after=r.after),
-            fix=MODE_FIX,
             expected=True,  # inference=True / False: each mode compiles once
         )
-    if r.kind == "static_value" and owner is not None and _compat.is_eqx_module_class(owner):
+    if r.kind == ReasonKind.STATIC_VALUE and owner is not None and is_eqx_module_class(owner):
         if _is_library_class(owner):  # eqx.nn.Linear(in_features=3) vs 4
             layer = f"eqx.nn.{owner.__name__}"
             msg = LAYER_MSG.format(path=r.path, layer=layer, before=r.before, after=r.after)
-            return dataclasses.replace(r, message=msg, fix=LAYER_FIX.format(attr=attr))
+            return _with_fix(r, FixKind.LAYER, LAYER_FIX.format(attr=attr), message=msg)
         if _is_static_field(owner, attr):
-            fix = FIELD_NUMBER_FIX if _is_number(value) else FIELD_FIX
-            return dataclasses.replace(
-                r,
-                message=FIELD_MSG.format(path=r.path, before=r.before, after=r.after),
-                fix=fix.format(path=r.path, attr=attr),
+            fk, fix = (
+                (FixKind.EQX_FIELD_NUMBER, FIELD_NUMBER_FIX)
+                if _is_number(value)
+                else (FixKind.EQX_FIELD, FIELD_FIX)
             )
-    if r.kind == "static_value" and _is_number(value):
-        return dataclasses.replace(
+            return _with_fix(
+                r,
+                fk,
+                fix.format(path=r.path, attr=attr),
+                message=FIELD_MSG.format(path=r.path, before=r.before, after=r.after),
+            )
+    if r.kind == ReasonKind.STATIC_VALUE and _is_number(value):
+        return _with_fix(
             r,
+            FixKind.EQX_SCALAR,
+            SCALAR_FIX.format(expr=r.path),
             message=SCALAR_MSG.format(path=r.path, before=r.before, after=r.after),
-            fix=SCALAR_FIX.format(expr=r.path),
             flow="unchecked",  # the trace's program tells whether it can be an array
         )
-    if r.kind == "static_value":
-        return dataclasses.replace(
+    if r.kind == ReasonKind.STATIC_VALUE:
+        return _with_fix(
             r,
+            FixKind.EQX_STATIC,
+            STATIC_FIX.format(path=r.path),
             message=STATIC_MSG.format(path=r.path, before=r.before, after=r.after),
-            fix=STATIC_FIX.format(path=r.path),
         )
-    if r.kind == "identity_static" and owner is not None and _compat.is_eqx_module_class(owner):
+    if r.kind == ReasonKind.IDENTITY_STATIC and owner is not None and is_eqx_module_class(owner):
         return _module_identity(r, attr, value, owner)
     return r
 
 
 def _new_function(r: Reason, defined_at: str) -> Reason:
-    return dataclasses.replace(
+    return _with_fix(
         r,
+        FixKind.EQX_NEW_FUNCTION,
+        NEW_FUNCTION_FIX,
         message=NEW_FUNCTION_MSG.format(name=r.path, defined_at=defined_at),
-        fix=NEW_FUNCTION_FIX,
     )
 
 
@@ -193,7 +200,10 @@ def _module_identity(r: Reason, attr: str, value: Any, owner: Any) -> Reason:
     if isinstance(value, functools.partial):
         func = getattr(value.func, "__name__", "f")
         desc = "a functools.partial"
-        fix = MODULE_PARTIAL_FIX.format(upper=attr.upper(), func=func, attr=attr)
+        fk, fix = (
+            FixKind.EQX_MODULE_PARTIAL,
+            MODULE_PARTIAL_FIX.format(upper=attr.upper(), func=func, attr=attr),
+        )
     elif callable(value) and hasattr(value, "__code__"):
         name = getattr(value, "__name__", attr)
         lam = name == "<lambda>"
@@ -208,27 +218,26 @@ def _module_identity(r: Reason, attr: str, value: Any, owner: Any) -> Reason:
         if _is_library_class(owner):  # eqx.Partial(lambda ...): the user builds it, not __init__
             public = getattr(_eqx_module(), owner.__name__, None) is owner
             cls = f"eqx.{owner.__name__}" if public else owner.__name__
+            fk = FixKind.EQX_MODULE_LIBRARY_FUNCTION
             fix = MODULE_LIBRARY_FUNCTION_FIX.format(name=fname, cls=cls)
         else:
-            fix = MODULE_FUNCTION_FIX.format(name=fname, attr=attr)
+            fk, fix = FixKind.EQX_MODULE_FUNCTION, MODULE_FUNCTION_FIX.format(name=fname, attr=attr)
     else:
         return r
-    return dataclasses.replace(
-        r, message=MODULE_IDENTITY_MSG.format(path=r.path, desc=desc), fix=fix
-    )
+    return _with_fix(r, fk, fix, message=MODULE_IDENTITY_MSG.format(path=r.path, desc=desc))
 
 
 def _optax_owner(p: Path, entries: dict[Path, Entry]) -> Path | None:
     """The path of the optax transform ``p`` sits in, if any."""
     for i in range(len(p) - 1, 0, -1):
         e = entries.get(p[:i])
-        if e is not None and e.kind == "node" and "GradientTransformation" in e.type_name:
+        if e is not None and e.kind == EntryKind.NODE and "GradientTransformation" in e.type_name:
             return p[:i]
     return None
 
 
 def _node_class(e: Entry | None) -> Any:
-    if e is None or e.kind != "node" or e.type_ref is None:
+    if e is None or e.kind != EntryKind.NODE or e.type_ref is None:
         return None
     return e.type_ref()
 
@@ -253,3 +262,8 @@ def _is_static_field(cls: Any, name: str) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _with_fix(r: Reason, fix_kind: FixKind, fix: str, **changes: Any) -> Reason:
+    """``r`` with another fix made from the ``fix_kind`` template (as written: not capped)."""
+    return dataclasses.replace(r, fix=fix, fix_kind=fix_kind, **changes)

@@ -1,0 +1,30 @@
+"""The flax.linen front-end: ``nn.jit`` rows named after the user's module (:mod:`.adapter`),
+their reasons in linen's terms (:mod:`.words`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...._compat import linen_api
+from ...._core.key import Key
+from ...._core.report import Reason
+from ...frontend import Frontend
+from ...records import Record
+from . import words
+from .adapter import KIND, record_for
+
+
+class LinenFrontend(Frontend):
+    """``nn.jit``: nothing to patch; its rows come from ``jax.jit`` (``record_for_jit``)."""
+
+    kinds = (KIND,)
+    module = linen_api.LINEN_MODULE
+
+    def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
+        return record_for(fun, options)
+
+    def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+        return words.reword(rec, reasons, key)
+
+
+FRONTEND = LinenFrontend()
