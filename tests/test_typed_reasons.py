@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import json
 import pathlib
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -288,6 +289,8 @@ def test_an_array_s_changes_are_typed() -> None:
     assert (dtype.subject, dtype.fix_kind) == ("array", "dtype")
     old, new = shape.entries  # the evidence as data: no shape is parsed back from `before`
     assert (old.aval.shape, new.aval.shape) == ((3,), (4,))
+    again = pickle.loads(pickle.dumps(shape))  # a report stays plain data: the entries stay
+    assert again == shape and again.where == shape.where and again.entries == (None, None)
     assert by_kind[ReasonKind.WEAK_TYPE].fix_kind in ("weak", "weak_value")
 
 

@@ -92,6 +92,11 @@ class Reason:
         order = sorted(facts, key=lambda f: (_FACT_ORDER.get(f, len(_FACT_ORDER)), str(f)))
         object.__setattr__(self, "facts", tuple(order))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled (or deep-copied) reason is plain data: the live entries stay behind (they
+        hold weak references to the program's classes)."""
+        return {**self.__dict__, "entries": (None, None)}
+
     def with_facts(self, *facts: Fact) -> Reason:
         """This reason with ``facts`` added."""
         return dataclasses.replace(self, facts=(*self.facts, *facts))
