@@ -384,3 +384,23 @@ def test_a_named_sharding_is_typed() -> None:
     sharding = [r for r in _reasons(program) if r.kind is ReasonKind.SHARDING]
     assert [r.subject for r in sharding] == ["named_sharding"]
     assert sharding[0].fix_kind == "sharding"
+
+
+def test_a_trace_inside_another_transformation_is_a_fact() -> None:
+    """Under ``jax.grad`` the reason gets the suffix once and the fact ``nested``; a shape
+    ``jax.vmap`` batched says so itself (``batched``) and gets no suffix."""
+
+    def program():  # type: ignore[no-untyped-def]
+        @jax.jit
+        def energy(x):  # type: ignore[no-untyped-def]
+            return (x**2).sum()
+
+        jax.vmap(energy)(jnp.ones((2, 3)))
+        jax.vmap(energy)(jnp.ones((2, 4)))
+        jax.grad(energy)(jnp.ones(5))
+        return energy
+
+    batched, nested = [r for r in _reasons(program) if r.kind is ReasonKind.SHAPE]
+    assert "batched" in batched.facts and "nested" not in batched.facts
+    assert "traced inside" not in batched.message
+    assert "nested" in nested.facts and nested.message.count("traced inside jax.grad") == 1
