@@ -7,7 +7,8 @@ need no private import (``tests/test_fixes.py`` checks the templates and ``FixKi
 :func:`test_no_decision_reads_words` scans every source module outside ``jitlens/_render``
 for a comparison, a membership test, a ``startswith``-like call or a regex whose operand is
 the ``message`` / ``fix`` / ``before`` / ``after`` of anything (a ``Reason``, an ``Advice``,
-a finding), and for a ``.kind`` compared with a string literal: kinds are enum members.
+a finding), for a rendered ``path`` taken apart (``startswith``, ``split``, ``"[" in``), and
+for a ``.kind`` compared with a string literal: kinds are enum members.
 The other tests check that the typed fields are right on real retraces.
 """
 
@@ -34,6 +35,8 @@ WORDS = frozenset({"message", "fix", "before", "after"})
 READING_CALLS = frozenset({"startswith", "endswith", "find", "rfind", "index", "rindex", "count"})
 #: ``re`` functions (and compiled patterns' methods) that decide by matching.
 REGEX_CALLS = frozenset({"search", "match", "fullmatch", "findall", "finditer"})
+#: ... and those that take a rendered path apart (``Reason.where`` is the path as data).
+SPLITTING_CALLS = frozenset({"split", "rsplit", "partition", "rpartition"})
 
 #: Files the libpkg helper owns this round, which decide on words until they switch to the
 #: typed fields (``Reason.subject`` / ``facts`` / ``fix_kind`` / ``where``; ``ReasonKind``
@@ -103,6 +106,14 @@ def _words(node: ast.AST) -> bool:
     )
 
 
+def _path(node: ast.AST) -> bool:
+    """A reason's rendered ``path`` (``model.layers[3]``): compared whole it names a place
+    (across two reports, say); taken apart it is a structured path read back from words."""
+    if not isinstance(node, ast.Attribute) or node.attr != "path":
+        return False
+    return not (isinstance(node.value, ast.Name) and node.value.id in ("os", "sys"))
+
+
 def _kind(node: ast.AST) -> bool:
     if isinstance(node, ast.Attribute):
         return node.attr == "kind"
@@ -136,7 +147,10 @@ def decisions_on_words(source: str) -> list[tuple[int, str, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
-            if any(_words(o) for o in operands):
+            inside = any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+            if inside and _path(node.comparators[-1]) and _str_literal(node.left, names):
+                found.append((node.lineno, "parses a rendered path", ast.unparse(node)))
+            elif any(_words(o) for o in operands):
                 found.append((node.lineno, "compares words", ast.unparse(node)))
             elif any(_kind(o) for o in operands) and any(_str_literal(o, names) for o in operands):
                 found.append((node.lineno, "compares a kind with a literal", ast.unparse(node)))
@@ -144,6 +158,8 @@ def decisions_on_words(source: str) -> list[tuple[int, str, str]]:
             method, receiver = node.func.attr, node.func.value
             if method in READING_CALLS and (_words(receiver) or _kind(receiver)):
                 found.append((node.lineno, f"reads words with {method}", ast.unparse(node)))
+            elif method in READING_CALLS | SPLITTING_CALLS and _path(receiver):
+                found.append((node.lineno, "parses a rendered path", ast.unparse(node)))
             elif method in REGEX_CALLS and any(_words(a) for a in node.args):
                 found.append((node.lineno, "matches words with a regex", ast.unparse(node)))
     return found
@@ -192,9 +208,15 @@ f = d["kind"] != "retrace"
 g = r.before != "equal key"
 h = r.kind is ReasonKind.SHAPE and Fact.EQUAL_KEY in r.facts
 i = r.subject is SubjectKind.LAMBDA
+j = r.path.startswith("model.")
+k = "[" in r.path
+m = r.path.rsplit(".", 1)[0]
+n = r.path in paths
+o = r.where[:-1]
+q = os.path.split(file)
 """
     lines = sorted(line for line, _what, _expr in decisions_on_words(source))
-    assert lines == [3, 4, 5, 6, 7, 8, 9]
+    assert lines == [3, 4, 5, 6, 7, 8, 9, 12, 13, 14]
 
 
 # ---------------------------------------------------------------- fixes and their templates
