@@ -34,7 +34,8 @@ from jitlens._compat import cache_keys
 from jitlens._core import messages as M
 from jitlens._core import messages_evidence as E
 from jitlens._core import messages_static as S
-from jitlens._core.kinds import FixKind, ReasonKind
+from jitlens._core import report as R
+from jitlens._core.kinds import Fact, FixKind, ReasonKind
 from jitlens._track import stale
 from jitlens._track.frontends.equinox import words as F
 
@@ -1475,3 +1476,55 @@ def test_printed_fixes_applied_to_the_corpus_remove_the_retrace() -> None:
     assert [o for o in outcomes if not o.works] == []
     assert sum(o.how == "mechanical" for o in outcomes) >= 6
     assert [o.fix for o in outcomes if o.fix.endswith("…")] == []  # never cut mid-code
+
+
+# ---------------------------------------------------------------- fix kinds (Reason.fix_kind)
+
+
+_TEMPLATE_MODULES = {
+    "jitlens._core.messages": "",
+    "jitlens._core.messages_static": "",
+    "jitlens._core.messages_evidence": "",
+    "jitlens._core.messages_transforms": "",
+    "jitlens._track.frontends.equinox.words": "EQX_",
+    "jitlens._core.messages_library": "",
+}
+
+
+def _fix_templates() -> dict[str, str]:
+    """Every ``*_FIX`` template of ``_core/messages*.py`` and the front-ends' words, by its
+    ``FixKind`` member's name."""
+    import importlib
+
+    out: dict[str, str] = {}
+    seen = {id(v) for v in vars(R).values()}  # report.EXPECTED_FIX is no template
+    for module, prefix in _TEMPLATE_MODULES.items():  # defining modules before importers
+        for name, value in vars(importlib.import_module(module)).items():
+            if name.endswith("_FIX") and isinstance(value, str) and id(value) not in seen:
+                out[prefix + name.removesuffix("_FIX")] = value
+        seen |= {id(v) for v in out.values()}
+    return out
+
+
+def test_every_fix_template_is_one_fix_kind() -> None:
+    members = {m.name for m in FixKind if m is not FixKind.UNSET}
+    assert sorted(set(_fix_templates()) - members) == []
+    assert sorted(members - set(_fix_templates())) == []
+
+
+def test_an_equal_key_is_a_fact_not_words() -> None:
+    r = M.new_function("f", "jax.jit", "a.py:1", 1, True, False)
+    assert Fact.EQUAL_KEY not in r.facts  # an earlier wrapper's key, not two equal keys
+    assert Fact.EQUAL_KEY in E.no_difference("1 key position(s)").facts
+    assert Fact.EQUAL_KEY in E.cache_evicted(8, 8).facts
+
+
+def test_a_words_only_change_keeps_the_data() -> None:
+    """Rewording (a fix from another template) changes ``fix_kind`` with the words, and keeps
+    everything else."""
+    r = M.shape("x", "x", "f32[2]", "f32[3]")
+    again = M.with_fix(r, FixKind.PARAM_SHAPE, M.PARAM_SHAPE_FIX)
+    assert again.fix_kind is FixKind.PARAM_SHAPE and again.fix == M.PARAM_SHAPE_FIX
+    same = {f.name for f in dataclasses.fields(r)} - {"fix", "fix_kind"}
+    assert all(getattr(again, k) == getattr(r, k) for k in same)
+    assert re.fullmatch(r"[a-z_]+", FixKind.PARAM_SHAPE)

@@ -1,21 +1,23 @@
 """Reasons stay typed data until they are printed: nothing outside ``_render`` decides by words.
 
-A ``Reason`` carries what decisions need as data (``kinds.ReasonKind``, ``SubjectKind``,
-``FixKind``, ``Fact``, the structured path ``where``), set where the difference is found.
+A ``Reason`` carries what decisions need as data (``kind``, ``subject``, ``fix_kind``,
+``facts``, the structured path ``where``), set where the difference is found; each is an enum
+member that equals its string (``jitlens._core.kinds``), so these tests name the strings and
+need no private import (``tests/test_fixes.py`` checks the templates and ``FixKind`` match).
 :func:`test_no_decision_reads_words` scans every source module outside ``jitlens/_render``
 for a comparison, a membership test, a ``startswith``-like call or a regex whose operand is
 the ``message`` / ``fix`` / ``before`` / ``after`` of anything (a ``Reason``, an ``Advice``,
-a finding), and for a ``.kind`` compared with a string literal: kinds are enum members.
+a finding), for a rendered ``path`` taken apart (``startswith``, ``split``, ``"[" in``), and
+for a ``.kind`` compared with a string literal: kinds are enum members.
 The other tests check that the typed fields are right on real retraces.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
 import pathlib
-import re
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -23,8 +25,7 @@ import optax
 from flax import nnx
 
 import jitlens
-from jitlens._core import kinds, messages, report
-from jitlens._core.kinds import Fact, FixKind, ReasonKind, SubjectKind
+from jitlens import ReasonKind
 
 PKG = pathlib.Path(jitlens.__file__).resolve().parent
 
@@ -34,6 +35,8 @@ WORDS = frozenset({"message", "fix", "before", "after"})
 READING_CALLS = frozenset({"startswith", "endswith", "find", "rfind", "index", "rindex", "count"})
 #: ``re`` functions (and compiled patterns' methods) that decide by matching.
 REGEX_CALLS = frozenset({"search", "match", "fullmatch", "findall", "finditer"})
+#: ... and those that take a rendered path apart (``Reason.where`` is the path as data).
+SPLITTING_CALLS = frozenset({"split", "rsplit", "partition", "rpartition"})
 
 #: Files the libpkg helper owns this round, which decide on words until they switch to the
 #: typed fields (``Reason.subject`` / ``facts`` / ``fix_kind`` / ``where``; ``ReasonKind``
@@ -82,6 +85,14 @@ def _words(node: ast.AST) -> bool:
     )
 
 
+def _path(node: ast.AST) -> bool:
+    """A reason's rendered ``path`` (``model.layers[3]``): compared whole it names a place
+    (across two reports, say); taken apart it is a structured path read back from words."""
+    if not isinstance(node, ast.Attribute) or node.attr != "path":
+        return False
+    return not (isinstance(node.value, ast.Name) and node.value.id in ("os", "sys"))
+
+
 def _kind(node: ast.AST) -> bool:
     if isinstance(node, ast.Attribute):
         return node.attr == "kind"
@@ -115,7 +126,10 @@ def decisions_on_words(source: str) -> list[tuple[int, str, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
-            if any(_words(o) for o in operands):
+            inside = any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+            if inside and _path(node.comparators[-1]) and _str_literal(node.left, names):
+                found.append((node.lineno, "parses a rendered path", ast.unparse(node)))
+            elif any(_words(o) for o in operands):
                 found.append((node.lineno, "compares words", ast.unparse(node)))
             elif any(_kind(o) for o in operands) and any(_str_literal(o, names) for o in operands):
                 found.append((node.lineno, "compares a kind with a literal", ast.unparse(node)))
@@ -123,6 +137,8 @@ def decisions_on_words(source: str) -> list[tuple[int, str, str]]:
             method, receiver = node.func.attr, node.func.value
             if method in READING_CALLS and (_words(receiver) or _kind(receiver)):
                 found.append((node.lineno, f"reads words with {method}", ast.unparse(node)))
+            elif method in READING_CALLS | SPLITTING_CALLS and _path(receiver):
+                found.append((node.lineno, "parses a rendered path", ast.unparse(node)))
             elif method in REGEX_CALLS and any(_words(a) for a in node.args):
                 found.append((node.lineno, "matches words with a regex", ast.unparse(node)))
     return found
@@ -171,43 +187,18 @@ f = d["kind"] != "retrace"
 g = r.before != "equal key"
 h = r.kind is ReasonKind.SHAPE and Fact.EQUAL_KEY in r.facts
 i = r.subject is SubjectKind.LAMBDA
+j = r.path.startswith("model.")
+k = "[" in r.path
+m = r.path.rsplit(".", 1)[0]
+n = r.path in paths
+o = r.where[:-1]
+q = os.path.split(file)
 """
     lines = sorted(line for line, _what, _expr in decisions_on_words(source))
-    assert lines == [3, 4, 5, 6, 7, 8, 9]
+    assert lines == [3, 4, 5, 6, 7, 8, 9, 12, 13, 14]
 
 
-# ---------------------------------------------------------------- fix kinds
-
-
-_TEMPLATE_MODULES = {
-    "jitlens._core.messages": "",
-    "jitlens._core.messages_static": "",
-    "jitlens._core.messages_evidence": "",
-    "jitlens._core.messages_transforms": "",
-    "jitlens._track.frontends.equinox.words": "EQX_",
-    "jitlens._core.messages_library": "",
-}
-
-
-def _fix_templates() -> dict[str, str]:
-    """Every ``*_FIX`` template of ``_core/messages*.py`` and the front-ends' words, by its
-    ``FixKind`` member's name."""
-    import importlib
-
-    out: dict[str, str] = {}
-    seen = {id(v) for v in vars(report).values()}  # report.EXPECTED_FIX is no template
-    for module, prefix in _TEMPLATE_MODULES.items():  # defining modules before importers
-        for name, value in vars(importlib.import_module(module)).items():
-            if name.endswith("_FIX") and isinstance(value, str) and id(value) not in seen:
-                out[prefix + name.removesuffix("_FIX")] = value
-        seen |= {id(v) for v in out.values()}
-    return out
-
-
-def test_every_fix_template_is_one_fix_kind() -> None:
-    members = {m.name for m in FixKind if m is not FixKind.UNSET}
-    assert sorted(set(_fix_templates()) - members) == []
-    assert sorted(members - set(_fix_templates())) == []
+# ---------------------------------------------------------------- fixes and their templates
 
 
 def _calls_setting_a_fix(tree: ast.Module) -> list[ast.Call]:
@@ -244,33 +235,33 @@ def test_a_fix_is_set_with_the_template_that_made_it() -> None:
 
 
 def test_the_typed_fields_round_trip_and_an_older_report_loads() -> None:
-    r = messages.new_function("step", "jax.jit", "a.py:1", 2, False, True)
-    rep = report.Report(
-        2, "0", "0", "", "cpu", 0, 1, "h", 0.0, 1.0,
-        (report.FunctionReport(
-            "f", "f", "jax.jit", "a.py:1", "a.py:2", 2, 2, 2, 0, 0, 0.0, 0.0, 0.0,
-            events=(report.Event(1, "retrace", "a.py:3", "x: f32[2]", reasons=(r,)),),
-        ),),
+    """The new fields are written as the enums' strings, read back as members, and a report
+    from before them loads with their defaults; ``where`` / ``entries`` stay out of the JSON."""
+    r = jitlens.Reason(
+        "new_function", "", "step", "2 earlier wrapper(s)", "new wrapper", "m", "f",
+        subject="lambda", fix_kind="new_lambda", facts=("nested", "equal_key", "nested"),
+        where=(("arg", "step"),),
     )  # fmt: skip
+    assert r.facts == ("equal_key", "nested")  # once each, in the enum's order
+    event = jitlens.Event(1, "retrace", "a.py:3", "x: f32[2]", reasons=(r,))
+    function = jitlens.FunctionReport(
+        "f", "f", "jax.jit", "a.py:1", "a.py:2", 2, 2, 2, 0, 0, 0.0, 0.0, 0.0, events=(event,)
+    )
+    rep = jitlens.Report(2, "0", "0", "", "cpu", 0, 1, "h", 0.0, 1.0, (function,))
     data = json.loads(rep.to_json())
     written = data["functions"][0]["events"][0]["reasons"][0]
-    assert written["subject"] == "lambda" and written["fix_kind"] == "new_lambda"
-    assert written["facts"] == [] and "where" not in written
-    back = report.report_from_dict(data).functions[0].events[0].reasons[0]
-    assert back == r and back.subject is SubjectKind.LAMBDA and back.fix_kind is FixKind.NEW_LAMBDA
+    assert (written["subject"], written["fix_kind"]) == ("lambda", "new_lambda")
+    assert written["facts"] == ["equal_key", "nested"]
+    assert "where" not in written and "entries" not in written
+    back = jitlens.Report.from_dict(data).functions[0].events[0].reasons[0]
+    assert back == r and type(back.subject) is not str and back.where == ()
     for key in ("subject", "fix_kind", "facts"):  # a report from before the fields
         del written[key]
-    old = report.report_from_dict(data).functions[0].events[0].reasons[0]
-    assert (old.subject, old.fix_kind, old.facts) == (SubjectKind.UNSET, FixKind.UNSET, ())
+    old = jitlens.Report.from_dict(data).functions[0].events[0].reasons[0]
+    assert (old.subject, old.fix_kind, old.facts) == ("", "", ())
     written["facts"] = ["equal_key", "a_fact_of_a_newer_jitlens"]
-    newer = report.report_from_dict(data).functions[0].events[0].reasons[0]
-    assert newer.facts == (Fact.EQUAL_KEY, "a_fact_of_a_newer_jitlens")
-
-
-def test_facts_are_kept_in_the_enum_s_order_once_each() -> None:
-    r = messages.cache_cleared().with_facts(Fact.NESTED, Fact.EQUAL_KEY, Fact.NESTED)
-    assert r.facts == (Fact.EQUAL_KEY, Fact.NESTED)
-    assert [f for f in kinds.Fact] == sorted(kinds.Fact, key=list(kinds.Fact).index)
+    newer = jitlens.Report.from_dict(data).functions[0].events[0].reasons[0]
+    assert newer.facts == ("equal_key", "a_fact_of_a_newer_jitlens")
 
 
 # ---------------------------------------------------------------- real retraces
@@ -295,15 +286,13 @@ def test_an_array_s_changes_are_typed() -> None:
     for r in _reasons(program):  # the first reason of each kind
         by_kind.setdefault(r.kind, r)
     shape, dtype = by_kind[ReasonKind.SHAPE], by_kind[ReasonKind.DTYPE]
-    assert (shape.subject, shape.fix_kind, shape.where) == (
-        SubjectKind.ARRAY,
-        FixKind.SHAPE,
-        (("arg", "x"),),
-    )
-    assert (dtype.subject, dtype.fix_kind) == (SubjectKind.ARRAY, FixKind.DTYPE)
+    assert (shape.subject, shape.fix_kind, shape.where) == ("array", "shape", (("arg", "x"),))
+    assert (dtype.subject, dtype.fix_kind) == ("array", "dtype")
     old, new = shape.entries  # the evidence as data: no shape is parsed back from `before`
     assert (old.aval.shape, new.aval.shape) == ((3,), (4,))
-    assert by_kind[ReasonKind.WEAK_TYPE].fix_kind in (FixKind.WEAK, FixKind.WEAK_VALUE)
+    again = pickle.loads(pickle.dumps(shape))  # a report stays plain data: the entries stay
+    assert again == shape and again.where == shape.where and again.entries == (None, None)
+    assert by_kind[ReasonKind.WEAK_TYPE].fix_kind in ("weak", "weak_value")
 
 
 class _Scaled(nnx.Module):
@@ -329,9 +318,9 @@ def test_identity_statics_say_what_the_object_is() -> None:
     import functools
 
     objects = [
-        (lambda x: x, SubjectKind.LAMBDA, FixKind.FUNCTION),
-        (functools.partial(jnp.multiply, 2.0), SubjectKind.PARTIAL, None),
-        (_Doubler().double, SubjectKind.BOUND_METHOD, FixKind.BOUND_METHOD),
+        (lambda x: x, "lambda", "function"),
+        (functools.partial(jnp.multiply, 2.0), "partial", None),
+        (_Doubler().double, "bound_method", "bound_method"),
     ]
     for make, subject, fix_kind in objects:
 
@@ -344,10 +333,11 @@ def test_identity_statics_say_what_the_object_is() -> None:
 
         found = [r for r in _reasons(program) if r.kind is ReasonKind.IDENTITY_STATIC]
         assert [r.subject for r in found] == [subject], found
-        assert fix_kind is None or found[0].fix_kind is fix_kind
-        if subject is SubjectKind.PARTIAL:
-            assert found[0].fix_kind in (FixKind.PARTIAL_GRAPH, FixKind.PARTIAL_DATA)
-        assert Fact.IN_GRAPH in found[0].facts
+        assert type(found[0].subject) is not str  # an enum member, not the bare string
+        assert fix_kind is None or found[0].fix_kind == fix_kind
+        if subject == "partial":
+            assert found[0].fix_kind in ("partial_graph", "partial_data")
+        assert "in_graph" in found[0].facts
         assert found[0].where[-1] == ("attr", "fn")
 
 
@@ -375,20 +365,11 @@ def test_an_optimizer_s_state_is_said_to_be_optax_s_from_the_data() -> None:
         return f
 
     rs = _reasons(program)
-    made = [r for r in rs if Fact.OPTAX_MADE in r.facts]
-    assert made and all(r.fix_kind is FixKind.OPTAX_STATE for r in made)
-    tx = [r for r in rs if r.subject is SubjectKind.OPTAX_TRANSFORM]
-    assert [r.fix_kind for r in tx] == [FixKind.OPTAX_KIND]
+    made = [r for r in rs if "optax_made" in r.facts]
+    assert made and all(r.fix_kind == "optax_state" for r in made)
+    tx = [r for r in rs if r.subject == "optax_transform"]
+    assert [r.fix_kind for r in tx] == ["optax_kind"]
     assert rs.index(tx[0]) < rs.index(made[0])  # the new optimizer leads what it causes
-
-
-def test_an_equal_key_is_a_fact_not_words() -> None:
-    r = messages.new_function("f", "jax.jit", "a.py:1", 1, True, False)
-    assert Fact.EQUAL_KEY not in r.facts  # an earlier wrapper's key, not two equal keys
-    from jitlens._core import messages_evidence as E
-
-    assert Fact.EQUAL_KEY in E.no_difference("1 key position(s)").facts
-    assert Fact.EQUAL_KEY in E.cache_evicted(8, 8).facts
 
 
 def test_a_named_sharding_is_typed() -> None:
@@ -402,16 +383,25 @@ def test_a_named_sharding_is_typed() -> None:
         return f
 
     sharding = [r for r in _reasons(program) if r.kind is ReasonKind.SHARDING]
-    assert [r.subject for r in sharding] == [SubjectKind.NAMED_SHARDING]
-    assert sharding[0].fix_kind is FixKind.SHARDING
+    assert [r.subject for r in sharding] == ["named_sharding"]
+    assert sharding[0].fix_kind == "sharding"
 
 
-def test_a_words_only_change_keeps_the_data() -> None:
-    """Rewording (a fix from another template) changes ``fix_kind`` with the words, and keeps
-    everything else."""
-    r = messages.shape("x", "x", "f32[2]", "f32[3]")
-    again = messages.with_fix(r, FixKind.PARAM_SHAPE, messages.PARAM_SHAPE_FIX)
-    assert again.fix_kind is FixKind.PARAM_SHAPE and again.fix == messages.PARAM_SHAPE_FIX
-    same = {f.name for f in dataclasses.fields(r)} - {"fix", "fix_kind"}
-    assert all(getattr(again, k) == getattr(r, k) for k in same)
-    assert re.fullmatch(r"[a-z_]+", FixKind.PARAM_SHAPE)
+def test_a_trace_inside_another_transformation_is_a_fact() -> None:
+    """Under ``jax.grad`` the reason gets the suffix once and the fact ``nested``; a shape
+    ``jax.vmap`` batched says so itself (``batched``) and gets no suffix."""
+
+    def program():  # type: ignore[no-untyped-def]
+        @jax.jit
+        def energy(x):  # type: ignore[no-untyped-def]
+            return (x**2).sum()
+
+        jax.vmap(energy)(jnp.ones((2, 3)))
+        jax.vmap(energy)(jnp.ones((2, 4)))
+        jax.grad(energy)(jnp.ones(5))
+        return energy
+
+    batched, nested = [r for r in _reasons(program) if r.kind is ReasonKind.SHAPE]
+    assert "batched" in batched.facts and "nested" not in batched.facts
+    assert "traced inside" not in batched.message
+    assert "nested" in nested.facts and nested.message.count("traced inside jax.grad") == 1

@@ -297,7 +297,7 @@ def _vocabulary() -> dict[tuple[str, str], str]:
 
 
 def schema() -> str:
-    from jitlens._core import cost, report, runinfo
+    from jitlens._core import cost, reason, report, runinfo
 
     seen: list[type] = [report.Report]
     vocab = _vocabulary()
@@ -314,10 +314,12 @@ def schema() -> str:
         cls = seen[i]
         i += 1
         classes.append(cls)
-        for hint in typing.get_type_hints(cls, vars(cost) | vars(report) | vars(runinfo)).values():
+        for hint in typing.get_type_hints(
+            cls, vars(cost) | vars(reason) | vars(report) | vars(runinfo)
+        ).values():
             _json_type(hint, seen)
     for cls in classes:
-        hints = typing.get_type_hints(cls, vars(cost) | vars(report) | vars(runinfo))
+        hints = typing.get_type_hints(cls, vars(cost) | vars(reason) | vars(report) | vars(runinfo))
         comments = _field_comments(cls)
         rows = []
         for f in report.json_fields(cls):

@@ -23,7 +23,7 @@ from .._core.kinds import EntryKind, ReasonKind, RowKind
 from .._core.messages import _cap
 from .._core.signature import describe_value
 from .._track.frontends.equinox.words import frontend_words
-from .model import SEVERITIES, AuditFinding, AuditResult
+from .model import SEVERITIES, AuditFinding, AuditResult, Evidence
 
 NUMBER_MSG = (
     "`{path}` is a Python {type} ({value}) in an eqx.Module: eqx.filter_jit keeps it static, so "
@@ -116,6 +116,7 @@ def _number(p: Path, e: Entry, entries: dict[Path, Entry], skip: set[str]) -> Au
         text,
         _cap(NUMBER_MSG.format(path=path, type=type(value).__name__, value=text)),
         _cap(NUMBER_FIX.format(value=text)),
+        evidence=Evidence.VALUE,  # one build's value, not a change between the builds
     )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,8 +35,6 @@ from .key import (
 from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
 from .paths import Entries, code_path
 from .report import Reason
-
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
 
 
 def _arg(path: Path) -> str:
@@ -168,23 +165,17 @@ def _structure(
     assert e is not None
     if p[0][0] == "jit":
         shown = e.static.display() if e.static is not None else "set"
-        return M.jit_option(
-            str(p[0][1]),
-            "default" if before is None else shown,
-            shown if before is None else "default",
-        )
+        pair = ("default", shown) if before is None else (shown, "default")
+        return M.jit_option(str(p[0][1]), *pair)
     parent = entries.get(p[:-1])
     in_graph = e.in_graph or (parent is not None and parent.in_graph)
     if len(p) == 1:
         return M.argument_added_removed(_arg(p), before is None)
     what = e.type_name if e.kind in (EntryKind.NODE, EntryKind.VAR) else _short(e)
     if in_graph:
+        var_type = e.type_name if e.kind == EntryKind.VAR else ""
         return M.graph_attribute(
-            _arg(p),
-            render_path(p),
-            what,
-            added=before is None,
-            var_type=e.type_name if e.kind == EntryKind.VAR else "",
+            _arg(p), render_path(p), what, added=before is None, var_type=var_type
         )
     return M.pytree_key(_arg(p), render_path(p), what, added=before is None)
 
@@ -211,11 +202,10 @@ def _diff_entry(
     found = _entry_reasons(p, eo, en, parent, entries)
     if found is None:
         return None
-    # a Variable's value: the user writes `model.kernel`, the Variable's own path
-    loc = p[:-1] if value_of else p
+    loc = p[:-1] if value_of else p  # a Variable's value: the user writes `model.kernel`
+    own = ((), p)  # not a deeper path a builder set (a part inside a static, a metadata key)
     return [
-        dataclasses.replace(r, where=loc, entries=(eo, en)) if r.where in ((), p) else r
-        for r in found
+        dataclasses.replace(r, where=loc, entries=(eo, en)) if r.where in own else r for r in found
     ]
 
 
@@ -242,29 +232,21 @@ def _entry_reasons(
         assert a is not None and b is not None
         out = []
         key_change = a.dtype != b.dtype and "key<" in a.dtype + b.dtype
-        if (
-            a.shape != b.shape and not key_change
-        ):  # a typed key and its raw data differ in shape too
+        if a.shape != b.shape and not key_change:  # a typed key's raw data differs in shape too
             axis = b.batch_axis if b.batch_axis is not None else a.batch_axis
-            out.append(
-                M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph, batch_axis=axis)
-            )
+            shape = M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph, batch_axis=axis)
+            out.append(shape)
         if a.dtype != b.dtype:
             out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)
-            w = M.weak_type(arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code)
-            out.append(w)
-        if a.sharding != b.sharding:
             out.append(
-                M.sharding(
-                    arg,
-                    path,
-                    a.sharding or "uncommitted (default device)",
-                    b.sharding or "uncommitted (default device)",
-                    b.sharding_type,
-                )
+                M.weak_type(arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code)
             )
+        if a.sharding != b.sharding:
+            default = "uncommitted (default device)"
+            placed = (a.sharding or default, b.sharding or default, b.sharding_type)
+            out.append(M.sharding(arg, path, *placed))
         return out
     if eo.kind == EntryKind.STATIC:
         assert eo.static is not None and en.static is not None
@@ -294,14 +276,8 @@ def _entry_reasons(
         for k in sorted(set(mo) | set(mn)):
             v1, v2 = mo.get(k), mn.get(k)
             if v1 is None or v2 is None or not v1.same(v2):
-                meta = M.variable_metadata(
-                    arg,
-                    path,
-                    k,
-                    v1.display() if v1 else "unset",
-                    v2.display() if v2 else "unset",
-                    en.type_name,
-                )
+                shown = (v1.display() if v1 else "unset", v2.display() if v2 else "unset")
+                meta = M.variable_metadata(arg, path, k, *shown, en.type_name)
                 out.append(_at(meta, (*p, ("attr", k))))
         return out or None
     if eo.kind == EntryKind.REF:

@@ -8,6 +8,12 @@ misspelt member fails loudly instead of never matching. Declaration order is the
 order (most decisive reason first): :func:`reason_order` is the one place that
 reads it.
 
+A reason's other typed data is here too: ``SubjectKind`` (what kind of object the value
+is), ``Fact`` (what else is known of the difference) and ``FixKind`` (which template made
+its fix), set where the difference is found, so that ranking, rewording, the audit and the
+tests decide on data and never read a message back; ``EntryKind`` (what a cache key holds at
+one position) and ``NoteKind`` (why the persistent cache could not help) likewise.
+
 The ``*_KIND_DOCS`` tables say what each member means to a reader. The
 documentation's reference pages are generated from them
 (``docs/_ext/jitlens_reference.py``), and ``tests/test_docs.py`` fails when a kind
@@ -270,7 +276,7 @@ class FixKind(_Kind):
     LINEN_FIELD = "linen_field"
     LINEN_FIELDS = "linen_fields"
     NESTED_NEW_FUNCTION = "nested_new_function"
-    # messages_frontend.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
+    # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"
     EQX_STATIC = "eqx_static"

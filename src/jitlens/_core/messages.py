@@ -344,16 +344,10 @@ def weak_type(
     else:  # ``path = ...`` cannot be written (inside a tuple): type the value where it is made
         fk, fix = K.WEAK_VALUE, WEAK_VALUE_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
     return _reason(
-        ReasonKind.WEAK_TYPE,
-        arg,
-        path,
-        before,
-        after,
-        WEAK_MSG.format(path=f"`{path}`", before=before, after=after),
-        fix,
-        fix_kind=fk,
+        ReasonKind.WEAK_TYPE, arg, path, before, after,
+        WEAK_MSG.format(path=f"`{path}`", before=before, after=after), fix, fix_kind=fk,
         subject=SubjectKind.ARRAY,
-    )
+    )  # fmt: skip
 
 
 #: ``Aval.sharding_type`` of an array placed by a mesh and a partition spec.
@@ -364,16 +358,11 @@ def sharding(arg: str, path: str, before: str, after: str, after_type: str = "")
     """``after_type``: the class of the new call's sharding (``Aval.sharding_type``)."""
     named = after_type == NAMED_SHARDING
     return _reason(
-        ReasonKind.SHARDING,
-        arg,
-        path,
-        before,
-        after,
+        ReasonKind.SHARDING, arg, path, before, after,
         SHARDING_MSG.format(path=f"`{path}`", before=before, after=after),
-        SHARDING_FIX.format(arg=path),
-        fix_kind=K.SHARDING,
+        SHARDING_FIX.format(arg=path), fix_kind=K.SHARDING,
         subject=SubjectKind.NAMED_SHARDING if named else SubjectKind.ARRAY,
-    )
+    )  # fmt: skip
 
 
 _DTYPES = {
@@ -407,16 +396,12 @@ def _wider(a: str, b: str) -> str:
 
 def class_redefined(arg: str, path: str, name: str) -> Reason:
     return _reason(
-        ReasonKind.IDENTITY_STATIC,
-        arg,
-        path,
-        f"<class '{name}'> (earlier definition)",
+        ReasonKind.IDENTITY_STATIC, arg, path, f"<class '{name}'> (earlier definition)",
         f"<class '{name}'> (new definition)",
         CLASS_MSG.format(path=f"`{path}`", name=f"`{name}`"),
-        CLASS_FIX.format(name=name.rsplit(".", 1)[-1]),
-        fix_kind=K.CLASS,
+        CLASS_FIX.format(name=name.rsplit(".", 1)[-1]), fix_kind=K.CLASS,
         subject=SubjectKind.CLASS_REDEFINED,
-    )
+    )  # fmt: skip
 
 
 def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: str = "") -> Reason:
@@ -426,16 +411,11 @@ def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: st
     else:
         fk, fix = K.GRAPH, GRAPH_FIX.format(path=path)
     return _reason(
-        ReasonKind.GRAPH_STRUCTURE,
-        arg,
-        path,
-        "absent" if added else what,
+        ReasonKind.GRAPH_STRUCTURE, arg, path, "absent" if added else what,
         what if added else "absent",
-        GRAPH_ADDED_MSG.format(path=f"`{path}`", what=what, verb=verb),
-        fix,
-        fix_kind=fk,
+        GRAPH_ADDED_MSG.format(path=f"`{path}`", what=what, verb=verb), fix, fix_kind=fk,
         facts=(Fact.IN_GRAPH,),
-    )
+    )  # fmt: skip
 
 
 OPTAX_STATE_FIX = (
@@ -499,16 +479,10 @@ def variable_value_structure(arg: str, path: str, var: str, before: str, after: 
     else:
         fk, fix = K.GRAPH, GRAPH_FIX.format(path=path)
     return _reason(
-        ReasonKind.GRAPH_STRUCTURE,
-        arg,
-        path,
-        before,
-        after,
-        VAR_VALUE_MSG.format(path=f"`{path}`", var=var, before=before, after=after),
-        fix,
-        fix_kind=fk,
-        facts=(Fact.IN_GRAPH,),
-    )
+        ReasonKind.GRAPH_STRUCTURE, arg, path, before, after,
+        VAR_VALUE_MSG.format(path=f"`{path}`", var=var, before=before, after=after), fix,
+        fix_kind=fk, facts=(Fact.IN_GRAPH,),
+    )  # fmt: skip
 
 
 def node_type_change(arg: str, path: str, before: str, after: str) -> Reason:
@@ -529,85 +503,55 @@ def node_type_change(arg: str, path: str, before: str, after: str) -> Reason:
 
 def graph_kind_change(arg: str, path: str, before: str, after: str) -> Reason:
     return _reason(
-        ReasonKind.GRAPH_STRUCTURE,
-        arg,
-        path,
-        before,
-        after,
+        ReasonKind.GRAPH_STRUCTURE, arg, path, before, after,
         GRAPH_KIND_MSG.format(path=f"`{path}`", before=before, after=after),
-        GRAPH_KIND_FIX.format(path=path),
-        fix_kind=K.GRAPH_KIND,
-        facts=(Fact.IN_GRAPH,),
-    )
+        GRAPH_KIND_FIX.format(path=path), fix_kind=K.GRAPH_KIND, facts=(Fact.IN_GRAPH,),
+    )  # fmt: skip
 
 
 def pytree_key(arg: str, path: str, what: str, *, added: bool) -> Reason:
     verb = "added to" if added else "removed from"
     return _reason(
-        ReasonKind.PYTREE_STRUCTURE,
-        arg,
-        path,
-        "absent" if added else what,
+        ReasonKind.PYTREE_STRUCTURE, arg, path, "absent" if added else what,
         what if added else "absent",
         PYTREE_KEY_MSG.format(path=f"`{path}`", what=what, verb=verb),
-        PYTREE_KEY_FIX.format(path=path),
-        fix_kind=K.PYTREE_KEY,
-    )
+        PYTREE_KEY_FIX.format(path=path), fix_kind=K.PYTREE_KEY,
+    )  # fmt: skip
 
 
 def pytree_kind_change(arg: str, path: str, before: str, after: str, *, none: bool) -> Reason:
     """``none``: one side is None (the fix: always pass an array)."""
     fk, fix = (K.NONE, NONE_FIX) if none else (K.PYTREE_KIND, PYTREE_KIND_FIX)
     return _reason(
-        ReasonKind.PYTREE_STRUCTURE,
-        arg,
-        path,
-        before,
-        after,
+        ReasonKind.PYTREE_STRUCTURE, arg, path, before, after,
         PYTREE_KIND_MSG.format(path=f"`{path}`", before=before, after=after),
-        fix.format(path=path),
-        fix_kind=fk,
-    )
+        fix.format(path=path), fix_kind=fk,
+    )  # fmt: skip
 
 
 def variable_metadata(arg: str, path: str, key: str, before: str, after: str, var: str) -> Reason:
     return _reason(
-        ReasonKind.VARIABLE_METADATA,
-        arg,
-        f"{path}.{key}" if key else path,
-        before,
-        after,
+        ReasonKind.VARIABLE_METADATA, arg, f"{path}.{key}" if key else path, before, after,
         VAR_META_MSG.format(path=f"`{path}`", var=var, key=key, before=before, after=after),
-        VAR_META_FIX.format(key=key),
-        fix_kind=K.VAR_META,
-        facts=(Fact.IN_GRAPH,),
-    )
+        VAR_META_FIX.format(key=key), fix_kind=K.VAR_META, facts=(Fact.IN_GRAPH,),
+    )  # fmt: skip
 
 
 def argument_added_removed(arg: str, added: bool) -> Reason:
     return _reason(
-        ReasonKind.SIGNATURE,
-        arg,
-        arg,
-        "absent" if added else "passed",
+        ReasonKind.SIGNATURE, arg, arg, "absent" if added else "passed",
         "passed" if added else "absent",
         ARG_MSG.format(arg=arg, verb="added in" if added else "left out of"),
-        ARG_FIX.format(arg=arg),
-        fix_kind=K.ARG,
-    )
+        ARG_FIX.format(arg=arg), fix_kind=K.ARG,
+    )  # fmt: skip
 
 
 def signature(arg: str, before: str, after: str) -> Reason:
     return _reason(
-        ReasonKind.SIGNATURE,
-        arg,
-        arg,
-        before,
-        after,
+        ReasonKind.SIGNATURE, arg, arg, before, after,
         SIGNATURE_MSG.format(arg=arg, before=before, after=after),
-        SIGNATURE_FIX.format(arg=arg),
-        fix_kind=K.SIGNATURE,
-    )
+        SIGNATURE_FIX.format(arg=arg), fix_kind=K.SIGNATURE,
+    )  # fmt: skip
 
 
 JIT_OPTION_MSG = "The jit wrapper's `{name}` differs from the earlier wrapper's: {before} -> {after}; each wrapper's options are part of its cache."
@@ -617,15 +561,10 @@ JIT_OPTION_FIX = "Create one jitted function with the `{name}` you need and reus
 def jit_option(name: str, before: str, after: str) -> Reason:
     placement = "sharding" in name or name in ("device", "backend")
     return _reason(
-        ReasonKind.SHARDING if placement else ReasonKind.CONFIG,
-        "",
-        f"jit({name}=...)",
-        before,
-        after,
-        JIT_OPTION_MSG.format(name=name, before=before, after=after),
-        JIT_OPTION_FIX.format(name=name),
-        fix_kind=K.JIT_OPTION,
-    )
+        ReasonKind.SHARDING if placement else ReasonKind.CONFIG, "", f"jit({name}=...)", before,
+        after, JIT_OPTION_MSG.format(name=name, before=before, after=after),
+        JIT_OPTION_FIX.format(name=name), fix_kind=K.JIT_OPTION,
+    )  # fmt: skip
 
 
 MESH_FIX = "Enter the mesh once around the whole loop (`with jax.set_mesh(mesh):`) so every call sees the same one."
@@ -648,12 +587,7 @@ def cache_cleared() -> Reason:
 
 def unknown(arg: str, path: str, before: str, after: str) -> Reason:
     return _reason(
-        ReasonKind.UNKNOWN,
-        arg,
-        path,
-        before,
-        after,
+        ReasonKind.UNKNOWN, arg, path, before, after,
         UNKNOWN_MSG.format(path=f"`{path}`", before=before, after=after),
-        UNKNOWN_FIX.format(path=path),
-        fix_kind=K.UNKNOWN,
-    )
+        UNKNOWN_FIX.format(path=path), fix_kind=K.UNKNOWN,
+    )  # fmt: skip

@@ -15,14 +15,14 @@ from typing import Any
 
 from .._errors import ReportError
 from . import buckets
-from .code import words_unless_code
 from .cost import CompileCost, cost_from_dict
 from .fields import NUM as _NUM
 from .fields import as_list as _list
 from .fields import build_fields as _build
 from .fields import check_type as _check_type
 from .figures import IMPOSSIBLE, check_figures, not_negative
-from .kinds import AdviceKind, EventKind, Fact, FixKind, ReasonKind, SubjectKind
+from .kinds import AdviceKind, EventKind, ReasonKind
+from .reason import EXPECTED_FIX, STATIC_FLOWS, Reason
 from .runinfo import RunInfo, runinfo_from_dict
 
 #: The version of the report's JSON layout this jitlens writes (``Report.schema_version``).
@@ -40,96 +40,8 @@ READABLE_SCHEMA_VERSIONS = (1, 2)
 #: sorts the reasons of one retrace), ``Event.kind`` and ``Advice.kind``, as
 #: tuples of enum members (``_core/kinds.py``).
 REASON_KINDS: tuple[ReasonKind, ...] = tuple(ReasonKind)
-REASON_BY_NAME: dict[str, ReasonKind] = {str(k): k for k in ReasonKind}
 EVENT_KINDS: tuple[EventKind, ...] = tuple(EventKind)
 ADVICE_KINDS: tuple[AdviceKind, ...] = tuple(AdviceKind)
-
-
-#: ``Reason.flow`` of a static number: "unchecked" (the program's evidence has not come yet),
-#: "data" (the programs compiled for two values differ only in literal constants: it can be
-#: traced), "shape" (their shapes or operations differ: it sets a shape, a slice, a loop count
-#: or a branch, and must stay static), "params" (an operation's static parameter differs:
-#: unsure, said in words), "rule" (it reached a custom_vjp's nondiff_argnums, which JAX
-#: rejects a tracer in).
-STATIC_FLOWS: tuple[str, ...] = ("", "unchecked", "data", "shape", "params", "rule")
-
-
-#: How a fix begins when the retrace was expected, not avoidable: the first
-#: compile of a train/eval mode (``_core.messages_static.MODE_FIX``). The data
-#: says so in ``Reason.expected``; the prefix is read only from reports written
-#: before that field existed.
-EXPECTED_FIX = "Expected once per mode."
-
-
-@dataclasses.dataclass(frozen=True)
-class Reason:
-    """One difference between a new cache key and the closest compiled one."""
-
-    # A string naming no member stays a string: a kind added by a newer jitlens, read from
-    # its report, is shown as it is and sorts last.
-    kind: ReasonKind | str
-    #: The argument, by its name in the function's signature (``model``, ``x``).
-    argument: str
-    #: Where inside the argument: attribute / key / index access (``model.layers[3].avg_pool``).
-    path: str
-    #: What the closest compiled key held there (``f32[4,4]``).
-    before: str
-    #: What the new call holds there (``f32[2,4]``).
-    after: str
-    #: What changed and why it misses the cache, in words (at most 240 characters).
-    message: str
-    #: One concrete change to the user's code that removes the retrace (at most 240 characters).
-    fix: str
-    #: The retrace it explains was expected, not avoidable (a train/eval mode's,
-    #: an init/apply mode's first compile): no time lost, nothing to fix.
-    expected: bool = False
-    #: Where a static number flowed in the traced program (``STATIC_FLOWS``): decides
-    #: whether it can become a traced argument. "" when not a static number's reason.
-    flow: str = ""
-    #: What kind of object the value is (``kinds.SubjectKind``: a partial, a lambda, an optax
-    #: transform, an array ...); "" when the reason is about no one value.
-    subject: SubjectKind | str = SubjectKind.UNSET
-    #: Which fix template made ``fix`` (``kinds.FixKind``); "" in a report from before it.
-    fix_kind: FixKind | str = FixKind.UNSET
-    #: What else is known of the difference (``kinds.Fact``: an equal key, state a library
-    #: makes, a trace inside another transformation ...), in the enum's order.
-    facts: tuple[Fact | str, ...] = ()
-    #: Where, as the key's structured path (``_core.key.Path``: ``(("arg", "model"),
-    #: ("attr", "layers"), ("item", 3))``); ``path`` is its rendering. Decisions read this, not
-    #: ``path``. Not in the JSON (a key may be any hashable): () in a report read back.
-    where: tuple[tuple[str, Any], ...] = dataclasses.field(
-        default=(), compare=False, repr=False, metadata={"json": False}
-    )
-    #: The compiled key's and the new key's ``_core.key.Entry`` at ``where`` (``None`` where
-    #: absent): the evidence as data (an aval's shape, a static's value). Not in the JSON.
-    entries: tuple[Any, Any] = dataclasses.field(
-        default=(None, None), compare=False, repr=False, metadata={"json": False}
-    )
-
-    def __post_init__(self) -> None:
-        # every printed fix: code between backticks parses, or it is shown as words
-        object.__setattr__(self, "fix", words_unless_code(self.fix))
-        object.__setattr__(self, "kind", REASON_BY_NAME.get(self.kind, self.kind))
-        # a value naming no member (written by a newer jitlens) stays a string, as kinds do
-        object.__setattr__(self, "subject", _member(SubjectKind, self.subject))
-        object.__setattr__(self, "fix_kind", _member(FixKind, self.fix_kind))
-        facts = {_member(Fact, f) for f in self.facts}
-        order = sorted(facts, key=lambda f: (_FACT_ORDER.get(f, len(_FACT_ORDER)), str(f)))
-        object.__setattr__(self, "facts", tuple(order))
-
-    def with_facts(self, *facts: Fact) -> Reason:
-        """This reason with ``facts`` added."""
-        return dataclasses.replace(self, facts=(*self.facts, *facts))
-
-
-def _member(enum_cls: Any, value: Any) -> Any:
-    try:
-        return enum_cls(value)
-    except ValueError:
-        return value
-
-
-_FACT_ORDER: dict[Any, int] = {f: i for i, f in enumerate(Fact)}
 
 
 @dataclasses.dataclass(frozen=True)
