@@ -12,7 +12,6 @@ it writes its own files as without ``--gather``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -58,6 +57,8 @@ def write_gathered(
     (``_track.gather``). ``write_outputs`` and ``shown`` are ``jitlens run``'s
     own (how it writes one process's files, and names them).
     """
+    import dataclasses
+
     from .._core.files import write_atomic
     from .._track.gather import gather_reports
     from .._track.process import ProcessInfo, expand_path_template

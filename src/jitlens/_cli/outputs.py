@@ -8,12 +8,13 @@ shown relative to it.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import argparse
+
     from .._render.outputs import Output
 
 #: The report options, in the order they are checked and written.
