@@ -28,7 +28,7 @@ from ..calls import (
 )
 from ..records import Record
 from ..registry import REGISTRY
-from ..state import EVENTS, STATE, WINDOW, PassThrough, finalize, internal_failure, tls
+from ..state import EVENTS, STATE, PassThrough, finalize, internal_failure, tls
 
 KIND = "jax.jit"
 _now = time.perf_counter
@@ -71,10 +71,12 @@ class TrackedJit:
             try:
                 rec = self._record
                 e = EVENTS[0]
-                if e == rec.window_seq and n < WINDOW[0]:
+                if e == rec.window_seq:
                     # The window's lean path: no trace, lower or compile anywhere since
                     # a call found that every hit goes to one entry (`calls._file_timed`):
                     # the call's start time is all it keeps (its entry is filled in later).
+                    # Armed, `n < STATE[1]` is `n < WINDOW[0]`: no trace is in progress
+                    # and the timeline is on (a change of either changes EVENTS).
                     t = _now()
                     try:
                         out = self._jitted(*args, **kwargs)
