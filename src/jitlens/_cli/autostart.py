@@ -265,12 +265,12 @@ def _start() -> None:
         if problem is not None:  # a budget that cannot count refuses to run the program
             _warn(problem)
             _flush_and_exit(2)
-        from .._render.outputs import prepare_urls
-        from .outputs import outputs_of
-
         if any(
             "://" in str(getattr(session.args, k, None) or "") for k in ("json", "html", "trace")
         ):
+            from .._render.outputs import prepare_urls
+            from .outputs import outputs_of
+
             prepare_urls(outputs_of(session.args))  # written at exit, where imports fail
         session.jax_hooks = tuple(_compat.exit_hooks())
         for hook in session.jax_hooks:  # run right after the report (see _at_exit)
