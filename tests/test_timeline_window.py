@@ -70,3 +70,24 @@ def test_a_compile_between_two_trackers_is_not_filed_under_the_entry_jitlens_saw
     assert traced == [3, 5]
     assert (row.calls, row.traces) == (6, 0)
     assert list(row.call_entries) == [-1, 0] * 3
+
+
+def test_hits_of_a_function_compiled_before_tracking_stay_unknown_until_its_miss() -> None:
+    """A wrapper made while tracking, of a function JAX compiled before (a shared cache):
+    jitlens saw no compile, so its hits go to no known entry (-1), on the lean path too;
+    the first new shape is a miss jitlens sees, and its entry is known from then on."""
+    traced: list[object] = []
+    double = _body(traced)
+    jax.jit(double)(jnp.ones(3))  # compiled while nothing tracks
+    with jitlens.track(timeline=True) as t:
+        f = jax.jit(double)
+        for _ in range(40):
+            f(jnp.ones(3))
+        assert f._record.window_seq != -1
+        f(jnp.ones(4))
+        f(jnp.ones(4))
+        f(jnp.ones(3))
+    row = _row(t.report(), "double")
+    assert traced == [3, 4]  # the wrapper made while tracking reused the first compile
+    assert (row.calls, row.traces) == (43, 1)
+    assert list(row.call_entries) == [-1] * 40 + [0, 0, -1]

@@ -162,8 +162,8 @@ def timed_after(
     missed: bool,
     executables: Any,
 ) -> None:
-    """File a call the counting wrapper timed itself (the window's lean path, which
-    saw an event during the call): its time and entry (:func:`_file_timed`)."""
+    """File a call of the window the counting wrapper timed itself: its time and entry
+    (:func:`_file_timed`)."""
     try:
         _file_timed(rec, n, args, kwargs, t, missed, executables)
     except Exception as exc:
@@ -183,11 +183,12 @@ def _file_timed(
 
     A miss goes to the entry its trace made. A cache hit of a jit whose own cache
     holds one executable (``executables()``) went to the one entry jitlens saw
-    compiled, with no signature built; otherwise its light signature decides.
+    compiled, with no signature built; a hit of a record with no compile seen goes
+    to no known entry (-1); otherwise its light signature decides.
 
-    Such a hit also arms the window's lean path (``TrackedJit.__call__``): until
-    the next trace, lower or compile anywhere (``state.EVENTS``), or tracking
-    starts or stops, every hit goes to that entry, and the lean path records only
+    The first two kinds of hit also arm the window's lean path
+    (``TrackedJit.__call__``): until the next trace, lower or compile anywhere
+    (``state.EVENTS``), or tracking starts or stops, every hit goes to that entry, and the lean path records only
     the call's start time. An executable enters a jit's cache only by a compile
     (JAX reports its lowering even when the persistent cache serves it) and a
     lost one is a miss on the next call, so no executable can appear or vanish
@@ -200,7 +201,9 @@ def _file_timed(
         entry = _entry_of(rec, args, kwargs, True)
     else:
         by_light = rec.entry_by_light
-        if len(by_light) == 1 and executables is not None and executables() == 1:
+        if not by_light:  # no compile seen (made before tracking, or a shared cache): unknown
+            sole = True  # until a miss files a light signature
+        elif len(by_light) == 1 and executables is not None and executables() == 1:
             entry, refs = next(iter(by_light.values()))
             if refs:  # objects named by identity: their signature decides
                 entry = _entry_of(rec, args, kwargs, False)
