@@ -285,6 +285,7 @@ class Record:
 
     def snapshot(self) -> Counts:
         """The record's counters now (a tracker's window is the difference of two)."""
+        timed = len(self.call_times)  # before the fill: a call timed meanwhile has its entry
         self.fill_entries()
         return Counts(
             calls=self.calls,
@@ -296,7 +297,7 @@ class Record:
             compiles=self.compiles,
             phits=self.persistent_hits,
             events=len(self.events),
-            call_times=len(self.call_times),
+            call_times=timed,
             stale=len(self.stale_hits),
             eager=self.eager_calls,
             stopped=len(self.stopped),
