@@ -2,11 +2,20 @@
 
 Runs the three side by side, round-robin, and prints each mode's minimum wall
 time over the rounds and its ratio to plain ``python`` (the goal: within
-1.05x). ``jitlens run`` checks its options and ``exec``s ``python prog.py``: it
-pays one more interpreter start-up than ``python`` (the line "interpreter
-start-up" shows what that costs on this machine); ``JITLENS=1`` pays none.
+1.05x), with the CPU time (user + system) next to it: on a loaded machine CPU
+time wanders less than wall time. ``jitlens run`` checks its options and
+``exec``s ``python prog.py``: it pays one more interpreter start-up than
+``python``, which the last lines measure on their own (``python -c pass``, and
+the part of it that is ``site`` and the ``.pth`` files of this installation,
+``python -S -c pass`` subtracted); ``JITLENS=1`` pays none.
 
-    python benchmarks/startup.py [--rounds 5]
+Every mode runs from cached bytecode, as an installed package does: the
+children get a bytecode folder of their own (``PYTHONPYCACHEPREFIX``), filled
+by the warm-up round, even where the environment sets
+``PYTHONDONTWRITEBYTECODE`` (an editable install would otherwise compile
+jitlens from source at every start).
+
+    python benchmarks/startup.py [--rounds 8]
 """
 
 from __future__ import annotations
@@ -58,7 +67,7 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=8)
     rounds = parser.parse_args().rounds
     with tempfile.TemporaryDirectory() as folder:
         prog = os.path.join(folder, "prog.py")
@@ -66,14 +75,17 @@ def main() -> None:
             f.write(PROGRAM)
         base = {**os.environ, "JAX_PLATFORMS": "cpu"}
         base.pop("JITLENS", None)
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        base["PYTHONPYCACHEPREFIX"] = os.path.join(folder, "pycache")
         modes = {
             "python": ([sys.executable, prog], base),
             "jitlens run": ([sys.executable, "-m", "jitlens", "run", prog], base),
             "JITLENS=1": ([sys.executable, prog], {**base, "JITLENS": "1"}),
         }
-        for cmd, env in modes.values():  # warm-up: OS caches
+        for cmd, env in modes.values():  # warm-up: OS caches, bytecode
             wall(cmd, env)
         bare = min(wall([sys.executable, "-c", "pass"], base) for _ in range(rounds))
+        no_site = min(wall([sys.executable, "-S", "-c", "pass"], base) for _ in range(rounds))
         times: dict[str, list[float]] = {m: [] for m in modes}
         cpus: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(rounds):
@@ -90,6 +102,12 @@ def main() -> None:
             f"   cpu {cpu:6.3f} s   {cpu / plain_cpu:5.3f}x"
         )
     print(f"  interpreter start-up (python -c pass): {bare:.3f} s = {bare / plain:.3f} of python's")
+    print(
+        f"    of which site and the .pth files here (minus python -S -c pass): "
+        f"{bare - no_site:.3f} s = {(bare - no_site) / plain:.3f} of python's"
+    )
+    launcher = min(times["jitlens run"]) - min(times["JITLENS=1"])
+    print(f"  jitlens run minus JITLENS=1 (its launcher): {launcher:+.3f} s")
 
 
 if __name__ == "__main__":

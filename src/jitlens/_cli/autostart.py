@@ -31,20 +31,21 @@ under ``jitlens run`` the options come in ``JITLENS_RUN`` (:mod:`.run`).
 
 from __future__ import annotations
 
+import _thread
 import atexit
-import dataclasses
-import importlib.abc
-import importlib.machinery
-import json
 import os
-import signal
 import sys
-import threading
-from types import ModuleType, SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .environ import BOOTSTRAP as BOOTSTRAP
 from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
+
+if TYPE_CHECKING:
+    from types import ModuleType, SimpleNamespace
+
+# Imported by every Python process of a tracked program's environment (its children
+# too, which leave at once): nothing heavy here, and nothing JAX itself does not
+# import before tracking starts (``_start``).
 
 #: The exit summary stays under 60 lines for any program (all of it: --json / --html).
 EXIT_LINES = 56
@@ -56,22 +57,22 @@ REEXECUTED = (
 NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
 
 _STARTED = [False]
-_LOCK = threading.Lock()
+_LOCK = _thread.allocate_lock()
 
 
-@dataclasses.dataclass
 class _Session:
     """What jitlens does in this process: its settings, and what it set up."""
 
-    pid: int
-    run: dict[str, Any] | None  # jitlens run's options; None under JITLENS=1
-    args: Any  # the report options, shaped as jitlens run's
-    tracker: Any = None
-    live: Any = None
-    jax_hooks: tuple[Any, ...] = ()
-    finish: Any = None
-    exit_code: int | None = None  # jitlens run's own verdict on the program (budgets)
-    exit_message: str | None = None
+    def __init__(self, pid: int, run: dict[str, Any] | None, args: Any) -> None:
+        self.pid = pid
+        self.run = run  # jitlens run's options; None under JITLENS=1
+        self.args = args  # the report options, shaped as jitlens run's
+        self.tracker: Any = None
+        self.live: Any = None
+        self.jax_hooks: tuple[Any, ...] = ()
+        self.finish: Any = None
+        self.exit_code: int | None = None  # jitlens run's own verdict on the program (budgets)
+        self.exit_message: str | None = None
 
 
 SESSION: list[_Session | None] = [None]
@@ -81,10 +82,11 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-class _JaxWatcher(importlib.abc.MetaPathFinder):
+class _JaxWatcher:
     """Starts tracking right after the program's own ``import jax`` finishes.
 
-    It leaves as soon as it has found ``jax``, and leaves jax's loader as Python
+    A meta path finder (``find_spec`` is all ``sys.meta_path`` asks of one). It
+    leaves as soon as it has found ``jax``, and leaves jax's loader as Python
     made it: ``jax.__loader__`` is Python's own.
     """
 
@@ -92,6 +94,8 @@ class _JaxWatcher(importlib.abc.MetaPathFinder):
         if name != "jax" or _STARTED[0]:
             return None
         _remove_watcher()
+        import importlib.machinery
+
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
@@ -121,6 +125,10 @@ def _remove_watcher() -> None:
 
 def _arm() -> None:
     """At start-up: decide whether this process is tracked, and wait for ``import jax``."""
+    pid = str(os.getpid())
+    owner = os.environ.get(MAIN_PID)
+    if owner and owner != pid and not _truthy(os.environ.get(CHILDREN)):
+        return  # a child of the tracked program
     from .. import _config
     from .._errors import ConfigError
 
@@ -134,13 +142,9 @@ def _arm() -> None:
     except ConfigError as exc:
         _warn(f"{exc}; not tracking")
         return
-    pid = str(os.getpid())
-    owner = os.environ.get(MAIN_PID)
-    if owner and owner != pid and not _truthy(os.environ.get(CHILDREN)):
-        return  # a child of the tracked program
     try:  # a child tracked by JITLENS_CHILDREN=1 never writes over its parent's report files
         mine = not owner or owner == pid
-        run = json.loads(os.environ[RUN]) if os.environ.get(RUN) and mine else None
+        run = _json_loads(os.environ[RUN]) if os.environ.get(RUN) and mine else None
         args = _run_args(run) if run is not None else _Args()
     except Exception as exc:
         _warn(f"{RUN} is not jitlens run's ({type(exc).__name__}: {exc}); not tracking")
@@ -163,7 +167,15 @@ def _arm() -> None:
         sys.meta_path.insert(0, _WATCHER)
 
 
+def _json_loads(text: str) -> Any:
+    import json
+
+    return json.loads(text)
+
+
 def _run_args(run: dict[str, Any]) -> SimpleNamespace:
+    from types import SimpleNamespace
+
     keys = ("json", "html", "trace", "given_outputs", "launch_cwd", "gather", "quiet")
     args = SimpleNamespace(**{k: run.get(k) for k in keys})
     args.given_outputs = args.given_outputs or {}
@@ -193,13 +205,15 @@ _ENV_NAMES = {"json": "JITLENS_REPORT", "html": "JITLENS_HTML"}
 
 def _check_report_paths(args: Any) -> None:
     """A bad ``JITLENS_REPORT`` / ``JITLENS_HTML`` stops the program before it runs (exit 2)."""
+    if not (args.json or args.html):
+        return  # nothing to check (and nothing to import)
+    import dataclasses
+
     from .._render.outputs import OutputError, check_outputs
     from .outputs import outputs_of
 
     try:
         outputs = outputs_of(args)
-        if not outputs:
-            return
         script = (getattr(sys, "argv", None) or [""])[0]
         inputs = [(script, f"the script {script}")] if os.path.isfile(script) else []
         named = [dataclasses.replace(o, label=f"{_ENV_NAMES[o.kind]}={o.given}") for o in outputs]
@@ -251,12 +265,12 @@ def _start() -> None:
         if problem is not None:  # a budget that cannot count refuses to run the program
             _warn(problem)
             _flush_and_exit(2)
-        from .._render.outputs import prepare_urls
-        from .outputs import outputs_of
-
         if any(
             "://" in str(getattr(session.args, k, None) or "") for k in ("json", "html", "trace")
         ):
+            from .._render.outputs import prepare_urls
+            from .outputs import outputs_of
+
             prepare_urls(outputs_of(session.args))  # written at exit, where imports fail
         session.jax_hooks = tuple(_compat.exit_hooks())
         for hook in session.jax_hooks:  # run right after the report (see _at_exit)
@@ -302,6 +316,8 @@ def _at_exit() -> None:
     if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
         # Python dies of SIGINT after an uncaught KeyboardInterrupt, unless code run during
         # finalisation clears its flag (the report's rendering does): die of it here
+        import signal
+
         from .signals import die_of
 
         die_of(signal.SIGINT)

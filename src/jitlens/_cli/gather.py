@@ -12,7 +12,6 @@ it writes its own files as without ``--gather``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +56,8 @@ def write_gathered(
     (``_track.gather``). ``write_outputs`` and ``shown`` are ``jitlens run``'s
     own (how it writes one process's files, and names them).
     """
+    import dataclasses
+
     from .._core.files import write_atomic
     from .._track import sink  # jitlens' own terminal: the program may have replaced stderr
     from .._track.gather import gather_reports

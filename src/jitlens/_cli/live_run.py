@@ -19,8 +19,10 @@ program runs it
 from __future__ import annotations
 
 import argparse
-import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import logging
 
 #: Options of this module that take a value (for ``run.split_argv``).
 VALUE_OPTIONS = ("--max-traces",)
@@ -56,16 +58,22 @@ def _budget(text: str) -> int:
     return value
 
 
-class TerminalHandler(logging.Handler):
-    """Writes each record to jitlens' terminal (``_track.sink``), not the program's ``sys.stderr``."""
+def _terminal_handler() -> logging.Handler:
+    """A handler writing each record to jitlens' terminal (``_track.sink``), not the program's
+    ``sys.stderr``. Made here: ``jitlens run`` itself (which only reads the options of this
+    module) does not import ``logging``."""
+    import logging
 
-    def emit(self, record: logging.LogRecord) -> None:
-        from .._track import sink
+    class TerminalHandler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            from .._track import sink
 
-        try:
-            sink.write(self.format(record) + "\n")
-        except Exception:
-            self.handleError(record)
+            try:
+                sink.write(self.format(record) + "\n")
+            except Exception:
+                self.handleError(record)
+
+    return TerminalHandler()
 
 
 class LiveRun:
@@ -86,6 +94,8 @@ class LiveRun:
         Returns why the program may not run (a setting is invalid, or the
         budget cannot count on this JAX), else ``None``.
         """
+        import logging
+
         from .. import _config
         from .._errors import JitlensError
 
@@ -97,7 +107,7 @@ class LiveRun:
             return f"jitlens run: {exc}"
         if not self.quiet and level != "off" and not log.handlers:
             self.saved = (log.level, log.propagate)
-            self.handler = TerminalHandler()
+            self.handler = _terminal_handler()
             self.handler.setFormatter(logging.Formatter("%(message)s"))
             log.addHandler(self.handler)
             log.setLevel(getattr(logging, level.upper()))
@@ -115,6 +125,8 @@ class LiveRun:
 
     def stop(self, failed: bool) -> tuple[int, str] | None:
         """Close the budget; ``(exit status, why)`` when jitlens must fail a program that did not."""
+        import logging
+
         log = logging.getLogger("jitlens")
         if self.handler is not None:
             log.removeHandler(self.handler)

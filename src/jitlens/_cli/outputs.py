@@ -8,12 +8,13 @@ shown relative to it.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import argparse
+
     from .._render.outputs import Output
 
 #: The report options, in the order they are checked and written.
@@ -82,6 +83,8 @@ def shown(path: str, args: Any) -> str:
 
 def write_outputs(report: Any, args: Any) -> list[str]:
     """Write each report file asked for, on its own; returns the paths written (as shown)."""
+    if not any(getattr(args, name, None) for name in KINDS):
+        return []  # nothing asked for (and the writers are not imported)
     from .._render.outputs import write_outputs as write
 
     return write(report, outputs_of(args), lambda p: shown(p, args))

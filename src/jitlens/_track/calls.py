@@ -19,6 +19,10 @@ from .. import _compat
 from . import advisor
 from .records import Record
 from .state import (
+    ADVICE_CALLS,
+    EVENTS,
+    LEAN_WINDOW,
+    TRACING,
     WINDOW,
     PassThrough,
     internal_failure,
@@ -89,9 +93,18 @@ def _light_value(a: Any, static: bool, budget: list[int], objs: list[Any]) -> An
 
 
 def call_detailed(
-    fn: Any, rec: Record, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+    fn: Any,
+    rec: Record,
+    n: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    executables: Any = None,
 ) -> Any:
-    """A call within the timeline window (or inside another trace): timed and filed."""
+    """A call within the timeline window (or inside another trace): timed and filed.
+
+    ``executables``: the jit object's count of the executables its cache holds
+    (``_compat.executable_counter``), when it has one.
+    """
     __tracebackhide__ = True
     if n == 0:
         try:
@@ -110,9 +123,9 @@ def call_detailed(
     except BaseException:
         if not isinstance(sys.exc_info()[1], PassThrough):
             failed_call(rec, n)
-        _after_detailed(rec, n, args, kwargs, t, inside, local.nevents != n0)
+        _after_detailed(rec, n, args, kwargs, t, inside, local.nevents != n0, None)
         raise
-    _after_detailed(rec, n, args, kwargs, t, inside, local.nevents != n0)
+    _after_detailed(rec, n, args, kwargs, t, inside, local.nevents != n0, executables)
     return out
 
 
@@ -124,16 +137,18 @@ def _after_detailed(
     t: float,
     inside: bool,
     missed: bool,
+    executables: Any,
 ) -> None:
     try:
         if inside:  # called while another function traces: JAX inlines it
             with rec.lock:
                 rec.inlined_calls += 1
-        else:
-            advisor.note_eager(rec)
+            if n < WINDOW[0]:
+                rec.add_call_time(t, -1)
+            return
+        advisor.note_eager(rec)
         if n < WINDOW[0]:
-            rec.call_times.append(t)
-            rec.call_entries.append(-1 if inside else _entry_of(rec, args, kwargs, missed))
+            _file_timed(rec, n, args, kwargs, t, missed, executables)
     except Exception as exc:
         internal_failure("timing a call", exc)
 
@@ -147,41 +162,75 @@ def timed_after(
     missed: bool,
     executables: Any,
 ) -> None:
-    """File a call of the timeline window past the advisor's first calls: time, entry.
-
-    The window's hot path (every call of a tight loop, for the first
-    ``MAX_CALL_TIMES``; the counting wrapper times the call itself): two list
-    appends. A cache hit of a jit whose own cache holds one executable
-    (``executables()``, from ``_compat.executable_counter``) went to the one
-    entry jitlens saw compiled, with no signature built; a record with no
-    compile seen files -1 at once; a miss or several executables take
-    :func:`call_detailed`'s steps.
-    """
+    """File a call of the window the counting wrapper timed itself: its time and entry
+    (:func:`_file_timed`)."""
     try:
-        if missed:
-            _after_detailed(rec, n, args, kwargs, t, False, True)
-            return
+        _file_timed(rec, n, args, kwargs, t, missed, executables)
+    except Exception as exc:
+        internal_failure("timing a call", exc)
+
+
+def _file_timed(
+    rec: Record,
+    n: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    t: float,
+    missed: bool,
+    executables: Any,
+) -> None:
+    """File a timed call (not inside a trace) under the entry it went to.
+
+    A miss goes to the entry its trace made. A cache hit of a jit whose own cache
+    holds one executable (``executables()``) went to the one entry jitlens saw
+    compiled, with no signature built; a hit of a record with no compile seen goes
+    to no known entry (-1); otherwise its light signature decides.
+
+    The first two kinds of hit also arm the window's lean path
+    (``TrackedJit.__call__``): until the next trace, lower or compile anywhere
+    (``state.EVENTS``), or tracking starts or stops, every hit goes to that entry, and the lean path records only
+    the call's start time. An executable enters a jit's cache only by a compile
+    (JAX reports its lowering even when the persistent cache serves it) and a
+    lost one is a miss on the next call, so no executable can appear or vanish
+    unseen while ``EVENTS`` stands still.
+    """
+    serial = EVENTS[0]  # read before the checks: an event after them disarms what they find
+    entry = -1
+    sole = False
+    if missed:
+        entry = _entry_of(rec, args, kwargs, True)
+    else:
         by_light = rec.entry_by_light
-        entry = -1
-        if len(by_light) == 1 and executables is not None and executables() == 1:
+        if not by_light:  # no compile seen (made before tracking, or a shared cache): unknown
+            sole = True  # until a miss files a light signature
+        elif len(by_light) == 1 and executables is not None and executables() == 1:
             entry, refs = next(iter(by_light.values()))
             if refs:  # objects named by identity: their signature decides
                 entry = _entry_of(rec, args, kwargs, False)
+            else:
+                sole = True
         elif by_light:
             entry = _entry_of(rec, args, kwargs, False)
-        rec.call_times.append(t)
-        rec.call_entries.append(entry)
-    except Exception as exc:
-        internal_failure("timing a call", exc)
+    rec.add_call_time(t, entry)
+    if sole and n + 1 >= ADVICE_CALLS[0] and LEAN_WINDOW[0] and not TRACING[0]:
+        # no trace in progress in any thread (a call inside one is inlined, not a hit),
+        # and the next call is past the advisor's samples
+        rec.window_entry, rec.window_seq = entry, serial
 
 
 def timed_failure(
     rec: Record, n: int, args: tuple[Any, ...], kwargs: dict[str, Any], t: float, missed: bool
 ) -> None:
-    """A timed call (:func:`timed_after`) raised: counted as failed, and filed."""
-    if not isinstance(sys.exc_info()[1], PassThrough):
-        failed_call(rec, n)
-    _after_detailed(rec, n, args, kwargs, t, False, missed)
+    """A call the counting wrapper timed itself raised: counted as failed, and filed.
+
+    jitlens' own failure here never replaces the program's exception.
+    """
+    try:
+        if not isinstance(sys.exc_info()[1], PassThrough):
+            failed_call(rec, n)
+        _after_detailed(rec, n, args, kwargs, t, False, missed, None)
+    except Exception as exc:
+        internal_failure("timing a call", exc)
 
 
 def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed: bool) -> int:

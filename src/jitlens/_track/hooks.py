@@ -21,10 +21,12 @@ from .records import MAX_CALL_TIMES
 from .registry import REGISTRY
 from .state import (
     DEPTH_KNOWN,
+    LEAN_WINDOW,
     STATE,
     TRACING,
     WINDOW,
     internal_failure,
+    note_event,
     tls,
     update_threshold,
 )
@@ -46,6 +48,7 @@ def _install() -> None:
             listeners.on_scalar, listeners.on_duration, listeners.on_event
         )
         DEPTH_KNOWN[0] = "register_event_duration_secs_listener" not in MISSING_LISTENERS
+        LEAN_WINDOW[0] = not MISSING_LISTENERS
         _LISTENING[0] = True
     _compat.hide_from_tracebacks(_compat.PACKAGE_DIR)
     fastpath.install(_set)  # issue 24: count cache hits that miss JAX's C++ fast path
@@ -72,6 +75,9 @@ def _uninstall() -> None:
 
 
 def _set_window() -> None:
+    # a new serial: what the window's lean path knew may have changed while
+    # jitlens was not listening (a compile between two trackers)
+    note_event()
     WINDOW[0] = MAX_CALL_TIMES if REGISTRY.timelines else 0
     update_threshold()
 

@@ -23,7 +23,15 @@ from .describe import describe_and_explain
 from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
-from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, tls, update_threshold
+from .state import (
+    DEPTH_KNOWN,
+    TRACING,
+    PassThrough,
+    internal_failure,
+    note_event,
+    tls,
+    update_threshold,
+)
 
 #: Has any trace-start event reached jitlens in this process?
 TRACES_SEEN = [False]
@@ -45,15 +53,15 @@ def on_scalar(event: str, value: float, **kw: Any) -> None:
                 # Before jax 0.10, jnp's own jits inside a trace announce their
                 # trace too: they are part of the outer function's trace.
                 return
-            tls.nevents += 1
             TRACES_SEEN[0] = True
             if DEPTH_KNOWN[0]:
                 tls.depth += 1
                 with REGISTRY.lock:
                     TRACING[0] += 1
                     update_threshold()
+            tls.nevents = note_event()  # after TRACING: see calls._file_timed
         elif event == _compat.COMPILE_EVENT or event == _compat.LOWER_EVENT:
-            tls.nevents += 1
+            tls.nevents = note_event()
             return
         else:
             return

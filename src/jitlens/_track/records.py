@@ -191,7 +191,14 @@ class Record:
         #: Traces a compile budget stopped (``listeners.abort_trace``), capped.
         self.stopped: list[EventBuilder] = []
         self.call_times: list[float] = []
+        #: The entry of each call in ``call_times``; shorter while the window's lean path
+        #: runs: the calls past its end went to ``window_entry`` (``fill_entries``).
         self.call_entries: list[int] = []
+        #: ``state.EVENTS`` when a call found that every hit goes to ``window_entry``
+        #: (one executable, one light signature): the lean path holds while it is
+        #: unchanged. -1: not known.
+        self.window_seq = -1
+        self.window_entry = -1
         #: light signature -> (entry, weak references to the objects it names by identity)
         self.entry_by_light: dict[Any, tuple[int, tuple[Any, ...]]] = {}
         self.n_entries = 0
@@ -264,8 +271,22 @@ class Record:
             del self.keys[0]
         return idx
 
+    def fill_entries(self) -> None:
+        """Give the calls the window's lean path timed their entry, ``window_entry``."""
+        gap = len(self.call_times) - len(self.call_entries)
+        if gap > 0:
+            self.call_entries.extend([self.window_entry] * gap)
+
+    def add_call_time(self, t: float, entry: int) -> None:
+        """A timed call of the timeline window and the entry it went to."""
+        self.fill_entries()
+        self.call_times.append(t)
+        self.call_entries.append(entry)
+
     def snapshot(self) -> Counts:
         """The record's counters now (a tracker's window is the difference of two)."""
+        timed = len(self.call_times)  # before the fill: a call timed meanwhile has its entry
+        self.fill_entries()
         return Counts(
             calls=self.calls,
             miss_calls=self.miss_calls,
@@ -276,7 +297,7 @@ class Record:
             compiles=self.compiles,
             phits=self.persistent_hits,
             events=len(self.events),
-            call_times=len(self.call_times),
+            call_times=timed,
             stale=len(self.stale_hits),
             eager=self.eager_calls,
             stopped=len(self.stopped),
@@ -345,9 +366,11 @@ class Record:
         """The wrapper is gone: keep only the latest keys (for new-wrapper comparisons)."""
         with self.lock:
             del self.keys[:-keep]
+        self.window_seq = -1
         self.entry_by_light.clear()
 
     def mark_cleared(self) -> None:
+        self.window_seq = -1
         for k in self.keys:
             k.cleared = True
             k.clears_seen = None  # counted as cleared: a later jax.clear_caches() adds nothing

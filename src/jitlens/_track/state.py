@@ -26,7 +26,7 @@ class _TLS(threading.local):
         self.depth = 0  # traces in progress in this thread (a tracked call inside one is inlined)
         self.in_tracked_call = False
         self.top_fun: Any = None
-        self.nevents = 0
+        self.nevents = 0  # the serial (EVENTS) of this thread's last trace/lower/compile
         self.building: Any = None  # the EventBuilder of the trace in progress
         self.last_built: Any = None
         self.busy = False
@@ -49,6 +49,22 @@ TRACING = [0]
 #: Does JAX report the end of traces (the duration listener)? Without it the
 #: per-thread trace depth cannot be balanced, so it is not kept at all.
 DEPTH_KNOWN = [True]
+#: Serial number of the last trace start, lower or compile jitlens saw (all threads),
+#: or of the last start/stop of tracking. A thread's own last one is ``tls.nevents``.
+#: The timeline window's lean path (``TrackedJit.__call__``) compares it before and
+#: after a call: unchanged, nothing entered or left a jit's cache in between.
+EVENTS = [0]
+#: May the window take its lean path? Only when JAX reports trace starts and ends
+#: (both listeners registered): else an event could pass unseen.
+LEAN_WINDOW = [False]
+_EVENTS_LOCK = threading.Lock()
+
+
+def note_event() -> int:
+    """A new event serial, larger than every earlier one (the caller keeps it in ``tls``)."""
+    with _EVENTS_LOCK:
+        EVENTS[0] = serial = EVENTS[0] + 1
+    return serial
 
 
 def update_threshold() -> None:

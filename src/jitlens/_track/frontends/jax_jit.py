@@ -30,9 +30,19 @@ from ..calls import (
 from ..frontend import frontend_of
 from ..records import Record
 from ..registry import REGISTRY
-from ..state import ADVICE_CALLS, STATE, WINDOW, PassThrough, finalize, internal_failure, tls
+from ..state import (
+    ADVICE_CALLS,
+    EVENTS,
+    STATE,
+    WINDOW,
+    PassThrough,
+    finalize,
+    internal_failure,
+    tls,
+)
 
 KIND = RowKind.JAX_JIT
+_now = time.perf_counter
 
 
 class TrackedJit:
@@ -68,39 +78,42 @@ class TrackedJit:
         if not STATE[0]:
             return self._jitted(*args, **kwargs)
         n = next(self._counter)
-        if n < STATE[1]:  # timeline window, or another trace in progress
+        if n < STATE[1]:  # timeline window, the advisor's first calls, or a trace in progress
             try:
+                rec = self._record
+                e = EVENTS[0]
+                if e == rec.window_seq:
+                    # The window's lean path: no trace, lower or compile anywhere since
+                    # a call found that every hit goes to one entry (`calls._file_timed`):
+                    # the call's start time is all it keeps (its entry is filled in later).
+                    # Armed, `n < STATE[1]` is `n < WINDOW[0]`: no trace is in progress
+                    # and the timeline is on (a change of either changes EVENTS).
+                    t = _now()
+                    try:  # (no empty dict merged into the call: a few dozen ns)
+                        out = self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
+                    except BaseException:
+                        timed_failure(rec, n, args, kwargs, t, tls.nevents > e)
+                        raise
+                    if EVENTS[0] == e:
+                        rec.call_times.append(t)
+                        return out
+                    # an event during the call: this thread's own (a miss) if it is later
+                    timed_after(rec, n, args, kwargs, t, tls.nevents > e, self._executables)
+                    return out
                 local = tls
                 if ADVICE_CALLS[0] <= n < WINDOW[0] and not local.depth and not local.busy:
-                    # The timeline alone, inline (a frame less per call): the call's
-                    # time and, for a hit of a jit holding one executable, the one
-                    # entry jitlens saw compiled. Anything else: `calls.timed_after`.
+                    # the window past the advisor's first calls, not armed: timed here
+                    # (a frame less per call), filed (and the lean path armed) by timed_after
                     n0 = local.nevents
-                    t = time.perf_counter()
+                    t = _now()
                     try:
                         out = self._jitted(*args, **kwargs)
                     except BaseException:
-                        try:  # jitlens' own failure never replaces the program's exception
-                            timed_failure(self._record, n, args, kwargs, t, local.nevents != n0)
-                        except Exception as exc:
-                            internal_failure("timing a call", exc)
+                        timed_failure(rec, n, args, kwargs, t, local.nevents != n0)
                         raise
-                    missed = local.nevents != n0
-                    rec, executables = self._record, self._executables
-                    try:  # the common case, inline too: a hit of a jit holding one executable
-                        by_light = rec.entry_by_light
-                        if not missed and len(by_light) == 1 and executables is not None:
-                            entry, refs = next(iter(by_light.values()))
-                            if not refs and executables() == 1:
-                                rec.call_times.append(t)
-                                rec.call_entries.append(entry)
-                                return out
-                    except Exception as exc:
-                        internal_failure("timing a call", exc)
-                        return out
-                    timed_after(rec, n, args, kwargs, t, missed, executables)
+                    timed_after(rec, n, args, kwargs, t, local.nevents != n0, self._executables)
                     return out
-                return call_detailed(self._jitted, self._record, n, args, kwargs)
+                return call_detailed(self._jitted, rec, n, args, kwargs, self._executables)
             except PassThrough as exc:
                 # raised here and filtered here: a bare re-raise adds no frame of jitlens'
                 try:
@@ -108,11 +121,11 @@ class TrackedJit:
                 except BaseException as error:
                     _compat.without_hidden_frames(error)
                     raise
-            except BaseException as exc:  # counted by call_detailed
+            except BaseException as exc:  # counted by call_detailed / timed_failure
                 _compat.without_hidden_frames(exc)
                 raise
         try:
-            return self._jitted(*args, **kwargs)
+            return self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
         except PassThrough as exc:
             # raised here and filtered here: a bare re-raise adds no frame of jitlens'
             try:

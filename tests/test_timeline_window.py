@@ -1,0 +1,93 @@
+"""The timeline window's lean path: past the advisor's first calls, a cache hit of a
+``jax.jit`` whose cache holds the one executable jitlens saw compiled keeps only its
+start time. Everything that could make that wrong must leave the lean path: a miss, a
+call that raises, a compile jitlens did not see. Ground truth: the shapes the jitted
+body saw (a list appended to inside it), and the program's own exception.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jitlens
+
+
+def _row(report: jitlens.Report, name: str) -> jitlens.FunctionReport:
+    (row,) = [f for f in report.functions if f.name == name]
+    return row
+
+
+def _body(traced: list[object]):
+    def double(x):
+        traced.append(getattr(x, "shape", [None])[0])
+        return x * 2  # None * 2 raises
+
+    return double
+
+
+def test_a_miss_and_a_failure_on_the_lean_path_are_filed_as_without_it() -> None:
+    traced: list[object] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jitlens.JitlensInternalWarning)
+        with jitlens.track(timeline=True) as t:
+            f = jax.jit(_body(traced))
+            outs = [f(jnp.ones(3)) for _ in range(40)]
+            assert f._record.window_seq != -1  # the lean path is armed: the test exercises it
+            with pytest.raises(TypeError, match="NoneType") as info:
+                f(None)
+            outs += [f(jnp.ones(3)), f(jnp.ones(4)), f(jnp.ones(3))]
+    # the program's own exception, raised from its own body
+    assert info.value.__traceback__ is not None
+    assert any(fr.name == "double" for fr in __import__("traceback").extract_tb(info.tb))
+    row = _row(t.report(), "double")
+    assert traced == [3, None, 4]
+    assert (row.calls, row.traces, row.cache_hits) == (44, 3, 41)
+    assert len(row.call_times) == len(row.call_entries) == row.calls
+    assert list(row.call_entries) == [0] * 40 + [-1, 0, 1, 0]
+    assert list(row.call_times) == sorted(row.call_times)
+    assert [float(o[0]) for o in outs] == [2.0] * 43
+
+
+def test_a_compile_between_two_trackers_is_not_filed_under_the_entry_jitlens_saw() -> None:
+    """While nothing tracks, a new shape compiles unseen: its later hits are unknown (-1),
+    never the entry of the shape jitlens saw compiled."""
+    traced: list[object] = []
+    with jitlens.track(timeline=True):
+        f = jax.jit(_body(traced))
+        for _ in range(40):
+            f(jnp.ones(3))
+        assert f._record.window_seq != -1
+    f(jnp.ones(5))  # compiled while jitlens does not listen
+    with jitlens.track(timeline=True) as t:
+        for _ in range(3):
+            f(jnp.ones(5))
+            f(jnp.ones(3))
+    row = _row(t.report(), "double")
+    assert traced == [3, 5]
+    assert (row.calls, row.traces) == (6, 0)
+    assert list(row.call_entries) == [-1, 0] * 3
+
+
+def test_hits_of_a_function_compiled_before_tracking_stay_unknown_until_its_miss() -> None:
+    """A wrapper made while tracking, of a function JAX compiled before (a shared cache):
+    jitlens saw no compile, so its hits go to no known entry (-1), on the lean path too;
+    the first new shape is a miss jitlens sees, and its entry is known from then on."""
+    traced: list[object] = []
+    double = _body(traced)
+    jax.jit(double)(jnp.ones(3))  # compiled while nothing tracks
+    with jitlens.track(timeline=True) as t:
+        f = jax.jit(double)
+        for _ in range(40):
+            f(jnp.ones(3))
+        assert f._record.window_seq != -1
+        f(jnp.ones(4))
+        f(jnp.ones(4))
+        f(jnp.ones(3))
+    row = _row(t.report(), "double")
+    assert traced == [3, 4]  # the wrapper made while tracking reused the first compile
+    assert (row.calls, row.traces) == (43, 1)
+    assert list(row.call_entries) == [-1] * 40 + [0, 0, -1]
