@@ -98,3 +98,36 @@ def test_pmaps_own_axis_env_and_mesh_are_not_blamed_on_the_users_config() -> Non
     blamed = [r for r in reasons if r.kind == "config" and not r.expected]
     assert not blamed, [(r.path, r.fix) for r in blamed]
     assert not any("set_mesh" in r.fix or " at 0x" in r.message for r in reasons)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="markean/aimz#275: `lax.map` outside jit over a closure made per call traces and "
+    "compiles again on every call; jitlens says 'no jitted function was called' (with "
+    "--include-internal: 'scan x4 (internal)', 4 compiles, 'no retraces'). The eager "
+    "primitive's body is only given a row when it is itself a jitted wrapper "
+    "(_track/nested.py EAGER_PRIMITIVES, rows made in registry/listeners, owned by "
+    "text/libpkg); lead to fix after merge",
+)
+def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    traces = [0]
+
+    def sample_forward(scale):
+        def one(k):
+            traces[0] += 1
+            return jnp.sin(k) * scale
+
+        return jax.lax.map(one, jnp.arange(3.0))
+
+    with jitlens.track() as t:
+        for i in range(3):
+            sample_forward(1.0 + i)
+    assert traces[0] == 3
+    rows = [f for f in t.report().functions if not f.internal]
+    assert sum(f.traces or 0 for f in rows) == traces[0]
+    assert any(e.kind == "retrace" and e.reasons for f in rows for e in f.events)
