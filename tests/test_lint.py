@@ -271,6 +271,41 @@ for i in range(4):
     step(model, x)
 """,
     ),
+    "JL007": (
+        HEADER
+        + """
+import optax
+
+@nnx.jit
+def train_step(model, optimizer, x):
+    return model(x)
+
+for epoch in range(3):  # google/flax#5548: a fresh model and optimizer each epoch
+    model = Net(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)  # <-
+    train_step(model, optimizer, x)
+for epoch in range(3):
+    tx = optax.sgd(0.1)  # <-
+    train_step(model, nnx.Optimizer(model, tx), x)
+""",
+        HEADER
+        + """
+import optax
+
+@nnx.jit
+def train_step(model, optimizer, x):
+    return model(x)
+
+tx = optax.adam(1e-3)
+for epoch in range(3):
+    model = Net(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+    train_step(model, optimizer, x)
+for lr in (0.1, 0.01):  # a deliberate sweep over two values
+    train_step(model, nnx.Optimizer(model, optax.sgd(lr)), x)
+optimizer = nnx.Optimizer(model, optax.adam(1e-3))  # once, outside any loop
+""",
+    ),
 }
 
 

@@ -131,3 +131,22 @@ def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported() -> None:
     rows = [f for f in t.report().functions if not f.internal]
     assert sum(f.traces or 0 for f in rows) == traces[0]
     assert any(e.kind == "retrace" and e.reasons for f in rows for e in f.events)
+
+
+def test_flax_5548_the_optimizer_rebuilt_per_epoch_is_named_and_the_fix_works() -> None:
+    import importlib.util as iu
+
+    import jitlens
+
+    path = PROGRAMS / "flax_5548_optimizer_per_epoch.py"
+    found = jitlens.lint_source(path.read_text(), str(path))
+    assert [f.code for f in found] == ["JL007"]
+    assert "optax.adam(0.001)" in found[0].message and "before the loop" in found[0].fix
+    spec = iu.spec_from_file_location("flax_5548", path)
+    program = iu.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    bad, fixed = program.run(fixed=False), program.run(fixed=True)
+    assert bad["traces"] == bad["reported"] == 3
+    assert bad["paths"] == ["dis_opt.tx"]
+    assert fixed["traces"] == fixed["reported"] == 1
+    assert fixed["losses"] == bad["losses"]

@@ -19,6 +19,7 @@ from .rules_nnx import (
     check_local_module_class,
     check_metadata_in_loop,
     check_number_attributes,
+    check_optimizer_in_loop,
 )
 
 
@@ -44,6 +45,11 @@ RULES: tuple[Rule, ...] = (
         check_static_arguments,
     ),
     Rule("JL006", "Variable metadata rewritten on every loop iteration", check_metadata_in_loop),
+    Rule(
+        "JL007",
+        "optax optimizer built on every loop iteration for an nnx.Optimizer",
+        check_optimizer_in_loop,
+    ),
     # Equinox (JL1xx): eqx.filter_jit keys functions, Python numbers and Module fields its own way.
     Rule(
         "JL101",

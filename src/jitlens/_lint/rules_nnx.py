@@ -1,4 +1,5 @@
-"""Lint rules about NNX graph statics: attributes (JL002, JL003), classes (JL004), metadata (JL006)."""
+"""Lint rules about NNX graph statics: attributes (JL002, JL003), classes (JL004), metadata (JL006),
+the optax transformation an ``nnx.Optimizer`` keeps (JL007)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,18 @@ JL006_MESSAGE = (
 JL006_FIX = (
     "keep changing values out of metadata: store them as a Variable's value "
     "(`nnx.Variable(jnp.array(...))`) or outside the model"
+)
+
+JL007_MESSAGE = (
+    "`{made}` builds a new optax optimizer on every iteration of {loop}, and `{optimizer}` "
+    "keeps it as static graph data compared by identity (its `init`/`update` are new "
+    "closures), so the jitted calls in that loop trace and compile again"
+)
+JL007_FIX = (
+    "build it once before the loop (`tx = {made}`) and pass that same `tx` to `{optimizer}`; "
+    "to sweep a hyper-parameter with one compile, build "
+    "`optax.inject_hyperparams({factory})(...)` once and set "
+    "`opt_state.hyperparams[...]` per run"
 )
 
 # -- JL002 ---------------------------------------------------------------------------------------
@@ -314,3 +327,38 @@ def check_metadata_in_loop(index: FileIndex) -> Iterator[Hit]:
                 )
                 yield Hit("JL006", call, message, JL006_FIX)
                 break
+
+
+# -- JL007 ---------------------------------------------------------------------------------------
+
+
+def _optax_call(index: FileIndex, node: ast.AST | None) -> ast.Call | None:
+    if isinstance(node, ast.IfExp):
+        return _optax_call(index, node.body) or _optax_call(index, node.orelse)
+    if isinstance(node, ast.Call) and (index.qualname(node.func) or "").startswith("optax."):
+        return node
+    return None
+
+
+def check_optimizer_in_loop(index: FileIndex) -> Iterator[Hit]:
+    """JL007: ``nnx.Optimizer(model, optax.adam(...))`` rebuilt in a loop that calls a jit."""
+    for call in index.calls:
+        if index.qualname(call.func) != "flax.nnx.Optimizer":
+            continue
+        tx = call.args[1] if len(call.args) > 1 else None
+        tx = next((k.value for k in call.keywords if k.arg == "tx"), tx)
+        scope, loops = index.frame(call)
+        for loop in loops:
+            made = _optax_call(index, tx)
+            if made is None and isinstance(tx, ast.Name):
+                found = (_optax_call(index, b) for b in index.bindings(tx.id, scope, loop))
+                made = next((m for m in found if m is not None), None)
+            if made is None or not _calls_jitted(index, loop):
+                continue
+            optimizer = short(call.func)
+            message = JL007_MESSAGE.format(
+                made=short(made), loop=loop_text(loop), optimizer=optimizer
+            )
+            fix = JL007_FIX.format(made=short(made), optimizer=optimizer, factory=short(made.func))
+            yield Hit("JL007", made, message, fix)
+            break
