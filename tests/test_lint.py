@@ -287,6 +287,14 @@ for epoch in range(3):  # google/flax#5548: a fresh model and optimizer each epo
 for epoch in range(3):
     tx = optax.sgd(0.1)  # <-
     train_step(model, nnx.Optimizer(model, tx), x)
+
+@eqx.filter_jit
+def eqx_step(model, opt_state, opt):
+    return model
+
+for trial in range(2):  # patrick-kidger/equinox#686: filter_jit keeps `opt` static
+    opt = optax.adam(1e-2)  # <-
+    eqx_step(model, opt.init(model), opt)
 """,
         HEADER
         + """
@@ -304,6 +312,14 @@ for epoch in range(3):
 for lr in (0.1, 0.01):  # a deliberate sweep over two values
     train_step(model, nnx.Optimizer(model, optax.sgd(lr)), x)
 optimizer = nnx.Optimizer(model, optax.adam(1e-3))  # once, outside any loop
+
+@eqx.filter_jit
+def eqx_step(model, opt_state, opt):
+    return model
+
+opt = optax.adam(1e-2)
+for trial in range(2):
+    eqx_step(model, opt.init(model), opt)
 """,
     ),
 }

@@ -133,22 +133,31 @@ def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported() -> None:
     assert any(e.kind == "retrace" and e.reasons for f in rows for e in f.events)
 
 
-def test_flax_5548_the_optimizer_rebuilt_per_epoch_is_named_and_the_fix_works() -> None:
-    import importlib.util as iu
-
+@pytest.mark.parametrize(
+    ("program", "culprit", "rebuilt", "library"),
+    [
+        ("flax_5548_optimizer_per_epoch.py", "dis_opt.tx", 3, "flax"),
+        ("eqx_686_optimizer_per_trial.py", "opt", 2, "equinox"),
+    ],
+)
+def test_an_optimizer_rebuilt_per_loop_is_named_and_the_fix_works(
+    program: str, culprit: str, rebuilt: int, library: str
+) -> None:
+    if importlib.util.find_spec(library) is None:
+        pytest.skip(f"{library} is not installed")
     import jitlens
 
-    path = PROGRAMS / "flax_5548_optimizer_per_epoch.py"
+    path = PROGRAMS / program
     found = jitlens.lint_source(path.read_text(), str(path))
     assert [f.code for f in found] == ["JL007"]
-    assert "optax.adam(0.001)" in found[0].message and "before the loop" in found[0].fix
-    spec = iu.spec_from_file_location("flax_5548", path)
-    program = iu.module_from_spec(spec)
-    spec.loader.exec_module(program)
-    bad, fixed = program.run(fixed=False), program.run(fixed=True)
-    assert bad["traces"] == bad["reported"] == 3
-    assert bad["paths"] == ["dis_opt.tx"]
-    assert fixed["traces"] == fixed["reported"] == 1
+    assert "optax.adam(0.0" in found[0].message and "before the loop" in found[0].fix
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bad, fixed = module.run(fixed=False), module.run(fixed=True)
+    assert bad["traces"] == bad["reported"] == rebuilt
+    assert bad["paths"] == [culprit]
+    assert fixed["traces"] == fixed["reported"] == 1  # the fix applied: one compile
     assert fixed["losses"] == bad["losses"]
 
 
