@@ -322,6 +322,39 @@ for trial in range(2):
     eqx_step(model, opt.init(model), opt)
 """,
     ),
+    "JL008": (
+        HEADER
+        + """
+from jax import lax
+
+def sample_forward(scale):  # markean/aimz#275
+    def one(k):
+        return jnp.sin(k) * scale
+    return jax.lax.map(one, xs)  # <-
+
+for i in range(3):
+    sample_forward(1.0 + i)
+    lax.fori_loop(0, 3, lambda j, c: c + i, 0.0)  # <-
+""",
+        HEADER
+        + """
+from jax import lax
+
+@jax.jit
+def sample_forward(scale):
+    def one(k):
+        return jnp.sin(k) * scale
+    return jax.lax.map(one, xs)
+
+def body(j, c):
+    return c + 1.0
+
+for i in range(3):
+    sample_forward(1.0 + i)
+    lax.fori_loop(0, 3, body, 0.0)
+ys = lax.map(lambda k: k * 2, xs)  # once, at module level
+""",
+    ),
 }
 
 

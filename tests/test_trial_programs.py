@@ -263,3 +263,23 @@ def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() 
     fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
     assert fixes
     assert all("blackjax: " not in fix and "build_kernel" in fix for fix in fixes), fixes
+
+
+def test_an_eager_lax_map_over_a_new_closure_is_linted_and_the_fix_works() -> None:
+    import jitlens
+
+    path = PROGRAMS / "aimz_275_eager_map.py"
+    source = path.read_text()
+    found = jitlens.lint_source(source, str(path))
+    assert [(f.code, source.splitlines()[f.line - 1].strip()) for f in found] == [
+        ("JL008", "return jax.lax.map(one, jnp.arange(3.0))")
+    ]
+    fixed_at = source[: source.index("def sample_forward_fixed")].count("\n") + 1
+    assert found[0].line < fixed_at  # the jitted twin is not flagged
+    assert "`@jax.jit` on `def sample_forward`" in found[0].fix
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.run()
+    assert result["traces"] == {"bad": 3, "fixed": 1}  # the fix applied: one trace
+    assert result["fixed"] == result["bad"]

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 
 from .index import FileIndex
 from .nodes import Hit
+from .rules_eager import check_eager_control_flow
 from .rules_eqx import (
     check_filter_jit_in_loop,
     check_module_callable_fields,
@@ -49,6 +50,11 @@ RULES: tuple[Rule, ...] = (
         "JL007",
         "optax optimizer built on every loop iteration for an nnx.Optimizer",
         check_optimizer_in_loop,
+    ),
+    Rule(
+        "JL008",
+        "lax.map / scan / loop run outside jit over a body made on every run",
+        check_eager_control_flow,
     ),
     # Equinox (JL1xx): eqx.filter_jit keys functions, Python numbers and Module fields its own way.
     Rule(
