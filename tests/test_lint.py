@@ -353,6 +353,15 @@ for i in range(3):
     sample_forward(1.0 + i)
     lax.fori_loop(0, 3, body, 0.0)
 ys = lax.map(lambda k: k * 2, xs)  # once, at module level
+
+@partial(eqx.filter_jit, donate="all")
+def eqx_step(model, xs):
+    def one(k):
+        return model(k)
+    return lax.map(one, xs)  # traced by filter_jit: compiled with it, once
+
+for i in range(3):
+    eqx_step(model, xs)
 """,
     ),
 }

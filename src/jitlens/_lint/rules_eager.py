@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from .index import FileIndex
-from .nodes import Hit, short
+from .index import PARTIALS, FileIndex
+from .nodes import FunctionNode, Hit, callee, short
 from .rules_jit import fresh_function, repetition
 
 #: Control flow JAX compiles on its own when run outside jit -> the body arguments' positions.
@@ -40,12 +40,38 @@ JL008_FIX = (
 )
 
 
+#: Decorators from these libraries trace the function (eqx.filter_jit, jax.vmap, nnx.scan, ...).
+_TRACING_LIBRARIES = ("jax.", "equinox.", "flax.")
+
+
+def _under_transformation(index: FileIndex, node: ast.AST) -> bool:
+    """Whether ``node`` runs inside a function a JAX/Equinox/Flax decorator transforms."""
+    if index.inside_traced(node):
+        return True
+    scope = index.frame(node)[0]
+    while isinstance(scope, FunctionNode | ast.Lambda):
+        if isinstance(scope, FunctionNode) and any(
+            _transforms(index, d) for d in scope.decorator_list
+        ):
+            return True
+        scope = index.frame(scope)[0]
+    return False
+
+
+def _transforms(index: FileIndex, decorator: ast.expr) -> bool:
+    """``@eqx.filter_jit``, ``@jax.vmap(...)``, ``@partial(nnx.scan, ...)``: a tracing decorator."""
+    qualname = index.qualname(callee(decorator)) or ""
+    if qualname in PARTIALS and isinstance(decorator, ast.Call) and decorator.args:
+        qualname = index.qualname(decorator.args[0]) or ""
+    return qualname.startswith(_TRACING_LIBRARIES)
+
+
 def check_eager_control_flow(index: FileIndex) -> Iterator[Hit]:
     """JL008: ``lax.map`` / ``scan`` / loops outside jit over a body made on every run."""
     for call in index.calls:
         qualname = index.qualname(call.func) or ""
         positions = EAGER_CONTROL_FLOW.get(qualname)
-        if positions is None or index.inside_traced(call):
+        if positions is None or _under_transformation(index, call):
             continue
         scope, loops = index.frame(call)
         repeated = repetition(index, scope, loops)
