@@ -77,7 +77,7 @@ def _pmap_retrace() -> list:
 
 
 def test_a_jit_traced_again_inside_pmap_is_said_to_be_inside_pmap() -> None:
-    # jax >= 0.8 runs pmap's body inside pmap's own jit: the enclosing trace is pmap, not a jit
+    # jax 0.10 runs pmap's body inside pmap's own jit: the enclosing trace is pmap, not a jit
     reasons = _pmap_retrace()
     nested = [r for r in reasons if "traced inside" in r.message]
     assert nested
