@@ -281,6 +281,99 @@ for i in range(4):
     step(model, x)
 """,
     ),
+    "JL007": (
+        HEADER
+        + """
+import optax
+
+@nnx.jit
+def train_step(model, optimizer, x):
+    return model(x)
+
+for epoch in range(3):  # google/flax#5548: a fresh model and optimizer each epoch
+    model = Net(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)  # <-
+    train_step(model, optimizer, x)
+for epoch in range(3):
+    tx = optax.sgd(0.1)  # <-
+    train_step(model, nnx.Optimizer(model, tx), x)
+
+@eqx.filter_jit
+def eqx_step(model, opt_state, opt):
+    return model
+
+for trial in range(2):  # patrick-kidger/equinox#686: filter_jit keeps `opt` static
+    opt = optax.adam(1e-2)  # <-
+    eqx_step(model, opt.init(model), opt)
+""",
+        HEADER
+        + """
+import optax
+
+@nnx.jit
+def train_step(model, optimizer, x):
+    return model(x)
+
+tx = optax.adam(1e-3)
+for epoch in range(3):
+    model = Net(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+    train_step(model, optimizer, x)
+for lr in (0.1, 0.01):  # a deliberate sweep over two values
+    train_step(model, nnx.Optimizer(model, optax.sgd(lr)), x)
+optimizer = nnx.Optimizer(model, optax.adam(1e-3))  # once, outside any loop
+
+@eqx.filter_jit
+def eqx_step(model, opt_state, opt):
+    return model
+
+opt = optax.adam(1e-2)
+for trial in range(2):
+    eqx_step(model, opt.init(model), opt)
+""",
+    ),
+    "JL008": (
+        HEADER
+        + """
+from jax import lax
+
+def sample_forward(scale):  # markean/aimz#275
+    def one(k):
+        return jnp.sin(k) * scale
+    return jax.lax.map(one, xs)  # <-
+
+for i in range(3):
+    sample_forward(1.0 + i)
+    lax.fori_loop(0, 3, lambda j, c: c + i, 0.0)  # <-
+""",
+        HEADER
+        + """
+from jax import lax
+
+@jax.jit
+def sample_forward(scale):
+    def one(k):
+        return jnp.sin(k) * scale
+    return jax.lax.map(one, xs)
+
+def body(j, c):
+    return c + 1.0
+
+for i in range(3):
+    sample_forward(1.0 + i)
+    lax.fori_loop(0, 3, body, 0.0)
+ys = lax.map(lambda k: k * 2, xs)  # once, at module level
+
+@partial(eqx.filter_jit, donate="all")
+def eqx_step(model, xs):
+    def one(k):
+        return model(k)
+    return lax.map(one, xs)  # traced by filter_jit: compiled with it, once
+
+for i in range(3):
+    eqx_step(model, xs)
+""",
+    ),
 }
 
 

@@ -52,6 +52,8 @@ OUTER_FRAMES: dict[tuple[str, str], str] = {
     ("make_jaxpr_f", "_src/api.py"): "jax.make_jaxpr",
     ("fun_remat", "_src/ad_checkpoint.py"): "jax.checkpoint",
     ("wrapped", "_src/pmap.py"): "jax.pmap",
+    # pmap over shard_map (jax 0.10): the body runs in pmap's ``_fun`` inside its own jit
+    ("_fun", "_src/pmap.py"): "jax.pmap",
 }
 #: An enclosing ``jax.jit`` (its own trace frame, above the nested one).
 OUTER_JIT = "jax.jit"

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 
 from .index import FileIndex
 from .nodes import Hit
+from .rules_eager import check_eager_control_flow
 from .rules_eqx import (
     check_filter_jit_in_loop,
     check_module_callable_fields,
@@ -19,6 +20,7 @@ from .rules_nnx import (
     check_local_module_class,
     check_metadata_in_loop,
     check_number_attributes,
+    check_optimizer_in_loop,
 )
 
 
@@ -44,6 +46,16 @@ RULES: tuple[Rule, ...] = (
         check_static_arguments,
     ),
     Rule("JL006", "Variable metadata rewritten on every loop iteration", check_metadata_in_loop),
+    Rule(
+        "JL007",
+        "optax optimizer built on every loop iteration for an nnx.Optimizer",
+        check_optimizer_in_loop,
+    ),
+    Rule(
+        "JL008",
+        "lax.map / scan / loop run outside jit over a body made on every run",
+        check_eager_control_flow,
+    ),
     # Equinox (JL1xx): eqx.filter_jit keys functions, Python numbers and Module fields its own way.
     Rule(
         "JL101",

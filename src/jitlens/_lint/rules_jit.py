@@ -78,7 +78,7 @@ _NUMPY_SCALARS = frozenset(
 # -- JL001 ---------------------------------------------------------------------------------------
 
 
-def _repetition(
+def repetition(
     index: FileIndex, scope: Scope, loops: list[Loop]
 ) -> tuple[str, str, ast.AST] | None:
     """Where code of ``scope`` runs again and again: ``(where, place, unit)``.
@@ -100,16 +100,16 @@ def repeated_use(
     """A jit wrapper built at ``site`` (``node``, of ``target``) that its own loop or repeated
     function calls: ``(where, place, how target is a new function each time, or None)``."""
     scope, loops = index.frame(site)
-    repetition = _repetition(index, scope, loops)
-    if repetition is None:
+    repeated = repetition(index, scope, loops)
+    if repeated is None:
         return None
-    where, place, unit = repetition
+    where, place, unit = repeated
     if not _used(index, node, unit):
         return None
-    return where, place, _fresh_function(index, target, scope, unit)
+    return where, place, fresh_function(index, target, scope, unit)
 
 
-def _fresh_function(index: FileIndex, target: ast.AST, scope: Scope, unit: ast.AST) -> str | None:
+def fresh_function(index: FileIndex, target: ast.AST, scope: Scope, unit: ast.AST) -> str | None:
     """How ``target`` is a new function object on every run of ``unit``, if it is."""
     if isinstance(target, ast.Lambda):
         return "a lambda"
@@ -122,7 +122,7 @@ def _fresh_function(index: FileIndex, target: ast.AST, scope: Scope, unit: ast.A
         return None
     if isinstance(target, ast.Name):
         for value in index.bindings(target.id, scope, unit):
-            if _fresh_function(index, value, scope, unit) is not None:
+            if fresh_function(index, value, scope, unit) is not None:
                 return f"the local function `{target.id}`"
         return None
     if isinstance(target, ast.Attribute) and isinstance(scope, FunctionNode):

@@ -1,4 +1,5 @@
-"""Lint rules about NNX graph statics: attributes (JL002, JL003), classes (JL004), metadata (JL006)."""
+"""Lint rules about NNX graph statics: attributes (JL002, JL003), classes (JL004), metadata (JL006),
+the optax transformation an ``nnx.Optimizer`` keeps (JL007)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from .index import PARTIALS, FileIndex
 from .nodes import (
     FunctionNode,
     Hit,
+    Loop,
+    Scope,
     assignments,
     callee,
     loop_text,
@@ -58,6 +61,22 @@ JL006_FIX = (
     "keep changing values out of metadata: store them as a Variable's value "
     "(`nnx.Variable(jnp.array(...))`) or outside the model"
 )
+
+JL007_MESSAGE = (
+    "`{made}` builds a new optax optimizer on every iteration of {loop}, and {holder}, "
+    "compared by identity (its `init`/`update` are new closures), so the jitted calls in "
+    "that loop trace and compile again"
+)
+JL007_HOLDER_OPTIMIZER = "`{optimizer}` keeps it as static graph data"
+JL007_HOLDER_ARGUMENT = "`{fn}` ({jit}) keeps it as a static argument"
+JL007_FIX = (
+    "build it once before the loop (`tx = {made}`) and pass that same `tx` to `{target}`; "
+    "to sweep a hyper-parameter with one compile, build "
+    "`optax.inject_hyperparams({factory})(...)` once and set "
+    "`opt_state.hyperparams[...]` per run"
+)
+#: Jits that keep a non-array argument static (jax.jit refuses an optax optimizer outright).
+_STATIC_ARGUMENT_JITS = {"equinox.filter_jit": "eqx.filter_jit", "flax.nnx.jit": "nnx.jit"}
 
 # -- JL002 ---------------------------------------------------------------------------------------
 
@@ -314,3 +333,78 @@ def check_metadata_in_loop(index: FileIndex) -> Iterator[Hit]:
                 )
                 yield Hit("JL006", call, message, JL006_FIX)
                 break
+
+
+# -- JL007 ---------------------------------------------------------------------------------------
+
+
+def _optax_call(index: FileIndex, node: ast.AST | None) -> ast.Call | None:
+    if isinstance(node, ast.IfExp):
+        return _optax_call(index, node.body) or _optax_call(index, node.orelse)
+    if isinstance(node, ast.Call) and (index.qualname(node.func) or "").startswith("optax."):
+        return node
+    return None
+
+
+def _static_argument_jits(index: FileIndex) -> dict[str, str]:
+    """Names of functions jitted by a jit that keeps non-array arguments static -> that jit."""
+    found: dict[str, str] = {}
+    for node in index.nodes:
+        if isinstance(node, FunctionNode):
+            for d in node.decorator_list:
+                jit = _STATIC_ARGUMENT_JITS.get(index.qualname(callee(d)) or "")
+                if jit is not None:
+                    found[node.name] = jit
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            jit = _STATIC_ARGUMENT_JITS.get(index.qualname(node.value.func) or "")
+            if jit is not None and node.value.args:
+                found.update({t.id: jit for t in node.targets if isinstance(t, ast.Name)})
+    return found
+
+
+def _made_in_loop(
+    index: FileIndex, value: ast.AST | None, scope: Scope, loop: Loop
+) -> ast.Call | None:
+    """The optax call ``value`` is, or the one its name is bound to inside ``loop``."""
+    made = _optax_call(index, value)
+    if made is None and isinstance(value, ast.Name):
+        found = (_optax_call(index, b) for b in index.bindings(value.id, scope, loop))
+        made = next((m for m in found if m is not None), None)
+    return made
+
+
+def check_optimizer_in_loop(index: FileIndex) -> Iterator[Hit]:
+    """JL007: an optax optimizer rebuilt in a loop that calls a jit which keeps it static.
+
+    ``nnx.Optimizer(model, optax.adam(...))`` keeps ``tx`` in the graph's static data
+    (google/flax#5548); ``eqx.filter_jit`` and ``nnx.jit`` keep an optimizer passed as an
+    argument static (patrick-kidger/equinox#686). Either compares it by identity.
+    """
+    jitted = _static_argument_jits(index)
+    for call in index.calls:
+        name = getattr(call.func, "id", None)
+        if index.qualname(call.func) == "flax.nnx.Optimizer":
+            tx = call.args[1] if len(call.args) > 1 else None
+            values = [next((k.value for k in call.keywords if k.arg == "tx"), tx)]
+            target = short(call.func)
+            holder = JL007_HOLDER_OPTIMIZER.format(optimizer=target)
+        elif name in jitted:
+            values = [*call.args, *(k.value for k in call.keywords)]
+            target = name
+            holder = JL007_HOLDER_ARGUMENT.format(fn=name, jit=jitted[name])
+        else:
+            continue
+        scope, loops = index.frame(call)
+        for loop in loops:
+            if not _calls_jitted(index, loop) and name not in jitted:
+                continue
+            made = next(
+                (m for v in values if (m := _made_in_loop(index, v, scope, loop)) is not None),
+                None,
+            )
+            if made is None:
+                continue
+            message = JL007_MESSAGE.format(made=short(made), loop=loop_text(loop), holder=holder)
+            fix = JL007_FIX.format(made=short(made), target=target, factory=short(made.func))
+            yield Hit("JL007", made, message, fix)
+            break

@@ -1,0 +1,285 @@
+"""Programs jitlens' authors had not seen, run as their users run them.
+
+Each test pins a defect found by running a public example (or a program written to
+break jitlens) under ``jitlens run`` and comparing with a counter inside the jitted
+body and with plain ``python``. The programs are in ``tests/trial_programs/``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+from conftest import run_python
+
+PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
+
+
+def _truth(program: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    proc = run_python([str(PROGRAMS / program), *args], cwd=PROGRAMS, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
+
+
+@pytest.fixture(scope="module")
+def keras_split() -> dict:
+    if importlib.util.find_spec("keras") is None:
+        pytest.skip("keras is not installed")
+    return _truth("keras_validation_split.py", env={"KERAS_BACKEND": "jax"})
+
+
+def test_keras_validation_split_compiles_the_test_step_twice(keras_split: dict) -> None:
+    # 600 samples, validation_split=0.2: 480 train (15 x 32), 120 validation (3 x 32 + 24)
+    assert keras_split["before"]["train"]["traces"] == 1
+    assert keras_split["before"]["test"]["traces"] == 2
+    assert keras_split["before"]["test"]["fix"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the ragged-batch fix of a fit with validation_split says `n = len(x) // 32 * 32`: "
+    "applied, the split moves (460/116) and both steps compile twice; the fix must size the "
+    "split (or pass validation_data). Words in _core/messages_library.py KERAS_RAGGED_FIX, "
+    "chosen in _compat/keras_api.py, owned by libpkg; lead to fix after merge",
+)
+def test_keras_validation_split_fix_removes_the_retrace(keras_split: dict) -> None:
+    fix = keras_split["before"]["test"]["fix"]
+    assert "validation_split" in fix  # the ragged batch is in the set the split cut off
+    if "len(x) // 32 * 32" in fix:  # the prescription, applied as printed
+        assert keras_split["after"]["train"]["traces"] == 1
+        assert keras_split["after"]["test"]["traces"] == 1
+
+
+def _pmap_retrace() -> list:
+    """A jit called at top level, then inside ``jax.pmap``: its second trace's reasons."""
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    traces = [0]
+    with jitlens.track() as t:
+
+        @jax.jit
+        def inner(w, x):
+            traces[0] += 1
+            return jnp.tanh(w * x)
+
+        inner(2.0, jnp.ones(3))
+        jax.pmap(lambda x: inner(2.0, x))(jnp.ones((1, 3)))
+    (row,) = [f for f in t.report().functions if f.name == "inner"]
+    assert row.traces == traces[0] == 2
+    (retrace,) = [e for e in row.events if e.kind == "retrace"]
+    return list(retrace.reasons)
+
+
+def test_a_jit_traced_again_inside_pmap_is_said_to_be_inside_pmap() -> None:
+    # jax 0.10 runs pmap's body inside pmap's own jit: the enclosing trace is pmap, not a jit
+    reasons = _pmap_retrace()
+    nested = [r for r in reasons if "traced inside" in r.message]
+    assert nested
+    assert all("traced inside jax.pmap" in r.message for r in nested)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a jit traced again inside jax.pmap is explained as the user's config change "
+    "(abstract_mesh_context_manager None -> pmap's internal mesh, axis_env_state at two "
+    "addresses) with the fixes `with jax.set_mesh(mesh):` and 'Set axis_env_state once at "
+    "start-up': pmap sets both, the user can change neither; the config reasons are made "
+    "in _core/explain.py / key.py and worded in _core/messages*.py, owned by text; lead to "
+    "fix after merge",
+)
+def test_pmaps_own_axis_env_and_mesh_are_not_blamed_on_the_users_config() -> None:
+    reasons = _pmap_retrace()
+    blamed = [r for r in reasons if r.kind == "config" and not r.expected]
+    assert not blamed, [(r.path, r.fix) for r in blamed]
+    assert not any("set_mesh" in r.fix or " at 0x" in r.message for r in reasons)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="markean/aimz#275: `lax.map` outside jit over a closure made per call traces and "
+    "compiles again on every call; jitlens says 'no jitted function was called' (with "
+    "--include-internal: 'scan x4 (internal)', 4 compiles, 'no retraces'). The eager "
+    "primitive's body is only given a row when it is itself a jitted wrapper "
+    "(_track/nested.py EAGER_PRIMITIVES, rows made in registry/listeners, owned by "
+    "text/libpkg); lead to fix after merge",
+)
+def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    traces = [0]
+
+    def sample_forward(scale):
+        def one(k):
+            traces[0] += 1
+            return jnp.sin(k) * scale
+
+        return jax.lax.map(one, jnp.arange(3.0))
+
+    with jitlens.track() as t:
+        for i in range(3):
+            sample_forward(1.0 + i)
+    assert traces[0] == 3
+    rows = [f for f in t.report().functions if not f.internal]
+    assert sum(f.traces or 0 for f in rows) == traces[0]
+    assert any(e.kind == "retrace" and e.reasons for f in rows for e in f.events)
+
+
+@pytest.mark.parametrize(
+    ("program", "culprit", "rebuilt", "library"),
+    [
+        ("flax_5548_optimizer_per_epoch.py", "dis_opt.tx", 3, "flax"),
+        ("eqx_686_optimizer_per_trial.py", "opt", 2, "equinox"),
+    ],
+)
+def test_an_optimizer_rebuilt_per_loop_is_named_and_the_fix_works(
+    program: str, culprit: str, rebuilt: int, library: str
+) -> None:
+    if importlib.util.find_spec(library) is None:
+        pytest.skip(f"{library} is not installed")
+    import jitlens
+
+    path = PROGRAMS / program
+    found = jitlens.lint_source(path.read_text(), str(path))
+    assert [f.code for f in found] == ["JL007"]
+    assert "optax.adam(0.0" in found[0].message and "before the loop" in found[0].fix
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bad, fixed = module.run(fixed=False), module.run(fixed=True)
+    assert bad["traces"] == bad["reported"] == rebuilt
+    assert bad["paths"] == [culprit]
+    assert fixed["traces"] == fixed["reported"] == 1  # the fix applied: one compile
+    assert fixed["losses"] == bad["losses"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a jax.tree_util.register_dataclass pytree whose meta field `mode` changes is "
+    "named `p[0]` (the index in the aux tuple), not `p.mode`: _core/signature.py names "
+    "static fields only from flax.struct/equinox field metadata (_static_fields), and "
+    "register_dataclass keeps meta_fields in its C++ registry (the names can be matched "
+    "by identity: getattr(x, name) is aux[i]); owned by text; lead to fix after merge",
+)
+def test_a_register_dataclass_meta_field_is_named_by_its_attribute() -> None:
+    import dataclasses
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    @functools.partial(jax.tree_util.register_dataclass, data_fields=["w"], meta_fields=["mode"])
+    @dataclasses.dataclass
+    class P:
+        w: jax.Array
+        mode: str
+
+    with jitlens.track() as t:
+
+        @jax.jit
+        def f(p, x):
+            return p.w * x if p.mode == "mul" else p.w + x
+
+        f(P(jnp.ones(2), "mul"), jnp.ones(2))
+        f(P(jnp.ones(2), "add"), jnp.ones(2))
+    (row,) = [r for r in t.report().functions if r.name == "f"]
+    (reason,) = [r for e in row.events for r in e.reasons]
+    assert (reason.path, reason.before, reason.after) == ("p.mode", "'mul'", "'add'")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a jit first traced inside another jit, then called at top level, compiles for "
+    "the first time (compiles == 1), yet the report says 'compiled 1x more from a cached "
+    "trace' and 'an equal key compiled again ... jax.grad / jax.hessian / vmap ... or an "
+    "ahead-of-time compile'; the words are in _core/retrace_text.py and _render/text.py "
+    "(types'), the compile event is filed by the tracker; lead to fix after merge",
+)
+def test_the_first_compile_of_a_jit_traced_inside_another_is_not_called_a_recompile() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    with jitlens.track() as t:
+
+        @jax.jit
+        def inner(x):
+            return jnp.tanh(x)
+
+        @jax.jit
+        def outer(x):
+            return inner(x) * 2
+
+        outer(jnp.ones(3))
+        inner(jnp.ones(3))  # first compile of inner: its trace was made inside outer
+    (row,) = [f for f in t.report().functions if f.name == "inner"]
+    assert (row.traces, row.compiles) == (1, 1)
+    text = t.report().to_text(width=100)
+    assert "more from a cached trace" not in text and "compiled again" not in text, text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a blackjax step-size sweep (`jax.jit(blackjax.hmc(..., step_size=s).step)` per "
+    "value) is explained with the fix 'Define `blackjax: hmc.step_fn` once at module level "
+    "with `kernel_args` as parameters': neither is a name the user has. The fix that works "
+    "(tested: same numbers, one compile): `kernel = blackjax.mcmc.hmc.build_kernel()` once "
+    "and a jitted step taking `step_size` as an argument. Library naming in "
+    "_compat/library_jits.py (libpkg), the new_function fix in _core/explain.py (text); "
+    "lead to fix after merge",
+)
+def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() -> None:
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    def logdensity(x):
+        return -0.5 * jnp.sum(x**2)
+
+    with jitlens.track() as t:
+        for step_size in (0.1, 0.2):
+            hmc = blackjax.hmc(
+                logdensity,
+                step_size=step_size,
+                inverse_mass_matrix=jnp.ones(2),
+                num_integration_steps=2,
+            )
+            jax.jit(hmc.step)(jax.random.key(0), hmc.init(jnp.ones(2)))
+    fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
+    assert fixes
+    assert all("blackjax: " not in fix and "build_kernel" in fix for fix in fixes), fixes
+
+
+def test_an_eager_lax_map_over_a_new_closure_is_linted_and_the_fix_works() -> None:
+    import jitlens
+
+    path = PROGRAMS / "aimz_275_eager_map.py"
+    source = path.read_text()
+    found = jitlens.lint_source(source, str(path))
+    assert [(f.code, source.splitlines()[f.line - 1].strip()) for f in found] == [
+        ("JL008", "return jax.lax.map(one, jnp.arange(3.0))")
+    ]
+    fixed_at = source[: source.index("def sample_forward_fixed")].count("\n") + 1
+    assert found[0].line < fixed_at  # the jitted twin is not flagged
+    assert "`@jax.jit` on `def sample_forward`" in found[0].fix
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.run()
+    assert result["traces"] == {"bad": 3, "fixed": 1}  # the fix applied: one trace
+    assert result["fixed"] == result["bad"]
