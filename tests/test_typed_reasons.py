@@ -52,7 +52,7 @@ ALLOWED = {
     # The sink: the one function that words a retrace leaves out a fix or a message it has
     # already printed (words compared with the words it prints, not to decide a cause).
     ("_core/retrace_text.py", "reason.fix not in fixes"),
-    ("_core/retrace_text.py", "line[1] != reason.message"),
+    ("_core/retrace_text.py", "line.text != reason.message"),
     ("_exercise/render.py", "f.fix in seen"),
     # The types helper's file this round: merge's branch kinds ("none", "hit", ...) are to
     # become an enum with its typed render lines.

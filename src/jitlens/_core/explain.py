@@ -1,10 +1,9 @@
 """Key diff -> :class:`Reason` objects: the culprit of a recompilation, and its fix.
 
-``explain(new, previous)`` picks the compiled key closest to the new one and
-lists every difference, most decisive first, each with a message (what
-changed and why JAX cares) and a fix that works in the installed versions.
-The wording lives in ``_messages``; this module decides *what* differs.
-"""
+``explain(new, previous)`` picks the compiled key closest to the new one and lists every
+difference, most decisive first, each with a message (what changed and why JAX cares) and a
+fix that works in the installed versions. The words live in ``messages*``; this decides
+*what* differs."""
 
 from __future__ import annotations
 
@@ -354,8 +353,7 @@ def _mutation(arg: str, path: str, then: str, now: str, new: StaticVal) -> Reaso
 
 
 def _nan(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, boxed: bool) -> Reason:
-    """Two NaNs: one shared NaN object hits, unless even that one missed (a dataclass field on
-    Python >= 3.13, where fields are compared without the identity shortcut)."""
+    """Two NaNs: one shared NaN object hits, unless even it missed (Python >= 3.13 dataclass)."""
     same_object = old.value() is new.value()
     if same_object or (boxed and cache_keys.dataclass_fields_skip_identity()):
         return E.nan_field(arg, path, attr, old, new)
@@ -363,8 +361,8 @@ def _nan(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, boxed: 
 
 
 def _mutated(old: StaticVal, new: StaticVal) -> str | None:
-    """The compiled static's text now, if it was changed in place since its compile and the new
-    value looks like what was compiled (so the change is why they differ); else None."""
+    """The compiled static's text now if changed in place since its compile into what the new
+    value looks like (so the change is why they differ); else None."""
     then = old.snapshot
     if then is None or old.identity or new.snapshot != then:
         return None
