@@ -29,6 +29,12 @@ _SWEEP_CALLS = frozenset(
 # Factories are named ``make_train_step`` too; they run once, so they are not step functions.
 _FACTORY_PREFIXES = ("make_", "build_", "create_", "get_", "init_", "setup_", "compile_")
 
+#: Libraries whose decorators trace the function (``eqx.filter_jit``, ``jax.vmap``, ``nnx.scan``).
+TRACING_LIBRARIES = ("jax.", "equinox.", "flax.")
+#: Jits that keep an argument that is no array static (compared by identity when it has no
+#: ``__eq__``): their qualified name -> how the user writes them.
+STATIC_ARGUMENT_JITS = {"equinox.filter_jit": "eqx.filter_jit", "flax.nnx.jit": "nnx.jit"}
+
 #: Conventional names resolved even without an import, so that snippets lint like files.
 _DEFAULT_ALIASES = {
     "jax": "jax",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from .index import PARTIALS, FileIndex
+from .index import PARTIALS, TRACING_LIBRARIES, FileIndex
 from .nodes import FunctionNode, Hit, callee, short
 from .rules_jit import fresh_function, repetition
 
@@ -40,10 +40,6 @@ JL008_FIX = (
 )
 
 
-#: Decorators from these libraries trace the function (eqx.filter_jit, jax.vmap, nnx.scan, ...).
-_TRACING_LIBRARIES = ("jax.", "equinox.", "flax.")
-
-
 def _under_transformation(index: FileIndex, node: ast.AST) -> bool:
     """Whether ``node`` runs inside a function a JAX/Equinox/Flax decorator transforms."""
     if index.inside_traced(node):
@@ -63,7 +59,7 @@ def _transforms(index: FileIndex, decorator: ast.expr) -> bool:
     qualname = index.qualname(callee(decorator)) or ""
     if qualname in PARTIALS and isinstance(decorator, ast.Call) and decorator.args:
         qualname = index.qualname(decorator.args[0]) or ""
-    return qualname.startswith(_TRACING_LIBRARIES)
+    return qualname.startswith(TRACING_LIBRARIES)
 
 
 def check_eager_control_flow(index: FileIndex) -> Iterator[Hit]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from .index import PARTIALS, FileIndex
+from .index import PARTIALS, STATIC_ARGUMENT_JITS, FileIndex
 from .nodes import (
     FunctionNode,
     Hit,
@@ -75,8 +75,6 @@ JL007_FIX = (
     "`optax.inject_hyperparams({factory})(...)` once and set "
     "`opt_state.hyperparams[...]` per run"
 )
-#: Jits that keep a non-array argument static (jax.jit refuses an optax optimizer outright).
-_STATIC_ARGUMENT_JITS = {"equinox.filter_jit": "eqx.filter_jit", "flax.nnx.jit": "nnx.jit"}
 
 # -- JL002 ---------------------------------------------------------------------------------------
 
@@ -352,11 +350,11 @@ def _static_argument_jits(index: FileIndex) -> dict[str, str]:
     for node in index.nodes:
         if isinstance(node, FunctionNode):
             for d in node.decorator_list:
-                jit = _STATIC_ARGUMENT_JITS.get(index.qualname(callee(d)) or "")
+                jit = STATIC_ARGUMENT_JITS.get(index.qualname(callee(d)) or "")
                 if jit is not None:
                     found[node.name] = jit
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            jit = _STATIC_ARGUMENT_JITS.get(index.qualname(node.value.func) or "")
+            jit = STATIC_ARGUMENT_JITS.get(index.qualname(node.value.func) or "")
             if jit is not None and node.value.args:
                 found.update({t.id: jit for t in node.targets if isinstance(t, ast.Name)})
     return found
