@@ -8,7 +8,7 @@ import pytest
 
 from test_sharding_subprocess import run_with_devices
 
-SNIPPET = """
+SNIPPET = r"""
 import json
 import jax, jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
@@ -55,6 +55,29 @@ with jitlens.track() as t:
     fwd(model, x)
     fwd(model, jax.device_put(x, NamedSharding(mesh, P("data"))))
 out["nnx"] = reasons(t, fwd)
+
+# Flax's examples/nnx_toy_examples/10_fsdp_and_optimizer.py in small: the step returns a
+# parameter placed otherwise than it came in; the printed fix, run as printed, places it first
+import re
+auto = jax.make_mesh((2, 4), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+class W(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jax.device_put(jnp.ones((8, 4)), NamedSharding(auto, P())))
+def fsdp(code=None):
+    @nnx.jit
+    def step(m):
+        m.w[...] = jax.lax.with_sharding_constraint(m.w[...] * 0.5, NamedSharding(auto, P("model")))
+        return m.w[...].sum()
+    m = W()
+    if code:
+        exec(code, {"jax": jax, "NamedSharding": NamedSharding, "P": P, "mesh": auto, "m": m})
+    with jitlens.track() as t:
+        sums = [float(step(m)) for _ in range(3)]
+    s = t.stats(step)
+    return s.compiles, [r.fix for e in s.events for r in e.reasons], sums
+compiles, fixes, sums = fsdp()
+code = re.search(r"`(m\.w = jax\.device_put\(.*?\))`", fixes[0]).group(1)
+out["fsdp"] = [compiles, fixes, sums, list(fsdp(code))]
 print("JSON" + json.dumps(out))
 """
 
@@ -104,3 +127,15 @@ def test_wrapper_in_shardings_and_donation(sharding_out):
 
 def test_nnx_input_sharding(sharding_out):
     assert sharding_out["nnx"][0][0][:2] == ["sharding", "x"]
+
+
+def test_a_step_that_returns_a_parameter_placed_otherwise_gets_a_fix_that_works(sharding_out):
+    """The printed placement, run before the loop: one compile instead of two, same sums."""
+    compiles, fixes, sums, (fixed_compiles, fixed_fixes, fixed_sums) = sharding_out["fsdp"]
+    assert compiles == 2 and len(fixes) == 1, fixes
+    assert (
+        "`m.w = jax.device_put(m.w, NamedSharding(mesh, P('model')))` (`mesh`: your mesh)"
+        in (fixes[0])
+    )
+    assert fixed_compiles == 1 and not [f for f in fixed_fixes if "device_put" in f], fixed_fixes
+    assert fixed_sums == sums

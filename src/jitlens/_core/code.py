@@ -75,3 +75,25 @@ def callable_expr(name: str) -> str:
     if sep and rest.endswith(")") and head in _JAX_TRANSFORMS:
         return f"jax.{head}({callable_expr(rest[:-1])})"
     return name
+
+
+#: What a fix's placement needs the user to fill in.
+MESH_NOTE = " (`mesh`: your mesh)"
+
+
+def placement_code(shown: str) -> tuple[str, str] | None:
+    """The code that places an array as ``shown`` (a sharding as keys show it), and what the user
+    fills in: ``NamedSharding(mesh, P('model'))`` needs their mesh; ``committed to cpu:1`` is
+    ``jax.devices()[1]``. None when ``shown`` names no placement (uncommitted).
+
+    Example:
+        >>> placement_code("NamedSharding(mesh('data': 2, 'model': 4), P(None, 'model'))")
+        ("NamedSharding(mesh, P(None, 'model'))", ' (`mesh`: your mesh)')
+        >>> placement_code("committed to cpu:1")
+        ('jax.devices()[1]', '')
+    """
+    named = re.fullmatch(r"NamedSharding\(mesh\(.*\), (P\(.*\))\)", shown)
+    if named:
+        return f"NamedSharding(mesh, {named.group(1)})", MESH_NOTE
+    device = re.fullmatch(r"committed to \w+:(\d+)", shown)
+    return (f"jax.devices()[{device.group(1)}]", "") if device else None

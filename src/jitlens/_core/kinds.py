@@ -446,3 +446,8 @@ class RowKind(_Kind):
 
 #: The row kinds of flax NNX's jits and pmap (``kind in NNX_ROW_KINDS`` holds for a plain string too).
 NNX_ROW_KINDS: frozenset[RowKind] = frozenset(k for k in RowKind if k.is_nnx)
+
+
+#: Reason kinds whose fix quotes the new value (``jax.device_put(x, NamedSharding(mesh,
+#: P('model')))``): retraces of such a kind fold by the fix's template, showing the first fix.
+FIX_QUOTES_VALUE: frozenset[ReasonKind] = frozenset({ReasonKind.SHARDING})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .code import callable_expr, identifier
+from .code import callable_expr, identifier, placement_code
 from .kinds import Fact, FixKind, ReasonKind, SubjectKind
 from .kinds import FixKind as K
 from .report import Reason
@@ -69,9 +69,10 @@ VAR_ASSIGN_FIX = (
 )
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
-    "Place `{arg}` the same way on every call: `jax.device_put({arg}, sharding)` with one "
-    "sharding for all calls, once, before the loop."
+    "Place `{arg}` one way for every call, once, before the loop, e.g. as this call has it: "
+    "`{arg} = jax.device_put({arg}, {placement})`{note}.{why}"
 )
+SHARDING_WHY = " A jitted step that returns it placed otherwise than it came in does this once."
 STATIC_MSG = "{what} changed value {before} -> {after}; statics are part of the cache key, so each new value compiles again."
 STATIC_GRAPH_FIX = (
     "If it changes during training, make it state: `self.{attr} = nnx.Variable(jnp.array({before}))` "
@@ -354,14 +355,20 @@ def weak_type(
 NAMED_SHARDING = "NamedSharding"
 
 
+def _fits(template: str, extra: str, **fields: str) -> str:  # ``{why}``: if there is room
+    full = template.format(why=extra, **fields)
+    return full if len(full) <= LIMIT else template.format(why="", **fields)
+
+
 def sharding(arg: str, path: str, before: str, after: str, after_type: str = "") -> Reason:
-    """``after_type``: the class of the new call's sharding (``Aval.sharding_type``)."""
+    # after_type: the new sharding's class; the fix places it as the new call has it
     named = after_type == NAMED_SHARDING
+    placement, note = placement_code(after) or placement_code(before) or ("jax.devices()[0]", "")
     return _reason(
         ReasonKind.SHARDING, arg, path, before, after,
         SHARDING_MSG.format(path=f"`{path}`", before=before, after=after),
-        SHARDING_FIX.format(arg=path), fix_kind=K.SHARDING,
-        subject=SubjectKind.NAMED_SHARDING if named else SubjectKind.ARRAY,
+        _fits(SHARDING_FIX, SHARDING_WHY, arg=path, placement=placement, note=note),
+        fix_kind=K.SHARDING, subject=SubjectKind.NAMED_SHARDING if named else SubjectKind.ARRAY,
     )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any
 
 from .code import words_unless_code
-from .kinds import Fact, FixKind, ReasonKind, SubjectKind
+from .kinds import FIX_QUOTES_VALUE, Fact, FixKind, ReasonKind, SubjectKind
 
 REASON_BY_NAME: dict[str, ReasonKind] = {str(k): k for k in ReasonKind}
 
@@ -100,6 +100,13 @@ class Reason:
     def with_facts(self, *facts: Fact) -> Reason:
         """This reason with ``facts`` added."""
         return dataclasses.replace(self, facts=(*self.facts, *facts))
+
+    def fold_key(self) -> tuple[str, str, str, str]:
+        """What makes two reasons the same when many retraces are folded into one line: kind,
+        argument, path and fix (``before``/``after`` may differ: a counter 3 -> 4, then 4 -> 5);
+        the fix's template where the fix quotes the new value (a placement)."""
+        quotes = self.kind in FIX_QUOTES_VALUE and self.fix_kind is not FixKind.UNSET
+        return (self.kind, self.argument, self.path, self.fix_kind if quotes else self.fix)
 
 
 def _member(enum_cls: Any, value: Any) -> Any:

@@ -548,14 +548,12 @@ def total_traces(functions: Iterable[FunctionReport]) -> str:
 def fold_reasons(events: Iterable[Event]) -> list[tuple[Reason, int, Event]]:
     """Identical reasons over many retraces folded into (reason, count, first event).
 
-    Two reasons are identical when kind, argument, path and fix agree
-    (``before``/``after`` and the message quoting them may differ, e.g. a
-    counter 3 -> 4 then 4 -> 5).
+    Two reasons are identical when their :meth:`Reason.fold_key` agree.
     """
     folded: dict[tuple[str, str, str, str], list[Any]] = {}
     for e in events:
         for r in e.reasons:
-            key = (r.kind, r.argument, r.path, r.fix)
+            key = r.fold_key()
             if key in folded:
                 folded[key][1] += 1
             else:

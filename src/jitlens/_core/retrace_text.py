@@ -227,8 +227,8 @@ def _noun(fn: FunctionReport, reason: Reason) -> str:
 
 
 def fold_key(reason: Reason) -> tuple[str, str, str, str]:
-    """What makes two reasons the same for ``_report.fold_reasons``."""
-    return (reason.kind, reason.argument, reason.path, reason.fix)
+    """What makes two reasons the same for ``_report.fold_reasons`` (``Reason.fold_key``)."""
+    return reason.fold_key()
 
 
 def stale_lines(fn: FunctionReport, stale: StaleHit) -> list[Line]:
