@@ -225,7 +225,9 @@ def test_timeline_starts_at_the_first_call_zooms_and_shows_tooltips(
     xs, ts, t0 = seen["xs"], seen["ts"], seen["t0"]
     last = max(range(len(ts)), key=ts.__getitem__)
     px_per_s = (xs[last] - 64) / (ts[last] - t0)
-    assert all(x == pytest.approx(64 + (t - t0) * px_per_s, abs=3) for x, t in zip(xs, ts))
+    assert all(
+        x == pytest.approx(64 + (t - t0) * px_per_s, abs=3) for x, t in zip(xs, ts, strict=True)
+    )
     assert min(xs) == pytest.approx(64 + (min(ts) - t0) * px_per_s, abs=3) and min(xs) >= 60
     # a tooltip per mark: the call (from 1), what happened, the signature, the phases
     assert seen["tipShown"]

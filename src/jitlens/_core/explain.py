@@ -1,9 +1,8 @@
 """Key diff -> :class:`Reason` objects: the culprit of a recompilation, and its fix.
 
 ``explain(new, previous)`` picks the compiled key closest to the new one and lists every
-difference, most decisive first, each with a message (what changed and why JAX cares) and a
-fix that works in the installed versions. The words live in ``messages*``; this decides
-*what* differs."""
+difference, most decisive first, each with a message (what changed and why JAX cares) and a fix
+that works in the installed versions; the words live in ``messages*``, this decides *what*."""
 
 from __future__ import annotations
 
@@ -245,7 +244,8 @@ def _entry_reasons(
         if a.sharding != b.sharding:
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)
-            out.append(M.sharding(arg, path, *placed))
+            target = f"{code_path(p[:-1], entries)}[...]" if variable else ""  # placed in place
+            out.append(M.sharding(arg, path, *placed, target=target))
         return out
     if eo.kind == EntryKind.STATIC:
         assert eo.static is not None and en.static is not None

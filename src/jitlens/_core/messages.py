@@ -1,9 +1,8 @@
 """The words of every reason: templates for messages and fixes, one per cause.
 
-Each builder returns a :class:`Reason` whose message says what changed and
-why JAX cares, and whose fix is a concrete change that works in the installed
-jax/flax (fixes that are substitutions are checked before they are offered,
-see ``_identity_fix``). Messages and fixes are capped at 240 characters.
+Each builder returns a :class:`Reason` whose message says what changed and why JAX cares, and
+whose fix is a concrete change that works in the installed jax/flax (substitutions are checked
+before they are offered, see ``_identity_fix``). Messages and fixes are capped at 240 characters.
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ VAR_ASSIGN_FIX = (
 SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
 SHARDING_FIX = (
     "Place `{arg}` one way for every call, once, before the loop, e.g. as this call has it: "
-    "`{arg} = jax.device_put({arg}, {placement})`{note}.{why}"
+    "`{target} = jax.device_put({target}, {placement})`{note}.{why}"
 )
 SHARDING_WHY = " A jitted step that returns it placed otherwise than it came in does this once."
 STATIC_MSG = "{what} changed value {before} -> {after}; statics are part of the cache key, so each new value compiles again."
@@ -353,6 +352,7 @@ def weak_type(
 
 #: ``Aval.sharding_type`` of an array placed by a mesh and a partition spec.
 NAMED_SHARDING = "NamedSharding"
+_PLACED = {NAMED_SHARDING: SubjectKind.NAMED_SHARDING}
 
 
 def _fits(template: str, extra: str, **fields: str) -> str:  # ``{why}``: if there is room
@@ -360,15 +360,15 @@ def _fits(template: str, extra: str, **fields: str) -> str:  # ``{why}``: if the
     return full if len(full) <= LIMIT else template.format(why="", **fields)
 
 
-def sharding(arg: str, path: str, before: str, after: str, after_type: str = "") -> Reason:
-    # after_type: the new sharding's class; the fix places it as the new call has it
-    named = after_type == NAMED_SHARDING
+def sharding(
+    arg: str, path: str, before: str, after: str, after_type: str = "", target: str = ""
+) -> Reason:
     placement, note = placement_code(after) or placement_code(before) or ("jax.devices()[0]", "")
     return _reason(
         ReasonKind.SHARDING, arg, path, before, after,
         SHARDING_MSG.format(path=f"`{path}`", before=before, after=after),
-        _fits(SHARDING_FIX, SHARDING_WHY, arg=path, placement=placement, note=note),
-        fix_kind=K.SHARDING, subject=SubjectKind.NAMED_SHARDING if named else SubjectKind.ARRAY,
+        _fits(SHARDING_FIX, SHARDING_WHY, arg=path, target=target or path, placement=placement, note=note),
+        fix_kind=K.SHARDING, subject=_PLACED.get(after_type, SubjectKind.ARRAY),
     )  # fmt: skip
 
 
