@@ -400,7 +400,13 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
             if b.detached:  # a cached trace after all: the event is this compile
                 b.detached = False
                 with b.record.lock:
-                    b.record.events.append(b)
+                    first = _first_compile_of_a_nested_trace(b.record)
+                    if first is not None:  # traced inside another jit, compiled now: one event
+                        first.compiled = True
+                        first.lower_seconds += b.lower_seconds
+                        first.compile_seconds += b.compile_seconds
+                    else:
+                        b.record.events.append(b)
             if not b.persistent_cache_hit:
                 with b.record.lock:
                     b.record.compiles += 1
@@ -413,6 +419,16 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     internal_failure("logging a retrace", exc)
         else:
             compile_only(fun_name, secs)
+
+
+def _first_compile_of_a_nested_trace(rec: Record) -> EventBuilder | None:
+    """The function's only trace, made inside another jit's trace (which compiles none of
+    it), when nothing of it compiled yet: the compile now served from that trace is its
+    first, not a compile "again"."""
+    if rec.compiles or any(e.compiled for e in rec.events):
+        return None
+    traces = [e for e in rec.events if e.kind is EventKind.TRACE]
+    return traces[0] if len(traces) == 1 and len(rec.events) == 1 else None
 
 
 def _stale_builder(b: EventBuilder) -> bool:
@@ -449,9 +465,16 @@ def compile_only(fun_name: str, secs: float) -> None:
         rec = REGISTRY.record_for_untracked(None, name, None)
         if not TRACES_SEEN[0]:  # every first compile follows a trace JAX announces
             selfcheck.runtime_problem(SILENT_TRACE_PROBLEM.format(name=name))
+    with rec.lock:
+        first = _first_compile_of_a_nested_trace(rec)
+        if first is not None:  # traced inside another jit, compiled now from that trace
+            first.compiled = True
+            first.compile_seconds += secs
+            rec.compiles += 1
+            return
     b = EventBuilder(
         rec,
-        "compile",
+        EventKind.COMPILE,
         cur.index if cur is not None and cur.record is rec else None,
         _compat.user_call_site(frame),
         time.perf_counter() - secs,
