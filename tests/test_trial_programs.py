@@ -161,14 +161,6 @@ def test_an_optimizer_rebuilt_per_loop_is_named_and_the_fix_works(
     assert fixed["losses"] == bad["losses"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a jax.tree_util.register_dataclass pytree whose meta field `mode` changes is "
-    "named `p[0]` (the index in the aux tuple), not `p.mode`: _core/signature.py names "
-    "static fields only from flax.struct/equinox field metadata (_static_fields), and "
-    "register_dataclass keeps meta_fields in its C++ registry (the names can be matched "
-    "by identity: getattr(x, name) is aux[i]); owned by text; lead to fix after merge",
-)
 def test_a_register_dataclass_meta_field_is_named_by_its_attribute() -> None:
     import dataclasses
     import functools

@@ -311,7 +311,7 @@ def _describe_one(
         return []
     node_type, aux = _node_data(treedef)
     metas: tuple[tuple[str, StaticVal], ...] = ()
-    static_fields = _static_fields(x)
+    static_fields = _static_fields(x) or _meta_fields(x, aux)
     out[path] = Entry(
         EntryKind.NODE,
         type_name=getattr(node_type, "__qualname__", str(node_type)),
@@ -351,6 +351,22 @@ def _static_fields(x: Any) -> tuple[str, ...]:
         )
     except TypeError:
         return ()
+
+
+def _meta_fields(x: Any, aux: Any) -> tuple[str, ...]:
+    """A ``jax.tree_util.register_dataclass`` pytree's meta fields, in their aux-data order: the
+    registry keeps their names in C++, so each aux value is matched to the one field holding
+    that very object (no match, or two fields holding it: unnamed, the aux tuple is shown)."""
+    if not isinstance(aux, tuple) or not aux or not dataclasses.is_dataclass(x):
+        return ()
+    names = [f.name for f in dataclasses.fields(x)]
+    found: list[str] = []
+    for value in aux:
+        holders = [n for n in names if n not in found and getattr(x, n, None) is value]
+        if len(holders) != 1:
+            return ()
+        found.append(holders[0])
+    return tuple(found)
 
 
 def _weak(t: Any) -> Any:
