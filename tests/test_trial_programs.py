@@ -38,19 +38,15 @@ def test_keras_validation_split_compiles_the_test_step_twice(keras_split: dict) 
     assert keras_split["before"]["test"]["fix"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the ragged-batch fix of a fit with validation_split says `n = len(x) // 32 * 32`: "
-    "applied, the split moves (460/116) and both steps compile twice; the fix must size the "
-    "split (or pass validation_data). Words in _core/messages_library.py KERAS_RAGGED_FIX, "
-    "chosen in _compat/keras_api.py, owned by libpkg; lead to fix after merge",
-)
 def test_keras_validation_split_fix_removes_the_retrace(keras_split: dict) -> None:
     fix = keras_split["before"]["test"]["fix"]
     assert "validation_split" in fix  # the ragged batch is in the set the split cut off
-    if "len(x) // 32 * 32" in fix:  # the prescription, applied as printed
-        assert keras_split["after"]["train"]["traces"] == 1
-        assert keras_split["after"]["test"]["traces"] == 1
+    # the prescription, as the trial program applies it
+    for code in ("`v = int(len(x) * 0.2) // 32 * 32`", "`t = (len(x) - v) // 32 * 32`"):
+        assert code in fix, fix
+    assert "`fit(x[:t], y[:t], validation_data=(x[t:t + v], y[t:t + v]))`" in fix, fix
+    assert keras_split["after"]["train"]["traces"] == 1
+    assert keras_split["after"]["test"]["traces"] == 1
 
 
 def _pmap_retrace() -> list:

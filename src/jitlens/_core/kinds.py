@@ -290,6 +290,7 @@ class FixKind(_Kind):
     # messages_library.py
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_PREDICT = "keras_ragged_predict"
+    KERAS_VALIDATION = "keras_validation"
     KERAS_SMALL = "keras_small"
     KERAS_ON_BATCH = "keras_on_batch"
     KERAS_LENGTH = "keras_length"

@@ -34,6 +34,12 @@ KERAS_RAGGED_FIX = (
     "remainder (`n = len(x) // {b} * {b}`, then `x[:n]`, `y[:n]`) or pad `x` and `y` up to "
     "a multiple (with `sample_weight` 0 on the padding); do the same for the validation data."
 )
+KERAS_VALIDATION_FIX = (
+    "Split the validation data off yourself, each part a multiple of `batch_size`{bs}, and "
+    "pass it as `validation_data` instead of `validation_split`: `v = int(len(x) * {split}) "
+    "// {b} * {b}`, `t = (len(x) - v) // {b} * {b}`, then `{entry}(x[:t], y[:t], "
+    "validation_data=(x[t:t + v], y[t:t + v]))`."
+)
 KERAS_RAGGED_PREDICT_FIX = (
     "Pad `x` up to a multiple of `batch_size`{bs} before `{entry}` (`n = -len(x) % {b}`, then "
     "`np.pad(x, [(0, n)] + [(0, 0)] * (x.ndim - 1))`) and drop the last `n` rows of the output."
@@ -121,8 +127,11 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     b = bs or max(before[0], after[0])
     small = bool(bs) and max(before[0], after[0]) < bs
     why = (KERAS_SMALL_WHY if small else KERAS_RAGGED_WHY).format(bs=bs_text)
+    split = step.fact("validation_split")
     if step.role == "predict":
         fk, fix = FixKind.KERAS_RAGGED_PREDICT, KERAS_RAGGED_PREDICT_FIX
+    elif split and step.role == "test" and step.entry == "fit":  # the set fit split off
+        fk, fix = FixKind.KERAS_VALIDATION, KERAS_VALIDATION_FIX
     elif small:
         fk, fix = FixKind.KERAS_SMALL, KERAS_SMALL_FIX
     else:
@@ -130,7 +139,7 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     return _with_fix(
         out,
         fk,
-        fix.format(entry=step.entry, bs=bs_text, b=b),
+        fix.format(entry=step.entry, bs=bs_text, b=b, split=split),
         message=KERAS_RAGGED.format(**fields, why=why),
     )
 
