@@ -273,6 +273,7 @@ class FixKind(_Kind):
     LINEN_NEW_CLASS = "linen_new_class"
     LINEN_MUTABLE = "linen_mutable"
     LINEN_RNGS = "linen_rngs"
+    NESTED_CONTEXT = "nested_context"
     LINEN_FIELD = "linen_field"
     LINEN_FIELDS = "linen_fields"
     NESTED_NEW_FUNCTION = "nested_new_function"

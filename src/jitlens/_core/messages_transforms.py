@@ -96,6 +96,17 @@ NESTED_NEW_FUNCTION_FIX = (
     "`{name} = {kind}(...)`), and pass what it reads from there{free} as arguments."
 )
 NESTED_SHAPE_SUFFIX = " (traced inside {outer}: {outer} traced its body again)"
+#: JAX state a transformation sets for its body (pmap's axis environment and mesh): part of
+#: the key of every jit traced inside, and nothing the user set.
+TRANSFORM_CONTEXT = frozenset({"axis_env_state", "abstract_mesh_context_manager"})
+NESTED_CONTEXT_MSG = (
+    "traced inside {outer}: {outer} sets JAX's `{path}` for its body and a jit's key holds it, "
+    "so a jit called both outside and inside {outer} compiles once for each"
+)
+NESTED_CONTEXT_FIX = (
+    "Expected once per context, each compile then reused; to compile once, call it only "
+    "inside {outer} (or only outside)."
+)
 
 
 def _equal(equal: bool) -> str:
@@ -232,5 +243,10 @@ def nested_context(r: Reason, outer: str) -> Reason:
     """Any other reason of a trace inside ``outer``: say where it happened (once)."""
     if Fact.NESTED in r.facts or (Fact.BATCHED in r.facts and outer == VMAP):
         return r
+    if r.kind is ReasonKind.CONFIG and r.path in TRANSFORM_CONTEXT:  # the transformation's own
+        msg = NESTED_CONTEXT_MSG.format(outer=outer, path=r.path)
+        fix = NESTED_CONTEXT_FIX.format(outer=outer)
+        r = with_fix(r, K.NESTED_CONTEXT, fix, message=_cap(msg), expected=True)
+        return r.with_facts(Fact.NESTED)
     message = r.message.rstrip(".") + NESTED_SHAPE_SUFFIX.format(outer=outer) + "."
     return dataclasses.replace(r, message=_cap(message)).with_facts(Fact.NESTED)
