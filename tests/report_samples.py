@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from jitlens import SCHEMA_VERSION, Event, FunctionReport, Reason, Report, StaleHit
 
@@ -184,3 +185,16 @@ def docs_report() -> Report:
     return dataclasses.replace(
         report, functions=tuple(functions), argv=("train.py", "--steps", "7")
     )
+
+
+def sized_report(sizes: list[int], seconds: float = 0.5) -> FunctionReport:
+    """One ``jax.jit`` row that compiled once per size of ``x``'s axis 0, in this order."""
+    events = [
+        Event(0, "trace", "a.py:9", f"x: f32[{sizes[0]},4]", compile_seconds=seconds, compiled=True)
+    ]
+    for i, (a, b) in enumerate(itertools.pairwise(sizes), 1):
+        r = Reason("shape", "x", "x", f"f32[{a},4]", f"f32[{b},4]", "x changed shape.", "pad x.")
+        events.append(Event(i, "retrace", "a.py:9", f"x: f32[{b},4]", (r,),
+                            compile_seconds=seconds, compiled=True))  # fmt: skip
+    return FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:9", len(sizes), len(sizes),
+                          len(sizes), 0, 0, 0.0, 0.0, seconds * len(sizes), tuple(events))  # fmt: skip

@@ -14,7 +14,6 @@ compile, with ``COST_MIN_SECONDS`` lowered so that tiny real programs are read).
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from typing import Any
@@ -26,7 +25,7 @@ import pytest
 from flax import nnx
 
 import jitlens
-from jitlens import Advice, Event, FunctionReport, JitlensInternalWarning, Reason
+from jitlens import Advice, Event, FunctionReport, JitlensInternalWarning
 from jitlens._core import advice as rules
 from jitlens._core import advice_cost as cost_rules
 from jitlens._core import buckets
@@ -46,6 +45,7 @@ from jitlens._core.cost import (
 from jitlens._core.pcache import diagnose
 from jitlens._core.runinfo import PersistentCache, RunInfo
 from jitlens._track import cost as track_cost
+from report_samples import sized_report
 
 ENV = rules.Environment(
     run_seconds=2.0, cache_dir=None, cache_enabled=True, min_compile_seconds=1.0
@@ -146,20 +146,8 @@ def test_advise_orders_disable_jit_first_then_by_saving():
 # ------------------------------------------------------------------ bucket sets (buckets)
 
 
-def _sized(sizes: list[int], seconds: float = 0.5) -> FunctionReport:
-    events = [
-        Event(0, "trace", "a.py:9", f"x: f32[{sizes[0]},4]", compile_seconds=seconds, compiled=True)
-    ]
-    for i, (a, b) in enumerate(itertools.pairwise(sizes), 1):
-        r = Reason("shape", "x", "x", f"f32[{a},4]", f"f32[{b},4]", "x changed shape.", "pad x.")
-        events.append(Event(i, "retrace", "a.py:9", f"x: f32[{b},4]", (r,),
-                            compile_seconds=seconds, compiled=True))  # fmt: skip
-    return FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:9", len(sizes), len(sizes),
-                          len(sizes), 0, 0, 0.0, 0.0, seconds * len(sizes), tuple(events))  # fmt: skip
-
-
 def test_bucketing_proposes_sizes_from_the_recorded_signatures() -> None:
-    advice = bucketing(_sized([13, 17, 21, 9, 30, 27, 5]))
+    advice = bucketing(sized_report([13, 17, 21, 9, 30, 27, 5]))
     assert advice is not None and advice.kind == "buckets"
     assert "7 sizes on axis 0" in advice.message
     assert "up to one of 8, 16, 24, 32" in advice.fix and "4 compiles instead of 7" in advice.fix
@@ -168,11 +156,11 @@ def test_bucketing_proposes_sizes_from_the_recorded_signatures() -> None:
 
 
 def test_no_proposal_that_saves_a_single_compile() -> None:
-    assert bucketing(_sized([1, 2, 3, 4])) is None  # 1, 2, 4 would save one
+    assert bucketing(sized_report([1, 2, 3, 4])) is None  # 1, 2, 4 would save one
 
 
 def test_no_bucket_proposal_for_sizes_that_are_buckets_already() -> None:
-    fn = _sized([16, 32, 48])
+    fn = sized_report([16, 32, 48])
     assert [(s.path, s.axis, s.distinct) for s in buckets.bucketed(fn.events)] == [
         ("x", 0, (16, 32, 48))
     ]

@@ -3,29 +3,15 @@ made-up sizes is in test_advice.py)."""
 
 from __future__ import annotations
 
-import itertools
-
 import jax
 import jax.numpy as jnp
 
 import jitlens
-from jitlens import Event, FunctionReport, Reason
-
-
-def _fn(sizes: list[int], seconds: float = 0.5) -> FunctionReport:
-    events = [
-        Event(0, "trace", "a.py:9", f"x: f32[{sizes[0]},4]", compile_seconds=seconds, compiled=True)
-    ]
-    for i, (a, b) in enumerate(itertools.pairwise(sizes), 1):
-        r = Reason("shape", "x", "x", f"f32[{a},4]", f"f32[{b},4]", "x changed shape.", "pad x.")
-        events.append(Event(i, "retrace", "a.py:9", f"x: f32[{b},4]", (r,),
-                            compile_seconds=seconds, compiled=True))  # fmt: skip
-    return FunctionReport("f", "f", "jax.jit", "a.py:1", "a.py:9", len(sizes), len(sizes),
-                          len(sizes), 0, 0, 0.0, 0.0, seconds * len(sizes), tuple(events))  # fmt: skip
+from report_samples import sized_report
 
 
 def test_padded_to_multiples_of_16_is_a_choice_not_a_loss() -> None:
-    fn = _fn([16, 32, 48])
+    fn = sized_report([16, 32, 48])
     assert fn.seconds_lost == 0.0 and fn.bucketed
     report = jitlens.Report(2, "0", "0", "", "cpu", 0, 1, "h", 0.0, 1.0, (fn,))
     text = report.to_text(width=100)
@@ -34,9 +20,11 @@ def test_padded_to_multiples_of_16_is_a_choice_not_a_loss() -> None:
 
 
 def test_a_ragged_last_batch_or_raw_sizes_are_still_lost() -> None:
-    assert _fn([32, 16]).seconds_lost == 0.5  # two sizes could be a ragged last batch
-    assert _fn([13, 17, 21]).seconds_lost == 1.0
-    assert _fn([16, 32, 16, 48]).seconds_lost == 1.5  # 16 compiled twice: not served as a bucket
+    assert sized_report([32, 16]).seconds_lost == 0.5  # two sizes could be a ragged last batch
+    assert sized_report([13, 17, 21]).seconds_lost == 1.0
+    assert (
+        sized_report([16, 32, 16, 48]).seconds_lost == 1.5
+    )  # 16 compiled twice: not served as a bucket
 
 
 def test_measured_buckets_are_expected_and_the_fix_is_the_proposal() -> None:

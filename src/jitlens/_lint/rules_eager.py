@@ -30,9 +30,9 @@ JL008_MESSAGE = (
     "it again"
 )
 JL008_FIX_JIT = (
-    "jit the function around it (`@jax.jit` on `def {name}`, parameters that are not arrays "
-    "in `static_argnames`): the loop is then traced and compiled with it once per shape, "
-    "and the values the body closes over are traced arguments"
+    "jit the function around it (`@jax.jit` on `def {name}`; only parameters that set a "
+    "shape or a Python branch go in `static_argnames`): the loop is then traced and compiled "
+    "with it once per shape, and the values the body closes over are traced arguments"
 )
 JL008_FIX = (
     "define the body once at module level and pass the values it closes over through the "
