@@ -54,9 +54,6 @@ ALLOWED = {
     ("_core/retrace_text.py", "reason.fix not in fixes"),
     ("_core/retrace_text.py", "line.text != reason.message"),
     ("_exercise/render.py", "f.fix in seen"),
-    # The types helper's file this round: merge's branch kinds ("none", "hit", ...) are to
-    # become an enum with its typed render lines.
-    ("_merge/render.py", "branch.kind == 'none'"),
     # The message of an exception the graded solution raised: Python's own account of the
     # error, not a jitlens reason.
     ("_exercise/criteria.py", "_CALL_MISMATCH.search(r['raised']['message'])"),

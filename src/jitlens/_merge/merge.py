@@ -14,7 +14,9 @@ from .model import DIVERGENCE_KINDS as DIVERGENCE_KINDS
 from .model import MERGE_SCHEMA as MERGE_SCHEMA
 from .model import MERGE_SCHEMA_VERSION as MERGE_SCHEMA_VERSION
 from .model import Branch as Branch
+from .model import BranchKind as BranchKind
 from .model import Divergence as Divergence
+from .model import DivergenceKind as DivergenceKind
 from .model import MergedFunction as MergedFunction
 from .model import MergedReport as MergedReport
 from .pcache import cache_differences  # issue 23
@@ -30,26 +32,26 @@ COUNT_MISMATCH = (
 )
 INDEX_OUT_OF_RANGE = "{source}: process_index {index} is not below its process_count {count}"
 
-MESSAGES: dict[str, str] = {
-    "missing": "`{name}` exists in {present} but not in {absent}",
-    "traces": "`{name}` compiled differently across processes; they parted at {where}",
-    "dispatch": "`{name}` ran different compiled programs at call {call}",
-    "calls": "`{name}` was called a different number of times: {counts}",
+MESSAGES: dict[DivergenceKind, str] = {
+    DivergenceKind.MISSING: "`{name}` exists in {present} but not in {absent}",
+    DivergenceKind.TRACES: "`{name}` compiled differently across processes; they parted at {where}",
+    DivergenceKind.DISPATCH: "`{name}` ran different compiled programs at call {call}",
+    DivergenceKind.CALLS: "`{name}` was called a different number of times: {counts}",
 }
-FIXES: dict[str, str] = {
-    "missing": (
+FIXES: dict[DivergenceKind, str] = {
+    DivergenceKind.MISSING: (
         "create and call `{name}` on every process, or keep it free of cross-process "
         "collectives (harmless if it only logs on one process)"
     ),
-    "traces": (
+    DivergenceKind.TRACES: (
         "make the inputs of `{name}` identical on every process: same shapes, dtypes, shardings "
         "and static values (e.g. pad or drop the last partial batch on all hosts alike)"
     ),
-    "dispatch": (
+    DivergenceKind.DISPATCH: (
         "feed `{name}` the same sequence of input shapes/static values on every process "
         "(e.g. shard the dataset so all hosts see equal batch sizes in the same order)"
     ),
-    "calls": (
+    DivergenceKind.CALLS: (
         "call `{name}` the same number of times on every process (check early exits, uneven "
         "data shards and `if jax.process_index() == 0:` blocks)"
     ),
@@ -156,7 +158,9 @@ def _ran_at(call: int | None, records: Sequence[FunctionReport]) -> str:
     return _signature_of_entry(records[0], entries.pop())
 
 
-def _make(fn: MergedFunction, kind: str, branches: list[Branch], **fields: Any) -> Divergence:
+def _make(
+    fn: MergedFunction, kind: DivergenceKind, branches: list[Branch], **fields: Any
+) -> Divergence:
     fmt = {"name": fn.qualname, **fields.pop("fmt", {})}
     return Divergence(
         kind=kind,
@@ -184,12 +188,12 @@ def _missing(
     have = sorted(present)
     times = [start[p] + present[p].events[0].time for p in have if present[p].events]
     branches = [
-        Branch(tuple(have), "present", calls=_uniform([present[p].calls for p in have])),
-        Branch(tuple(absent), "absent"),
+        Branch(tuple(have), BranchKind.PRESENT, calls=_uniform([present[p].calls for p in have])),
+        Branch(tuple(absent), BranchKind.ABSENT),
     ]
     return _make(
         fn,
-        "missing",
+        DivergenceKind.MISSING,
         branches,
         time=min(times) if times else None,
         fmt={"present": _plist(have), "absent": _plist(absent)},
@@ -214,14 +218,18 @@ def _trace_parting(
             calls = _uniform([present[p].calls for p in ps])
             if key is None:
                 ran = _ran_at(call, [present[p] for p in ps])
-                branches.append(Branch(ps, "none", call if ran else None, ran, calls=calls))
+                branches.append(
+                    Branch(ps, BranchKind.NONE, call if ran else None, ran, calls=calls)
+                )
                 continue
             e = present[ps[0]].events[i]
-            branches.append(Branch(ps, e.kind, e.call_index, e.signature, e.reasons, calls))
+            branches.append(
+                Branch(ps, BranchKind(e.kind), e.call_index, e.signature, e.reasons, calls)
+            )
             times.extend(start[p] + present[p].events[i].time for p in ps)
         return _make(
             fn,
-            "traces",
+            DivergenceKind.TRACES,
             branches,
             event_index=i,
             call_index=call,
@@ -251,11 +259,13 @@ def _dispatch_parting(
         if len(set(at.values())) == 1 or min(at.values()) < 0:
             continue
         branches = [
-            Branch(ps, "hit", c, _signature_of_entry(present[ps[0]], entry))
+            Branch(ps, BranchKind.HIT, c, _signature_of_entry(present[ps[0]], entry))
             for ps, entry in _groups(at)
         ]
         time = _call_time(present, start, c)
-        return _make(fn, "dispatch", branches, call_index=c, time=time, fmt={"call": c})
+        return _make(
+            fn, DivergenceKind.DISPATCH, branches, call_index=c, time=time, fmt={"call": c}
+        )
     return None
 
 
@@ -269,8 +279,8 @@ def _calls_parting(
     groups = _groups(calls)
     return _make(
         fn,
-        "calls",
-        [Branch(ps, "calls", calls=n) for ps, n in groups],
+        DivergenceKind.CALLS,
+        [Branch(ps, BranchKind.CALLS, calls=n) for ps, n in groups],
         call_index=fewest,
         time=_call_time(present, start, fewest),
         fmt={"counts": "; ".join(f"{n} on {_plist(ps)}" for ps, n in groups)},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import html
 import json
 from collections.abc import Callable, Sequence
@@ -18,27 +19,52 @@ HTML: list[Callable[..., str] | None] = [None]
 MERGE_SCHEMA = "jitlens.merge"
 MERGE_SCHEMA_VERSION = 1
 
-#: ``Divergence.kind``: the function exists in some processes only; the
-#: processes traced/compiled it differently (different count, signatures,
-#: reasons or call indices); same compiled programs but different ones ran at
-#: the same call; or the same programs in the same order but a different
-#: number of calls.
-DIVERGENCE_KINDS: tuple[str, ...] = ("missing", "traces", "dispatch", "calls")
 
-#: ``Branch.kind`` beyond the event kinds: ``none`` (no further trace or
-#: compile), ``hit`` (the call ran an already compiled program), ``calls``
-#: (a different number of calls), ``present`` / ``absent`` (the function
-#: exists in these processes / does not).
-BRANCH_KINDS: tuple[str, ...] = (
-    "trace",
-    "retrace",
-    "compile",
-    "none",
-    "hit",
-    "calls",
-    "present",
-    "absent",
-)
+class _Kind(enum.StrEnum):
+    """A merge kind equals its string: the JSON holds the same words as before, and its repr
+    is the string's (as ``jitlens._core.kinds``' kinds)."""
+
+    __repr__ = str.__repr__
+
+
+class DivergenceKind(_Kind):
+    """``Divergence.kind``: how the processes parted, in the order they are looked for."""
+
+    #: The function exists in some processes only.
+    MISSING = "missing"
+    #: The processes traced/compiled it differently (count, signatures, reasons, call indices).
+    TRACES = "traces"
+    #: Same compiled programs, but different ones ran at the same call.
+    DISPATCH = "dispatch"
+    #: The same programs in the same order, but a different number of calls.
+    CALLS = "calls"
+
+
+class BranchKind(_Kind):
+    """``Branch.kind``: what one group of processes did where the processes parted.
+
+    The event kinds (``jitlens._core.kinds.EventKind``: the group's event at the parting),
+    then the merge's own."""
+
+    TRACE = "trace"
+    RETRACE = "retrace"
+    COMPILE = "compile"
+    STOPPED = "stopped"
+    #: No further trace or compile.
+    NONE = "none"
+    #: The call ran an already compiled program.
+    HIT = "hit"
+    #: A different number of calls.
+    CALLS = "calls"
+    #: The function exists in these processes ...
+    PRESENT = "present"
+    #: ... and not in these.
+    ABSENT = "absent"
+
+
+#: The kinds as strings (``DivergenceKind`` / ``BranchKind`` members equal them).
+DIVERGENCE_KINDS: tuple[str, ...] = tuple(DivergenceKind)
+BRANCH_KINDS: tuple[str, ...] = tuple(BranchKind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,18 +72,21 @@ class Branch:
     """What one group of processes did at the point where the processes parted."""
 
     processes: tuple[int, ...]
-    kind: str
+    kind: BranchKind
     call_index: int | None = None
     signature: str = ""
     reasons: tuple[Reason, ...] = ()
     calls: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", BranchKind(self.kind))
 
 
 @dataclasses.dataclass(frozen=True)
 class Divergence:
     """One function that did not run the same compiled programs on every process."""
 
-    kind: str
+    kind: DivergenceKind
     name: str
     qualname: str
     defined_at: str
@@ -76,21 +105,37 @@ class Divergence:
     def processes(self) -> tuple[int, ...]:
         return tuple(sorted(p for b in self.branches for p in b.processes))
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", DivergenceKind(self.kind))
 
-#: ``CacheDifference.kind`` (``_merge/pcache.py``, issue 23).
-CACHE_DIFFERENCE_KINDS: tuple[str, ...] = ("setting", "function", "note")
+
+class CacheDifferenceKind(_Kind):
+    """``CacheDifference.kind`` (``_merge/pcache.py``, issue 23): what differs."""
+
+    #: A persistent-cache setting or what enters its key.
+    SETTING = "setting"
+    #: One function read from the cache on some processes, compiled on others.
+    FUNCTION = "function"
+    #: Why the cache could not help, on some processes only.
+    NOTE = "note"
+
+
+CACHE_DIFFERENCE_KINDS: tuple[str, ...] = tuple(CacheDifferenceKind)
 
 
 @dataclasses.dataclass(frozen=True)
 class CacheDifference:
     """Processes whose persistent compilation cache behaved differently (not a hang: a cost)."""
 
-    kind: str
+    kind: CacheDifferenceKind
     what: str
     #: The processes, grouped by what they did or had.
     groups: tuple[tuple[int, ...], ...]
     message: str
     fix: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", CacheDifferenceKind(self.kind))
 
 
 @dataclasses.dataclass(frozen=True)

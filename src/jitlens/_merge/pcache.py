@@ -21,7 +21,7 @@ from typing import Any
 
 from .._core.kinds import NoteKind
 from .._core.report import FunctionReport, Report
-from .model import CacheDifference, MergedFunction
+from .model import CacheDifference, CacheDifferenceKind, MergedFunction
 
 SETTING_MSG = "{what} differs between processes: {groups}"
 SETTING_FIX = "give every process the same persistent-cache settings, XLA flags and jax/jaxlib"
@@ -88,7 +88,11 @@ def cache_differences(
             groups = _group({p: get(run) for p, run in runs.items()})
             if len(groups) > 1:
                 msg = SETTING_MSG.format(what=what, groups=_groups_text(groups))
-                out.append(CacheDifference("setting", what, _procs_of(groups), msg, SETTING_FIX))
+                out.append(
+                    CacheDifference(
+                        CacheDifferenceKind.SETTING, what, _procs_of(groups), msg, SETTING_FIX
+                    )
+                )
     indices = [r.process_index for r in reports]
     for fn in functions:
         seen = {
@@ -107,7 +111,9 @@ def cache_differences(
             )
             msg = FUNCTION_MSG.format(name=fn.qualname, groups=text)
             out.append(
-                CacheDifference("function", fn.qualname, _procs_of(groups), msg, FUNCTION_FIX)
+                CacheDifference(
+                    CacheDifferenceKind.FUNCTION, fn.qualname, _procs_of(groups), msg, FUNCTION_FIX
+                )
             )
     if len(runs) >= 2:
         kinds = {
@@ -118,7 +124,9 @@ def cache_differences(
             if ks and len(_group(kinds)) > 1:
                 note = next(n for n in runs[ps[0]].notes if n.kind == ks[0])
                 msg = NOTE_MSG.format(procs=_procs(ps), message=note.message)
-                out.append(CacheDifference("note", note.setting, (ps,), msg, note.fix))
+                out.append(
+                    CacheDifference(CacheDifferenceKind.NOTE, note.setting, (ps,), msg, note.fix)
+                )
     return tuple(out)
 
 

@@ -18,7 +18,7 @@ from .._core.lines import Line, Role
 from .._core.retrace_text import shorten
 from .._render.text import make_console, styled
 from . import model as _model
-from .model import Branch, Divergence, MergedFunction, MergedReport
+from .model import Branch, BranchKind, Divergence, MergedFunction, MergedReport
 
 LOG = logging.getLogger("jitlens")
 
@@ -37,17 +37,18 @@ HANG_NOTE = (
 )
 DIVERGENCE_HEADER = "divergence {number} of {total}: {qualname} ({defined_at})"
 OCCURRENCE = " [wrapper #{n}]"
-BRANCH_LINES: dict[str, str] = {
-    "trace": "{procs}  trace at call {call}: {signature}",
-    "retrace": "{procs}  retrace at call {call}: {signature}",
-    "compile": "{procs}  compile at call {call}: {signature}",
-    "none": "{procs}  no further trace or compile{calls}",
-    "none_ran": "{procs}  no trace: call {call} ran the program compiled for {signature}{calls}",
-    "hit": "{procs}  call {call} ran the program compiled for {signature}",
-    "calls": "{procs}  {n} call(s)",
-    "present": "{procs}  created it{calls}",
-    "absent": "{procs}  never created it",
+BRANCH_LINES: dict[BranchKind, str] = {
+    BranchKind.TRACE: "{procs}  trace at call {call}: {signature}",
+    BranchKind.RETRACE: "{procs}  retrace at call {call}: {signature}",
+    BranchKind.COMPILE: "{procs}  compile at call {call}: {signature}",
+    BranchKind.NONE: "{procs}  no further trace or compile{calls}",
+    BranchKind.HIT: "{procs}  call {call} ran the program compiled for {signature}",
+    BranchKind.CALLS: "{procs}  {n} call(s)",
+    BranchKind.PRESENT: "{procs}  created it{calls}",
+    BranchKind.ABSENT: "{procs}  never created it",
 }
+#: A ``none`` branch whose processes ran, at the parting call, a program compiled earlier.
+NONE_RAN = "{procs}  no trace: call {call} ran the program compiled for {signature}{calls}"
 CALLS_SUFFIX = " ({n} calls in all)"
 REASON_LINE = "{path}  {kind}: {before} -> {after}"
 FIX_LINE = "fix: {fix}"
@@ -77,8 +78,10 @@ def _procs(ps: Sequence[int]) -> str:
 
 
 def _branch_lines(branch: Branch) -> list[Line]:
-    kind = "none_ran" if branch.kind == "none" and branch.signature else branch.kind
-    template = BRANCH_LINES.get(kind, "{procs}  " + branch.kind)
+    if branch.kind is BranchKind.NONE and branch.signature:
+        template = NONE_RAN
+    else:
+        template = BRANCH_LINES.get(branch.kind, "{procs}  " + branch.kind)
     calls = CALLS_SUFFIX.format(n=branch.calls) if branch.calls is not None else ""
     head = template.format(
         procs=_procs(branch.processes),
