@@ -671,6 +671,40 @@ def test_nnx_blocks_in_a_list_get_flax_scan_over_layers_which_works(monkeypatch)
     assert np.allclose(a, b, atol=1e-5)
 
 
+def test_eqx_layers_in_a_list_get_filter_vmap_and_scan_which_works(monkeypatch):
+    """The Equinox fix applied (``kinds.STACKED_LAYERS_FIXES`` by row kind): layers built
+    stacked with eqx.filter_vmap, applied with jax.lax.scan over eqx.partition-ed arrays."""
+    eqx = pytest.importorskip("equinox")
+    monkeypatch.setattr(cost_rules, "COST_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(cost_rules, "COST_MIN_SAVING_SECONDS", 0.0)
+    keys = jax.random.split(jax.random.PRNGKey(0), cost_rules.LOOP_MIN_ITERATIONS)
+
+    @eqx.filter_jit
+    def fwd_listed(layers, x):
+        for layer in layers:
+            x = jnp.tanh(layer(x))
+        return x
+
+    @eqx.filter_jit
+    def fwd_stacked(layers, x):
+        params, static = eqx.partition(layers, eqx.is_array)
+
+        def body(x, p):
+            return jnp.tanh(eqx.combine(p, static)(x)), None
+
+        return jax.lax.scan(body, x, params)[0]
+
+    x = jnp.ones(4)
+    with jitlens.track() as t:
+        a = fwd_listed([eqx.nn.Linear(4, 4, key=k) for k in keys], x)
+        b = fwd_stacked(eqx.filter_vmap(lambda k: eqx.nn.Linear(4, 4, key=k))(keys), x)
+    report = t.report()
+    advised = [(f.name, a) for f in report.functions for a in f.advice if a.kind == "unrolled_loop"]
+    assert [name for name, _ in advised] == ["fwd_listed"], advised
+    assert "eqx.filter_vmap" in advised[0][1].fix and "eqx.partition" in advised[0][1].fix
+    assert np.allclose(a, b, atol=1e-5)
+
+
 def test_a_malformed_cost_is_refused_with_its_place():
     data = _costed_report(LOOP_COST)
     data["functions"][0]["events"][0]["cost"]["loops"][0]["line"] = "three"

@@ -732,6 +732,47 @@ def test_probe_lists_the_equinox_pieces_a_release_moved(monkeypatch):
     assert equinox_api.missing() == []
     monkeypatch.delattr(eqx_jit, "_call")
     assert equinox_api.missing() == [("equinox._jit._call", equinox_api.EQX_CALLS)]
+    # the probe reads them from what equinox_api declares (``_compat/libraries``)
+    from jitlens._compat import probe
+
+    found = probe._probe.__wrapped__(True, ("equinox",)).missing
+    assert ("equinox._jit._call", equinox_api.EQX_CALLS) in found
+    assert "equinox" in probe.installed_versions()
+
+
+def test_a_layer_built_with_other_arguments_is_named_as_equinox_writes_it_and_fixed():
+    """``model.bias`` appears when an eqx.nn.Linear is built with ``use_bias=True``: equinox
+    made it (the class written ``eqx.nn.Linear``, as equinox_api declares its layers); the
+    fix, the same arguments, compiles once."""
+    count = counted()
+
+    def jitted():
+        @eqx.filter_jit
+        def forward(model, x):
+            count.tick()
+            return model(x)
+
+        return forward
+
+    def build(use_bias):
+        return eqx.nn.Linear(2, 2, use_bias=use_bias, key=jax.random.PRNGKey(0))
+
+    forward = jitted()
+    with jitlens.track() as t:
+        for use_bias in (False, True):
+            forward(build(use_bias), jnp.ones(2))
+    row = _row(t.report(), "forward")
+    assert row.traces == count.n == 2
+    made = [r for r in _reasons(row) if "library_made" in r.facts]
+    assert [(r.path, r.kind) for r in made] == [("model.bias", "pytree_structure")]
+    assert "build every eqx.nn.Linear with the same arguments" in made[0].fix
+
+    count.n = 0
+    forward = jitted()
+    with jitlens.track() as t:
+        outs = [forward(build(True), jnp.ones(2)) for _ in range(2)]
+    assert count.n == 1 and _row(t.report(), "forward").cache_hits == 1
+    np.testing.assert_allclose(outs[0], outs[1])
 
 
 def test_other_static_arguments_are_worded_for_filter_jit():

@@ -27,22 +27,6 @@ WORDS = {"equinox": {"equinox", "eqx"}, "linen": {"linen"}, "pmap": {"pmap"}}
 PATTERNS = {"linen": re.compile(r"\bnn\.jit\b")}
 #: The most modules whose code may name a library (issue 31).
 LIMIT = 8
-#: Modules of other owners that still name Equinox, each with what moves it out:
-#: ``_core/rank.py`` (the layer-prefix table: a typed fact of the reason),
-#: ``_core/advice_cost.py`` (the stacked-layers fix flavour by row kind),
-#: ``_core/key.py`` and ``_compat/frames.py`` (distribution names in lists of library roots),
-#: ``_compat/probe.py`` (equinox's private pieces in the probe), ``_lint/index.py`` (the
-#: ``eqx`` alias). Until they move they are counted apart (and must still name it).
-EQUINOX_ELSEWHERE = frozenset(
-    {
-        "_core/rank.py",
-        "_core/advice_cost.py",
-        "_core/key.py",
-        "_compat/frames.py",
-        "_compat/probe.py",
-        "_lint/index.py",
-    }
-)
 
 
 def _words(token: str) -> set[str]:
@@ -100,9 +84,7 @@ def test_a_library_is_named_by_few_modules(tokens: dict[str, list[str]], library
     package = f"_track/frontends/{library}/"
     assert f"{package}__init__.py" in found, f"{library} has no package of its own ({package})"
     outside = [m for m in found if not m.startswith(package)]
-    elsewhere = EQUINOX_ELSEWHERE if library == "equinox" else frozenset()
-    assert elsewhere <= set(outside), sorted(elsewhere - set(outside))  # moved: shrink the list
-    assert 1 + len(set(outside) - elsewhere) <= LIMIT, (
+    assert 1 + len(outside) <= LIMIT, (
         f"{library} is named in the code of its package and {len(outside)} other modules: {outside}"
     )
 

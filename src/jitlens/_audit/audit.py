@@ -17,8 +17,8 @@ from .._core.key import Entry, Path, short_repr
 from .._core.kinds import EntryKind, ReasonKind
 from .._core.signature import walk_graphdef
 from .._render.color import add_color_option, want_color
+from . import libraries
 from .checks import _Audit
-from .equinox import audit_equinox, equinox_roots
 from .limits import DEFAULT_TIMEOUT, bounded
 from .model import SEVERITIES as SEVERITIES
 from .model import AuditFinding as AuditFinding
@@ -89,10 +89,10 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
         target = getattr(factory, "__qualname__", None) or repr(factory)
     name = getattr(factory, "__name__", "factory")
     built = _build(factory, name)
-    eqx_roots = equinox_roots(built)
-    if eqx_roots is not None:  # eqx.Modules: the eqx.filter_jit key, not an NNX graph
-        again = equinox_roots(_build(factory, name)) or []
-        return audit_equinox(target, eqx_roots, again, start)
+    for library in libraries.declared():  # models keyed their own way (eqx.filter_jit's)
+        roots = library.roots(built)
+        if roots is not None:
+            return library.audit(target, roots, library.roots(_build(factory, name)) or [], start)
     roots_a = _roots(built, name)
     roots_b = _roots(_build(factory, name), name)
     a, rejected = _describe(roots_a)

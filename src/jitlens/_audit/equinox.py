@@ -23,6 +23,7 @@ from .._core.kinds import EntryKind, ReasonKind, RowKind
 from .._core.messages import _cap
 from .._core.signature import describe_value
 from .._track.frontends.equinox.words import frontend_words
+from .libraries import LibraryAudit
 from .model import SEVERITIES, AuditFinding, AuditResult, Evidence
 
 NUMBER_MSG = (
@@ -130,3 +131,7 @@ def _declared_static(cls: type, name: str) -> bool:
 
 def _library(cls: type) -> bool:
     return (getattr(cls, "__module__", "") or "").startswith("equinox.")
+
+
+#: How ``jitlens audit`` finds and audits eqx.Modules (``_audit/libraries``).
+AUDIT = LibraryAudit(roots=equinox_roots, audit=audit_equinox)

@@ -18,7 +18,7 @@ from .. import _compat
 from .._compat.flax_api import LAZY_NNX as nnx
 from .._core.key import compares_by_identity
 
-_LIBRARIES = frozenset(_compat.FRAMEWORK_PACKAGES)
+_LIBRARIES = frozenset(_compat.framework_packages())
 _MAX_ITEMS = 64
 _MAX_DEPTH = 4
 _MAX_VISITS = 2000

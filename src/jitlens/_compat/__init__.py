@@ -39,11 +39,11 @@ from .flax_api import new_ref_map as new_ref_map
 from .flax_api import nnx_kind as nnx_kind
 from .flax_api import nnx_wrapper_of_traced as nnx_wrapper_of_traced
 from .flax_api import nnx_wrapper_types as nnx_wrapper_types
-from .frames import FRAMEWORK_PACKAGES as FRAMEWORK_PACKAGES
 from .frames import PACKAGE_DIR as PACKAGE_DIR
 from .frames import TraceFrame as TraceFrame
 from .frames import caller as caller
 from .frames import find_locals as find_locals
+from .frames import framework_packages as framework_packages
 from .frames import is_model_library_file as is_model_library_file
 from .frames import is_user_file as is_user_file
 from .frames import short_path as short_path

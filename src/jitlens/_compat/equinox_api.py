@@ -21,6 +21,8 @@ import os
 import sys
 from typing import Any
 
+from .libraries import Library
+
 #: The module that defines ``filter_jit``'s pieces.
 JIT_MODULE = "equinox._jit"
 #: The ``co_name`` of the closure equinox hands to ``jax.jit``.
@@ -245,3 +247,15 @@ def missing() -> list[tuple[str, str]]:
     if not _has_combine():
         out.append(("equinox._compile_utils.hashable_combine", EQX_ARGS))
     return out
+
+
+#: What jitlens knows of equinox (``_compat/libraries``): its files and reprs are the library's,
+#: ``eqx.nn.Sequential``'s loop builds the user's model, a layer is written ``eqx.nn.Linear``.
+LIBRARY = Library(
+    distribution="equinox",
+    packages=("equinox",),
+    loaded=loaded,
+    builds_models=True,
+    layer_prefix="eqx.nn.",
+    missing=missing,
+)

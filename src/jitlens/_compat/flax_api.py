@@ -11,6 +11,8 @@ import importlib
 import sys
 from typing import Any
 
+from .libraries import Library
+
 
 def _module(*names: str) -> Any:
     """The first of ``names`` that imports, or None."""
@@ -80,6 +82,13 @@ LAZY_NNX = LazyModule("flax.nnx", "flax")
 
 def loaded() -> bool:
     return _LOADED[0]
+
+
+#: What jitlens knows of flax (``_compat/libraries``); its private pieces are probed by
+#: ``probe`` itself. A layer is written ``nnx.Linear``.
+LIBRARY = Library(
+    distribution="flax", packages=("flax",), loaded=loaded, builds_models=True, layer_prefix="nnx."
+)
 
 
 def load_if_imported() -> bool:

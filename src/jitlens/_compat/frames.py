@@ -11,12 +11,15 @@ Equinox, optax, jitlens itself, the standard library) and which to the user.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import sysconfig
 from collections.abc import Mapping
 from types import FrameType
 from typing import Any
+
+from . import libraries
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,14 +66,14 @@ class TraceFrame:
 #: The directory of the installed ``jitlens`` package.
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+#: Packages whose files are frameworks', not the user's, besides those of the libraries
+#: ``_compat/*_api`` modules declare (``libraries.packages()``): :func:`framework_packages`.
 FRAMEWORK_PACKAGES = (
     "jax",
     "jaxlib",
-    "flax",
     "optax",
     "chex",
     "orbax",
-    "equinox",
     "numpy",
     # libraries whose jits run the user's model: internal unless their trace is
     # the user's business (``_compat/library_jits``)
@@ -102,9 +105,16 @@ def caller(depth: int) -> FrameType | None:
         return None
 
 
+@functools.cache
+def framework_packages() -> tuple[str, ...]:
+    """Every package whose files are a framework's: :data:`FRAMEWORK_PACKAGES` and the
+    packages of the declared libraries (Flax, Equinox, ...)."""
+    return tuple(dict.fromkeys(FRAMEWORK_PACKAGES + libraries.packages()))
+
+
 def _framework_roots() -> tuple[str, ...]:
     roots = []
-    for name in FRAMEWORK_PACKAGES:
+    for name in framework_packages():
         mod = sys.modules.get(name)
         f = getattr(mod, "__file__", None)
         if f:
@@ -126,7 +136,8 @@ def is_user_file(filename: str) -> bool:
     if hit is not None:
         return hit
     global _ROOTS
-    loaded = sum(name in sys.modules for name in FRAMEWORK_PACKAGES)
+    frameworks = framework_packages()
+    loaded = sum(name in sys.modules for name in frameworks)
     if _ROOTS is None or loaded != _LOADED[0]:  # a framework imported since: its files too
         _ROOTS = _framework_roots()
         _LOADED[0] = loaded
@@ -135,26 +146,23 @@ def is_user_file(filename: str) -> bool:
     else:
         path = os.path.abspath(filename) if not filename.startswith("<") else filename
         site = os.sep + "site-packages" + os.sep
-        in_framework_pkg = site in path and any(
-            (site + p + os.sep) in path for p in FRAMEWORK_PACKAGES
-        )
+        in_framework_pkg = site in path and any((site + p + os.sep) in path for p in frameworks)
         result = not (path.startswith(_ROOTS) or in_framework_pkg) or path in _USER_CODE_IN_JITLENS
     _USER_CACHE[filename] = result
     return result
 
 
-#: Libraries whose loops build the user's model (``nnx.Sequential``, ``eqx.nn.Sequential``):
-#: a loop there that the trace unrolls is the user's program's size too.
-MODEL_LIBRARIES = ("flax", "equinox")
 _MODEL_CACHE: dict[str, bool] = {}
 
 
 def is_model_library_file(filename: str) -> bool:
-    """Is ``filename`` part of Flax or Equinox (as imported by the program)?"""
+    """Is ``filename`` part of a library whose loops build the user's model (``nnx.Sequential``,
+    ``eqx.nn.Sequential``: ``Library.builds_models``), as imported by the program? A loop
+    there that the trace unrolls is the user's program's size too."""
     hit = _MODEL_CACHE.get(filename)
     if hit is None:
         roots = []
-        for name in MODEL_LIBRARIES:
+        for name in libraries.model_packages():
             f = getattr(sys.modules.get(name), "__file__", None)
             if f:
                 roots.append(os.path.dirname(os.path.abspath(f)) + os.sep)

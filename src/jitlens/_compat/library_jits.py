@@ -19,7 +19,7 @@ import sys
 from types import FrameType
 from typing import Any
 
-from .frames import FRAMEWORK_PACKAGES, is_user_file
+from .frames import framework_packages, is_user_file
 
 #: Libraries whose jits run the user's model: a jit they make whose callable reaches
 #: the user's code is the user's row (JAX's, Flax's and optax's own jits are not).
@@ -52,13 +52,13 @@ class LibraryJit:
 
 
 def package_of(fn: Any) -> str | None:
-    """The installed library (a :data:`FRAMEWORK_PACKAGES` name) whose file defines ``fn``."""
+    """The installed library (a ``framework_packages()`` name) whose file defines ``fn``."""
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     filename = getattr(code, "co_filename", None)
     if not isinstance(filename, str):
         return None
-    return library_of_file(filename, FRAMEWORK_PACKAGES)
+    return library_of_file(filename, framework_packages())
 
 
 def library_of_file(filename: str, names: tuple[str, ...]) -> str | None:

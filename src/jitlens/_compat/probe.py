@@ -13,7 +13,7 @@ import dataclasses
 import functools
 from typing import Any
 
-from . import dispatch, equinox_api, flax_api, jax_api, jaxpr_api
+from . import dispatch, flax_api, jax_api, jaxpr_api, libraries
 
 #: The newest jax / flax releases jitlens was tested against (a warning above them).
 TESTED_JAX = ((0, 9, 2), (0, 12, 0, 1))
@@ -110,7 +110,8 @@ def installed_versions() -> dict[str, str]:
     import platform
 
     out = {"python": platform.python_version(), "machine": platform.machine()}
-    for dist in ("jax", "jaxlib", "flax", "equinox"):
+    declared = (lib.distribution for lib in libraries.declared())
+    for dist in dict.fromkeys(("jax", "jaxlib", "flax", *declared)):
         try:
             out[dist] = importlib.metadata.version(dist)
         except Exception:
@@ -121,16 +122,18 @@ def installed_versions() -> dict[str, str]:
 def probe() -> Capabilities:
     """The private pieces jitlens needs that the installed JAX/Flax lack.
 
-    Flax's and Equinox's pieces are looked up only once the program imported
-    them (jitlens imports neither), so the answer is kept per set of loaded
-    libraries.
+    Flax's pieces, and those of every library a ``_compat/*_api`` module declares
+    (``libraries.Library.missing``: Equinox's), are looked up only once the program
+    imported the library (jitlens imports none), so the answer is kept per set of
+    loaded libraries.
     """
     flax_api.load_if_imported()
-    return _probe(flax_api.loaded(), equinox_api.loaded())
+    loaded = tuple(lib.distribution for lib in libraries.declared() if lib.loaded())
+    return _probe(flax_api.loaded(), loaded)
 
 
 @functools.cache
-def _probe(flax_loaded: bool, equinox_loaded: bool) -> Capabilities:
+def _probe(flax_loaded: bool, loaded: tuple[str, ...]) -> Capabilities:
     from jax import monitoring
 
     missing: list[tuple[str, str]] = []
@@ -181,5 +184,7 @@ def _probe(flax_loaded: bool, equinox_loaded: bool) -> Capabilities:
         "jax._src.pjit._trace_for_jit's `jaxpr` and Traceback.raw_frames",
         COMPILE_COST,
     )
-    missing += equinox_api.missing()  # only if the program imported equinox
+    for lib in libraries.declared():  # only those the program imported
+        if lib.distribution in loaded:
+            missing += lib.missing()
     return Capabilities(jax_api.jax_version(), flax_api.flax_version(), tuple(missing))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .cost import CompileCost, LoopCost, LoopKind
-from .kinds import NNX_ROW_KINDS, AdviceKind, RowKind
+from .kinds import STACKED_LAYERS_FIXES, AdviceKind
 from .report import Advice, Event, FunctionReport
 
 #: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
@@ -75,6 +75,8 @@ UNROLLED_SCAN_MESSAGE = (
 UNROLLED_ALL = "fully ({n} copies of its body: `unroll=True` or `unroll={n}`)"
 UNROLLED_SOME = "{n} times (`unroll={n}` over {length} iterations)"
 UNROLLED_SOME_UNKNOWN = "{n} times (`unroll=True` or `unroll={n}`)"
+#: The fix of a loop the trace unrolled: JAX's scan, or a smaller unroll; a loop over the layers
+#: in a jit of a library that stacks its layers its own way: ``kinds.STACKED_LAYERS_FIXES``.
 UNROLLED_FIXES = {
     "jax": (
         "turn the body of the loop at {where} into a function and run it with "
@@ -82,17 +84,6 @@ UNROLLED_FIXES = {
         "only the index changes; `jax.vmap` when the iterations are independent, e.g. "
         "one per example of a batch): XLA compiles the body once, ~{body:,} equations "
         "instead of {eqns:,}"
-    ),
-    "nnx": (
-        "keep the {n} blocks stacked instead of in a list (Flax's scan over layers): "
-        "create them with `@nnx.vmap(in_axes=0, out_axes=0)` over split rngs and apply "
-        "them with `@nnx.scan` in place of the loop at {where} (plain arrays: "
-        "`jax.lax.scan`); XLA compiles one block, ~{body:,} equations instead of {eqns:,}"
-    ),
-    "eqx": (
-        "build the {n} layers stacked with `eqx.filter_vmap` and apply them with "
-        "`jax.lax.scan` over `eqx.partition`ed arrays in place of the loop at {where}; "
-        "XLA compiles one layer, ~{body:,} equations instead of {eqns:,}"
     ),
     "unroll": (
         "drop {unroll} (or pass a small one, e.g. `unroll=4`) at {where}: XLA compiles "
@@ -204,19 +195,13 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             fields["unrolled"] = (
                 UNROLLED_ALL if full else UNROLLED_SOME if loop.length else UNROLLED_SOME_UNKNOWN
             ).format(n=loop.iterations, length=loop.length)
-            message, flavour = UNROLLED_SCAN_MESSAGE.format(**fields), "unroll"
+            message, fix = UNROLLED_SCAN_MESSAGE.format(**fields), UNROLLED_FIXES["unroll"]
         else:
             message = UNROLLED_MESSAGE.format(**fields)
-            flavour = "nnx" if fn.kind in NNX_ROW_KINDS else "jax"
-            if fn.kind == RowKind.EQX_FILTER_JIT:
-                flavour = "eqx"
+            # layers of a library stacked its way (``STACKED_LAYERS_FIXES``), else JAX's scan
+            fix = STACKED_LAYERS_FIXES.get(fn.kind, UNROLLED_FIXES["jax"])
         out.append(
-            Advice(
-                AdviceKind.UNROLLED_LOOP,
-                message,
-                UNROLLED_FIXES[flavour].format(**fields),
-                round(saving, 6),
-            )
+            Advice(AdviceKind.UNROLLED_LOOP, message, fix.format(**fields), round(saving, 6))
         )
     return out
 

@@ -22,6 +22,7 @@ import types
 import weakref
 from typing import Any
 
+from .._compat import libraries
 from .kinds import EntryKind
 
 #: A path part: ("arg", name) at the root, ("attr", name) for graph/object
@@ -39,7 +40,8 @@ _REPR_MAX = 120
 
 
 #: Packages whose ``__repr__`` jitlens may call while describing a key: they run
-#: no user code (a user's own ``__repr__`` is only called to explain a retrace).
+#: no user code (a user's own ``__repr__`` is only called to explain a retrace). The
+#: libraries ``_compat`` declares (``_compat.libraries``: Flax, Equinox, ...) are added.
 _LIBRARY_REPRS = frozenset(
     {
         "builtins",
@@ -48,15 +50,18 @@ _LIBRARY_REPRS = frozenset(
         "collections",
         "jax",
         "jaxlib",
-        "flax",
         "numpy",
         "optax",
-        "equinox",
         "ml_dtypes",
         "typing",
         "dataclasses",
     }
 )
+
+
+@functools.cache
+def _library_reprs() -> frozenset[str]:
+    return _LIBRARY_REPRS | frozenset(libraries.packages())
 
 
 def user_repr(value: Any) -> bool:
@@ -65,7 +70,7 @@ def user_repr(value: Any) -> bool:
     mod = getattr(fn, "__module__", None)
     if mod is None:  # a slot wrapper: object.__repr__ or a builtin's
         return False
-    return mod.partition(".")[0] not in _LIBRARY_REPRS
+    return mod.partition(".")[0] not in _library_reprs()
 
 
 def _own_attr(value: Any, name: str) -> Any:

@@ -449,6 +449,24 @@ class RowKind(_Kind):
 #: The row kinds of flax NNX's jits and pmap (``kind in NNX_ROW_KINDS`` holds for a plain string too).
 NNX_ROW_KINDS: frozenset[RowKind] = frozenset(k for k in RowKind if k.is_nnx)
 
+_NNX_STACKED_LAYERS = (
+    "keep the {n} blocks stacked instead of in a list (Flax's scan over layers): "
+    "create them with `@nnx.vmap(in_axes=0, out_axes=0)` over split rngs and apply "
+    "them with `@nnx.scan` in place of the loop at {where} (plain arrays: "
+    "`jax.lax.scan`); XLA compiles one block, ~{body:,} equations instead of {eqns:,}"
+)
+#: How the users of a row kind's library keep its layers stacked and scan over them, instead
+#: of a Python loop over a list of layers that the trace unrolled: the fix of such an
+#: ``unrolled_loop`` (``_core/advice_cost``) in a function of that kind. Other kinds: JAX's scan.
+STACKED_LAYERS_FIXES: dict[RowKind, str] = {
+    **dict.fromkeys(sorted(NNX_ROW_KINDS), _NNX_STACKED_LAYERS),
+    RowKind.EQX_FILTER_JIT: (
+        "build the {n} layers stacked with `eqx.filter_vmap` and apply them with "
+        "`jax.lax.scan` over `eqx.partition`ed arrays in place of the loop at {where}; "
+        "XLA compiles one layer, ~{body:,} equations instead of {eqns:,}"
+    ),
+}
+
 
 #: Reason kinds whose fix quotes the new value (``jax.device_put(x, NamedSharding(mesh,
 #: P('model')))``): retraces of such a kind fold by the fix's template, showing the first fix.

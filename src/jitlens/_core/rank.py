@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from .._compat.libraries import layer_prefix
 from . import messages as M
 from . import messages_static as S
 from .key import Entry, Key, Path
@@ -41,9 +42,6 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
     )
 
 
-_LIBRARIES = {"flax": "nnx.", "equinox": "eqx.nn."}
-
-
 def _library_made(
     reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]
 ) -> list[Reason]:
@@ -70,8 +68,8 @@ def _layer_class(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> str:
         parent = entries.get(p[:-1]) if p in entries and len(p) > 1 else None
         if parent is None or parent.kind is not EntryKind.NODE or p[-1][0] != "attr":
             continue
-        prefix = _LIBRARIES.get(module_of(parent).split(".", 1)[0])
-        if prefix is not None and not module_of(parent).startswith("flax.nnx.training"):
+        prefix = layer_prefix(module_of(parent))  # as its library declares it (nnx., eqx.nn.)
+        if prefix and not module_of(parent).startswith("flax.nnx.training"):
             return prefix + parent.type_name
     return ""
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 
 from .nodes import (
     Comprehension,
@@ -29,36 +30,62 @@ _SWEEP_CALLS = frozenset(
 # Factories are named ``make_train_step`` too; they run once, so they are not step functions.
 _FACTORY_PREFIXES = ("make_", "build_", "create_", "get_", "init_", "setup_", "compile_")
 
-#: Libraries whose decorators trace the function (``eqx.filter_jit``, ``jax.vmap``, ``nnx.scan``).
-TRACING_LIBRARIES = ("jax.", "equinox.", "flax.")
-#: Jits that keep an argument that is no array static (compared by identity when it has no
-#: ``__eq__``): their qualified name -> how the user writes them.
-STATIC_ARGUMENT_JITS = {"equinox.filter_jit": "eqx.filter_jit", "flax.nnx.jit": "nnx.jit"}
 
-#: Conventional names resolved even without an import, so that snippets lint like files.
-_DEFAULT_ALIASES = {
-    "jax": "jax",
-    "jnp": "jax.numpy",
-    "np": "numpy",
-    "nnx": "flax.nnx",
-    "eqx": "equinox",
-    "flax": "flax",
-    "functools": "functools",
-    "itertools": "itertools",
-    "jit": "jax.jit",
-    "partial": "functools.partial",
-}
+@dataclasses.dataclass(frozen=True)
+class Vocabulary:
+    """The names of a library the index knows without reading an import.
+
+    JAX's, Flax's and Python's are :data:`VOCABULARY`; a lint rules module of another
+    library declares that library's as its ``VOCABULARY`` (``rules_*.py``), and
+    ``rules.py`` joins them (``|``) for every file it lints.
+    """
+
+    #: Conventional names resolved even without an import (``jnp`` -> ``jax.numpy``), so
+    #: that snippets lint like files.
+    aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: Qualified-name prefixes of decorators that trace the function (``jax.vmap``, ``nnx.scan``).
+    tracing: tuple[str, ...] = ()
+    #: Jits that keep an argument that is no array static (compared by identity when it has
+    #: no ``__eq__``): their qualified name -> how the user writes them.
+    static_argument_jits: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def __or__(self, other: Vocabulary) -> Vocabulary:
+        return Vocabulary(
+            {**self.aliases, **other.aliases},
+            tuple(dict.fromkeys(self.tracing + other.tracing)),
+            {**self.static_argument_jits, **other.static_argument_jits},
+        )
+
+
+#: JAX's, Flax's and Python's names.
+VOCABULARY = Vocabulary(
+    aliases={
+        "jax": "jax",
+        "jnp": "jax.numpy",
+        "np": "numpy",
+        "nnx": "flax.nnx",
+        "flax": "flax",
+        "functools": "functools",
+        "itertools": "itertools",
+        "jit": "jax.jit",
+        "partial": "functools.partial",
+    },
+    tracing=("jax.", "flax."),
+    static_argument_jits={"flax.nnx.jit": "nnx.jit"},
+)
 
 
 class FileIndex:
     """One module's syntax tree with the lookups every rule shares.
 
     Names are resolved through the file's imports (``import jax as J``,
-    ``from jax import jit``), never by importing anything.
+    ``from jax import jit``), never by importing anything, and else by the
+    conventional names of ``vocabulary`` (``rules.VOCABULARY``: every library's).
     """
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, vocabulary: Vocabulary = VOCABULARY) -> None:
         self.tree = tree
+        self.vocabulary = vocabulary
         self.parents: dict[ast.AST, ast.AST] = {}
         self.functions: dict[str, list[FunctionNode]] = {}
         self.classes: dict[str, list[ast.ClassDef]] = {}
@@ -89,7 +116,7 @@ class FileIndex:
             elif isinstance(node, ast.arg):
                 bound.add(node.arg)
         bound |= set(self.functions) | set(self.classes)
-        for name, qualname in _DEFAULT_ALIASES.items():
+        for name, qualname in vocabulary.aliases.items():
             if name not in bound:
                 self.aliases.setdefault(name, qualname)
         self._bindings = self._binding_table()

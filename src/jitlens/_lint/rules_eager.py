@@ -12,8 +12,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from .index import PARTIALS, TRACING_LIBRARIES, FileIndex
+from .index import PARTIALS, FileIndex
 from .nodes import FunctionNode, Hit, callee, short
+from .rule import Rule
 from .rules_jit import fresh_function, repetition
 
 #: Control flow JAX compiles on its own when run outside jit -> the body arguments' positions.
@@ -59,7 +60,7 @@ def _transforms(index: FileIndex, decorator: ast.expr) -> bool:
     qualname = index.qualname(callee(decorator)) or ""
     if qualname in PARTIALS and isinstance(decorator, ast.Call) and decorator.args:
         qualname = index.qualname(decorator.args[0]) or ""
-    return qualname.startswith(TRACING_LIBRARIES)
+    return qualname.startswith(index.vocabulary.tracing)
 
 
 def check_eager_control_flow(index: FileIndex) -> Iterator[Hit]:
@@ -92,3 +93,12 @@ def check_eager_control_flow(index: FileIndex) -> Iterator[Hit]:
                 fix = JL008_FIX
             yield Hit("JL008", call, message, fix)
             break
+
+
+RULES = (
+    Rule(
+        "JL008",
+        "lax.map / scan / loop run outside jit over a body made on every run",
+        check_eager_control_flow,
+    ),
+)

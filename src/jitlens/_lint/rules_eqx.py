@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from .index import PARTIALS, FileIndex
+from .index import PARTIALS, FileIndex, Vocabulary
 from .nodes import (
     FunctionNode,
     Hit,
@@ -27,6 +27,7 @@ from .nodes import (
     short,
 )
 from .numbers import Numbers, literal_kind
+from .rule import Rule
 from .rules_jit import repeated_use
 
 FILTER_JIT = "equinox.filter_jit"
@@ -213,3 +214,30 @@ def check_module_callable_fields(index: FileIndex) -> Iterator[Hit]:
                         cls=cls.name, attr=attr, what=what, method=method.name
                     )
                     yield Hit("JL103", stmt, message, fix)
+
+
+#: Equinox (JL1xx): eqx.filter_jit keys functions, Python numbers and Module fields its own way.
+RULES = (
+    Rule(
+        "JL101",
+        "eqx.filter_jit of a lambda, closure or partial built in a loop or per call",
+        check_filter_jit_in_loop,
+    ),
+    Rule(
+        "JL102",
+        "changing Python number passed to an eqx.filter_jit function in a loop",
+        check_numbers_to_filter_jit,
+    ),
+    Rule(
+        "JL103",
+        "lambda, nested function or partial stored in an eqx.Module field",
+        check_module_callable_fields,
+    ),
+)
+#: Equinox's names: ``eqx``; ``@eqx.filter_jit`` traces the function and keeps every
+#: argument that is no array static.
+VOCABULARY = Vocabulary(
+    aliases={"eqx": "equinox"},
+    tracing=("equinox.",),
+    static_argument_jits={FILTER_JIT: "eqx.filter_jit"},
+)

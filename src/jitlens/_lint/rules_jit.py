@@ -19,6 +19,7 @@ from .nodes import (
     short,
     walk_scope,
 )
+from .rule import Rule
 
 JL001_NEW_FUNCTION = (
     "`{call}` runs {where} and wraps {target}, a new function object each time; jit caches "
@@ -370,3 +371,13 @@ def check_static_arguments(index: FileIndex) -> Iterator[Hit]:
                 else:
                     fix = JL005_FIX_FRESH
                 yield Hit("JL005", node, message, fix)
+
+
+RULES = (
+    Rule("JL001", "jit wrapper built in a loop or a repeatedly called function", check_jit_in_loop),
+    Rule(
+        "JL005",
+        "static argument given a changing or identity-compared value",
+        check_static_arguments,
+    ),
+)

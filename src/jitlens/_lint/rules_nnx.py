@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from .index import PARTIALS, STATIC_ARGUMENT_JITS, FileIndex
+from .index import PARTIALS, FileIndex
 from .nodes import (
     FunctionNode,
     Hit,
@@ -21,6 +21,7 @@ from .nodes import (
     short,
     walk_scope,
 )
+from .rule import Rule
 
 JL002_MESSAGE = (
     "`{cls}.{attr}` is assigned {what} in `{method}`; NNX keeps it as a static attribute "
@@ -347,14 +348,15 @@ def _optax_call(index: FileIndex, node: ast.AST | None) -> ast.Call | None:
 def _static_argument_jits(index: FileIndex) -> dict[str, str]:
     """Names of functions jitted by a jit that keeps non-array arguments static -> that jit."""
     found: dict[str, str] = {}
+    jits = index.vocabulary.static_argument_jits
     for node in index.nodes:
         if isinstance(node, FunctionNode):
             for d in node.decorator_list:
-                jit = STATIC_ARGUMENT_JITS.get(index.qualname(callee(d)) or "")
+                jit = jits.get(index.qualname(callee(d)) or "")
                 if jit is not None:
                     found[node.name] = jit
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            jit = STATIC_ARGUMENT_JITS.get(index.qualname(node.value.func) or "")
+            jit = jits.get(index.qualname(node.value.func) or "")
             if jit is not None and node.value.args:
                 found.update({t.id: jit for t in node.targets if isinstance(t, ast.Name)})
     return found
@@ -406,3 +408,18 @@ def check_optimizer_in_loop(index: FileIndex) -> Iterator[Hit]:
             fix = JL007_FIX.format(made=short(made), target=target, factory=short(made.func))
             yield Hit("JL007", made, message, fix)
             break
+
+
+RULES = (
+    Rule("JL002", "partial, lambda or function stored on an NNX Module", check_callable_attributes),
+    Rule(
+        "JL003", "plain int/float Module attribute changed after __init__", check_number_attributes
+    ),
+    Rule("JL004", "NNX Module class defined inside a function or loop", check_local_module_class),
+    Rule("JL006", "Variable metadata rewritten on every loop iteration", check_metadata_in_loop),
+    Rule(
+        "JL007",
+        "optax optimizer built on every loop iteration for an nnx.Optimizer",
+        check_optimizer_in_loop,
+    ),
+)
