@@ -11,7 +11,8 @@ Modules:
   * :mod:`.frames` -- which frames and files are the user's;
   * :mod:`.callables` -- the one walk over a chain of wrapped callables;
   * one ``*_api`` module per library whose jit jitlens reads (its front-end's private
-    access, imported by its package in ``_track/frontends/``, never re-exported here).
+    access, imported by its package in ``_track/frontends/``, never re-exported here),
+    which declares what jitlens knows of the library (:mod:`.libraries`).
 """
 
 from .cache_keys import trace_cache_fill as trace_cache_fill
