@@ -1,0 +1,77 @@
+"""The first hour of a newcomer: what the pages promise, done as they say, gives what they show.
+
+Found by following the README and the documentation site from a fresh clone and a fresh
+virtualenv, then running every command on small programs of one's own (issue 35's trial).
+Each test stands for one place where a newcomer stopped, guessed or got something else.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from conftest import ROOT, run_python
+
+PYPROJECT = ROOT / "pyproject.toml"
+
+#: Imports only what the `docs` extra (and jitlens' own requirements) installs: any other
+#: distribution's modules are refused, as in a virtualenv made with `pip install '.[docs]'`
+#: (the extra's list is read from pyproject.toml, what it brings from the installed metadata).
+ONLY_DOCS_EXTRA = """
+import importlib.abc, importlib.metadata as md, sys, tomllib
+from packaging.requirements import Requirement
+
+def closure(texts):
+    seen, todo = set(), [(r.name, tuple(r.extras)) for r in map(Requirement, texts)]
+    while todo:
+        dist, wanted = todo.pop()
+        key = dist.lower().replace("_", "-")
+        if (key, wanted) in seen:
+            continue
+        seen.add((key, wanted))
+        for text in md.requires(dist) or ():
+            req = Requirement(text)
+            envs = [{"extra": e} for e in wanted] or [{"extra": ""}]
+            if req.marker is None or any(req.marker.evaluate(env) for env in envs):
+                todo.append((req.name, tuple(req.extras)))
+    return {key for key, _ in seen} | {"jitlens"}
+
+project = tomllib.load(open(sys.argv[3], "rb"))["project"]
+allowed = closure(project["dependencies"] + project["optional-dependencies"]["docs"])
+blocked = {
+    top for top, dists in md.packages_distributions().items()
+    if top not in sys.modules and all(d.lower().replace("_", "-") not in allowed for d in dists)
+}
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r} (not in the docs extra)")
+        return None
+
+sys.meta_path.insert(0, Refuse())
+sys.path.insert(0, sys.argv[1])
+import jitlens_reference
+jitlens_reference.generate(__import__("pathlib").Path(sys.argv[2]))
+print("generated")
+"""
+
+
+def test_the_docs_extra_alone_builds_the_generated_reference(tmp_path: Path) -> None:
+    """README: `pip install '.[docs]'`, then sphinx. The reference is generated from the
+    code, and it documents the pytest plugin's options from the plugin itself, which
+    imports pytest: with the docs extra alone the build stopped at "No module named
+    'pytest'"."""
+    proc = run_python(
+        ["-c", ONLY_DOCS_EXTRA, str(ROOT / "docs" / "_ext"), str(tmp_path), str(PYPROJECT)],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "generated" in proc.stdout
+    assert any(tmp_path.glob("*.md"))
+
+
+def _program(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
