@@ -75,3 +75,22 @@ def _program(tmp_path: Path, name: str, body: str) -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(body))
     return path
+
+
+def test_the_legend_of_a_narrow_table_uses_the_terminal_width() -> None:
+    """`jitlens run cached.py` (one nnx.cached_partial) at COLUMNS=80: the kind column gave
+    way, the table shrank to 62 columns and its title and legend wrapped at 62 too,
+    "(Python and jax start-up" / "not included)" on two lines."""
+    import report_samples
+
+    lines = report_samples.sample_report().to_text(width=80).splitlines()
+    assert max(len(line) for line in lines[2:7]) < 70, lines  # a table narrower than 80
+    assert lines[0] == "jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal"
+    start = lines.index(
+        "cpu on devbox, process 0/1, 4.2 s tracked (Python and jax start-up not included)"
+    )
+    assert lines[start + 1 : start + 3] == [
+        "hits = cache hits; compile s = lowering + compiling;",  # broken between definitions
+        "lost s = the retraces' seconds",
+    ]
+    assert max(map(len, lines)) <= 80

@@ -7,6 +7,7 @@ import math
 import os
 import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from rich import box
@@ -72,6 +73,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("compile s", "right"),
     ("lost s", "right"),
 )
+#: The table's title and legend, as rich draws a table's own title and caption.
+TITLE_STYLE = "italic"
+CAPTION_STYLE = "dim italic"
 #: Columns given up, in this order, when the width cannot hold them all.
 DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 #: The function column gets at least this many characters before others are dropped.
@@ -334,9 +338,8 @@ def _longest_word(rows: Sequence[Sequence[str]]) -> int:
     return min(max(words, default=0), MAX_WORD_WIDTH)
 
 
-def _table(
-    report: Report, functions: Sequence[FunctionReport], include_internal: bool, width: int
-) -> Table:
+def _heading(report: Report, include_internal: bool) -> tuple[str, str]:
+    """The table's title and its legend (what the run covered, what the columns mean)."""
     shown = report.functions if include_internal else report.user_functions()
     hidden = len(report.functions) - len(shown)  # before folding and the row limit
     traces = total_traces(shown)
@@ -354,15 +357,32 @@ def _table(
         duration=report.duration_seconds,
         not_included=NOT_INCLUDED,
     )
-    table = Table(
-        title=title,
-        caption=caption,
-        box=box.SIMPLE_HEAD,
-        title_justify="left",
-        caption_justify="left",
-        collapse_padding=True,
-        show_edge=False,
-    )
+    return title, caption
+
+
+def wrap_at_joints(text: str, width: int) -> list[str]:
+    """``text``'s lines no wider than ``width``, broken after a "; " before a space.
+
+    The legend is a list of definitions: ``lost s = the retraces' seconds`` stays whole.
+    """
+    out: list[str] = []
+    for line in text.splitlines():
+        current = ""
+        for part in line.split("; "):
+            joined = f"{current}; {part}" if current else part
+            if len(joined) <= width or not current:
+                current = joined
+                continue
+            out.append(current + ";")
+            current = part
+        out += textwrap.wrap(current, width, break_on_hyphens=False) or [""]
+    return out
+
+
+def _table(functions: Sequence[FunctionReport], include_internal: bool, width: int) -> Table:
+    """The rows, one per function; its title and legend are printed around it at the full width
+    (a table narrower than the terminal wrapped them at its own width)."""
+    table = Table(box=box.SIMPLE_HEAD, collapse_padding=True, show_edge=False)
     rows = [_row(fn, include_internal) for fn in functions]
     keep = _columns(rows, width)
     longest = max(len(row[0]) for row in rows)
@@ -425,7 +445,11 @@ def _render(
         template = NO_FUNCTIONS_SEEN if report.warnings else NO_FUNCTIONS
         console.print(template.format(backend=report.backend, host=report.host, duration=duration))
     else:
-        console.print(_table(report, functions, include_internal, width))
+        title, caption = _heading(report, include_internal)
+        console.print(Text(title, style=TITLE_STYLE))
+        console.print(_table(functions, include_internal, width))
+        for line in wrap_at_joints(caption, width):
+            console.print(Text(line, style=CAPTION_STYLE))
         if more:
             console.print(MORE_FUNCTIONS.format(n=more))
     explained = False
