@@ -603,7 +603,8 @@ info     model.step  (static_value)
     fix: If it changes during training, make it state: `self.step = nnx.Variable(jnp.array(0))` and
       update it with `self.step[...] = ...`; else keep it constant.
 
-1 error, 2 warnings, 1 info. Each error recompiles every nnx.jit function for each new instance (exit 1).
+1 error, 2 warnings, 1 info.
+Each error recompiles every nnx.jit function for each new instance (exit 1).
 """
 
 

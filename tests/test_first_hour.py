@@ -10,6 +10,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, run_python
 
 PYPROJECT = ROOT / "pyproject.toml"
@@ -94,3 +96,22 @@ def test_the_legend_of_a_narrow_table_uses_the_terminal_width() -> None:
         "lost s = the retraces' seconds",
     ]
     assert max(map(len, lines)) <= 80
+
+
+def test_audit_follows_the_terminal_width_like_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`COLUMNS=80 jitlens audit tests/fixtures/audit_models.py:make_classifier | less`: the
+    findings wrapped at 100 (COLUMNS was read only on a terminal) and the header and the
+    summary not at all (104 characters), where `jitlens report` fits 80. (In this process:
+    test_audit.py runs the command in a fresh one.)"""
+    import jitlens
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.chdir(ROOT)
+    assert jitlens.main(["audit", "tests/fixtures/audit_models.py:make_classifier"]) == 1
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 80, out
+    joined = " ".join(out.split())
+    assert "1 error, 2 warnings, 1 info. Each error recompiles every nnx.jit function" in joined
+    assert "fix: Call `nnx.avg_pool(x, window_shape=(2, 2), strides=(2, 2))`" in joined

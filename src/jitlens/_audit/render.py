@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import textwrap
 
+from .._render.text import wrap_at_joints
 from . import model
 from .model import AuditFinding, AuditResult, Evidence
 
@@ -57,7 +58,7 @@ def render_audit(result: AuditResult, *, color: bool = False, width: int = 100) 
             return _render_rich(result, width)
         except Exception:
             pass
-    lines = [_header(result)]
+    lines = wrap_at_joints(_header(result), width)
     for f in result.findings:
         lines += ["", f"{f.severity:<8} {f.path}  ({f.kind})"]
         for text in (f.message, _evidence(f), f"fix: {f.fix}"):
@@ -69,7 +70,7 @@ def render_audit(result: AuditResult, *, color: bool = False, width: int = 100) 
                 break_on_hyphens=False,
                 break_long_words=False,
             )
-    lines += ["", _summary(result)]
+    lines += ["", *wrap_at_joints(_summary(result), width, joint=". ")]
     return "\n".join(lines) + "\n"
 
 

@@ -360,20 +360,21 @@ def _heading(report: Report, include_internal: bool) -> tuple[str, str]:
     return title, caption
 
 
-def wrap_at_joints(text: str, width: int) -> list[str]:
-    """``text``'s lines no wider than ``width``, broken after a "; " before a space.
+def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:
+    """``text``'s lines no wider than ``width``, broken after a ``joint`` before a space.
 
-    The legend is a list of definitions: ``lost s = the retraces' seconds`` stays whole.
+    A legend is a list of definitions (``lost s = the retraces' seconds`` stays whole), a
+    summary a few sentences (``joint=". "``).
     """
     out: list[str] = []
     for line in text.splitlines():
         current = ""
-        for part in line.split("; "):
-            joined = f"{current}; {part}" if current else part
+        for part in line.split(joint):
+            joined = f"{current}{joint}{part}" if current else part
             if len(joined) <= width or not current:
                 current = joined
                 continue
-            out.append(current + ";")
+            out += textwrap.wrap(current + joint.rstrip(), width, break_on_hyphens=False)
             current = part
         out += textwrap.wrap(current, width, break_on_hyphens=False) or [""]
     return out
@@ -409,7 +410,9 @@ def _want_color(color: bool | None) -> bool:
     return color if color is not None else _is_tty() and not os.environ.get("NO_COLOR")
 
 
-def _width(width: int | None) -> int:
+def terminal_width(width: int | None = None) -> int:
+    """``width`` if given, else the terminal's (or ``COLUMNS``), else ``DEFAULT_WIDTH``: the one
+    rule every command's text follows (report, audit, diff), at least 40 columns."""
     if width is not None:
         return max(40, width)
     if _is_tty() or os.environ.get("COLUMNS", "").isdigit():  # COLUMNS=80 is asked for
@@ -515,7 +518,9 @@ def render_text(
         <BLANKLINE>
     """
     try:
-        return _render(report, _want_color(color), _width(width), include_internal, max_lines)
+        return _render(
+            report, _want_color(color), terminal_width(width), include_internal, max_lines
+        )
     except Exception:
         LOG.exception("jitlens: rendering the text report failed")
         return fallback(report)
