@@ -106,8 +106,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
 
 
 def _diff_cli(argv: list[str]) -> int:
-    """``jitlens diff ARGV`` as a user runs it, in this process."""
-    return jitlens.main(["diff", *argv])
+    """``jitlens diff ARGV`` as a user runs it, in this process, unwrapped (one item a line)."""
+    return jitlens.main(["diff", *argv, "--width", "10000"])
 
 
 def _step(report: Report) -> jitlens.FunctionReport:

@@ -115,3 +115,39 @@ def test_audit_follows_the_terminal_width_like_report(
     joined = " ".join(out.split())
     assert "1 error, 2 warnings, 1 info. Each error recompiles every nnx.jit function" in joined
     assert "fix: Call `nnx.avg_pool(x, window_shape=(2, 2), strides=(2, 2))`" in joined
+
+
+def test_diff_folds_entries_alike_and_fits_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jitlens diff fixed.json lr_sched.json` of a static `lr` schedule (4 values): each new
+    entry was spelled out with the same two reasons, and lines ran to 400 characters at
+    COLUMNS=80."""
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    def sgd(w: jax.Array, lr: float) -> jax.Array:
+        return w - lr * w
+
+    reports = {}
+    for name, statics in (("fixed", ()), ("static", ("lr",))):
+        with jitlens.track() as t:
+            jitted = jax.jit(sgd, static_argnames=statics)  # as in a script under `jitlens run`
+            for step in range(4):
+                jitted(jnp.ones(3), lr=0.1 * 0.5**step)
+        reports[name] = tmp_path / f"{name}.json"
+        reports[name].write_text(t.report().to_json())
+
+    assert jitlens.main(["diff", str(reports["fixed"]), str(reports["static"]), "--width", "80"])
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 80, out
+    assert out.count("new entry:") == 1, out
+    assert "3 more new entries, the same paths changed: lr -> 0.05, 0.025, 0.0125" in out, out
+    joined = " ".join(out.split())
+    assert "fix: If `lr` only enters arithmetic, pass it as a traced argument" in joined, out
+    assert jitlens.main(["diff", str(reports["static"]), str(reports["fixed"])]) == 0
+    out = capsys.readouterr().out
+    assert "gone entry:" in out and "3 more entries gone" in out, out
