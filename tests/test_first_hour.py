@@ -7,6 +7,7 @@ Each test stands for one place where a newcomer stopped, guessed or got somethin
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -151,3 +152,34 @@ def test_diff_folds_entries_alike_and_fits_the_terminal(
     assert jitlens.main(["diff", str(reports["static"]), str(reports["fixed"])]) == 0
     out = capsys.readouterr().out
     assert "gone entry:" in out and "3 more entries gone" in out, out
+
+
+def _normalised(line: str) -> str:
+    """A line with what differs run to run blanked: seconds, percentages, addresses, the host's
+    name, spacing."""
+    line = re.sub(r"0x[0-9a-f]+", "0x…", line)
+    line = re.sub(r"^(\w+) on \S+, process", r"\1 on HOST, process", line)  # the machine's name
+    line = re.sub(r"\d+\.\d+|\d+%", "#", line)
+    return " ".join(line.split())
+
+
+def test_the_tutorials_summary_is_what_jitlens_run_prints() -> None:
+    """tutorials/first-steps.md, step 2: the summary shown had drifted from a real run (a
+    "process 0/1, 14.9 s" line that now says what it covers, reasons laid out otherwise, an
+    older fix): a newcomer compared line by line and found it different. Every line shown
+    must be a line a real run prints at 100 columns (times, percentages and addresses
+    aside; "..." stands for lines left out)."""
+    page = (ROOT / "docs" / "tutorials" / "first-steps.md").read_text()
+    command = "jitlens run examples/recompiles.py"
+    assert f"```bash\n{command}\n```" in page
+    shown = page.split(f"```bash\n{command}\n```", 1)[1].split("```text\n", 1)[1]
+    shown = shown.split("```", 1)[0]
+    proc = run_python(["-m", "jitlens", *command.split()[1:]], cwd=ROOT, env={"COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    printed = {_normalised(line) for line in proc.stderr.splitlines()}
+    missing = [
+        line
+        for line in shown.splitlines()
+        if line.strip() and line.strip() != "..." and _normalised(line) not in printed
+    ]
+    assert not missing, "\n".join(missing) + "\n\nprinted:\n" + proc.stderr
