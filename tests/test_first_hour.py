@@ -183,3 +183,22 @@ def test_the_tutorials_summary_is_what_jitlens_run_prints() -> None:
         if line.strip() and line.strip() != "..." and _normalised(line) not in printed
     ]
     assert not missing, "\n".join(missing) + "\n\nprinted:\n" + proc.stderr
+
+
+def test_the_command_list_fits_80_columns_in_a_newcomers_words(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`jitlens --help`: "demo  the seed discussion's CNN" (the project's own word for its
+    starting issue, unknown to a user) and a `diff` line of 93 characters."""
+    import jitlens
+
+    assert jitlens.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 80, out
+    assert "seed" not in out
+    listed = [
+        line.split()[0] for line in out.split("commands:\n")[1].splitlines() if line[:2] == "  "
+    ]
+    from jitlens._cli.main import COMMANDS
+
+    assert listed == list(COMMANDS)
