@@ -202,3 +202,24 @@ def test_the_command_list_fits_80_columns_in_a_newcomers_words(
     from jitlens._cli.main import COMMANDS
 
     assert listed == list(COMMANDS)
+
+
+def test_check_follows_the_terminal_width_like_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`COLUMNS=80 jitlens check wrapper_in_loop.py | less`: its tables were 100 wide (COLUMNS
+    was read only on a terminal). The grading itself is test_check.py's; here a failing
+    result stands in for it, so only the command's choice of width is tested."""
+    from test_check import _sample
+
+    import jitlens
+    from jitlens._exercise import check
+
+    failing = _sample()
+    assert not failing.passed  # a failure shows its tables
+    monkeypatch.setattr(check, "check_jit_forward", lambda *a, **k: failing)
+    monkeypatch.setenv("COLUMNS", "80")
+    solution = _program(tmp_path, "solution.py", "def jit_forward(seed, x, features, n): ...\n")
+    assert jitlens.main(["check", str(solution)]) == failing.exit_code
+    tables = [line for line in capsys.readouterr().out.splitlines() if " | " in line]
+    assert tables and max(map(len, tables)) <= 80, tables
