@@ -223,3 +223,19 @@ def test_check_follows_the_terminal_width_like_report(
     assert jitlens.main(["check", str(solution)]) == failing.exit_code
     tables = [line for line in capsys.readouterr().out.splitlines() if " | " in line]
     assert tables and max(map(len, tables)) <= 80, tables
+
+
+def test_report_ends_without_a_blank_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jitlens report r.json` printed the text, which ends its last line, with print():
+    one blank line more than `jitlens run` prints at exit."""
+    import jitlens
+    import report_samples
+
+    saved = tmp_path / "r.json"
+    saved.write_text(report_samples.sample_report().to_json())
+    assert jitlens.main(["report", str(saved), "--width", "80"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith("\n") and not out.endswith("\n\n"), out[-200:]
+    assert out == report_samples.sample_report().to_text(width=80, color=False)

@@ -122,9 +122,10 @@ def _report_main(argv: list[str]) -> int:
     from .outputs import write_outputs
 
     color = want_color(args.color)
-    print(
-        render_text(report, color=color, width=args.width, include_internal=args.include_internal)
+    text = render_text(
+        report, color=color, width=args.width, include_internal=args.include_internal
     )
+    sys.stdout.write(text)  # it ends its own last line: print() left a blank one after it
     for path in write_outputs(report, args):
         print(f"jitlens: wrote {path}", file=sys.stderr)
     return 0
