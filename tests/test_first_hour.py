@@ -239,3 +239,20 @@ def test_report_ends_without_a_blank_line(
     out = capsys.readouterr().out
     assert out.endswith("\n") and not out.endswith("\n\n"), out[-200:]
     assert out == report_samples.sample_report().to_text(width=80, color=False)
+
+
+def test_the_compile_cost_line_says_what_its_share_is_of() -> None:
+    """`train_step  1.26 s to trace + compile 104 equations; 70% from train_bs.py:16`: 70%
+    of what (the time? the run?) a newcomer could not tell; it is of the equations."""
+    import dataclasses
+
+    import report_samples
+    from jitlens._core.cost import CompileCost, LineCost
+
+    report = report_samples.sample_report()
+    fn = report.function("forward")
+    cost = CompileCost(eqns=104, lines=(LineCost("train.py", 16, "train_step", 73),))
+    events = (dataclasses.replace(fn.events[0], cost=cost), *fn.events[1:])
+    fn = dataclasses.replace(fn, events=events)
+    text = dataclasses.replace(report, functions=(fn,)).to_text(width=200)
+    assert "compile 104 equations; 70% of them from train.py:16 (train_step)" in text, text

@@ -125,7 +125,7 @@ ADVICE_MORE = "also: {kinds}"
 COST_TITLE = "compile cost: what the longest compiles are made of"
 COST_LINE = (
     "{qualname}  {seconds:.2f} s to trace + compile {eqns:,} equations; "
-    "{share:.0%} from {where} ({function}){extra}"
+    "{share:.0%} of them from {where} ({function}){extra}"
 )
 COST_LOOP = "; loop at {where} x{n}"
 COST_CONSTS = "; {size} of captured constants"
