@@ -256,3 +256,65 @@ def test_the_compile_cost_line_says_what_its_share_is_of() -> None:
     fn = dataclasses.replace(fn, events=events)
     text = dataclasses.replace(report, functions=(fn,)).to_text(width=200)
     assert "compile 104 equations; 70% of them from train.py:16 (train_step)" in text, text
+
+
+# ---- found in others' files: written up for their owners, pinned as strict xfails ----------
+
+CONFIG_PROGRAM = """\
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    lr: float = 0.1
+    hidden: int = 4
+
+
+@partial(jax.jit, static_argnames="cfg")
+def step(w, cfg):
+    return w - cfg.lr * w
+
+
+w = jnp.ones(3)
+for i in range(3):
+    w = step(w, Config(lr=0.1 / (i + 1)))
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="words (_core/messages): a static dataclass config whose float field changes per "
+    "call gets 'Expected once per value ... keep it to a few values'; the fix that works is to "
+    "make the field traced (jax.tree_util.register_dataclass(data_fields=['lr'], "
+    "meta_fields=['hidden']): 1 trace, same results) or pass cfg.lr as an argument",
+)
+def test_a_static_config_with_a_changing_float_field_gets_a_fix_that_traces_it(
+    tmp_path: Path,
+) -> None:
+    import runpy
+
+    import jitlens
+
+    program = _program(tmp_path, "config.py", CONFIG_PROGRAM)
+    with jitlens.track() as t:
+        runpy.run_path(str(program))
+    reasons = [r for e in t.report().function("step").events for r in e.reasons]
+    assert reasons and reasons[0].path == "cfg.lr"
+    assert "register_dataclass" in reasons[0].fix or "data_fields" in reasons[0].fix
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="lead (_lint, JL005): for a static frozen-dataclass argument the fix is 'make `cfg` "
+    "a traced argument: remove it from static_argnames'; applied, plain python raises "
+    "TypeError (Config is not a valid JAX type): the fix must register it as a pytree",
+)
+def test_lint_does_not_tell_to_trace_a_dataclass_jax_cannot_trace() -> None:
+    import jitlens
+
+    (finding,) = [f for f in jitlens.lint_source(CONFIG_PROGRAM, "config.py") if f.code == "JL005"]
+    assert "register_dataclass" in finding.fix or "pytree" in finding.fix, finding.fix
