@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -73,6 +74,13 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("compile s", "right"),
     ("lost s", "right"),
 )
+#: A `code span` up to this long is never broken by wrapping (`self.act = act`); a longer one
+#: would not fit a line anyway.
+GLUED_CODE = 64
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+#: Stands for a space inside a code span while rich wraps (a private-use character: rich
+#: breaks lines at any Unicode space, U+00A0 included).
+GLUE = "\ue000"
 #: The table's title and legend, as rich draws a table's own title and caption.
 TITLE_STYLE = "italic"
 CAPTION_STYLE = "dim italic"
@@ -158,9 +166,22 @@ def _indented(lines: Sequence[Line], by: int) -> list[Line]:
     return [line.indented(by) for line in lines]
 
 
-def styled(line: Line) -> Padding:
-    """``line`` as rich prints it: its role's style, wrapped under its indent."""
-    return Padding(Text(line.text, style=STYLES[line.role]), (0, 0, 0, line.indent))
+def glue_code(text: str, room: int = GLUED_CODE) -> str:
+    """``text`` with the spaces of each short `code span` made unbreakable (``GLUE``), so that
+    wrapping keeps a fix's code on one line, ready to copy (``unglue`` puts the spaces back)."""
+    return CODE_SPAN.sub(lambda m: m[0].replace(" ", GLUE) if len(m[0]) <= room else m[0], text)
+
+
+def unglue(text: str) -> str:
+    """The spaces ``glue_code`` made unbreakable, spaces again."""
+    return text.replace(GLUE, " ")
+
+
+def styled(line: Line, *, glue: bool = False) -> Padding:
+    """``line`` as rich prints it: its role's style, wrapped under its indent (with ``glue``,
+    never inside a short code span; the text must then go through ``unglue``)."""
+    text = glue_code(line.text) if glue else line.text
+    return Padding(Text(text, style=STYLES[line.role]), (0, 0, 0, line.indent))
 
 
 def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
@@ -462,7 +483,7 @@ def _render(
             console.print()
             explained = True
         for line in lines:
-            console.print(styled(line))
+            console.print(styled(line, glue=True))
     if functions and not explained and all(f.traces is not None for f in functions):
         console.print()
         console.print(styled(Line(0, NO_RETRACES, Role.OK)))
@@ -470,12 +491,12 @@ def _render(
     if costs:
         console.print()
     for line in costs:
-        console.print(styled(line))
+        console.print(styled(line, glue=True))
     advice = advice_lines(functions)
     if advice:
         console.print()
     for line in advice:
-        console.print(styled(line))
+        console.print(styled(line, glue=True))
     for note in report.run.notes if report.run is not None else ():  # issue 23
         console.print(styled(Line(0, CACHE_NOTE.format(message=note.message), Role.WARNING)))
         console.print(styled(Line(2, CACHE_FIX.format(fix=note.fix), Role.FIX)))
@@ -485,7 +506,8 @@ def _render(
 
 
 def _export(console: Console, color: bool, max_lines: int | None = None) -> str:
-    lines = [line.rstrip() for line in console.export_text(styles=color).rstrip().splitlines()]
+    text = unglue(console.export_text(styles=color))
+    lines = [line.rstrip() for line in text.rstrip().splitlines()]
     if max_lines is not None and len(lines) > max_lines:
         # cut at the last blank line (between two functions' explanations) within the budget
         cut = max((i for i in range(max_lines - 1) if not lines[i].strip()), default=max_lines - 2)
