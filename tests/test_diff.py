@@ -447,4 +447,4 @@ def test_a_fix_in_a_renamed_copy_matches_and_the_fix_is_the_runs_own(
     assert _diff_cli([str(paths["train_fixed"]), str(paths["train"])]) == 1
     out = capsys.readouterr().out
     assert "WORSE  train_step (" in out and f"  fix: {own_fix}\n" in out, out
-    assert "1 more new entries like these" in out
+    assert "2 more new entries like it" in out
