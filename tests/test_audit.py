@@ -592,8 +592,8 @@ warning  optimizer.tx  (identity_static)
       sweep, say); an optimizer built once compiles once.
     builds: GradientTransformationExtraArgs(init=<function chain.<locals>.init_fn at 0x…>,
       update=<function chain.<loc..., a new object in each
-    fix: Expected once per optimizer build. To sweep hyperparameters with one compile, build `TX =
-      optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set
+    fix: Expected once per optimizer build. To sweep hyperparameters with one compile, build
+      `TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set
       `optimizer.opt_state.hyperparams['learning_rate'][...] = lr` per run.
 
 info     model.step  (static_value)
@@ -603,7 +603,8 @@ info     model.step  (static_value)
     fix: If it changes during training, make it state: `self.step = nnx.Variable(jnp.array(0))` and
       update it with `self.step[...] = ...`; else keep it constant.
 
-1 error, 2 warnings, 1 info. Each error recompiles every nnx.jit function for each new instance (exit 1).
+1 error, 2 warnings, 1 info.
+Each error recompiles every nnx.jit function for each new instance (exit 1).
 """
 
 

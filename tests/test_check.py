@@ -597,3 +597,20 @@ def test_render_golden() -> None:
     assert str(result) == render_check(result, color=False, width=100)
     assert "\x1b[" in render_check(result, color=True, width=70)
     assert json.loads(result.to_json())["verdict"] == result.verdict
+
+
+def test_check_follows_the_terminal_width_like_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    """`COLUMNS=80 jitlens check wrapper_in_loop.py | less`: its tables were 100 wide (COLUMNS
+    was read only on a terminal; found in the first-hour trial). A failing made-up result
+    stands in for the grading, so only the command's choice of width is tested."""
+    failing = _sample()
+    assert not failing.passed  # a failure shows its tables
+    monkeypatch.setattr(_check, "check_jit_forward", lambda *a, **k: failing)
+    monkeypatch.setenv("COLUMNS", "80")
+    solution = tmp_path / "solution.py"
+    solution.write_text("def jit_forward(seed, x, features, num_calls): ...\n")
+    assert jitlens.main(["check", str(solution)]) == failing.exit_code
+    tables = [line for line in capsys.readouterr().out.splitlines() if " | " in line]
+    assert tables and max(map(len, tables)) <= 80, tables

@@ -106,8 +106,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
 
 
 def _diff_cli(argv: list[str]) -> int:
-    """``jitlens diff ARGV`` as a user runs it, in this process."""
-    return jitlens.main(["diff", *argv])
+    """``jitlens diff ARGV`` as a user runs it, in this process, unwrapped (one item a line)."""
+    return jitlens.main(["diff", *argv, "--width", "10000"])
 
 
 def _step(report: Report) -> jitlens.FunctionReport:
@@ -447,4 +447,4 @@ def test_a_fix_in_a_renamed_copy_matches_and_the_fix_is_the_runs_own(
     assert _diff_cli([str(paths["train_fixed"]), str(paths["train"])]) == 1
     out = capsys.readouterr().out
     assert "WORSE  train_step (" in out and f"  fix: {own_fix}\n" in out, out
-    assert "1 more new entries like these" in out
+    assert "2 more new entries like it" in out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,6 +16,7 @@ from .._core.key import Entry, Path, short_repr
 from .._core.kinds import EntryKind, ReasonKind
 from .._core.signature import walk_graphdef
 from .._render.color import add_color_option, want_color
+from .._render.text import terminal_width
 from . import libraries
 from .checks import _Audit
 from .limits import DEFAULT_TIMEOUT, bounded
@@ -226,9 +226,8 @@ def cli_main(argv: Sequence[str]) -> int:
     except AuditError as exc:
         print(f"jitlens audit: error: {exc}", file=sys.stderr)
         return 2
-    tty = sys.stdout.isatty()
     color = want_color(args.color)
-    width = args.width or (os.get_terminal_size().columns if tty else 100)
+    width = terminal_width(args.width)
     sys.stdout.write(render_audit(result, color=color, width=width))
     sys.stdout.flush()
     if args.json:

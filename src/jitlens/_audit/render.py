@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import textwrap
 
+from .._render.text import glue_code, unglue, wrap_at_joints
 from . import model
 from .model import AuditFinding, AuditResult, Evidence
 
@@ -57,20 +58,20 @@ def render_audit(result: AuditResult, *, color: bool = False, width: int = 100) 
             return _render_rich(result, width)
         except Exception:
             pass
-    lines = [_header(result)]
+    lines = wrap_at_joints(_header(result), width)
     for f in result.findings:
         lines += ["", f"{f.severity:<8} {f.path}  ({f.kind})"]
         for text in (f.message, _evidence(f), f"fix: {f.fix}"):
             lines += textwrap.wrap(
-                text,
+                glue_code(text),  # a fix's code on one line, ready to copy
                 width,
                 initial_indent="    ",
                 subsequent_indent="      ",
                 break_on_hyphens=False,
                 break_long_words=False,
             )
-    lines += ["", _summary(result)]
-    return "\n".join(lines) + "\n"
+    lines += ["", *wrap_at_joints(_summary(result), width, joint=". ")]
+    return unglue("\n".join(lines)) + "\n"
 
 
 def _render_rich(result: AuditResult, width: int) -> str:
@@ -87,15 +88,18 @@ def _render_rich(result: AuditResult, width: int) -> str:
         table.add_column("severity", no_wrap=True)
         table.add_column("path", overflow="fold")
         table.add_column("finding", ratio=1, overflow="fold")
+        # what the finding column can hold: a longer code span is folded, not kept whole
+        side = max(max(len(f.path), len(f.kind)) for f in result.findings)
+        room = width - side - len("severity") - 8
         for f in result.findings:
-            body = Text(f.message)
-            body.append(f"\n{_evidence(f)}", style="dim")
-            body.append(f"\nfix: {f.fix}", style="green")
+            body = Text(glue_code(f.message, room))
+            body.append(f"\n{glue_code(_evidence(f), room)}", style="dim")
+            body.append(f"\nfix: {glue_code(f.fix, room)}", style="green")
             severity = Text(f.severity, style=_STYLES[f.severity])
             table.add_row(severity, Text(f"{f.path}\n{f.kind}"), body)
         console.print(table)
     console.print(Text(_summary(result), style="bold red" if result.errors else "green"))
-    return buffer.getvalue()
+    return unglue(buffer.getvalue())
 
 
 model.TEXT[0] = render_audit

@@ -12,15 +12,15 @@ USAGE = """usage: jitlens COMMAND [ARGS...]
 Why did my jitted function compile again?
 
 commands:
-  demo      the seed discussion's CNN, measured and explained (start here)
+  demo      a Flax CNN that compiles again per instance, explained (start here)
   run       run a Python program with every jitted function tracked
   report    show a saved JSON report (terminal, --html, --trace)
-  merge     merge per-process reports and flag processes that compiled differently
-  diff      compare two runs' reports: what compiled again and why (exit 1 if compiles grew)
+  merge     merge per-process reports; flag processes that compiled differently
+  diff      compare two runs: what compiled again and why (exit 1 if it grew)
   check     grade a jit_forward solution on its numbers and its method
   audit     find statics that will recompile for every new model instance
   lint      find recompile traps in source code (no imports)
-  selfcheck check that jitlens counts right on the installed JAX / Flax / Equinox
+  selfcheck check that jitlens counts right on the installed JAX/Flax/Equinox
 
 `jitlens COMMAND --help` describes each command."""
 
@@ -67,8 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _demo_main(argv: list[str]) -> int:
     argparse.ArgumentParser(
         prog="jitlens demo",
-        description="Run the seed discussion's CNN (functools.partial stored on a module) and "
-        "the exercise's jit_forward under jitlens, and print counts and explanations.",
+        description="Run the CNN of the Flax discussion 'When does recreating a model trigger "
+        "nnx.jit recompilation?' (a functools.partial stored on the module, so every new "
+        "instance compiles again), its fix, and the exercise's jit_forward under jitlens, and "
+        "print counts and explanations.",
     ).parse_args(argv)
     import importlib.util
 
@@ -120,9 +122,10 @@ def _report_main(argv: list[str]) -> int:
     from .outputs import write_outputs
 
     color = want_color(args.color)
-    print(
-        render_text(report, color=color, width=args.width, include_internal=args.include_internal)
+    text = render_text(
+        report, color=color, width=args.width, include_internal=args.include_internal
     )
+    sys.stdout.write(text)  # it ends its own last line: print() left a blank one after it
     for path in write_outputs(report, args):
         print(f"jitlens: wrote {path}", file=sys.stderr)
     return 0

@@ -30,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--include-internal", action="store_true", help="also compare JAX's and Flax's helpers"
     )
+    parser.add_argument(
+        "--width", type=int, help="terminal width (default: detected, 100 when piped)"
+    )
     return parser
 
 
@@ -40,6 +43,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     from .._render.outputs import output_problem
+    from .._render.text import terminal_width
     from .diff import diff_reports
     from .render import render_diff_text
 
@@ -56,7 +60,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     result = diff_reports(
         before, after, sources=[args.before, args.after], include_internal=args.include_internal
     )
-    sys.stdout.write(render_diff_text(result))
+    sys.stdout.write(render_diff_text(result, width=terminal_width(args.width)))
     if args.json:
         try:
             write_atomic(args.json, result.to_json() + "\n")

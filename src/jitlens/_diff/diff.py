@@ -39,9 +39,10 @@ CAUSE_KEY_NONE = (
     "devices are the same: the computation itself changed (the function's code or what it "
     "calls), or its entry left {folder}"
 )
-#: New entries spelled out in the message (each is listed above it with its paths).
-ENTRIES_SHOWN = 2
-MORE_ENTRIES = "{n} more new entries like these"
+#: New entries spelled out in the message (each is listed above it with its paths, so one
+#: is enough to say why; the text folds the rest as well).
+ENTRIES_SHOWN = 1
+MORE_ENTRIES = "{n} more new {entries} like it"
 CAUSE_SAME = "compiled the same entries more often ({signatures})"
 CAUSE_NO_CACHE = "compiled in both runs: {note}"
 UNKNOWN_COUNTS = "cannot compare: {side} could not count {what} on its JAX version (shown as ?)"
@@ -211,7 +212,8 @@ def _function(
         shown = "; ".join(f"{r.path} {r.before} -> {r.after} ({r.kind})" for r in ch.reasons[:3])
         causes.append(CAUSE_ENTRY.format(signature=ch.signature, reasons=shown))
     if len(explained) > ENTRIES_SHOWN:
-        causes.append(MORE_ENTRIES.format(n=len(explained) - ENTRIES_SHOWN))
+        more = len(explained) - ENTRIES_SHOWN
+        causes.append(MORE_ENTRIES.format(n=more, entries="entry" if more == 1 else "entries"))
     if explained:
         own = (_own_fix(after, ch) for ch in explained)
         fix = next((f for f in own if f), "") or explained[0].reasons[0].fix

@@ -7,6 +7,7 @@ Plain lines (no colour, no table): the output is read in CI logs and pinned by g
 from __future__ import annotations
 
 import logging
+import textwrap
 
 from .._core.kinds import NoteKind
 from .._core.retrace_text import shorten
@@ -41,6 +42,14 @@ ENTRY_LINES: dict[str, str] = {
 }
 CLOSEST = "  (closest in BEFORE: {signature})"
 REASON_LINE = "    {path}  {kind}: {before} -> {after}"
+#: Entries that changed the same paths in the same way as the one above, folded into a line.
+MORE_ALIKE = {
+    "new": "  {n} more new entries, the same paths changed{values}",
+    "vanished": "  {n} more entries gone",
+    "cache_miss": "  {n} more compiled again",
+    "cache_hit": "  {n} more read from the persistent cache",
+}
+ALIKE_VALUES = ": {path} -> {values}"
 STATUS_WORDS = {
     "worse": "WORSE",
     "better": "better",
@@ -89,6 +98,34 @@ def _entry(ch: EntryChange) -> list[str]:
     return lines
 
 
+def _alike(ch: EntryChange) -> tuple[object, ...]:
+    return (ch.kind, tuple((r.path, r.kind, r.before) for r in ch.reasons))
+
+
+def _folded(entries: tuple[EntryChange, ...]) -> list[list[EntryChange]]:
+    """Runs of entries alike (one static taking a new value per call: 4 new entries, each
+    ``lr  static_value``), so the first is spelled out and the rest counted."""
+    runs: list[list[EntryChange]] = []
+    for ch in entries:
+        if runs and _alike(runs[-1][0]) == _alike(ch):
+            runs[-1].append(ch)
+        else:
+            runs.append([ch])
+    return runs
+
+
+def _more(first: EntryChange, rest: list[EntryChange]) -> str:
+    """The folded entries' count, and the values of the path that took a new one in each."""
+    values = ""
+    for path in (r.path for r in first.reasons) if first.kind == "new" else ():
+        afters = [r.after for ch in (first, *rest) for r in ch.reasons if r.path == path]
+        if len(set(afters)) > 1:
+            shown = shorten(", ".join(afters[1:]), VALUE_WIDTH)
+            values = ALIKE_VALUES.format(path=path, values=shown)
+            break
+    return MORE_ALIKE[first.kind].format(n=len(rest), values=values)
+
+
 def function_lines(fn: FunctionDiff) -> list[str]:
     moved = MOVED.format(before=fn.defined_at_before) if fn.defined_at_before else ""
     lines = [
@@ -100,8 +137,10 @@ def function_lines(fn: FunctionDiff) -> list[str]:
         ),
         _counts(fn.before, fn.after),
     ]
-    for ch in fn.entries:
-        lines += _entry(ch)
+    for first, *rest in _folded(fn.entries):
+        lines += _entry(first)
+        if rest:
+            lines.append(_more(first, rest))
     if fn.message:
         lines.append(MESSAGE_LINE.format(message=fn.message))
     if fn.fix:
@@ -148,10 +187,24 @@ def diff_lines(d: ReportDiff) -> list[str]:
     return lines
 
 
-def render_diff_text(d: ReportDiff, color: bool | None = False) -> str:
-    """The diff as plain text (``color`` is accepted for symmetry and ignored)."""
+def wrapped(lines: list[str], width: int | None) -> list[str]:
+    """``lines`` no wider than ``width`` (``None``: as they are), each continued 2 deeper."""
+    if width is None:
+        return lines
+    out: list[str] = []
+    for line in (part for text in lines for part in text.split("\n")):
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out += textwrap.wrap(
+            line, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False
+        ) or [""]
+    return out
+
+
+def render_diff_text(d: ReportDiff, color: bool | None = False, width: int | None = None) -> str:
+    """The diff as plain text (``color`` is accepted for symmetry and ignored); ``width`` wraps
+    it for a terminal (``jitlens diff``), ``None`` keeps one line per item (``str()``, logs)."""
     try:
-        return "\n".join(diff_lines(d)) + "\n"
+        return "\n".join(wrapped(diff_lines(d), width)) + "\n"
     except Exception as exc:  # a renderer never raises into the caller
         LOG.warning("jitlens: could not render the diff (%s: %s)", type(exc).__name__, exc)
         return repr(d) + "\n"

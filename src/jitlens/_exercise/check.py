@@ -265,10 +265,10 @@ def check_jit_forward(
 def cli_main(argv: list[str]) -> int:
     """``jitlens check SOLUTION.py [--json PATH] [--seed N] [--timeout S]``; the exit code."""
     import argparse
-    import shutil
     import sys
 
     from .._core.files import write_atomic
+    from .._render.text import terminal_width
     from .render import render_check
 
     parser = argparse.ArgumentParser(
@@ -315,9 +315,8 @@ def cli_main(argv: list[str]) -> int:
     except CheckError as exc:
         print(f"jitlens check: error: {exc}", file=sys.stderr)
         return 2
-    tty = sys.stdout.isatty()
     color = want_color(args.color)
-    width = shutil.get_terminal_size((100, 24)).columns if tty else 100
+    width = terminal_width()  # the terminal's, COLUMNS when piped, else 100: as every command
     sys.stdout.write(render_check(result, color=color, width=width, verbose=args.verbose))
     sys.stdout.flush()
     if args.json:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from rich import box
@@ -72,6 +74,16 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("compile s", "right"),
     ("lost s", "right"),
 )
+#: A `code span` up to this long is never broken by wrapping (`self.act = act`); a longer one
+#: would not fit a line anyway.
+GLUED_CODE = 64
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+#: Stands for a space inside a code span while rich wraps (a private-use character: rich
+#: breaks lines at any Unicode space, U+00A0 included).
+GLUE = "\ue000"
+#: The table's title and legend, as rich draws a table's own title and caption.
+TITLE_STYLE = "italic"
+CAPTION_STYLE = "dim italic"
 #: Columns given up, in this order, when the width cannot hold them all.
 DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 #: The function column gets at least this many characters before others are dropped.
@@ -121,7 +133,7 @@ ADVICE_MORE = "also: {kinds}"
 COST_TITLE = "compile cost: what the longest compiles are made of"
 COST_LINE = (
     "{qualname}  {seconds:.2f} s to trace + compile {eqns:,} equations; "
-    "{share:.0%} from {where} ({function}){extra}"
+    "{share:.0%} of them from {where} ({function}){extra}"
 )
 COST_LOOP = "; loop at {where} x{n}"
 COST_CONSTS = "; {size} of captured constants"
@@ -154,9 +166,22 @@ def _indented(lines: Sequence[Line], by: int) -> list[Line]:
     return [line.indented(by) for line in lines]
 
 
-def styled(line: Line) -> Padding:
-    """``line`` as rich prints it: its role's style, wrapped under its indent."""
-    return Padding(Text(line.text, style=STYLES[line.role]), (0, 0, 0, line.indent))
+def glue_code(text: str, room: int = GLUED_CODE) -> str:
+    """``text`` with the spaces of each short `code span` made unbreakable (``GLUE``), so that
+    wrapping keeps a fix's code on one line, ready to copy (``unglue`` puts the spaces back)."""
+    return CODE_SPAN.sub(lambda m: m[0].replace(" ", GLUE) if len(m[0]) <= room else m[0], text)
+
+
+def unglue(text: str) -> str:
+    """The spaces ``glue_code`` made unbreakable, spaces again."""
+    return text.replace(GLUE, " ")
+
+
+def styled(line: Line, *, glue: bool = False) -> Padding:
+    """``line`` as rich prints it: its role's style, wrapped under its indent (with ``glue``,
+    never inside a short code span; the text must then go through ``unglue``)."""
+    text = glue_code(line.text) if glue else line.text
+    return Padding(Text(text, style=STYLES[line.role]), (0, 0, 0, line.indent))
 
 
 def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
@@ -334,9 +359,8 @@ def _longest_word(rows: Sequence[Sequence[str]]) -> int:
     return min(max(words, default=0), MAX_WORD_WIDTH)
 
 
-def _table(
-    report: Report, functions: Sequence[FunctionReport], include_internal: bool, width: int
-) -> Table:
+def _heading(report: Report, include_internal: bool) -> tuple[str, str]:
+    """The table's title and its legend (what the run covered, what the columns mean)."""
     shown = report.functions if include_internal else report.user_functions()
     hidden = len(report.functions) - len(shown)  # before folding and the row limit
     traces = total_traces(shown)
@@ -354,15 +378,33 @@ def _table(
         duration=report.duration_seconds,
         not_included=NOT_INCLUDED,
     )
-    table = Table(
-        title=title,
-        caption=caption,
-        box=box.SIMPLE_HEAD,
-        title_justify="left",
-        caption_justify="left",
-        collapse_padding=True,
-        show_edge=False,
-    )
+    return title, caption
+
+
+def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:
+    """``text``'s lines no wider than ``width``, broken after a ``joint`` before a space.
+
+    A legend is a list of definitions (``lost s = the retraces' seconds`` stays whole), a
+    summary a few sentences (``joint=". "``).
+    """
+    out: list[str] = []
+    for line in text.splitlines():
+        current = ""
+        for part in line.split(joint):
+            joined = f"{current}{joint}{part}" if current else part
+            if len(joined) <= width or not current:
+                current = joined
+                continue
+            out += textwrap.wrap(current + joint.rstrip(), width, break_on_hyphens=False)
+            current = part
+        out += textwrap.wrap(current, width, break_on_hyphens=False) or [""]
+    return out
+
+
+def _table(functions: Sequence[FunctionReport], include_internal: bool, width: int) -> Table:
+    """The rows, one per function; its title and legend are printed around it at the full width
+    (a table narrower than the terminal wrapped them at its own width)."""
+    table = Table(box=box.SIMPLE_HEAD, collapse_padding=True, show_edge=False)
     rows = [_row(fn, include_internal) for fn in functions]
     keep = _columns(rows, width)
     longest = max(len(row[0]) for row in rows)
@@ -389,7 +431,9 @@ def _want_color(color: bool | None) -> bool:
     return color if color is not None else _is_tty() and not os.environ.get("NO_COLOR")
 
 
-def _width(width: int | None) -> int:
+def terminal_width(width: int | None = None) -> int:
+    """``width`` if given, else the terminal's (or ``COLUMNS``), else ``DEFAULT_WIDTH``: the one
+    rule every command's text follows (report, audit, diff), at least 40 columns."""
     if width is not None:
         return max(40, width)
     if _is_tty() or os.environ.get("COLUMNS", "").isdigit():  # COLUMNS=80 is asked for
@@ -425,7 +469,11 @@ def _render(
         template = NO_FUNCTIONS_SEEN if report.warnings else NO_FUNCTIONS
         console.print(template.format(backend=report.backend, host=report.host, duration=duration))
     else:
-        console.print(_table(report, functions, include_internal, width))
+        title, caption = _heading(report, include_internal)
+        console.print(Text(title, style=TITLE_STYLE))
+        console.print(_table(functions, include_internal, width))
+        for line in wrap_at_joints(caption, width):
+            console.print(Text(line, style=CAPTION_STYLE))
         if more:
             console.print(MORE_FUNCTIONS.format(n=more))
     explained = False
@@ -435,7 +483,7 @@ def _render(
             console.print()
             explained = True
         for line in lines:
-            console.print(styled(line))
+            console.print(styled(line, glue=True))
     if functions and not explained and all(f.traces is not None for f in functions):
         console.print()
         console.print(styled(Line(0, NO_RETRACES, Role.OK)))
@@ -443,12 +491,12 @@ def _render(
     if costs:
         console.print()
     for line in costs:
-        console.print(styled(line))
+        console.print(styled(line, glue=True))
     advice = advice_lines(functions)
     if advice:
         console.print()
     for line in advice:
-        console.print(styled(line))
+        console.print(styled(line, glue=True))
     for note in report.run.notes if report.run is not None else ():  # issue 23
         console.print(styled(Line(0, CACHE_NOTE.format(message=note.message), Role.WARNING)))
         console.print(styled(Line(2, CACHE_FIX.format(fix=note.fix), Role.FIX)))
@@ -458,7 +506,8 @@ def _render(
 
 
 def _export(console: Console, color: bool, max_lines: int | None = None) -> str:
-    lines = [line.rstrip() for line in console.export_text(styles=color).rstrip().splitlines()]
+    text = unglue(console.export_text(styles=color))
+    lines = [line.rstrip() for line in text.rstrip().splitlines()]
     if max_lines is not None and len(lines) > max_lines:
         # cut at the last blank line (between two functions' explanations) within the budget
         cut = max((i for i in range(max_lines - 1) if not lines[i].strip()), default=max_lines - 2)
@@ -491,7 +540,9 @@ def render_text(
         <BLANKLINE>
     """
     try:
-        return _render(report, _want_color(color), _width(width), include_internal, max_lines)
+        return _render(
+            report, _want_color(color), terminal_width(width), include_internal, max_lines
+        )
     except Exception:
         LOG.exception("jitlens: rendering the text report failed")
         return fallback(report)
