@@ -289,12 +289,6 @@ def test_a_static_config_with_a_changing_float_field_gets_a_fix_that_traces_it(
     assert "register_dataclass" in reasons[0].fix or "data_fields" in reasons[0].fix
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lead (_lint, JL005): for a static frozen-dataclass argument the fix is 'make `cfg` "
-    "a traced argument: remove it from static_argnames'; applied, plain python raises "
-    "TypeError (Config is not a valid JAX type): the fix must register it as a pytree",
-)
 def test_lint_does_not_tell_to_trace_a_dataclass_jax_cannot_trace() -> None:
     import jitlens
 

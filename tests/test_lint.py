@@ -785,3 +785,62 @@ def test_linting_from_threads_survives_cpythons_ast_race() -> None:
         t.join()
     assert errors == []
     assert mismatched == []
+
+
+_CONFIG_SWEEP = """\
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+TRACES = [0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    lr: float = 0.1
+    hidden: int = 4
+
+
+@partial(jax.jit, static_argnames="cfg")
+def step(w, cfg):
+    TRACES[0] += 1
+    return w - cfg.lr * w * cfg.hidden
+
+
+w = jnp.ones(3)
+for i in range(3):
+    w = step(w, Config(lr=0.1 / (i + 1)))
+"""
+
+
+def test_a_changing_dataclass_static_gets_a_fix_that_makes_its_field_data() -> None:
+    """JL005 on a static dataclass config built with a changing field: "make it a traced
+    argument" alone fails (TypeError: Config is not a valid JAX type); the printed
+    register_dataclass line, applied with the static dropped, traces once, same numbers."""
+    (finding,) = [f for f in lint_source(_CONFIG_SWEEP, "sweep.py") if f.code == "JL005"]
+    code = re.search(r"`(jax\.tree_util\.register_dataclass\(.*?\))`", finding.fix)
+    assert code and "remove `cfg` from `static_argnames`" in finding.fix, finding.fix
+    assert code.group(1) == (
+        "jax.tree_util.register_dataclass(Config, data_fields=['lr'], meta_fields=['hidden'])"
+    )
+    before: dict = {}
+    exec(compile(_CONFIG_SWEEP, "sweep.py", "exec"), before)
+    fixed = _CONFIG_SWEEP.replace(
+        "    hidden: int = 4\n", f"    hidden: int = 4\n\n\n{code.group(1)}\n"
+    ).replace('@partial(jax.jit, static_argnames="cfg")', "@jax.jit")
+    after: dict = {}
+    exec(compile(fixed, "sweep_fixed.py", "exec"), after)
+    assert (before["TRACES"][0], after["TRACES"][0]) == (3, 1)
+    assert before["w"].tolist() == pytest.approx(after["w"].tolist())
+    assert [f.code for f in lint_source(fixed, "sweep_fixed.py")] == []
+
+
+def test_a_changing_static_of_a_pytree_class_keeps_the_traced_fix() -> None:
+    """A NamedTuple is a pytree already: dropping it from the statics is the whole fix."""
+    source = _CONFIG_SWEEP.replace("@dataclasses.dataclass(frozen=True)\nclass Config:", (
+        "class Config(typing.NamedTuple):"
+    )).replace("import dataclasses", "import typing")  # fmt: skip
+    (finding,) = [f for f in lint_source(source, "sweep.py") if f.code == "JL005"]
+    assert finding.fix.startswith("make `cfg` a traced argument"), finding.fix

@@ -59,6 +59,17 @@ JL005_FIX_TRACED = (
     "make `{param}` a traced argument: remove it from `{how}` (and pick branches with "
     "`jnp.where` / `jax.lax.cond` instead of Python `if`)"
 )
+#: ``JL005_FIX_TRACED`` for a plain dataclass, which JAX cannot trace until it is a pytree.
+JL005_FIX_DATACLASS = (
+    "make the changing field data and the rest static: "
+    "`jax.tree_util.register_dataclass({cls}, data_fields={data}, meta_fields={meta})` after "
+    "the class, then remove `{param}` from `{how}`"
+)
+#: ``JL005_FIX_TRACED`` for an instance of another class: JAX cannot trace it as it is.
+JL005_FIX_FIELD = (
+    "pass what changes ({fields}) as a traced argument of its own and keep `{param}` static "
+    "with values that repeat; or register `{cls}` as a pytree whose changing fields are children"
+)
 JL005_FIX_FRESH = "create it once, outside the call, and pass that same object every time"
 JL005_FIX_CLASS = (
     "create it once and reuse it, or give `{cls}` value-based `__eq__` and `__hash__` "
@@ -341,6 +352,44 @@ def _few_values(value: ast.expr) -> bool:
     )
 
 
+#: Decorators whose classes JAX already traces (their fields are pytree children).
+_PYTREE_DECORATORS = frozenset({"flax.struct.dataclass", "chex.dataclass"})
+
+
+def _record_fix(index: FileIndex, value: ast.expr, loops: list[Loop]) -> tuple[str, dict] | None:
+    """The fix for an in-file class instance built with changing fields (``Config(lr=...)``),
+    which JAX cannot trace as it is: ``(template, its fields)``, the caller adds ``param`` and
+    ``how``. None when JAX traces the class already (a NamedTuple, a flax/chex dataclass), the
+    class is not in the file, or no field is seen to change."""
+    if not isinstance(value, ast.Call) or getattr(value.func, "id", None) not in index.classes:
+        return None
+    cls = index.classes[value.func.id][-1]
+    if any(ast.unparse(b).rsplit(".", 1)[-1] == "NamedTuple" for b in cls.bases):
+        return None
+    decorators = {
+        index.qualname(d.func if isinstance(d, ast.Call) else d) or "" for d in cls.decorator_list
+    }
+    if decorators & _PYTREE_DECORATORS:
+        return None
+    fields = [
+        n.target.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign)
+        and isinstance(n.target, ast.Name)
+        and "ClassVar" not in ast.unparse(n.annotation)
+    ]
+    changing = set().union(*(index.changing_names(loop) for loop in loops))
+    given = dict(zip(fields, value.args, strict=False))
+    given |= {k.arg: k.value for k in value.keywords if k.arg}
+    data = [f for f, v in given.items() if {n.id for n in names_loaded(v)} & changing]
+    if not data:
+        return None
+    if "dataclasses.dataclass" in decorators:
+        meta = [f for f in fields if f not in data]
+        return JL005_FIX_DATACLASS, {"cls": cls.name, "data": repr(data), "meta": repr(meta)}
+    return JL005_FIX_FIELD, {"cls": cls.name, "fields": ", ".join(f"`{f}`" for f in data)}
+
+
 def check_static_arguments(index: FileIndex) -> Iterator[Hit]:
     """JL005: a static argument given a changing, array, or identity-compared value."""
     specs = list(_static_specs(index))
@@ -362,7 +411,9 @@ def check_static_arguments(index: FileIndex) -> Iterator[Hit]:
                     param=param, fn=spec.name, how=how, line=spec.line, value=short(value),
                     detail=detail,
                 )  # fmt: skip
-                if template in (JL005_CHANGING, JL005_ARRAY):
+                if template == JL005_CHANGING and (record := _record_fix(index, value, loops)):
+                    fix = record[0].format(param=param, how=how, **record[1])
+                elif template in (JL005_CHANGING, JL005_ARRAY):
                     fix = JL005_FIX_TRACED.format(param=param, how=how)
                 elif template == JL005_UNHASHABLE:
                     fix = JL005_FIX_UNHASHABLE
