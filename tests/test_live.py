@@ -85,7 +85,7 @@ def live_run(tmp_path_factory):
     proc = _merged(
         ["-m", "jitlens", "run", "--json", "r.json", "prog.py", str(d / "profile")],
         cwd=d,
-        env={"JITLENS_WARN_RECOMPILES": "7"},
+        env={"JITLENS_WARN_RECOMPILES": "7", "COLUMNS": "80"},
     )
     assert proc.returncode == 0, proc.stdout
     return d, proc.stdout
@@ -101,6 +101,9 @@ def test_each_retrace_is_explained_before_the_programs_next_line(live_run):
     assert "f32[1] -> f32[2]" in out[first : out.index("after call 2")]
     summary = out.index("jitlens: 3 jitted functions")
     assert summary > out.index("EVENTS")  # the summary at exit stays
+    # COLUMNS=80 (a terminal's width): the explanation wraps there; it ran to ~250 before
+    block = out[first - len("jitlens: ") : out.index("after call 2")].splitlines()
+    assert len(block) > 3 and max(map(len, block)) <= 80, block
 
 
 def test_a_runaway_function_is_folded_not_flooding_the_log(live_run):

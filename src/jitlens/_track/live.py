@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
+import shutil
+import sys
 import threading
 from typing import Any
 
@@ -164,6 +167,20 @@ def _level(number: int) -> int:
     return logging.DEBUG
 
 
+def _log_width() -> int | None:
+    """The width to wrap a logged retrace at: the terminal's when stderr is one (or COLUMNS
+    asks for one), less the ``jitlens: `` prefix; ``None`` (whole lines, for grep) in a log
+    file or a pipe."""
+    try:
+        tty = sys.stderr is not None and sys.stderr.isatty()
+    except Exception:  # a program's own stream object
+        tty = False
+    if not (tty or os.environ.get("COLUMNS", "").isdigit()):
+        return None
+    columns = shutil.get_terminal_size((100, 24)).columns
+    return max(40, columns - len(FULL_LINE.format(text="")))
+
+
 def log_retrace(rec: Record, b: EventBuilder) -> None:
     """A retrace compiled (its seconds are known): log it, maybe warn, close its profiler mark."""
     try:
@@ -176,7 +193,8 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
     level = _level(number)
     if log.isEnabledFor(level):
         if number <= LIVE_FULL:
-            text = FULL_LINE.format(text=rec.explain_retrace(b, REGISTRY.t0))
+            width = _log_width()
+            text = FULL_LINE.format(text=rec.explain_retrace(b, REGISTRY.t0, width))
         else:
             text = FOLDED_LINE.format(
                 name=rec.qualname, number=number, site=b.call_site, reason=_first_reason(b.reasons)

@@ -350,8 +350,9 @@ class Record:
             stopped=tuple(e.freeze(t0, False) for e in self.stopped[base.stopped : top.stopped]),
         )
 
-    def explain_retrace(self, b: EventBuilder, t0: float) -> str:
-        """One trace of this record as text (call site, reasons, fixes), for logs and errors.
+    def explain_retrace(self, b: EventBuilder, t0: float, width: int | None = None) -> str:
+        """One trace of this record as text (call site, reasons, fixes), for logs and errors,
+        wrapped at ``width`` (``None``: lines whole).
 
         Usable while the trace is still running: only the events so far count.
         """
@@ -360,7 +361,7 @@ class Record:
             index = next((i for i, e in enumerate(self.events) if e is b), None)
         fn = self.freeze(Counts(), top, t0)
         event = fn.events[index] if index is not None else b.freeze(t0)
-        return render_retrace(fn, event)
+        return render_retrace(fn, event, width=width)
 
     def forget_keys(self, keep: int, _unused: Any = None) -> None:
         """The wrapper is gone: keep only the latest keys (for new-wrapper comparisons)."""
