@@ -296,6 +296,20 @@ def test_cli_exit_codes_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "train_step" in out_html.read_text()
 
 
+def test_cli_follows_the_terminal_width_like_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Piped with COLUMNS=80 (a user's terminal width passed on), merge printed 100 wide;
+    --width sets it as `jitlens report --width` does."""
+    paths = _write(tmp_path, s.shape_divergence_pair())
+    monkeypatch.setenv("COLUMNS", "80")
+    assert _merge(paths) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80 and any(len(line) > 70 for line in lines), lines
+    assert _merge([*paths, "--width", "60"]) == 1
+    assert max(map(len, capsys.readouterr().out.splitlines())) <= 60
+
+
 def test_cli_bad_input_is_2_with_a_clear_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -29,7 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="OUT", help="write the merged view as JSON")
     parser.add_argument("--html", metavar="OUT", help="write the merged view as one HTML file")
     parser.add_argument(
-        "--include-internal", action="store_true", help="also compare jitlens-internal functions"
+        "--include-internal", action="store_true", help="also compare JAX's and Flax's own helpers"
+    )
+    parser.add_argument(
+        "--width", type=int, help="terminal width (default: detected, 100 when piped)"
     )
     add_color_option(parser)
     return parser
@@ -75,7 +78,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     except ReportError as exc:
         print(BAD_INPUT.format(error=exc), file=sys.stderr)
         return 2
-    sys.stdout.write(render_merged_text(merged, color=want_color(args.color)))
+    sys.stdout.write(render_merged_text(merged, color=want_color(args.color), width=args.width))
     try:
         if args.json:
             write_atomic(args.json, merged.to_json() + "\n")

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import html
 import logging
-import os
 import re
-import shutil
-import sys
 from collections.abc import Sequence
 
 from rich import box
@@ -16,13 +13,13 @@ from rich.text import Text
 
 from .._core.lines import Line, Role
 from .._core.retrace_text import shorten
-from .._render.text import make_console, styled
+from .._render.color import want_color
+from .._render.text import make_console, styled, terminal_width
 from . import model as _model
 from .model import Branch, BranchKind, Divergence, MergedFunction, MergedReport
 
 LOG = logging.getLogger("jitlens")
 
-DEFAULT_WIDTH = 100
 UNKNOWN = "?"
 
 TITLE = "jitlens merge: {processes} of {count}, {hosts}, {functions}: {verdict}"
@@ -204,20 +201,6 @@ def merged_lines(merged: MergedReport) -> list[Line]:
     return lines
 
 
-def _want_color(color: bool | None) -> bool:
-    if color is not None:
-        return color
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
-def _width(width: int | None) -> int:
-    if width is not None:
-        return max(40, width)
-    if sys.stdout.isatty():
-        return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
-    return DEFAULT_WIDTH
-
-
 def _render(merged: MergedReport, color: bool, width: int) -> str:
     console = make_console(width, color)
     for line in merged_lines(merged):
@@ -247,7 +230,7 @@ def render_merged_text(
     set). Never raises: on an internal failure it logs and returns the raw data.
     """
     try:
-        return _render(merged, _want_color(color), _width(width))
+        return _render(merged, want_color(color), terminal_width(width))
     except Exception:
         LOG.exception("jitlens: rendering the merged view failed")
         return _fallback(merged)
