@@ -207,6 +207,33 @@ def test_the_command_list_fits_80_columns_in_a_newcomers_words(
     assert listed == known.split(", ")
 
 
+def test_every_commands_help_fits_80_columns() -> None:
+    """`jitlens lint --help` at COLUMNS=80: its description and exit-status lines ran to 100
+    and 97 characters, a rule's summary to 83, `jitlens run`'s usage line to 209."""
+    proc = run_python(["-c", _EVERY_HELP], env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.count("== ") >= 9, out
+    too_long = [line for line in out.splitlines() if len(line) > 80]
+    assert not too_long, "\n".join(too_long)
+
+
+#: Each command's --help in one fresh process (argparse exits after printing it).
+_EVERY_HELP = """
+import contextlib, io, jitlens
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    jitlens.main(["--help"])
+commands = [l.split()[0] for l in buf.getvalue().split("commands:\\n")[1].splitlines() if l[:2] == "  "]
+for command in commands:
+    print("== " + command)
+    try:
+        jitlens.main([command, "--help"])
+    except SystemExit:
+        pass
+"""
+
+
 def test_report_ends_without_a_blank_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

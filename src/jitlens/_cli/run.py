@@ -48,10 +48,12 @@ CANNOT_ACTIVATE = (
     "not in its site-packages; install jitlens into {python}, or run without {flag}"
 )
 
+#: Broken as argparse breaks a usage: at most 80 columns, options under the first one.
 USAGE = (
-    "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--gather PATH] [--include-internal] "
-    f"[--quiet] [--color {{auto,always,never}}] {live_run.USAGE} "  # issue 24
-    "(SCRIPT.py | -m MODULE) [ARGS...]"
+    "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--gather PATH]\n"
+    "                   [--include-internal] [--quiet] [--color {auto,always,never}]\n"
+    f"                   {live_run.USAGE}\n"  # issue 24
+    "                   (SCRIPT.py | -m MODULE) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
 

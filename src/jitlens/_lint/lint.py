@@ -226,14 +226,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jitlens lint",
         description=(
-            "Find recompile traps of nnx.jit / jax.jit in Python source. "
+            "Find recompile traps of nnx.jit / jax.jit in Python source.\n"
             "The code is read, never imported or run."
         ),
         epilog=(
             f"rules:\n{rules}\n\n"
             "Silence one line with `# noqa: JL001` (or a bare `# noqa`).\n"
             "A file given by name that is not Python (README.md) is noted and skipped.\n"
-            "Exit status: 0 no findings, 1 findings or a file that could not be read or "
+            "Exit status: 0 no findings, 1 findings or a file that could not be read or\n"
             "parsed, 2 usage error."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -220,7 +220,7 @@ def check_module_callable_fields(index: FileIndex) -> Iterator[Hit]:
 RULES = (
     Rule(
         "JL101",
-        "eqx.filter_jit of a lambda, closure or partial built in a loop or per call",
+        "eqx.filter_jit of a lambda, closure or partial built per loop or call",
         check_filter_jit_in_loop,
     ),
     Rule(
