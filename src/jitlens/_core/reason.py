@@ -1,7 +1,7 @@
 """One reason of a retrace: typed data (what, where, what kind of object, which fix), then words.
 
 A :class:`Reason` is made where a difference between two cache keys is found
-(``explain``, the ``messages*`` builders). Everything that decides (ranking,
+(``explain``, the builders of ``_core/reasons/``). Everything that decides (ranking,
 rewording, folding, the audit, the tests) reads its typed fields: ``kind``,
 ``subject``, ``fix_kind``, ``facts``, ``expected``, ``flow`` and, while the
 program runs, ``where`` and ``entries``. ``message`` and ``fix`` are words for
@@ -30,7 +30,7 @@ STATIC_FLOWS: tuple[str, ...] = ("", "unchecked", "data", "shape", "params", "ru
 
 
 #: How a fix begins when the retrace was expected, not avoidable: the first
-#: compile of a train/eval mode (``_core.messages_static.MODE_FIX``). The data
+#: compile of a train/eval mode (``_core.reasons.static_value.MODE_FIX``). The data
 #: says so in ``Reason.expected``; the prefix is read only from reports written
 #: before that field existed.
 EXPECTED_FIX = "Expected once per mode."

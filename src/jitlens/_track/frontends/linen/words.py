@@ -14,7 +14,7 @@ import weakref
 from typing import Any
 
 from ...._compat import linen_api
-from ...._core import messages_transforms as W
+from ...._core import reasons as W
 from ...._core.key import Key
 from ...._core.kinds import FixKind, ReasonKind
 from ...._core.report import Reason

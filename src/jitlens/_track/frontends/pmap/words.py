@@ -13,7 +13,7 @@ import dis
 import types
 from typing import Any
 
-from ...._core import messages_transforms as W
+from ...._core import reasons as W
 from ...._core.explain import data_free_vars
 from ...._core.key import Key
 from ...._core.kinds import ReasonKind, RowKind, SubjectKind

@@ -1,33 +1,68 @@
-"""The words for static values: a changed value, a value that compares by identity, a mode flip.
+"""The ``static_value`` reason: a static with a new, unequal value.
 
-Statics are part of JAX's cache key, compared with ``==``/``hash``. These
-builders say which case a differing static is and offer a fix only where one
-is known to work (``_identity_fix`` checks substitutions before offering them).
+Statics are part of JAX's cache key, compared with ``==``/``hash``. These builders say which
+case a differing static is (a mode flag, a counter, a size, a layer's configuration, a dtype
+written two ways, a pmap's or linen's static) and offer a fix only where one is known to work;
+once the traced program shows where a static number went (``static_flow``), the fix follows it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
 import itertools
 import re
-import sys
 from typing import Any
 
-from .key import StaticVal, diff_texts, short_repr
-from .kinds import Fact, ReasonKind, SubjectKind
-from .kinds import FixKind as K
-from .messages import (
-    CLASS_FIX,
-    IDENTITY_MSG,
-    LIMIT,
-    STATIC_AUX_FIX,
-    STATIC_MSG,
+from ..key import StaticVal, diff_texts
+from ..kinds import Fact, ReasonKind, SubjectKind
+from ..kinds import FixKind as K
+from ..reason import EXPECTED_FIX, Reason
+from .base import (
+    _cap,
     _reason,
     with_fix,
 )
-from .report import Reason
+from .spec import KindSpec
+
+STATIC_MSG = "{what} changed value {before} -> {after}; statics are part of the cache key, so each new value compiles again."
+
+
+STATIC_GRAPH_FIX = (
+    "If it changes during training, make it state: `self.{attr} = nnx.Variable(jnp.array({before}))` "
+    "and update it with `self.{attr}[...] = ...`; else keep it constant."
+)
+
+
+STATIC_ARG_FIX = (
+    "Pass `{arg}` as a traced argument (drop it from static_argnums/static_argnames) if it is a "
+    "number that changes; keep statics for a few fixed values."
+)
+
+
+STATIC_AUX_FIX = "Keep `{path}` constant between calls, or make the changing field a pytree child (data), not aux data."
+
+
+LAYER_MSG = (
+    "`{path}` of {layer} changed {before} -> {after}: a differently configured layer is a "
+    "different model, compiled separately."
+)
+
+
+LAYER_FIX = (
+    "Expected once per configuration; if the models should be the same, build them with the "
+    "same arguments (here `{attr}`)."
+)
+
+
+def layer_config(arg: str, path: str, layer: str, before: str, after: str) -> Reason:
+    attr = path.rsplit(".", 1)[-1]
+    return _reason(
+        ReasonKind.STATIC_VALUE, arg, path, before, after,
+        LAYER_MSG.format(path=path, layer=f"nnx.{layer}", before=before, after=after),
+        LAYER_FIX.format(attr=attr),
+        fix_kind=K.LAYER, facts=(Fact.IN_GRAPH,),
+    )  # fmt: skip
+
 
 #: Flags that flax layers (and common user code) flip between train and eval.
 MODE_FLAGS = frozenset(
@@ -41,14 +76,20 @@ MODE_FLAGS = frozenset(
         "decode",
     }
 )
+
+
 MODE_MSG = (
     "static `{path}` flipped {before} -> {after} (a train/eval switch such as "
     "model.eval() / model.train()): each mode compiles once."
 )
+
+
 MODE_FIX = (
     "Expected once per mode. If it flips every step, switch modes outside the hot loop, or "
     "keep one jitted function per mode; don't toggle `{attr}` inside the step."
 )
+
+
 STATIC_FIELD_FIX = (
     "Keep `{path}` constant between calls (each value compiles once), or make `{attr}` a data "
     "field (a pytree child, e.g. drop `pytree_node=False` / `static=True`) if it must change."
@@ -60,20 +101,28 @@ STATIC_ROLE_FIX = (
     "it changes every call, make it state in `__init__`, `self.{attr} = nnx.Variable("
     "jnp.asarray({before}))`, and update it through `[...]`."
 )
+
+
 COUNTER_MSG = (
     "static `{path}` changes on every call: a counter ({values}); statics are part of the cache "
     "key, so every new value compiles again."
 )
+
+
 COUNTER_FIX = (
     "Make `{attr}` state where `__init__` sets it: `self.{attr} = nnx.Variable(jnp.asarray("
     "{initial}, jnp.{dtype}))`, and update it through `[...]`: `self.{attr}[...] += {delta}`; "
     "one compile then serves every value."
 )
+
+
 SIZE_FIX = (
     "Expected once per value: `{attr}` looks like a size (a shape, a loop bound, a branch), "
     'which must stay static (as an nnx.Variable it fails: "Shapes must be 1D sequences of '
     'concrete values"); models with one `{attr}` share a compile.'
 )
+
+
 #: Attribute names that count calls or steps (a counter belongs in an nnx.Variable) ...
 COUNTER_NAMES = frozenset(
     {
@@ -94,6 +143,8 @@ COUNTER_NAMES = frozenset(
         "t",
     }
 )
+
+
 #: ... and names of sizes, which must stay static (a shape, a loop bound, a layer count).
 _SIZE_NAME = re.compile(
     r"(num|n)_\w+|\w*(size|dim|dims|features|heads|layers|blocks|length|len|channels|width|"
@@ -141,6 +192,8 @@ STATIC_ARG_UNSURE_FIX = (
     "static_argnums/static_argnames); if it sets a shape, a slice, an index, a loop count or a "
     "Python branch it must stay static, each value compiling once."
 )
+
+
 #: A static number that changed the traced program's shapes or operations.
 STATIC_SHAPE_FIX = (
     "Expected once per value: `{arg}` sets a shape, a slice, a loop count or a branch (the "
@@ -243,6 +296,8 @@ DTYPE_SPELLING_MSG = (
     "are compared as written (`{before} == {after}` is False), so the two spellings are "
     "different keys."
 )
+
+
 DTYPE_SPELLING_FIX = (
     "Write `{attr}` one way everywhere, e.g. always `{canonical}`; each spelling compiles once."
 )
@@ -297,236 +352,140 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def identity_static(
-    arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool
-) -> Reason:
-    value = new.value()
-    found = _identity_fix(value, attr, path, arg, in_graph, new)
-    consequence = (
-        "every new instance holds a new object and the cache key never matches"
-        if in_graph
-        else "a new object each call is a new key, even when it looks the same"
-    )
-    msg = IDENTITY_MSG.format(what=f"`{path}`", desc=found.desc, consequence=consequence)
-    return _reason(
-        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, found.fix,
-        fix_kind=found.fix_kind, subject=found.subject,
-        facts=(Fact.IN_GRAPH,) if in_graph else (),
-    )  # fmt: skip
-
-
-MUTATED_MSG = (
-    "static `{path}` was changed in place after its compile ({then} then, {now} now): JAX "
-    "keys on that very object, so calls passing it since then ran the old code (stale "
-    "results), and an equal new value misses."
-)
-MUTATED_FIX = (
-    "Treat statics as immutable: build a new object instead of changing this one (e.g. a "
-    "frozen dataclass and `dataclasses.replace`), or pass what changes as a traced argument."
+PMAP_STATIC_FIX = (
+    "Pass `{path}` as an array argument (drop it from static_broadcasted_argnums, `in_axes=None` "
+    "for it) if it is a number that changes; keep it static for a few fixed values."
 )
 
 
-def mutated_static(arg: str, path: str, then: str, now: str, after: str) -> Reason:
-    """A static object mutated after its compile: stale hits before, a miss now."""
-    msg = MUTATED_MSG.format(path=path, then=then, now=now, after=after)
-    return _reason(
-        ReasonKind.MUTATED_STATIC, arg, path, f"{then} (now {now})", after, msg, MUTATED_FIX,
-        fix_kind=K.MUTATED,
-    )  # fmt: skip
-
-
-NAN_MSG = (
-    "{what} is NaN on both calls, but NaN never equals itself (`nan != nan`): a static NaN "
-    "hits the cache only when it is the very same object, so each new `float('nan')` compiles "
-    "again."
-)
-NAN_FIX = (
-    "Use one shared NaN object, `math.nan` (or `jnp.nan`: the same float every time), where "
-    "`{attr}` is set, instead of `float('nan')` or a computed NaN; or mark the case with None "
-    "or a flag instead of a static NaN."
+LINEN_MUTABLE_MSG = (
+    "`{cls}` was called with other mutable collections ({before} -> {after}): nn.jit compiles "
+    "once per set of mutable collections (init makes all of them mutable, apply none by default)."
 )
 
 
-def is_nan(value: Any) -> bool:
-    """Is ``value`` a float NaN (Python or NumPy scalar, real or complex)?"""
-    import numpy as np
-
-    if not isinstance(value, (float, complex, np.floating, np.complexfloating)):
-        return False  # NaT (a datetime) is not NaN
-    try:
-        return bool(value != value)
-    except Exception:
-        return False
-
-
-def nan_static(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
-    """Two NaNs: equal-looking, never equal. Python's caches compare them by identity."""
-    msg = NAN_MSG.format(what=f"`{path}`")
-    return _reason(
-        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg,
-        NAN_FIX.format(attr=attr), fix_kind=K.NAN, subject=SubjectKind.NAN,
-    )  # fmt: skip
-
-
-PARTIAL_GRAPH_FIX = (
-    "Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
-)
-PARTIAL_DATA_FIX = ", or {data}"
-PARTIAL_ARG_FIX = (
-    "Build the partial once, outside the loop, and pass that same object; or pass `{func}`'s "
-    "arguments as statics instead."
-)
-BOUND_METHOD_FIX = (
-    "Store the function, not the bound method (`type(obj).{name}`), or call the method inside "
-    "`__call__`."
-)
-FUNCTION_FIX = (
-    "Define the function once at module level (`def {name}(...)`) and assign that same object "
-    "to `{target}`."
-)
-JITTED_FIX = (
-    "Create the jitted function once at module level and store that one object in `{path}`, or "
-    "call it instead of storing it."
-)
-OPTAX_FIX = (
-    "Expected once per optimizer build. To sweep hyperparameters with one compile, build "
-    "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set "
-    "`{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run."
-)
-NO_EQ_FIX = (
-    "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal "
-    "configurations compare equal, or reuse one instance."
+LINEN_MUTABLE_FIX = (
+    EXPECTED_FIX + " init and each apply `mutable=` setting compile once; keep one `mutable=` "
+    "per call site so that it stays at one compile per mode."
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class IdentityFix:
-    """What an identity-compared static is (``subject``, and in words ``desc``) and a fix
-    checked to work (``fix``, made from the template ``fix_kind``)."""
-
-    subject: SubjectKind
-    desc: str
-    fix_kind: K
-    fix: str
+LINEN_MUTABLE_PATH = "mutable"
 
 
-def _identity_fix(
-    value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal
-) -> IdentityFix:
-    """Classify an identity-compared static and find a fix checked to work (tests/test_fixes.py)."""
-    if not attr.isidentifier():  # a list item or dict key: name things generically
-        attr = "fn"
-    tname = sv.type_name
-    if isinstance(value, functools.partial) or tname in (
-        "functools.partial",
-        "jax.tree_util.Partial",
-        "Partial",
-    ):
-        func = getattr(value, "func", None)
-        fname = getattr(func, "__name__", "f")
-        fq = _qualified(func) if func is not None else fname
-        kws = ", ".join(
-            f"{k}={short_repr(v, 30)}" for k, v in getattr(value, "keywords", {}).items()
-        )
-        desc = f"a {tname}"
-        if not in_graph:
-            return IdentityFix(
-                SubjectKind.PARTIAL, desc, K.PARTIAL_ARG, PARTIAL_ARG_FIX.format(func=fq)
-            )
-        if "tree_util" in tname or tname == "Partial":
-            desc += " (without arrays inside, still a static attribute)"
-        call = f"`{fq}(x{', ' + kws if kws else ''})`"
-        fix, fk = PARTIAL_GRAPH_FIX.format(call=call), K.PARTIAL_GRAPH
-        if _module_level(func) and _equal_when_rebuilt(value):
-            data = (
-                f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
-            )
-            if len(fix) + len(data) + 6 > LIMIT:
-                data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
-            fix, fk = fix + PARTIAL_DATA_FIX.format(data=data), K.PARTIAL_DATA
-        return IdentityFix(SubjectKind.PARTIAL, desc, fk, fix + ".")
-    if isinstance(value, type) or tname == "type":
-        fix = CLASS_FIX.format(name=getattr(value, "__qualname__", attr))
-        return IdentityFix(SubjectKind.CLASS, "a class object", K.CLASS, fix)
-    if inspect.ismethod(value):
-        return IdentityFix(
-            SubjectKind.BOUND_METHOD,
-            "a bound method (a new object on every attribute access)",
-            K.BOUND_METHOD,
-            BOUND_METHOD_FIX.format(name=getattr(value, "__name__", "method")),
-        )
-    if callable(value) and (
-        inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
-    ):
-        name = getattr(value, "__name__", "fn")
-        if name == "<lambda>":
-            subject, desc = SubjectKind.LAMBDA, "a lambda"
-        elif "<locals>" in getattr(value, "__qualname__", ""):
-            subject, desc = SubjectKind.CLOSURE, "a nested function (closure)"
-        else:
-            subject, desc = SubjectKind.FUNCTION, "a function"
-        target = f"self.{attr}" if in_graph else path
-        fix = FUNCTION_FIX.format(name=attr if name == "<lambda>" else name, target=target)
-        return IdentityFix(subject, desc, K.FUNCTION, fix)
-    if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
-        value, "lower"
-    ):
-        return IdentityFix(
-            SubjectKind.JITTED_FUNCTION,
-            "a jitted function object",
-            K.JITTED,
-            JITTED_FIX.format(path=path),
-        )
-    if "GradientTransformation" in tname:
-        opt = path[: -len(".tx")] if path.endswith(".tx") else "optimizer"
-        return IdentityFix(
-            SubjectKind.OPTAX_TRANSFORM,
-            "an optax transform (a tuple of closures made by each optax.* call)",
-            K.OPTAX,
-            OPTAX_FIX.format(opt=opt),
-        )
-    tn = tname.rsplit(".", 1)[-1]
-    return IdentityFix(
-        SubjectKind.INSTANCE,
-        f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
-        K.NO_EQ,
-        NO_EQ_FIX.format(type=tn),
+LINEN_RNGS_MSG = (
+    "`{cls}` was given other rng streams (`{path}`: {before} -> {after}): nn.jit passes the "
+    "rngs of `apply(..., rngs=...)` in, and each set of stream names compiles once."
+)
+
+
+LINEN_RNGS_FIX = (
+    EXPECTED_FIX + " each set of rng names passed to `apply` compiles once; pass the same "
+    "`rngs=` names on every call (e.g. always a 'dropout' key) to stay at one compile."
+)
+
+
+LINEN_FIELD_MSG = (
+    "`{path}` changed value {before} -> {after}: nn.jit keys its cache on a hash of the "
+    "module's fields, so each new value compiles again."
+)
+
+
+LINEN_FIELD_FIX = (
+    "Keep `{path}` constant across apply calls (each value compiles once), or pass it to "
+    "`{method}` as an array argument (`jnp.asarray(...)`) so that it is traced."
+)
+
+
+LINEN_FIELDS_MSG = (
+    "`{cls}`'s fields hash differently ({before} -> {after}): nn.jit keys its cache on a hash "
+    "of the module's attributes, so a changed field compiles again."
+)
+
+
+LINEN_FIELDS_FIX = (
+    "Keep the fields of `{cls}` constant across apply calls; pass what changes as an argument "
+    "of `{method}` (an array, so that it is traced)."
+)
+
+
+def pmap_static(r: Reason) -> Reason:
+    """A ``static_broadcasted_argnums`` value that changed: the pmap's spelling of the fix."""
+    return with_fix(r, K.PMAP_STATIC, PMAP_STATIC_FIX.format(path=r.path))
+
+
+def linen_mutable(r: Reason, cls: str, before: str, after: str) -> Reason:
+    msg = LINEN_MUTABLE_MSG.format(cls=cls, before=before, after=after)
+    return Reason(
+        ReasonKind.STATIC_VALUE,
+        r.argument,
+        LINEN_MUTABLE_PATH,
+        before,
+        after,
+        _cap(msg),
+        _cap(LINEN_MUTABLE_FIX),
+        expected=True,  # init and apply compile once each
+        fix_kind=K.LINEN_MUTABLE,
+        where=r.where,
     )
 
 
-def _qualified(func: Any) -> str:
-    """The name a user would write for ``func`` (``nnx.avg_pool``, ``jnp.mean``)."""
-    name = getattr(func, "__name__", "f")
-    for prefix, modname in (
-        ("jnp", "jax.numpy"),
-        ("jax.nn", "jax.nn"),
-        ("jax.lax", "jax.lax"),
-        ("nnx", "flax.nnx"),
-    ):
-        mod = sys.modules.get(modname)
-        if mod is not None and getattr(mod, name, None) is func:
-            return f"{prefix}.{name}"
-    return name
+def linen_rngs(r: Reason, cls: str) -> Reason:
+    msg = LINEN_RNGS_MSG.format(cls=cls, path=r.path, before=r.before, after=r.after)
+    return with_fix(r, K.LINEN_RNGS, LINEN_RNGS_FIX, message=_cap(msg), expected=True)
 
 
-def _module_level(func: Any) -> bool:
-    """True when ``func`` is reachable by name from its module (so it is one object)."""
-    mod = sys.modules.get(getattr(func, "__module__", "") or "")
-    name = getattr(func, "__name__", None)
-    return mod is not None and name is not None and getattr(mod, name, None) is func
+def linen_field(r: Reason, cls: str, method: str) -> Reason:
+    """One field of an nn.jit module that changed value (the module hash changed with it)."""
+    msg = LINEN_FIELD_MSG.format(path=r.path, before=r.before, after=r.after)
+    fix = LINEN_FIELD_FIX.format(path=r.path, method=f"{cls}.{method}")
+    return with_fix(r, K.LINEN_FIELD, fix, message=_cap(msg))
 
 
-def _equal_when_rebuilt(value: Any) -> bool:
-    """Check that ``jax.tree_util.Partial`` rebuilt twice flattens to equal keys."""
-    try:
-        import jax
-
-        a = jax.tree_util.Partial(value.func, *value.args, **value.keywords)
-        b = jax.tree_util.Partial(value.func, *value.args, **value.keywords)
-        ta, tb = jax.tree_util.tree_structure(a), jax.tree_util.tree_structure(b)
-        return ta == tb
-    except Exception:
-        return False
+def linen_fields(r: Reason, cls: str, method: str) -> Reason:
+    msg = LINEN_FIELDS_MSG.format(cls=cls, before=r.before, after=r.after)
+    fix = LINEN_FIELDS_FIX.format(cls=cls, method=method)
+    return with_fix(r, K.LINEN_FIELDS, fix, path=f"{cls} fields", message=_cap(msg))
 
 
-# ---------------------------------------------------------------- structure
+SPEC = KindSpec(
+    ReasonKind.STATIC_VALUE,
+    what="a static with a new, unequal value (`static_argnums`, a Module's plain Python "
+    "attribute, pytree aux data)",
+    example="0 -> 1",
+    fixes={
+        K.STATIC_GRAPH: STATIC_GRAPH_FIX,
+        K.STATIC_ARG: STATIC_ARG_FIX,
+        K.STATIC_AUX: STATIC_AUX_FIX,
+        K.MODE: MODE_FIX,
+        K.STATIC_FIELD: STATIC_FIELD_FIX,
+        K.STATIC_ROLE: STATIC_ROLE_FIX,
+        K.COUNTER: COUNTER_FIX,
+        K.SIZE: SIZE_FIX,
+        K.STATIC_ARG_UNSURE: STATIC_ARG_UNSURE_FIX,
+        K.STATIC_SHAPE: STATIC_SHAPE_FIX,
+        K.STATIC_RULE: STATIC_RULE_FIX,
+        K.STATIC_CHOICE: STATIC_CHOICE_FIX,
+        K.DTYPE_SPELLING: DTYPE_SPELLING_FIX,
+        K.LAYER: LAYER_FIX,
+        K.PMAP_STATIC: PMAP_STATIC_FIX,
+        K.LINEN_MUTABLE: LINEN_MUTABLE_FIX,
+        K.LINEN_RNGS: LINEN_RNGS_FIX,
+        K.LINEN_FIELD: LINEN_FIELD_FIX,
+        K.LINEN_FIELDS: LINEN_FIELDS_FIX,
+    },
+    messages=(
+        STATIC_MSG,
+        MODE_MSG,
+        COUNTER_MSG,
+        DTYPE_SPELLING_MSG,
+        LAYER_MSG,
+        LINEN_MUTABLE_MSG,
+        LINEN_RNGS_MSG,
+        LINEN_FIELD_MSG,
+        LINEN_FIELDS_MSG,
+    ),
+    worded_elsewhere=frozenset(
+        {K.EQX_SCALAR, K.EQX_STATIC, K.EQX_FIELD_NUMBER, K.EQX_FIELD, K.EQX_MODE}
+    ),
+)

@@ -1,0 +1,89 @@
+"""The ``sharding`` reason: an argument's sharding or placement changed (also state a pmap handed back sharded)."""
+
+from __future__ import annotations
+
+from ..code import placement_code
+from ..kinds import FixKind as K
+from ..kinds import ReasonKind, SubjectKind
+from ..reason import Reason
+from .base import (
+    LIMIT,
+    _cap,
+    _reason,
+    with_fix,
+)
+from .spec import KindSpec
+
+SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
+
+
+SHARDING_FIX = (
+    "Place `{arg}` one way for every call, once, before the loop, e.g. as this call has it: "
+    "`{target} = jax.device_put({target}, {placement})`{note}.{why}"
+)
+
+
+SHARDING_WHY = " A jitted step that returns it placed otherwise than it came in does this once."
+
+
+#: ``Aval.sharding_type`` of an array placed by a mesh and a partition spec.
+NAMED_SHARDING = "NamedSharding"
+
+
+_PLACED = {NAMED_SHARDING: SubjectKind.NAMED_SHARDING}
+
+
+def _fits(template: str, extra: str, **fields: str) -> str:  # ``{why}``: if there is room
+    full = template.format(why=extra, **fields)
+    return full if len(full) <= LIMIT else template.format(why="", **fields)
+
+
+def sharding(
+    arg: str, path: str, before: str, after: str, after_type: str = "", target: str = ""
+) -> Reason:
+    placement, note = placement_code(after) or placement_code(before) or ("jax.devices()[0]", "")
+    return _reason(
+        ReasonKind.SHARDING, arg, path, before, after,
+        SHARDING_MSG.format(path=f"`{path}`", before=before, after=after),
+        _fits(SHARDING_FIX, SHARDING_WHY, arg=path, target=target or path, placement=placement, note=note),
+        fix_kind=K.SHARDING, subject=_PLACED.get(after_type, SubjectKind.ARRAY),
+    )  # fmt: skip
+
+
+PMAP_SHARDING_MSG = (
+    "`{path}` came back from {kind} sharded over its devices; the first call got it {before}, "
+    "and the two placements are different keys, so the second call compiled again."
+)
+
+
+PMAP_SHARDING_FIX = (
+    "Place it as {kind} returns it, before the first call: `s = NamedSharding(Mesh("
+    "jax.local_devices()[:n], ('{axis}',)), P('{axis}'))`, {put}{named}."
+)
+
+
+def pmap_sharding(r: Reason, kind: str, axis: str | None, root: str, nnx_state: bool) -> Reason:
+    """State handed back by a pmap sharded over its devices, compiled again at the next call."""
+    name = axis or "batch"
+    put = (
+        f"`nnx.update({root}, jax.device_put(nnx.state({root}), s))`"
+        if nnx_state
+        else f"`{r.argument} = jax.device_put({r.argument}, s)`"
+    )
+    fix = PMAP_SHARDING_FIX.format(
+        kind=kind,
+        axis=name,
+        put=put,
+        named="" if axis else f", with `axis_name='{name}'` in {kind}",
+    )
+    msg = PMAP_SHARDING_MSG.format(path=r.path, kind=kind, before=r.before)
+    return with_fix(r, K.PMAP_SHARDING, fix, message=_cap(msg))
+
+
+SPEC = KindSpec(
+    ReasonKind.SHARDING,
+    what="input sharding / placement, mesh shape, `in_shardings` of a re-created wrapper",
+    example="uncommitted (default device) -> committed to cpu:1",
+    fixes={K.SHARDING: SHARDING_FIX, K.PMAP_SHARDING: PMAP_SHARDING_FIX},
+    messages=(SHARDING_MSG, SHARDING_WHY, PMAP_SHARDING_MSG),
+)
