@@ -1561,3 +1561,20 @@ def test_a_words_only_change_keeps_the_data() -> None:
     same = {f.name for f in dataclasses.fields(r)} - {"fix", "fix_kind"}
     assert all(getattr(again, k) == getattr(r, k) for k in same)
     assert re.fullmatch(r"[a-z_]+", FixKind.PARAM_SHAPE)
+
+
+def test_every_message_template_is_one_message_kind() -> None:
+    """Each template of a kind's module is named as its id (``SHAPE_MSG``: ``MessageKind.SHAPE``,
+    ``SHAPE_FIX``: ``FixKind.SHAPE``), and every ``MessageKind`` is one template of one kind."""
+    from jitlens._core.kinds import MessageKind
+    from jitlens._core.words import Template
+
+    ids = []
+    for name, module in _kind_modules().items():
+        for n, v in vars(module).items():
+            if isinstance(v, Template) and not n.startswith("_"):
+                assert v.id.name == n.removesuffix("_MSG").removesuffix("_FIX"), (name, n)
+                if isinstance(v.id, MessageKind):
+                    assert v in module.SPEC.messages, (name, n)
+                    ids.append(v.id)
+    assert sorted(ids) == sorted(MessageKind)

@@ -92,7 +92,7 @@ def _at(r: Reason, p: Path, entries: tuple[Entry | None, Entry | None] = (None, 
     """``r`` with its structured path: ``p``, unless the builder set a deeper one (a part inside
     a static, a Variable's metadata) or a shallower one (a Variable's value is the Variable);
     ``entries``: the two keys' entries there."""
-    return r if r.where else dataclasses.replace(r, where=p, entries=entries)
+    return r if r.where else r.replace(where=p, entries=entries)
 
 
 def _under(p: Path, roots: set[Path]) -> bool:
@@ -200,9 +200,7 @@ def _diff_entry(
         return None
     loc = p[:-1] if value_of else p  # a Variable's value: the user writes `model.kernel`
     own = ((), p)  # not a deeper path a builder set (a part inside a static, a metadata key)
-    return [
-        dataclasses.replace(r, where=loc, entries=(eo, en)) if r.where in own else r for r in found
-    ]
+    return [r.replace(where=loc, entries=(eo, en)) if r.where in own else r for r in found]
 
 
 def _entry_reasons(

@@ -296,6 +296,83 @@ class FixKind(_Kind):
     DIFFERENT_FUNCTION = "different_function"
 
 
+class MessageKind(_Kind):
+    """Which template a ``Reason``'s message is made from: one member per ``*_MSG`` template of a
+    kind's module in ``_core/reasons/`` (named as the template without ``_MSG``), and per part a
+    message or fix is assembled from (``*_WHY``, ``*_SUFFIX``). It travels with the reason's
+    words' makings (``Reason.said``), not in the JSON."""
+
+    # reasons/new_function.py
+    NEW_FUNCTION = "new_function"
+    NEW_PARTIAL = "new_partial"
+    PMAP_NEW_FUNCTION = "pmap_new_function"
+    LINEN_NEW_CLASS = "linen_new_class"
+    NESTED_NEW_FUNCTION = "nested_new_function"
+    NUMPYRO_REBUILT = "numpyro_rebuilt"
+    NUMPYRO_SVI_RUN = "numpyro_svi_run"
+    DIFFERENT_FUNCTION = "different_function"
+    # reasons/config.py
+    CONFIG = "config"
+    JIT_OPTION = "jit_option"
+    NESTED_SHAPE_SUFFIX = "nested_shape_suffix"
+    NESTED_CONTEXT = "nested_context"
+    # reasons/signature.py
+    ARG = "arg"
+    SIGNATURE = "signature"
+    # reasons/pytree_structure.py
+    PYTREE_KEY = "pytree_key"
+    PYTREE_KIND = "pytree_kind"
+    # reasons/graph_structure.py
+    GRAPH_ADDED = "graph_added"
+    GRAPH_KIND = "graph_kind"
+    NODE_TYPE = "node_type"
+    VAR_VALUE = "var_value"
+    # reasons/static_value.py
+    STATIC = "static"
+    LAYER = "layer"
+    MODE = "mode"
+    COUNTER = "counter"
+    DTYPE_SPELLING = "dtype_spelling"
+    LINEN_MUTABLE = "linen_mutable"
+    LINEN_RNGS = "linen_rngs"
+    LINEN_FIELD = "linen_field"
+    LINEN_FIELDS = "linen_fields"
+    # reasons/identity_static.py
+    IDENTITY = "identity"
+    CLASS = "class"
+    NAN = "nan"
+    NAN_FIELD = "nan_field"
+    # reasons/mutated_static.py
+    MUTATED = "mutated"
+    MUTATED_MISS = "mutated_miss"
+    # reasons/static_type.py
+    STATIC_TYPE = "static_type"
+    # reasons/variable_metadata.py
+    VAR_META = "var_meta"
+    # reasons/shape.py
+    SHAPE = "shape"
+    VMAP_SHAPE = "vmap_shape"
+    KERAS_RAGGED = "keras_ragged"
+    KERAS_RAGGED_WHY = "keras_ragged_why"
+    KERAS_SMALL_WHY = "keras_small_why"
+    KERAS_ON_BATCH = "keras_on_batch"
+    KERAS_LENGTH = "keras_length"
+    # reasons/dtype.py
+    DTYPE = "dtype"
+    # reasons/weak_type.py
+    WEAK = "weak"
+    # reasons/sharding.py
+    SHARDING = "sharding"
+    SHARDING_WHY = "sharding_why"
+    PMAP_SHARDING = "pmap_sharding"
+    # reasons/cache_cleared.py
+    CLEARED = "cleared"
+    EVICTED = "evicted"
+    # reasons/unknown.py
+    UNKNOWN = "unknown"
+    NO_DIFFERENCE = "no_difference"
+
+
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
 
 

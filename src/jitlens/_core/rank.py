@@ -10,7 +10,6 @@ and a fix names who makes the value (optax, not the user's ``__init__``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from . import reasons as W
@@ -135,7 +134,7 @@ def with_history(r: Reason, new: Key, old: Key | None, live: Sequence[Key]) -> R
         r.argument, r.path, attr, eo.static, en.static, in_graph=True,
         history=[*values, en.static.value()],
     )  # fmt: skip
-    return dataclasses.replace(again, where=p)
+    return again.replace(where=p)
 
 
 def _static_value(k: Key, p: Path) -> object:

@@ -16,6 +16,7 @@ shape reason (the module of that name is ``sys.modules["jitlens._core.reasons.sh
 from __future__ import annotations
 
 from ..kinds import ReasonKind
+from ..words import Template, Words, words
 from .base import LIMIT, _cap, _reason, with_article, with_fix
 from .cache_cleared import (
     CLEARED_FIX,
@@ -413,6 +414,8 @@ __all__ = [
     "WEAK_VALUE_FIX",
     "IdentityFix",
     "KindSpec",
+    "Template",
+    "Words",
     "_cap",
     "_identity_fix",
     "_qualified",
@@ -473,4 +476,5 @@ __all__ = [
     "weak_type",
     "with_article",
     "with_fix",
+    "words",
 ]

@@ -1,8 +1,10 @@
-"""What every reason kind's words share: the 240-character cap, making a reason, rewording one.
+"""What every reason kind's words share: making a reason, rewording one, the 240-character cap.
 
-The templates and builders of each kind are in that kind's module of this package; here are
-the helpers they all use: ``_reason`` (a new reason with its words capped), ``with_fix`` (the
-same reason with another fix template's words), ``LIMIT`` and ``_cap``.
+The templates and builders of each kind are in that kind's module of this package. A builder
+makes no words: it gives the reason the makings of them (``Template.words(**params)``: a
+template and its parameters), and ``_core.words.words`` makes them when the reason is printed.
+Here are the helpers every kind uses: ``_reason`` (a new reason), ``with_fix`` (the same reason
+with another fix template and its parameters), and the cap (``LIMIT``, ``_cap``).
 """
 
 from __future__ import annotations
@@ -12,32 +14,15 @@ from typing import Any
 
 from ..kinds import Fact, FixKind, SubjectKind
 from ..reason import Reason
+from ..words import LIMIT, Template, Words, as_words
+from ..words import cap as _cap
 
-LIMIT = 240
+__all__ = ["LIMIT", "Template", "Words", "_cap"]
 
 
 def with_article(noun: str) -> str:
     """``noun`` with its indefinite article: ``an int``, ``a list``."""
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
-
-
-def _cap(s: str) -> str:
-    """``s`` on one line, at most ``LIMIT`` characters: cut after the last whole sentence or
-    clause that fits, outside code (backticks), so that a fix is not cut mid-code."""
-    s = " ".join(s.split())
-    if len(s) <= LIMIT:
-        return s
-    ends = [
-        i
-        for i, c in enumerate(s[: LIMIT - 2])
-        if c in ".;," and s[i + 1 : i + 2] == " " and s[:i].count("`") % 2 == 0
-    ]
-    if ends and ends[-1] > LIMIT // 2:
-        return s[: ends[-1]] + (" …" if s[ends[-1]] != "." else ".")
-    cut = LIMIT - 1
-    if s[:cut].count("`") % 2:  # inside code: stop before it
-        cut = max(s.rindex("`", 0, cut), LIMIT // 3)
-    return s[:cut].rstrip() + "…"
 
 
 def _reason(
@@ -46,24 +31,27 @@ def _reason(
     path: str,
     before: str,
     after: str,
-    message: str,
-    fix: str,
+    message: Words | str,
+    fix: Words | str,
     *,
     fix_kind: FixKind = FixKind.UNSET,
     subject: SubjectKind = SubjectKind.UNSET,
     facts: tuple[Fact, ...] = (),
 ) -> Reason:
-    """A reason with its words capped; ``fix_kind`` names the template ``fix`` was made from."""
+    """A reason with the makings of its words (capped when made; a string is words as given,
+    capped too); ``fix_kind`` names the template ``fix`` is made from."""
     return Reason(
-        kind, arg, path, before, after, _cap(message), _cap(fix),
+        kind, arg, path, before, after, as_words(message), as_words(fix),
         subject=subject, fix_kind=fix_kind, facts=facts,
     )  # fmt: skip
 
 
-def with_fix(r: Reason, fix_kind: FixKind, fix: str, **changes: Any) -> Reason:
-    """``r`` with another fix (and any other ``changes``): the words and the template that made
-    them travel together."""
-    return dataclasses.replace(r, fix=_cap(fix), fix_kind=fix_kind, **changes)
+def with_fix(r: Reason, fix_kind: FixKind, fix: Words | str, **changes: Any) -> Reason:
+    """``r`` with another fix: the template ``fix_kind`` and its parameters (``fix``), and any
+    other ``changes`` (a new ``message`` likewise): the makings and the template travel together."""
+    if "message" in changes:
+        changes["message"] = as_words(changes["message"])
+    return r.replace(fix=as_words(fix), fix_kind=fix_kind, **changes)
 
 
 def _arg_or_path(arg: str, path: str) -> str:
@@ -107,6 +95,12 @@ def _free(free: tuple[str, ...]) -> str:
     return f" ({', '.join(f'`{v}`' for v in free[:4])})" if free else ""
 
 
-def _with_fix(r: Reason, fix_kind: FixKind, fix: str, **changes: Any) -> Reason:
-    """``r`` with another fix made from the ``fix_kind`` template (as written: not capped)."""
-    return dataclasses.replace(r, fix=fix, fix_kind=fix_kind, **changes)
+def _with_fix(r: Reason, fix_kind: FixKind, fix: Words | str, **changes: Any) -> Reason:
+    """As :func:`with_fix`, the words printed whole however long (a library's fix)."""
+    if "message" in changes:
+        changes["message"] = _whole(changes["message"])
+    return r.replace(fix=_whole(fix), fix_kind=fix_kind, **changes)
+
+
+def _whole(said: Words | str) -> Words:
+    return dataclasses.replace(as_words(said), capped=False)

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 from ..kinds import Fact, ReasonKind
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..reason import Reason
 from .base import (
+    Template,
     _reason,
 )
 from .spec import KindSpec
 
-CLEARED_MSG = "The function's compilation cache was cleared (clear_cache() / jax.clear_caches()) since the last compile."
+CLEARED_MSG = Template(
+    M.CLEARED,
+    "The function's compilation cache was cleared (clear_cache() / jax.clear_caches()) since the last compile.",
+)
 
 
-CLEARED_FIX = "Don't clear JAX caches between calls of a function you keep using."
+CLEARED_FIX = Template(
+    K.CLEARED, "Don't clear JAX caches between calls of a function you keep using."
+)
 
 
 def cache_cleared() -> Reason:
@@ -27,21 +34,23 @@ def cache_cleared() -> Reason:
     )  # fmt: skip
 
 
-EVICTED_MSG = (
+EVICTED_MSG = Template(
+    M.EVICTED,
     "An equal key was compiled before, and JAX's trace cache is full ({size} of {capacity} "
-    "entries): the least recently used entries are evicted, this one among them."
+    "entries): the least recently used entries are evicted, this one among them.",
 )
 
 
-EVICTED_FIX = (
+EVICTED_FIX = Template(
+    K.EVICTED,
     "If the evictions repeat, compile fewer distinct keys (fixed shapes, fewer static values, "
-    "jitted functions created once) so that the ones in use stay cached."
+    "jitted functions created once) so that the ones in use stay cached.",
 )
 
 
 def cache_evicted(size: int, capacity: int) -> Reason:
     """An equal key retraced while JAX's trace cache is full: evidence of an eviction."""
-    msg = EVICTED_MSG.format(size=size, capacity=capacity)
+    msg = EVICTED_MSG.words(size=size, capacity=capacity)
     return _reason(
         ReasonKind.CACHE_CLEARED, "", "", "compiled", "evicted", msg, EVICTED_FIX,
         fix_kind=K.EVICTED, facts=(Fact.EQUAL_KEY,),

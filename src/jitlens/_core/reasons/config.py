@@ -11,49 +11,64 @@ import dataclasses
 
 from ..kinds import Fact, ReasonKind
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..reason import Reason
 from .base import (
-    _cap,
+    Template,
     _reason,
     with_fix,
 )
 from .spec import KindSpec
 
-CONFIG_MSG = (
-    "JAX configuration `{name}` changed {before} -> {after}; the config is part of every cache key."
+CONFIG_MSG = Template(
+    M.CONFIG,
+    "JAX configuration `{name}` changed {before} -> {after}; the config is part of every cache key.",
 )
 
 
-CONFIG_FIX = "Set `{name}` once at start-up (or keep the same context manager around every call)."
+CONFIG_FIX = Template(
+    K.CONFIG, "Set `{name}` once at start-up (or keep the same context manager around every call)."
+)
 
 
-JIT_OPTION_MSG = "The jit wrapper's `{name}` differs from the earlier wrapper's: {before} -> {after}; each wrapper's options are part of its cache."
+JIT_OPTION_MSG = Template(
+    M.JIT_OPTION,
+    "The jit wrapper's `{name}` differs from the earlier wrapper's: {before} -> {after}; each wrapper's options are part of its cache.",
+)
 
 
-JIT_OPTION_FIX = "Create one jitted function with the `{name}` you need and reuse it, instead of re-wrapping with different options."
+JIT_OPTION_FIX = Template(
+    K.JIT_OPTION,
+    "Create one jitted function with the `{name}` you need and reuse it, instead of re-wrapping with different options.",
+)
 
 
 def jit_option(name: str, before: str, after: str) -> Reason:
     placement = "sharding" in name or name in ("device", "backend")
     return _reason(
         ReasonKind.SHARDING if placement else ReasonKind.CONFIG, "", f"jit({name}=...)", before,
-        after, JIT_OPTION_MSG.format(name=name, before=before, after=after),
-        JIT_OPTION_FIX.format(name=name), fix_kind=K.JIT_OPTION,
+        after, JIT_OPTION_MSG.words(name=name, before=before, after=after),
+        JIT_OPTION_FIX.words(name=name), fix_kind=K.JIT_OPTION,
     )  # fmt: skip
 
 
-MESH_FIX = "Enter the mesh once around the whole loop (`with jax.set_mesh(mesh):`) so every call sees the same one."
+MESH_FIX = Template(
+    K.MESH,
+    "Enter the mesh once around the whole loop (`with jax.set_mesh(mesh):`) so every call sees the same one.",
+)
 
 
 def config(name: str, before: str, after: str) -> Reason:
-    fk, fix = (K.MESH, MESH_FIX) if "mesh" in name else (K.CONFIG, CONFIG_FIX.format(name=name))
+    fk, fix = (K.MESH, MESH_FIX) if "mesh" in name else (K.CONFIG, CONFIG_FIX.words(name=name))
     return _reason(
         ReasonKind.CONFIG, "", name, before, after,
-        CONFIG_MSG.format(name=name, before=before, after=after), fix, fix_kind=fk,
+        CONFIG_MSG.words(name=name, before=before, after=after), fix, fix_kind=fk,
     )  # fmt: skip
 
 
-NESTED_SHAPE_SUFFIX = " (traced inside {outer}: {outer} traced its body again)"
+NESTED_SHAPE_SUFFIX = Template(
+    M.NESTED_SHAPE_SUFFIX, " (traced inside {outer}: {outer} traced its body again)"
+)
 
 
 #: JAX state a transformation sets for its body (pmap's axis environment and mesh): part of
@@ -61,15 +76,17 @@ NESTED_SHAPE_SUFFIX = " (traced inside {outer}: {outer} traced its body again)"
 TRANSFORM_CONTEXT = frozenset({"axis_env_state", "abstract_mesh_context_manager"})
 
 
-NESTED_CONTEXT_MSG = (
+NESTED_CONTEXT_MSG = Template(
+    M.NESTED_CONTEXT,
     "traced inside {outer}: {outer} sets JAX's `{path}` for its body and a jit's key holds it, "
-    "so a jit called both outside and inside {outer} compiles once for each"
+    "so a jit called both outside and inside {outer} compiles once for each",
 )
 
 
-NESTED_CONTEXT_FIX = (
+NESTED_CONTEXT_FIX = Template(
+    K.NESTED_CONTEXT,
     "Expected once per context, each compile then reused; to compile once, call it only "
-    "inside {outer} (or only outside)."
+    "inside {outer} (or only outside).",
 )
 
 
@@ -83,12 +100,13 @@ def nested_context(r: Reason, outer: str) -> Reason:
     if Fact.NESTED in r.facts or (Fact.BATCHED in r.facts and outer == VMAP):
         return r
     if r.kind is ReasonKind.CONFIG and r.path in TRANSFORM_CONTEXT:  # the transformation's own
-        msg = NESTED_CONTEXT_MSG.format(outer=outer, path=r.path)
-        fix = NESTED_CONTEXT_FIX.format(outer=outer)
-        r = with_fix(r, K.NESTED_CONTEXT, fix, message=_cap(msg), expected=True)
+        msg = NESTED_CONTEXT_MSG.words(outer=outer, path=r.path)
+        fix = NESTED_CONTEXT_FIX.words(outer=outer)
+        r = with_fix(r, K.NESTED_CONTEXT, fix, message=msg, expected=True)
         return r.with_facts(Fact.NESTED)
-    message = r.message.rstrip(".") + NESTED_SHAPE_SUFFIX.format(outer=outer) + "."
-    return dataclasses.replace(r, message=_cap(message)).with_facts(Fact.NESTED)
+    # the message made so far, its closing period after the suffix
+    message = dataclasses.replace(NESTED_SHAPE_SUFFIX.words(outer=outer), base=r.said[0])
+    return r.replace(message=message).with_facts(Fact.NESTED)
 
 
 SPEC = KindSpec(

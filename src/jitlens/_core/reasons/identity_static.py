@@ -17,49 +17,54 @@ from typing import Any
 from ..key import StaticVal, short_repr
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..reason import Reason
 from .base import (
     LIMIT,
+    Template,
+    Words,
     _reason,
     with_fix,
 )
 from .spec import KindSpec
 
-IDENTITY_MSG = "{what} is {desc}, which compares by identity: {consequence}."
+IDENTITY_MSG = Template(M.IDENTITY, "{what} is {desc}, which compares by identity: {consequence}.")
 
 
-CLASS_MSG = (
+CLASS_MSG = Template(
+    M.CLASS,
     "{path} is an instance of a class {name} defined again (a new class object, e.g. a class "
-    "statement inside a factory function); classes compare by identity."
+    "statement inside a factory function); classes compare by identity.",
 )
 
 
-CLASS_FIX = "Define `class {name}` once at module level and pass its configuration to `__init__`."
+CLASS_FIX = Template(
+    K.CLASS, "Define `class {name}` once at module level and pass its configuration to `__init__`."
+)
 
 
 def class_redefined(arg: str, path: str, name: str) -> Reason:
     return _reason(
         ReasonKind.IDENTITY_STATIC, arg, path, f"<class '{name}'> (earlier definition)",
         f"<class '{name}'> (new definition)",
-        CLASS_MSG.format(path=f"`{path}`", name=f"`{name}`"),
-        CLASS_FIX.format(name=name.rsplit(".", 1)[-1]), fix_kind=K.CLASS,
+        CLASS_MSG.words(path=f"`{path}`", name=f"`{name}`"),
+        CLASS_FIX.words(name=name.rsplit(".", 1)[-1]), fix_kind=K.CLASS,
         subject=SubjectKind.CLASS_REDEFINED,
     )  # fmt: skip
 
 
-OPTAX_KIND_FIX = (
+OPTAX_KIND_FIX = Template(
+    K.OPTAX_KIND,
     "Expected once per optimizer build: `{path}` is another optimizer, not only other "
     "hyper-parameters (its state `{state}` changed structure too); reuse one optimizer object "
-    "to share one compile."
+    "to share one compile.",
 )
 
 
 def optax_kind(r: Reason, state: str) -> Reason:
     """``r`` (a new optax transform) when its state's structure changed too: a sweep of
     hyper-parameters (``inject_hyperparams``) would not remove this compile."""
-    return with_fix(
-        r, K.OPTAX_KIND, OPTAX_KIND_FIX.format(path=r.path, state=state), expected=False
-    )
+    return with_fix(r, K.OPTAX_KIND, OPTAX_KIND_FIX.words(path=r.path, state=state), expected=False)
 
 
 def identity_static(
@@ -72,7 +77,7 @@ def identity_static(
         if in_graph
         else "a new object each call is a new key, even when it looks the same"
     )
-    msg = IDENTITY_MSG.format(what=f"`{path}`", desc=found.desc, consequence=consequence)
+    msg = IDENTITY_MSG.words(what=f"`{path}`", desc=found.desc, consequence=consequence)
     return _reason(
         ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, found.fix,
         fix_kind=found.fix_kind, subject=found.subject,
@@ -80,17 +85,19 @@ def identity_static(
     )  # fmt: skip
 
 
-NAN_MSG = (
+NAN_MSG = Template(
+    M.NAN,
     "{what} is NaN on both calls, but NaN never equals itself (`nan != nan`): a static NaN "
     "hits the cache only when it is the very same object, so each new `float('nan')` compiles "
-    "again."
+    "again.",
 )
 
 
-NAN_FIX = (
+NAN_FIX = Template(
+    K.NAN,
     "Use one shared NaN object, `math.nan` (or `jnp.nan`: the same float every time), where "
     "`{attr}` is set, instead of `float('nan')` or a computed NaN; or mark the case with None "
-    "or a flag instead of a static NaN."
+    "or a flag instead of a static NaN.",
 )
 
 
@@ -108,56 +115,69 @@ def is_nan(value: Any) -> bool:
 
 def nan_static(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
     """Two NaNs: equal-looking, never equal. Python's caches compare them by identity."""
-    msg = NAN_MSG.format(what=f"`{path}`")
+    msg = NAN_MSG.words(what=f"`{path}`")
     return _reason(
         ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg,
-        NAN_FIX.format(attr=attr), fix_kind=K.NAN, subject=SubjectKind.NAN,
+        NAN_FIX.words(attr=attr), fix_kind=K.NAN, subject=SubjectKind.NAN,
     )  # fmt: skip
 
 
-PARTIAL_GRAPH_FIX = (
-    "Call {call} in `__call__` instead of storing a partial, or assign one module-level partial"
+PARTIAL_GRAPH_FIX = Template(
+    K.PARTIAL_GRAPH,
+    "Call {call} in `__call__` instead of storing a partial, or assign one module-level partial",
 )
 
 
-PARTIAL_DATA_FIX = ", or {data}"
+PARTIAL_DATA_FIX = Template(K.PARTIAL_DATA, ", or {data}")
 
 
-PARTIAL_ARG_FIX = (
+PARTIAL_ARG_FIX = Template(
+    K.PARTIAL_ARG,
     "Build the partial once, outside the loop, and pass that same object; or pass `{func}`'s "
-    "arguments as statics instead."
+    "arguments as statics instead.",
 )
 
 
-BOUND_METHOD_FIX = (
+BOUND_METHOD_FIX = Template(
+    K.BOUND_METHOD,
     "Store the function, not the bound method (`type(obj).{name}`), or call the method inside "
-    "`__call__`."
+    "`__call__`.",
 )
 
 
-FUNCTION_FIX = (
+FUNCTION_FIX = Template(
+    K.FUNCTION,
     "Define the function once at module level (`def {name}(...)`) and assign that same object "
-    "to `{target}`."
+    "to `{target}`.",
 )
 
 
-JITTED_FIX = (
+JITTED_FIX = Template(
+    K.JITTED,
     "Create the jitted function once at module level and store that one object in `{path}`, or "
-    "call it instead of storing it."
+    "call it instead of storing it.",
 )
 
 
-OPTAX_FIX = (
+OPTAX_FIX = Template(
+    K.OPTAX,
     "Expected once per optimizer build. To sweep hyperparameters with one compile, build "
     "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set "
-    "`{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run."
+    "`{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run.",
 )
 
 
-NO_EQ_FIX = (
+NO_EQ_FIX = Template(
+    K.NO_EQ,
     "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal "
-    "configurations compare equal, or reuse one instance."
+    "configurations compare equal, or reuse one instance.",
 )
+
+
+#: The whole fixes ``PARTIAL_GRAPH_FIX`` makes: alone, or followed by ``PARTIAL_DATA_FIX``'s
+#: ``nnx.data`` alternative.
+_PARTIAL_GRAPH_WHOLE = Template(K.PARTIAL_GRAPH, PARTIAL_GRAPH_FIX + ".")
+_PARTIAL_DATA_WHOLE = Template(K.PARTIAL_DATA, PARTIAL_GRAPH_FIX + PARTIAL_DATA_FIX + ".")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +188,13 @@ class IdentityFix:
     subject: SubjectKind
     desc: str
     fix_kind: K
-    fix: str
+    #: The fix's makings: its template and parameters.
+    words: Words
+
+    @property
+    def fix(self) -> str:
+        """The fix in words (``jitlens audit`` prints them)."""
+        return self.words.make()
 
 
 def _identity_fix(
@@ -192,29 +218,29 @@ def _identity_fix(
         desc = f"a {tname}"
         if not in_graph:
             return IdentityFix(
-                SubjectKind.PARTIAL, desc, K.PARTIAL_ARG, PARTIAL_ARG_FIX.format(func=fq)
+                SubjectKind.PARTIAL, desc, K.PARTIAL_ARG, PARTIAL_ARG_FIX.words(func=fq)
             )
         if "tree_util" in tname or tname == "Partial":
             desc += " (without arrays inside, still a static attribute)"
         call = f"`{fq}(x{', ' + kws if kws else ''})`"
-        fix, fk = PARTIAL_GRAPH_FIX.format(call=call), K.PARTIAL_GRAPH
+        fix, fk = _PARTIAL_GRAPH_WHOLE.words(call=call), K.PARTIAL_GRAPH
         if _module_level(func) and _equal_when_rebuilt(value):
             data = (
                 f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
             )
-            if len(fix) + len(data) + 6 > LIMIT:
+            if len(PARTIAL_GRAPH_FIX.format(call=call)) + len(data) + 6 > LIMIT:  # the cap
                 data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
-            fix, fk = fix + PARTIAL_DATA_FIX.format(data=data), K.PARTIAL_DATA
-        return IdentityFix(SubjectKind.PARTIAL, desc, fk, fix + ".")
+            fix, fk = _PARTIAL_DATA_WHOLE.words(call=call, data=data), K.PARTIAL_DATA
+        return IdentityFix(SubjectKind.PARTIAL, desc, fk, fix)
     if isinstance(value, type) or tname == "type":
-        fix = CLASS_FIX.format(name=getattr(value, "__qualname__", attr))
+        fix = CLASS_FIX.words(name=getattr(value, "__qualname__", attr))
         return IdentityFix(SubjectKind.CLASS, "a class object", K.CLASS, fix)
     if inspect.ismethod(value):
         return IdentityFix(
             SubjectKind.BOUND_METHOD,
             "a bound method (a new object on every attribute access)",
             K.BOUND_METHOD,
-            BOUND_METHOD_FIX.format(name=getattr(value, "__name__", "method")),
+            BOUND_METHOD_FIX.words(name=getattr(value, "__name__", "method")),
         )
     if callable(value) and (
         inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
@@ -227,7 +253,7 @@ def _identity_fix(
         else:
             subject, desc = SubjectKind.FUNCTION, "a function"
         target = f"self.{attr}" if in_graph else path
-        fix = FUNCTION_FIX.format(name=attr if name == "<lambda>" else name, target=target)
+        fix = FUNCTION_FIX.words(name=attr if name == "<lambda>" else name, target=target)
         return IdentityFix(subject, desc, K.FUNCTION, fix)
     if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
         value, "lower"
@@ -236,7 +262,7 @@ def _identity_fix(
             SubjectKind.JITTED_FUNCTION,
             "a jitted function object",
             K.JITTED,
-            JITTED_FIX.format(path=path),
+            JITTED_FIX.words(path=path),
         )
     if "GradientTransformation" in tname:
         opt = path[: -len(".tx")] if path.endswith(".tx") else "optimizer"
@@ -244,14 +270,14 @@ def _identity_fix(
             SubjectKind.OPTAX_TRANSFORM,
             "an optax transform (a tuple of closures made by each optax.* call)",
             K.OPTAX,
-            OPTAX_FIX.format(opt=opt),
+            OPTAX_FIX.words(opt=opt),
         )
     tn = tname.rsplit(".", 1)[-1]
     return IdentityFix(
         SubjectKind.INSTANCE,
         f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
         K.NO_EQ,
-        NO_EQ_FIX.format(type=tn),
+        NO_EQ_FIX.words(type=tn),
     )
 
 
@@ -290,23 +316,25 @@ def _equal_when_rebuilt(value: Any) -> bool:
         return False
 
 
-NAN_FIELD_MSG = (
+NAN_FIELD_MSG = Template(
+    M.NAN_FIELD,
     "`{path}` is NaN on both calls, and NaN never equals itself (`nan != nan`). It is compared "
     "as a dataclass field (flax keeps nnx attributes in dataclass records), and Python 3.13's "
-    "dataclasses compare fields with `==` alone: even one shared NaN object misses every call."
+    "dataclasses compare fields with `==` alone: even one shared NaN object misses every call.",
 )
 
 
-NAN_FIELD_FIX = (
+NAN_FIELD_FIX = Template(
+    K.NAN_FIELD,
     "Keep NaN out of statics: store None in `{attr}` and use `jnp.nan` where it is read "
-    "(`jnp.nan if self.{attr} is None else self.{attr}`), or store a flag."
+    "(`jnp.nan if self.{attr} is None else self.{attr}`), or store a flag.",
 )
 
 
 def nan_field(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
     """A NaN compared as a dataclass field on Python >= 3.13: no object of it ever hits."""
-    msg = NAN_FIELD_MSG.format(path=path)
-    fix = NAN_FIELD_FIX.format(attr=attr)
+    msg = NAN_FIELD_MSG.words(path=path)
+    fix = NAN_FIELD_FIX.words(attr=attr)
     return _reason(
         ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, fix,
         fix_kind=K.NAN_FIELD, subject=SubjectKind.NAN, facts=(Fact.IN_GRAPH,),

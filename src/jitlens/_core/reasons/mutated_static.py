@@ -8,45 +8,50 @@ Which one holds on the installed version is ``jitlens._compat.cache_keys``.
 from __future__ import annotations
 
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..kinds import ReasonKind
 from ..reason import Reason
 from .base import (
+    Template,
     _reason,
 )
 from .spec import KindSpec
 
-MUTATED_MSG = (
+MUTATED_MSG = Template(
+    M.MUTATED,
     "static `{path}` was changed in place after its compile ({then} then, {now} now): JAX "
     "keys on that very object, so calls passing it since then ran the old code (stale "
-    "results), and an equal new value misses."
+    "results), and an equal new value misses.",
 )
 
 
-MUTATED_FIX = (
+MUTATED_FIX = Template(
+    K.MUTATED,
     "Treat statics as immutable: build a new object instead of changing this one (e.g. a "
-    "frozen dataclass and `dataclasses.replace`), or pass what changes as a traced argument."
+    "frozen dataclass and `dataclasses.replace`), or pass what changes as a traced argument.",
 )
 
 
 def mutated_static(arg: str, path: str, then: str, now: str, after: str) -> Reason:
     """A static object mutated after its compile: stale hits before, a miss now."""
-    msg = MUTATED_MSG.format(path=path, then=then, now=now, after=after)
+    msg = MUTATED_MSG.words(path=path, then=then, now=now, after=after)
     return _reason(
         ReasonKind.MUTATED_STATIC, arg, path, f"{then} (now {now})", after, msg, MUTATED_FIX,
         fix_kind=K.MUTATED,
     )  # fmt: skip
 
 
-MUTATED_MISS_MSG = (
+MUTATED_MISS_MSG = Template(
+    M.MUTATED_MISS,
     "static `{path}` was changed in place after its compile ({then} then, {now} now): JAX's "
     "cache holds that very object, so the entry compiled for {then} matches nothing any more: "
-    "each changed value compiles again, and an equal new value misses too."
+    "each changed value compiles again, and an equal new value misses too.",
 )
 
 
 def mutated_static_miss(arg: str, path: str, then: str, now: str, after: str) -> Reason:
     """A static mutated after its compile, on a JAX whose cache then misses (jax >= 0.11)."""
-    msg = MUTATED_MISS_MSG.format(path=path, then=then, now=now)
+    msg = MUTATED_MISS_MSG.words(path=path, then=then, now=now)
     return _reason(
         ReasonKind.MUTATED_STATIC, arg, path, f"{then} (now {now})", after, msg, MUTATED_FIX,
         fix_kind=K.MUTATED,

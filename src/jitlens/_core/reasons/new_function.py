@@ -9,16 +9,16 @@ wrappers of one code over different functions (expected).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from ..._compat.library_jits import LibraryJit
 from ..code import callable_expr, identifier
 from ..kinds import Fact, FixKind, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..reason import Reason
 from .base import (
-    _cap,
+    Template,
     _equal,
     _free,
     _reason,
@@ -27,27 +27,31 @@ from .base import (
 )
 from .spec import KindSpec
 
-NEW_FUNCTION_MSG = (
+NEW_FUNCTION_MSG = Template(
+    M.NEW_FUNCTION,
     "{name} is a new {kind} object: its first call compiled again, though {count} earlier "
-    "wrapper(s) of the same code (defined at {defined_at}) already compiled{equal}."
+    "wrapper(s) of the same code (defined at {defined_at}) already compiled{equal}.",
 )
 
 
-NEW_FUNCTION_FIX = (
+NEW_FUNCTION_FIX = Template(
+    K.NEW_FUNCTION,
     "Create the jitted function once, outside the loop or the function called repeatedly "
-    "(e.g. `{name}_jit = {kind}({expr})` at module level), and reuse it."
+    "(e.g. `{name}_jit = {kind}({expr})` at module level), and reuse it.",
 )
 
 
-CLOSURE_FIX = (
+CLOSURE_FIX = Template(
+    K.CLOSURE,
     "Define `{name}` once at module level with {free} as parameters, jit it once, and pass "
-    "{free} on every call; jitting the inner function once as it is would freeze their first values."
+    "{free} on every call; jitting the inner function once as it is would freeze their first values.",
 )
 
 
-NEW_LAMBDA_FIX = (
+NEW_LAMBDA_FIX = Template(
+    K.NEW_LAMBDA,
     "Define the function once (`def {name}(...)` at module level, or `{name}_jit = jax.jit(...)` "
-    "before the loop) and jit it once; a lambda or partial built per call is a new function each time."
+    "before the loop) and jit it once; a lambda or partial built per call is a new function each time.",
 )
 
 
@@ -60,7 +64,7 @@ def new_function(
     is_lambda: bool,
     free: tuple[str, ...] = (),
 ) -> Reason:
-    msg = NEW_FUNCTION_MSG.format(
+    msg = NEW_FUNCTION_MSG.words(
         name=f"`{name}`",
         kind=kind,
         count=count,
@@ -70,16 +74,16 @@ def new_function(
     if free:  # it reads values of the function that builds it: they become arguments
         fk, fix = (
             K.CLOSURE,
-            CLOSURE_FIX.format(
+            CLOSURE_FIX.words(
                 name=name if name != "<lambda>" else "step_fn",
                 free=", ".join(f"`{v}`" for v in free[:4]),
             ),
         )
     elif is_lambda:
-        fk, fix = K.NEW_LAMBDA, NEW_LAMBDA_FIX.format(name="step_fn")
+        fk, fix = K.NEW_LAMBDA, NEW_LAMBDA_FIX.words(name="step_fn")
     else:
         fk = K.NEW_FUNCTION
-        fix = NEW_FUNCTION_FIX.format(name=identifier(name), expr=callable_expr(name), kind=kind)
+        fix = NEW_FUNCTION_FIX.words(name=identifier(name), expr=callable_expr(name), kind=kind)
     subject = SubjectKind.LAMBDA if is_lambda else SubjectKind.WRAPPER
     return _reason(
         ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix,
@@ -87,15 +91,17 @@ def new_function(
     )  # fmt: skip
 
 
-NEW_PARTIAL_MSG = (
+NEW_PARTIAL_MSG = Template(
+    M.NEW_PARTIAL,
     "`{name}` is jitted through a new functools.partial each time; each new partial is a new "
-    "function to jax.jit, so it compiles again ({count} earlier wrapper(s) of `{name}`, defined at {defined_at})."
+    "function to jax.jit, so it compiles again ({count} earlier wrapper(s) of `{name}`, defined at {defined_at}).",
 )
 
 
-NEW_PARTIAL_FIX = (
+NEW_PARTIAL_FIX = Template(
+    K.NEW_PARTIAL,
     "Jit `{name}` once and pass {bound} as arguments instead of binding them in a partial "
-    "(list them in static_argnames if they must stay static)."
+    "(list them in static_argnames if they must stay static).",
 )
 
 
@@ -105,54 +111,61 @@ def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
         names.append(f"{len(partial.args)} positional value(s)")
     return _reason(
         ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new partial",
-        NEW_PARTIAL_MSG.format(name=name, count=count, defined_at=defined_at),
-        NEW_PARTIAL_FIX.format(name=name, bound=", ".join(names)),
+        NEW_PARTIAL_MSG.words(name=name, count=count, defined_at=defined_at),
+        NEW_PARTIAL_FIX.words(name=name, bound=", ".join(names)),
         fix_kind=K.NEW_PARTIAL, subject=SubjectKind.PARTIAL,
     )  # fmt: skip
 
 
-PMAP_NEW_FUNCTION_MSG = (
+PMAP_NEW_FUNCTION_MSG = Template(
+    M.PMAP_NEW_FUNCTION,
     "`{name}` is a new function handed to {kind}: pmap caches its compiled code per function "
     "object, so it traced and compiled again though {count} earlier {kind}(s) of the same code "
-    "(defined at {defined_at}) already compiled{equal}."
+    "(defined at {defined_at}) already compiled{equal}.",
 )
 
 
-PMAP_CALL_FIX = (
+PMAP_CALL_FIX = Template(
+    K.PMAP_CALL,
     "Build the pmapped function once, before the loop: `p_{callee} = {kind}({callee}, "
-    "in_axes=({axes}))`, and call `p_{callee}({args})`; a lambda built per epoch is a new function."
+    "in_axes=({axes}))`, and call `p_{callee}({args})`; a lambda built per epoch is a new function.",
 )
 
 
-PMAP_NEW_FUNCTION_FIX = (
+PMAP_NEW_FUNCTION_FIX = Template(
+    K.PMAP_NEW_FUNCTION,
     "Build the pmapped function once, before the loop (`p_step = {kind}(step)`), and pass "
-    "what it reads from outside{free} as arguments (`in_axes=None` for those)."
+    "what it reads from outside{free} as arguments (`in_axes=None` for those).",
 )
 
 
-LINEN_NEW_CLASS_MSG = (
+LINEN_NEW_CLASS_MSG = Template(
+    M.LINEN_NEW_CLASS,
     "`nn.jit({cls})` is applied inside `{where}`: every call builds a new jitted class and a new "
     "jax.jit, so `{cls}` traced and compiled again though {count} earlier one(s) of the same "
-    "code compiled{equal}."
+    "code compiled{equal}.",
 )
 
 
-LINEN_NEW_CLASS_FIX = (
+LINEN_NEW_CLASS_FIX = Template(
+    K.LINEN_NEW_CLASS,
     "Apply nn.jit once, at module level: `Jit{cls} = nn.jit({cls})`, and use `Jit{cls}(...)` in "
-    "`{where}`; the jitted class then keeps its compiled cache across apply calls."
+    "`{where}`; the jitted class then keeps its compiled cache across apply calls.",
 )
 
 
-NESTED_NEW_FUNCTION_MSG = (
+NESTED_NEW_FUNCTION_MSG = Template(
+    M.NESTED_NEW_FUNCTION,
     "`{name}` is a new {kind} object traced inside {outer}: {outer} caches what it traced per "
     "function object, so it traced again though {count} earlier wrapper(s) of the same code "
-    "(defined at {defined_at}) already traced{equal}."
+    "(defined at {defined_at}) already traced{equal}.",
 )
 
 
-NESTED_NEW_FUNCTION_FIX = (
+NESTED_NEW_FUNCTION_FIX = Template(
+    K.NESTED_NEW_FUNCTION,
     "Create `{name}` once, outside the function that runs {outer} (at module level: "
-    "`{name} = {kind}(...)`), and pass what it reads from there{free} as arguments."
+    "`{name} = {kind}(...)`), and pass what it reads from there{free} as arguments.",
 )
 
 
@@ -170,7 +183,7 @@ def pmap_new_function(
     ``call``: ``(callee, ((argument, read from outside), ...))`` when the
     function is one call of a named function (``lambda b: step(params, b)``).
     """
-    msg = PMAP_NEW_FUNCTION_MSG.format(
+    msg = PMAP_NEW_FUNCTION_MSG.words(
         name=r.path, kind=kind, count=count, defined_at=defined_at, equal=_equal(equal)
     )
     if call is not None:
@@ -178,7 +191,7 @@ def pmap_new_function(
         axes = ", ".join("None" if outside else "0" for _name, outside in args)
         fk, fix = (
             K.PMAP_CALL,
-            PMAP_CALL_FIX.format(
+            PMAP_CALL_FIX.words(
                 callee=callee,
                 kind=kind,
                 axes=axes + ("," if len(args) == 1 else ""),
@@ -186,15 +199,15 @@ def pmap_new_function(
             ),
         )
     else:
-        fk, fix = K.PMAP_NEW_FUNCTION, PMAP_NEW_FUNCTION_FIX.format(kind=kind, free=_free(free))
-    return with_fix(r, fk, fix, message=_cap(msg))
+        fk, fix = K.PMAP_NEW_FUNCTION, PMAP_NEW_FUNCTION_FIX.words(kind=kind, free=_free(free))
+    return with_fix(r, fk, fix, message=msg)
 
 
 def linen_new_class(r: Reason, cls: str, where: str, count: int, equal: bool) -> Reason:
     """``nn.jit(Module)`` applied inside a parent's ``__call__`` (google/flax#3171)."""
-    msg = LINEN_NEW_CLASS_MSG.format(cls=cls, where=where, count=count, equal=_equal(equal))
-    fix = LINEN_NEW_CLASS_FIX.format(cls=cls, where=where)
-    return with_fix(r, K.LINEN_NEW_CLASS, fix, path=cls, message=_cap(msg))
+    msg = LINEN_NEW_CLASS_MSG.words(cls=cls, where=where, count=count, equal=_equal(equal))
+    fix = LINEN_NEW_CLASS_FIX.words(cls=cls, where=where)
+    return with_fix(r, K.LINEN_NEW_CLASS, fix, path=cls, message=msg)
 
 
 def nested_new_function(
@@ -208,39 +221,43 @@ def nested_new_function(
     free: tuple[str, ...],
 ) -> Reason:
     """A jit made anew per call and traced inside ``lax.scan`` / ``jax.vmap`` / ``jax.grad``."""
-    msg = NESTED_NEW_FUNCTION_MSG.format(
+    msg = NESTED_NEW_FUNCTION_MSG.words(
         name=name, kind=kind, outer=outer, count=count, defined_at=defined_at, equal=_equal(equal)
     )
-    fix = NESTED_NEW_FUNCTION_FIX.format(name=name, kind=kind, outer=outer, free=_free(free))
-    nested = with_fix(r, K.NESTED_NEW_FUNCTION, fix, path=name, message=_cap(msg))
+    fix = NESTED_NEW_FUNCTION_FIX.words(name=name, kind=kind, outer=outer, free=_free(free))
+    nested = with_fix(r, K.NESTED_NEW_FUNCTION, fix, path=name, message=msg)
     return nested.with_facts(Fact.NESTED)
 
 
 #: numpyro's ``MCMC.run`` compiled its sample loop again around a sample step built anew.
-NUMPYRO_REBUILT_MSG = (
+NUMPYRO_REBUILT_MSG = Template(
+    M.NUMPYRO_REBUILT,
     "`{entry}` built its sample step anew for this run ({before} -> {after}): numpyro compiles "
     "its sample loop once per `run`, even on data of the same shape (also with "
-    "`jit_model_args=True`)."
+    "`jit_model_args=True`).",
 )
 
 
-NUMPYRO_REBUILT_FIX = (
+NUMPYRO_REBUILT_FIX = Template(
+    K.NUMPYRO_REBUILT,
     "Draw what you need in one `run` (a larger `num_samples`, or `num_chains`) instead of "
-    "calling `run` again; each `run` costs one compile of the sample loop."
+    "calling `run` again; each `run` costs one compile of the sample loop.",
 )
 
 
 #: ``SVI.run`` jitted a new step: numpyro builds one per ``run``.
-NUMPYRO_SVI_RUN_MSG = (
+NUMPYRO_SVI_RUN_MSG = Template(
+    M.NUMPYRO_SVI_RUN,
     "`SVI.run` jitted a new step for this run: numpyro builds one per `run`, with the model's "
-    "arguments closed into it, so every `run` compiles again, even on data of the same shape."
+    "arguments closed into it, so every `run` compiles again, even on data of the same shape.",
 )
 
 
-NUMPYRO_SVI_RUN_FIX = (
+NUMPYRO_SVI_RUN_FIX = Template(
+    K.NUMPYRO_SVI_RUN,
     "Call `svi.run` once with all the steps (`num_steps`), or step yourself: "
     "`update = jax.jit(svi.update)` once, then `state, loss = update(state, *args, **kwargs)` "
-    "per step, with data of one shape."
+    "per step, with data of one shape.",
 )
 
 
@@ -263,38 +280,40 @@ def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
     for r in reasons:
         if r.kind == ReasonKind.IDENTITY_STATIC and r.argument == "_body_fn":
             before, after = r.before.split(" at ")[0], r.after.split(" at ")[0]
-            message = NUMPYRO_REBUILT_MSG.format(entry=step.entry, before=before, after=after)
+            message = NUMPYRO_REBUILT_MSG.words(entry=step.entry, before=before, after=after)
             out.append(_with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
         elif r.kind != ReasonKind.NEW_FUNCTION:
             out.append(r)
         elif len(reasons) == 1:
-            message = NUMPYRO_REBUILT_MSG.format(entry=step.entry, before=r.before, after=r.after)
+            message = NUMPYRO_REBUILT_MSG.words(entry=step.entry, before=r.before, after=r.after)
             out.append(_with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
     return out
 
 
-DIFFERENT_FUNCTION_MSG = (
+DIFFERENT_FUNCTION_MSG = Template(
+    M.DIFFERENT_FUNCTION,
     "`{name}` calls a different function through `{free}` than its {count} earlier "
-    "wrapper(s) ({before} -> {after}): a different function, compiled once on purpose."
+    "wrapper(s) ({before} -> {after}): a different function, compiled once on purpose.",
 )
 
 
-DIFFERENT_FUNCTION_FIX = (
+DIFFERENT_FUNCTION_FIX = Template(
+    K.DIFFERENT_FUNCTION,
     "Expected once per function: nothing to fix. To run the same one again, keep this "
-    "`{name}` and call it again rather than building a new one."
+    "`{name}` and call it again rather than building a new one.",
 )
 
 
 def different_function(name: str, count: int, free: str, before: str, after: str) -> Reason:
     """A new wrapper of the same code over different functions (three samplers' kernels)."""
-    msg = DIFFERENT_FUNCTION_MSG.format(
+    msg = DIFFERENT_FUNCTION_MSG.words(
         name=name, free=free, count=count, before=f"`{before}`", after=f"`{after}`"
     )
     r = _reason(
         ReasonKind.NEW_FUNCTION, "", name, before, after, msg,
-        DIFFERENT_FUNCTION_FIX.format(name=name), fix_kind=FixKind.DIFFERENT_FUNCTION,
+        DIFFERENT_FUNCTION_FIX.words(name=name), fix_kind=FixKind.DIFFERENT_FUNCTION,
     )  # fmt: skip
-    return dataclasses.replace(r, expected=True)
+    return r.replace(expected=True)
 
 
 SPEC = KindSpec(

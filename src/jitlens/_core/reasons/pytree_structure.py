@@ -3,28 +3,40 @@
 from __future__ import annotations
 
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..kinds import ReasonKind
 from ..reason import Reason
 from .base import (
+    Template,
     _reason,
 )
 from .spec import KindSpec
 
-PYTREE_KEY_MSG = (
-    "{path} ({what}) was {verb} the argument's pytree; its structure is part of the key."
+PYTREE_KEY_MSG = Template(
+    M.PYTREE_KEY,
+    "{path} ({what}) was {verb} the argument's pytree; its structure is part of the key.",
 )
 
 
-PYTREE_KEY_FIX = "Pass the same structure on every call: always provide `{path}` (use a neutral value), or never."
+PYTREE_KEY_FIX = Template(
+    K.PYTREE_KEY,
+    "Pass the same structure on every call: always provide `{path}` (use a neutral value), or never.",
+)
 
 
-PYTREE_KIND_MSG = "{path} changed from {before} to {after}; the pytree structure (None vs array, container type) is part of the key."
+PYTREE_KIND_MSG = Template(
+    M.PYTREE_KIND,
+    "{path} changed from {before} to {after}; the pytree structure (None vs array, container type) is part of the key.",
+)
 
 
-NONE_FIX = "Always pass an array for `{path}` (e.g. an all-ones mask or zeros) instead of None, so the structure never changes."
+NONE_FIX = Template(
+    K.NONE,
+    "Always pass an array for `{path}` (e.g. an all-ones mask or zeros) instead of None, so the structure never changes.",
+)
 
 
-PYTREE_KIND_FIX = "Pass `{path}` as the same kind of value on every call."
+PYTREE_KIND_FIX = Template(K.PYTREE_KIND, "Pass `{path}` as the same kind of value on every call.")
 
 
 def pytree_key(arg: str, path: str, what: str, *, added: bool) -> Reason:
@@ -32,8 +44,8 @@ def pytree_key(arg: str, path: str, what: str, *, added: bool) -> Reason:
     return _reason(
         ReasonKind.PYTREE_STRUCTURE, arg, path, "absent" if added else what,
         what if added else "absent",
-        PYTREE_KEY_MSG.format(path=f"`{path}`", what=what, verb=verb),
-        PYTREE_KEY_FIX.format(path=path), fix_kind=K.PYTREE_KEY,
+        PYTREE_KEY_MSG.words(path=f"`{path}`", what=what, verb=verb),
+        PYTREE_KEY_FIX.words(path=path), fix_kind=K.PYTREE_KEY,
     )  # fmt: skip
 
 
@@ -42,8 +54,8 @@ def pytree_kind_change(arg: str, path: str, before: str, after: str, *, none: bo
     fk, fix = (K.NONE, NONE_FIX) if none else (K.PYTREE_KIND, PYTREE_KIND_FIX)
     return _reason(
         ReasonKind.PYTREE_STRUCTURE, arg, path, before, after,
-        PYTREE_KIND_MSG.format(path=f"`{path}`", before=before, after=after),
-        fix.format(path=path), fix_kind=fk,
+        PYTREE_KIND_MSG.words(path=f"`{path}`", before=before, after=after),
+        fix.words(path=path), fix_kind=fk,
     )  # fmt: skip
 
 

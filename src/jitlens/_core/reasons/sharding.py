@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..code import placement_code
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..kinds import ReasonKind, SubjectKind
 from ..reason import Reason
 from .base import (
-    LIMIT,
-    _cap,
+    Template,
     _reason,
     with_fix,
 )
 from .spec import KindSpec
 
-SHARDING_MSG = "{path} arrived with a different sharding/placement: {before} -> {after}."
-
-
-SHARDING_FIX = (
-    "Place `{arg}` one way for every call, once, before the loop, e.g. as this call has it: "
-    "`{target} = jax.device_put({target}, {placement})`{note}.{why}"
+SHARDING_MSG = Template(
+    M.SHARDING, "{path} arrived with a different sharding/placement: {before} -> {after}."
 )
 
 
-SHARDING_WHY = " A jitted step that returns it placed otherwise than it came in does this once."
+SHARDING_FIX = Template(
+    K.SHARDING,
+    "Place `{arg}` one way for every call, once, before the loop, e.g. as this call has it: "
+    "`{target} = jax.device_put({target}, {placement})`{note}.{why}",
+)
+
+
+SHARDING_WHY = Template(
+    M.SHARDING_WHY,
+    " A jitted step that returns it placed otherwise than it came in does this once.",
+)
 
 
 #: ``Aval.sharding_type`` of an array placed by a mesh and a partition spec.
@@ -33,32 +41,32 @@ NAMED_SHARDING = "NamedSharding"
 _PLACED = {NAMED_SHARDING: SubjectKind.NAMED_SHARDING}
 
 
-def _fits(template: str, extra: str, **fields: str) -> str:  # ``{why}``: if there is room
-    full = template.format(why=extra, **fields)
-    return full if len(full) <= LIMIT else template.format(why="", **fields)
-
-
 def sharding(
     arg: str, path: str, before: str, after: str, after_type: str = "", target: str = ""
 ) -> Reason:
     placement, note = placement_code(after) or placement_code(before) or ("jax.devices()[0]", "")
+    fix = SHARDING_FIX.words(
+        arg=path, target=target or path, placement=placement, note=note, why=SHARDING_WHY
+    )
     return _reason(
         ReasonKind.SHARDING, arg, path, before, after,
-        SHARDING_MSG.format(path=f"`{path}`", before=before, after=after),
-        _fits(SHARDING_FIX, SHARDING_WHY, arg=path, target=target or path, placement=placement, note=note),
+        SHARDING_MSG.words(path=f"`{path}`", before=before, after=after),
+        dataclasses.replace(fix, optional="why"),  # its closing remark if there is room
         fix_kind=K.SHARDING, subject=_PLACED.get(after_type, SubjectKind.ARRAY),
     )  # fmt: skip
 
 
-PMAP_SHARDING_MSG = (
+PMAP_SHARDING_MSG = Template(
+    M.PMAP_SHARDING,
     "`{path}` came back from {kind} sharded over its devices; the first call got it {before}, "
-    "and the two placements are different keys, so the second call compiled again."
+    "and the two placements are different keys, so the second call compiled again.",
 )
 
 
-PMAP_SHARDING_FIX = (
+PMAP_SHARDING_FIX = Template(
+    K.PMAP_SHARDING,
     "Place it as {kind} returns it, before the first call: `s = NamedSharding(Mesh("
-    "jax.local_devices()[:n], ('{axis}',)), P('{axis}'))`, {put}{named}."
+    "jax.local_devices()[:n], ('{axis}',)), P('{axis}'))`, {put}{named}.",
 )
 
 
@@ -70,14 +78,14 @@ def pmap_sharding(r: Reason, kind: str, axis: str | None, root: str, nnx_state: 
         if nnx_state
         else f"`{r.argument} = jax.device_put({r.argument}, s)`"
     )
-    fix = PMAP_SHARDING_FIX.format(
+    fix = PMAP_SHARDING_FIX.words(
         kind=kind,
         axis=name,
         put=put,
         named="" if axis else f", with `axis_name='{name}'` in {kind}",
     )
-    msg = PMAP_SHARDING_MSG.format(path=r.path, kind=kind, before=r.before)
-    return with_fix(r, K.PMAP_SHARDING, fix, message=_cap(msg))
+    msg = PMAP_SHARDING_MSG.words(path=r.path, kind=kind, before=r.before)
+    return with_fix(r, K.PMAP_SHARDING, fix, message=msg)
 
 
 SPEC = KindSpec(

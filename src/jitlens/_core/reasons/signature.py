@@ -3,26 +3,35 @@
 from __future__ import annotations
 
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..kinds import ReasonKind
 from ..reason import Reason
 from .base import (
+    Template,
     _reason,
 )
 from .spec import KindSpec
 
-ARG_MSG = "argument `{arg}` was {verb} this call; the set of arguments is part of the key."
-
-
-ARG_FIX = (
-    "Pass the same arguments on every call (give `{arg}` a default value that you always pass)."
+ARG_MSG = Template(
+    M.ARG, "argument `{arg}` was {verb} this call; the set of arguments is part of the key."
 )
 
 
-SIGNATURE_MSG = "argument `{arg}` was passed {after}, before {before}; JAX keys positional and keyword arguments differently."
+ARG_FIX = Template(
+    K.ARG,
+    "Pass the same arguments on every call (give `{arg}` a default value that you always pass).",
+)
 
 
-SIGNATURE_FIX = (
-    "Pass `{arg}` the same way on every call (always by keyword, or always by position)."
+SIGNATURE_MSG = Template(
+    M.SIGNATURE,
+    "argument `{arg}` was passed {after}, before {before}; JAX keys positional and keyword arguments differently.",
+)
+
+
+SIGNATURE_FIX = Template(
+    K.SIGNATURE,
+    "Pass `{arg}` the same way on every call (always by keyword, or always by position).",
 )
 
 
@@ -30,16 +39,16 @@ def argument_added_removed(arg: str, added: bool) -> Reason:
     return _reason(
         ReasonKind.SIGNATURE, arg, arg, "absent" if added else "passed",
         "passed" if added else "absent",
-        ARG_MSG.format(arg=arg, verb="added in" if added else "left out of"),
-        ARG_FIX.format(arg=arg), fix_kind=K.ARG,
+        ARG_MSG.words(arg=arg, verb="added in" if added else "left out of"),
+        ARG_FIX.words(arg=arg), fix_kind=K.ARG,
     )  # fmt: skip
 
 
 def signature(arg: str, before: str, after: str) -> Reason:
     return _reason(
         ReasonKind.SIGNATURE, arg, arg, before, after,
-        SIGNATURE_MSG.format(arg=arg, before=before, after=after),
-        SIGNATURE_FIX.format(arg=arg), fix_kind=K.SIGNATURE,
+        SIGNATURE_MSG.words(arg=arg, before=before, after=after),
+        SIGNATURE_FIX.words(arg=arg), fix_kind=K.SIGNATURE,
     )  # fmt: skip
 
 

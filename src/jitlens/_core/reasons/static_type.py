@@ -10,21 +10,25 @@ import numbers
 
 from ..key import StaticVal, short_repr
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..kinds import ReasonKind
 from ..reason import Reason
 from .base import (
+    Template,
     _reason,
 )
 from .spec import KindSpec
 
-STATIC_TYPE_MSG = (
+STATIC_TYPE_MSG = Template(
+    M.STATIC_TYPE,
     "`{path}`: equal values of different types: {before} -> {after}; JAX's cache key includes "
-    "the type of a static argument, so each type compiles again."
+    "the type of a static argument, so each type compiles again.",
 )
 
 
-STATIC_TYPE_FIX = (
-    "Pass `{arg}` as one type on every call: convert it at the call site, e.g. `{conv}({arg})`."
+STATIC_TYPE_FIX = Template(
+    K.STATIC_TYPE,
+    "Pass `{arg}` as one type on every call: convert it at the call site, e.g. `{conv}({arg})`.",
 )
 
 
@@ -34,8 +38,8 @@ _NUMPY_PREFIX = {"numpy.": "np.", "jax.numpy.": "jnp."}
 def static_type(arg: str, path: str, old: StaticVal, new: StaticVal) -> Reason:
     """``1`` then ``True`` (or ``np.int64(3)`` then ``3``): equal, hashed alike, typed apart."""
     before, after = _typed(old), _typed(new)
-    msg = STATIC_TYPE_MSG.format(path=path, before=before, after=after)
-    fix = STATIC_TYPE_FIX.format(arg=arg, conv=_conversion(old, new))
+    msg = STATIC_TYPE_MSG.words(path=path, before=before, after=after)
+    fix = STATIC_TYPE_FIX.words(arg=arg, conv=_conversion(old, new))
     return _reason(
         ReasonKind.STATIC_TYPE, arg, path, before, after, msg, fix, fix_kind=K.STATIC_TYPE
     )

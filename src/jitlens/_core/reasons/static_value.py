@@ -8,7 +8,6 @@ once the traced program shows where a static number went (``static_flow``), the 
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import re
 from typing import Any
@@ -16,41 +15,52 @@ from typing import Any
 from ..key import StaticVal, diff_texts
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..reason import EXPECTED_FIX, Reason
 from .base import (
-    _cap,
+    Template,
     _reason,
     with_fix,
 )
 from .spec import KindSpec
 
-STATIC_MSG = "{what} changed value {before} -> {after}; statics are part of the cache key, so each new value compiles again."
+STATIC_MSG = Template(
+    M.STATIC,
+    "{what} changed value {before} -> {after}; statics are part of the cache key, so each new value compiles again.",
+)
 
 
-STATIC_GRAPH_FIX = (
+STATIC_GRAPH_FIX = Template(
+    K.STATIC_GRAPH,
     "If it changes during training, make it state: `self.{attr} = nnx.Variable(jnp.array({before}))` "
-    "and update it with `self.{attr}[...] = ...`; else keep it constant."
+    "and update it with `self.{attr}[...] = ...`; else keep it constant.",
 )
 
 
-STATIC_ARG_FIX = (
+STATIC_ARG_FIX = Template(
+    K.STATIC_ARG,
     "Pass `{arg}` as a traced argument (drop it from static_argnums/static_argnames) if it is a "
-    "number that changes; keep statics for a few fixed values."
+    "number that changes; keep statics for a few fixed values.",
 )
 
 
-STATIC_AUX_FIX = "Keep `{path}` constant between calls, or make the changing field a pytree child (data), not aux data."
+STATIC_AUX_FIX = Template(
+    K.STATIC_AUX,
+    "Keep `{path}` constant between calls, or make the changing field a pytree child (data), not aux data.",
+)
 
 
-LAYER_MSG = (
+LAYER_MSG = Template(
+    M.LAYER,
     "`{path}` of {layer} changed {before} -> {after}: a differently configured layer is a "
-    "different model, compiled separately."
+    "different model, compiled separately.",
 )
 
 
-LAYER_FIX = (
+LAYER_FIX = Template(
+    K.LAYER,
     "Expected once per configuration; if the models should be the same, build them with the "
-    "same arguments (here `{attr}`)."
+    "same arguments (here `{attr}`).",
 )
 
 
@@ -58,8 +68,8 @@ def layer_config(arg: str, path: str, layer: str, before: str, after: str) -> Re
     attr = path.rsplit(".", 1)[-1]
     return _reason(
         ReasonKind.STATIC_VALUE, arg, path, before, after,
-        LAYER_MSG.format(path=path, layer=f"nnx.{layer}", before=before, after=after),
-        LAYER_FIX.format(attr=attr),
+        LAYER_MSG.words(path=path, layer=f"nnx.{layer}", before=before, after=after),
+        LAYER_FIX.words(attr=attr),
         fix_kind=K.LAYER, facts=(Fact.IN_GRAPH,),
     )  # fmt: skip
 
@@ -78,48 +88,55 @@ MODE_FLAGS = frozenset(
 )
 
 
-MODE_MSG = (
+MODE_MSG = Template(
+    M.MODE,
     "static `{path}` flipped {before} -> {after} (a train/eval switch such as "
-    "model.eval() / model.train()): each mode compiles once."
+    "model.eval() / model.train()): each mode compiles once.",
 )
 
 
-MODE_FIX = (
+MODE_FIX = Template(
+    K.MODE,
     "Expected once per mode. If it flips every step, switch modes outside the hot loop, or "
-    "keep one jitted function per mode; don't toggle `{attr}` inside the step."
+    "keep one jitted function per mode; don't toggle `{attr}` inside the step.",
 )
 
 
-STATIC_FIELD_FIX = (
+STATIC_FIELD_FIX = Template(
+    K.STATIC_FIELD,
     "Keep `{path}` constant between calls (each value compiles once), or make `{attr}` a data "
-    "field (a pytree child, e.g. drop `pytree_node=False` / `static=True`) if it must change."
+    "field (a pytree child, e.g. drop `pytree_node=False` / `static=True`) if it must change.",
 )
 
 
-STATIC_ROLE_FIX = (
+STATIC_ROLE_FIX = Template(
+    K.STATIC_ROLE,
     "If `{attr}` sets a shape, a loop bound or a branch it stays static (once per value); if "
     "it changes every call, make it state in `__init__`, `self.{attr} = nnx.Variable("
-    "jnp.asarray({before}))`, and update it through `[...]`."
+    "jnp.asarray({before}))`, and update it through `[...]`.",
 )
 
 
-COUNTER_MSG = (
+COUNTER_MSG = Template(
+    M.COUNTER,
     "static `{path}` changes on every call: a counter ({values}); statics are part of the cache "
-    "key, so every new value compiles again."
+    "key, so every new value compiles again.",
 )
 
 
-COUNTER_FIX = (
+COUNTER_FIX = Template(
+    K.COUNTER,
     "Make `{attr}` state where `__init__` sets it: `self.{attr} = nnx.Variable(jnp.asarray("
     "{initial}, jnp.{dtype}))`, and update it through `[...]`: `self.{attr}[...] += {delta}`; "
-    "one compile then serves every value."
+    "one compile then serves every value.",
 )
 
 
-SIZE_FIX = (
+SIZE_FIX = Template(
+    K.SIZE,
     "Expected once per value: `{attr}` looks like a size (a shape, a loop bound, a branch), "
     'which must stay static (as an nnx.Variable it fails: "Shapes must be 1D sequences of '
-    'concrete values"); models with one `{attr}` share a compile.'
+    'concrete values"); models with one `{attr}` share a compile.',
 )
 
 
@@ -176,8 +193,8 @@ def counter_static(arg: str, path: str, attr: str, values: list[Any]) -> Reason:
     shown = " -> ".join(map(str, values[:4])) + (" -> …" if len(values) > 4 else "")
     delta = values[-1] - values[-2] if len(values) >= 2 else 1
     dtype = "int32" if all(isinstance(v, int) for v in values) else "float32"
-    msg = COUNTER_MSG.format(path=path, values=shown)
-    fix = COUNTER_FIX.format(attr=attr, initial=values[0], dtype=dtype, delta=delta)
+    msg = COUNTER_MSG.words(path=path, values=shown)
+    fix = COUNTER_FIX.words(attr=attr, initial=values[0], dtype=dtype, delta=delta)
     before, after = str(values[-2]) if len(values) >= 2 else "?", str(values[-1])
     return _reason(
         ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
@@ -187,26 +204,29 @@ def counter_static(arg: str, path: str, attr: str, values: list[Any]) -> Reason:
 
 #: A static number whose role the trace could not tell (a parameter of an operation differs,
 #: or no program was seen): both cases in words, no code that could break.
-STATIC_ARG_UNSURE_FIX = (
+STATIC_ARG_UNSURE_FIX = Template(
+    K.STATIC_ARG_UNSURE,
     "If `{arg}` only enters arithmetic, pass it as a traced argument (drop it from "
     "static_argnums/static_argnames); if it sets a shape, a slice, an index, a loop count or a "
-    "Python branch it must stay static, each value compiling once."
+    "Python branch it must stay static, each value compiling once.",
 )
 
 
 #: A static number that changed the traced program's shapes or operations.
-STATIC_SHAPE_FIX = (
+STATIC_SHAPE_FIX = Template(
+    K.STATIC_SHAPE,
     "Expected once per value: `{arg}` sets a shape, a slice, a loop count or a branch (the "
     "programs for {before} and {after} differ beyond constants), so it stays static; if it "
-    "takes many values, round it up to a few sizes and mask."
+    "takes many values, round it up to a few sizes and mask.",
 )
 
 
 #: A static number passed on to a custom_vjp's nondiff_argnums: JAX rejects a tracer there.
-STATIC_RULE_FIX = (
+STATIC_RULE_FIX = Template(
+    K.STATIC_RULE,
     "Keep `{arg}` static while it goes to a custom_vjp's nondiff_argnums (a traced value "
     "raises UnexpectedTracerError there). To compile once, make it a regular argument of that "
-    "function and return `None` as its cotangent from the bwd rule."
+    "function and return `None` as its cotangent from the bwd rule.",
 )
 
 
@@ -215,18 +235,19 @@ def static_flow(r: Reason, flow: str, data_fix: tuple[K | str, str]) -> Reason:
     number went (``report.STATIC_FLOWS``). ``data_fix``: the front-end's fix for a number that
     only enters arithmetic (a traced argument), with the template that made it."""
     if flow == "shape":
-        fix = STATIC_SHAPE_FIX.format(arg=r.path, before=r.before, after=r.after)
+        fix = STATIC_SHAPE_FIX.words(arg=r.path, before=r.before, after=r.after)
         return with_fix(r, K.STATIC_SHAPE, fix, flow=flow, expected=True)
     if flow == "data":
         return with_fix(r, K(data_fix[0]), data_fix[1], flow=flow)
     if flow == "rule":
-        return with_fix(r, K.STATIC_RULE, STATIC_RULE_FIX.format(arg=r.path), flow=flow)
-    return dataclasses.replace(r, flow=flow)
+        return with_fix(r, K.STATIC_RULE, STATIC_RULE_FIX.words(arg=r.path), flow=flow)
+    return r.replace(flow=flow)
 
 
-STATIC_CHOICE_FIX = (
+STATIC_CHOICE_FIX = Template(
+    K.STATIC_CHOICE,
     "Expected once per value: each distinct `{path}` compiles once and is reused (an equal value "
-    "hits the cache). If it changes on every call, keep it to a few values."
+    "hits the cache). If it changes on every call, keep it to a few values.",
 )
 
 
@@ -251,55 +272,57 @@ def static_value(
     """
     what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
     before, after = diff_texts(old.full_text(), new.full_text())
-    msg = STATIC_MSG.format(what=what, before=before, after=after)
+    msg = STATIC_MSG.words(what=what, before=before, after=after)
     numbers = _is_number(old) and _is_number(new)
     flags = isinstance(old.value(), bool) and isinstance(new.value(), bool)
     subject = SubjectKind.NUMBER if numbers else SubjectKind.FLAG if flags else SubjectKind.VALUE
     facts = (Fact.IN_GRAPH,) if in_graph else ()
     if flags and attr in MODE_FLAGS:
-        msg = MODE_MSG.format(path=path, before=before, after=after)
+        msg = MODE_MSG.words(path=path, before=before, after=after)
         mode = _reason(
-            ReasonKind.STATIC_VALUE, arg, path, before, after, msg, MODE_FIX.format(attr=attr),
+            ReasonKind.STATIC_VALUE, arg, path, before, after, msg, MODE_FIX.words(attr=attr),
             fix_kind=K.MODE, subject=subject, facts=facts,
         )  # fmt: skip
-        return dataclasses.replace(mode, expected=True)  # a mode's first compile
+        return mode.replace(expected=True)  # a mode's first compile
     elif aux:
-        fk, fix = K.STATIC_AUX, STATIC_AUX_FIX.format(path=path)
+        fk, fix = K.STATIC_AUX, STATIC_AUX_FIX.words(path=path)
     elif not numbers:
-        fk, fix = K.STATIC_CHOICE, STATIC_CHOICE_FIX.format(path=path)
+        fk, fix = K.STATIC_CHOICE, STATIC_CHOICE_FIX.words(path=path)
     elif in_graph:
         values = history or [old.value(), new.value()]
         role = number_role(attr, values, calls=history is not None)
         if role == "counter":
             return counter_static(arg, path, attr, values)
         fk, template = (K.SIZE, SIZE_FIX) if role == "size" else (K.STATIC_ROLE, STATIC_ROLE_FIX)
-        fix = template.format(attr=attr, before=values[0])
+        fix = template.words(attr=attr, before=values[0])
     elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
-        fk, fix = K.STATIC_FIELD, STATIC_FIELD_FIX.format(path=path, attr=attr)
+        fk, fix = K.STATIC_FIELD, STATIC_FIELD_FIX.words(path=path, attr=attr)
     elif path == arg:  # the static argument itself is the number: what it does decides
-        fix = STATIC_ARG_UNSURE_FIX.format(arg=arg)
+        fix = STATIC_ARG_UNSURE_FIX.words(arg=arg)
         reason = _reason(
             ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
             fix_kind=K.STATIC_ARG_UNSURE, subject=subject, facts=facts,
         )  # fmt: skip
-        return dataclasses.replace(reason, flow="unchecked")  # the trace's program tells
+        return reason.replace(flow="unchecked")  # the trace's program tells
     else:  # a number inside a static object (a tuple item, a config attribute)
-        fk, fix = K.STATIC_CHOICE, STATIC_CHOICE_FIX.format(path=path)
+        fk, fix = K.STATIC_CHOICE, STATIC_CHOICE_FIX.words(path=path)
     return _reason(
         ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
         fix_kind=fk, subject=subject, facts=facts,
     )  # fmt: skip
 
 
-DTYPE_SPELLING_MSG = (
+DTYPE_SPELLING_MSG = Template(
+    M.DTYPE_SPELLING,
     "static `{path}` is the same dtype ({dtype}) written two ways, {before} -> {after}: statics "
     "are compared as written (`{before} == {after}` is False), so the two spellings are "
-    "different keys."
+    "different keys.",
 )
 
 
-DTYPE_SPELLING_FIX = (
-    "Write `{attr}` one way everywhere, e.g. always `{canonical}`; each spelling compiles once."
+DTYPE_SPELLING_FIX = Template(
+    K.DTYPE_SPELLING,
+    "Write `{attr}` one way everywhere, e.g. always `{canonical}`; each spelling compiles once.",
 )
 
 
@@ -335,8 +358,8 @@ def dtype_spelling(arg: str, path: str, attr: str, old: StaticVal, new: StaticVa
     """Two spellings of one dtype: unequal as statics, the same dtype to the user."""
     dt = as_dtype(new.value())
     before, after = old.display(), new.display()
-    msg = DTYPE_SPELLING_MSG.format(path=path, dtype=dt, before=before, after=after)
-    fix = DTYPE_SPELLING_FIX.format(attr=attr, canonical=f"jnp.{dt}")
+    msg = DTYPE_SPELLING_MSG.words(path=path, dtype=dt, before=before, after=after)
+    fix = DTYPE_SPELLING_FIX.words(attr=attr, canonical=f"jnp.{dt}")
     return _reason(
         ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
         fix_kind=K.DTYPE_SPELLING, subject=SubjectKind.DTYPE,
@@ -352,78 +375,87 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-PMAP_STATIC_FIX = (
+PMAP_STATIC_FIX = Template(
+    K.PMAP_STATIC,
     "Pass `{path}` as an array argument (drop it from static_broadcasted_argnums, `in_axes=None` "
-    "for it) if it is a number that changes; keep it static for a few fixed values."
+    "for it) if it is a number that changes; keep it static for a few fixed values.",
 )
 
 
-LINEN_MUTABLE_MSG = (
+LINEN_MUTABLE_MSG = Template(
+    M.LINEN_MUTABLE,
     "`{cls}` was called with other mutable collections ({before} -> {after}): nn.jit compiles "
-    "once per set of mutable collections (init makes all of them mutable, apply none by default)."
+    "once per set of mutable collections (init makes all of them mutable, apply none by default).",
 )
 
 
-LINEN_MUTABLE_FIX = (
+LINEN_MUTABLE_FIX = Template(
+    K.LINEN_MUTABLE,
     EXPECTED_FIX + " init and each apply `mutable=` setting compile once; keep one `mutable=` "
-    "per call site so that it stays at one compile per mode."
+    "per call site so that it stays at one compile per mode.",
 )
 
 
 LINEN_MUTABLE_PATH = "mutable"
 
 
-LINEN_RNGS_MSG = (
+LINEN_RNGS_MSG = Template(
+    M.LINEN_RNGS,
     "`{cls}` was given other rng streams (`{path}`: {before} -> {after}): nn.jit passes the "
-    "rngs of `apply(..., rngs=...)` in, and each set of stream names compiles once."
+    "rngs of `apply(..., rngs=...)` in, and each set of stream names compiles once.",
 )
 
 
-LINEN_RNGS_FIX = (
+LINEN_RNGS_FIX = Template(
+    K.LINEN_RNGS,
     EXPECTED_FIX + " each set of rng names passed to `apply` compiles once; pass the same "
-    "`rngs=` names on every call (e.g. always a 'dropout' key) to stay at one compile."
+    "`rngs=` names on every call (e.g. always a 'dropout' key) to stay at one compile.",
 )
 
 
-LINEN_FIELD_MSG = (
+LINEN_FIELD_MSG = Template(
+    M.LINEN_FIELD,
     "`{path}` changed value {before} -> {after}: nn.jit keys its cache on a hash of the "
-    "module's fields, so each new value compiles again."
+    "module's fields, so each new value compiles again.",
 )
 
 
-LINEN_FIELD_FIX = (
+LINEN_FIELD_FIX = Template(
+    K.LINEN_FIELD,
     "Keep `{path}` constant across apply calls (each value compiles once), or pass it to "
-    "`{method}` as an array argument (`jnp.asarray(...)`) so that it is traced."
+    "`{method}` as an array argument (`jnp.asarray(...)`) so that it is traced.",
 )
 
 
-LINEN_FIELDS_MSG = (
+LINEN_FIELDS_MSG = Template(
+    M.LINEN_FIELDS,
     "`{cls}`'s fields hash differently ({before} -> {after}): nn.jit keys its cache on a hash "
-    "of the module's attributes, so a changed field compiles again."
+    "of the module's attributes, so a changed field compiles again.",
 )
 
 
-LINEN_FIELDS_FIX = (
+LINEN_FIELDS_FIX = Template(
+    K.LINEN_FIELDS,
     "Keep the fields of `{cls}` constant across apply calls; pass what changes as an argument "
-    "of `{method}` (an array, so that it is traced)."
+    "of `{method}` (an array, so that it is traced).",
 )
 
 
 def pmap_static(r: Reason) -> Reason:
     """A ``static_broadcasted_argnums`` value that changed: the pmap's spelling of the fix."""
-    return with_fix(r, K.PMAP_STATIC, PMAP_STATIC_FIX.format(path=r.path))
+    return with_fix(r, K.PMAP_STATIC, PMAP_STATIC_FIX.words(path=r.path))
 
 
 def linen_mutable(r: Reason, cls: str, before: str, after: str) -> Reason:
-    msg = LINEN_MUTABLE_MSG.format(cls=cls, before=before, after=after)
+    msg = LINEN_MUTABLE_MSG.words(cls=cls, before=before, after=after)
     return Reason(
         ReasonKind.STATIC_VALUE,
         r.argument,
         LINEN_MUTABLE_PATH,
         before,
         after,
-        _cap(msg),
-        _cap(LINEN_MUTABLE_FIX),
+        msg,
+        LINEN_MUTABLE_FIX.words(),
         expected=True,  # init and apply compile once each
         fix_kind=K.LINEN_MUTABLE,
         where=r.where,
@@ -431,21 +463,21 @@ def linen_mutable(r: Reason, cls: str, before: str, after: str) -> Reason:
 
 
 def linen_rngs(r: Reason, cls: str) -> Reason:
-    msg = LINEN_RNGS_MSG.format(cls=cls, path=r.path, before=r.before, after=r.after)
-    return with_fix(r, K.LINEN_RNGS, LINEN_RNGS_FIX, message=_cap(msg), expected=True)
+    msg = LINEN_RNGS_MSG.words(cls=cls, path=r.path, before=r.before, after=r.after)
+    return with_fix(r, K.LINEN_RNGS, LINEN_RNGS_FIX, message=msg, expected=True)
 
 
 def linen_field(r: Reason, cls: str, method: str) -> Reason:
     """One field of an nn.jit module that changed value (the module hash changed with it)."""
-    msg = LINEN_FIELD_MSG.format(path=r.path, before=r.before, after=r.after)
-    fix = LINEN_FIELD_FIX.format(path=r.path, method=f"{cls}.{method}")
-    return with_fix(r, K.LINEN_FIELD, fix, message=_cap(msg))
+    msg = LINEN_FIELD_MSG.words(path=r.path, before=r.before, after=r.after)
+    fix = LINEN_FIELD_FIX.words(path=r.path, method=f"{cls}.{method}")
+    return with_fix(r, K.LINEN_FIELD, fix, message=msg)
 
 
 def linen_fields(r: Reason, cls: str, method: str) -> Reason:
-    msg = LINEN_FIELDS_MSG.format(cls=cls, before=r.before, after=r.after)
-    fix = LINEN_FIELDS_FIX.format(cls=cls, method=method)
-    return with_fix(r, K.LINEN_FIELDS, fix, path=f"{cls} fields", message=_cap(msg))
+    msg = LINEN_FIELDS_MSG.words(cls=cls, before=r.before, after=r.after)
+    fix = LINEN_FIELDS_FIX.words(cls=cls, method=method)
+    return with_fix(r, K.LINEN_FIELDS, fix, path=f"{cls} fields", message=msg)
 
 
 SPEC = KindSpec(

@@ -3,44 +3,51 @@
 from __future__ import annotations
 
 from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
 from ..kinds import ReasonKind, SubjectKind
 from ..reason import Reason
 from .base import (
+    Template,
     _jnp_dtype,
     _reason,
 )
 from .spec import KindSpec
 
-WEAK_MSG = (
+WEAK_MSG = Template(
+    M.WEAK,
     "{path} changed weak type {before} -> {after}: a Python scalar is weakly typed, a jax.Array "
-    "(e.g. the jitted output fed back) is not, and the two are different keys."
+    "(e.g. the jitted output fed back) is not, and the two are different keys.",
 )
 
 
-WEAK_FIX = (
+WEAK_FIX = Template(
+    K.WEAK,
     "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
-    "initial value, a hyper-parameter), type it: `{arg} = jnp.asarray({arg}, jnp.{dtype})`."
+    "initial value, a hyper-parameter), type it: `{arg} = jnp.asarray({arg}, jnp.{dtype})`.",
 )
 
 
 #: ``WEAK_FIX`` where ``{arg} = ...`` cannot be written (an item of a tuple): the value, not
 #: the assignment.
-WEAK_VALUE_FIX = (
+WEAK_VALUE_FIX = Template(
+    K.WEAK_VALUE,
     "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
-    "initial value, a hyper-parameter), type it: `jnp.asarray(value, jnp.{dtype})`."
+    "initial value, a hyper-parameter), type it: `jnp.asarray(value, jnp.{dtype})`.",
 )
 
 
-VAR_WEAK_FIX = (
+VAR_WEAK_FIX = Template(
+    K.VAR_WEAK,
     "Create `{attr}` typed where `__init__` makes it, `self.{attr} = {var}(jnp.asarray(value, "
     "jnp.{dtype}))`, not from a Python number (weakly typed until its first update); it stays "
-    "a Variable."
+    "a Variable.",
 )
 
 
-VAR_ASSIGN_FIX = (
+VAR_ASSIGN_FIX = Template(
+    K.VAR_ASSIGN,
     "Where a Python number is written into it after the compile, write a typed value: "
-    "`{code}[...] = jnp.asarray(value, jnp.{dtype})`."
+    "`{code}[...] = jnp.asarray(value, jnp.{dtype})`.",
 )
 
 
@@ -61,21 +68,19 @@ def weak_type(
     be assigned, e.g. an item of a tuple), not to its creation.
     """
     if variable and now_weak:
-        fk, fix = K.VAR_ASSIGN, VAR_ASSIGN_FIX.format(code=code or path, dtype=_jnp_dtype(dtype))
+        fk, fix = K.VAR_ASSIGN, VAR_ASSIGN_FIX.words(code=code or path, dtype=_jnp_dtype(dtype))
     elif variable and "." in path:
         fk, fix = (
             K.VAR_WEAK,
-            VAR_WEAK_FIX.format(
-                attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)
-            ),
+            VAR_WEAK_FIX.words(attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)),
         )
     elif code is None or code:
-        fk, fix = K.WEAK, WEAK_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
+        fk, fix = K.WEAK, WEAK_FIX.words(arg=path, dtype=_jnp_dtype(dtype))
     else:  # ``path = ...`` cannot be written (inside a tuple): type the value where it is made
-        fk, fix = K.WEAK_VALUE, WEAK_VALUE_FIX.format(arg=path, dtype=_jnp_dtype(dtype))
+        fk, fix = K.WEAK_VALUE, WEAK_VALUE_FIX.words(arg=path, dtype=_jnp_dtype(dtype))
     return _reason(
         ReasonKind.WEAK_TYPE, arg, path, before, after,
-        WEAK_MSG.format(path=f"`{path}`", before=before, after=after), fix, fix_kind=fk,
+        WEAK_MSG.words(path=f"`{path}`", before=before, after=after), fix, fix_kind=fk,
         subject=SubjectKind.ARRAY,
     )  # fmt: skip
 
