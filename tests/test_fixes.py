@@ -1489,8 +1489,9 @@ def test_printed_fixes_applied_to_the_corpus_remove_the_retrace() -> None:
 # ---------------------------------------------------------------- fix kinds (Reason.fix_kind)
 
 
-def _kind_modules() -> dict[str, types.ModuleType]:
-    """The modules of ``jitlens._core.reasons`` that are a reason kind, by file name."""
+def _modules() -> dict[str, types.ModuleType]:
+    """The modules of ``jitlens._core.reasons`` that hold templates, by file name: one per
+    reason kind, and one per library whose words reword reasons of other kinds (pmap, linen)."""
     import importlib
 
     folder = pathlib.Path(M.__file__).parent
@@ -1500,21 +1501,31 @@ def _kind_modules() -> dict[str, types.ModuleType]:
     return {n: importlib.import_module(f"jitlens._core.reasons.{n}") for n in names}
 
 
+def _kind_modules() -> dict[str, types.ModuleType]:
+    kinds = {k.value for k in ReasonKind}
+    return {n: m for n, m in _modules().items() if n in kinds}
+
+
 def test_every_reason_kind_is_one_module_with_one_spec() -> None:
     """A kind is one module of ``_core/reasons/`` (named as its string) declaring its ``SPEC``;
-    the package lists them in ``ReasonKind``'s order."""
+    the package lists them in ``ReasonKind``'s order. Its other modules are a library's words
+    (no spec: the fixes they make are ``kinds.REWORDED``'s)."""
     modules = _kind_modules()
     assert sorted(modules) == sorted(k.value for k in ReasonKind)
     assert list(M.SPECS) == list(ReasonKind)
     for name, module in modules.items():
         assert module.SPEC.kind == name and M.SPECS[ReasonKind(name)] is module.SPEC
         assert module.SPEC.what and module.SPEC.example
+    for name, module in _modules().items():
+        assert (name in modules) == hasattr(module, "SPEC"), name
 
 
 def test_every_fix_kind_belongs_to_one_kind_s_templates() -> None:
-    """Each ``FixKind`` is one ``*_FIX`` template of one kind's module (or of a front-end's
-    words, declared by the kind whose reasons it rewords), and each kind's module declares
-    every template it holds."""
+    """Each ``FixKind`` is one ``*_FIX`` template of one kind's module, or a library's words
+    for a reason of one kind (``kinds.REWORDED``: ``_core/reasons/pmap.py``, ``linen.py``, the
+    equinox front-end's words); each kind's module declares every template it holds."""
+    from jitlens._core.kinds import REWORDED
+
     owners: dict[FixKind, list[str]] = {}
     for name, module in _kind_modules().items():
         spec = module.SPEC
@@ -1526,11 +1537,19 @@ def test_every_fix_kind_belongs_to_one_kind_s_templates() -> None:
         assert {f"{k.name}_FIX": t for k, t in spec.fixes.items()} == fixes, name
         messages = {n for n, v in vars(module).items() if n.endswith("_MSG")}
         assert messages <= {n for n, v in vars(module).items() if v in spec.messages}, name
+        assert not set(spec.fixes) & set(REWORDED), name
     assert {k: v for k, v in owners.items() if len(v) != 1} == {}
     assert sorted(set(FixKind) - {FixKind.UNSET} - set(owners)) == []
+    library_fixes = {  # the fix templates of the libraries' words, by their FixKind's name
+        f"{v.id.name}"
+        for n, module in _modules().items()
+        if n not in _kind_modules()
+        for name, v in vars(module).items()
+        if name.endswith("_FIX") and v is not R.EXPECTED_FIX
+    }
     own = {n: v for n, v in vars(F).items() if n.endswith("_FIX") and getattr(M, n, None) is not v}
-    eqx = {f"EQX_{n.removesuffix('_FIX')}" for n in own}
-    assert eqx == {k.name for k in owners if k.name.startswith("EQX_")}
+    library_fixes |= {f"EQX_{n.removesuffix('_FIX')}" for n in own}
+    assert library_fixes == {k.name for k in REWORDED}
 
 
 def test_the_reason_table_is_the_specs() -> None:
@@ -1570,11 +1589,11 @@ def test_every_message_template_is_one_message_kind() -> None:
     from jitlens._core.words import Template
 
     ids = []
-    for name, module in _kind_modules().items():
+    for name, module in _modules().items():
         for n, v in vars(module).items():
             if isinstance(v, Template) and not n.startswith("_"):
                 assert v.id.name == n.removesuffix("_MSG").removesuffix("_FIX"), (name, n)
                 if isinstance(v.id, MessageKind):
-                    assert v in module.SPEC.messages, (name, n)
+                    assert not hasattr(module, "SPEC") or v in module.SPEC.messages, (name, n)
                     ids.append(v.id)
     assert sorted(ids) == sorted(MessageKind)

@@ -296,6 +296,33 @@ class FixKind(_Kind):
     DIFFERENT_FUNCTION = "different_function"
 
 
+#: The fix kinds a library's own words give a reason, by the kind of that reason: their
+#: templates live with that library's words (``_track/frontends/equinox/words.py``,
+#: ``_core/reasons/pmap.py``, ``_core/reasons/linen.py``), so that the modules of the kinds name
+#: no library. Every other fix kind is one template of its kind's module (``KindSpec.fixes``).
+REWORDED: dict[FixKind, ReasonKind] = {
+    FixKind.EQX_NEW_FUNCTION: ReasonKind.NEW_FUNCTION,
+    FixKind.EQX_SCALAR: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_STATIC: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_FIELD_NUMBER: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_FIELD: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_MODE: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_MODULE_FUNCTION: ReasonKind.IDENTITY_STATIC,
+    FixKind.EQX_MODULE_LIBRARY_FUNCTION: ReasonKind.IDENTITY_STATIC,
+    FixKind.EQX_MODULE_PARTIAL: ReasonKind.IDENTITY_STATIC,
+    FixKind.EQX_OPTAX: ReasonKind.IDENTITY_STATIC,
+    FixKind.PMAP_CALL: ReasonKind.NEW_FUNCTION,
+    FixKind.PMAP_NEW_FUNCTION: ReasonKind.NEW_FUNCTION,
+    FixKind.PMAP_STATIC: ReasonKind.STATIC_VALUE,
+    FixKind.PMAP_SHARDING: ReasonKind.SHARDING,
+    FixKind.LINEN_NEW_CLASS: ReasonKind.NEW_FUNCTION,
+    FixKind.LINEN_MUTABLE: ReasonKind.STATIC_VALUE,
+    FixKind.LINEN_RNGS: ReasonKind.STATIC_VALUE,
+    FixKind.LINEN_FIELD: ReasonKind.STATIC_VALUE,
+    FixKind.LINEN_FIELDS: ReasonKind.STATIC_VALUE,
+}
+
+
 class MessageKind(_Kind):
     """Which template a ``Reason``'s message is made from: one member per ``*_MSG`` template of a
     kind's module in ``_core/reasons/`` (named as the template without ``_MSG``), and per part a
@@ -305,8 +332,6 @@ class MessageKind(_Kind):
     # reasons/new_function.py
     NEW_FUNCTION = "new_function"
     NEW_PARTIAL = "new_partial"
-    PMAP_NEW_FUNCTION = "pmap_new_function"
-    LINEN_NEW_CLASS = "linen_new_class"
     NESTED_NEW_FUNCTION = "nested_new_function"
     NUMPYRO_REBUILT = "numpyro_rebuilt"
     NUMPYRO_SVI_RUN = "numpyro_svi_run"
@@ -333,10 +358,6 @@ class MessageKind(_Kind):
     MODE = "mode"
     COUNTER = "counter"
     DTYPE_SPELLING = "dtype_spelling"
-    LINEN_MUTABLE = "linen_mutable"
-    LINEN_RNGS = "linen_rngs"
-    LINEN_FIELD = "linen_field"
-    LINEN_FIELDS = "linen_fields"
     # reasons/identity_static.py
     IDENTITY = "identity"
     CLASS = "class"
@@ -364,13 +385,20 @@ class MessageKind(_Kind):
     # reasons/sharding.py
     SHARDING = "sharding"
     SHARDING_WHY = "sharding_why"
-    PMAP_SHARDING = "pmap_sharding"
     # reasons/cache_cleared.py
     CLEARED = "cleared"
     EVICTED = "evicted"
     # reasons/unknown.py
     UNKNOWN = "unknown"
     NO_DIFFERENCE = "no_difference"
+    # reasons/pmap.py, reasons/linen.py
+    PMAP_NEW_FUNCTION = "pmap_new_function"
+    PMAP_SHARDING = "pmap_sharding"
+    LINEN_NEW_CLASS = "linen_new_class"
+    LINEN_MUTABLE = "linen_mutable"
+    LINEN_RNGS = "linen_rngs"
+    LINEN_FIELD = "linen_field"
+    LINEN_FIELDS = "linen_fields"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}

@@ -362,12 +362,4 @@ SPEC = KindSpec(
         K.NAN_FIELD: NAN_FIELD_FIX,
     },
     messages=(IDENTITY_MSG, CLASS_MSG, NAN_MSG, NAN_FIELD_MSG),
-    worded_elsewhere=frozenset(
-        {
-            K.EQX_MODULE_FUNCTION,
-            K.EQX_MODULE_LIBRARY_FUNCTION,
-            K.EQX_MODULE_PARTIAL,
-            K.EQX_OPTAX,
-        }
-    ),
 )

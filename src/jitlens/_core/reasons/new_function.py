@@ -117,43 +117,6 @@ def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
     )  # fmt: skip
 
 
-PMAP_NEW_FUNCTION_MSG = Template(
-    M.PMAP_NEW_FUNCTION,
-    "`{name}` is a new function handed to {kind}: pmap caches its compiled code per function "
-    "object, so it traced and compiled again though {count} earlier {kind}(s) of the same code "
-    "(defined at {defined_at}) already compiled{equal}.",
-)
-
-
-PMAP_CALL_FIX = Template(
-    K.PMAP_CALL,
-    "Build the pmapped function once, before the loop: `p_{callee} = {kind}({callee}, "
-    "in_axes=({axes}))`, and call `p_{callee}({args})`; a lambda built per epoch is a new function.",
-)
-
-
-PMAP_NEW_FUNCTION_FIX = Template(
-    K.PMAP_NEW_FUNCTION,
-    "Build the pmapped function once, before the loop (`p_step = {kind}(step)`), and pass "
-    "what it reads from outside{free} as arguments (`in_axes=None` for those).",
-)
-
-
-LINEN_NEW_CLASS_MSG = Template(
-    M.LINEN_NEW_CLASS,
-    "`nn.jit({cls})` is applied inside `{where}`: every call builds a new jitted class and a new "
-    "jax.jit, so `{cls}` traced and compiled again though {count} earlier one(s) of the same "
-    "code compiled{equal}.",
-)
-
-
-LINEN_NEW_CLASS_FIX = Template(
-    K.LINEN_NEW_CLASS,
-    "Apply nn.jit once, at module level: `Jit{cls} = nn.jit({cls})`, and use `Jit{cls}(...)` in "
-    "`{where}`; the jitted class then keeps its compiled cache across apply calls.",
-)
-
-
 NESTED_NEW_FUNCTION_MSG = Template(
     M.NESTED_NEW_FUNCTION,
     "`{name}` is a new {kind} object traced inside {outer}: {outer} caches what it traced per "
@@ -167,47 +130,6 @@ NESTED_NEW_FUNCTION_FIX = Template(
     "Create `{name}` once, outside the function that runs {outer} (at module level: "
     "`{name} = {kind}(...)`), and pass what it reads from there{free} as arguments.",
 )
-
-
-def pmap_new_function(
-    r: Reason,
-    kind: str,
-    count: int,
-    defined_at: str,
-    equal: bool,
-    call: tuple[str, tuple[tuple[str, bool], ...]] | None,
-    free: tuple[str, ...],
-) -> Reason:
-    """A pmap of a function rebuilt per call (google/flax#663's lambda per epoch).
-
-    ``call``: ``(callee, ((argument, read from outside), ...))`` when the
-    function is one call of a named function (``lambda b: step(params, b)``).
-    """
-    msg = PMAP_NEW_FUNCTION_MSG.words(
-        name=r.path, kind=kind, count=count, defined_at=defined_at, equal=_equal(equal)
-    )
-    if call is not None:
-        callee, args = call
-        axes = ", ".join("None" if outside else "0" for _name, outside in args)
-        fk, fix = (
-            K.PMAP_CALL,
-            PMAP_CALL_FIX.words(
-                callee=callee,
-                kind=kind,
-                axes=axes + ("," if len(args) == 1 else ""),
-                args=", ".join(name for name, _outside in args),
-            ),
-        )
-    else:
-        fk, fix = K.PMAP_NEW_FUNCTION, PMAP_NEW_FUNCTION_FIX.words(kind=kind, free=_free(free))
-    return with_fix(r, fk, fix, message=msg)
-
-
-def linen_new_class(r: Reason, cls: str, where: str, count: int, equal: bool) -> Reason:
-    """``nn.jit(Module)`` applied inside a parent's ``__call__`` (google/flax#3171)."""
-    msg = LINEN_NEW_CLASS_MSG.words(cls=cls, where=where, count=count, equal=_equal(equal))
-    fix = LINEN_NEW_CLASS_FIX.words(cls=cls, where=where)
-    return with_fix(r, K.LINEN_NEW_CLASS, fix, path=cls, message=msg)
 
 
 def nested_new_function(
@@ -327,9 +249,6 @@ SPEC = KindSpec(
         K.CLOSURE: CLOSURE_FIX,
         K.NEW_LAMBDA: NEW_LAMBDA_FIX,
         K.NEW_PARTIAL: NEW_PARTIAL_FIX,
-        K.PMAP_CALL: PMAP_CALL_FIX,
-        K.PMAP_NEW_FUNCTION: PMAP_NEW_FUNCTION_FIX,
-        K.LINEN_NEW_CLASS: LINEN_NEW_CLASS_FIX,
         K.NESTED_NEW_FUNCTION: NESTED_NEW_FUNCTION_FIX,
         K.NUMPYRO_REBUILT: NUMPYRO_REBUILT_FIX,
         K.NUMPYRO_SVI_RUN: NUMPYRO_SVI_RUN_FIX,
@@ -338,12 +257,9 @@ SPEC = KindSpec(
     messages=(
         NEW_FUNCTION_MSG,
         NEW_PARTIAL_MSG,
-        PMAP_NEW_FUNCTION_MSG,
-        LINEN_NEW_CLASS_MSG,
         NESTED_NEW_FUNCTION_MSG,
         NUMPYRO_REBUILT_MSG,
         NUMPYRO_SVI_RUN_MSG,
         DIFFERENT_FUNCTION_MSG,
     ),
-    worded_elsewhere=frozenset({K.EQX_NEW_FUNCTION}),
 )

@@ -12,7 +12,6 @@ from ..reason import Reason
 from .base import (
     Template,
     _reason,
-    with_fix,
 )
 from .spec import KindSpec
 
@@ -56,42 +55,10 @@ def sharding(
     )  # fmt: skip
 
 
-PMAP_SHARDING_MSG = Template(
-    M.PMAP_SHARDING,
-    "`{path}` came back from {kind} sharded over its devices; the first call got it {before}, "
-    "and the two placements are different keys, so the second call compiled again.",
-)
-
-
-PMAP_SHARDING_FIX = Template(
-    K.PMAP_SHARDING,
-    "Place it as {kind} returns it, before the first call: `s = NamedSharding(Mesh("
-    "jax.local_devices()[:n], ('{axis}',)), P('{axis}'))`, {put}{named}.",
-)
-
-
-def pmap_sharding(r: Reason, kind: str, axis: str | None, root: str, nnx_state: bool) -> Reason:
-    """State handed back by a pmap sharded over its devices, compiled again at the next call."""
-    name = axis or "batch"
-    put = (
-        f"`nnx.update({root}, jax.device_put(nnx.state({root}), s))`"
-        if nnx_state
-        else f"`{r.argument} = jax.device_put({r.argument}, s)`"
-    )
-    fix = PMAP_SHARDING_FIX.words(
-        kind=kind,
-        axis=name,
-        put=put,
-        named="" if axis else f", with `axis_name='{name}'` in {kind}",
-    )
-    msg = PMAP_SHARDING_MSG.words(path=r.path, kind=kind, before=r.before)
-    return with_fix(r, K.PMAP_SHARDING, fix, message=msg)
-
-
 SPEC = KindSpec(
     ReasonKind.SHARDING,
     what="input sharding / placement, mesh shape, `in_shardings` of a re-created wrapper",
     example="uncommitted (default device) -> committed to cpu:1",
-    fixes={K.SHARDING: SHARDING_FIX, K.PMAP_SHARDING: PMAP_SHARDING_FIX},
-    messages=(SHARDING_MSG, SHARDING_WHY, PMAP_SHARDING_MSG),
+    fixes={K.SHARDING: SHARDING_FIX},
+    messages=(SHARDING_MSG, SHARDING_WHY),
 )

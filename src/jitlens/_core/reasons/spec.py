@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from ..kinds import FixKind, ReasonKind, reason_order
+from ..kinds import REWORDED, FixKind, ReasonKind, reason_order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,9 +29,6 @@ class KindSpec:
     fixes: Mapping[FixKind, str]
     #: The message templates (and the parts a message is assembled from).
     messages: tuple[str, ...]
-    #: Fix kinds whose words a front-end's package holds (``eqx.filter_jit``'s), given to
-    #: reasons of this kind.
-    worded_elsewhere: frozenset[FixKind] = frozenset()
     #: A change of structure (a pytree's, an NNX graph's): a library may have made it (an
     #: optax optimizer's state, a layer's arguments), and then it leads the ranking.
     structure: bool = False
@@ -43,6 +40,12 @@ class KindSpec:
         return reason_order(self.kind)
 
     @property
+    def reworded(self) -> frozenset[FixKind]:
+        """The fix kinds a library's words give reasons of this kind (``kinds.REWORDED``: an
+        ``eqx.filter_jit`` static, a pmap's function rebuilt per epoch ...)."""
+        return frozenset(k for k, kind in REWORDED.items() if kind is self.kind)
+
+    @property
     def fix_kinds(self) -> frozenset[FixKind]:
         """Every fix kind a reason of this kind can carry."""
-        return frozenset(self.fixes) | self.worded_elsewhere
+        return frozenset(self.fixes) | self.reworded

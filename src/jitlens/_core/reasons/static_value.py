@@ -16,7 +16,7 @@ from ..key import StaticVal, diff_texts
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
 from ..kinds import MessageKind as M
-from ..reason import EXPECTED_FIX, Reason
+from ..reason import Reason
 from .base import (
     Template,
     _reason,
@@ -375,111 +375,6 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-PMAP_STATIC_FIX = Template(
-    K.PMAP_STATIC,
-    "Pass `{path}` as an array argument (drop it from static_broadcasted_argnums, `in_axes=None` "
-    "for it) if it is a number that changes; keep it static for a few fixed values.",
-)
-
-
-LINEN_MUTABLE_MSG = Template(
-    M.LINEN_MUTABLE,
-    "`{cls}` was called with other mutable collections ({before} -> {after}): nn.jit compiles "
-    "once per set of mutable collections (init makes all of them mutable, apply none by default).",
-)
-
-
-LINEN_MUTABLE_FIX = Template(
-    K.LINEN_MUTABLE,
-    EXPECTED_FIX + " init and each apply `mutable=` setting compile once; keep one `mutable=` "
-    "per call site so that it stays at one compile per mode.",
-)
-
-
-LINEN_MUTABLE_PATH = "mutable"
-
-
-LINEN_RNGS_MSG = Template(
-    M.LINEN_RNGS,
-    "`{cls}` was given other rng streams (`{path}`: {before} -> {after}): nn.jit passes the "
-    "rngs of `apply(..., rngs=...)` in, and each set of stream names compiles once.",
-)
-
-
-LINEN_RNGS_FIX = Template(
-    K.LINEN_RNGS,
-    EXPECTED_FIX + " each set of rng names passed to `apply` compiles once; pass the same "
-    "`rngs=` names on every call (e.g. always a 'dropout' key) to stay at one compile.",
-)
-
-
-LINEN_FIELD_MSG = Template(
-    M.LINEN_FIELD,
-    "`{path}` changed value {before} -> {after}: nn.jit keys its cache on a hash of the "
-    "module's fields, so each new value compiles again.",
-)
-
-
-LINEN_FIELD_FIX = Template(
-    K.LINEN_FIELD,
-    "Keep `{path}` constant across apply calls (each value compiles once), or pass it to "
-    "`{method}` as an array argument (`jnp.asarray(...)`) so that it is traced.",
-)
-
-
-LINEN_FIELDS_MSG = Template(
-    M.LINEN_FIELDS,
-    "`{cls}`'s fields hash differently ({before} -> {after}): nn.jit keys its cache on a hash "
-    "of the module's attributes, so a changed field compiles again.",
-)
-
-
-LINEN_FIELDS_FIX = Template(
-    K.LINEN_FIELDS,
-    "Keep the fields of `{cls}` constant across apply calls; pass what changes as an argument "
-    "of `{method}` (an array, so that it is traced).",
-)
-
-
-def pmap_static(r: Reason) -> Reason:
-    """A ``static_broadcasted_argnums`` value that changed: the pmap's spelling of the fix."""
-    return with_fix(r, K.PMAP_STATIC, PMAP_STATIC_FIX.words(path=r.path))
-
-
-def linen_mutable(r: Reason, cls: str, before: str, after: str) -> Reason:
-    msg = LINEN_MUTABLE_MSG.words(cls=cls, before=before, after=after)
-    return Reason(
-        ReasonKind.STATIC_VALUE,
-        r.argument,
-        LINEN_MUTABLE_PATH,
-        before,
-        after,
-        msg,
-        LINEN_MUTABLE_FIX.words(),
-        expected=True,  # init and apply compile once each
-        fix_kind=K.LINEN_MUTABLE,
-        where=r.where,
-    )
-
-
-def linen_rngs(r: Reason, cls: str) -> Reason:
-    msg = LINEN_RNGS_MSG.words(cls=cls, path=r.path, before=r.before, after=r.after)
-    return with_fix(r, K.LINEN_RNGS, LINEN_RNGS_FIX, message=msg, expected=True)
-
-
-def linen_field(r: Reason, cls: str, method: str) -> Reason:
-    """One field of an nn.jit module that changed value (the module hash changed with it)."""
-    msg = LINEN_FIELD_MSG.words(path=r.path, before=r.before, after=r.after)
-    fix = LINEN_FIELD_FIX.words(path=r.path, method=f"{cls}.{method}")
-    return with_fix(r, K.LINEN_FIELD, fix, message=msg)
-
-
-def linen_fields(r: Reason, cls: str, method: str) -> Reason:
-    msg = LINEN_FIELDS_MSG.words(cls=cls, before=r.before, after=r.after)
-    fix = LINEN_FIELDS_FIX.words(cls=cls, method=method)
-    return with_fix(r, K.LINEN_FIELDS, fix, path=f"{cls} fields", message=msg)
-
-
 SPEC = KindSpec(
     ReasonKind.STATIC_VALUE,
     what="a static with a new, unequal value (`static_argnums`, a Module's plain Python "
@@ -500,11 +395,6 @@ SPEC = KindSpec(
         K.STATIC_CHOICE: STATIC_CHOICE_FIX,
         K.DTYPE_SPELLING: DTYPE_SPELLING_FIX,
         K.LAYER: LAYER_FIX,
-        K.PMAP_STATIC: PMAP_STATIC_FIX,
-        K.LINEN_MUTABLE: LINEN_MUTABLE_FIX,
-        K.LINEN_RNGS: LINEN_RNGS_FIX,
-        K.LINEN_FIELD: LINEN_FIELD_FIX,
-        K.LINEN_FIELDS: LINEN_FIELDS_FIX,
     },
     messages=(
         STATIC_MSG,
@@ -512,12 +402,5 @@ SPEC = KindSpec(
         COUNTER_MSG,
         DTYPE_SPELLING_MSG,
         LAYER_MSG,
-        LINEN_MUTABLE_MSG,
-        LINEN_RNGS_MSG,
-        LINEN_FIELD_MSG,
-        LINEN_FIELDS_MSG,
-    ),
-    worded_elsewhere=frozenset(
-        {K.EQX_SCALAR, K.EQX_STATIC, K.EQX_FIELD_NUMBER, K.EQX_FIELD, K.EQX_MODE}
     ),
 )
