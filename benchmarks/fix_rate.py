@@ -41,8 +41,8 @@ import jax
 import numpy as np
 
 import jitlens
-from jitlens._core import messages as M
-from jitlens._core import messages_static as S
+from jitlens._core import reasons as M
+from jitlens._core import reasons as S
 from jitlens._track.frontends.equinox import words as F
 
 HEADER = """\

@@ -1,6 +1,6 @@
 """Every fix jitlens prints, applied to a program: the retrace is gone and the results are kept.
 
-``FIXES`` is the table: each fix template of ``jitlens._core.messages*`` and
+``FIXES`` is the table: each fix template of ``jitlens._core.reasons`` and
 the test that proves it on the installed jax/flax/optax, or ``OPTION`` for a
 template phrased as an option with its condition ("Expected once per mode.
 If ..."). A template without a row fails :func:`test_every_fix_template_has_a_row`.
@@ -31,9 +31,7 @@ from flax import nnx, struct
 
 import jitlens
 from jitlens._compat import cache_keys
-from jitlens._core import messages as M
-from jitlens._core import messages_evidence as E
-from jitlens._core import messages_static as S
+from jitlens._core import reasons as M
 from jitlens._core import report as R
 from jitlens._core.kinds import Fact, FixKind, ReasonKind
 from jitlens._track import stale
@@ -121,12 +119,22 @@ FIXES: dict[str, str] = {
 CONDITIONS = ("Expected", "If ", "if ")
 
 
+#: Fix kinds whose fixes other test modules apply: the transformations' words
+#: (``tests/test_frontends_more.py``) and the libraries' (``tests/test_libraries.py``).
+APPLIED_ELSEWHERE = ("PMAP_", "LINEN_", "NESTED_", "KERAS_", "NUMPYRO_", "DIFFERENT_FUNCTION")
+
+
 def templates() -> dict[str, str]:
     """Every fix template a retrace (or stale-cache) explanation can print, by table name."""
-    out = {}
-    for prefix, mod in (("", M), ("", S), ("", E), ("eqx.", F), ("stale.", stale)):
+    out = {
+        f"{kind.name}_FIX": text
+        for spec in M.SPECS.values()
+        for kind, text in spec.fixes.items()
+        if not kind.name.startswith(APPLIED_ELSEWHERE)
+    }
+    for prefix, mod in (("eqx.", F), ("stale.", stale)):
         for name, value in vars(mod).items():
-            reexported = prefix and getattr(M, name, None) is value  # e.g. F's LAYER_FIX
+            reexported = getattr(M, name, None) is value  # e.g. F's LAYER_FIX
             if name.endswith("_FIX") and isinstance(value, str) and not reexported:
                 out[prefix + name] = value
     return out
@@ -1481,42 +1489,86 @@ def test_printed_fixes_applied_to_the_corpus_remove_the_retrace() -> None:
 # ---------------------------------------------------------------- fix kinds (Reason.fix_kind)
 
 
-_TEMPLATE_MODULES = {
-    "jitlens._core.messages": "",
-    "jitlens._core.messages_static": "",
-    "jitlens._core.messages_evidence": "",
-    "jitlens._core.messages_transforms": "",
-    "jitlens._track.frontends.equinox.words": "EQX_",
-    "jitlens._core.messages_library": "",
-}
-
-
-def _fix_templates() -> dict[str, str]:
-    """Every ``*_FIX`` template of ``_core/messages*.py`` and the front-ends' words, by its
-    ``FixKind`` member's name."""
+def _modules() -> dict[str, types.ModuleType]:
+    """The modules of ``jitlens._core.reasons`` that hold templates, by file name: one per
+    reason kind, and one per library whose words reword reasons of other kinds (pmap, linen)."""
     import importlib
 
-    out: dict[str, str] = {}
-    seen = {id(v) for v in vars(R).values()}  # report.EXPECTED_FIX is no template
-    for module, prefix in _TEMPLATE_MODULES.items():  # defining modules before importers
-        for name, value in vars(importlib.import_module(module)).items():
-            if name.endswith("_FIX") and isinstance(value, str) and id(value) not in seen:
-                out[prefix + name.removesuffix("_FIX")] = value
-        seen |= {id(v) for v in out.values()}
-    return out
+    folder = pathlib.Path(M.__file__).parent
+    names = sorted(
+        p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "base", "spec")
+    )
+    return {n: importlib.import_module(f"jitlens._core.reasons.{n}") for n in names}
 
 
-def test_every_fix_template_is_one_fix_kind() -> None:
-    members = {m.name for m in FixKind if m is not FixKind.UNSET}
-    assert sorted(set(_fix_templates()) - members) == []
-    assert sorted(members - set(_fix_templates())) == []
+def _kind_modules() -> dict[str, types.ModuleType]:
+    kinds = {k.value for k in ReasonKind}
+    return {n: m for n, m in _modules().items() if n in kinds}
+
+
+def test_every_reason_kind_is_one_module_with_one_spec() -> None:
+    """A kind is one module of ``_core/reasons/`` (named as its string) declaring its ``SPEC``;
+    the package lists them in ``ReasonKind``'s order. Its other modules are a library's words
+    (no spec: the fixes they make are ``kinds.REWORDED``'s)."""
+    modules = _kind_modules()
+    assert sorted(modules) == sorted(k.value for k in ReasonKind)
+    assert list(M.SPECS) == list(ReasonKind)
+    for name, module in modules.items():
+        assert module.SPEC.kind == name and M.SPECS[ReasonKind(name)] is module.SPEC
+        assert module.SPEC.what and module.SPEC.example
+    for name, module in _modules().items():
+        assert (name in modules) == hasattr(module, "SPEC"), name
+
+
+def test_every_fix_kind_belongs_to_one_kind_s_templates() -> None:
+    """Each ``FixKind`` is one ``*_FIX`` template of one kind's module, or a library's words
+    for a reason of one kind (``kinds.REWORDED``: ``_core/reasons/pmap.py``, ``linen.py``, the
+    equinox front-end's words); each kind's module declares every template it holds."""
+    from jitlens._core.kinds import REWORDED
+
+    owners: dict[FixKind, list[str]] = {}
+    for name, module in _kind_modules().items():
+        spec = module.SPEC
+        for k in spec.fix_kinds:
+            owners.setdefault(k, []).append(name)
+        fixes = {
+            n: v for n, v in vars(module).items() if n.endswith("_FIX") and v is not R.EXPECTED_FIX
+        }
+        assert {f"{k.name}_FIX": t for k, t in spec.fixes.items()} == fixes, name
+        messages = {n for n, v in vars(module).items() if n.endswith("_MSG")}
+        assert messages <= {n for n, v in vars(module).items() if v in spec.messages}, name
+        assert not set(spec.fixes) & set(REWORDED), name
+    assert {k: v for k, v in owners.items() if len(v) != 1} == {}
+    assert sorted(set(FixKind) - {FixKind.UNSET} - set(owners)) == []
+    library_fixes = {  # the fix templates of the libraries' words, by their FixKind's name
+        f"{v.id.name}"
+        for n, module in _modules().items()
+        if n not in _kind_modules()
+        for name, v in vars(module).items()
+        if name.endswith("_FIX") and v is not R.EXPECTED_FIX
+    }
+    own = {n: v for n, v in vars(F).items() if n.endswith("_FIX") and getattr(M, n, None) is not v}
+    library_fixes |= {f"EQX_{n.removesuffix('_FIX')}" for n in own}
+    assert library_fixes == {k.name for k in REWORDED}
+
+
+def test_the_reason_table_is_the_specs() -> None:
+    """The documentation's reason table is generated from the specs, one row per kind."""
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "docs" / "_ext"))
+    try:
+        import jitlens_reference
+    finally:
+        sys.path.pop(0)
+    table = jitlens_reference.reason_kinds()
+    for kind, spec in M.SPECS.items():
+        assert f"| `{kind}` |" in table and spec.example.split(" ")[0] in table
 
 
 def test_an_equal_key_is_a_fact_not_words() -> None:
     r = M.new_function("f", "jax.jit", "a.py:1", 1, True, False)
     assert Fact.EQUAL_KEY not in r.facts  # an earlier wrapper's key, not two equal keys
-    assert Fact.EQUAL_KEY in E.no_difference("1 key position(s)").facts
-    assert Fact.EQUAL_KEY in E.cache_evicted(8, 8).facts
+    assert Fact.EQUAL_KEY in M.no_difference("1 key position(s)").facts
+    assert Fact.EQUAL_KEY in M.cache_evicted(8, 8).facts
 
 
 def test_a_words_only_change_keeps_the_data() -> None:
@@ -1528,3 +1580,20 @@ def test_a_words_only_change_keeps_the_data() -> None:
     same = {f.name for f in dataclasses.fields(r)} - {"fix", "fix_kind"}
     assert all(getattr(again, k) == getattr(r, k) for k in same)
     assert re.fullmatch(r"[a-z_]+", FixKind.PARAM_SHAPE)
+
+
+def test_every_message_template_is_one_message_kind() -> None:
+    """Each template of a kind's module is named as its id (``SHAPE_MSG``: ``MessageKind.SHAPE``,
+    ``SHAPE_FIX``: ``FixKind.SHAPE``), and every ``MessageKind`` is one template of one kind."""
+    from jitlens._core.kinds import MessageKind
+    from jitlens._core.words import Template
+
+    ids = []
+    for name, module in _modules().items():
+        for n, v in vars(module).items():
+            if isinstance(v, Template) and not n.startswith("_"):
+                assert v.id.name == n.removesuffix("_MSG").removesuffix("_FIX"), (name, n)
+                if isinstance(v.id, MessageKind):
+                    assert not hasattr(module, "SPEC") or v in module.SPEC.messages, (name, n)
+                    ids.append(v.id)
+    assert sorted(ids) == sorted(MessageKind)

@@ -164,7 +164,7 @@ def _step(entry: str, role: str, batch_size: int | None) -> object:
 
 
 def test_keras_words_name_the_users_argument_and_fix() -> None:
-    from jitlens._core.messages_library import library_reason
+    from jitlens._core.reasons import library_reason
 
     r = library_reason(_step("fit", "train", 16), _reason("data[0]", "f32[16,6]", "f32[13,6]"))
     assert (r.argument, r.path) == ("x", "x")

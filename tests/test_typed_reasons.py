@@ -402,3 +402,42 @@ def test_a_trace_inside_another_transformation_is_a_fact() -> None:
     assert "batched" in batched.facts and "nested" not in batched.facts
     assert "traced inside" not in batched.message
     assert "nested" in nested.facts and nested.message.count("traced inside jax.grad") == 1
+
+
+# ---------------------------------------------------------------- words made at the sink
+
+
+def test_a_reason_carries_the_makings_of_its_words_until_it_is_printed() -> None:
+    """A builder gives a reason its templates and their parameters as data; the words are made
+    once, the first time they are read, by one function (``reasons.words``), and a copy of the
+    reason made before that carries the makings, not words."""
+    from jitlens._core import reasons
+    from jitlens._core.kinds import FixKind, MessageKind
+
+    r = reasons.dtype("x", "x", "f32[3]", "i32[3]", "i32", "f32")
+    message, fix = r.said
+    assert (message.id, fix.id) == (MessageKind.DTYPE, FixKind.DTYPE)
+    assert dict(message.params)["before"] == "f32[3]" and dict(fix.params)["dtype"] == "float32"
+    moved = r.replace(where=(("arg", "x"),))
+    assert "_made" not in vars(r) and moved.said == r.said  # nothing worded yet
+    assert (r.message, r.fix) == reasons.words(r) and "_made" in vars(r)
+    assert r.fix is r.fix and moved == r  # made once, and the same words from the same makings
+    again = reasons.with_fix(r, FixKind.KEY, reasons.KEY_FIX)
+    assert again.said[1].id is FixKind.KEY and again.said[0] is message
+    back = pickle.loads(pickle.dumps(moved))
+    assert back == r and back.said == r.said
+
+
+def test_words_read_from_a_report_are_kept_as_written() -> None:
+    """A report's reasons are words only: read back, they print as they were written (no cap,
+    no template), and the JSON written from them is the same."""
+    long = "m" * 300
+    r = jitlens.Reason("shape", "x", "x", "f32[2]", "f32[3]", long, "Keep `x` one shape.")
+    assert r.said[0].template is None and r.message == long and r.fix == "Keep `x` one shape."
+    event = jitlens.Event(1, "retrace", "a.py:3", "x: f32[3]", reasons=(r,))
+    function = jitlens.FunctionReport(
+        "f", "f", "jax.jit", "a.py:1", "a.py:2", 2, 2, 2, 0, 0, 0.0, 0.0, 0.0, events=(event,)
+    )
+    rep = jitlens.Report(2, "0", "0", "", "cpu", 0, 1, "h", 0.0, 1.0, (function,))
+    back = jitlens.Report.from_dict(json.loads(rep.to_json()))
+    assert back.to_json() == rep.to_json() and back.functions[0].events[0].reasons[0] == r

@@ -66,14 +66,11 @@ def _described(kinds: tuple[str, ...], docs: dict[str, Any], where: str) -> None
 
 
 def reason_kinds() -> str:
-    from jitlens._core.kinds import REASON_KIND_DOCS
+    from jitlens._core.reasons import SPECS
     from jitlens._core.report import REASON_KINDS
 
-    _described(REASON_KINDS, REASON_KIND_DOCS, "jitlens._core.kinds.REASON_KIND_DOCS")
-    rows = []
-    for kind in REASON_KINDS:
-        what, example = REASON_KIND_DOCS[kind]
-        rows.append((_code(kind), _cell(what), _code(example)))
+    _described(REASON_KINDS, SPECS, "jitlens._core.reasons.SPECS (one module per kind)")
+    rows = [(_code(k), _cell(SPECS[k].what), _code(SPECS[k].example)) for k in REASON_KINDS]
     return _table(("kind", "what changed", "example `before -> after`"), rows)
 
 

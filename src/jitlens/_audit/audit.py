@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import _compat
 from .._compat.flax_api import LAZY_NNX as nnx
-from .._core import messages as M
+from .._core import reasons as M
 from .._core.files import write_atomic
 from .._core.key import Entry, Path, short_repr
 from .._core.kinds import EntryKind, ReasonKind

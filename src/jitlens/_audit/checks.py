@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._compat.flax_api import LAZY_NNX as nnx
-from .._core import messages as M
-from .._core import messages_static as S
+from .._core import reasons as M
+from .._core import reasons as S
 from .._core.explain import diff_keys
 from .._core.key import (
     Entry,

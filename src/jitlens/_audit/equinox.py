@@ -20,7 +20,7 @@ from .._compat.equinox_api import is_eqx_module_class
 from .._core.explain import diff_keys
 from .._core.key import Entry, Key, Path, StaticVal, render_path
 from .._core.kinds import EntryKind, ReasonKind, RowKind
-from .._core.messages import _cap
+from .._core.reasons import _cap
 from .._core.signature import describe_value
 from .._track.frontends.equinox.words import frontend_words
 from .libraries import LibraryAudit

@@ -2,7 +2,8 @@
 
 ``explain(new, previous)`` picks the compiled key closest to the new one and lists every
 difference, most decisive first, each with a message (what changed and why JAX cares) and a fix
-that works in the installed versions; the words live in ``messages*``, this decides *what*."""
+that works in the installed versions; the words live in ``reasons`` (one module per kind), this
+decides *what*."""
 
 from __future__ import annotations
 
@@ -13,11 +14,8 @@ from typing import Any
 
 from .._compat import cache_keys
 from . import callees
-from . import messages as M
-from . import messages_evidence as E
-from . import messages_library as L
-from . import messages_static as S
 from . import rank as R
+from . import reasons as W
 from .key import (
     Entry,
     Key,
@@ -49,12 +47,12 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
     old_cfg, new_cfg = dict(old.config), dict(new.config)
     for name in sorted(set(old_cfg) | set(new_cfg)):
         if old_cfg.get(name) != new_cfg.get(name):
-            reasons.append(M.config(name, old_cfg.get(name, "unset"), new_cfg.get(name, "unset")))
+            reasons.append(W.config(name, old_cfg.get(name, "unset"), new_cfg.get(name, "unset")))
 
     o, n = old.entries, new.entries
     var_values = _variable_value_changes(o, n)
     for vp, (var_type, before, after) in var_values.items():
-        r = M.variable_value_structure(_arg(vp), render_path(vp), var_type, before, after)
+        r = W.variable_value_structure(_arg(vp), render_path(vp), var_type, before, after)
         reasons.append(_at(r, vp, (o.get(vp), n.get(vp))))
     skip = {(*vp, ("attr", "value")) for vp in var_values}
     o = {p: e for p, e in o.items() if not _under(p, skip)}
@@ -94,7 +92,7 @@ def _at(r: Reason, p: Path, entries: tuple[Entry | None, Entry | None] = (None, 
     """``r`` with its structured path: ``p``, unless the builder set a deeper one (a part inside
     a static, a Variable's metadata) or a shallower one (a Variable's value is the Variable);
     ``entries``: the two keys' entries there."""
-    return r if r.where else dataclasses.replace(r, where=p, entries=entries)
+    return r if r.where else r.replace(where=p, entries=entries)
 
 
 def _under(p: Path, roots: set[Path]) -> bool:
@@ -164,18 +162,18 @@ def _structure(
     if p[0][0] == "jit":
         shown = e.static.display() if e.static is not None else "set"
         pair = ("default", shown) if before is None else (shown, "default")
-        return M.jit_option(str(p[0][1]), *pair)
+        return W.jit_option(str(p[0][1]), *pair)
     parent = entries.get(p[:-1])
     in_graph = e.in_graph or (parent is not None and parent.in_graph)
     if len(p) == 1:
-        return M.argument_added_removed(_arg(p), before is None)
+        return W.argument_added_removed(_arg(p), before is None)
     what = e.type_name if e.kind in (EntryKind.NODE, EntryKind.VAR) else _short(e)
     if in_graph:
         var_type = e.type_name if e.kind == EntryKind.VAR else ""
-        return M.graph_attribute(
+        return W.graph_attribute(
             _arg(p), render_path(p), what, added=before is None, var_type=var_type
         )
-    return M.pytree_key(_arg(p), render_path(p), what, added=before is None)
+    return W.pytree_key(_arg(p), render_path(p), what, added=before is None)
 
 
 def _short(e: Entry) -> str:
@@ -202,9 +200,7 @@ def _diff_entry(
         return None
     loc = p[:-1] if value_of else p  # a Variable's value: the user writes `model.kernel`
     own = ((), p)  # not a deeper path a builder set (a part inside a static, a metadata key)
-    return [
-        dataclasses.replace(r, where=loc, entries=(eo, en)) if r.where in own else r for r in found
-    ]
+    return [r.replace(where=loc, entries=(eo, en)) if r.where in own else r for r in found]
 
 
 def _entry_reasons(
@@ -217,14 +213,14 @@ def _entry_reasons(
         variable = _class_spelling(parent)
     if p[0][0] == "jit":
         assert eo.static is not None and en.static is not None
-        return [M.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
+        return [W.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
     if p[-1][0] == "passed":
-        return [M.signature(arg, eo.target, en.target)]
+        return [W.signature(arg, eo.target, en.target)]
     if eo.kind != en.kind:
         if eo.in_graph or en.in_graph:
-            return [M.graph_kind_change(arg, path, _short(eo), _short(en))]
+            return [W.graph_kind_change(arg, path, _short(eo), _short(en))]
         none = EntryKind.NONE in (eo.kind, en.kind)
-        return [M.pytree_kind_change(arg, path, _short(eo), _short(en), none=none)]
+        return [W.pytree_kind_change(arg, path, _short(eo), _short(en), none=none)]
     if eo.kind == EntryKind.AVAL:
         a, b = eo.aval, en.aval
         assert a is not None and b is not None
@@ -232,20 +228,20 @@ def _entry_reasons(
         key_change = a.dtype != b.dtype and "key<" in a.dtype + b.dtype
         if a.shape != b.shape and not key_change:  # a typed key's raw data differs in shape too
             axis = b.batch_axis if b.batch_axis is not None else a.batch_axis
-            shape = M.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph, batch_axis=axis)
+            shape = W.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph, batch_axis=axis)
             out.append(shape)
         if a.dtype != b.dtype:
-            out.append(M.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
+            out.append(W.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)
             out.append(
-                M.weak_type(arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code)
+                W.weak_type(arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code)
             )
         if a.sharding != b.sharding:
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)
             target = f"{code_path(p[:-1], entries)}[...]" if variable else ""  # placed in place
-            out.append(M.sharding(arg, path, *placed, target=target))
+            out.append(W.sharding(arg, path, *placed, target=target))
         return out
     if eo.kind == EntryKind.STATIC:
         assert eo.static is not None and en.static is not None
@@ -258,10 +254,10 @@ def _entry_reasons(
     if eo.kind == EntryKind.NODE:
         if not _types_equal(eo, en):
             if eo.type_name == en.type_name:
-                return [M.class_redefined(arg, path, eo.type_name)]
+                return [W.class_redefined(arg, path, eo.type_name)]
             if eo.in_graph or en.in_graph:
-                return [M.node_type_change(arg, path, eo.type_name, en.type_name)]
-            return [M.pytree_kind_change(arg, path, eo.type_name, en.type_name, none=False)]
+                return [W.node_type_change(arg, path, eo.type_name, en.type_name)]
+            return [W.pytree_kind_change(arg, path, eo.type_name, en.type_name, none=False)]
         out = []
         for (k, v1), (_k2, v2) in zip(eo.meta, en.meta, strict=False):
             if not v1.same(v2):
@@ -269,19 +265,19 @@ def _entry_reasons(
         return out or None
     if eo.kind == EntryKind.VAR:
         if not _types_equal(eo, en):
-            return [M.graph_kind_change(arg, path, eo.type_name, en.type_name)]
+            return [W.graph_kind_change(arg, path, eo.type_name, en.type_name)]
         mo, mn = dict(eo.meta), dict(en.meta)
         out = []
         for k in sorted(set(mo) | set(mn)):
             v1, v2 = mo.get(k), mn.get(k)
             if v1 is None or v2 is None or not v1.same(v2):
                 shown = (v1.display() if v1 else "unset", v2.display() if v2 else "unset")
-                meta = M.variable_metadata(arg, path, k, *shown, en.type_name)
+                meta = W.variable_metadata(arg, path, k, *shown, en.type_name)
                 out.append(_at(meta, (*p, ("attr", k))))
         return out or None
     if eo.kind == EntryKind.REF:
-        return [M.graph_kind_change(arg, path, _short(eo), _short(en))]
-    return [M.unknown(arg, path, _short(eo), _short(en))]
+        return [W.graph_kind_change(arg, path, _short(eo), _short(en))]
+    return [W.unknown(arg, path, _short(eo), _short(en))]
 
 
 def _static(
@@ -304,7 +300,7 @@ def _static(
     """
     field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
     if not same_type(old, new) and old.same(new):
-        return _at(E.static_type(arg, path, old, new), p)
+        return _at(W.static_type(arg, path, old, new), p)
     if changed_in_place(old, new):
         return _at(
             _mutation(arg, path, old.snapshot or old.key_text, new.snapshot or new.text, new), p
@@ -322,42 +318,42 @@ def _static(
             if _closure_bundle(a):  # the user rebuilds the whole transform, not its closures
                 if part_old.fresh and part_new.fresh:
                     attr = str(p[-1][1]) if len(p) > 1 else arg
-                    return _at(S.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
+                    return _at(W.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
             else:
                 p = (*p, *parts)
                 path = render_path(p)
                 old, new = part_old, part_new
                 boxed = boxed or dataclasses.is_dataclass(a)
     attr = str(p[-1][1]) if len(p) > 1 else arg
-    if S.is_nan(old.value()) and S.is_nan(new.value()):
+    if W.is_nan(old.value()) and W.is_nan(new.value()):
         return _at(_nan(arg, path, attr, old, new, boxed), p)
-    dtypes = S.as_dtype(old.value()), S.as_dtype(new.value())
+    dtypes = W.as_dtype(old.value()), W.as_dtype(new.value())
     if dtypes[0] is not None and dtypes[0] == dtypes[1]:
-        return _at(S.dtype_spelling(arg, path, attr, old, new), p)
+        return _at(W.dtype_spelling(arg, path, attr, old, new), p)
     if old.fresh and new.fresh:
-        return _at(S.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
-    mode_flag = attr in S.MODE_FLAGS and isinstance(new.value(), bool)
+        return _at(W.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
+    mode_flag = attr in W.MODE_FLAGS and isinstance(new.value(), bool)
     if layer and not mode_flag and not field:  # a flax layer's own configuration
         before, after = diff_texts(old.full_text(), new.full_text())
-        return _at(M.layer_config(arg, path, layer, before, after), p)
+        return _at(W.layer_config(arg, path, layer, before, after), p)
     return _at(
-        S.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field), p
+        W.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field), p
     )
 
 
 def _mutation(arg: str, path: str, then: str, now: str, new: StaticVal) -> Reason:
     """A static changed in place: stale hits since (jax <= 0.10), or misses (jax >= 0.11)."""
     if cache_keys.mutated_static_hits():
-        return S.mutated_static(arg, path, then, now, new.text)
-    return E.mutated_static_miss(arg, path, then, now, new.text)
+        return W.mutated_static(arg, path, then, now, new.text)
+    return W.mutated_static_miss(arg, path, then, now, new.text)
 
 
 def _nan(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, boxed: bool) -> Reason:
     """Two NaNs: one shared NaN object hits, unless even it missed (Python >= 3.13 dataclass)."""
     same_object = old.value() is new.value()
     if same_object or (boxed and cache_keys.dataclass_fields_skip_identity()):
-        return E.nan_field(arg, path, attr, old, new)
-    return S.nan_static(arg, path, attr, old, new)
+        return W.nan_field(arg, path, attr, old, new)
+    return W.nan_static(arg, path, attr, old, new)
 
 
 def _mutated(old: StaticVal, new: StaticVal) -> str | None:
@@ -500,7 +496,7 @@ def explain(
         return [no_difference(new, cache_fill)]
     if cleared:
         _k, rs = closest(new, cleared)
-        return [M.cache_cleared(), *rs]
+        return [W.cache_cleared(), *rs]
     return []
 
 
@@ -514,8 +510,8 @@ def differences(new: Key, live: Sequence[Key], cleared: Sequence[Key] = ()) -> l
 def no_difference(new: Key, cache_fill: tuple[int, int] | None) -> Reason:
     """An equal key compiled again: an eviction if JAX's trace cache is full, else unknown."""
     if cache_fill is not None and cache_fill[1] > 0 and cache_fill[0] >= cache_fill[1]:
-        return E.cache_evicted(*cache_fill)
-    return E.no_difference(_compared(new))
+        return W.cache_evicted(*cache_fill)
+    return W.no_difference(_compared(new))
 
 
 def _compared(key: Key) -> str:
@@ -580,7 +576,7 @@ def explain_first_trace(
         return []
     change = callees.different_function(wrapper.callees, [s.callees for s in others])
     if change is not None:  # blackjax's one_step over hmc's, then mala's kernel: on purpose
-        return [L.different_function(wrapper.name, len(others), *change)]
+        return [W.different_function(wrapper.name, len(others), *change)]
     _k, diffs = closest(new, [k for s in others for k in s.keys])
     if diffs and not all(s.calls <= 1 for s in others):
         return []
@@ -592,9 +588,9 @@ def explain_first_trace(
         "<locals>" in wrapper.qualname and wrapper.kind == RowKind.JAX_JIT
     )
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
-        head = M.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
+        head = W.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
-        head = M.new_function(
+        head = W.new_function(
             name, kind, wrapper.defined_at, len(others), not diffs, is_lambda, wrapper.free_vars
         )
     return [*diffs, head]

@@ -14,10 +14,10 @@ its fix), set where the difference is found, so that ranking, rewording, the aud
 tests decide on data and never read a message back; ``EntryKind`` (what a cache key holds at
 one position) and ``NoteKind`` (why the persistent cache could not help) likewise.
 
-The ``*_KIND_DOCS`` tables say what each member means to a reader. The
-documentation's reference pages are generated from them
-(``docs/_ext/jitlens_reference.py``), and ``tests/test_docs.py`` fails when a kind
-has no entry here, so the two cannot drift apart.
+The ``*_KIND_DOCS`` tables say what each event and advice kind means to a reader (a reason
+kind's words are its module's ``SPEC`` in ``_core/reasons/``). The documentation's reference
+pages are generated from them (``docs/_ext/jitlens_reference.py``), and ``tests/test_docs.py``
+fails when a kind has no entry, so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -196,13 +196,13 @@ class NoteKind(_Kind):
 
 class FixKind(_Kind):
     """Which fix template made ``Reason.fix`` (``Reason.fix_kind``): one member per ``*_FIX``
-    template of ``_core/messages*.py``, named as the template without ``_FIX``. The tests that
+    template of a kind's module in ``_core/reasons/`` (that kind's ``SPEC.fixes``), named as the
+    template without ``_FIX``. The tests that
     apply every fix (``tests/test_fixes.py``) learn which template printed a fix from it, and a
     test checks that templates and members match one to one. ``UNSET`` ("") for a reason read
     from a report written before the field existed."""
 
     UNSET = ""
-    # messages.py
     NEW_FUNCTION = "new_function"
     CLOSURE = "closure"
     NEW_LAMBDA = "new_lambda"
@@ -239,7 +239,6 @@ class FixKind(_Kind):
     NODE_TYPE = "node_type"
     JIT_OPTION = "jit_option"
     MESH = "mesh"
-    # messages_static.py
     MODE = "mode"
     STATIC_FIELD = "static_field"
     STATIC_ROLE = "static_role"
@@ -260,12 +259,10 @@ class FixKind(_Kind):
     JITTED = "jitted"
     OPTAX = "optax"
     NO_EQ = "no_eq"
-    # messages_evidence.py
     STATIC_TYPE = "static_type"
     NAN_FIELD = "nan_field"
     EVICTED = "evicted"
     NO_DIFFERENCE = "no_difference"
-    # messages_transforms.py
     PMAP_CALL = "pmap_call"
     PMAP_NEW_FUNCTION = "pmap_new_function"
     PMAP_STATIC = "pmap_static"
@@ -288,7 +285,6 @@ class FixKind(_Kind):
     EQX_MODULE_PARTIAL = "eqx_module_partial"
     EQX_MODE = "eqx_mode"
     EQX_OPTAX = "eqx_optax"
-    # messages_library.py
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_PREDICT = "keras_ragged_predict"
     KERAS_VALIDATION = "keras_validation"
@@ -298,6 +294,111 @@ class FixKind(_Kind):
     NUMPYRO_REBUILT = "numpyro_rebuilt"
     NUMPYRO_SVI_RUN = "numpyro_svi_run"
     DIFFERENT_FUNCTION = "different_function"
+
+
+#: The fix kinds a library's own words give a reason, by the kind of that reason: their
+#: templates live with that library's words (``_track/frontends/equinox/words.py``,
+#: ``_core/reasons/pmap.py``, ``_core/reasons/linen.py``), so that the modules of the kinds name
+#: no library. Every other fix kind is one template of its kind's module (``KindSpec.fixes``).
+REWORDED: dict[FixKind, ReasonKind] = {
+    FixKind.EQX_NEW_FUNCTION: ReasonKind.NEW_FUNCTION,
+    FixKind.EQX_SCALAR: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_STATIC: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_FIELD_NUMBER: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_FIELD: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_MODE: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_MODULE_FUNCTION: ReasonKind.IDENTITY_STATIC,
+    FixKind.EQX_MODULE_LIBRARY_FUNCTION: ReasonKind.IDENTITY_STATIC,
+    FixKind.EQX_MODULE_PARTIAL: ReasonKind.IDENTITY_STATIC,
+    FixKind.EQX_OPTAX: ReasonKind.IDENTITY_STATIC,
+    FixKind.PMAP_CALL: ReasonKind.NEW_FUNCTION,
+    FixKind.PMAP_NEW_FUNCTION: ReasonKind.NEW_FUNCTION,
+    FixKind.PMAP_STATIC: ReasonKind.STATIC_VALUE,
+    FixKind.PMAP_SHARDING: ReasonKind.SHARDING,
+    FixKind.LINEN_NEW_CLASS: ReasonKind.NEW_FUNCTION,
+    FixKind.LINEN_MUTABLE: ReasonKind.STATIC_VALUE,
+    FixKind.LINEN_RNGS: ReasonKind.STATIC_VALUE,
+    FixKind.LINEN_FIELD: ReasonKind.STATIC_VALUE,
+    FixKind.LINEN_FIELDS: ReasonKind.STATIC_VALUE,
+}
+
+
+class MessageKind(_Kind):
+    """Which template a ``Reason``'s message is made from: one member per ``*_MSG`` template of a
+    kind's module in ``_core/reasons/`` (named as the template without ``_MSG``), and per part a
+    message or fix is assembled from (``*_WHY``, ``*_SUFFIX``). It travels with the reason's
+    words' makings (``Reason.said``), not in the JSON."""
+
+    # reasons/new_function.py
+    NEW_FUNCTION = "new_function"
+    NEW_PARTIAL = "new_partial"
+    NESTED_NEW_FUNCTION = "nested_new_function"
+    NUMPYRO_REBUILT = "numpyro_rebuilt"
+    NUMPYRO_SVI_RUN = "numpyro_svi_run"
+    DIFFERENT_FUNCTION = "different_function"
+    # reasons/config.py
+    CONFIG = "config"
+    JIT_OPTION = "jit_option"
+    NESTED_SHAPE_SUFFIX = "nested_shape_suffix"
+    NESTED_CONTEXT = "nested_context"
+    # reasons/signature.py
+    ARG = "arg"
+    SIGNATURE = "signature"
+    # reasons/pytree_structure.py
+    PYTREE_KEY = "pytree_key"
+    PYTREE_KIND = "pytree_kind"
+    # reasons/graph_structure.py
+    GRAPH_ADDED = "graph_added"
+    GRAPH_KIND = "graph_kind"
+    NODE_TYPE = "node_type"
+    VAR_VALUE = "var_value"
+    # reasons/static_value.py
+    STATIC = "static"
+    LAYER = "layer"
+    MODE = "mode"
+    COUNTER = "counter"
+    DTYPE_SPELLING = "dtype_spelling"
+    # reasons/identity_static.py
+    IDENTITY = "identity"
+    CLASS = "class"
+    NAN = "nan"
+    NAN_FIELD = "nan_field"
+    # reasons/mutated_static.py
+    MUTATED = "mutated"
+    MUTATED_MISS = "mutated_miss"
+    # reasons/static_type.py
+    STATIC_TYPE = "static_type"
+    # reasons/variable_metadata.py
+    VAR_META = "var_meta"
+    # reasons/shape.py
+    SHAPE = "shape"
+    VMAP_SHAPE = "vmap_shape"
+    KERAS_RAGGED = "keras_ragged"
+    KERAS_RAGGED_WHY = "keras_ragged_why"
+    KERAS_SMALL_WHY = "keras_small_why"
+    KERAS_ON_BATCH = "keras_on_batch"
+    KERAS_LENGTH = "keras_length"
+    # reasons/dtype.py
+    DTYPE = "dtype"
+    # reasons/weak_type.py
+    WEAK = "weak"
+    # reasons/sharding.py
+    SHARDING = "sharding"
+    SHARDING_WHY = "sharding_why"
+    # reasons/cache_cleared.py
+    CLEARED = "cleared"
+    EVICTED = "evicted"
+    # reasons/unknown.py
+    UNKNOWN = "unknown"
+    NO_DIFFERENCE = "no_difference"
+    # reasons/pmap.py, reasons/linen.py
+    PMAP_NEW_FUNCTION = "pmap_new_function"
+    PMAP_SHARDING = "pmap_sharding"
+    LINEN_NEW_CLASS = "linen_new_class"
+    LINEN_MUTABLE = "linen_mutable"
+    LINEN_RNGS = "linen_rngs"
+    LINEN_FIELD = "linen_field"
+    LINEN_FIELDS = "linen_fields"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
@@ -312,80 +413,6 @@ def reason_order(kind: str) -> int:
     """
     return _REASON_ORDER.get(kind, len(_REASON_ORDER))
 
-
-#: ``Reason.kind`` -> (what changed, an example of ``before -> after``), in the
-#: order of :class:`ReasonKind` (most decisive first).
-REASON_KIND_DOCS: dict[ReasonKind, tuple[str, str]] = {
-    ReasonKind.NEW_FUNCTION: (
-        "the jitted callable is a new object whose code already compiled this key through "
-        "another wrapper, or whose earlier wrappers were each used once (jit in a loop, "
-        "lambda rebuilt)",
-        "2 earlier wrapper(s) -> new wrapper",
-    ),
-    ReasonKind.CONFIG: (
-        "JAX config or context (x64, matmul precision, mesh), or a jit option of a re-created "
-        "wrapper (donation)",
-        "None -> highest",
-    ),
-    ReasonKind.SIGNATURE: (
-        "an argument passed by keyword instead of position, or added/left out",
-        "positional -> keyword",
-    ),
-    ReasonKind.PYTREE_STRUCTURE: (
-        "container keys, lengths, node type, `None` vs array",
-        "f32[4] -> None",
-    ),
-    ReasonKind.GRAPH_STRUCTURE: (
-        "NNX graph: attribute, sub-module, Variable or Rngs stream added/removed, node type "
-        "changed, a Variable's value structure (`sow`)",
-        "absent -> Intermediate",
-    ),
-    ReasonKind.STATIC_VALUE: (
-        "a static with a new, unequal value (`static_argnums`, a Module's plain Python "
-        "attribute, pytree aux data)",
-        "0 -> 1",
-    ),
-    ReasonKind.IDENTITY_STATIC: (
-        "a static that looks the same but compares by identity: `functools.partial`, "
-        "`jax.tree_util.Partial`, lambdas, closures, bound methods, jitted functions, optax "
-        "transforms, instances without `__eq__`, a class re-defined in a function",
-        "functools.partial(avg_pool, …) at 0x7f.. -> … at 0x7f..",
-    ),
-    ReasonKind.MUTATED_STATIC: (
-        "a static changed in place after its compile (`cfg.k = 5` on a `static_argnums` "
-        "object): up to jax 0.10 JAX served the old code to calls passing it since (stale "
-        "results); from jax 0.11 the changed object compiles again; an equal new value misses "
-        "on both",
-        "MutableCfg(k=1) (now MutableCfg(k=5)) -> MutableCfg(k=1)",
-    ),
-    ReasonKind.STATIC_TYPE: (
-        "equal values of different types (`1`, `True`, `1.0`; `np.int64(3)` and `3`): "
-        "`jax.jit`'s key includes a static argument's type (jax-ml/jax#9273); nnx attributes "
-        "and `eqx.filter_jit` statics compare by `==` and don't retrace",
-        "int 1 -> bool True",
-    ),
-    ReasonKind.VARIABLE_METADATA: (
-        "Variable metadata changed (`path` ends with the key)",
-        "-1 -> 0",
-    ),
-    ReasonKind.SHAPE: ("array shape", "f32[4,4] -> f32[2,4]"),
-    ReasonKind.DTYPE: ("array dtype", "f32[3] -> i32[3]"),
-    ReasonKind.WEAK_TYPE: ("Python scalar vs typed array", "f32[]{weak} -> f32[]"),
-    ReasonKind.SHARDING: (
-        "input sharding / placement, mesh shape, `in_shardings` of a re-created wrapper",
-        "uncommitted (default device) -> committed to cpu:1",
-    ),
-    ReasonKind.CACHE_CLEARED: (
-        "an equal key was compiled before, and jitlens saw why: `clear_cache()` / "
-        "`jax.clear_caches()` (seen, not guessed), or JAX's trace cache is full (an eviction)",
-        "compiled -> cleared",
-    ),
-    ReasonKind.UNKNOWN: (
-        "last resort, treated as a bug; also an equal key with no evidence of a cause, listing "
-        "what was compared",
-        "equal key -> retraced",
-    ),
-}
 
 #: ``Event.kind`` -> what happened.
 EVENT_KIND_DOCS: dict[EventKind, str] = {

@@ -10,17 +10,16 @@ and a fix names who makes the value (optax, not the user's ``__init__``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from .._compat.libraries import layer_prefix
-from . import messages as M
-from . import messages_static as S
+from . import reasons as W
 from .key import Entry, Key, Path
 from .kinds import EntryKind, Fact, FixKind, ReasonKind, SubjectKind, reason_order
 from .report import Reason
 
-_STRUCTURE_KINDS = (ReasonKind.GRAPH_STRUCTURE, ReasonKind.PYTREE_STRUCTURE)
+#: Kinds whose change a library may make (their ``KindSpec.structure``): optax, a layer.
+_STRUCTURE_KINDS = frozenset(k for k, spec in W.SPECS.items() if spec.structure)
 _NNX_OPTIMIZER = "nnx.Optimizer"
 
 
@@ -32,7 +31,7 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
     tx_changed = any(_is_optax_transform(r) for r in reasons)
     made = [r for r in reasons if Fact.OPTAX_MADE in r.facts]
     if tx_changed and made:  # another kind of optimizer: inject_hyperparams would not help
-        reasons = [M.optax_kind(r, made[0].path) if _is_optax_transform(r) else r for r in reasons]
+        reasons = [W.optax_kind(r, made[0].path) if _is_optax_transform(r) else r for r in reasons]
     return sorted(
         reasons,
         key=lambda r: (
@@ -56,7 +55,7 @@ def _library_made(
         cls = _layer_class(r, o, n) if r.kind in _STRUCTURE_KINDS else ""
         if cls and Fact.OPTAX_MADE not in r.facts:
             args = ", ".join(config.get(r.where[:-1], []))
-            r = M.library_made(r, cls, f" (here {args})" if args else "")
+            r = W.library_made(r, cls, f" (here {args})" if args else "")
         out.append(r)
     return out
 
@@ -79,7 +78,7 @@ def _optax_made(r: Reason, o: dict[Path, Entry], n: dict[Path, Entry]) -> Reason
     if r.kind not in _STRUCTURE_KINDS:
         return r
     cls = _optax_class(r.where, o) or _optax_class(r.where, n)
-    return M.optax_state(r, "" if cls == _NNX_OPTIMIZER else cls) if cls else r
+    return W.optax_state(r, "" if cls == _NNX_OPTIMIZER else cls) if cls else r
 
 
 def _optax_class(p: Path, entries: dict[Path, Entry]) -> str:
@@ -117,7 +116,7 @@ def with_history(r: Reason, new: Key, old: Key | None, live: Sequence[Key]) -> R
     en, eo = new.entries.get(p), old.entries.get(p)
     if en is None or eo is None or not en.in_graph or len(p) < 2:
         return r
-    if en.static is None or eo.static is None or not S.is_number(en.static.value()):
+    if en.static is None or eo.static is None or not W.is_number(en.static.value()):
         return r
     parent = new.entries.get(p[:-1])
     attr = str(p[-1][1])
@@ -126,14 +125,14 @@ def with_history(r: Reason, new: Key, old: Key | None, live: Sequence[Key]) -> R
         and parent.kind is EntryKind.NODE
         and module_of(parent).startswith("flax.")
     )
-    if attr in S.MODE_FLAGS or flax_layer:
+    if attr in W.MODE_FLAGS or flax_layer:
         return r
-    values = [v for k in live if (v := _static_value(k, p)) is not None and S.is_number(v)]
-    again = S.static_value(
+    values = [v for k in live if (v := _static_value(k, p)) is not None and W.is_number(v)]
+    again = W.static_value(
         r.argument, r.path, attr, eo.static, en.static, in_graph=True,
         history=[*values, en.static.value()],
     )  # fmt: skip
-    return dataclasses.replace(again, where=p)
+    return again.replace(where=p)
 
 
 def _static_value(k: Key, p: Path) -> object:

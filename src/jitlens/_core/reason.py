@@ -1,12 +1,14 @@
 """One reason of a retrace: typed data (what, where, what kind of object, which fix), then words.
 
 A :class:`Reason` is made where a difference between two cache keys is found
-(``explain``, the ``messages*`` builders). Everything that decides (ranking,
+(``explain``, the builders of ``_core/reasons/``). Everything that decides (ranking,
 rewording, folding, the audit, the tests) reads its typed fields: ``kind``,
 ``subject``, ``fix_kind``, ``facts``, ``expected``, ``flow`` and, while the
 program runs, ``where`` and ``entries``. ``message`` and ``fix`` are words for
 a reader, printed by the renderers and never read back to decide anything
-(``tests/test_typed_reasons.py``). ``report`` re-exports it.
+(``tests/test_typed_reasons.py``): the reason carries their makings (``said``: a
+template and its parameters each, ``_core.words.Words``) and they are made the
+first time they are read (``_core.words.words``). ``report`` re-exports it.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .code import words_unless_code
 from .kinds import FIX_QUOTES_VALUE, Fact, FixKind, ReasonKind, SubjectKind
+from .words import Words, as_words, words
 
 REASON_BY_NAME: dict[str, ReasonKind] = {str(k): k for k in ReasonKind}
 
@@ -30,7 +32,7 @@ STATIC_FLOWS: tuple[str, ...] = ("", "unchecked", "data", "shape", "params", "ru
 
 
 #: How a fix begins when the retrace was expected, not avoidable: the first
-#: compile of a train/eval mode (``_core.messages_static.MODE_FIX``). The data
+#: compile of a train/eval mode (``_core.reasons.static_value.MODE_FIX``). The data
 #: says so in ``Reason.expected``; the prefix is read only from reports written
 #: before that field existed.
 EXPECTED_FIX = "Expected once per mode."
@@ -51,9 +53,11 @@ class Reason:
     before: str
     #: What the new call holds there (``f32[2,4]``).
     after: str
-    #: What changed and why it misses the cache, in words (at most 240 characters).
+    #: What changed and why it misses the cache, in words (at most 240 characters). Given as
+    #: ``Words`` (a template and its parameters), made when first read; a string is kept as is.
     message: str
-    #: One concrete change to the user's code that removes the retrace (at most 240 characters).
+    #: One concrete change to the user's code that removes the retrace (at most 240
+    #: characters); given as ``message`` is.
     fix: str
     #: The retrace it explains was expected, not avoidable (a train/eval mode's,
     #: an init/apply mode's first compile): no time lost, nothing to fix.
@@ -82,8 +86,6 @@ class Reason:
     )
 
     def __post_init__(self) -> None:
-        # every printed fix: code between backticks parses, or it is shown as words
-        object.__setattr__(self, "fix", words_unless_code(self.fix))
         object.__setattr__(self, "kind", REASON_BY_NAME.get(self.kind, self.kind))
         # a value naming no member (written by a newer jitlens) stays a string, as kinds do
         object.__setattr__(self, "subject", _member(SubjectKind, self.subject))
@@ -97,9 +99,21 @@ class Reason:
         hold weak references to the program's classes)."""
         return {**self.__dict__, "entries": (None, None)}
 
+    @property
+    def said(self) -> tuple[Words, Words]:
+        """The makings of the message and of the fix (``Words``): templates and their
+        parameters, or words as given (a front-end's, a report's)."""
+        return self.__dict__["_said_message"], self.__dict__["_said_fix"]
+
+    def replace(self, **changes: Any) -> Reason:
+        """This reason with ``changes``, its words still unmade (``dataclasses.replace`` would
+        read them, and make them, to copy them)."""
+        message, fix = self.said
+        return dataclasses.replace(self, **{"message": message, "fix": fix, **changes})
+
     def with_facts(self, *facts: Fact) -> Reason:
         """This reason with ``facts`` added."""
-        return dataclasses.replace(self, facts=(*self.facts, *facts))
+        return self.replace(facts=(*self.facts, *facts))
 
     def fold_key(self) -> tuple[str, str, str, str]:
         """What makes two reasons the same when many retraces are folded into one line: kind,
@@ -107,6 +121,30 @@ class Reason:
         the fix's template where the fix quotes the new value (a placement)."""
         quotes = self.kind in FIX_QUOTES_VALUE and self.fix_kind is not FixKind.UNSET
         return (self.kind, self.argument, self.path, self.fix_kind if quotes else self.fix)
+
+
+class _Said:
+    """``Reason.message`` / ``Reason.fix``: set as ``Words`` or a string (kept as given), read
+    as the words :func:`~jitlens._core.words.words` makes, once per reason."""
+
+    def __init__(self, index: int, name: str) -> None:
+        self.index, self.key = index, f"_said_{name}"
+
+    def __get__(self, obj: Reason | None, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        made = obj.__dict__.get("_made")
+        if made is None:
+            made = obj.__dict__["_made"] = words(obj)
+        return made[self.index]
+
+    def __set__(self, obj: Reason, value: Words | str) -> None:
+        obj.__dict__[self.key] = as_words(value, capped=False)
+        obj.__dict__.pop("_made", None)
+
+
+Reason.message = _Said(0, "message")  # type: ignore[assignment]
+Reason.fix = _Said(1, "fix")  # type: ignore[assignment]
 
 
 def _member(enum_cls: Any, value: Any) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .._core import messages
+from .._core import reasons as messages
 from .._core.kinds import FixKind, ReasonKind, reason_order
 from .._core.report import Event, Reason
 from .._core.runinfo import RunInfo

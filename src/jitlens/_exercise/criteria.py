@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._core.kinds import ReasonKind, RowKind
-from .._core.messages import with_article
+from .._core.reasons import with_article
 
 if TYPE_CHECKING:
     from .cases import BadInput, CheckCase

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _compat
-from .._core import messages_static as S
+from .._core import reasons as S
 from .._core.explain import closest
 from .._core.key import Key, render_path
 from .._core.kinds import EntryKind, FixKind, ReasonKind

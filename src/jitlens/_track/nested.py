@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import _compat
 from .._compat import transforms_api
-from .._core import messages_transforms as W
+from .._core import reasons as W
 from .._core.explain import data_free_vars
 from .._core.kinds import ReasonKind, RowKind
 from .._core.report import Reason

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..._compat import imports
 from ..._core.kinds import FixKind, RowKind
-from ..._core.messages import STATIC_ARG_FIX
+from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..frontend import Frontend, SetAttr, register
 from ..registry import REGISTRY

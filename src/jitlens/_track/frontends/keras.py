@@ -18,7 +18,7 @@ from typing import Any
 
 from ... import _compat
 from ..._compat import keras_api
-from ..._core import messages_library as W
+from ..._core import reasons as W
 from ..._core.key import Key
 from ..._core.kinds import RowKind
 from ..._core.report import Reason

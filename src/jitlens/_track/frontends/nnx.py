@@ -15,7 +15,7 @@ from typing import Any
 
 from ... import _compat
 from ..._core.kinds import FixKind, RowKind
-from ..._core.messages import STATIC_ARG_FIX
+from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..calls import call_detailed, failed_call, register_counting_frame
 from ..frontend import Frontend, SetAttr

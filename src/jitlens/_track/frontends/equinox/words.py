@@ -20,7 +20,7 @@ from typing import Any
 from ...._compat.equinox_api import is_eqx_module_class
 from ...._core.key import Entry, Key, Path, render_path
 from ...._core.kinds import EntryKind, FixKind, ReasonKind, SubjectKind
-from ...._core.messages import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
+from ...._core.reasons import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
 from ...._core.report import Reason
 
 NEW_FUNCTION_MSG = (

@@ -14,9 +14,9 @@ import weakref
 from typing import Any
 
 from ...._compat import linen_api
-from ...._core import messages_transforms as W
 from ...._core.key import Key
 from ...._core.kinds import FixKind, ReasonKind
+from ...._core.reasons import linen as W
 from ...._core.report import Reason
 from ...records import Record
 from ...registry import REGISTRY

@@ -13,10 +13,10 @@ import dis
 import types
 from typing import Any
 
-from ...._core import messages_transforms as W
 from ...._core.explain import data_free_vars
 from ...._core.key import Key
 from ...._core.kinds import ReasonKind, RowKind, SubjectKind
+from ...._core.reasons import pmap as W
 from ...._core.report import Reason
 from ...records import Record
 from ...registry import REGISTRY

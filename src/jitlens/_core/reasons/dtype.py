@@ -1,0 +1,53 @@
+"""The ``dtype`` reason: an array's dtype changed (also a typed PRNG key against a legacy one)."""
+
+from __future__ import annotations
+
+from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
+from ..kinds import ReasonKind, SubjectKind
+from ..reason import Reason
+from .base import (
+    Template,
+    _reason,
+    _wider,
+)
+from .spec import KindSpec
+
+DTYPE_MSG = Template(
+    M.DTYPE, "{path} changed dtype {before} -> {after}; each dtype is a separate compilation."
+)
+
+
+DTYPE_FIX = Template(
+    K.DTYPE,
+    "Make `{arg}` one dtype where it is created: `jnp.asarray(..., jnp.{dtype})` (the wider of "
+    "the two, so no value is rounded), or write the literal in that type (`1.0`, not `1`).",
+)
+
+
+KEY_FIX = Template(
+    K.KEY,
+    "Use one kind of PRNG key everywhere: typed keys (`jax.random.key(0)`) or legacy uint32 ones "
+    "(`jax.random.PRNGKey(0)`); convert with `jax.random.key_data` / `jax.random.wrap_key_data`.",
+)
+
+
+def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtype: str) -> Reason:
+    if "key<" in old_dtype + new_dtype:
+        fk, fix = K.KEY, KEY_FIX
+    else:
+        fk, fix = K.DTYPE, DTYPE_FIX.words(arg=path, dtype=_wider(old_dtype, new_dtype))
+    return _reason(
+        ReasonKind.DTYPE, arg, path, before, after,
+        DTYPE_MSG.words(path=f"`{path}`", before=before, after=after), fix,
+        fix_kind=fk, subject=SubjectKind.ARRAY,
+    )  # fmt: skip
+
+
+SPEC = KindSpec(
+    ReasonKind.DTYPE,
+    what="array dtype",
+    example="f32[3] -> i32[3]",
+    fixes={K.DTYPE: DTYPE_FIX, K.KEY: KEY_FIX},
+    messages=(DTYPE_MSG,),
+)

@@ -1,0 +1,365 @@
+"""The ``identity_static`` reason: a static that looks the same but compares by identity.
+
+``functools.partial``, ``jax.tree_util.Partial``, lambdas, closures, bound methods, jitted
+functions, optax transforms, instances without ``__eq__``, a class defined again, a NaN:
+``_identity_fix`` says what the object is and offers a fix checked to work
+(``tests/test_fixes.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import sys
+from typing import Any
+
+from ..key import StaticVal, short_repr
+from ..kinds import Fact, ReasonKind, SubjectKind
+from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
+from ..reason import Reason
+from .base import (
+    LIMIT,
+    Template,
+    Words,
+    _reason,
+    with_fix,
+)
+from .spec import KindSpec
+
+IDENTITY_MSG = Template(M.IDENTITY, "{what} is {desc}, which compares by identity: {consequence}.")
+
+
+CLASS_MSG = Template(
+    M.CLASS,
+    "{path} is an instance of a class {name} defined again (a new class object, e.g. a class "
+    "statement inside a factory function); classes compare by identity.",
+)
+
+
+CLASS_FIX = Template(
+    K.CLASS, "Define `class {name}` once at module level and pass its configuration to `__init__`."
+)
+
+
+def class_redefined(arg: str, path: str, name: str) -> Reason:
+    return _reason(
+        ReasonKind.IDENTITY_STATIC, arg, path, f"<class '{name}'> (earlier definition)",
+        f"<class '{name}'> (new definition)",
+        CLASS_MSG.words(path=f"`{path}`", name=f"`{name}`"),
+        CLASS_FIX.words(name=name.rsplit(".", 1)[-1]), fix_kind=K.CLASS,
+        subject=SubjectKind.CLASS_REDEFINED,
+    )  # fmt: skip
+
+
+OPTAX_KIND_FIX = Template(
+    K.OPTAX_KIND,
+    "Expected once per optimizer build: `{path}` is another optimizer, not only other "
+    "hyper-parameters (its state `{state}` changed structure too); reuse one optimizer object "
+    "to share one compile.",
+)
+
+
+def optax_kind(r: Reason, state: str) -> Reason:
+    """``r`` (a new optax transform) when its state's structure changed too: a sweep of
+    hyper-parameters (``inject_hyperparams``) would not remove this compile."""
+    return with_fix(r, K.OPTAX_KIND, OPTAX_KIND_FIX.words(path=r.path, state=state), expected=False)
+
+
+def identity_static(
+    arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool
+) -> Reason:
+    value = new.value()
+    found = _identity_fix(value, attr, path, arg, in_graph, new)
+    consequence = (
+        "every new instance holds a new object and the cache key never matches"
+        if in_graph
+        else "a new object each call is a new key, even when it looks the same"
+    )
+    msg = IDENTITY_MSG.words(what=f"`{path}`", desc=found.desc, consequence=consequence)
+    return _reason(
+        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, found.fix,
+        fix_kind=found.fix_kind, subject=found.subject,
+        facts=(Fact.IN_GRAPH,) if in_graph else (),
+    )  # fmt: skip
+
+
+NAN_MSG = Template(
+    M.NAN,
+    "{what} is NaN on both calls, but NaN never equals itself (`nan != nan`): a static NaN "
+    "hits the cache only when it is the very same object, so each new `float('nan')` compiles "
+    "again.",
+)
+
+
+NAN_FIX = Template(
+    K.NAN,
+    "Use one shared NaN object, `math.nan` (or `jnp.nan`: the same float every time), where "
+    "`{attr}` is set, instead of `float('nan')` or a computed NaN; or mark the case with None "
+    "or a flag instead of a static NaN.",
+)
+
+
+def is_nan(value: Any) -> bool:
+    """Is ``value`` a float NaN (Python or NumPy scalar, real or complex)?"""
+    import numpy as np
+
+    if not isinstance(value, (float, complex, np.floating, np.complexfloating)):
+        return False  # NaT (a datetime) is not NaN
+    try:
+        return bool(value != value)
+    except Exception:
+        return False
+
+
+def nan_static(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
+    """Two NaNs: equal-looking, never equal. Python's caches compare them by identity."""
+    msg = NAN_MSG.words(what=f"`{path}`")
+    return _reason(
+        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg,
+        NAN_FIX.words(attr=attr), fix_kind=K.NAN, subject=SubjectKind.NAN,
+    )  # fmt: skip
+
+
+PARTIAL_GRAPH_FIX = Template(
+    K.PARTIAL_GRAPH,
+    "Call {call} in `__call__` instead of storing a partial, or assign one module-level partial",
+)
+
+
+PARTIAL_DATA_FIX = Template(K.PARTIAL_DATA, ", or {data}")
+
+
+PARTIAL_ARG_FIX = Template(
+    K.PARTIAL_ARG,
+    "Build the partial once, outside the loop, and pass that same object; or pass `{func}`'s "
+    "arguments as statics instead.",
+)
+
+
+BOUND_METHOD_FIX = Template(
+    K.BOUND_METHOD,
+    "Store the function, not the bound method (`type(obj).{name}`), or call the method inside "
+    "`__call__`.",
+)
+
+
+FUNCTION_FIX = Template(
+    K.FUNCTION,
+    "Define the function once at module level (`def {name}(...)`) and assign that same object "
+    "to `{target}`.",
+)
+
+
+JITTED_FIX = Template(
+    K.JITTED,
+    "Create the jitted function once at module level and store that one object in `{path}`, or "
+    "call it instead of storing it.",
+)
+
+
+OPTAX_FIX = Template(
+    K.OPTAX,
+    "Expected once per optimizer build. To sweep hyperparameters with one compile, build "
+    "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set "
+    "`{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run.",
+)
+
+
+NO_EQ_FIX = Template(
+    K.NO_EQ,
+    "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal "
+    "configurations compare equal, or reuse one instance.",
+)
+
+
+#: The whole fixes ``PARTIAL_GRAPH_FIX`` makes: alone, or followed by ``PARTIAL_DATA_FIX``'s
+#: ``nnx.data`` alternative.
+_PARTIAL_GRAPH_WHOLE = Template(K.PARTIAL_GRAPH, PARTIAL_GRAPH_FIX + ".")
+_PARTIAL_DATA_WHOLE = Template(K.PARTIAL_DATA, PARTIAL_GRAPH_FIX + PARTIAL_DATA_FIX + ".")
+
+
+@dataclasses.dataclass(frozen=True)
+class IdentityFix:
+    """What an identity-compared static is (``subject``, and in words ``desc``) and a fix
+    checked to work (``fix``, made from the template ``fix_kind``)."""
+
+    subject: SubjectKind
+    desc: str
+    fix_kind: K
+    #: The fix's makings: its template and parameters.
+    words: Words
+
+    @property
+    def fix(self) -> str:
+        """The fix in words (``jitlens audit`` prints them)."""
+        return self.words.make()
+
+
+def _identity_fix(
+    value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal
+) -> IdentityFix:
+    """Classify an identity-compared static and find a fix checked to work (tests/test_fixes.py)."""
+    if not attr.isidentifier():  # a list item or dict key: name things generically
+        attr = "fn"
+    tname = sv.type_name
+    if isinstance(value, functools.partial) or tname in (
+        "functools.partial",
+        "jax.tree_util.Partial",
+        "Partial",
+    ):
+        func = getattr(value, "func", None)
+        fname = getattr(func, "__name__", "f")
+        fq = _qualified(func) if func is not None else fname
+        kws = ", ".join(
+            f"{k}={short_repr(v, 30)}" for k, v in getattr(value, "keywords", {}).items()
+        )
+        desc = f"a {tname}"
+        if not in_graph:
+            return IdentityFix(
+                SubjectKind.PARTIAL, desc, K.PARTIAL_ARG, PARTIAL_ARG_FIX.words(func=fq)
+            )
+        if "tree_util" in tname or tname == "Partial":
+            desc += " (without arrays inside, still a static attribute)"
+        call = f"`{fq}(x{', ' + kws if kws else ''})`"
+        fix, fk = _PARTIAL_GRAPH_WHOLE.words(call=call), K.PARTIAL_GRAPH
+        if _module_level(func) and _equal_when_rebuilt(value):
+            data = (
+                f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}{', ' + kws if kws else ''}))`"
+            )
+            if len(PARTIAL_GRAPH_FIX.format(call=call)) + len(data) + 6 > LIMIT:  # the cap
+                data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
+            fix, fk = _PARTIAL_DATA_WHOLE.words(call=call, data=data), K.PARTIAL_DATA
+        return IdentityFix(SubjectKind.PARTIAL, desc, fk, fix)
+    if isinstance(value, type) or tname == "type":
+        fix = CLASS_FIX.words(name=getattr(value, "__qualname__", attr))
+        return IdentityFix(SubjectKind.CLASS, "a class object", K.CLASS, fix)
+    if inspect.ismethod(value):
+        return IdentityFix(
+            SubjectKind.BOUND_METHOD,
+            "a bound method (a new object on every attribute access)",
+            K.BOUND_METHOD,
+            BOUND_METHOD_FIX.words(name=getattr(value, "__name__", "method")),
+        )
+    if callable(value) and (
+        inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
+    ):
+        name = getattr(value, "__name__", "fn")
+        if name == "<lambda>":
+            subject, desc = SubjectKind.LAMBDA, "a lambda"
+        elif "<locals>" in getattr(value, "__qualname__", ""):
+            subject, desc = SubjectKind.CLOSURE, "a nested function (closure)"
+        else:
+            subject, desc = SubjectKind.FUNCTION, "a function"
+        target = f"self.{attr}" if in_graph else path
+        fix = FUNCTION_FIX.words(name=attr if name == "<lambda>" else name, target=target)
+        return IdentityFix(subject, desc, K.FUNCTION, fix)
+    if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
+        value, "lower"
+    ):
+        return IdentityFix(
+            SubjectKind.JITTED_FUNCTION,
+            "a jitted function object",
+            K.JITTED,
+            JITTED_FIX.words(path=path),
+        )
+    if "GradientTransformation" in tname:
+        opt = path[: -len(".tx")] if path.endswith(".tx") else "optimizer"
+        return IdentityFix(
+            SubjectKind.OPTAX_TRANSFORM,
+            "an optax transform (a tuple of closures made by each optax.* call)",
+            K.OPTAX,
+            OPTAX_FIX.words(opt=opt),
+        )
+    tn = tname.rsplit(".", 1)[-1]
+    return IdentityFix(
+        SubjectKind.INSTANCE,
+        f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
+        K.NO_EQ,
+        NO_EQ_FIX.words(type=tn),
+    )
+
+
+def _qualified(func: Any) -> str:
+    """The name a user would write for ``func`` (``nnx.avg_pool``, ``jnp.mean``)."""
+    name = getattr(func, "__name__", "f")
+    for prefix, modname in (
+        ("jnp", "jax.numpy"),
+        ("jax.nn", "jax.nn"),
+        ("jax.lax", "jax.lax"),
+        ("nnx", "flax.nnx"),
+    ):
+        mod = sys.modules.get(modname)
+        if mod is not None and getattr(mod, name, None) is func:
+            return f"{prefix}.{name}"
+    return name
+
+
+def _module_level(func: Any) -> bool:
+    """True when ``func`` is reachable by name from its module (so it is one object)."""
+    mod = sys.modules.get(getattr(func, "__module__", "") or "")
+    name = getattr(func, "__name__", None)
+    return mod is not None and name is not None and getattr(mod, name, None) is func
+
+
+def _equal_when_rebuilt(value: Any) -> bool:
+    """Check that ``jax.tree_util.Partial`` rebuilt twice flattens to equal keys."""
+    try:
+        import jax
+
+        a = jax.tree_util.Partial(value.func, *value.args, **value.keywords)
+        b = jax.tree_util.Partial(value.func, *value.args, **value.keywords)
+        ta, tb = jax.tree_util.tree_structure(a), jax.tree_util.tree_structure(b)
+        return ta == tb
+    except Exception:
+        return False
+
+
+NAN_FIELD_MSG = Template(
+    M.NAN_FIELD,
+    "`{path}` is NaN on both calls, and NaN never equals itself (`nan != nan`). It is compared "
+    "as a dataclass field (flax keeps nnx attributes in dataclass records), and Python 3.13's "
+    "dataclasses compare fields with `==` alone: even one shared NaN object misses every call.",
+)
+
+
+NAN_FIELD_FIX = Template(
+    K.NAN_FIELD,
+    "Keep NaN out of statics: store None in `{attr}` and use `jnp.nan` where it is read "
+    "(`jnp.nan if self.{attr} is None else self.{attr}`), or store a flag.",
+)
+
+
+def nan_field(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
+    """A NaN compared as a dataclass field on Python >= 3.13: no object of it ever hits."""
+    msg = NAN_FIELD_MSG.words(path=path)
+    fix = NAN_FIELD_FIX.words(attr=attr)
+    return _reason(
+        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, fix,
+        fix_kind=K.NAN_FIELD, subject=SubjectKind.NAN, facts=(Fact.IN_GRAPH,),
+    )  # fmt: skip
+
+
+SPEC = KindSpec(
+    ReasonKind.IDENTITY_STATIC,
+    what="a static that looks the same but compares by identity: `functools.partial`, "
+    "`jax.tree_util.Partial`, lambdas, closures, bound methods, jitted functions, optax "
+    "transforms, instances without `__eq__`, a class re-defined in a function",
+    example="functools.partial(avg_pool, …) at 0x7f.. -> … at 0x7f..",
+    fixes={
+        K.CLASS: CLASS_FIX,
+        K.NAN: NAN_FIX,
+        K.PARTIAL_GRAPH: PARTIAL_GRAPH_FIX,
+        K.PARTIAL_DATA: PARTIAL_DATA_FIX,
+        K.PARTIAL_ARG: PARTIAL_ARG_FIX,
+        K.BOUND_METHOD: BOUND_METHOD_FIX,
+        K.FUNCTION: FUNCTION_FIX,
+        K.JITTED: JITTED_FIX,
+        K.OPTAX: OPTAX_FIX,
+        K.NO_EQ: NO_EQ_FIX,
+        K.OPTAX_KIND: OPTAX_KIND_FIX,
+        K.NAN_FIELD: NAN_FIELD_FIX,
+    },
+    messages=(IDENTITY_MSG, CLASS_MSG, NAN_MSG, NAN_FIELD_MSG),
+)

@@ -1,0 +1,265 @@
+"""The ``new_function`` reason: the jitted callable is a new object whose code compiled before.
+
+A wrapper made per call (``jax.jit`` in a loop, a lambda or ``functools.partial`` rebuilt), in
+its plain form and as the transformations and libraries that make one say it: a pmap of a
+function rebuilt per epoch, linen's ``nn.jit`` applied inside a parent's ``__call__``, a jit
+made anew inside ``lax.scan`` / ``jax.vmap``, numpyro's step rebuilt per ``run``, and two
+wrappers of one code over different functions (expected).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._compat.library_jits import LibraryJit
+from ..code import callable_expr, identifier
+from ..kinds import Fact, FixKind, ReasonKind, SubjectKind
+from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
+from ..reason import Reason
+from .base import (
+    Template,
+    _equal,
+    _free,
+    _reason,
+    _with_fix,
+    with_fix,
+)
+from .spec import KindSpec
+
+NEW_FUNCTION_MSG = Template(
+    M.NEW_FUNCTION,
+    "{name} is a new {kind} object: its first call compiled again, though {count} earlier "
+    "wrapper(s) of the same code (defined at {defined_at}) already compiled{equal}.",
+)
+
+
+NEW_FUNCTION_FIX = Template(
+    K.NEW_FUNCTION,
+    "Create the jitted function once, outside the loop or the function called repeatedly "
+    "(e.g. `{name}_jit = {kind}({expr})` at module level), and reuse it.",
+)
+
+
+CLOSURE_FIX = Template(
+    K.CLOSURE,
+    "Define `{name}` once at module level with {free} as parameters, jit it once, and pass "
+    "{free} on every call; jitting the inner function once as it is would freeze their first values.",
+)
+
+
+NEW_LAMBDA_FIX = Template(
+    K.NEW_LAMBDA,
+    "Define the function once (`def {name}(...)` at module level, or `{name}_jit = jax.jit(...)` "
+    "before the loop) and jit it once; a lambda or partial built per call is a new function each time.",
+)
+
+
+def new_function(
+    name: str,
+    kind: str,
+    defined_at: str,
+    count: int,
+    equal: bool,
+    is_lambda: bool,
+    free: tuple[str, ...] = (),
+) -> Reason:
+    msg = NEW_FUNCTION_MSG.words(
+        name=f"`{name}`",
+        kind=kind,
+        count=count,
+        defined_at=defined_at,
+        equal=" this very key" if equal else "",
+    )
+    if free:  # it reads values of the function that builds it: they become arguments
+        fk, fix = (
+            K.CLOSURE,
+            CLOSURE_FIX.words(
+                name=name if name != "<lambda>" else "step_fn",
+                free=", ".join(f"`{v}`" for v in free[:4]),
+            ),
+        )
+    elif is_lambda:
+        fk, fix = K.NEW_LAMBDA, NEW_LAMBDA_FIX.words(name="step_fn")
+    else:
+        fk = K.NEW_FUNCTION
+        fix = NEW_FUNCTION_FIX.words(name=identifier(name), expr=callable_expr(name), kind=kind)
+    subject = SubjectKind.LAMBDA if is_lambda else SubjectKind.WRAPPER
+    return _reason(
+        ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix,
+        fix_kind=fk, subject=subject,
+    )  # fmt: skip
+
+
+NEW_PARTIAL_MSG = Template(
+    M.NEW_PARTIAL,
+    "`{name}` is jitted through a new functools.partial each time; each new partial is a new "
+    "function to jax.jit, so it compiles again ({count} earlier wrapper(s) of `{name}`, defined at {defined_at}).",
+)
+
+
+NEW_PARTIAL_FIX = Template(
+    K.NEW_PARTIAL,
+    "Jit `{name}` once and pass {bound} as arguments instead of binding them in a partial "
+    "(list them in static_argnames if they must stay static).",
+)
+
+
+def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
+    names = [f"`{k}`" for k in getattr(partial, "keywords", {})] or ["the bound values"]
+    if getattr(partial, "args", ()):
+        names.append(f"{len(partial.args)} positional value(s)")
+    return _reason(
+        ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new partial",
+        NEW_PARTIAL_MSG.words(name=name, count=count, defined_at=defined_at),
+        NEW_PARTIAL_FIX.words(name=name, bound=", ".join(names)),
+        fix_kind=K.NEW_PARTIAL, subject=SubjectKind.PARTIAL,
+    )  # fmt: skip
+
+
+NESTED_NEW_FUNCTION_MSG = Template(
+    M.NESTED_NEW_FUNCTION,
+    "`{name}` is a new {kind} object traced inside {outer}: {outer} caches what it traced per "
+    "function object, so it traced again though {count} earlier wrapper(s) of the same code "
+    "(defined at {defined_at}) already traced{equal}.",
+)
+
+
+NESTED_NEW_FUNCTION_FIX = Template(
+    K.NESTED_NEW_FUNCTION,
+    "Create `{name}` once, outside the function that runs {outer} (at module level: "
+    "`{name} = {kind}(...)`), and pass what it reads from there{free} as arguments.",
+)
+
+
+def nested_new_function(
+    r: Reason,
+    name: str,
+    kind: str,
+    outer: str,
+    count: int,
+    defined_at: str,
+    equal: bool,
+    free: tuple[str, ...],
+) -> Reason:
+    """A jit made anew per call and traced inside ``lax.scan`` / ``jax.vmap`` / ``jax.grad``."""
+    msg = NESTED_NEW_FUNCTION_MSG.words(
+        name=name, kind=kind, outer=outer, count=count, defined_at=defined_at, equal=_equal(equal)
+    )
+    fix = NESTED_NEW_FUNCTION_FIX.words(name=name, kind=kind, outer=outer, free=_free(free))
+    nested = with_fix(r, K.NESTED_NEW_FUNCTION, fix, path=name, message=msg)
+    return nested.with_facts(Fact.NESTED)
+
+
+#: numpyro's ``MCMC.run`` compiled its sample loop again around a sample step built anew.
+NUMPYRO_REBUILT_MSG = Template(
+    M.NUMPYRO_REBUILT,
+    "`{entry}` built its sample step anew for this run ({before} -> {after}): numpyro compiles "
+    "its sample loop once per `run`, even on data of the same shape (also with "
+    "`jit_model_args=True`).",
+)
+
+
+NUMPYRO_REBUILT_FIX = Template(
+    K.NUMPYRO_REBUILT,
+    "Draw what you need in one `run` (a larger `num_samples`, or `num_chains`) instead of "
+    "calling `run` again; each `run` costs one compile of the sample loop.",
+)
+
+
+#: ``SVI.run`` jitted a new step: numpyro builds one per ``run``.
+NUMPYRO_SVI_RUN_MSG = Template(
+    M.NUMPYRO_SVI_RUN,
+    "`SVI.run` jitted a new step for this run: numpyro builds one per `run`, with the model's "
+    "arguments closed into it, so every `run` compiles again, even on data of the same shape.",
+)
+
+
+NUMPYRO_SVI_RUN_FIX = Template(
+    K.NUMPYRO_SVI_RUN,
+    "Call `svi.run` once with all the steps (`num_steps`), or step yourself: "
+    "`update = jax.jit(svi.update)` once, then `state, loss = update(state, *args, **kwargs)` "
+    "per step, with data of one shape.",
+)
+
+
+def numpyro_reasons(step: LibraryJit, reasons: list[Reason]) -> list[Reason]:
+    """A numpyro row's reasons: a step rebuilt per ``run`` in numpyro's terms.
+
+    numpyro makes a new ``jax.jit`` wrapper per ``run``: that the wrapper is new is
+    numpyro's business, said in its terms only when nothing else changed.
+    """
+    if step.role == "svi":
+        return [
+            _with_fix(r, FixKind.NUMPYRO_SVI_RUN, NUMPYRO_SVI_RUN_FIX, message=NUMPYRO_SVI_RUN_MSG)
+            if r.kind == ReasonKind.NEW_FUNCTION
+            else r
+            for r in reasons
+        ]
+    if step.role != "sample":
+        return reasons
+    out = []
+    for r in reasons:
+        if r.kind == ReasonKind.IDENTITY_STATIC and r.argument == "_body_fn":
+            before, after = r.before.split(" at ")[0], r.after.split(" at ")[0]
+            message = NUMPYRO_REBUILT_MSG.words(entry=step.entry, before=before, after=after)
+            out.append(_with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
+        elif r.kind != ReasonKind.NEW_FUNCTION:
+            out.append(r)
+        elif len(reasons) == 1:
+            message = NUMPYRO_REBUILT_MSG.words(entry=step.entry, before=r.before, after=r.after)
+            out.append(_with_fix(r, FixKind.NUMPYRO_REBUILT, NUMPYRO_REBUILT_FIX, message=message))
+    return out
+
+
+DIFFERENT_FUNCTION_MSG = Template(
+    M.DIFFERENT_FUNCTION,
+    "`{name}` calls a different function through `{free}` than its {count} earlier "
+    "wrapper(s) ({before} -> {after}): a different function, compiled once on purpose.",
+)
+
+
+DIFFERENT_FUNCTION_FIX = Template(
+    K.DIFFERENT_FUNCTION,
+    "Expected once per function: nothing to fix. To run the same one again, keep this "
+    "`{name}` and call it again rather than building a new one.",
+)
+
+
+def different_function(name: str, count: int, free: str, before: str, after: str) -> Reason:
+    """A new wrapper of the same code over different functions (three samplers' kernels)."""
+    msg = DIFFERENT_FUNCTION_MSG.words(
+        name=name, free=free, count=count, before=f"`{before}`", after=f"`{after}`"
+    )
+    r = _reason(
+        ReasonKind.NEW_FUNCTION, "", name, before, after, msg,
+        DIFFERENT_FUNCTION_FIX.words(name=name), fix_kind=FixKind.DIFFERENT_FUNCTION,
+    )  # fmt: skip
+    return r.replace(expected=True)
+
+
+SPEC = KindSpec(
+    ReasonKind.NEW_FUNCTION,
+    what="the jitted callable is a new object whose code already compiled this key through "
+    "another wrapper, or whose earlier wrappers were each used once (jit in a loop, "
+    "lambda rebuilt)",
+    example="2 earlier wrapper(s) -> new wrapper",
+    fixes={
+        K.NEW_FUNCTION: NEW_FUNCTION_FIX,
+        K.CLOSURE: CLOSURE_FIX,
+        K.NEW_LAMBDA: NEW_LAMBDA_FIX,
+        K.NEW_PARTIAL: NEW_PARTIAL_FIX,
+        K.NESTED_NEW_FUNCTION: NESTED_NEW_FUNCTION_FIX,
+        K.NUMPYRO_REBUILT: NUMPYRO_REBUILT_FIX,
+        K.NUMPYRO_SVI_RUN: NUMPYRO_SVI_RUN_FIX,
+        K.DIFFERENT_FUNCTION: DIFFERENT_FUNCTION_FIX,
+    },
+    messages=(
+        NEW_FUNCTION_MSG,
+        NEW_PARTIAL_MSG,
+        NESTED_NEW_FUNCTION_MSG,
+        NUMPYRO_REBUILT_MSG,
+        NUMPYRO_SVI_RUN_MSG,
+        DIFFERENT_FUNCTION_MSG,
+    ),
+)

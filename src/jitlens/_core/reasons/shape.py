@@ -1,0 +1,255 @@
+"""The ``shape`` reason: an array's shape changed; every distinct shape compiles separately.
+
+Also a parameter's shape (another architecture), a shape batched by ``jax.vmap``, and the
+batches keras cuts (a ragged last batch, a set smaller than ``batch_size``, variable lengths),
+said with the user's names (``x`` of ``fit``) and a fix in keras' terms.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..._compat.library_jits import LibraryJit
+from ..kinds import Fact, FixKind, ReasonKind, SubjectKind
+from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
+from ..reason import Reason
+from .base import (
+    Template,
+    _reason,
+    _with_fix,
+)
+from .spec import KindSpec
+
+SHAPE_MSG = Template(
+    M.SHAPE,
+    "{path} changed shape {before} -> {after}; every distinct shape is compiled separately.",
+)
+
+
+SHAPE_FIX = Template(
+    K.SHAPE,
+    "Keep shapes fixed: pad smaller batches to the largest shape (and mask the padding), or bucket "
+    "lengths to a few sizes so each compiles once.",
+)
+
+
+PARAM_SHAPE_FIX = Template(
+    K.PARAM_SHAPE,
+    "Expected once per architecture: parameter shapes follow the layer sizes. If the models "
+    "should be the same, build them with the same sizes.",
+)
+
+
+VMAP_SHAPE_MSG = Template(
+    M.VMAP_SHAPE,
+    "{path} is batched by jax.vmap (axis {axis}) and the batched shape changed {before} -> "
+    "{after}: the function is traced per example but compiled per batch size.",
+)
+
+
+def shape(
+    arg: str,
+    path: str,
+    before: str,
+    after: str,
+    in_graph: bool = False,
+    batch_axis: int | None = None,
+) -> Reason:
+    # the same words for every shape, so that a run of shape retraces folds into one
+    fix, fk = (PARAM_SHAPE_FIX, K.PARAM_SHAPE) if in_graph else (SHAPE_FIX, K.SHAPE)
+    facts = (Fact.IN_GRAPH,) if in_graph else ()
+    if batch_axis is not None:
+        msg = VMAP_SHAPE_MSG.words(path=f"`{path}`", axis=batch_axis, before=before, after=after)
+        facts = (*facts, Fact.BATCHED)
+    else:
+        msg = SHAPE_MSG.words(path=f"`{path}`", before=before, after=after)
+    return _reason(
+        ReasonKind.SHAPE, arg, path, before, after, msg, fix,
+        fix_kind=fk, subject=SubjectKind.ARRAY, facts=facts,
+    )  # fmt: skip
+
+
+#: A batch's leading dimension changed in ``fit`` / ``evaluate`` (the last, ragged batch).
+KERAS_RAGGED_MSG = Template(
+    M.KERAS_RAGGED,
+    "The batch keras cut from `{name}` of `{entry}` changed shape {before} -> {after}: "
+    "{why} keras compiles its {role} step once per batch shape.",
+)
+
+
+KERAS_RAGGED_WHY = Template(
+    M.KERAS_RAGGED_WHY,
+    "the last batch of an epoch holds the remainder when the number of samples is not a "
+    "multiple of `batch_size`{bs};",
+)
+
+
+KERAS_SMALL_WHY = Template(
+    M.KERAS_SMALL_WHY,
+    "a set smaller than `batch_size`{bs} is one batch of its own size, so each size is a new shape;",
+)
+
+
+KERAS_RAGGED_FIX = Template(
+    K.KERAS_RAGGED,
+    "Give `{entry}` a number of samples that is a multiple of `batch_size`{bs}: drop the "
+    "remainder (`n = len(x) // {b} * {b}`, then `x[:n]`, `y[:n]`) or pad `x` and `y` up to "
+    "a multiple (with `sample_weight` 0 on the padding); do the same for the validation data.",
+)
+
+
+KERAS_VALIDATION_FIX = Template(
+    K.KERAS_VALIDATION,
+    "Split the validation data off yourself, each part a multiple of `batch_size`{bs}, and "
+    "pass it as `validation_data` instead of `validation_split`: `v = int(len(x) * {split}) "
+    "// {b} * {b}`, `t = (len(x) - v) // {b} * {b}`, then `{entry}(x[:t], y[:t], "
+    "validation_data=(x[t:t + v], y[t:t + v]))`.",
+)
+
+
+KERAS_RAGGED_PREDICT_FIX = Template(
+    K.KERAS_RAGGED_PREDICT,
+    "Pad `x` up to a multiple of `batch_size`{bs} before `{entry}` (`n = -len(x) % {b}`, then "
+    "`np.pad(x, [(0, n)] + [(0, 0)] * (x.ndim - 1))`) and drop the last `n` rows of the output.",
+)
+
+
+KERAS_SMALL_FIX = Template(
+    K.KERAS_SMALL,
+    "Give every set that `{entry}` and the validation see one size: the same number of "
+    "samples (a multiple of `batch_size`{bs}), or pad `x` and `y` up to it with "
+    "`sample_weight` 0 on the padding, and pass `batch_size=` alike to `fit` and `{entry}`.",
+)
+
+
+#: A batch passed whole (``*_on_batch``) changed size.
+KERAS_ON_BATCH_MSG = Template(
+    M.KERAS_ON_BATCH,
+    "The batch passed to `{entry}` as `{name}` changed shape {before} -> {after}: keras "
+    "compiles its {role} step once per batch shape.",
+)
+
+
+KERAS_ON_BATCH_FIX = Template(
+    K.KERAS_ON_BATCH,
+    "Pad every batch to one size B, the largest you pass ({b} so far), before `{entry}` "
+    "(`np.pad({name}, [(0, B - len({name}))] + [(0, 0)] * ({name}.ndim - 1))`) and drop the "
+    "padded rows of the output, or call `{whole}({name}, batch_size=B)` on all of it at once.",
+)
+
+
+#: A dimension other than the batch changed (variable-length inputs).
+KERAS_LENGTH_MSG = Template(
+    M.KERAS_LENGTH,
+    "`{name}` of `{entry}` changed shape {before} -> {after} in a dimension other than the "
+    "batch: keras compiles its {role} step once per input shape.",
+)
+
+
+KERAS_LENGTH_FIX = Template(
+    K.KERAS_LENGTH,
+    "Pad `{name}` to one length (`keras.utils.pad_sequences(seqs, maxlen={b}, padding='post')`, "
+    "with a `Masking` layer or `mask_zero=True` to ignore the padding), or bucket the lengths "
+    "to a few sizes so that each compiles once.",
+)
+
+
+#: The whole-set form of an ``*_on_batch`` method.
+_WHOLE = {"predict_on_batch": "predict", "train_on_batch": "fit", "test_on_batch": "evaluate"}
+
+
+def _dims(entry: Any) -> tuple[int, ...] | None:
+    """The shape of an array's key entry (``Reason.entries``), or None."""
+    aval = getattr(entry, "aval", None)
+    return tuple(aval.shape) if aval is not None else None
+
+
+def user_path(step: LibraryJit, path: str) -> tuple[str, str] | None:
+    """``data[0]['a']`` -> (``x``, ``x['a']``) with the library's names, or None."""
+    for prefix, name in step.paths:
+        if path == prefix or path.startswith((prefix + "[", prefix + ".")):
+            if prefix == "data" and re.match(r"data\[[0-9]+\]", path):
+                return None  # a part past the known ones
+            return name, name + path[len(prefix) :]
+    return None
+
+
+def library_reason(step: LibraryJit, r: Reason) -> Reason:
+    """``r`` said with the user's names and, for a batch's shape, keras' fix."""
+    names = user_path(step, r.path)
+    if names is None:
+        return r
+    name, path = names
+    out = r.replace(argument=name, path=path)
+    if r.kind != ReasonKind.SHAPE:
+        return out
+    before, after = (_dims(e) for e in r.entries)
+    if before is None or after is None or len(before) != len(after) or not before:
+        return out
+    bs = step.fact("batch_size")
+    bs_text = f" ({bs})" if bs else ""
+    fields = dict(
+        name=name, entry=step.entry, role=step.role, before=r.before, after=r.after, bs=bs_text
+    )
+    if before[1:] != after[1:]:
+        longest = max(max(b, a) for b, a in zip(before[1:], after[1:], strict=True))
+        return _with_fix(
+            out,
+            FixKind.KERAS_LENGTH,
+            KERAS_LENGTH_FIX.words(name=name, b=longest),
+            message=KERAS_LENGTH_MSG.words(**fields),
+        )
+    if step.entry in _WHOLE:
+        size = max(before[0], after[0])
+        return _with_fix(
+            out,
+            FixKind.KERAS_ON_BATCH,
+            KERAS_ON_BATCH_FIX.words(entry=step.entry, name=name, b=size, whole=_WHOLE[step.entry]),
+            message=KERAS_ON_BATCH_MSG.words(**fields),
+        )
+    b = bs or max(before[0], after[0])
+    small = bool(bs) and max(before[0], after[0]) < bs
+    why = (KERAS_SMALL_WHY if small else KERAS_RAGGED_WHY).as_written(bs=bs_text)
+    split = step.fact("validation_split")
+    if step.role == "predict":
+        fk, fix = FixKind.KERAS_RAGGED_PREDICT, KERAS_RAGGED_PREDICT_FIX
+    elif split and step.role == "test" and step.entry == "fit":  # the set fit split off
+        fk, fix = FixKind.KERAS_VALIDATION, KERAS_VALIDATION_FIX
+    elif small:
+        fk, fix = FixKind.KERAS_SMALL, KERAS_SMALL_FIX
+    else:
+        fk, fix = FixKind.KERAS_RAGGED, KERAS_RAGGED_FIX
+    return _with_fix(
+        out,
+        fk,
+        fix.words(entry=step.entry, bs=bs_text, b=b, split=split),
+        message=KERAS_RAGGED_MSG.words(**fields, why=why),
+    )
+
+
+SPEC = KindSpec(
+    ReasonKind.SHAPE,
+    what="array shape",
+    example="f32[4,4] -> f32[2,4]",
+    fixes={
+        K.SHAPE: SHAPE_FIX,
+        K.PARAM_SHAPE: PARAM_SHAPE_FIX,
+        K.KERAS_RAGGED: KERAS_RAGGED_FIX,
+        K.KERAS_VALIDATION: KERAS_VALIDATION_FIX,
+        K.KERAS_RAGGED_PREDICT: KERAS_RAGGED_PREDICT_FIX,
+        K.KERAS_SMALL: KERAS_SMALL_FIX,
+        K.KERAS_ON_BATCH: KERAS_ON_BATCH_FIX,
+        K.KERAS_LENGTH: KERAS_LENGTH_FIX,
+    },
+    messages=(
+        SHAPE_MSG,
+        VMAP_SHAPE_MSG,
+        KERAS_RAGGED_MSG,
+        KERAS_RAGGED_WHY,
+        KERAS_SMALL_WHY,
+        KERAS_ON_BATCH_MSG,
+        KERAS_LENGTH_MSG,
+    ),
+)

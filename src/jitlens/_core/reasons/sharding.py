@@ -1,0 +1,64 @@
+"""The ``sharding`` reason: an argument's sharding or placement changed (also state a pmap handed back sharded)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..code import placement_code
+from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
+from ..kinds import ReasonKind, SubjectKind
+from ..reason import Reason
+from .base import (
+    Template,
+    _reason,
+)
+from .spec import KindSpec
+
+SHARDING_MSG = Template(
+    M.SHARDING, "{path} arrived with a different sharding/placement: {before} -> {after}."
+)
+
+
+SHARDING_FIX = Template(
+    K.SHARDING,
+    "Place `{arg}` one way for every call, once, before the loop, e.g. as this call has it: "
+    "`{target} = jax.device_put({target}, {placement})`{note}.{why}",
+)
+
+
+SHARDING_WHY = Template(
+    M.SHARDING_WHY,
+    " A jitted step that returns it placed otherwise than it came in does this once.",
+)
+
+
+#: ``Aval.sharding_type`` of an array placed by a mesh and a partition spec.
+NAMED_SHARDING = "NamedSharding"
+
+
+_PLACED = {NAMED_SHARDING: SubjectKind.NAMED_SHARDING}
+
+
+def sharding(
+    arg: str, path: str, before: str, after: str, after_type: str = "", target: str = ""
+) -> Reason:
+    placement, note = placement_code(after) or placement_code(before) or ("jax.devices()[0]", "")
+    fix = SHARDING_FIX.words(
+        arg=path, target=target or path, placement=placement, note=note, why=SHARDING_WHY
+    )
+    return _reason(
+        ReasonKind.SHARDING, arg, path, before, after,
+        SHARDING_MSG.words(path=f"`{path}`", before=before, after=after),
+        dataclasses.replace(fix, optional="why"),  # its closing remark if there is room
+        fix_kind=K.SHARDING, subject=_PLACED.get(after_type, SubjectKind.ARRAY),
+    )  # fmt: skip
+
+
+SPEC = KindSpec(
+    ReasonKind.SHARDING,
+    what="input sharding / placement, mesh shape, `in_shardings` of a re-created wrapper",
+    example="uncommitted (default device) -> committed to cpu:1",
+    fixes={K.SHARDING: SHARDING_FIX},
+    messages=(SHARDING_MSG, SHARDING_WHY),
+)

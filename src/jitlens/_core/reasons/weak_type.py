@@ -1,0 +1,99 @@
+"""The ``weak_type`` reason: a Python scalar (weakly typed) against a typed array."""
+
+from __future__ import annotations
+
+from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
+from ..kinds import ReasonKind, SubjectKind
+from ..reason import Reason
+from .base import (
+    Template,
+    _jnp_dtype,
+    _reason,
+)
+from .spec import KindSpec
+
+WEAK_MSG = Template(
+    M.WEAK,
+    "{path} changed weak type {before} -> {after}: a Python scalar is weakly typed, a jax.Array "
+    "(e.g. the jitted output fed back) is not, and the two are different keys.",
+)
+
+
+WEAK_FIX = Template(
+    K.WEAK,
+    "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
+    "initial value, a hyper-parameter), type it: `{arg} = jnp.asarray({arg}, jnp.{dtype})`.",
+)
+
+
+#: ``WEAK_FIX`` where ``{arg} = ...`` cannot be written (an item of a tuple): the value, not
+#: the assignment.
+WEAK_VALUE_FIX = Template(
+    K.WEAK_VALUE,
+    "Give `{arg}` one type on every call: where the Python number is made (a loop carry's "
+    "initial value, a hyper-parameter), type it: `jnp.asarray(value, jnp.{dtype})`.",
+)
+
+
+VAR_WEAK_FIX = Template(
+    K.VAR_WEAK,
+    "Create `{attr}` typed where `__init__` makes it, `self.{attr} = {var}(jnp.asarray(value, "
+    "jnp.{dtype}))`, not from a Python number (weakly typed until its first update); it stays "
+    "a Variable.",
+)
+
+
+VAR_ASSIGN_FIX = Template(
+    K.VAR_ASSIGN,
+    "Where a Python number is written into it after the compile, write a typed value: "
+    "`{code}[...] = jnp.asarray(value, jnp.{dtype})`.",
+)
+
+
+def weak_type(
+    arg: str,
+    path: str,
+    before: str,
+    after: str,
+    dtype: str,
+    now_weak: bool,
+    variable: str = "",
+    code: str | None = None,
+) -> Reason:
+    """``variable``: the Variable's class (``nnx.Variable``) when the value is one's: the fix
+    keeps it a Variable instead of replacing it with an array. ``now_weak``: the direction;
+    a typed Variable that became weak had a Python number assigned after its compile, and the
+    fix goes to that assignment (``code``: the path as the user writes it, "" when it cannot
+    be assigned, e.g. an item of a tuple), not to its creation.
+    """
+    if variable and now_weak:
+        fk, fix = K.VAR_ASSIGN, VAR_ASSIGN_FIX.words(code=code or path, dtype=_jnp_dtype(dtype))
+    elif variable and "." in path:
+        fk, fix = (
+            K.VAR_WEAK,
+            VAR_WEAK_FIX.words(attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)),
+        )
+    elif code is None or code:
+        fk, fix = K.WEAK, WEAK_FIX.words(arg=path, dtype=_jnp_dtype(dtype))
+    else:  # ``path = ...`` cannot be written (inside a tuple): type the value where it is made
+        fk, fix = K.WEAK_VALUE, WEAK_VALUE_FIX.words(arg=path, dtype=_jnp_dtype(dtype))
+    return _reason(
+        ReasonKind.WEAK_TYPE, arg, path, before, after,
+        WEAK_MSG.words(path=f"`{path}`", before=before, after=after), fix, fix_kind=fk,
+        subject=SubjectKind.ARRAY,
+    )  # fmt: skip
+
+
+SPEC = KindSpec(
+    ReasonKind.WEAK_TYPE,
+    what="Python scalar vs typed array",
+    example="f32[]{weak} -> f32[]",
+    fixes={
+        K.WEAK: WEAK_FIX,
+        K.WEAK_VALUE: WEAK_VALUE_FIX,
+        K.VAR_WEAK: VAR_WEAK_FIX,
+        K.VAR_ASSIGN: VAR_ASSIGN_FIX,
+    },
+    messages=(WEAK_MSG,),
+)
