@@ -12,7 +12,7 @@ import textwrap
 from .._core.kinds import NoteKind
 from .._core.retrace_text import shorten
 from . import model as _model
-from .model import Counts, EntryChange, FunctionDiff, ReportDiff
+from .model import ChangeKind, Counts, EntryChange, FunctionDiff, ReportDiff
 
 LOG = logging.getLogger("jitlens")
 
@@ -117,7 +117,7 @@ def _folded(entries: tuple[EntryChange, ...]) -> list[list[EntryChange]]:
 def _more(first: EntryChange, rest: list[EntryChange]) -> str:
     """The folded entries' count, and the values of the path that took a new one in each."""
     values = ""
-    for path in (r.path for r in first.reasons) if first.kind == "new" else ():
+    for path in (r.path for r in first.reasons) if first.kind is ChangeKind.NEW else ():
         afters = [r.after for ch in (first, *rest) for r in ch.reasons if r.path == path]
         if len(set(afters)) > 1:
             shown = shorten(", ".join(afters[1:]), VALUE_WIDTH)
