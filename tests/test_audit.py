@@ -460,6 +460,28 @@ def test_case06_step_counter_is_info() -> None:
     assert audit(lambda: case.Fixed(rngs())).findings == ()
 
 
+def test_a_lazy_module_attribute_is_not_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program that imported ``six``: ``six.moves``' class attributes import a module when
+    asked for anything (``dbm.gnu``: ModuleNotFoundError _gdbm) and audit crashed reading
+    them. Audit reads what a class stores and never runs the program's code."""
+
+    class Lazy:
+        def __getattr__(self, name: str) -> Any:
+            raise ModuleNotFoundError("No module named '_gdbm'")
+
+    moves = types.ModuleType("fake_six_moves")
+    moves.Items = type("Items", (), {"__module__": "fake_six_moves", "dbm_gnu": Lazy()})
+    monkeypatch.setitem(sys.modules, "fake_six_moves", moves)
+    shared = lambda x: x  # noqa: E731  (one object, shared by every model: is it named?)
+
+    class Model(nnx.Module):
+        def __init__(self) -> None:
+            self.act = shared
+
+    result = audit(Model)
+    assert [f.path for f in result.findings] == ["model.act"], result.findings
+
+
 def test_case13_class_in_factory() -> None:
     case = load_case("13_nnx_class_defined_in_factory.py")
     (f,) = audit(lambda: case.make_model(8, 0)).findings

@@ -161,7 +161,11 @@ def _by_qualname(value: Any) -> bool:
 
 
 def _name_index() -> dict[int, Any]:
-    """id -> object for every module global; in user modules, class attributes and registries."""
+    """id -> object for every module global; in user modules, class attributes and registries.
+
+    Read without running the program's code: a class attribute is taken as stored (a lazy
+    attribute such as ``six.moves``' imports a module when asked for anything), and a module
+    that fails to be read is skipped."""
     index: dict[int, Any] = {}
     for modname, mod in list(sys.modules.items()):
         try:
@@ -173,14 +177,23 @@ def _name_index() -> dict[int, Any]:
             index[id(v)] = v
             if not user:
                 continue
-            if isinstance(v, type) and v.__module__ == modname:
-                inner = [getattr(a, "__func__", a) for a in list(vars(v).values())]
-            elif isinstance(v, (dict, list, tuple)):  # a registry: ``ACTIVATIONS["gelu"]``
-                inner = list(v.values() if isinstance(v, dict) else v)[: _MAX_ITEMS * 4]
-            else:
+            try:
+                inner = _inner(v, modname)
+            except Exception:  # a user object answering type checks with anything
                 continue
             index.update((id(x), x) for x in inner)
     return index
+
+
+def _inner(v: Any, modname: str) -> list[Any]:
+    """The values a user module's global holds: a class's attributes (a static or class
+    method's function), a registry's items (``ACTIVATIONS["gelu"]``)."""
+    if isinstance(v, type) and v.__module__ == modname:
+        methods = (staticmethod, classmethod)
+        return [a.__func__ if isinstance(a, methods) else a for a in list(vars(v).values())]
+    if isinstance(v, (dict, list, tuple)):
+        return list(v.values() if isinstance(v, dict) else v)[: _MAX_ITEMS * 4]
+    return []
 
 
 def _is_library(obj: Any) -> bool:
