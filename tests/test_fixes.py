@@ -1488,6 +1488,7 @@ _TEMPLATE_MODULES = {
     "jitlens._core.messages_transforms": "",
     "jitlens._track.frontends.equinox.words": "EQX_",
     "jitlens._core.messages_library": "",
+    "jitlens._track.nested": "",  # EAGER_PRIMITIVE_FIX, until it moves to _core/reasons/
 }
 
 

@@ -7,9 +7,12 @@ body and with plain ``python``. The programs are in ``tests/trial_programs/``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import logging
 import pathlib
+import re
 
 import pytest
 
@@ -89,16 +92,35 @@ def test_pmaps_own_axis_env_and_mesh_are_not_blamed_on_the_users_config() -> Non
     assert all("traced inside jax.pmap" in r.message for r in reasons), reasons
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="markean/aimz#275: `lax.map` outside jit over a closure made per call traces and "
-    "compiles again on every call; jitlens says 'no jitted function was called' (with "
-    "--include-internal: 'scan x4 (internal)', 4 compiles, 'no retraces'). The eager "
-    "primitive's body is only given a row when it is itself a jitted wrapper "
-    "(_track/nested.py EAGER_PRIMITIVES, rows made in registry/listeners, owned by "
-    "text/libpkg); lead to fix after merge",
-)
-def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported() -> None:
+class _JaxCompiles(logging.Handler):
+    """JAX's own count of its compiles (``jax.log_compiles``), by the jitted name."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.names: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        m = re.match(r"Compiling jit\((\w+)\)", record.getMessage())
+        if m:
+            self.names.append(m.group(1))
+
+
+@contextlib.contextmanager
+def _jax_compiles():
+    import jax
+
+    logger, handler = logging.getLogger("jax"), _JaxCompiles()
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield handler.names
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported_and_the_fix_works() -> None:
+    """markean/aimz#275: ``lax.map`` outside jit over a closure made per call traces and
+    compiles again on every call; jitlens once said "no jitted function was called"."""
     import jax
     import jax.numpy as jnp
 
@@ -113,13 +135,27 @@ def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported() -> None:
 
         return jax.lax.map(one, jnp.arange(3.0))
 
-    with jitlens.track() as t:
-        for i in range(3):
-            sample_forward(1.0 + i)
-    assert traces[0] == 3
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        bad = [float(sample_forward(1.0 + i).sum()) for i in range(3)]
+    assert traces[0] == compiled.count("scan") == 3
+    (row,) = [f for f in t.report().functions if not f.internal]
+    assert (row.name, row.kind) == ("lax.map(one)", "lax")
+    assert (row.traces, row.compiles) == (3, 3)
+    reasons = [r for e in row.events if e.kind == "retrace" for r in e.reasons]
+    assert len(reasons) == 2
+    assert "`one` is a new function each time `sample_forward` is called" in reasons[0].message
+    fix = reasons[0].fix
+    assert fix.startswith("Put `@jax.jit` on `sample_forward` (") and not fix.endswith("…"), fix
+
+    # the fix applied: one trace, one compile, the same numbers
+    traces[0] = 0
+    fixed_forward = jax.jit(sample_forward)
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        fixed = [float(fixed_forward(1.0 + i).sum()) for i in range(3)]
+    assert traces[0] == len(compiled) == 1
+    assert fixed == bad
     rows = [f for f in t.report().functions if not f.internal]
-    assert sum(f.traces or 0 for f in rows) == traces[0]
-    assert any(e.kind == "retrace" and e.reasons for f in rows for e in f.events)
+    assert not [e for f in rows for e in f.events if e.kind == "retrace"]
 
 
 @pytest.mark.parametrize(

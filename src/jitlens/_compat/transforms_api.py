@@ -16,9 +16,11 @@ import linecache
 import os
 import re
 import sys
+import weakref
 from types import FrameType
 from typing import Any
 
+from .frames import is_user_file
 from .jax_api import TRACE_FRAME_NAME
 
 _JAX_DIR: list[str] = []
@@ -101,3 +103,46 @@ def assigned_name(fn: Any) -> str | None:
         return None
     m = _ASSIGNED.match(line)
     return m.group(1) if m else None
+
+
+def eager_caller(frame: FrameType | None, limit: int = 80) -> FrameType | None:
+    """The frame that called the transformation whose body is traced at ``frame``.
+
+    The first frame above the JAX ones (``lax.map`` -> ``scan`` -> ``_create_jaxpr``);
+    None when there is none.
+    """
+    f = frame
+    for _ in range(limit):
+        if f is None:
+            return None
+        if not _in_jax(f.f_code.co_filename.replace("\\", "/")):
+            return f
+        f = f.f_back
+    return None
+
+
+def user_body(fun: Any, depth: int = 3) -> Any:
+    """The user's function a control-flow primitive traces as ``fun``, or None.
+
+    ``lax.map(f, xs)`` traces a lambda of its own around ``f``, ``lax.fori_loop``
+    a ``_fori_body_fun`` closure holding a weak reference to it: the user's function
+    is found in their closures (functions and weak references to them only, no
+    attribute reads), at most ``depth`` closures down.
+    """
+    code = getattr(fun, "__code__", None)
+    if code is None or depth < 0:
+        return None
+    if is_user_file(code.co_filename):
+        return fun
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(value, weakref.ref):
+            value = value()
+        if callable(value) and hasattr(value, "__code__"):
+            found = user_body(value, depth - 1)
+            if found is not None:
+                return found
+    return None

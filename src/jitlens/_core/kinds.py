@@ -298,6 +298,8 @@ class FixKind(_Kind):
     NUMPYRO_REBUILT = "numpyro_rebuilt"
     NUMPYRO_SVI_RUN = "numpyro_svi_run"
     DIFFERENT_FUNCTION = "different_function"
+    # _track/nested.py (a control-flow primitive run outside jit; to move to _core/reasons/)
+    EAGER_PRIMITIVE = "eager_primitive"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
@@ -439,6 +441,8 @@ class RowKind(_Kind):
     NN_JIT = "nn.jit"
     KERAS = "keras"
     NUMPYRO = "numpyro"
+    #: a body traced by ``lax.map`` / ``lax.scan`` / ``lax.cond`` / ``lax.while_loop`` outside jit.
+    LAX = "lax"
 
     @property
     def is_nnx(self) -> bool:

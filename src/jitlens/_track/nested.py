@@ -16,14 +16,16 @@ the calls after).
 
 from __future__ import annotations
 
+import weakref
 from types import FrameType
 from typing import Any
 
 from .. import _compat
 from .._compat import transforms_api
+from .._core import messages as M
 from .._core import messages_transforms as W
 from .._core.explain import data_free_vars
-from .._core.kinds import ReasonKind, RowKind
+from .._core.kinds import EventKind, FixKind, ReasonKind, RowKind, SubjectKind
 from .._core.report import Reason
 from . import calls
 from .calls import find_call
@@ -42,6 +44,30 @@ EAGER_PRIMITIVES = {
     "lax.cond": "cond",
     "lax.switch": "cond",
 }
+#: The jits a primitive may compile as (``fori_loop`` with concrete bounds runs a ``scan``).
+PRIMITIVE_JITS = {"while": ("while", "scan")}
+
+#: A body traced again by a control-flow primitive run outside jit (markean/aimz#275). The
+#: templates live here until the words move to ``_core/reasons/``.
+EAGER_CLOSURE_MSG = (
+    "`{name}` is a new function each time {made}, and {outer} outside jit traces and compiles "
+    "its body again for each new function ({count} earlier one(s) of the same code, defined at "
+    "{defined_at})."
+)
+EAGER_REWRAPPED_MSG = (
+    "{outer} outside jit wraps `{name}` in a new function of its own on every call: JAX traced "
+    "and compiled it again though `{name}` is the same function."
+)
+EAGER_PRIMITIVE_FIX = (
+    "Put `@jax.jit` on {target}: under jit {outer} is traced once per input shape and reused "
+    "(arguments that set shapes or branches: `static_argnames`)."
+)
+
+#: (the body's code, the primitive) -> its record; the last body object it traced (weakly).
+_EAGER: dict[tuple[Any, str], tuple[Record, Any]] = {}
+#: An eager row's id -> its body's name, its last trace's caller (name, first line, line)
+#: and whether that trace's body was a new function.
+_LAST: dict[int, tuple[str, tuple[str, int, int], bool]] = {}
 
 
 def frontend_record(frame: FrameType | None) -> Record | None:
@@ -82,9 +108,111 @@ def untracked_record(fun: Any, frame: FrameType | None) -> Record | None:
     return REGISTRY.record_for_untracked(fun, getattr(fun, "__name__", "?"), info.debug_info)
 
 
+def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
+    """The row of a user function traced by ``lax.map`` / ``scan`` / ``cond`` / ``while`` outside jit.
+
+    Outside jit each such call traces its body and compiles the primitive (JAX
+    caches per function object): a body made per call (a closure) or re-wrapped by
+    the primitive (``lax.map`` does) is traced and compiled on every call. Its row
+    is named ``lax.map(one)``, one per body code and primitive; calls are not
+    counted (a cached call runs no Python of jitlens').
+    """
+    if tls.depth != 0:
+        return None  # inside a jit: the primitive is traced with the jit, once per jit trace
+    outer = transforms_api.outer_transformation(frame)
+    if outer not in EAGER_PRIMITIVES:
+        return None
+    caller = transforms_api.eager_caller(frame)
+    if caller is None or not _compat.is_user_file(caller.f_code.co_filename):
+        return None  # a library's own loop: its business
+    body = transforms_api.user_body(fun)
+    code = getattr(body, "__code__", None)
+    if code is None:
+        return None
+    key = (code, outer)
+    with REGISTRY.lock:
+        hit = _EAGER.get(key)
+        if hit is None:
+            rec = REGISTRY.new_record(
+                RowKind.LAX,
+                body,
+                user_fn=body,
+                counts_calls=False,
+                jax_name=EAGER_PRIMITIVES[outer],
+            )
+            rec.name = rec.qualname = f"{outer}({rec.name})"
+            rec.internal = False
+            hit = _EAGER[key] = (rec, None)
+        rec = hit[0]
+        new_body = hit[1] is not None and hit[1]() is not body
+        where = (caller.f_code.co_name, caller.f_code.co_firstlineno, caller.f_lineno)
+        _LAST[rec.id] = (getattr(body, "__name__", "?"), where, new_body)
+        _EAGER[key] = (rec, _weak(body))
+    return rec
+
+
+def _weak(fn: Any) -> Any:
+    try:
+        return weakref.ref(fn)
+    except TypeError:
+        return None
+
+
+def _describe_eager(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -> None:
+    """The trace ``b`` of an eager row: the primitive's compile next is its; a retrace's reason."""
+    outer = transforms_api.outer_transformation(frame)
+    primitive = EAGER_PRIMITIVES.get(outer or "")
+    if primitive is None:
+        return
+    tls.nested_pending = (b, primitive, None)
+    if rec.traces <= 1:
+        return
+    last = _LAST.get(rec.id)
+    if last is None:
+        return
+    name, (caller, first_line, line), new_body = last
+    file = rec.defined_at.rpartition(":")[0]
+    module = caller == "<module>"
+    if new_body:
+        made = f"line {line} runs" if module else f"`{caller}` is called (a closure made in it)"
+        count = rec.traces - 1
+        msg = EAGER_CLOSURE_MSG.format(
+            name=name, made=made, outer=outer, count=count, defined_at=rec.defined_at
+        )
+        subject = SubjectKind.CLOSURE
+    elif outer == "lax.map":
+        msg = EAGER_REWRAPPED_MSG.format(name=name, outer=outer)
+        subject = SubjectKind.FUNCTION
+    else:
+        return  # the same function traced again: its arguments changed (not described here)
+    if module:
+        target = f"a function of your own that makes the {outer} call at {file}:{line}"
+    else:
+        target = f"`{caller}` ({file}:{first_line}), which calls {outer}"
+    fix = EAGER_PRIMITIVE_FIX.format(target=target, outer=outer)
+    r = M.new_function(name, str(RowKind.LAX), rec.defined_at, rec.traces - 1, False, False)
+    before = f"{rec.traces - 1} earlier {'closure' if new_body else 'wrapper'}(s)"
+    after = "new closure" if new_body else f"new {outer} wrapper"
+    r = M.with_fix(
+        r,
+        FixKind.EAGER_PRIMITIVE,
+        fix,
+        message=msg,
+        path=rec.name,
+        subject=subject,
+        before=before,
+        after=after,
+    )
+    b.kind = EventKind.RETRACE
+    b.reasons = (r,)
+
+
 def describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -> None:
     """Describe and explain the nested trace ``b`` of ``rec`` (left as it is if unreadable)."""
     try:
+        if rec.kind is RowKind.LAX:
+            _describe_eager(rec, b, fun, frame)
+            return
         _describe(rec, b, fun, frame)
     except Exception as exc:
         internal_failure("describing a nested trace", exc)
@@ -168,7 +296,7 @@ def claim_compile(outer: EventBuilder, secs: float) -> None:
     if pending is None or not outer.record.internal or pending[2] is not None:
         return
     tls.nested_pending = None
-    if outer.jax_name == pending[1]:
+    if outer.jax_name in PRIMITIVE_JITS.get(pending[1], (pending[1],)):
         _charge(pending[0], secs)
 
 

@@ -27,9 +27,10 @@ from . import equinox, jax_jit, keras, linen, nnx, numpyro, pmap
 
 
 class JaxJitFrontend(Frontend):
-    """``jax.jit`` itself: the counted wrapper it returns while tracking (``jax_jit``)."""
+    """``jax.jit`` itself: the counted wrapper it returns while tracking (``jax_jit``); and
+    JAX's control-flow primitives run outside jit (``RowKind.LAX``, ``_track/nested``)."""
 
-    kinds = (RowKind.JAX_JIT,)
+    kinds = (RowKind.JAX_JIT, RowKind.LAX)
     module = "jax"
 
     def install(self, set_attr: SetAttr) -> None:
