@@ -242,17 +242,9 @@ def test_the_first_compile_of_a_jit_traced_inside_another_is_not_called_a_recomp
     assert "no retraces: no function compiled again." in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a blackjax step-size sweep (`jax.jit(blackjax.hmc(..., step_size=s).step)` per "
-    "value) is explained with the fix 'Define `blackjax: hmc.step_fn` once at module level "
-    "with `kernel_args` as parameters': neither is a name the user has. The fix that works "
-    "(tested: same numbers, one compile): `kernel = blackjax.mcmc.hmc.build_kernel()` once "
-    "and a jitted step taking `step_size` as an argument. Library naming in "
-    "_compat/library_jits.py (libpkg), the new_function fix in _core/explain.py (text); "
-    "lead to fix after merge",
-)
 def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() -> None:
+    """``jax.jit(blackjax.hmc(..., step_size=s).step)`` per value: the fix once named
+    `blackjax: hmc.step_fn` and `kernel_args`, names the user does not have."""
     if importlib.util.find_spec("blackjax") is None:
         pytest.skip("blackjax is not installed")
     import blackjax
@@ -264,6 +256,7 @@ def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() 
     def logdensity(x):
         return -0.5 * jnp.sum(x**2)
 
+    bad, jitted = [], []
     with jitlens.track() as t:
         for step_size in (0.1, 0.2):
             hmc = blackjax.hmc(
@@ -272,10 +265,68 @@ def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() 
                 inverse_mass_matrix=jnp.ones(2),
                 num_integration_steps=2,
             )
-            jax.jit(hmc.step)(jax.random.key(0), hmc.init(jnp.ones(2)))
-    fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
-    assert fixes
-    assert all("blackjax: " not in fix and "build_kernel" in fix for fix in fixes), fixes
+            jitted.append(jax.jit(hmc.step))
+            bad.append(jitted[-1](jax.random.key(0), hmc.init(jnp.ones(2)))[0].position)
+    rows = [f for f in t.report().functions if not f.internal]  # one per jit wrapper
+    assert sum(f.traces for f in rows) == sum(j._cache_size() for j in jitted) == 2
+    (reason,) = [r for f in rows for e in f.events for r in e.reasons]
+    assert reason.path == "hmc.step" and "(here `step_size`)" in reason.message, reason
+    fix = reason.fix
+    assert "blackjax: " not in fix and "kernel_args" not in fix, fix
+    assert "takes `step_size` as argument(s) and does what `hmc.step` does" in fix, fix
+
+    # the fix applied, as printed: the kernel built once, one jitted step taking step_size
+    module, _, factory = re.search(r"`kernel = ([\w.]+)\(\)`", fix)[1].rpartition(".")
+    kernel = getattr(importlib.import_module(module), factory)()
+    step = jax.jit(
+        lambda rng_key, state, step_size: kernel(
+            rng_key, state, logdensity, step_size, jnp.ones(2), 2
+        )
+    )
+    state = blackjax.hmc.init(jnp.ones(2), logdensity)
+    with jitlens.track() as t:
+        fixed = [step(jax.random.key(0), state, s)[0].position for s in (0.1, 0.2)]
+    assert step._cache_size() == 1
+    assert [r.traces for r in t.report().functions if not r.internal] == [1]
+    assert all(bool((a == b).all()) for a, b in zip(fixed, bad, strict=True))
+
+
+def test_a_blackjax_vi_step_rebuilt_per_learning_rate_gets_the_build_under_jit_fix() -> None:
+    """No lower-level builder in the closure (meanfield VI over an optax optimizer): the fix
+    builds the step inside one jitted function of the user's, the value an argument."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    import jitlens
+
+    def logdensity(x):
+        return -0.5 * jnp.sum(x**2)
+
+    bad = []
+    with jitlens.track() as t:
+        for lr in (0.1, 0.2):
+            vi = blackjax.meanfield_vi(logdensity, optax.sgd(lr), num_samples=2)
+            bad.append(jax.jit(vi.step)(jax.random.key(0), vi.init(jnp.ones(2)))[0].mu)
+    (reason,) = [r for f in t.report().functions for e in f.events for r in e.reasons]
+    assert reason.path == "vi.step"
+    assert reason.fix.startswith("Jit one function of your own that takes the values you build "), (
+        reason.fix
+    )
+    assert "builds `vi.step` inside it with them" in reason.fix, reason.fix
+
+    # the fix applied: the learning rate an argument, the step built under jit
+    def one_step(key, state, lr):
+        return blackjax.meanfield_vi(logdensity, optax.sgd(lr), num_samples=2).step(key, state)
+
+    step = jax.jit(one_step)
+    state = blackjax.meanfield_vi(logdensity, optax.sgd(0.1), num_samples=2).init(jnp.ones(2))
+    fixed = [step(jax.random.key(0), state, lr)[0].mu for lr in (0.1, 0.2)]
+    assert step._cache_size() == 1
+    assert all(bool(jnp.allclose(a, b)) for a, b in zip(fixed, bad, strict=True))
 
 
 def test_an_eager_lax_map_over_a_new_closure_is_linted_and_the_fix_works() -> None:

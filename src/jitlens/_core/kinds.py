@@ -300,6 +300,9 @@ class FixKind(_Kind):
     DIFFERENT_FUNCTION = "different_function"
     # _track/nested.py (a control-flow primitive run outside jit; to move to _core/reasons/)
     EAGER_PRIMITIVE = "eager_primitive"
+    # _track/frontends/library_rows.py (a library's function built per call; idem)
+    LIBRARY_KERNEL = "library_kernel"
+    LIBRARY_BUILD = "library_build"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}

@@ -1,8 +1,15 @@
-"""A row for a jit a library makes around the user's code (keras' steps, numpyro's loops).
+"""Rows for jits of a library's functions around the user's code, and their words.
 
 Shared by the library adapters (``keras``, ``numpyro``): the row is the user's
 (not internal), named in the library's terms per owning object (another model's
 step is not this one rebuilt), with the jit's own static argnums and options.
+
+A function a library's factory builds around the user's values and the user jits
+(``jax.jit(blackjax.hmc(logdensity, step_size=s, ...).step)`` per step size) is a
+new function per build: its retrace is worded with what the user has (``hmc.step``,
+``step_size``) and the library's own lower-level builder (``build_kernel``), never
+the closure's inner names. The templates live here until the words move to
+``_core/reasons/``.
 """
 
 from __future__ import annotations
@@ -11,8 +18,27 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ... import _compat
+from ..._core import messages as M
+from ..._core.kinds import Fact, FixKind, ReasonKind
+from ..._core.report import Reason
 from ..records import Record
 from ..registry import REGISTRY, options_of
+
+#: The values when none of them is a variable of the user's (made inline in the call).
+NO_NAME = "the values you build it with"
+LIBRARY_CLOSURE_MSG = (
+    "`{spelled}` is a function {library} builds anew around the values passed to it{here}: each build is a new function to jax.jit, which compiled it again though "
+    "{count} earlier build(s) of the same code (defined at {defined_at}) had compiled."
+)
+LIBRARY_KERNEL_FIX = (
+    "Build `{part} = {factory}` once and jit one function of your own that takes {params} as "
+    "argument(s) and does what `{spelled}` does ({defined_at}) with them; pass {params} on "
+    "every call."
+)
+LIBRARY_BUILD_FIX = (
+    "Jit one function of your own that takes {params} as argument(s) and builds `{spelled}` "
+    "inside it with them, instead of jitting each build; pass {params} on every call."
+)
 
 
 def library_record(
@@ -39,3 +65,46 @@ def library_record(
     rec.options = options_of(options)
     steps[rec] = step
     return rec
+
+
+def library_closure_reasons(rec: Record, reasons: list[Reason]) -> list[Reason]:
+    """A library-built function jitted per build (``rec`` named ``blackjax: hmc.step_fn``):
+    its new-function reasons in the terms of the user and the library."""
+    if not any(r.kind is ReasonKind.NEW_FUNCTION and not r.expected for r in reasons):
+        return reasons
+    fn = rec.user_fn()
+    if fn is None:
+        return reasons
+    found = _compat.library_closure(fn, _compat.user_frame(_compat.caller(1)))
+    if found is None:
+        return reasons
+    return [_reworded(r, rec, found) if r.kind is ReasonKind.NEW_FUNCTION else r for r in reasons]
+
+
+def _reworded(r: Reason, rec: Record, c: _compat.LibraryClosure) -> Reason:
+    if r.expected:
+        return r
+    params = ", ".join(f"`{p}`" for p in c.params) or NO_NAME
+    count = REGISTRY.earlier_wrappers(rec)
+    msg = LIBRARY_CLOSURE_MSG.format(
+        spelled=c.spelled,
+        library=c.library,
+        here=f" (here {params})" if c.params else "",
+        count=count,
+        defined_at=rec.defined_at,
+    )
+    if c.part is not None:
+        kind = FixKind.LIBRARY_KERNEL
+        fix = LIBRARY_KERNEL_FIX.format(
+            part=c.part[0],
+            factory=c.part[1],
+            params=params,
+            spelled=c.spelled,
+            defined_at=rec.defined_at,
+        )
+    else:
+        kind = FixKind.LIBRARY_BUILD
+        fix = LIBRARY_BUILD_FIX.format(params=params, spelled=c.spelled)
+    before, after = f"{count} earlier build(s)", "new build"
+    out = M.with_fix(r, kind, fix, message=msg, path=c.spelled, before=before, after=after)
+    return out.with_facts(Fact.LIBRARY_MADE)
