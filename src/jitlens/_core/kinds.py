@@ -303,6 +303,8 @@ class FixKind(_Kind):
     # _track/frontends/library_rows.py (a library's function built per call; idem)
     LIBRARY_KERNEL = "library_kernel"
     LIBRARY_BUILD = "library_build"
+    # _track/frontends/numpyro.py (sequential chains; idem)
+    NUMPYRO_SEQUENTIAL = "numpyro_sequential"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}

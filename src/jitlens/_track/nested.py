@@ -278,6 +278,12 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
         primitive = EAGER_PRIMITIVES.get(outer)
         above = call if primitive is None and call is not None and call.record is rec else None
         tls.nested_pending = (b, primitive or rec.jax_name, above.frame_id if above else None)
+    elif outer is not None and not rec.internal:
+        enclosing = tls.building
+        if enclosing is not None and enclosing.record.internal and enclosing.record is not rec:
+            # a library's own transformation around the user's row (numpyro's pmap over
+            # chains): what it compiles next is this trace's code
+            tls.nested_pending = (b, enclosing.record.jax_name, None)
     if b.reasons and outer is not None:
         alone = len(b.reasons) == 1
         b.reasons = tuple(_under(rec, r, outer, alone, user_fn) for r in b.reasons)
