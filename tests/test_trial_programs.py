@@ -52,6 +52,16 @@ def test_keras_validation_split_fix_removes_the_retrace(keras_split: dict) -> No
     assert keras_split["after"]["test"]["traces"] == 1
 
 
+def test_keras_validation_data_s_ragged_batch_is_named_and_the_fix_works(keras_split: dict) -> None:
+    # the test step's batches of fit(validation_data=...) are cut from validation_data, not x
+    before, after = keras_split["data_before"], keras_split["data_after"]
+    assert (before["train"]["traces"], before["test"]["traces"]) == (1, 2)
+    assert before["test"]["path"] == "validation_data[0]"
+    assert "multiple of `batch_size` (32)" in before["test"]["fix"]
+    assert "do the same for the validation data" in before["test"]["fix"]
+    assert (after["train"]["traces"], after["test"]["traces"]) == (1, 1)
+
+
 def _pmap_retrace() -> list:
     """A jit called at top level, then inside ``jax.pmap``: its second trace's reasons."""
     import jax

@@ -24,6 +24,13 @@ ENTRIES = ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "pre
 _ROLES = {"train_step": "train", "test_step": "test", "predict_step": "predict"}
 #: The batch's parts, as ``unpack_x_y_sample_weight`` reads ``data``.
 DATA_PATHS = (("data[0]", "x"), ("data[1]", "y"), ("data[2]", "sample_weight"), ("data", "x"))
+#: The batch of ``fit``'s test step when the user passed ``validation_data``: cut from that.
+VALIDATION_PATHS = (
+    ("data[0]", "validation_data[0]"),
+    ("data[1]", "validation_data[1]"),
+    ("data[2]", "validation_data[2]"),
+    ("data", "validation_data"),
+)
 
 
 def _model_and_role(fun: Any) -> tuple[Any, str] | None:
@@ -66,12 +73,17 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
     if not entry:  # the user's own jax.jit of a step (no fit/evaluate/predict made it)
         return None
     cls = type(model).__name__
+    given = dict(facts)
+    validating = role == "test" and given.get("validation_data") and "validation_split" not in given
+    if validating and "validation_batch_size" in given:  # the batches validation cuts
+        rest = tuple(f for f in facts if f[0] != "batch_size")
+        facts = (("batch_size", given["validation_batch_size"]), *rest)
     return LibraryJit(
         library=MODULE,
         name=f"keras: {cls}.{entry} {role} step",
         entry=entry,
         role=role,
-        paths=DATA_PATHS,
+        paths=VALIDATION_PATHS if validating else DATA_PATHS,
         facts=facts,
         owner=_weak(model),
     )
@@ -92,6 +104,11 @@ def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str,
             split = f.f_locals.get("validation_split")
             if isinstance(split, float) and 0.0 < split < 1.0:  # fit's own split of x and y
                 facts += (("validation_split", split),)
+            elif f.f_locals.get("validation_data") is not None and entry == "fit":
+                facts += (("validation_data", True),)  # the test step's batches are cut from it
+                vbs = f.f_locals.get("validation_batch_size")
+                if isinstance(vbs, int):
+                    facts += (("validation_batch_size", vbs),)
     return entry, facts
 
 
