@@ -62,6 +62,16 @@ def test_keras_validation_data_s_ragged_batch_is_named_and_the_fix_works(keras_s
     assert (after["train"]["traces"], after["test"]["traces"]) == (1, 1)
 
 
+def test_keras_predict_then_predict_on_batch_is_named_and_the_fix_works(keras_split: dict) -> None:
+    # once: 'Pass `data` as the same kind of value on every call', a name the user never had
+    before, after = keras_split["mixed"]["before"], keras_split["mixed"]["after"]
+    assert before["traces"] == 2
+    assert before["fix"].startswith("Call one of them on this model: `predict(x, batch_size=B)`")
+    assert "or `predict_on_batch(x)` on every batch" in before["fix"]
+    assert after["traces"] == 1  # predict_on_batch on every batch
+    assert after["outputs"] == before["outputs"]
+
+
 def _pmap_retrace() -> list:
     """A jit called at top level, then inside ``jax.pmap``: its second trace's reasons."""
     import jax

@@ -6,7 +6,8 @@ compiles twice. jitlens' fix splits the validation data off by hand, each part i
 batches (480 / 96), passed as ``validation_data``: each step compiles once.
 Then ``validation_data`` of 120 samples: the test step's ragged batch is cut from it (once
 said to be cut from ``x``). Prints one ``TRUTH`` JSON line: per run, each keras step's
-traces, the fix printed and the culprit's path.
+traces, the fix printed and the culprit's path. Last, ``predict`` then ``predict_on_batch``
+on one model: keras hands its predict step the batch in two containers.
 """
 
 import json
@@ -51,9 +52,37 @@ val = (X[480:], Y[480:])
 data_before = fit(X[:480], Y[:480], validation_data=val)
 n = len(val[0]) // 32 * 32  # the fix as printed, done "for the validation data"
 data_after = fit(X[:480], Y[:480], validation_data=(val[0][:n], val[1][:n]))
+
+
+def predict(fixed: bool) -> dict:
+    """``predict`` on a set, then ``predict_on_batch`` on a batch of the same size."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)])
+    with jitlens.track() as t:
+        if fixed:  # the fix as printed: `predict_on_batch(x)` on every batch
+            first = np.concatenate([model.predict_on_batch(X[i : i + 32]) for i in (0, 32)])
+        else:
+            first = model.predict(X[:64], batch_size=32, verbose=0)
+        second = model.predict_on_batch(X[:32])
+    (fn,) = t.report().functions
+    reasons = [r for e in fn.events for r in e.reasons]
+    return {
+        "traces": fn.traces,
+        "fix": reasons[0].fix if reasons else "",
+        "outputs": [np.asarray(first).tolist(), np.asarray(second).tolist()],
+    }
+
+
+mixed = {"before": predict(fixed=False), "after": predict(fixed=True)}
 print(
     "TRUTH "
     + json.dumps(
-        {"before": before, "after": after, "data_before": data_before, "data_after": data_after}
+        {
+            "before": before,
+            "after": after,
+            "data_before": data_before,
+            "data_after": data_after,
+            "mixed": mixed,
+        }
     )
 )

@@ -73,20 +73,31 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
     if not entry:  # the user's own jax.jit of a step (no fit/evaluate/predict made it)
         return None
     cls = type(model).__name__
-    given = dict(facts)
-    validating = role == "test" and given.get("validation_data") and "validation_split" not in given
-    if validating and "validation_batch_size" in given:  # the batches validation cuts
-        rest = tuple(f for f in facts if f[0] != "batch_size")
-        facts = (("batch_size", given["validation_batch_size"]), *rest)
+    paths, facts = step_terms(role, facts)
     return LibraryJit(
         library=MODULE,
         name=f"keras: {cls}.{entry} {role} step",
         entry=entry,
         role=role,
-        paths=VALIDATION_PATHS if validating else DATA_PATHS,
+        paths=paths,
         facts=facts,
         owner=_weak(model),
     )
+
+
+def step_terms(
+    role: str, facts: tuple[tuple[str, Any], ...]
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, Any], ...]]:
+    """The user's names of a ``role`` step's batch and the facts its words use, for the
+    method running it (``entry_at``'s facts): ``fit(validation_data=...)``'s test step cuts
+    its batches from ``validation_data``, ``validation_batch_size`` of them when given."""
+    given = dict(facts)
+    if role != "test" or not given.get("validation_data") or "validation_split" in given:
+        return DATA_PATHS, facts
+    if "validation_batch_size" in given:
+        rest = tuple(f for f in facts if f[0] != "batch_size")
+        facts = (("batch_size", given["validation_batch_size"]), *rest)
+    return VALIDATION_PATHS, facts
 
 
 def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str, Any], ...]]:

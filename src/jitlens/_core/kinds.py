@@ -305,6 +305,8 @@ class FixKind(_Kind):
     LIBRARY_BUILD = "library_build"
     # _track/frontends/numpyro.py (sequential chains; idem)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
+    # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)
+    KERAS_MIXED = "keras_mixed"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}

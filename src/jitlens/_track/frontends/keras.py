@@ -18,9 +18,10 @@ from typing import Any
 
 from ... import _compat
 from ..._compat import keras_api
+from ..._core import messages as M
 from ..._core import messages_library as W
 from ..._core.key import Key
-from ..._core.kinds import RowKind
+from ..._core.kinds import FixKind, ReasonKind, RowKind
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
@@ -32,6 +33,20 @@ KIND = RowKind.KERAS
 
 #: record -> the keras step it is.
 STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
+#: record -> the method that ran its last trace (``predict``, ``predict_on_batch``).
+LAST_ENTRY: weakref.WeakKeyDictionary[Record, str] = weakref.WeakKeyDictionary()
+
+#: One step run by a whole-set method and its ``*_on_batch`` twin, which hand it the batch
+#: in different containers (``predict``: the array, ``predict_on_batch``: a tuple). The
+#: words live here until they move to ``_core/reasons/``.
+KERAS_MIXED_MSG = (
+    "`{now}` hands keras' {role} step the batch as {after}, `{then}` as {before}: one step, "
+    "two input structures, so it compiles once for each."
+)
+KERAS_MIXED_FIX = (
+    "Call one of them on this model: `{whole}(x, batch_size=B)` on every set, or `{batch}(x)` "
+    "on every batch (padded to one size B)."
+)
 
 
 def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
@@ -75,12 +90,31 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     step = STEPS.get(rec) if rec.kind == KIND else None
     if step is None:
         return reasons
+    then = LAST_ENTRY.get(rec, step.entry)
     model = step.owner() if step.owner is not None else None
     if model is not None:  # the method running now (evaluate reuses fit's test step)
         entry, facts = keras_api.entry_at(model, _compat.caller(1))
         if entry:
-            step = dataclasses.replace(step, entry=entry, facts=facts)
-    return [W.library_reason(step, r) for r in reasons]
+            paths, facts = keras_api.step_terms(step.role, facts)
+            step = dataclasses.replace(step, entry=entry, facts=facts, paths=paths)
+    LAST_ENTRY[rec] = step.entry
+    return [_mixed(step, then, r) or W.library_reason(step, r) for r in reasons]
+
+
+def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
+    """The batch's container changed because another of keras' methods ran the step."""
+    now = step.entry
+    pair = {now.removesuffix("_on_batch"), then.removesuffix("_on_batch")}
+    if r.kind is not ReasonKind.PYTREE_STRUCTURE or now == then or len(pair) != 1:
+        return None
+    if not r.path.startswith("data"):
+        return None
+    whole = pair.pop()
+    message = KERAS_MIXED_MSG.format(
+        now=now, then=then, role=step.role, before=r.before, after=r.after
+    )
+    fix = KERAS_MIXED_FIX.format(whole=whole, batch=f"{whole}_on_batch")
+    return M.with_fix(r, FixKind.KERAS_MIXED, fix, message=message, argument="x", path="x")
 
 
 class KerasFrontend(Frontend):
