@@ -178,6 +178,30 @@ def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported_and_the_fix_wo
     assert not [e for f in rows for e in f.events if e.kind == "retrace"]
 
 
+def test_an_eager_lax_cond_over_new_branches_counts_every_compile_and_the_fix_works() -> None:
+    """Both branches are traced per call; JAX's compile of ``cond`` is charged once per call
+    (it once waited for the next helper's compile and lost the first)."""
+    import jax
+
+    import jitlens
+
+    def pick(p, x):
+        return jax.lax.cond(p, lambda v: v + 1, lambda v: v - 1, x)
+
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        bad = [float(pick(i % 2 == 0, 1.0)) for i in range(3)]
+    rows = [f for f in t.report().functions if not f.internal]
+    assert sum(f.traces for f in rows) == 6  # two branches, three calls
+    assert sum(f.compiles for f in rows) == compiled.count("cond") == 3
+    (fix,) = {r.fix for f in rows for e in f.events for r in e.reasons}
+    assert fix.startswith("Put `@jax.jit` on `pick` ("), fix
+    fixed_pick = jax.jit(pick)  # the fix applied
+    with _jax_compiles() as compiled:
+        fixed = [float(fixed_pick(i % 2 == 0, 1.0)) for i in range(3)]
+    assert compiled.count("pick") == fixed_pick._cache_size() == 1
+    assert fixed == bad
+
+
 @pytest.mark.parametrize(
     ("program", "culprit", "rebuilt", "library"),
     [

@@ -301,8 +301,8 @@ def claim_compile(outer: EventBuilder, secs: float) -> None:
     pending = getattr(tls, "nested_pending", None)
     if pending is None or not outer.record.internal or pending[2] is not None:
         return
-    tls.nested_pending = None
     if outer.jax_name in PRIMITIVE_JITS.get(pending[1], (pending[1],)):
+        tls.nested_pending = None  # (another helper's compile in between keeps it waiting)
         _charge(pending[0], secs)
 
 
