@@ -72,6 +72,19 @@ def test_keras_predict_then_predict_on_batch_is_named_and_the_fix_works(keras_sp
     assert after["outputs"] == before["outputs"]
 
 
+def test_keras_steps_under_nnx_jit_are_the_users_rows_and_the_fix_works() -> None:
+    # KERAS_NNX_ENABLED=true: keras jits its steps with nnx.jit; jitlens once said "no
+    # jitted function was called" (the steps were flax-internal rows)
+    if importlib.util.find_spec("keras") is None or importlib.util.find_spec("flax") is None:
+        pytest.skip("keras and flax are needed")
+    truth = _truth("keras_nnx_fit.py")
+    before, after = truth["before"], truth["after"]
+    assert (before["name"], before["kind"]) == ("keras: Sequential.fit train step", "keras")
+    assert before["traces"] == before["compiles"] == before["jax_compiles"] == 2
+    assert "multiple of `batch_size` (16)" in before["fix"]
+    assert after["traces"] == after["compiles"] == after["jax_compiles"] == 1
+
+
 def _pmap_retrace() -> list:
     """A jit called at top level, then inside ``jax.pmap``: its second trace's reasons."""
     import jax

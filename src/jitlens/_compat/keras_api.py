@@ -33,22 +33,33 @@ VALIDATION_PATHS = (
 )
 
 
+#: ``make_*_function`` -> the role of the step it jits (a closure over the model, ``self``:
+#: ``predict_step``, or with ``KERAS_NNX_ENABLED`` a lambda calling ``train_step``).
+_MAKERS = {
+    "make_train_function": "train",
+    "make_test_function": "test",
+    "make_predict_function": "predict",
+}
+
+
 def _model_and_role(fun: Any) -> tuple[Any, str] | None:
     owner = getattr(fun, "__self__", None)
     name = getattr(fun, "__name__", None)
     if owner is not None and name in ("train_step", "test_step"):
         return owner, _ROLES[name]
     code = getattr(fun, "__code__", None)
+    qualname = getattr(code, "co_qualname", "")
+    maker = qualname.partition(".<locals>.")[0].rpartition(".")[2]
     if (
         code is not None
-        and code.co_name == "predict_step"
-        and "make_predict_function" in getattr(code, "co_qualname", "")
+        and code.co_name in ("predict_step", "<lambda>")
+        and maker in _MAKERS
         and package_of(fun) == MODULE
     ):
         for var, cell in zip(code.co_freevars, fun.__closure__ or (), strict=False):
             if var == "self":
                 try:
-                    return cell.cell_contents, "predict"
+                    return cell.cell_contents, _MAKERS[maker]
                 except ValueError:
                     return None
     return None

@@ -117,6 +117,18 @@ def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
     return M.with_fix(r, FixKind.KERAS_MIXED, fix, message=message, argument="x", path="x")
 
 
+def adopt(rec: Record, fn: Any) -> bool:
+    """keras' step jitted by ``nnx.jit`` (``KERAS_NNX_ENABLED``): its row, in keras' terms."""
+    step = keras_api.step_of(fn, _compat.caller(1))
+    if step is None:
+        return False
+    rec.kind = KIND
+    rec.internal = False
+    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
+    STEPS[rec] = step
+    return True
+
+
 class KerasFrontend(Frontend):
     """keras's jits around the user's model: nothing to patch, rows from ``jax.jit``."""
 
@@ -130,6 +142,9 @@ class KerasFrontend(Frontend):
         self, fun: Any, info: Any
     ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
         return untracked(fun, info)
+
+    def adopt(self, rec: Record, fn: Any) -> bool:
+        return adopt(rec, fn)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         return reword(rec, reasons, key)
