@@ -450,3 +450,59 @@ def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) 
     # the fix applied: one compile for both chains, the same draws
     assert vec["traces"] == vec["compiles"] == vec["jax_compiles"] == 1, vec
     assert vec["mean"] == pytest.approx(seq["mean"], rel=1e-5)
+
+
+class _Projection:
+    """PlasmaControl/DESC#1191's shape: a jitted method with ``self`` static, the object
+    rebuilt per outer iteration, holding arrays."""
+
+    traces = 0
+
+    def __init__(self, n: int) -> None:
+        import jax.numpy as jnp
+
+        self.n = n
+        self.w = jnp.ones(n)
+
+    def _compute(self, x):
+        _Projection.traces += 1
+        return (self.w * x).sum()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="PlasmaControl/DESC#1191: a method jitted with `self` static, the object rebuilt "
+    "per iteration, gets the fix 'Make `Proj` a frozen dataclass so equal configurations "
+    "compare equal': `self` holds a jax Array, so the frozen dataclass cannot be hashed "
+    "(jit raises TypeError). The fix that works (tested here: 3 traces -> 1, same values): "
+    "register the class as a pytree (`jax.tree_util.register_dataclass`, arrays as data) and "
+    "jit without `static_argnums`. messages_static._identity_fix (words); lead to fix after merge",
+)
+def test_a_static_self_holding_arrays_gets_the_pytree_fix() -> None:
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    compute = functools.partial(jax.jit, static_argnums=0)(_Projection._compute)
+    x = jnp.ones(4)
+    _Projection.traces = 0
+    with jitlens.track() as t:
+        bad = [float(compute(_Projection(4), x)) for _ in range(3)]
+    assert _Projection.traces == 3
+    # the fix that works: the class a pytree, `self` a traced argument
+    import dataclasses
+
+    @functools.partial(jax.tree_util.register_dataclass, data_fields=["w"], meta_fields=["n"])
+    @dataclasses.dataclass
+    class Projection:
+        n: int
+        w: jax.Array
+
+    fixed_compute = jax.jit(lambda p, x: (p.w * x).sum())
+    fixed = [float(fixed_compute(Projection(4, jnp.ones(4)), x)) for _ in range(3)]
+    assert fixed_compute._cache_size() == 1 and fixed == bad
+    fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
+    assert fixes and all("frozen dataclass" not in f for f in fixes), fixes
