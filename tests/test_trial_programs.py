@@ -349,6 +349,57 @@ def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() 
     assert all(bool((a == b).all()) for a, b in zip(fixed, bad, strict=True))
 
 
+def test_a_blackjax_step_passed_as_a_static_kernel_per_step_size_and_the_fix_works() -> None:
+    """blackjax's quickstart ``inference_loop(rng_key, kernel, ...)`` with ``kernel`` static,
+    given ``hmc.step`` built per step size: once 'Define the function once at module level
+    (`def step_fn(...)`)', blackjax's inner name."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import functools
+
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    def logdensity(x):
+        return -0.5 * jnp.sum(x**2)
+
+    def build(step_size):
+        return blackjax.hmc(logdensity, step_size, jnp.ones(2), num_integration_steps=2)
+
+    def loop(rng_key, kernel, initial_state):
+        def one_step(state, key):
+            state, _ = kernel(key, state)
+            return state, state.position
+
+        return jax.lax.scan(one_step, initial_state, jax.random.split(rng_key, 3))[1]
+
+    bad = []
+    with jitlens.track() as t:
+        inference_loop = functools.partial(jax.jit, static_argnums=1)(loop)
+        for step_size in (0.1, 0.2):
+            hmc = build(step_size)
+            bad.append(inference_loop(jax.random.key(0), hmc.step, hmc.init(jnp.ones(2))))
+    assert inference_loop._cache_size() == 2
+    (reason,) = [r for f in t.report().functions for e in f.events for r in e.reasons]
+    assert "`kernel` is `hmc.step`" in reason.message and "(here `step_size`)" in reason.message
+    assert reason.fix.startswith("Pass `step_size` to `loop` as argument(s) instead, and build "), (
+        reason.fix
+    )
+
+    # the fix applied: step_size an argument, the step built inside the jitted loop
+    @jax.jit
+    def fixed_loop(rng_key, step_size, initial_state):
+        return loop(rng_key, build(step_size).step, initial_state)
+
+    state = build(0.1).init(jnp.ones(2))
+    fixed = [fixed_loop(jax.random.key(0), s, state) for s in (0.1, 0.2)]
+    assert fixed_loop._cache_size() == 1
+    assert all(bool(jnp.allclose(a, b)) for a, b in zip(fixed, bad, strict=True))
+
+
 def test_a_blackjax_vi_step_rebuilt_per_learning_rate_gets_the_build_under_jit_fix() -> None:
     """No lower-level builder in the closure (meanfield VI over an optax optimizer): the fix
     builds the step inside one jitted function of the user's, the value an argument."""

@@ -303,6 +303,7 @@ class FixKind(_Kind):
     # _track/frontends/library_rows.py (a library's function built per call; idem)
     LIBRARY_KERNEL = "library_kernel"
     LIBRARY_BUILD = "library_build"
+    LIBRARY_STATIC = "library_static"
     # _track/frontends/numpyro.py (sequential chains; idem)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)

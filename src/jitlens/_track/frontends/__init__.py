@@ -42,8 +42,11 @@ class JaxJitFrontend(Frontend):
         return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
-        named = isinstance(rec.code_key, tuple) and rec.code_key[:1] == ("library",)
-        if rec.internal or not named:
+        if rec.internal:
+            return reasons
+        # a library-built function passed as a static argument, built anew per call
+        reasons = library_rows.library_static_reasons(reasons, rec.name)
+        if not (isinstance(rec.code_key, tuple) and rec.code_key[:1] == ("library",)):
             return reasons
         # a library's function the user jitted, built anew per call of its factory
         return library_rows.library_closure_reasons(rec, reasons)

@@ -107,7 +107,7 @@ def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
     pair = {now.removesuffix("_on_batch"), then.removesuffix("_on_batch")}
     if r.kind is not ReasonKind.PYTREE_STRUCTURE or now == then or len(pair) != 1:
         return None
-    if not r.path.startswith("data"):
+    if r.argument != "data":  # the step's batch, not its state
         return None
     whole = pair.pop()
     message = KERAS_MIXED_MSG.format(

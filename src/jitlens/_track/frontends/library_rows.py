@@ -35,6 +35,14 @@ LIBRARY_KERNEL_FIX = (
     "argument(s) and does what `{spelled}` does ({defined_at}) with them; pass {params} on "
     "every call."
 )
+LIBRARY_STATIC_MSG = (
+    "`{arg}` is `{spelled}`, a function {library} builds anew around the values passed to "
+    "it{here}: a static function compares by identity, so each build is a new key."
+)
+LIBRARY_STATIC_FIX = (
+    "Pass {params} to `{fn}` as argument(s) instead, and build `{spelled}` inside it from them "
+    "(the {library} call that made it, run under jit): one compile for every value."
+)
 LIBRARY_BUILD_FIX = (
     "Jit one function of your own that takes {params} as argument(s) and builds `{spelled}` "
     "inside it with them, instead of jitting each build; pass {params} on every call."
@@ -108,3 +116,42 @@ def _reworded(r: Reason, rec: Record, c: _compat.LibraryClosure) -> Reason:
     before, after = f"{count} earlier build(s)", "new build"
     out = M.with_fix(r, kind, fix, message=msg, path=c.spelled, before=before, after=after)
     return out.with_facts(Fact.LIBRARY_MADE)
+
+
+def library_static_reasons(reasons: list[Reason], fn_name: str) -> list[Reason]:
+    """A library-built function passed as a static argument, built anew per call
+    (blackjax's ``inference_loop(key, nuts.step, ...)`` per step size): in the terms of the
+    user and the library."""
+    out = []
+    for r in reasons:
+        value = _static_value(r) if r.kind is ReasonKind.IDENTITY_STATIC else None
+        found = (
+            _compat.library_closure(value, _compat.user_frame(_compat.caller(1)))
+            if value is not None
+            else None
+        )
+        if found is None:
+            out.append(r)
+            continue
+        params = ", ".join(f"`{p}`" for p in found.params) or NO_NAME
+        arg = r.argument or r.path
+        msg = LIBRARY_STATIC_MSG.format(
+            arg=arg,
+            spelled=found.spelled,
+            library=found.library,
+            here=f" (here {params})" if found.params else "",
+        )
+        fix = LIBRARY_STATIC_FIX.format(
+            params=params, fn=fn_name, spelled=found.spelled, library=found.library
+        )
+        r = M.with_fix(r, FixKind.LIBRARY_STATIC, fix, message=msg)
+        out.append(r.with_facts(Fact.LIBRARY_MADE))
+    return out
+
+
+def _static_value(r: Reason) -> Any:
+    """The object a changed identity-compared static holds now (alive during the call)."""
+    if len(r.entries) < 2 or r.entries[1] is None:
+        return None
+    static = getattr(r.entries[1], "static", None)
+    return static.value() if static is not None else None
