@@ -216,6 +216,46 @@ def test_an_eager_lax_cond_over_new_branches_counts_every_compile_and_the_fix_wo
     assert fixed == bad
 
 
+def test_numpyro_predictive_called_per_key_is_reported_and_the_fix_works() -> None:
+    """numpyro's ``Predictive`` maps the model with ``lax.map`` outside jit, over a function
+    it builds per call: every call traces the model and compiles again; jitlens once said
+    "no jitted function was called"."""
+    if importlib.util.find_spec("numpyro") is None:
+        pytest.skip("numpyro is not installed")
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import Predictive
+
+    import jitlens
+
+    traces = [0]
+
+    def model(x, y=None):
+        traces[0] += 1
+        w = numpyro.sample("w", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(w * x, 1.0), obs=y)
+
+    x = jnp.linspace(0.0, 1.0, 4)
+    pred = Predictive(model, {"w": jnp.ones(3)})
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        bad = [float(pred(jax.random.key(i), x)["y"].mean()) for i in range(3)]
+    assert traces[0] == compiled.count("scan") == 3
+    (row,) = [f for f in t.report().functions if not f.internal]
+    assert row.name == "numpyro: Predictive.__call__"
+    assert (row.traces, row.compiles) == (3, 3)
+    fixes = {r.fix for e in row.events for r in e.reasons}
+    (fix,) = fixes
+    assert fix.startswith("Jit the call once, before the loop: `pred_jit = jax.jit(pred)`"), fix
+
+    traces[0] = 0
+    pred_jit = jax.jit(pred)  # the fix applied
+    fixed = [float(pred_jit(jax.random.key(i), x)["y"].mean()) for i in range(3)]
+    assert traces[0] == pred_jit._cache_size() == 1
+    assert fixed == pytest.approx(bad)
+
+
 @pytest.mark.parametrize(
     ("program", "culprit", "rebuilt", "library"),
     [

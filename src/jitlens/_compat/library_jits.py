@@ -304,6 +304,44 @@ def _spelled(fn: Any, local: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class LibraryEntry:
+    """Where the user's code called into one of :data:`LIBRARIES` (numpyro's
+    ``Predictive.__call__``), found from a frame inside the library."""
+
+    library: str
+    #: The outermost library function below the user's frame, as ``Class.method``.
+    entry: str
+    #: The entry's code (stable across calls: one row per entry point).
+    code: Any
+    #: The user's variable holding the object whose method is the entry (``pred``), or "".
+    spelled: str
+
+
+def library_entry(frame: FrameType | None, limit: int = 40) -> LibraryEntry | None:
+    """The library call the user made that is running at ``frame`` (a frame of one of
+    :data:`LIBRARIES`), or None when no user frame is above it."""
+    top = library_of_file(frame.f_code.co_filename, LIBRARIES) if frame is not None else None
+    if top is None:
+        return None
+    entry = None
+    for f in frames_up(frame, limit):
+        filename = f.f_code.co_filename
+        if is_user_file(filename):
+            if entry is None:
+                return None
+            code = entry.f_code
+            owner = entry.f_locals.get("self")
+            spelled = ""
+            if owner is not None:
+                spelled = next((k for k, v in f.f_locals.items() if v is owner), "")
+            name = getattr(code, "co_qualname", code.co_name)
+            return LibraryEntry(top, name, code, spelled)
+        if library_of_file(filename, (top,)) is not None:
+            entry = f
+    return None
+
+
 def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:
     out = []
     f = frame

@@ -12,6 +12,7 @@ from its source line. Both are best-effort and degrade to None.
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import re
@@ -125,24 +126,44 @@ def user_body(fun: Any, depth: int = 3) -> Any:
     """The user's function a control-flow primitive traces as ``fun``, or None.
 
     ``lax.map(f, xs)`` traces a lambda of its own around ``f``, ``lax.fori_loop``
-    a ``_fori_body_fun`` closure holding a weak reference to it: the user's function
-    is found in their closures (functions and weak references to them only, no
-    attribute reads), at most ``depth`` closures down.
+    a ``_fori_body_fun`` closure holding a weak reference to it, numpyro's
+    ``Predictive`` a closure over the user's model inside a handler object: the
+    user's function is found in closures, weak references, ``functools.partial``
+    and the instance dictionaries of wrapper objects (``handlers.mask(fn=model)``;
+    no attribute is read through Python code), at most ``depth`` levels down.
     """
-    code = getattr(fun, "__code__", None)
-    if code is None or depth < 0:
+    if depth < 0 or fun is None:
         return None
-    if is_user_file(code.co_filename):
+    code = getattr(fun, "__code__", None)
+    if code is not None and is_user_file(code.co_filename):
         return fun
-    for cell in getattr(fun, "__closure__", None) or ():
+    for value in _inner_callables(fun):
+        found = user_body(value, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _inner_callables(fun: Any) -> list[Any]:
+    """The callables ``fun`` holds: its closure's, a partial's function, a wrapper's fields."""
+    if isinstance(fun, functools.partial):
+        return [fun.func]
+    if hasattr(fun, "__code__"):
+        values = []
+        for cell in getattr(fun, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                continue
+    else:
         try:
-            value = cell.cell_contents
-        except ValueError:
-            continue
+            values = list(object.__getattribute__(fun, "__dict__").values())[:16]
+        except (AttributeError, TypeError):
+            return []
+    out = []
+    for value in values:
         if isinstance(value, weakref.ref):
             value = value()
-        if callable(value) and hasattr(value, "__code__"):
-            found = user_body(value, depth - 1)
-            if found is not None:
-                return found
-    return None
+        if callable(value) and not isinstance(value, type):
+            out.append(value)
+    return out

@@ -300,6 +300,7 @@ class FixKind(_Kind):
     DIFFERENT_FUNCTION = "different_function"
     # _track/nested.py (a control-flow primitive run outside jit; to move to _core/reasons/)
     EAGER_PRIMITIVE = "eager_primitive"
+    LIBRARY_EAGER = "library_eager"
     # _track/frontends/library_rows.py (a library's function built per call; idem)
     LIBRARY_KERNEL = "library_kernel"
     LIBRARY_BUILD = "library_build"

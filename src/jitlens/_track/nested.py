@@ -25,7 +25,7 @@ from .._compat import transforms_api
 from .._core import messages as M
 from .._core import messages_transforms as W
 from .._core.explain import data_free_vars
-from .._core.kinds import EventKind, FixKind, ReasonKind, RowKind, SubjectKind
+from .._core.kinds import EventKind, Fact, FixKind, ReasonKind, RowKind, SubjectKind
 from .._core.report import Reason
 from . import calls
 from .calls import find_call
@@ -63,8 +63,19 @@ EAGER_PRIMITIVE_FIX = (
     "(arguments that set shapes or branches: `static_argnames`)."
 )
 
+LIBRARY_EAGER_MSG = (
+    "{library}'s `{entry}` runs {outer} outside jit over a function it builds on every call "
+    "around your `{name}`: JAX traced `{name}` and compiled {outer} again."
+)
+LIBRARY_EAGER_FIX = (
+    "Jit the call once, before the loop: `{v}_jit = jax.jit({v})`, then call `{v}_jit(...)` "
+    "instead of `{v}(...)`: {outer} is traced once per input shape and reused."
+)
+
 #: (the body's code, the primitive) -> its record; the last body object it traced (weakly).
 _EAGER: dict[tuple[Any, str], tuple[Record, Any]] = {}
+#: A library's eager row's id -> the library call the user made, and the user's function.
+_LIBRARY_LAST: dict[int, tuple[_compat.LibraryEntry, str]] = {}
 #: An eager row's id -> its body's name, its last trace's caller (name, first line, line)
 #: and whether that trace's body was a new function.
 _LAST: dict[int, tuple[str, tuple[str, int, int], bool]] = {}
@@ -123,8 +134,10 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
     if outer not in EAGER_PRIMITIVES:
         return None
     caller = transforms_api.eager_caller(frame)
-    if caller is None or not _compat.is_user_file(caller.f_code.co_filename):
-        return None  # a library's own loop: its business
+    if caller is None:
+        return None
+    if not _compat.is_user_file(caller.f_code.co_filename):
+        return _library_eager_record(fun, caller, outer)
     body = transforms_api.user_body(fun)
     code = getattr(body, "__code__", None)
     if code is None:
@@ -151,6 +164,33 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
     return rec
 
 
+def _library_eager_record(fun: Any, caller: FrameType, outer: str) -> Record | None:
+    """A primitive one of the libraries runs outside jit around the user's code (numpyro's
+    ``Predictive`` maps the user's model with ``lax.map``): a row named after the library
+    call the user made, one per entry point."""
+    entry = _compat.library_entry(caller)
+    body = transforms_api.user_body(fun, depth=4)
+    if entry is None or body is None:
+        return None  # a library's own loop over its own code: its business
+    key = (entry.code, outer)
+    with REGISTRY.lock:
+        hit = _EAGER.get(key)
+        if hit is None:
+            rec = REGISTRY.new_record(
+                RowKind.LAX,
+                body,
+                user_fn=body,
+                counts_calls=False,
+                jax_name=EAGER_PRIMITIVES[outer],
+            )
+            rec.internal = False
+            REGISTRY.rename(rec, f"{entry.library}: {entry.entry}")
+            hit = _EAGER[key] = (rec, None)
+        rec = hit[0]
+        _LIBRARY_LAST[rec.id] = (entry, getattr(body, "__name__", "?"))
+    return rec
+
+
 def _weak(fn: Any) -> Any:
     try:
         return weakref.ref(fn)
@@ -166,6 +206,9 @@ def _describe_eager(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | N
         return
     tls.nested_pending = (b, primitive, None)
     if rec.traces <= 1:
+        return
+    if rec.id in _LIBRARY_LAST:
+        _library_retrace(rec, b, outer or "", *_LIBRARY_LAST[rec.id])
         return
     last = _LAST.get(rec.id)
     if last is None:
@@ -205,6 +248,37 @@ def _describe_eager(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | N
     )
     b.kind = EventKind.RETRACE
     b.reasons = (r,)
+
+
+def _library_retrace(
+    rec: Record, b: EventBuilder, outer: str, entry: _compat.LibraryEntry, name: str
+) -> None:
+    """A library's eager primitive traced the user's function again: the call is the culprit."""
+    short = entry.entry.removesuffix(".__call__")
+    msg = LIBRARY_EAGER_MSG.format(library=entry.library, entry=short, outer=outer, name=name)
+    if entry.spelled:
+        fk, fix = FixKind.LIBRARY_EAGER, LIBRARY_EAGER_FIX.format(v=entry.spelled, outer=outer)
+    else:
+        fk, fix = (
+            FixKind.EAGER_PRIMITIVE,
+            EAGER_PRIMITIVE_FIX.format(
+                target=f"a function of your own that calls `{short}`", outer=outer
+            ),
+        )
+    r = M.new_function(name, str(RowKind.LAX), rec.defined_at, rec.traces - 1, False, False)
+    before, after = f"{rec.traces - 1} earlier call(s)", f"a new {outer} body"
+    r = M.with_fix(
+        r,
+        fk,
+        fix,
+        message=msg,
+        path=rec.name,
+        subject=SubjectKind.CLOSURE,
+        before=before,
+        after=after,
+    )
+    b.kind = EventKind.RETRACE
+    b.reasons = (r.with_facts(Fact.LIBRARY_MADE),)
 
 
 def describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -> None:
