@@ -23,6 +23,8 @@ from .. import _compat
 from .._compat import transforms_api
 from .._core import messages as M
 from .._core.kinds import EventKind, Fact, FixKind, RowKind, SubjectKind
+from . import calls
+from .frontend import frontend_of
 from .records import EventBuilder, Record
 from .registry import REGISTRY
 from .state import tls
@@ -64,6 +66,9 @@ LIBRARY_EAGER_FIX = (
     "instead of `{v}(...)`: {outer} is traced once per input shape and reused."
 )
 
+#: Packages whose callable objects handed to a primitive are jits with rows of their own.
+_JIT_OWNERS = frozenset({"jax", "jaxlib", "flax", "equinox"})
+
 #: (the body's code, the primitive) -> its record; the last body object it traced (weakly).
 _EAGER: dict[tuple[Any, str], tuple[Record, Any]] = {}
 #: A library's eager row's id -> the library call the user made, and the user's function.
@@ -84,6 +89,10 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
     """
     if tls.depth != 0:
         return None  # inside a jit: the primitive is traced with the jit, once per jit trace
+    if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
+        return None  # a jit scanned: its own trace inside is counted on its own row
+    if frontend_of(fun) is not None or type(fun).__module__.split(".")[0] in _JIT_OWNERS:
+        return None  # a library's jit object (eqx.filter_jit, nnx.jit): likewise
     outer = transforms_api.outer_transformation(frame)
     if outer not in EAGER_PRIMITIVES:
         return None
