@@ -66,8 +66,9 @@ LIBRARY_EAGER_FIX = (
     "instead of `{v}(...)`: {outer} is traced once per input shape and reused."
 )
 
-#: Packages whose callable objects handed to a primitive are jits with rows of their own.
-_JIT_OWNERS = frozenset({"jax", "jaxlib", "flax", "equinox"})
+#: Packages whose callable objects handed to a primitive are theirs (jits with rows of
+#: their own, wrappers), not a body of the user's.
+_JIT_OWNERS = frozenset(_compat.FRAMEWORK_PACKAGES)
 
 #: (the body's code, the primitive) -> its record; the last body object it traced (weakly).
 _EAGER: dict[tuple[Any, str], tuple[Record, Any]] = {}
@@ -92,7 +93,7 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
     if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
         return None  # a jit scanned: its own trace inside is counted on its own row
     if frontend_of(fun) is not None or type(fun).__module__.split(".")[0] in _JIT_OWNERS:
-        return None  # a library's jit object (eqx.filter_jit, nnx.jit): likewise
+        return None  # a framework's callable object (a library's jit): likewise
     outer = transforms_api.outer_transformation(frame)
     if outer not in EAGER_PRIMITIVES:
         return None
