@@ -1489,7 +1489,7 @@ _TEMPLATE_MODULES = {
     "jitlens._track.frontends.equinox.words": "EQX_",
     "jitlens._core.messages_library": "",
     "jitlens._track.eager": "",  # EAGER_PRIMITIVE_FIX, LIBRARY_EAGER_FIX, until _core/reasons/
-    "jitlens._track.frontends.library_rows": "",  # LIBRARY_{KERNEL,BUILD,STATIC}_FIX, idem
+    "jitlens._track.frontends.library_rows": "",  # LIBRARY_{KERNEL,BUILD,STATIC,CALL}_FIX
     "jitlens._track.frontends.numpyro": "",  # NUMPYRO_SEQUENTIAL_FIX, idem
     "jitlens._track.frontends.keras": "",  # KERAS_MIXED_FIX, idem
 }

@@ -440,6 +440,45 @@ def test_a_blackjax_step_passed_as_a_static_kernel_per_step_size_and_the_fix_wor
     assert all(bool(jnp.allclose(a, b)) for a, b in zip(fixed, bad, strict=True))
 
 
+def test_a_blackjax_warmup_run_per_seed_gets_the_jit_your_call_fix() -> None:
+    """``window_adaptation(...).run`` per seed: blackjax jits a new function inside every
+    ``run``; the fix once told the user to jit blackjax's own closure."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    def logdensity(x):
+        return -0.5 * jnp.sum(x**2)
+
+    def adapt(seed):
+        warmup = blackjax.window_adaptation(blackjax.hmc, logdensity, num_integration_steps=2)
+        (_, params), _ = warmup.run(jax.random.key(seed), jnp.ones(2), num_steps=3)
+        return float(params["step_size"])
+
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        bad = [adapt(seed) for seed in range(2)]
+    rows = [f for f in t.report().functions if not f.internal]
+    assert sum(f.traces for f in rows) == compiled.count("scan") == 2
+    (reason,) = [r for f in rows for e in f.events for r in e.reasons]
+    assert reason.path == "warmup.run"
+    fix = reason.fix
+    assert "`run_jit = jax.jit(warmup.run, static_argnames=('num_steps',))`" in fix, fix
+
+    # the fix applied: warmup built once, its run jitted once
+    warmup = blackjax.window_adaptation(blackjax.hmc, logdensity, num_integration_steps=2)
+    run_jit = jax.jit(warmup.run, static_argnames=("num_steps",))
+    fixed = [
+        float(run_jit(jax.random.key(seed), jnp.ones(2), num_steps=3)[0][1]["step_size"])
+        for seed in range(2)
+    ]
+    assert run_jit._cache_size() == 1
+    assert fixed == pytest.approx(bad, rel=1e-5)
+
+
 def test_a_blackjax_vi_step_rebuilt_per_learning_rate_gets_the_build_under_jit_fix() -> None:
     """No lower-level builder in the closure (meanfield VI over an optax optimizer): the fix
     builds the step inside one jitted function of the user's, the value an argument."""

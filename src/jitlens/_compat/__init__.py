@@ -78,6 +78,7 @@ from .library_jits import LibraryClosure as LibraryClosure
 from .library_jits import LibraryEntry as LibraryEntry
 from .library_jits import LibraryJit as LibraryJit
 from .library_jits import built_by_library as built_by_library
+from .library_jits import library_call_above as library_call_above
 from .library_jits import library_closure as library_closure
 from .library_jits import library_entry as library_entry
 from .library_jits import library_name as library_name

@@ -316,6 +316,11 @@ class LibraryEntry:
     code: Any
     #: The user's variable holding the object whose method is the entry (``pred``), or "".
     spelled: str
+    #: How the user's code reaches the entry function (``warmup.run``, ``pred``), or "".
+    callee: str = ""
+    #: The entry's parameters holding Python ints or strings now (``num_steps``): static
+    #: under a jit of the call (they set lengths or branches).
+    statics: tuple[str, ...] = ()
 
 
 def library_entry(frame: FrameType | None, limit: int = 40) -> LibraryEntry | None:
@@ -336,10 +341,50 @@ def library_entry(frame: FrameType | None, limit: int = 40) -> LibraryEntry | No
             if owner is not None:
                 spelled = next((k for k, v in f.f_locals.items() if v is owner), "")
             name = getattr(code, "co_qualname", code.co_name)
-            return LibraryEntry(top, name, code, spelled)
+            callee = spelled or _callee(code, f.f_locals)
+            return LibraryEntry(top, name, code, spelled, callee, _statics(entry))
         if library_of_file(filename, (top,)) is not None:
             entry = f
     return None
+
+
+def library_call_above(frame: FrameType | None, limit: int = 60) -> LibraryEntry | None:
+    """The library call the user made that is running above ``frame`` (a frame of JAX or
+    of jitlens), or None when the user's code is reached first."""
+    for f in frames_up(frame, limit):
+        filename = f.f_code.co_filename
+        if library_of_file(filename, LIBRARIES) is not None:
+            return library_entry(f, limit)
+        if is_user_file(filename):
+            return None
+    return None
+
+
+def _callee(code: Any, local: dict[str, Any]) -> str:
+    """``warmup.run``: the user's variable, or a field of one, whose function runs ``code``."""
+    for name, v in local.items():
+        if getattr(getattr(v, "__func__", v), "__code__", None) is code:
+            return name
+    for name, v in local.items():
+        fields = getattr(type(v), "_fields", None) or list(getattr(v, "__dict__", {}))[:32]
+        for attr in fields if isinstance(fields, (tuple, list)) else ():
+            try:
+                field = getattr(v, attr, None)
+            except Exception:
+                continue
+            if getattr(getattr(field, "__func__", field), "__code__", None) is code:
+                return f"{name}.{attr}"
+    return ""
+
+
+def _statics(entry: FrameType) -> tuple[str, ...]:
+    """The entry's parameters holding a Python int, bool or string now."""
+    code = entry.f_code
+    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    local = entry.f_locals
+    return tuple(
+        p for p in params if p != "self" and isinstance(local.get(p), (int, str)) and p in local
+    )
 
 
 def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:

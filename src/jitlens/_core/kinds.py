@@ -305,6 +305,7 @@ class FixKind(_Kind):
     LIBRARY_KERNEL = "library_kernel"
     LIBRARY_BUILD = "library_build"
     LIBRARY_STATIC = "library_static"
+    LIBRARY_CALL = "library_call"
     # _track/frontends/numpyro.py (sequential chains; idem)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)

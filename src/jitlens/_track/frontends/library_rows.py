@@ -43,6 +43,15 @@ LIBRARY_STATIC_FIX = (
     "Pass {params} to `{fn}` as argument(s) instead, and build `{spelled}` inside it from them "
     "(the {library} call that made it, run under jit): one compile for every value."
 )
+LIBRARY_CALL_MSG = (
+    "{library}'s `{entry}` jits a new function on every call: each is new to jax.jit, which "
+    "compiled it again ({count} earlier one(s) of the same code)."
+)
+LIBRARY_CALL_FIX = (
+    "Jit your call once, before the loop, over objects built once: `{short}_jit = "
+    "jax.jit({callee}{static})`, then call `{short}_jit(...)`: {library}'s jit inside is "
+    "traced with it, once per input shape."
+)
 LIBRARY_BUILD_FIX = (
     "Jit one function of your own that takes {params} as argument(s) and builds `{spelled}` "
     "inside it with them, instead of jitting each build; pass {params} on every call."
@@ -85,7 +94,10 @@ def library_closure_reasons(rec: Record, reasons: list[Reason]) -> list[Reason]:
         return reasons
     found = _compat.library_closure(fn, _compat.user_frame(_compat.caller(1)))
     if found is None:
-        return reasons
+        call = _compat.library_call_above(_compat.caller(1))
+        if call is None or not call.callee:
+            return reasons
+        return [_library_call(r, rec, call) for r in reasons]
     return [_reworded(r, rec, found) if r.kind is ReasonKind.NEW_FUNCTION else r for r in reasons]
 
 
@@ -155,3 +167,24 @@ def _static_value(r: Reason) -> Any:
         return None
     static = getattr(r.entries[1], "static", None)
     return static.value() if static is not None else None
+
+
+def _library_call(r: Reason, rec: Record, call: _compat.LibraryEntry) -> Reason:
+    """A jit the library made inside the call the user made, new on every call."""
+    if r.kind is not ReasonKind.NEW_FUNCTION or r.expected:
+        return r
+    entry = call.entry.removesuffix(".__call__").replace(".<locals>", "")
+    msg = LIBRARY_CALL_MSG.format(
+        library=call.library,
+        entry=entry,
+        count=REGISTRY.earlier_wrappers(rec),
+    )
+    static = f", static_argnames={call.statics!r}" if call.statics else ""
+    fix = LIBRARY_CALL_FIX.format(
+        short=call.callee.rpartition(".")[2],
+        callee=call.callee,
+        static=static,
+        library=call.library,
+    )
+    out = M.with_fix(r, FixKind.LIBRARY_CALL, fix, message=msg, path=call.callee)
+    return out.with_facts(Fact.LIBRARY_MADE)
