@@ -133,8 +133,12 @@ def _library_eager_record(fun: Any, caller: FrameType, outer: str) -> Record | N
     ``Predictive`` maps the user's model with ``lax.map``): a row named after the library
     call the user made, one per entry point."""
     entry = _compat.library_entry(caller)
+    if entry is None or not entry.spelled or not entry.entry.endswith(".__call__"):
+        # only a call of a library object the user holds can be jitted whole (`pred`);
+        # a method's own eager helpers (MCMC.run's postprocessing) are the library's business
+        return None
     body = transforms_api.user_body(fun, depth=4)
-    if entry is None or body is None:
+    if body is None:
         return None  # a library's own loop over its own code: its business
     key = (entry.code, outer)
     with REGISTRY.lock:
@@ -220,15 +224,7 @@ def _library_retrace(
     """A library's eager primitive traced the user's function again: the call is the culprit."""
     short = entry.entry.removesuffix(".__call__")
     msg = LIBRARY_EAGER_MSG.format(library=entry.library, entry=short, outer=outer, name=name)
-    if entry.spelled:
-        fk, fix = FixKind.LIBRARY_EAGER, LIBRARY_EAGER_FIX.format(v=entry.spelled, outer=outer)
-    else:
-        fk, fix = (
-            FixKind.EAGER_PRIMITIVE,
-            EAGER_PRIMITIVE_FIX.format(
-                target=f"a function of your own that calls `{short}`", outer=outer
-            ),
-        )
+    fk, fix = FixKind.LIBRARY_EAGER, LIBRARY_EAGER_FIX.format(v=entry.spelled, outer=outer)
     r = M.new_function(name, str(RowKind.LAX), rec.defined_at, rec.traces - 1, False, False)
     before, after = f"{rec.traces - 1} earlier call(s)", f"a new {outer} body"
     r = M.with_fix(
