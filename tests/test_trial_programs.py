@@ -7,9 +7,13 @@ body and with plain ``python``. The programs are in ``tests/trial_programs/``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import logging
 import pathlib
+import re
+from typing import Any
 
 import pytest
 
@@ -47,6 +51,39 @@ def test_keras_validation_split_fix_removes_the_retrace(keras_split: dict) -> No
     assert "`fit(x[:t], y[:t], validation_data=(x[t:t + v], y[t:t + v]))`" in fix, fix
     assert keras_split["after"]["train"]["traces"] == 1
     assert keras_split["after"]["test"]["traces"] == 1
+
+
+def test_keras_validation_data_s_ragged_batch_is_named_and_the_fix_works(keras_split: dict) -> None:
+    # the test step's batches of fit(validation_data=...) are cut from validation_data, not x
+    before, after = keras_split["data_before"], keras_split["data_after"]
+    assert (before["train"]["traces"], before["test"]["traces"]) == (1, 2)
+    assert before["test"]["path"] == "validation_data[0]"
+    assert "multiple of `batch_size` (32)" in before["test"]["fix"]
+    assert "do the same for the validation data" in before["test"]["fix"]
+    assert (after["train"]["traces"], after["test"]["traces"]) == (1, 1)
+
+
+def test_keras_predict_then_predict_on_batch_is_named_and_the_fix_works(keras_split: dict) -> None:
+    # once: 'Pass `data` as the same kind of value on every call', a name the user never had
+    before, after = keras_split["mixed"]["before"], keras_split["mixed"]["after"]
+    assert before["traces"] == 2
+    assert before["fix"].startswith("Call one of them on this model: `predict(x, batch_size=B)`")
+    assert "or `predict_on_batch(x)` on every batch" in before["fix"]
+    assert after["traces"] == 1  # predict_on_batch on every batch
+    assert after["outputs"] == before["outputs"]
+
+
+def test_keras_steps_under_nnx_jit_are_the_users_rows_and_the_fix_works() -> None:
+    # KERAS_NNX_ENABLED=true: keras jits its steps with nnx.jit; jitlens once said "no
+    # jitted function was called" (the steps were flax-internal rows)
+    if importlib.util.find_spec("keras") is None or importlib.util.find_spec("flax") is None:
+        pytest.skip("keras and flax are needed")
+    truth = _truth("keras_nnx_fit.py")
+    before, after = truth["before"], truth["after"]
+    assert (before["name"], before["kind"]) == ("keras: Sequential.fit train step", "keras")
+    assert before["traces"] == before["compiles"] == before["jax_compiles"] == 2
+    assert "multiple of `batch_size` (16)" in before["fix"]
+    assert after["traces"] == after["compiles"] == after["jax_compiles"] == 1
 
 
 def _pmap_retrace() -> list:
@@ -89,16 +126,35 @@ def test_pmaps_own_axis_env_and_mesh_are_not_blamed_on_the_users_config() -> Non
     assert all("traced inside jax.pmap" in r.message for r in reasons), reasons
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="markean/aimz#275: `lax.map` outside jit over a closure made per call traces and "
-    "compiles again on every call; jitlens says 'no jitted function was called' (with "
-    "--include-internal: 'scan x4 (internal)', 4 compiles, 'no retraces'). The eager "
-    "primitive's body is only given a row when it is itself a jitted wrapper "
-    "(_track/nested.py EAGER_PRIMITIVES, rows made in registry/listeners, owned by "
-    "text/libpkg); lead to fix after merge",
-)
-def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported() -> None:
+class _JaxCompiles(logging.Handler):
+    """JAX's own count of its compiles (``jax.log_compiles``), by the jitted name."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.names: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        m = re.match(r"Compiling jit\((\w+)\)", record.getMessage())
+        if m:
+            self.names.append(m.group(1))
+
+
+@contextlib.contextmanager
+def _jax_compiles():
+    import jax
+
+    logger, handler = logging.getLogger("jax"), _JaxCompiles()
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield handler.names
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported_and_the_fix_works() -> None:
+    """markean/aimz#275: ``lax.map`` outside jit over a closure made per call traces and
+    compiles again on every call; jitlens once said "no jitted function was called"."""
     import jax
     import jax.numpy as jnp
 
@@ -113,13 +169,91 @@ def test_an_eager_lax_map_over_a_new_closure_per_call_is_reported() -> None:
 
         return jax.lax.map(one, jnp.arange(3.0))
 
-    with jitlens.track() as t:
-        for i in range(3):
-            sample_forward(1.0 + i)
-    assert traces[0] == 3
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        bad = [float(sample_forward(1.0 + i).sum()) for i in range(3)]
+    assert traces[0] == compiled.count("scan") == 3
+    (row,) = [f for f in t.report().functions if not f.internal]
+    assert (row.name, row.kind) == ("lax.map(one)", "lax")
+    assert (row.traces, row.compiles) == (3, 3)
+    reasons = [r for e in row.events if e.kind == "retrace" for r in e.reasons]
+    assert len(reasons) == 2
+    assert "`one` is a new function each time `sample_forward` is called" in reasons[0].message
+    fix = reasons[0].fix
+    assert fix.startswith("Put `@jax.jit` on `sample_forward` (") and not fix.endswith("…"), fix
+
+    # the fix applied: one trace, one compile, the same numbers
+    traces[0] = 0
+    fixed_forward = jax.jit(sample_forward)
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        fixed = [float(fixed_forward(1.0 + i).sum()) for i in range(3)]
+    assert traces[0] == len(compiled) == 1
+    assert fixed == bad
     rows = [f for f in t.report().functions if not f.internal]
-    assert sum(f.traces or 0 for f in rows) == traces[0]
-    assert any(e.kind == "retrace" and e.reasons for f in rows for e in f.events)
+    assert not [e for f in rows for e in f.events if e.kind == "retrace"]
+
+
+def test_an_eager_lax_cond_over_new_branches_counts_every_compile_and_the_fix_works() -> None:
+    """Both branches are traced per call; JAX's compile of ``cond`` is charged once per call
+    (it once waited for the next helper's compile and lost the first)."""
+    import jax
+
+    import jitlens
+
+    def pick(p, x):
+        return jax.lax.cond(p, lambda v: v + 1, lambda v: v - 1, x)
+
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        bad = [float(pick(i % 2 == 0, 1.0)) for i in range(3)]
+    rows = [f for f in t.report().functions if not f.internal]
+    assert sum(f.traces for f in rows) == 6  # two branches, three calls
+    assert sum(f.compiles for f in rows) == compiled.count("cond") == 3
+    (fix,) = {r.fix for f in rows for e in f.events for r in e.reasons}
+    assert fix.startswith("Put `@jax.jit` on `pick` ("), fix
+    fixed_pick = jax.jit(pick)  # the fix applied
+    with _jax_compiles() as compiled:
+        fixed = [float(fixed_pick(i % 2 == 0, 1.0)) for i in range(3)]
+    assert compiled.count("pick") == fixed_pick._cache_size() == 1
+    assert fixed == bad
+
+
+def test_numpyro_predictive_called_per_key_is_reported_and_the_fix_works() -> None:
+    """numpyro's ``Predictive`` maps the model with ``lax.map`` outside jit, over a function
+    it builds per call: every call traces the model and compiles again; jitlens once said
+    "no jitted function was called"."""
+    if importlib.util.find_spec("numpyro") is None:
+        pytest.skip("numpyro is not installed")
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import Predictive
+
+    import jitlens
+
+    traces = [0]
+
+    def model(x, y=None):
+        traces[0] += 1
+        w = numpyro.sample("w", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(w * x, 1.0), obs=y)
+
+    x = jnp.linspace(0.0, 1.0, 4)
+    pred = Predictive(model, {"w": jnp.ones(3)})
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        bad = [float(pred(jax.random.key(i), x)["y"].mean()) for i in range(3)]
+    assert traces[0] == compiled.count("scan") == 3
+    (row,) = [f for f in t.report().functions if not f.internal]
+    assert row.name == "numpyro: Predictive.__call__"
+    assert (row.traces, row.compiles) == (3, 3)
+    fixes = {r.fix for e in row.events for r in e.reasons}
+    (fix,) = fixes
+    assert fix.startswith("Jit the call once, before the loop: `pred_jit = jax.jit(pred)`"), fix
+
+    traces[0] = 0
+    pred_jit = jax.jit(pred)  # the fix applied
+    fixed = [float(pred_jit(jax.random.key(i), x)["y"].mean()) for i in range(3)]
+    assert traces[0] == pred_jit._cache_size() == 1
+    assert fixed == pytest.approx(bad)
 
 
 @pytest.mark.parametrize(
@@ -206,17 +340,9 @@ def test_the_first_compile_of_a_jit_traced_inside_another_is_not_called_a_recomp
     assert "no retraces: no function compiled again." in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a blackjax step-size sweep (`jax.jit(blackjax.hmc(..., step_size=s).step)` per "
-    "value) is explained with the fix 'Define `blackjax: hmc.step_fn` once at module level "
-    "with `kernel_args` as parameters': neither is a name the user has. The fix that works "
-    "(tested: same numbers, one compile): `kernel = blackjax.mcmc.hmc.build_kernel()` once "
-    "and a jitted step taking `step_size` as an argument. Library naming in "
-    "_compat/library_jits.py (libpkg), the new_function fix in _core/explain.py (text); "
-    "lead to fix after merge",
-)
 def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() -> None:
+    """``jax.jit(blackjax.hmc(..., step_size=s).step)`` per value: the fix once named
+    `blackjax: hmc.step_fn` and `kernel_args`, names the user does not have."""
     if importlib.util.find_spec("blackjax") is None:
         pytest.skip("blackjax is not installed")
     import blackjax
@@ -228,6 +354,7 @@ def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() 
     def logdensity(x):
         return -0.5 * jnp.sum(x**2)
 
+    bad, jitted = [], []
     with jitlens.track() as t:
         for step_size in (0.1, 0.2):
             hmc = blackjax.hmc(
@@ -236,10 +363,158 @@ def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() 
                 inverse_mass_matrix=jnp.ones(2),
                 num_integration_steps=2,
             )
-            jax.jit(hmc.step)(jax.random.key(0), hmc.init(jnp.ones(2)))
-    fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
-    assert fixes
-    assert all("blackjax: " not in fix and "build_kernel" in fix for fix in fixes), fixes
+            jitted.append(jax.jit(hmc.step))
+            bad.append(jitted[-1](jax.random.key(0), hmc.init(jnp.ones(2)))[0].position)
+    rows = [f for f in t.report().functions if not f.internal]  # one per jit wrapper
+    assert sum(f.traces for f in rows) == sum(j._cache_size() for j in jitted) == 2
+    (reason,) = [r for f in rows for e in f.events for r in e.reasons]
+    assert reason.path == "hmc.step" and "(here `step_size`)" in reason.message, reason
+    fix = reason.fix
+    assert "blackjax: " not in fix and "kernel_args" not in fix, fix
+    assert "takes `step_size` as argument(s) and does what `hmc.step` does" in fix, fix
+
+    # the fix applied, as printed: the kernel built once, one jitted step taking step_size
+    module, _, factory = re.search(r"`kernel = ([\w.]+)\(\)`", fix)[1].rpartition(".")
+    kernel = getattr(importlib.import_module(module), factory)()
+    step = jax.jit(
+        lambda rng_key, state, step_size: kernel(
+            rng_key, state, logdensity, step_size, jnp.ones(2), 2
+        )
+    )
+    state = blackjax.hmc.init(jnp.ones(2), logdensity)
+    with jitlens.track() as t:
+        fixed = [step(jax.random.key(0), state, s)[0].position for s in (0.1, 0.2)]
+    assert step._cache_size() == 1
+    assert [r.traces for r in t.report().functions if not r.internal] == [1]
+    assert all(bool((a == b).all()) for a, b in zip(fixed, bad, strict=True))
+
+
+def test_a_blackjax_step_passed_as_a_static_kernel_per_step_size_and_the_fix_works() -> None:
+    """blackjax's quickstart ``inference_loop(rng_key, kernel, ...)`` with ``kernel`` static,
+    given ``hmc.step`` built per step size: once 'Define the function once at module level
+    (`def step_fn(...)`)', blackjax's inner name."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import functools
+
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    def logdensity(x):
+        return -0.5 * jnp.sum(x**2)
+
+    def build(step_size):
+        return blackjax.hmc(logdensity, step_size, jnp.ones(2), num_integration_steps=2)
+
+    def loop(rng_key, kernel, initial_state):
+        def one_step(state, key):
+            state, _ = kernel(key, state)
+            return state, state.position
+
+        return jax.lax.scan(one_step, initial_state, jax.random.split(rng_key, 3))[1]
+
+    bad = []
+    with jitlens.track() as t:
+        inference_loop = functools.partial(jax.jit, static_argnums=1)(loop)
+        for step_size in (0.1, 0.2):
+            hmc = build(step_size)
+            bad.append(inference_loop(jax.random.key(0), hmc.step, hmc.init(jnp.ones(2))))
+    assert inference_loop._cache_size() == 2
+    (reason,) = [r for f in t.report().functions for e in f.events for r in e.reasons]
+    assert "`kernel` is `hmc.step`" in reason.message and "(here `step_size`)" in reason.message
+    assert reason.fix.startswith("Pass `step_size` to `loop` as argument(s) instead, and build "), (
+        reason.fix
+    )
+
+    # the fix applied: step_size an argument, the step built inside the jitted loop
+    @jax.jit
+    def fixed_loop(rng_key, step_size, initial_state):
+        return loop(rng_key, build(step_size).step, initial_state)
+
+    state = build(0.1).init(jnp.ones(2))
+    fixed = [fixed_loop(jax.random.key(0), s, state) for s in (0.1, 0.2)]
+    assert fixed_loop._cache_size() == 1
+    assert all(bool(jnp.allclose(a, b)) for a, b in zip(fixed, bad, strict=True))
+
+
+def test_a_blackjax_warmup_run_per_seed_gets_the_jit_your_call_fix() -> None:
+    """``window_adaptation(...).run`` per seed: blackjax jits a new function inside every
+    ``run``; the fix once told the user to jit blackjax's own closure."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    def logdensity(x):
+        return -0.5 * jnp.sum(x**2)
+
+    def adapt(seed):
+        warmup = blackjax.window_adaptation(blackjax.hmc, logdensity, num_integration_steps=2)
+        (_, params), _ = warmup.run(jax.random.key(seed), jnp.ones(2), num_steps=3)
+        return float(params["step_size"])
+
+    with jitlens.track() as t, _jax_compiles() as compiled:
+        bad = [adapt(seed) for seed in range(2)]
+    rows = [f for f in t.report().functions if not f.internal]
+    assert sum(f.traces for f in rows) == compiled.count("scan") == 2
+    (reason,) = [r for f in rows for e in f.events for r in e.reasons]
+    assert reason.path == "warmup.run"
+    fix = reason.fix
+    assert "`run_jit = jax.jit(warmup.run, static_argnames=('num_steps',))`" in fix, fix
+
+    # the fix applied: warmup built once, its run jitted once
+    warmup = blackjax.window_adaptation(blackjax.hmc, logdensity, num_integration_steps=2)
+    run_jit = jax.jit(warmup.run, static_argnames=("num_steps",))
+    fixed = [
+        float(run_jit(jax.random.key(seed), jnp.ones(2), num_steps=3)[0][1]["step_size"])
+        for seed in range(2)
+    ]
+    assert run_jit._cache_size() == 1
+    assert fixed == pytest.approx(bad, rel=1e-5)
+
+
+def test_a_blackjax_vi_step_rebuilt_per_learning_rate_gets_the_build_under_jit_fix() -> None:
+    """No lower-level builder in the closure (meanfield VI over an optax optimizer): the fix
+    builds the step inside one jitted function of the user's, the value an argument."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    import jitlens
+
+    def logdensity(x):
+        return -0.5 * jnp.sum(x**2)
+
+    bad = []
+    with jitlens.track() as t:
+        for lr in (0.1, 0.2):
+            vi = blackjax.meanfield_vi(logdensity, optax.sgd(lr), num_samples=2)
+            bad.append(jax.jit(vi.step)(jax.random.key(0), vi.init(jnp.ones(2)))[0].mu)
+    (reason,) = [r for f in t.report().functions for e in f.events for r in e.reasons]
+    assert reason.path == "vi.step"
+    assert reason.fix.startswith("Jit one function of your own that takes the values you build "), (
+        reason.fix
+    )
+    assert "builds `vi.step` inside it with them" in reason.fix, reason.fix
+
+    # the fix applied: the learning rate an argument, the step built under jit
+    def one_step(key, state, lr):
+        return blackjax.meanfield_vi(logdensity, optax.sgd(lr), num_samples=2).step(key, state)
+
+    step = jax.jit(one_step)
+    state = blackjax.meanfield_vi(logdensity, optax.sgd(0.1), num_samples=2).init(jnp.ones(2))
+    fixed = [step(jax.random.key(0), state, lr)[0].mu for lr in (0.1, 0.2)]
+    assert step._cache_size() == 1
+    assert all(bool(jnp.allclose(a, b)) for a, b in zip(fixed, bad, strict=True))
 
 
 def test_an_eager_lax_map_over_a_new_closure_is_linted_and_the_fix_works() -> None:
@@ -282,3 +557,123 @@ def test_the_nested_context_fix_applied_compiles_once() -> None:
     (row,) = [f for f in t.report().functions if f.name == "inside"]
     assert row.traces == traces[0] == 1 and not [e for e in row.events if e.reasons]
     assert float(outs[0].sum()) == float(outs[1].sum())
+
+
+@pytest.fixture(scope="module")
+def numpyro_chains() -> dict:
+    if importlib.util.find_spec("numpyro") is None:
+        pytest.skip("numpyro is not installed")
+    return _truth("numpyro_chains.py")
+
+
+def test_numpyro_parallel_chains_compile_is_the_sample_loops(numpyro_chains: dict) -> None:
+    # the loop is traced inside numpyro's pmap over chains: pmap's compile is the loop's
+    # (the row once said 0 compiles, 0.00 s lost, while each run compiled the pmap again)
+    par = numpyro_chains["parallel"]
+    assert par["traces"] == par["compiles"] == par["jax_compiles"] == 1, par
+
+
+def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) -> None:
+    seq, vec = numpyro_chains["sequential"], numpyro_chains["vectorized"]
+    assert seq["traces"] == seq["compiles"] == seq["jax_compiles"] == 2, seq
+    # once: 'draw what you need in one `run`', though the two compiles were in one run
+    assert seq["fix"].startswith('Pass `chain_method="vectorized"` to `MCMC`'), seq["fix"]
+    # the fix applied: one compile for both chains, the same draws
+    assert vec["traces"] == vec["compiles"] == vec["jax_compiles"] == 1, vec
+    assert vec["mean"] == pytest.approx(seq["mean"], rel=1e-5)
+
+
+class _Projection:
+    """PlasmaControl/DESC#1191's shape: a jitted method with ``self`` static, the object
+    rebuilt per outer iteration, holding arrays."""
+
+    traces = 0
+
+    def __init__(self, n: int) -> None:
+        import jax.numpy as jnp
+
+        self.n = n
+        self.w = jnp.ones(n)
+
+    def _compute(self, x):
+        _Projection.traces += 1
+        return (self.w * x).sum()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="PlasmaControl/DESC#1191: a method jitted with `self` static, the object rebuilt "
+    "per iteration, gets the fix 'Make `Proj` a frozen dataclass so equal configurations "
+    "compare equal': `self` holds a jax Array, so the frozen dataclass cannot be hashed "
+    "(jit raises TypeError). The fix that works (tested here: 3 traces -> 1, same values): "
+    "register the class as a pytree (`jax.tree_util.register_dataclass`, arrays as data) and "
+    "jit without `static_argnums`. messages_static._identity_fix (words); lead to fix after merge",
+)
+def test_a_static_self_holding_arrays_gets_the_pytree_fix() -> None:
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    compute = functools.partial(jax.jit, static_argnums=0)(_Projection._compute)
+    x = jnp.ones(4)
+    _Projection.traces = 0
+    with jitlens.track() as t:
+        bad = [float(compute(_Projection(4), x)) for _ in range(3)]
+    assert _Projection.traces == 3
+    # the fix that works: the class a pytree, `self` a traced argument
+    import dataclasses
+
+    @functools.partial(jax.tree_util.register_dataclass, data_fields=["w"], meta_fields=["n"])
+    @dataclasses.dataclass
+    class Projection:
+        n: int
+        w: jax.Array
+
+    fixed_compute = jax.jit(lambda p, x: (p.w * x).sum())
+    fixed = [float(fixed_compute(Projection(4, jnp.ones(4)), x)) for _ in range(3)]
+    assert fixed_compute._cache_size() == 1 and fixed == bad
+    fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
+    assert fixes and all("frozen dataclass" not in f for f in fixes), fixes
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="orbax restore (StandardCheckpointer.restore with a target) hands back committed "
+    "arrays: every leaf of `params` and `opt_state` changes placement and the step compiles "
+    "again; the fix names one leaf (`params['b'] = jax.device_put(params['b'], ...)`, '… and "
+    "6 more differences'), which applied alone leaves the recompile. The fix that works "
+    "(tested here: 2 compiles -> 1, same values): put the whole argument once before the loop, "
+    "`params = jax.device_put(params, jax.devices()[0])`. The sharding fix (words); lead to fix",
+)
+def test_every_leaf_placed_otherwise_gets_a_fix_for_the_whole_argument() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    def run(params: dict, restored) -> tuple[int, list[float], Any]:
+        out = []
+        with jitlens.track() as t:
+            step = jax.jit(lambda p: jax.tree_util.tree_map(lambda v: v * 0.5, p))
+            for i in range(2):
+                params = step(params if i == 0 else restored(params))
+                out.append(float(sum(v.sum() for v in params.values())))
+        return step._cache_size(), out, t.report()
+
+    def restore(p: dict) -> dict:  # what a checkpoint restore hands back: committed arrays
+        return jax.device_put(p, jax.devices()[0])
+
+    compiles, bad, report = run({"w": jnp.ones((2, 2)), "b": jnp.zeros(2)}, restore)
+    assert compiles == 2
+    printed = {"w": jnp.ones((2, 2)), "b": jax.device_put(jnp.zeros(2), jax.devices()[0])}
+    assert run(printed, restore)[0] == 2  # the fix as printed (one leaf): compiles again
+    placed = jax.device_put({"w": jnp.ones((2, 2)), "b": jnp.zeros(2)}, jax.devices()[0])
+    fixed_compiles, fixed, _ = run(placed, restore)  # the fix that works, applied
+    assert fixed_compiles == 1 and fixed == bad
+    fixes = [r.fix for f in report.functions for e in f.events for r in e.reasons]
+    assert any(
+        "`params = jax.device_put(params" in f or "`p = jax.device_put(p," in f for f in fixes
+    ), fixes

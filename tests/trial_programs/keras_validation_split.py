@@ -4,7 +4,10 @@ Adapted from keras' examples/demo_functional.py (synthetic data, a tiny model). 
 split-off validation set (120 samples) ends in a ragged batch of 24, so the test step
 compiles twice. jitlens' fix splits the validation data off by hand, each part in whole
 batches (480 / 96), passed as ``validation_data``: each step compiles once.
-Prints one ``TRUTH`` JSON line: per run, each keras step's traces and the fix printed.
+Then ``validation_data`` of 120 samples: the test step's ragged batch is cut from it (once
+said to be cut from ``x``). Prints one ``TRUTH`` JSON line: per run, each keras step's
+traces, the fix printed and the culprit's path. Last, ``predict`` then ``predict_on_batch``
+on one model: keras hands its predict step the batch in two containers.
 """
 
 import json
@@ -30,8 +33,12 @@ def fit(x, y, **split):
         model.fit(x, y, batch_size=32, epochs=1, verbose=0, **split)
     rows = {}
     for fn in t.report().functions:
-        fixes = [r.fix for e in fn.events for r in e.reasons if r.fix]
-        rows[fn.name.rsplit(" ", 2)[-2]] = {"traces": fn.traces, "fix": fixes[0] if fixes else ""}
+        reasons = [r for e in fn.events for r in e.reasons if r.fix]
+        rows[fn.name.rsplit(" ", 2)[-2]] = {
+            "traces": fn.traces,
+            "fix": reasons[0].fix if reasons else "",
+            "path": reasons[0].path if reasons else "",
+        }
     return rows
 
 
@@ -40,4 +47,42 @@ x, y = X, Y  # the fix as printed: split the validation data off by hand, in who
 v = int(len(x) * 0.2) // 32 * 32
 t = (len(x) - v) // 32 * 32
 after = fit(x[:t], y[:t], validation_data=(x[t : t + v], y[t : t + v]))
-print("TRUTH " + json.dumps({"before": before, "after": after}))
+# validation_data of 120 samples (3 x 32 + 24): the test step's ragged batch is cut from it
+val = (X[480:], Y[480:])
+data_before = fit(X[:480], Y[:480], validation_data=val)
+n = len(val[0]) // 32 * 32  # the fix as printed, done "for the validation data"
+data_after = fit(X[:480], Y[:480], validation_data=(val[0][:n], val[1][:n]))
+
+
+def predict(fixed: bool) -> dict:
+    """``predict`` on a set, then ``predict_on_batch`` on a batch of the same size."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)])
+    with jitlens.track() as t:
+        if fixed:  # the fix as printed: `predict_on_batch(x)` on every batch
+            first = np.concatenate([model.predict_on_batch(X[i : i + 32]) for i in (0, 32)])
+        else:
+            first = model.predict(X[:64], batch_size=32, verbose=0)
+        second = model.predict_on_batch(X[:32])
+    (fn,) = t.report().functions
+    reasons = [r for e in fn.events for r in e.reasons]
+    return {
+        "traces": fn.traces,
+        "fix": reasons[0].fix if reasons else "",
+        "outputs": [np.asarray(first).tolist(), np.asarray(second).tolist()],
+    }
+
+
+mixed = {"before": predict(fixed=False), "after": predict(fixed=True)}
+print(
+    "TRUTH "
+    + json.dumps(
+        {
+            "before": before,
+            "after": after,
+            "data_before": data_before,
+            "data_after": data_after,
+            "mixed": mixed,
+        }
+    )
+)

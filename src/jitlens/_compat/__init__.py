@@ -75,8 +75,13 @@ from .jax_api import trace_frame_info as trace_frame_info
 from .jax_api import trace_state_clean as trace_state_clean
 from .jax_api import trace_to_jaxpr_patchable as trace_to_jaxpr_patchable
 from .jax_api import without_hidden_frames as without_hidden_frames
+from .library_jits import LibraryClosure as LibraryClosure
+from .library_jits import LibraryEntry as LibraryEntry
 from .library_jits import LibraryJit as LibraryJit
 from .library_jits import built_by_library as built_by_library
+from .library_jits import library_call_above as library_call_above
+from .library_jits import library_closure as library_closure
+from .library_jits import library_entry as library_entry
 from .library_jits import library_name as library_name
 from .probe import has_trace_frame as has_trace_frame
 from .programs import nondiff_checker as nondiff_checker

@@ -24,6 +24,22 @@ ENTRIES = ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "pre
 _ROLES = {"train_step": "train", "test_step": "test", "predict_step": "predict"}
 #: The batch's parts, as ``unpack_x_y_sample_weight`` reads ``data``.
 DATA_PATHS = (("data[0]", "x"), ("data[1]", "y"), ("data[2]", "sample_weight"), ("data", "x"))
+#: The batch of ``fit``'s test step when the user passed ``validation_data``: cut from that.
+VALIDATION_PATHS = (
+    ("data[0]", "validation_data[0]"),
+    ("data[1]", "validation_data[1]"),
+    ("data[2]", "validation_data[2]"),
+    ("data", "validation_data"),
+)
+
+
+#: ``make_*_function`` -> the role of the step it jits (a closure over the model, ``self``:
+#: ``predict_step``, or with ``KERAS_NNX_ENABLED`` a lambda calling ``train_step``).
+_MAKERS = {
+    "make_train_function": "train",
+    "make_test_function": "test",
+    "make_predict_function": "predict",
+}
 
 
 def _model_and_role(fun: Any) -> tuple[Any, str] | None:
@@ -32,16 +48,18 @@ def _model_and_role(fun: Any) -> tuple[Any, str] | None:
     if owner is not None and name in ("train_step", "test_step"):
         return owner, _ROLES[name]
     code = getattr(fun, "__code__", None)
+    qualname = getattr(code, "co_qualname", "")
+    maker = qualname.partition(".<locals>.")[0].rpartition(".")[2]
     if (
         code is not None
-        and code.co_name == "predict_step"
-        and "make_predict_function" in getattr(code, "co_qualname", "")
+        and code.co_name in ("predict_step", "<lambda>")
+        and maker in _MAKERS
         and package_of(fun) == MODULE
     ):
         for var, cell in zip(code.co_freevars, fun.__closure__ or (), strict=False):
             if var == "self":
                 try:
-                    return cell.cell_contents, "predict"
+                    return cell.cell_contents, _MAKERS[maker]
                 except ValueError:
                     return None
     return None
@@ -66,15 +84,31 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
     if not entry:  # the user's own jax.jit of a step (no fit/evaluate/predict made it)
         return None
     cls = type(model).__name__
+    paths, facts = step_terms(role, facts)
     return LibraryJit(
         library=MODULE,
         name=f"keras: {cls}.{entry} {role} step",
         entry=entry,
         role=role,
-        paths=DATA_PATHS,
+        paths=paths,
         facts=facts,
         owner=_weak(model),
     )
+
+
+def step_terms(
+    role: str, facts: tuple[tuple[str, Any], ...]
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, Any], ...]]:
+    """The user's names of a ``role`` step's batch and the facts its words use, for the
+    method running it (``entry_at``'s facts): ``fit(validation_data=...)``'s test step cuts
+    its batches from ``validation_data``, ``validation_batch_size`` of them when given."""
+    given = dict(facts)
+    if role != "test" or not given.get("validation_data") or "validation_split" in given:
+        return DATA_PATHS, facts
+    if "validation_batch_size" in given:
+        rest = tuple(f for f in facts if f[0] != "batch_size")
+        facts = (("batch_size", given["validation_batch_size"]), *rest)
+    return VALIDATION_PATHS, facts
 
 
 def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str, Any], ...]]:
@@ -92,6 +126,11 @@ def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str,
             split = f.f_locals.get("validation_split")
             if isinstance(split, float) and 0.0 < split < 1.0:  # fit's own split of x and y
                 facts += (("validation_split", split),)
+            elif f.f_locals.get("validation_data") is not None and entry == "fit":
+                facts += (("validation_data", True),)  # the test step's batches are cut from it
+                vbs = f.f_locals.get("validation_batch_size")
+                if isinstance(vbs, int):
+                    facts += (("validation_batch_size", vbs),)
     return entry, facts
 
 

@@ -14,8 +14,10 @@ unless the program imported it.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import sys
+import types
 from types import FrameType
 from typing import Any
 
@@ -166,6 +168,223 @@ def built_by_library(fn: Any, made_at: FrameType | None) -> str | None:
         return None
     code = made_at.f_code
     return f"{top}: {getattr(code, 'co_qualname', code.co_name)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryClosure:
+    """A function a library's factory builds around values the user passed (blackjax's
+    ``hmc.step``: ``step_fn`` over ``kernel`` and ``kernel_args``), as the user knows it."""
+
+    #: The library (``blackjax``).
+    library: str
+    #: How the user's code reaches it (``hmc.step``), or its own name.
+    spelled: str
+    #: The data it closes over (``kernel_args``).
+    free: tuple[str, ...]
+    #: The user's variables it holds by identity (``step_size``): the values to pass instead.
+    params: tuple[str, ...]
+    #: A function of the library's it closes over that a public factory of the library made:
+    #: ``(its free variable, the factory's call)``: ``("kernel", "blackjax.mcmc.hmc.build_kernel()")``.
+    part: tuple[str, str] | None
+
+
+#: Values whose identity says nothing (interned or cached by Python).
+_SHARED_VALUES = (bool, int, str, bytes, type(None))
+
+
+def library_closure(fn: Any, user: FrameType | None) -> LibraryClosure | None:
+    """``fn`` as a :class:`LibraryClosure` when a factory of one of :data:`LIBRARIES` made
+    it (a closure in the library's file holding data); ``user``: the user's frame that
+    called it, whose variables name what the user passed."""
+    top = package_of(fn)
+    func = getattr(fn, "__func__", fn)
+    code, cells = getattr(func, "__code__", None), getattr(func, "__closure__", None)
+    if top not in LIBRARIES or code is None or not cells:
+        return None
+    data: dict[str, Any] = {}
+    part = None
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(value):
+            part = part or _factory_call(name, value, top)
+        elif not isinstance(value, (type, types.ModuleType)):
+            data[name] = value
+    if not data:
+        return None
+    local = dict(user.f_locals) if user is not None else {}
+    held = {
+        id(v)
+        for v in _leaves(list(data.values()))
+        if not callable(v) and not isinstance(v, _SHARED_VALUES)
+    }
+    params = tuple(k for k, v in local.items() if id(v) in held and not k.startswith("_"))
+    spelled = _spelled(fn, local) or getattr(func, "__name__", "?")
+    return LibraryClosure(top, spelled, tuple(data), params[:4], part)
+
+
+def _leaves(values: list[Any], limit: int = 128) -> list[Any]:
+    """The values in ``values``, in their tuples, lists and dicts and in the closures of the
+    functions among them (an optax transform's ``learning_rate``), breadth first."""
+    out: list[Any] = []
+    queue = list(values)
+    while queue and len(out) < limit:
+        v = queue.pop(0)
+        out.append(v)
+        if isinstance(v, (tuple, list)):
+            queue.extend(v[:16])
+        elif isinstance(v, dict):
+            queue.extend(list(v.values())[:16])
+        elif callable(v):
+            for cell in getattr(getattr(v, "__func__", v), "__closure__", None) or ():
+                try:
+                    queue.append(cell.cell_contents)
+                except ValueError:
+                    continue
+    return out
+
+
+def _factory_call(name: str, value: Any, top: str) -> tuple[str, str] | None:
+    """``("kernel", "blackjax.mcmc.hmc.build_kernel()")``: ``value`` made by a public function
+    of its module (``build_kernel.<locals>.kernel``), called with no argument when it made
+    ``value`` from its defaults alone (else ``(...)``)."""
+    func = getattr(value, "__func__", value)
+    qualname, module = getattr(func, "__qualname__", ""), getattr(func, "__module__", None)
+    outer, sep, _ = qualname.partition(".<locals>.")
+    if not sep or "." in outer or outer.startswith("_") or not isinstance(module, str):
+        return None
+    if module.split(".", 1)[0] != top or any(p.startswith("_") for p in module.split(".")):
+        return None
+    factory = getattr(sys.modules.get(module), outer, None)
+    if not callable(factory) or getattr(factory, "__code__", None) is None:
+        return None
+    return name, f"{module}.{outer}({'' if _from_defaults(factory, func) else '...'})"
+
+
+def _from_defaults(factory: Any, made: Any) -> bool:
+    """Did ``factory`` make ``made`` from its defaults (every parameter ``made`` reads is its
+    default, and the factory needs no argument)?"""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(
+        p.default is p.empty
+        for p in params.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ):
+        return False
+    code, cells = made.__code__, made.__closure__ or ()
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        if name in params:
+            try:
+                if cell.cell_contents is not params[name].default:
+                    return False
+            except ValueError:
+                return False
+    return True
+
+
+def _spelled(fn: Any, local: dict[str, Any]) -> str | None:
+    """``hmc.step``: a variable of the user's holding ``fn``, or a field of one (a named tuple's
+    field, an attribute in its ``__dict__``)."""
+    for name, v in local.items():
+        if v is fn:
+            return name
+    for name, v in local.items():
+        fields = getattr(type(v), "_fields", None) or list(getattr(v, "__dict__", {}))[:32]
+        for attr in fields if isinstance(fields, (tuple, list)) else ():
+            try:
+                if getattr(v, attr, None) is fn:
+                    return f"{name}.{attr}"
+            except Exception:
+                continue
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryEntry:
+    """Where the user's code called into one of :data:`LIBRARIES` (numpyro's
+    ``Predictive.__call__``), found from a frame inside the library."""
+
+    library: str
+    #: The outermost library function below the user's frame, as ``Class.method``.
+    entry: str
+    #: The entry's code (stable across calls: one row per entry point).
+    code: Any
+    #: The user's variable holding the object whose method is the entry (``pred``), or "".
+    spelled: str
+    #: How the user's code reaches the entry function (``warmup.run``, ``pred``), or "".
+    callee: str = ""
+    #: The entry's parameters holding Python ints or strings now (``num_steps``): static
+    #: under a jit of the call (they set lengths or branches).
+    statics: tuple[str, ...] = ()
+
+
+def library_entry(frame: FrameType | None, limit: int = 40) -> LibraryEntry | None:
+    """The library call the user made that is running at ``frame`` (a frame of one of
+    :data:`LIBRARIES`), or None when no user frame is above it."""
+    top = library_of_file(frame.f_code.co_filename, LIBRARIES) if frame is not None else None
+    if top is None:
+        return None
+    entry = None
+    for f in frames_up(frame, limit):
+        filename = f.f_code.co_filename
+        if is_user_file(filename):
+            if entry is None:
+                return None
+            code = entry.f_code
+            owner = entry.f_locals.get("self")
+            spelled = ""
+            if owner is not None:
+                spelled = next((k for k, v in f.f_locals.items() if v is owner), "")
+            name = getattr(code, "co_qualname", code.co_name)
+            callee = spelled or _callee(code, f.f_locals)
+            return LibraryEntry(top, name, code, spelled, callee, _statics(entry))
+        if library_of_file(filename, (top,)) is not None:
+            entry = f
+    return None
+
+
+def library_call_above(frame: FrameType | None, limit: int = 60) -> LibraryEntry | None:
+    """The library call the user made that is running above ``frame`` (a frame of JAX or
+    of jitlens), or None when the user's code is reached first."""
+    for f in frames_up(frame, limit):
+        filename = f.f_code.co_filename
+        if library_of_file(filename, LIBRARIES) is not None:
+            return library_entry(f, limit)
+        if is_user_file(filename):
+            return None
+    return None
+
+
+def _callee(code: Any, local: dict[str, Any]) -> str:
+    """``warmup.run``: the user's variable, or a field of one, whose function runs ``code``."""
+    for name, v in local.items():
+        if getattr(getattr(v, "__func__", v), "__code__", None) is code:
+            return name
+    for name, v in local.items():
+        fields = getattr(type(v), "_fields", None) or list(getattr(v, "__dict__", {}))[:32]
+        for attr in fields if isinstance(fields, (tuple, list)) else ():
+            try:
+                field = getattr(v, attr, None)
+            except Exception:
+                continue
+            if getattr(getattr(field, "__func__", field), "__code__", None) is code:
+                return f"{name}.{attr}"
+    return ""
+
+
+def _statics(entry: FrameType) -> tuple[str, ...]:
+    """The entry's parameters holding a Python int, bool or string now."""
+    code = entry.f_code
+    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    local = entry.f_locals
+    return tuple(
+        p for p in params if p != "self" and isinstance(local.get(p), (int, str)) and p in local
+    )
 
 
 def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:

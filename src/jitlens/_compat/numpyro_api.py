@@ -66,14 +66,20 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
     owner = _owner(cls, method, frame)
     if owner is None:
         return None  # fori_collect / a body_fn called by someone else: numpyro's business
+    facts: tuple[tuple[str, Any], ...] = ()
     if cls == "MCMC":
         sampler = type(getattr(owner, "sampler", None)).__name__
         words = f"{words} ({sampler})"
+        facts = (
+            ("chain_method", getattr(owner, "chain_method", None)),
+            ("num_chains", getattr(owner, "num_chains", None)),
+        )
     return LibraryJit(
         library=MODULE,
         name=f"numpyro: {words}",
         entry=f"{cls}.{method}",
         role=role,
+        facts=facts,
         owner=_weak(owner),
     )
 

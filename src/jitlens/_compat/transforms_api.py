@@ -12,13 +12,16 @@ from its source line. Both are best-effort and degrade to None.
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import re
 import sys
+import weakref
 from types import FrameType
 from typing import Any
 
+from .frames import is_user_file
 from .jax_api import TRACE_FRAME_NAME
 
 _JAX_DIR: list[str] = []
@@ -101,3 +104,66 @@ def assigned_name(fn: Any) -> str | None:
         return None
     m = _ASSIGNED.match(line)
     return m.group(1) if m else None
+
+
+def eager_caller(frame: FrameType | None, limit: int = 80) -> FrameType | None:
+    """The frame that called the transformation whose body is traced at ``frame``.
+
+    The first frame above the JAX ones (``lax.map`` -> ``scan`` -> ``_create_jaxpr``);
+    None when there is none.
+    """
+    f = frame
+    for _ in range(limit):
+        if f is None:
+            return None
+        if not _in_jax(f.f_code.co_filename.replace("\\", "/")):
+            return f
+        f = f.f_back
+    return None
+
+
+def user_body(fun: Any, depth: int = 3) -> Any:
+    """The user's function a control-flow primitive traces as ``fun``, or None.
+
+    ``lax.map(f, xs)`` traces a lambda of its own around ``f``, ``lax.fori_loop``
+    a ``_fori_body_fun`` closure holding a weak reference to it, numpyro's
+    ``Predictive`` a closure over the user's model inside a handler object: the
+    user's function is found in closures, weak references, ``functools.partial``
+    and the instance dictionaries of wrapper objects (``handlers.mask(fn=model)``;
+    no attribute is read through Python code), at most ``depth`` levels down.
+    """
+    if depth < 0 or fun is None:
+        return None
+    code = getattr(fun, "__code__", None)
+    if code is not None and is_user_file(code.co_filename):
+        return fun
+    for value in _inner_callables(fun):
+        found = user_body(value, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _inner_callables(fun: Any) -> list[Any]:
+    """The callables ``fun`` holds: its closure's, a partial's function, a wrapper's fields."""
+    if isinstance(fun, functools.partial):
+        return [fun.func]
+    if hasattr(fun, "__code__"):
+        values = []
+        for cell in getattr(fun, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                continue
+    else:
+        try:
+            values = list(object.__getattribute__(fun, "__dict__").values())[:16]
+        except (AttributeError, TypeError):
+            return []
+    out = []
+    for value in values:
+        if isinstance(value, weakref.ref):
+            value = value()
+        if callable(value) and not isinstance(value, type):
+            out.append(value)
+    return out

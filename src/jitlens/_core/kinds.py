@@ -294,6 +294,18 @@ class FixKind(_Kind):
     NUMPYRO_REBUILT = "numpyro_rebuilt"
     NUMPYRO_SVI_RUN = "numpyro_svi_run"
     DIFFERENT_FUNCTION = "different_function"
+    # _track/nested.py (a control-flow primitive run outside jit; to move to _core/reasons/)
+    EAGER_PRIMITIVE = "eager_primitive"
+    LIBRARY_EAGER = "library_eager"
+    # _track/frontends/library_rows.py (a library's function built per call; idem)
+    LIBRARY_KERNEL = "library_kernel"
+    LIBRARY_BUILD = "library_build"
+    LIBRARY_STATIC = "library_static"
+    LIBRARY_CALL = "library_call"
+    # _track/frontends/numpyro.py (sequential chains; idem)
+    NUMPYRO_SEQUENTIAL = "numpyro_sequential"
+    # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)
+    KERAS_MIXED = "keras_mixed"
 
 
 #: The fix kinds a library's own words give a reason, by the kind of that reason: their
@@ -320,6 +332,14 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LINEN_RNGS: ReasonKind.STATIC_VALUE,
     FixKind.LINEN_FIELD: ReasonKind.STATIC_VALUE,
     FixKind.LINEN_FIELDS: ReasonKind.STATIC_VALUE,
+    FixKind.EAGER_PRIMITIVE: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_EAGER: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_KERNEL: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_BUILD: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_STATIC: ReasonKind.IDENTITY_STATIC,
+    FixKind.LIBRARY_CALL: ReasonKind.NEW_FUNCTION,
+    FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
+    FixKind.KERAS_MIXED: ReasonKind.PYTREE_STRUCTURE,
 }
 
 
@@ -399,6 +419,15 @@ class MessageKind(_Kind):
     LINEN_RNGS = "linen_rngs"
     LINEN_FIELD = "linen_field"
     LINEN_FIELDS = "linen_fields"
+    # reasons/library.py
+    EAGER_CLOSURE = "eager_closure"
+    EAGER_REWRAPPED = "eager_rewrapped"
+    LIBRARY_EAGER = "library_eager"
+    LIBRARY_CLOSURE = "library_closure"
+    LIBRARY_STATIC = "library_static"
+    LIBRARY_CALL = "library_call"
+    NUMPYRO_SEQUENTIAL = "numpyro_sequential"
+    KERAS_MIXED = "keras_mixed"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
@@ -466,6 +495,8 @@ class RowKind(_Kind):
     NN_JIT = "nn.jit"
     KERAS = "keras"
     NUMPYRO = "numpyro"
+    #: a body traced by ``lax.map`` / ``lax.scan`` / ``lax.cond`` / ``lax.while_loop`` outside jit.
+    LAX = "lax"
 
     @property
     def is_nnx(self) -> bool:

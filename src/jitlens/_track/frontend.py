@@ -120,6 +120,11 @@ class Frontend:
         before tracking (no counted call above it), or None."""
         return None
 
+    def adopt(self, rec: Record, fn: Any) -> bool:
+        """Make ``rec``, a new internal row of another front-end's wrapper of ``fn`` (keras'
+        steps under ``nnx.jit``), the library's user row; True if it did."""
+        return False
+
     # ---------------------------------------------------------------- its words
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:

@@ -335,6 +335,8 @@ def nested_trace(fun: Any, frame: Any) -> None:
             rec = REGISTRY.record_for_wrapper(owner, None, False)
     if rec is None:  # jitlens-frontends: a jax.jit made before tracking, traced in a trace
         rec = nested.untracked_record(fun, frame)
+    if rec is None:  # a user's body under lax.map / scan / cond / while outside jit
+        rec = nested.eager_record(fun, frame)
     if rec is None or (rec.internal and not rec.counts_calls):
         # JAX's own helpers made before tracking: no calls counted, no row to keep right
         return

@@ -11,7 +11,8 @@ transformation traced it. A new jitted wrapper made per call and traced by
 variable it was assigned to. An ``eqx.filter_jit`` whose every call happens
 under another transformation, in a program that imported equinox after
 tracking began, gets its record here (its per-call function is patched for
-the calls after).
+the calls after). A body a control-flow primitive traces outside any jit is
+:mod:`.eager`'s.
 """
 
 from __future__ import annotations
@@ -25,23 +26,15 @@ from .._core import reasons as W
 from .._core.explain import data_free_vars
 from .._core.kinds import ReasonKind, RowKind
 from .._core.report import Reason
-from . import calls
+from . import calls, eager
 from .calls import find_call
 from .describe import describe_and_explain
+from .eager import EAGER_PRIMITIVES, PRIMITIVE_JITS
+from .eager import eager_record as eager_record
 from .frontend import frontend_of
 from .records import EventBuilder, Record
 from .registry import REGISTRY
 from .state import internal_failure, tls
-
-#: Control-flow transformations run outside jit -> the primitive JAX compiles for each call.
-EAGER_PRIMITIVES = {
-    "lax.scan": "scan",
-    "lax.map": "scan",
-    "lax.fori_loop": "while",
-    "lax.while_loop": "while",
-    "lax.cond": "cond",
-    "lax.switch": "cond",
-}
 
 
 def frontend_record(frame: FrameType | None) -> Record | None:
@@ -85,6 +78,9 @@ def untracked_record(fun: Any, frame: FrameType | None) -> Record | None:
 def describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -> None:
     """Describe and explain the nested trace ``b`` of ``rec`` (left as it is if unreadable)."""
     try:
+        if rec.kind is RowKind.LAX:
+            eager.describe(rec, b, frame)
+            return
         _describe(rec, b, fun, frame)
     except Exception as exc:
         internal_failure("describing a nested trace", exc)
@@ -150,6 +146,12 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
         primitive = EAGER_PRIMITIVES.get(outer)
         above = call if primitive is None and call is not None and call.record is rec else None
         tls.nested_pending = (b, primitive or rec.jax_name, above.frame_id if above else None)
+    elif outer is not None and not rec.internal:
+        enclosing = tls.building
+        if enclosing is not None and enclosing.record.internal and enclosing.record is not rec:
+            # a library's own transformation around the user's row (numpyro's pmap over
+            # chains): what it compiles next is this trace's code
+            tls.nested_pending = (b, enclosing.record.jax_name, None)
     if b.reasons and outer is not None:
         alone = len(b.reasons) == 1
         b.reasons = tuple(_under(rec, r, outer, alone, user_fn) for r in b.reasons)
@@ -167,8 +169,8 @@ def claim_compile(outer: EventBuilder, secs: float) -> None:
     pending = getattr(tls, "nested_pending", None)
     if pending is None or not outer.record.internal or pending[2] is not None:
         return
-    tls.nested_pending = None
-    if outer.jax_name == pending[1]:
+    if outer.jax_name in PRIMITIVE_JITS.get(pending[1], (pending[1],)):
+        tls.nested_pending = None  # (another helper's compile in between keeps it waiting)
         _charge(pending[0], secs)
 
 

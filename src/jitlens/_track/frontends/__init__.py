@@ -17,19 +17,22 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._compat import imports
+from ..._core.key import Key
 from ..._core.kinds import FixKind, RowKind
 from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..frontend import Frontend, SetAttr, register
+from ..records import Record
 from ..registry import REGISTRY
 from ..state import internal_failure
-from . import equinox, jax_jit, keras, linen, nnx, numpyro, pmap
+from . import equinox, jax_jit, keras, library_rows, linen, nnx, numpyro, pmap
 
 
 class JaxJitFrontend(Frontend):
-    """``jax.jit`` itself: the counted wrapper it returns while tracking (``jax_jit``)."""
+    """``jax.jit`` itself: the counted wrapper it returns while tracking (``jax_jit``); and
+    JAX's control-flow primitives run outside jit (``RowKind.LAX``, ``_track/nested``)."""
 
-    kinds = (RowKind.JAX_JIT,)
+    kinds = (RowKind.JAX_JIT, RowKind.LAX)
     module = "jax"
 
     def install(self, set_attr: SetAttr) -> None:
@@ -37,6 +40,16 @@ class JaxJitFrontend(Frontend):
 
     def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
         return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
+
+    def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+        if rec.internal:
+            return reasons
+        # a library-built function passed as a static argument, built anew per call
+        reasons = library_rows.library_static_reasons(reasons, rec.name)
+        if not (isinstance(rec.code_key, tuple) and rec.code_key[:1] == ("library",)):
+            return reasons
+        # a library's function the user jitted, built anew per call of its factory
+        return library_rows.library_closure_reasons(rec, reasons)
 
 
 #: Every front-end jitlens knows, registered with the engine (``frontend.register``) and

@@ -20,7 +20,8 @@ from ... import _compat
 from ..._compat import keras_api
 from ..._core import reasons as W
 from ..._core.key import Key
-from ..._core.kinds import RowKind
+from ..._core.kinds import FixKind, ReasonKind, RowKind
+from ..._core.reasons import library as L
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
@@ -32,6 +33,8 @@ KIND = RowKind.KERAS
 
 #: record -> the keras step it is.
 STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
+#: record -> the method that ran its last trace (``predict``, ``predict_on_batch``).
+LAST_ENTRY: weakref.WeakKeyDictionary[Record, str] = weakref.WeakKeyDictionary()
 
 
 def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
@@ -75,12 +78,43 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     step = STEPS.get(rec) if rec.kind == KIND else None
     if step is None:
         return reasons
+    then = LAST_ENTRY.get(rec, step.entry)
     model = step.owner() if step.owner is not None else None
     if model is not None:  # the method running now (evaluate reuses fit's test step)
         entry, facts = keras_api.entry_at(model, _compat.caller(1))
         if entry:
-            step = dataclasses.replace(step, entry=entry, facts=facts)
-    return [W.library_reason(step, r) for r in reasons]
+            paths, facts = keras_api.step_terms(step.role, facts)
+            step = dataclasses.replace(step, entry=entry, facts=facts, paths=paths)
+    LAST_ENTRY[rec] = step.entry
+    return [_mixed(step, then, r) or W.library_reason(step, r) for r in reasons]
+
+
+def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
+    """The batch's container changed because another of keras' methods ran the step."""
+    now = step.entry
+    pair = {now.removesuffix("_on_batch"), then.removesuffix("_on_batch")}
+    if r.kind is not ReasonKind.PYTREE_STRUCTURE or now == then or len(pair) != 1:
+        return None
+    if r.argument != "data":  # the step's batch, not its state
+        return None
+    whole = pair.pop()
+    message = L.KERAS_MIXED_MSG.words(
+        now=now, then=then, role=step.role, before=r.before, after=r.after
+    )
+    fix = L.KERAS_MIXED_FIX.words(whole=whole, batch=f"{whole}_on_batch")
+    return W.with_fix(r, FixKind.KERAS_MIXED, fix, message=message, argument="x", path="x")
+
+
+def adopt(rec: Record, fn: Any) -> bool:
+    """keras' step jitted by ``nnx.jit`` (``KERAS_NNX_ENABLED``): its row, in keras' terms."""
+    step = keras_api.step_of(fn, _compat.caller(1))
+    if step is None:
+        return False
+    rec.kind = KIND
+    rec.internal = False
+    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
+    STEPS[rec] = step
+    return True
 
 
 class KerasFrontend(Frontend):
@@ -96,6 +130,9 @@ class KerasFrontend(Frontend):
         self, fun: Any, info: Any
     ) -> tuple[Record, tuple[Any, ...], dict[str, Any]] | None:
         return untracked(fun, info)
+
+    def adopt(self, rec: Record, fn: Any) -> bool:
+        return adopt(rec, fn)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         return reword(rec, reasons, key)

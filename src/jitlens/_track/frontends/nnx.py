@@ -18,7 +18,8 @@ from ..._core.kinds import FixKind, RowKind
 from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..calls import call_detailed, failed_call, register_counting_frame
-from ..frontend import Frontend, SetAttr
+from ..frontend import Frontend, SetAttr, registered
+from ..records import Record
 from ..registry import REGISTRY
 from ..state import STATE, PassThrough, internal_failure
 
@@ -62,6 +63,8 @@ def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
                 rec = recs[cached] if recs is not None else None
                 if rec is None:
                     rec = REGISTRY.record_for_wrapper(self, None, cached)
+                    if rec.internal and rec.traces == 0:
+                        _adopted(rec)
                     if recs is None:
                         recs = self.__dict__["_jitlens_records"] = WrapperRecords((None, None))
                     recs[cached] = rec
@@ -112,6 +115,17 @@ def make_cached_partial(original: Callable[..., Any]) -> Callable[..., Any]:
             return out
 
     return cached_partial
+
+
+def _adopted(rec: Record) -> None:
+    """A library's ``nnx.jit`` around the user's model (keras' steps with
+    ``KERAS_NNX_ENABLED``): its front-end makes it the user's row, in its terms."""
+    fn = rec.user_fn()
+    if fn is None:
+        return
+    for fe in registered():
+        if fe is not FRONTEND and fe.adopt(rec, fn):
+            return
 
 
 def install(set_attr: Callable[[Any, str, Any], None]) -> None:

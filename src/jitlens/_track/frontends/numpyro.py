@@ -15,7 +15,8 @@ from ... import _compat
 from ..._compat import numpyro_api
 from ..._core import reasons as W
 from ..._core.key import Key
-from ..._core.kinds import RowKind
+from ..._core.kinds import FixKind, RowKind
+from ..._core.reasons import library as L
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
@@ -24,6 +25,7 @@ from .library_rows import library_record
 
 #: The row kind.
 KIND = RowKind.NUMPYRO
+
 
 #: record -> the numpyro jit it is.
 STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
@@ -43,7 +45,22 @@ def record_for(fun: Any, options: dict[str, Any]) -> Record | None:
 def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     """A numpyro row's reasons in numpyro's terms (other rows unchanged)."""
     step = STEPS.get(rec) if rec.kind == KIND else None
-    return reasons if step is None else W.numpyro_reasons(step, reasons)
+    if step is None:
+        return reasons
+    reasons = W.numpyro_reasons(step, reasons)
+    chains = step.fact("num_chains")
+    if step.fact("chain_method") == "sequential" and isinstance(chains, int) and chains > 1:
+        return [_sequential(r, chains) for r in reasons]
+    return reasons
+
+
+def _sequential(r: Reason, chains: int) -> Reason:
+    """A sample loop rebuilt by a sequential ``MCMC.run``: per chain, not only per run."""
+    if r.fix_kind is not FixKind.NUMPYRO_REBUILT:
+        return r
+    message = L.NUMPYRO_SEQUENTIAL_MSG.words(chains=chains)
+    fix = L.NUMPYRO_SEQUENTIAL_FIX.words(chains=chains)
+    return W.with_fix(r, FixKind.NUMPYRO_SEQUENTIAL, fix, message=message)
 
 
 class NumpyroFrontend(Frontend):

@@ -1,0 +1,133 @@
+"""The words of the jits libraries make around the user's code, and of control-flow primitives
+run outside jit: how they say a reason of another kind (``kinds.REWORDED``).
+
+A body ``lax.map``/``scan``/``cond`` traces again outside jit (markean/aimz#275), a function a
+library builds anew per call (blackjax's ``hmc(...).step``), numpyro's sequential chains, keras'
+two methods handing one step different containers. The front-ends that find them
+(``_track/eager.py``, ``_track/frontends/{library_rows,numpyro,keras}.py``) fill these
+templates' parameters; the words are made when printed.
+"""
+
+from __future__ import annotations
+
+from ..kinds import FixKind as K
+from ..kinds import MessageKind as M
+from .base import Template
+
+EAGER_CLOSURE_MSG = Template(
+    M.EAGER_CLOSURE,
+    "`{name}` is a new function each time {made}, and {outer} outside jit traces and compiles "
+    "its body again for each new function ({count} earlier one(s) of the same code, defined at "
+    "{defined_at}).",
+)
+
+
+EAGER_REWRAPPED_MSG = Template(
+    M.EAGER_REWRAPPED,
+    "{outer} outside jit wraps `{name}` in a new function of its own on every call: JAX traced "
+    "and compiled it again though `{name}` is the same function.",
+)
+
+
+EAGER_PRIMITIVE_FIX = Template(
+    K.EAGER_PRIMITIVE,
+    "Put `@jax.jit` on {target}: under jit {outer} is traced once per input shape and reused "
+    "(arguments that set shapes or branches: `static_argnames`).",
+)
+
+
+LIBRARY_EAGER_MSG = Template(
+    M.LIBRARY_EAGER,
+    "{library}'s `{entry}` runs {outer} outside jit over a function it builds on every call "
+    "around your `{name}`: JAX traced `{name}` and compiled {outer} again.",
+)
+
+
+LIBRARY_EAGER_FIX = Template(
+    K.LIBRARY_EAGER,
+    "Jit the call once, before the loop: `{v}_jit = jax.jit({v})`, then call `{v}_jit(...)` "
+    "instead of `{v}(...)`: {outer} is traced once per input shape and reused.",
+)
+
+
+LIBRARY_CLOSURE_MSG = Template(
+    M.LIBRARY_CLOSURE,
+    "`{spelled}` is a function {library} builds anew around the values passed to it{here}: each build is a new function to jax.jit, which compiled it again though "
+    "{count} earlier build(s) of the same code (defined at {defined_at}) had compiled.",
+)
+
+
+LIBRARY_KERNEL_FIX = Template(
+    K.LIBRARY_KERNEL,
+    "Build `{part} = {factory}` once and jit one function of your own that takes {params} as "
+    "argument(s) and does what `{spelled}` does ({defined_at}) with them; pass {params} on "
+    "every call.",
+)
+
+
+LIBRARY_STATIC_MSG = Template(
+    M.LIBRARY_STATIC,
+    "`{arg}` is `{spelled}`, a function {library} builds anew around the values passed to "
+    "it{here}: a static function compares by identity, so each build is a new key.",
+)
+
+
+LIBRARY_STATIC_FIX = Template(
+    K.LIBRARY_STATIC,
+    "Pass {params} to `{fn}` as argument(s) instead, and build `{spelled}` inside it from them "
+    "(the {library} call that made it, run under jit): one compile for every value.",
+)
+
+
+LIBRARY_CALL_MSG = Template(
+    M.LIBRARY_CALL,
+    "{library}'s `{entry}` jits a new function on every call: each is new to jax.jit, which "
+    "compiled it again ({count} earlier one(s) of the same code).",
+)
+
+
+LIBRARY_CALL_FIX = Template(
+    K.LIBRARY_CALL,
+    "Jit your call once, before the loop, over objects built once: `{short}_jit = "
+    "jax.jit({callee}{static})`, then call `{short}_jit(...)`: {library}'s jit inside is "
+    "traced with it, once per input shape.",
+)
+
+
+LIBRARY_BUILD_FIX = Template(
+    K.LIBRARY_BUILD,
+    "Jit one function of your own that takes {params} as argument(s) and builds `{spelled}` "
+    "inside it with them, instead of jitting each build; pass {params} on every call.",
+)
+
+
+#: ``chain_method="sequential"``: numpyro runs ``fori_collect`` (a new jit) once per chain.
+NUMPYRO_SEQUENTIAL_MSG = Template(
+    M.NUMPYRO_SEQUENTIAL,
+    '`MCMC.run` with `chain_method="sequential"` builds its sample loop anew for each of its '
+    "{chains} chains: numpyro compiles it once per chain, and again per `run`.",
+)
+
+
+NUMPYRO_SEQUENTIAL_FIX = Template(
+    K.NUMPYRO_SEQUENTIAL,
+    'Pass `chain_method="vectorized"` to `MCMC`: all {chains} chains run in one sample loop, '
+    'compiled once per `run` (or `"parallel"`, with one device per chain); and draw what you '
+    "need in one `run`.",
+)
+
+
+#: One step run by a whole-set method and its ``*_on_batch`` twin, which hand it the batch
+#: in different containers (``predict``: the array, ``predict_on_batch``: a tuple).
+KERAS_MIXED_MSG = Template(
+    M.KERAS_MIXED,
+    "`{now}` hands keras' {role} step the batch as {after}, `{then}` as {before}: one step, "
+    "two input structures, so it compiles once for each.",
+)
+
+
+KERAS_MIXED_FIX = Template(
+    K.KERAS_MIXED,
+    "Call one of them on this model: `{whole}(x, batch_size=B)` on every set, or `{batch}(x)` "
+    "on every batch (padded to one size B).",
+)

@@ -1,0 +1,88 @@
+"""numpyro's ``MCMC`` with two chains, each ``chain_method``, then jitlens' fix applied.
+
+Adapted from numpyro's examples (a tiny linear regression, HMC with few steps).
+``"parallel"`` maps the chains with ``jax.pmap`` (two host devices): the sample loop is
+traced inside numpyro's pmap, whose compile is the loop's. ``"sequential"`` compiles the
+loop once per chain; the fix printed (``chain_method="vectorized"``) compiles it once.
+Prints one ``TRUTH`` JSON line: per method, jitlens' row, JAX's compiles, the fix, the mean.
+"""
+
+import contextlib
+import json
+import logging
+import re
+
+import jitlens
+
+# numpyro binds `jax.jit` at its import: tracking starts first, as under `jitlens run`
+jitlens.track().start()
+
+import numpyro  # noqa: E402
+
+numpyro.set_host_device_count(2)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpyro.distributions as dist  # noqa: E402
+from numpyro.infer import HMC, MCMC  # noqa: E402
+
+
+class Compiles(logging.Handler):
+    """JAX's own count of its compiles (``jax.log_compiles``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.names: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        m = re.match(r"Compiling \w+\((\w+)\)", record.getMessage())
+        if m:
+            self.names.append(m.group(1))
+
+
+@contextlib.contextmanager
+def compiles():
+    logger, handler = logging.getLogger("jax"), Compiles()
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with jax.log_compiles(True):
+            yield handler.names
+    finally:
+        logger.removeHandler(handler)
+
+
+def model(x, y=None):
+    w = numpyro.sample("w", dist.Normal(0.0, 1.0))
+    numpyro.sample("y", dist.Normal(w * x, 1.0), obs=y)
+
+
+X = jnp.linspace(0.0, 1.0, 8)
+Y = 2.0 * X
+
+
+def sample(method: str) -> dict:
+    mcmc = MCMC(
+        HMC(model, num_steps=2, adapt_step_size=False),
+        num_warmup=2,
+        num_samples=3,
+        num_chains=2,
+        chain_method=method,
+        progress_bar=False,
+    )
+    with jitlens.track() as t, compiles() as names:
+        mcmc.run(jax.random.key(0), X, Y)
+    rows = [f for f in t.report().functions if not f.internal]  # one per wrapper
+    fixes = [r.fix for f in rows for e in f.events for r in e.reasons]
+    loop = "_fun" if method == "parallel" else "_fori_collect_loop"
+    return {
+        "rows": sorted({f.name for f in rows}),
+        "traces": sum(f.traces for f in rows),
+        "compiles": sum(f.compiles for f in rows),
+        "jax_compiles": names.count(loop),
+        "fix": fixes[0] if fixes else "",
+        "mean": float(mcmc.get_samples()["w"].mean()),
+    }
+
+
+print("TRUTH " + json.dumps({m: sample(m) for m in ("parallel", "sequential", "vectorized")}))
