@@ -74,12 +74,14 @@ def compare(
             cpu.append(cpu_time)
     # Paired: each round's tracked time over the untracked time measured next to it,
     # so that slow drifts of the machine (other jobs, frequency) cancel out.
-    paired = statistics.median(tb / ta for ta, tb in zip(a, b, strict=True))
+    ratios = sorted(tb / ta for ta, tb in zip(a, b, strict=True))
+    paired = statistics.median(ratios)
+    q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
     best = min(b) / min(a)
     print(
         f"{name:37s} untracked {statistics.median(a) * 1e6:6.1f} us/call   "
-        f"tracked/untracked: paired median {paired:.3f}x, min {best:.3f}x, "
-        f"cpu min {min(cb) / min(ca):.3f}x"
+        f"tracked/untracked: paired median {paired:.3f}x [quartiles {q1:.3f}-{q3:.3f}], "
+        f"min {best:.3f}x, cpu min {min(cb) / min(ca):.3f}x"
     )
     return paired, best
 

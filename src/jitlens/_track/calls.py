@@ -10,6 +10,7 @@ flattened or published per call.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 import weakref
@@ -30,10 +31,25 @@ from .state import (
     weak,
 )
 
+#: file -> (working folder, the file's path as shown from there): the first call of
+#: each new wrapper (a wrapper made per epoch, per step) names its line without
+#: working out the relative path again (``os.path.relpath``: ~10 us).
+_SHOWN_PATHS: dict[str, tuple[str, str]] = {}
+
 
 def _first_call(rec: Record) -> None:
     # _first_call <- call_detailed <- the wrapper's __call__ <- the user's call
-    rec.first_call_site = _compat.user_call_site(_compat.caller(3))
+    f = _compat.user_frame(_compat.caller(3))
+    if f is None:
+        rec.first_call_site = "?"
+        return
+    filename, cwd = f.f_code.co_filename, os.getcwd()
+    known = _SHOWN_PATHS.get(filename)
+    if known is None or known[0] != cwd:
+        if len(_SHOWN_PATHS) > 1000:
+            _SHOWN_PATHS.clear()
+        known = _SHOWN_PATHS[filename] = (cwd, _compat.short_path(filename))
+    rec.first_call_site = f"{known[1]}:{f.f_lineno}"
 
 
 _ARRAYISH: dict[type, bool] = {}
