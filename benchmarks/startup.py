@@ -205,10 +205,15 @@ def main() -> None:
     tracked_cpu = min(a["main"] for a in tracked)
     start = min(a.get("_start", float("nan")) for a in tracked)
     finish = min(a.get("_finish", float("nan")) for a in tracked)
+    spread = {
+        mode: f"{min(a['main'] for a in runs) * 1e3:.0f}-{max(a['main'] for a in runs) * 1e3:.0f}"
+        for mode, runs in accounts.items()
+    }
     print(
         f"main-thread CPU of the whole process, least-disturbed of {opts.accounting_runs} runs: "
         f"python {main_cpu * 1e3:.0f} ms, JITLENS=1 {tracked_cpu * 1e3:.0f} ms: "
-        f"{tracked_cpu / main_cpu:.3f}x"
+        f"{tracked_cpu / main_cpu:.3f}x (runs spread over {spread['python']} and "
+        f"{spread['JITLENS=1']} ms: the phases below resolve more)"
     )
     print(
         f"  of which jitlens' start when the program imports JAX {start * 1e3:.1f} ms, "
