@@ -91,3 +91,29 @@ def test_hits_of_a_function_compiled_before_tracking_stay_unknown_until_its_miss
     assert traced == [3, 4]  # the wrapper made while tracking reused the first compile
     assert (row.calls, row.traces) == (43, 1)
     assert list(row.call_entries) == [-1] * 40 + [0, 0, -1]
+
+
+def test_the_advisors_first_calls_keep_only_their_time_and_still_note_eager_calls() -> None:
+    """Among a function's first 32 calls (which the advisor reads) a hit of the one entry
+    keeps only its start time too, but a call run under ``jax.disable_jit`` is still no
+    cache hit, and a miss or a failure is filed as without the shortcut."""
+    traced: list[object] = []
+    with jitlens.track(timeline=True) as t:
+        f = jax.jit(_body(traced))
+        for _ in range(5):
+            f(jnp.ones(3))
+        assert f._record.early_seq != -1  # armed: the test exercises the shortcut
+        assert f._record.window_seq == -1  # ... and not the lean path, which skips the advisor
+        with jax.disable_jit():
+            f(jnp.ones(3))
+            f(jnp.ones(3))
+        f(jnp.ones(4))
+        with pytest.raises(TypeError, match="NoneType"):
+            f(None)
+        f(jnp.ones(3))
+    row = _row(t.report(), "double")
+    assert traced == [3, 3, 3, 4, None]  # the two eager calls ran the body
+    assert (row.calls, row.traces, row.cache_hits) == (10, 3, 5)
+    assert list(row.call_entries) == [0] * 7 + [1, -1, 0]
+    assert len(row.call_times) == row.calls and list(row.call_times) == sorted(row.call_times)
+    assert [a.kind for a in row.advice] == ["disable_jit"]

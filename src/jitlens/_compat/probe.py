@@ -113,10 +113,21 @@ def installed_versions() -> dict[str, str]:
     declared = (lib.distribution for lib in libraries.declared())
     for dist in dict.fromkeys(("jax", "jaxlib", "flax", *declared)):
         try:
-            out[dist] = importlib.metadata.version(dist)
+            out[dist] = _version(importlib.metadata.distribution(dist))
         except Exception:
             out[dist] = "absent"
     return out
+
+
+def _version(dist: Any) -> str:
+    """``dist.version`` without parsing the whole METADATA as an e-mail (read at every
+    tracked start: ~3 ms less): its ``Version:`` header line."""
+    for line in (dist.read_text("METADATA") or "").splitlines():
+        if not line:
+            break  # the headers end at the first blank line
+        if line.startswith("Version:"):
+            return line[len("Version:") :].strip()
+    return dist.version
 
 
 def probe() -> Capabilities:

@@ -10,6 +10,7 @@ flattened or published per call.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 import weakref
@@ -30,10 +31,25 @@ from .state import (
     weak,
 )
 
+#: file -> (working folder, the file's path as shown from there): the first call of
+#: each new wrapper (a wrapper made per epoch, per step) names its line without
+#: working out the relative path again (``os.path.relpath``: ~10 us).
+_SHOWN_PATHS: dict[str, tuple[str, str]] = {}
+
 
 def _first_call(rec: Record) -> None:
     # _first_call <- call_detailed <- the wrapper's __call__ <- the user's call
-    rec.first_call_site = _compat.user_call_site(_compat.caller(3))
+    f = _compat.user_frame(_compat.caller(3))
+    if f is None:
+        rec.first_call_site = "?"
+        return
+    filename, cwd = f.f_code.co_filename, os.getcwd()
+    known = _SHOWN_PATHS.get(filename)
+    if known is None or known[0] != cwd:
+        if len(_SHOWN_PATHS) > 1000:
+            _SHOWN_PATHS.clear()
+        known = _SHOWN_PATHS[filename] = (cwd, _compat.short_path(filename))
+    rec.first_call_site = f"{known[1]}:{f.f_lineno}"
 
 
 _ARRAYISH: dict[type, bool] = {}
@@ -189,7 +205,9 @@ def _file_timed(
     The first two kinds of hit also arm the window's lean path
     (``TrackedJit.__call__``): until the next trace, lower or compile anywhere
     (``state.EVENTS``), or tracking starts or stops, every hit goes to that entry, and the lean path records only
-    the call's start time. An executable enters a jit's cache only by a compile
+    the call's start time. Among the advisor's first calls (``ADVICE_CALLS``) they arm
+    ``early_seq`` instead: the wrapper then still notes each call for the advisor
+    (``jax_disable_jit``, the calls it samples) but keeps only its start time too. An executable enters a jit's cache only by a compile
     (JAX reports its lowering even when the persistent cache serves it) and a
     lost one is a miss on the next call, so no executable can appear or vanish
     unseen while ``EVENTS`` stands still.
@@ -212,10 +230,13 @@ def _file_timed(
         elif by_light:
             entry = _entry_of(rec, args, kwargs, False)
     rec.add_call_time(t, entry)
-    if sole and n + 1 >= ADVICE_CALLS[0] and LEAN_WINDOW[0] and not TRACING[0]:
-        # no trace in progress in any thread (a call inside one is inlined, not a hit),
-        # and the next call is past the advisor's samples
-        rec.window_entry, rec.window_seq = entry, serial
+    if sole and LEAN_WINDOW[0] and not TRACING[0]:
+        # no trace in progress in any thread (a call inside one is inlined, not a hit)
+        rec.window_entry = entry
+        if n + 1 >= ADVICE_CALLS[0]:  # the next call is past the advisor's first calls
+            rec.window_seq = serial
+        else:  # the wrapper still notes them for the advisor, but files none of them
+            rec.early_seq = serial
 
 
 def timed_failure(

@@ -198,6 +198,8 @@ class Record:
         #: (one executable, one light signature): the lean path holds while it is
         #: unchanged. -1: not known.
         self.window_seq = -1
+        #: The same among the advisor's first calls (``calls._file_timed``).
+        self.early_seq = -1
         self.window_entry = -1
         #: light signature -> (entry, weak references to the objects it names by identity)
         self.entry_by_light: dict[Any, tuple[int, tuple[Any, ...]]] = {}
@@ -367,11 +369,11 @@ class Record:
         """The wrapper is gone: keep only the latest keys (for new-wrapper comparisons)."""
         with self.lock:
             del self.keys[:-keep]
-        self.window_seq = -1
+        self.window_seq = self.early_seq = -1
         self.entry_by_light.clear()
 
     def mark_cleared(self) -> None:
-        self.window_seq = -1
+        self.window_seq = self.early_seq = -1
         for k in self.keys:
             k.cleared = True
             k.clears_seen = None  # counted as cleared: a later jax.clear_caches() adds nothing

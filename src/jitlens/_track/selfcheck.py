@@ -124,15 +124,26 @@ def _cache_dir() -> pathlib.Path | None:
 
 
 def _jitlens_fingerprint() -> str:
-    """jitlens' own code, by file sizes and times: an edited jitlens checks again."""
-    root = pathlib.Path(__file__).resolve().parent.parent
+    """jitlens' own code, by file sizes and times: an edited jitlens checks again.
+
+    Read at every tracked start: ``os.walk`` and ``os.stat``, not ``pathlib``'s
+    ``rglob`` (a few ms more per start, for the same key).
+    """
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+        rel = os.path.relpath(folder, root)
+        for name in files:
+            if name.endswith(".py"):
+                found.append((name if rel == "." else os.path.join(rel, name), folder, name))
     h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
+    for relative, folder, name in sorted(found, key=lambda f: f[0].split(os.sep)):
         try:
-            st = p.stat()
+            st = os.stat(os.path.join(folder, name))
         except OSError:
             continue
-        h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+        h.update(f"{relative}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()[:16]
 
 

@@ -19,6 +19,7 @@ import jax
 
 from ... import _compat
 from ..._core.kinds import RowKind
+from .. import advisor
 from ..calls import (
     call_detailed,
     failed_call,
@@ -101,18 +102,29 @@ class TrackedJit:
                     timed_after(rec, n, args, kwargs, t, tls.nevents > e, self._executables)
                     return out
                 local = tls
-                if ADVICE_CALLS[0] <= n < WINDOW[0] and not local.depth and not local.busy:
-                    # the window past the advisor's first calls, not armed: timed here
-                    # (a frame less per call), filed (and the lean path armed) by timed_after
-                    n0 = local.nevents
-                    t = _now()
-                    try:
-                        out = self._jitted(*args, **kwargs)
-                    except BaseException:
-                        timed_failure(rec, n, args, kwargs, t, local.nevents != n0)
-                        raise
-                    timed_after(rec, n, args, kwargs, t, local.nevents != n0, self._executables)
-                    return out
+                if n and n < WINDOW[0] and not local.depth and not local.busy:
+                    # the window, not armed: timed here (no frame of call_detailed's), filed
+                    # (and the lean path armed) by timed_after. Among the advisor's first
+                    # calls it also notes a call run under jax_disable_jit, and leaves the
+                    # calls the advisor samples to call_detailed.
+                    first = n < ADVICE_CALLS[0]
+                    if not first or not advisor.wants_sample(rec, n):
+                        n0 = local.nevents
+                        t = _now()
+                        try:
+                            out = self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
+                        except BaseException:
+                            timed_failure(rec, n, args, kwargs, t, local.nevents != n0)
+                            raise
+                        if first:
+                            advisor.note_eager(rec)
+                            if e == rec.early_seq and EVENTS[0] == e:
+                                # every hit goes to one entry (`calls._file_timed`): keep the
+                                # call's start time only, as the lean path does
+                                rec.call_times.append(t)
+                                return out
+                        timed_after(rec, n, args, kwargs, t, local.nevents != n0, self._executables)
+                        return out
                 return call_detailed(self._jitted, rec, n, args, kwargs, self._executables)
             except PassThrough as exc:
                 # raised here and filtered here: a bare re-raise adds no frame of jitlens'
