@@ -407,27 +407,6 @@ def test_a_trace_inside_another_transformation_is_a_fact() -> None:
 # ---------------------------------------------------------------- words made at the sink
 
 
-def test_a_reason_carries_the_makings_of_its_words_until_it_is_printed() -> None:
-    """A builder gives a reason its templates and their parameters as data; the words are made
-    once, the first time they are read, by one function (``reasons.words``), and a copy of the
-    reason made before that carries the makings, not words."""
-    from jitlens._core import reasons
-    from jitlens._core.kinds import FixKind, MessageKind
-
-    r = reasons.dtype("x", "x", "f32[3]", "i32[3]", "i32", "f32")
-    message, fix = r.said
-    assert (message.id, fix.id) == (MessageKind.DTYPE, FixKind.DTYPE)
-    assert dict(message.params)["before"] == "f32[3]" and dict(fix.params)["dtype"] == "float32"
-    moved = r.replace(where=(("arg", "x"),))
-    assert "_made" not in vars(r) and moved.said == r.said  # nothing worded yet
-    assert (r.message, r.fix) == reasons.words(r) and "_made" in vars(r)
-    assert r.fix is r.fix and moved == r  # made once, and the same words from the same makings
-    again = reasons.with_fix(r, FixKind.KEY, reasons.KEY_FIX)
-    assert again.said[1].id is FixKind.KEY and again.said[0] is message
-    back = pickle.loads(pickle.dumps(moved))
-    assert back == r and back.said == r.said
-
-
 def test_words_read_from_a_report_are_kept_as_written() -> None:
     """A report's reasons are words only: read back, they print as they were written (no cap,
     no template), and the JSON written from them is the same."""
