@@ -294,7 +294,12 @@ def _flush_and_exit(code: int) -> None:
 def _at_exit() -> None:
     """The last ``atexit`` hook: the report, then JAX's own exit hooks, then jitlens' verdict."""
     session = SESSION[0]
-    if session is None or os.getpid() != session.pid:  # a forked child running atexit
+    if session is None:
+        return
+    if os.getpid() != session.pid:
+        # A forked child that returned: no report of its own, but JAX's exit hooks run
+        # in it as under python (jitlens took them off the list the child inherited)
+        _run_jax_hooks(session)
         return
     if session.finish is None:
         run = session.run
@@ -306,11 +311,7 @@ def _at_exit() -> None:
     try:
         session.finish()
     finally:
-        for hook in reversed(session.jax_hooks):
-            try:
-                hook()
-            except Exception:
-                pass
+        _run_jax_hooks(session)
     if session.exit_code is not None:
         _flush_and_exit(session.exit_code)
     if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
@@ -321,6 +322,15 @@ def _at_exit() -> None:
         from .signals import die_of
 
         die_of(signal.SIGINT)
+
+
+def _run_jax_hooks(session: _Session) -> None:
+    """JAX's own ``atexit`` hooks, in the order ``atexit`` would have run them."""
+    for hook in reversed(session.jax_hooks):
+        try:
+            hook()
+        except Exception:
+            pass
 
 
 def _failed() -> bool:

@@ -1,0 +1,101 @@
+"""The end of a program off the happy path: forked children, and the exit status the program chose.
+
+Ground truth is plain ``python`` run side by side: a forked child that returns
+runs JAX's exit hooks there (jitlens took them off the ``atexit`` list the child
+inherits, to run them after its report); a program that catches the
+``RecompileError`` of ``--fail-on-retrace`` and calls ``sys.exit(5)`` exits 5.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_python
+
+pytestmark = pytest.mark.xdist_group("trust_exit")
+
+FORK = """
+import os, sys
+import jax, jax.numpy as jnp
+import jax._src.api as api  # JAX's exit hook `clean_up` calls this module's clear_caches
+
+PARENT = os.getpid()
+real = api.clear_caches
+
+def clear_caches():
+    print("JAX exit hook in", "parent" if os.getpid() == PARENT else "child", flush=True)
+    real()
+
+api.clear_caches = clear_caches
+T = [0]
+
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+child = False
+for how in ("sys.exit", "return"):  # the backend starts in each child, not here
+    pid = os.fork()
+    if pid == 0:
+        child = True
+        print("child", how, float(f(jnp.ones(2))[0]), flush=True)
+        if how == "sys.exit":
+            sys.exit(0)
+        break  # falls off the end of the program
+    print("waited", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+if not child:
+    print("parent", float(f(jnp.ones(3))[0]), "TRUTH", T[0], flush=True)
+"""
+
+
+def test_a_forked_child_ends_as_under_python_and_only_the_parent_reports(tmp_path):
+    (tmp_path / "forks.py").write_text(FORK)
+    plain = run_python(["-W", "ignore", "forks.py"], cwd=tmp_path, timeout=120)
+    command = ["-W", "ignore", "-m", "jitlens", "run", "--json", "r.json", "forks.py"]
+    tracked = run_python(command, cwd=tmp_path, timeout=120)
+    assert plain.returncode == tracked.returncode == 0, tracked.stderr
+    assert plain.stdout.count("JAX exit hook in child") == 2
+    assert sorted(tracked.stdout.splitlines()) == sorted(plain.stdout.splitlines())
+    (row,) = json.loads((tmp_path / "r.json").read_text())["functions"]
+    assert row["traces"] == 1 and "TRUTH 1" in tracked.stdout  # the parent's own, once
+    assert tracked.stderr.count("jitted function") == 1  # one summary: the children write none
+
+
+CAUGHT = """
+import sys
+import jax, jax.numpy as jnp
+import jitlens
+
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(1))
+try:
+    f(jnp.ones(2))
+except jitlens.RecompileError:
+    print("caught", flush=True)
+    how = sys.argv[1]
+    if how == "code":
+        sys.exit(5)
+    if how == "none":
+        sys.exit()
+print("went on")
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "status", "said"),
+    [
+        ("code", 5, "chose its own exit status, 5: it stands"),
+        ("none", 1, "exiting 1 as --fail-on-retrace asks"),  # sys.exit() is a success
+    ],
+)
+def test_the_exit_status_the_program_chose_wins_over_fail_on_retrace(tmp_path, how, status, said):
+    (tmp_path / "caught.py").write_text(CAUGHT)
+    command = ["-m", "jitlens", "run", "--fail-on-retrace", "--json", "r.json", "caught.py", how]
+    proc = run_python(command, cwd=tmp_path, timeout=120)
+    assert proc.returncode == status, proc.stderr
+    assert proc.stdout.startswith("caught\n")
+    assert said in proc.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["functions"]
