@@ -99,3 +99,40 @@ def test_the_exit_status_the_program_chose_wins_over_fail_on_retrace(tmp_path, h
     assert proc.stdout.startswith("caught\n")
     assert said in proc.stderr
     assert json.loads((tmp_path / "r.json").read_text())["functions"]
+
+
+CLOSED = """
+import sys
+import jax, jax.numpy as jnp
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(1)); f(jnp.ones(2))
+print("not shown", file=sys.stderr if sys.stdout is None else sys.stdout)
+"""
+
+
+def test_a_program_started_with_stdout_closed_runs_and_gets_its_summary(tmp_path):
+    """``python prog.py >&-``: sys.stdout is None; jitlens run flushed it, the summary asked it
+    whether it is a terminal (the same failure as a program that calls sys.stdout.close())."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "closed.py").write_text(CLOSED)
+    outs = []
+    for args in (["closed.py"], ["-m", "jitlens", "run", "closed.py"]):
+        outs.append(
+            subprocess.run(
+                ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, *args],  # descriptor 1 closed
+                cwd=tmp_path,
+                env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+            )
+        )
+    plain, tracked = outs
+    assert plain.returncode == tracked.returncode == 0, tracked.stderr
+    assert plain.stderr == "not shown\n"
+    assert "not shown\n" in tracked.stderr
+    assert "jitlens: 1 jitted function, 2 traces" in tracked.stderr
+    assert "Traceback" not in tracked.stderr and "could not render" not in tracked.stderr
