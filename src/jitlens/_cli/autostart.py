@@ -55,6 +55,7 @@ REEXECUTED = (
     "from here; jitted calls made before the exec are not in the report\n"
 )
 NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
+INTERRUPTED = "jitlens: interrupted (Ctrl-C) while writing the report; the rest was not written\n"
 
 _STARTED = [False]
 _LOCK = _thread.allocate_lock()
@@ -310,6 +311,10 @@ def _at_exit() -> None:
         return
     try:
         session.finish()
+    except KeyboardInterrupt:  # Ctrl-C while jitlens writes: stop writing, keep the status
+        from .._track import sink
+
+        sink.write(INTERRUPTED)
     finally:
         _run_jax_hooks(session)
     if session.exit_code is not None:
@@ -325,12 +330,19 @@ def _at_exit() -> None:
 
 
 def _run_jax_hooks(session: _Session) -> None:
-    """JAX's own ``atexit`` hooks, in the order ``atexit`` would have run them."""
+    """JAX's own ``atexit`` hooks, run as ``atexit`` would have: in its order, each one's
+    exception (a Ctrl-C among them) reported and the next one run."""
     for hook in reversed(session.jax_hooks):
         try:
             hook()
-        except Exception:
-            pass
+        except BaseException as exc:
+            try:
+                import traceback
+
+                sys.stderr.write(f"Exception ignored in atexit callback: {hook!r}\n")
+                traceback.print_exception(exc, file=sys.stderr)
+            except BaseException:
+                pass
 
 
 def _failed() -> bool:
