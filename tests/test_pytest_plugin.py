@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import json
 import sys
 from pathlib import Path
 
@@ -300,3 +301,16 @@ def test_a_bad_report_path_is_a_usage_error_before_any_test_runs(pytester: pytes
         assert f"--jitlens-report {bad}" in result.stderr.str() and words in result.stderr.str()
     assert (pytester.path / "test_mine.py").read_text().strip() == source.strip()
     assert not (pytester.path / "ran").exists()
+
+
+def test_the_same_command_runs_twice_when_the_report_path_is_a_separate_word(
+    pytester: pytest.Pytester,
+) -> None:
+    """``--jitlens-report report.json``: its value is no test file, even once the file exists."""
+    pytester.makepyfile(test_mine="def test_one():\n    pass\n")
+    for _ in range(2):
+        result = pytester.runpytest_inprocess(
+            *_plugin_args(), "--jitlens-report", "report.json", "test_mine.py"
+        )
+        assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    assert json.loads((pytester.path / "report.json").read_text())["schema_version"]

@@ -251,7 +251,9 @@ def _check_report_path(config: pytest.Config, path: str) -> None:
     output = _report_output(config, path)
     output = dataclasses.replace(output, label=f"--jitlens-report {path}")
     base = str(config.invocation_params.dir)
-    files = [os.path.join(base, a.split("::")[0]) for a in config.invocation_params.args]
+    # The test paths pytest parsed (its positional arguments), not every word of the command
+    # line: the report path itself is one (`--jitlens-report r.json`), a file after a first run.
+    files = [os.path.join(base, str(a).split("::")[0]) for a in getattr(config, "args", ())]
     inputs = [(f, f"the test file {os.path.relpath(f, base)}") for f in files if os.path.isfile(f)]
     try:
         check_outputs([output], inputs)
