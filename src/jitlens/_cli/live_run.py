@@ -17,8 +17,10 @@ program runs it
   ``os._exit``) stands, as under ``python``.
 
 ``atexit`` cannot see the status a ``SystemExit`` carries (Python has taken it
-before the hooks run), so while a budget is open ``sys.exit`` is the
-program's own function behind a recorder that notes the status it was given.
+before the hooks run), so while a budget is open ``sys.exit`` (and the
+``exit()`` / ``quit()`` of scripts) is the program's own function behind a
+recorder that notes the status it was given; a ``raise SystemExit(5)`` written
+out is not seen.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class LiveRun:
         self.saved: tuple[int, bool] | None = None
         self.scope_cm: Any = None
         self.scope: Any = None
-        self.exit: Any = None  # the program's sys.exit, while the recorder stands in for it
+        self.exits: list[tuple[Any, str, Any, Any]] = []  # (module, name, real, its recorder)
         self.requested: list[object] = []  # the status of the program's last sys.exit()
 
     def start(self) -> str | None:
@@ -136,29 +138,31 @@ class LiveRun:
         return None
 
     def _record_exit(self) -> None:
-        """Note the status of the program's ``sys.exit(status)`` and call the real one."""
+        """Note the status given to ``sys.exit`` / ``exit`` / ``quit``, then call the real one."""
+        import builtins
         import functools
         import sys
 
-        real = sys.exit
         requested = self.requested
+        for owner, name in ((sys, "exit"), (builtins, "exit"), (builtins, "quit")):
+            real = getattr(owner, name, None)
+            if real is None:  # python -S: no exit() / quit()
+                continue
 
-        @functools.wraps(real)
-        def exit(status: object = None, /) -> None:
-            requested[:] = [status]
-            real(status)
+            def recorder(status: object = None, /, real: Any = real) -> None:
+                requested[:] = [status]
+                real(status)
 
-        self.exit = real
-        sys.exit = exit
+            functools.update_wrapper(recorder, real, updated=())
+            self.exits.append((owner, name, real, recorder))
+            setattr(owner, name, recorder)
 
     def _restore_exit(self) -> int | None:
-        """Put the program's ``sys.exit`` back; the exit status it asked for, if it did."""
-        import sys
-
-        if self.exit is not None:
-            if getattr(sys.exit, "__wrapped__", None) is self.exit:
-                sys.exit = self.exit
-            self.exit = None
+        """Put the program's exit functions back; the exit status it asked for, if it did."""
+        for owner, name, real, recorder in self.exits:
+            if getattr(owner, name, None) is recorder:
+                setattr(owner, name, real)
+        self.exits = []
         if not self.requested:
             return None
         status = self.requested[0]
