@@ -65,7 +65,7 @@ def test_a_forked_child_ends_as_under_python_and_only_the_parent_reports(tmp_pat
 
 
 CAUGHT = """
-import sys
+import sys, threading
 import jax, jax.numpy as jnp
 import jitlens
 
@@ -85,7 +85,12 @@ print("went on")
     [
         ("sys.exit(5)", 5, "chose its own exit status, 5: it stands"),
         ("exit(3)", 3, "chose its own exit status, 3: it stands"),  # a script's builtin exit()
-        ("sys.exit()", 1, "exiting 1 as --fail-on-retrace asks"),  # sys.exit() is a success
+        # sys.exit() is a success; sys.exit(5) in a thread ends the thread, not the program
+        (
+            "(t := threading.Thread(target=sys.exit, args=(5,))).start() or t.join() or sys.exit()",
+            1,
+            "exiting 1 as --fail-on-retrace asks",
+        ),
     ],
 )
 def test_the_exit_status_the_program_chose_wins_over_fail_on_retrace(tmp_path, how, status, said):

@@ -142,6 +142,7 @@ class LiveRun:
         import builtins
         import functools
         import sys
+        import threading
 
         requested = self.requested
         for owner, name in ((sys, "exit"), (builtins, "exit"), (builtins, "quit")):
@@ -150,7 +151,8 @@ class LiveRun:
                 continue
 
             def recorder(status: object = None, /, real: Any = real) -> None:
-                requested[:] = [status]
+                if threading.current_thread() is threading.main_thread():
+                    requested[:] = [status]  # elsewhere it ends a thread, not the program
                 real(status)
 
             functools.update_wrapper(recorder, real, updated=())
