@@ -17,7 +17,7 @@ from conftest import run_python
 pytestmark = pytest.mark.xdist_group("trust_exit")
 
 FORK = """
-import os, sys
+import os, signal, sys, time
 import jax, jax.numpy as jnp
 import jax._src.api as api  # JAX's exit hook `clean_up` calls this module's clear_caches
 
@@ -37,10 +37,14 @@ def f(x):
     return x + 1
 
 child = False
-for how in ("sys.exit", "return"):  # the backend starts in each child, not here
+for how in ("SIGTERM", "sys.exit", "return"):  # the backend starts in each child, not here
     pid = os.fork()
     if pid == 0:
         child = True
+        print("child SIGTERM default", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, flush=True)
+        if how == "SIGTERM":  # as multiprocessing's Pool.terminate() ends its fork workers
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
         print("child", how, float(f(jnp.ones(2))[0]), flush=True)
         if how == "sys.exit":
             sys.exit(0)
@@ -62,6 +66,7 @@ def test_a_forked_child_ends_as_under_python_and_only_the_parent_reports(tmp_pat
     (row,) = json.loads((tmp_path / "r.json").read_text())["functions"]
     assert row["traces"] == 1 and "TRUTH 1" in tracked.stdout  # the parent's own, once
     assert tracked.stderr.count("jitted function") == 1  # one summary: the children write none
+    assert "waited -15" in tracked.stdout  # died of SIGTERM, as under python
 
 
 CAUGHT = """
