@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import json
 import sys
 from pathlib import Path
 
@@ -299,4 +300,32 @@ def test_a_bad_report_path_is_a_usage_error_before_any_test_runs(pytester: pytes
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert f"--jitlens-report {bad}" in result.stderr.str() and words in result.stderr.str()
     assert (pytester.path / "test_mine.py").read_text().strip() == source.strip()
+    assert not (pytester.path / "ran").exists()
+
+
+def test_the_same_command_runs_twice_when_the_report_path_is_a_separate_word(
+    pytester: pytest.Pytester,
+) -> None:
+    """``--jitlens-report report.json``: its value is no test file, even once the file exists."""
+    pytester.makepyfile(test_mine="def test_one():\n    pass\n")
+    for _ in range(2):
+        result = pytester.runpytest_inprocess(
+            *_plugin_args(), "--jitlens-report", "report.json", "test_mine.py"
+        )
+        assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    assert json.loads((pytester.path / "report.json").read_text())["schema_version"]
+
+
+def test_a_session_budget_that_cannot_count_is_a_usage_error_not_an_internal_one(
+    pytester: pytest.Pytester,
+) -> None:
+    """A guard that cannot count refuses to run; pytest says why in one line, not INTERNALERROR."""
+    pytester.makeconftest(
+        "from jax import monitoring\ndel monitoring.register_scalar_listener  # a JAX without it\n"
+    )
+    pytester.makepyfile(test_mine="def test_one():\n    open('ran', 'w').close()\n")
+    result = pytester.runpytest_subprocess(*_plugin_args(), "--jitlens-max-traces", "1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "--jitlens-max-traces: cannot count traces" in err and "INTERNALERROR" not in err
     assert not (pytester.path / "ran").exists()

@@ -142,6 +142,7 @@ class _Session:
     controller: bool
     report: Report | None = None
     _tracker: Any = None
+    problem: str | None = None  # why the session's budget cannot vouch for the tests
     _scope: Any = None
     _worker_reports: list[Report] = dataclasses.field(default_factory=list)
 
@@ -181,8 +182,16 @@ class _Session:
         self._tracker = track()
         self._tracker.start()
         if self.budget is not None:
-            self._scope = budget_scope(self.budget, source=OPTION_SOURCE)
-            self._scope.__enter__()
+            from ._errors import JitlensError
+
+            scope = budget_scope(self.budget, source=OPTION_SOURCE)
+            try:
+                scope.__enter__()
+            except JitlensError as exc:  # a budget that cannot count refuses to run the tests
+                self._tracker.stop()
+                self._tracker = None
+                raise pytest.UsageError(str(exc)) from None
+            self._scope = scope
 
     @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -206,6 +215,8 @@ class _Session:
             self.report = _combine(self._worker_reports)
         else:
             self.report = self._stop()
+            if self.problem is not None:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
             if self.worker is not None:
                 self.config.workeroutput[WORKER_KEY] = self.report.to_json(indent=None)  # type: ignore[attr-defined]
                 return
@@ -216,13 +227,20 @@ class _Session:
 
     def _stop(self) -> Report:
         if self._scope is not None:
-            self._scope.__exit__(None, None, None)
-            self._scope = None
+            scope, self._scope = self._scope, None
+            from ._errors import JitlensError
+
+            try:
+                scope.__exit__(None, None, None)
+            except JitlensError as exc:  # the budget could not count: the session must not pass
+                self.problem = str(exc)
         self._tracker.stop()
         report: Report = self._tracker.report()
         return report
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.problem is not None:
+            terminalreporter.write_line(f"jitlens: {self.problem}", red=True)
         if self.report is None or self.worker is not None:
             return
         if self.summary:
@@ -251,7 +269,9 @@ def _check_report_path(config: pytest.Config, path: str) -> None:
     output = _report_output(config, path)
     output = dataclasses.replace(output, label=f"--jitlens-report {path}")
     base = str(config.invocation_params.dir)
-    files = [os.path.join(base, a.split("::")[0]) for a in config.invocation_params.args]
+    # The test paths pytest parsed (its positional arguments), not every word of the command
+    # line: the report path itself is one (`--jitlens-report r.json`), a file after a first run.
+    files = [os.path.join(base, str(a).split("::")[0]) for a in getattr(config, "args", ())]
     inputs = [(f, f"the test file {os.path.relpath(f, base)}") for f in files if os.path.isfile(f)]
     try:
         check_outputs([output], inputs)

@@ -55,6 +55,7 @@ REEXECUTED = (
     "from here; jitted calls made before the exec are not in the report\n"
 )
 NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
+INTERRUPTED = "jitlens: interrupted (Ctrl-C) while writing the report; the rest was not written\n"
 
 _STARTED = [False]
 _LOCK = _thread.allocate_lock()
@@ -294,7 +295,12 @@ def _flush_and_exit(code: int) -> None:
 def _at_exit() -> None:
     """The last ``atexit`` hook: the report, then JAX's own exit hooks, then jitlens' verdict."""
     session = SESSION[0]
-    if session is None or os.getpid() != session.pid:  # a forked child running atexit
+    if session is None:
+        return
+    if os.getpid() != session.pid:
+        # A forked child that returned: no report of its own, but JAX's exit hooks run
+        # in it as under python (jitlens took them off the list the child inherited)
+        _run_jax_hooks(session)
         return
     if session.finish is None:
         run = session.run
@@ -305,12 +311,12 @@ def _at_exit() -> None:
         return
     try:
         session.finish()
+    except KeyboardInterrupt:  # Ctrl-C while jitlens writes: stop writing, keep the status
+        from .._track import sink
+
+        sink.write(INTERRUPTED)
     finally:
-        for hook in reversed(session.jax_hooks):
-            try:
-                hook()
-            except Exception:
-                pass
+        _run_jax_hooks(session)
     if session.exit_code is not None:
         _flush_and_exit(session.exit_code)
     if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
@@ -321,6 +327,22 @@ def _at_exit() -> None:
         from .signals import die_of
 
         die_of(signal.SIGINT)
+
+
+def _run_jax_hooks(session: _Session) -> None:
+    """JAX's own ``atexit`` hooks, run as ``atexit`` would have: in its order, each one's
+    exception (a Ctrl-C among them) reported and the next one run."""
+    for hook in reversed(session.jax_hooks):
+        try:
+            hook()
+        except BaseException as exc:
+            try:
+                import traceback
+
+                sys.stderr.write(f"Exception ignored in atexit callback: {hook!r}\n")
+                traceback.print_exception(exc, file=sys.stderr)
+            except BaseException:
+                pass
 
 
 def _failed() -> bool:

@@ -11,9 +11,16 @@ program runs it
 * opens the program-wide budget (``_track/scopes.ProgramScope``): the first
   retrace over it raises :class:`jitlens.RecompileError` at the user's call,
   before JAX traces again, naming the function, the path that changed and a
-  fix. The program dies of it (exit 1, the reports written at exit); a
-  program that catches and swallows it still exits 1 (unless it died of an
-  uncaught exception: its own status stands).
+  fix. The program dies of it (exit 1, the reports written at exit). A
+  program that catches it and goes on to exit 0 is ended with status 1; a
+  status it chose itself (an uncaught exception, ``sys.exit(5)``, a signal,
+  ``os._exit``) stands, as under ``python``.
+
+``atexit`` cannot see the status a ``SystemExit`` carries (Python has taken it
+before the hooks run), so while a budget is open ``sys.exit`` (and the
+``exit()`` / ``quit()`` of scripts) is the program's own function behind a
+recorder that notes the status it was given; a ``raise SystemExit(5)`` written
+out is not seen.
 """
 
 from __future__ import annotations
@@ -30,6 +37,10 @@ USAGE = "[--fail-on-retrace] [--max-traces N]"
 SWALLOWED = (
     "jitlens run: the program caught jitlens' RecompileError and went on; "
     "exiting 1 as {flag} asks ({n} violation(s), the first above in the log)"
+)
+OWN_STATUS = (
+    "jitlens run: the program caught jitlens' RecompileError ({n} violation(s), the first above "
+    "in the log) and chose its own exit status, {status}: it stands"
 )
 
 
@@ -87,6 +98,8 @@ class LiveRun:
         self.saved: tuple[int, bool] | None = None
         self.scope_cm: Any = None
         self.scope: Any = None
+        self.exits: list[tuple[Any, str, Any, Any]] = []  # (module, name, real, its recorder)
+        self.requested: list[object] = []  # the status of the program's last sys.exit()
 
     def start(self) -> str | None:
         """Show jitlens' log on the terminal and open the budget asked for.
@@ -121,10 +134,47 @@ class LiveRun:
             except JitlensError as exc:
                 return f"jitlens run: {exc}"
             self.scope_cm = cm
+            self._record_exit()
         return None
 
-    def stop(self, failed: bool) -> tuple[int, str] | None:
-        """Close the budget; ``(exit status, why)`` when jitlens must fail a program that did not."""
+    def _record_exit(self) -> None:
+        """Note the status given to ``sys.exit`` / ``exit`` / ``quit``, then call the real one."""
+        import builtins
+        import functools
+        import sys
+        import threading
+
+        requested = self.requested
+        for owner, name in ((sys, "exit"), (builtins, "exit"), (builtins, "quit")):
+            real = getattr(owner, name, None)
+            if real is None:  # python -S: no exit() / quit()
+                continue
+
+            def recorder(status: object = None, /, real: Any = real) -> None:
+                if threading.current_thread() is threading.main_thread():
+                    requested[:] = [status]  # elsewhere it ends a thread, not the program
+                real(status)
+
+            functools.update_wrapper(recorder, real, updated=())
+            self.exits.append((owner, name, real, recorder))
+            setattr(owner, name, recorder)
+
+    def _restore_exit(self) -> int | None:
+        """Put the program's exit functions back; the exit status it asked for, if it did."""
+        for owner, name, real, recorder in self.exits:
+            if getattr(owner, name, None) is recorder:
+                setattr(owner, name, real)
+        self.exits = []
+        if not self.requested:
+            return None
+        status = self.requested[0]
+        if status is None:
+            return 0
+        return status if isinstance(status, int) else 1  # python prints a non-int, exits 1
+
+    def stop(self, failed: bool) -> tuple[int | None, str] | None:
+        """Close the budget; ``(exit status, why)`` when jitlens must fail a program that did not
+        (``(None, why)``: the program's own status stands, jitlens only says why)."""
         import logging
 
         log = logging.getLogger("jitlens")
@@ -139,12 +189,15 @@ class LiveRun:
         from .._errors import JitlensError
 
         cm, self.scope_cm = self.scope_cm, None
+        status = self._restore_exit()
         try:
             cm.__exit__(None, None, None)
         except JitlensError as exc:  # the self-check found traces cannot be counted
             return 2, f"jitlens run: {exc}"
         violations = self.scope.violations
-        if violations and not failed:
-            flag = "--fail-on-retrace" if self.fail_on_retrace else "--max-traces"
-            return 1, SWALLOWED.format(flag=flag, n=len(violations))
-        return None
+        if not violations or failed:  # an uncaught exception: python's traceback and status
+            return None
+        if status is not None and status & 0xFF:  # python exits with it: the program's own choice
+            return None, OWN_STATUS.format(n=len(violations), status=status)
+        flag = "--fail-on-retrace" if self.fail_on_retrace else "--max-traces"
+        return 1, SWALLOWED.format(flag=flag, n=len(violations))

@@ -161,8 +161,9 @@ def main(argv: list[str]) -> int:
     command = [python, *flags, *target]
     env = program_env(args)
     if _owns_the_process():
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
+        for stream in (sys.stdout, sys.stderr):  # None: python started with that descriptor closed
+            if stream is not None:
+                stream.flush()
         os.execve(python, command, env)  # the same process: signals and exit status are python's
     return _run_child(command, env)
 

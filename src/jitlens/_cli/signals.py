@@ -77,9 +77,10 @@ def install(finish: Finish) -> list[int]:
     """
     if threading.current_thread() is not threading.main_thread():
         return []
+    pid = os.getpid()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if finish.done:
+        if finish.done or os.getpid() != pid:  # a forked child has no report to write
             die_of(signum)
         if finish.started and finish.owner == threading.get_ident():
             finish.deferred = signum  # the main thread is writing: let it finish, then die
@@ -95,7 +96,18 @@ def install(finish: Finish) -> list[int]:
             signal.signal(sig, handler)
             installed.append(sig)
     finish.handler = handler
+    if installed and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=lambda: _forget(handler, installed))
     return installed
+
+
+def _forget(handler: Any, installed: list[int]) -> None:
+    """In a forked child (``multiprocessing``'s fork workers, ``os.fork()``): the default
+    actions back, as under python; ``Pool.terminate()``'s SIGTERM must not write a report."""
+    for sig in installed:
+        with contextlib.suppress(Exception):
+            if signal.getsignal(sig) is handler:
+                signal.signal(sig, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -423,8 +423,10 @@ def _table(functions: Sequence[FunctionReport], include_internal: bool, width: i
 
 
 def _is_tty() -> bool:
-    stream = sys.stdout
-    return stream is not None and hasattr(stream, "isatty") and stream.isatty()
+    try:  # the program may have closed or replaced sys.stdout
+        return bool(sys.stdout.isatty())  # type: ignore[union-attr]
+    except Exception:
+        return False
 
 
 def _want_color(color: bool | None) -> bool:
