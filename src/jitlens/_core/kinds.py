@@ -248,6 +248,7 @@ class FixKind(_Kind):
     STATIC_SHAPE = "static_shape"
     STATIC_RULE = "static_rule"
     STATIC_CHOICE = "static_choice"
+    STATIC_DATACLASS = "static_dataclass"
     DTYPE_SPELLING = "dtype_spelling"
     MUTATED = "mutated"
     NAN = "nan"
