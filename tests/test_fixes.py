@@ -1585,7 +1585,8 @@ def test_a_words_only_change_keeps_the_data() -> None:
 
 def test_every_message_template_is_one_message_kind() -> None:
     """Each template of a kind's module is named as its id (``SHAPE_MSG``: ``MessageKind.SHAPE``,
-    ``SHAPE_FIX``: ``FixKind.SHAPE``), and every ``MessageKind`` is one template of one kind."""
+    ``SHAPE_FIX``: ``FixKind.SHAPE``), and every ``MessageKind`` is one template of one kind or
+    of the equinox front-end's words (``MODE_MSG`` there: ``MessageKind.EQX_MODE``)."""
     from jitlens._core.kinds import MessageKind
     from jitlens._core.words import Template
 
@@ -1597,4 +1598,9 @@ def test_every_message_template_is_one_message_kind() -> None:
                 if isinstance(v.id, MessageKind):
                     assert not hasattr(module, "SPEC") or v in module.SPEC.messages, (name, n)
                     ids.append(v.id)
+    for n, v in vars(F).items():  # eqx.filter_jit's words: ``EQX_`` + the template's name
+        if isinstance(v, Template) and getattr(M, n, None) is not v:
+            assert v.id.name == "EQX_" + n.removesuffix("_MSG").removesuffix("_FIX"), n
+            if isinstance(v.id, MessageKind):
+                ids.append(v.id)
     assert sorted(ids) == sorted(MessageKind)

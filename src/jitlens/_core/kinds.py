@@ -400,6 +400,14 @@ class MessageKind(_Kind):
     LINEN_RNGS = "linen_rngs"
     LINEN_FIELD = "linen_field"
     LINEN_FIELDS = "linen_fields"
+    # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
+    EQX_NEW_FUNCTION = "eqx_new_function"
+    EQX_SCALAR = "eqx_scalar"
+    EQX_STATIC = "eqx_static"
+    EQX_FIELD = "eqx_field"
+    EQX_MODULE_IDENTITY = "eqx_module_identity"
+    EQX_MODE = "eqx_mode"
+    EQX_OPTAX = "eqx_optax"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
