@@ -294,26 +294,50 @@ for i in range(3):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="words (_core/messages): a static dataclass config whose float field changes per "
-    "call gets 'Expected once per value ... keep it to a few values'; the fix that works is to "
-    "make the field traced (jax.tree_util.register_dataclass(data_fields=['lr'], "
-    "meta_fields=['hidden']): 1 trace, same results) or pass cfg.lr as an argument",
-)
 def test_a_static_config_with_a_changing_float_field_gets_a_fix_that_traces_it(
     tmp_path: Path,
 ) -> None:
+    """A static frozen dataclass config whose float field changes per call got "Expected once
+    per value ... keep it to a few values"; it names `cfg.lr` and prints the line that makes
+    that field data, which applied traces once with the same numbers."""
     import runpy
 
     import jitlens
 
-    program = _program(tmp_path, "config.py", CONFIG_PROGRAM)
+    counted = CONFIG_PROGRAM.replace(
+        "def step(w, cfg):\n", "def step(w, cfg):\n    TRACES[0] += 1\n"
+    ).replace("w = jnp.ones(3)\n", "TRACES = [0]\nw = jnp.ones(3)\n")
+    program = _program(tmp_path, "config.py", counted)
     with jitlens.track() as t:
-        runpy.run_path(str(program))
+        before = runpy.run_path(str(program))
     reasons = [r for e in t.report().function("step").events for r in e.reasons]
-    assert reasons and reasons[0].path == "cfg.lr"
-    assert "register_dataclass" in reasons[0].fix or "data_fields" in reasons[0].fix
+    assert reasons and {r.path for r in reasons} == {"cfg.lr"}, reasons
+    code = re.search(r"`(jax\.tree_util\.register_dataclass\(.*?\))`", reasons[0].fix)
+    assert code and "remove `cfg` from static_argnums/static_argnames" in reasons[0].fix
+    assert code.group(1) == (
+        "jax.tree_util.register_dataclass(Config, data_fields=['lr'], meta_fields=['hidden'])"
+    )
+    fixed = counted.replace("    hidden: int = 4\n", f"    hidden: int = 4\n\n\n{code.group(1)}\n")
+    fixed = fixed.replace('@partial(jax.jit, static_argnames="cfg")', "@partial(jax.jit)")
+    with jitlens.track() as t2:
+        after = runpy.run_path(str(_program(tmp_path, "config_fixed.py", fixed)))
+    assert (before["TRACES"][0], after["TRACES"][0]) == (3, 1)
+    assert t2.report().function("step").traces == 1
+    assert before["w"].tolist() == pytest.approx(after["w"].tolist())
+
+
+def test_a_static_config_whose_int_field_changes_keeps_it_static(tmp_path: Path) -> None:
+    """An int field may set a shape or a loop count: no line that would trace it."""
+    import runpy
+
+    import jitlens
+
+    source = CONFIG_PROGRAM.replace("Config(lr=0.1 / (i + 1))", "Config(hidden=4 + i)")
+    with jitlens.track() as t:
+        runpy.run_path(str(_program(tmp_path, "config_int.py", source)))
+    reasons = [r for e in t.report().function("step").events for r in e.reasons]
+    assert reasons and all(r.path == "cfg.hidden" for r in reasons), reasons
+    assert all("register_dataclass" not in r.fix for r in reasons), reasons
 
 
 def test_lint_does_not_tell_to_trace_a_dataclass_jax_cannot_trace() -> None:

@@ -66,6 +66,7 @@ FIXES: dict[str, str] = {
     "STATIC_AUX_FIX": "test_static_aux_fix",
     "STATIC_FIELD_FIX": "test_static_field_fix",
     "STATIC_CHOICE_FIX": OPTION,
+    "STATIC_DATACLASS_FIX": "test_first_hour.py::test_a_static_config_with_a_changing_float_field_gets_a_fix_that_traces_it",
     "MODE_FIX": OPTION,
     "CLASS_FIX": "test_class_fix",
     "NODE_TYPE_FIX": OPTION,
@@ -1585,7 +1586,8 @@ def test_a_words_only_change_keeps_the_data() -> None:
 
 def test_every_message_template_is_one_message_kind() -> None:
     """Each template of a kind's module is named as its id (``SHAPE_MSG``: ``MessageKind.SHAPE``,
-    ``SHAPE_FIX``: ``FixKind.SHAPE``), and every ``MessageKind`` is one template of one kind."""
+    ``SHAPE_FIX``: ``FixKind.SHAPE``), and every ``MessageKind`` is one template of one kind or
+    of the equinox front-end's words (``MODE_MSG`` there: ``MessageKind.EQX_MODE``)."""
     from jitlens._core.kinds import MessageKind
     from jitlens._core.words import Template
 
@@ -1597,6 +1599,11 @@ def test_every_message_template_is_one_message_kind() -> None:
                 if isinstance(v.id, MessageKind):
                     assert not hasattr(module, "SPEC") or v in module.SPEC.messages, (name, n)
                     ids.append(v.id)
+    for n, v in vars(F).items():  # eqx.filter_jit's words: ``EQX_`` + the template's name
+        if isinstance(v, Template) and getattr(M, n, None) is not v:
+            assert v.id.name == "EQX_" + n.removesuffix("_MSG").removesuffix("_FIX"), n
+            if isinstance(v.id, MessageKind):
+                ids.append(v.id)
     assert sorted(ids) == sorted(MessageKind)
 
 

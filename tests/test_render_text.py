@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import io
+import itertools
 import logging
 import pathlib
 import re
@@ -396,3 +397,36 @@ def test_wrappers_folded_into_one_row_keep_the_columns_at_80(defined_at: str) ->
     assert text.splitlines()[3].split()[:3] == ["make.<locals>.step", "\u00d72", "6"], text
     assert f"2 wrappers of `make.<locals>.step` at {defined_at}" in " ".join(text.split())
     assert max(len(line) for line in text.splitlines()[:4]) <= 80, text
+
+
+def test_a_static_that_took_three_values_keeps_its_message_as_one_with_two_does() -> None:
+    """A training loop whose static `lr` took 3 new values lost the message (the why) in the
+    summary at 66-79 columns, where one with 2 new values kept it: the chain of values was
+    shown whole on a line of its own. The values give way first: the first change and a count."""
+    import jitlens
+
+    step = report_samples.sample_report().function("step")
+    fix = (
+        "If `lr` only enters arithmetic, pass it as a traced argument (drop it from "
+        "static_argnums/static_argnames); if it sets a shape, a slice, an index, a loop count "
+        "or a Python branch it must stay static, each value compiling once."
+    )
+    values = ["0.1", "0.05", "0.02", "0.01"]
+
+    def run(n: int) -> jitlens.Report:
+        events = [step.events[0]]
+        for i, (a, b) in enumerate(itertools.pairwise(values[: n + 1])):
+            message = (
+                f"static `lr` changed value {a} -> {b}; statics are part of the cache key, so "
+                "each new value compiles again."
+            )
+            why = jitlens.Reason("static_value", "lr", "lr", a, b, message, fix)
+            events.append(dataclasses.replace(step.events[1], reasons=(why,), entry=i + 1))
+        fn = dataclasses.replace(step, events=tuple(events), traces=n + 1, compiles=n + 1)
+        return dataclasses.replace(report_samples.sample_report(), functions=(fn,))
+
+    for width in range(60, 101):
+        texts = [run(n).to_text(width=width, color=False) for n in (2, 3)]
+        kept = ["static `lr` changed value 0.1" in " ".join(t.split()) for t in texts]
+        assert kept[1] == kept[0], (width, texts[1])
+        assert kept[0] or width < 66, (width, texts[0])

@@ -310,6 +310,7 @@ def _static(
         return _at(_mutation(arg, path, old.snapshot or old.key_text, mutated, new), p)
     boxed = in_graph  # compared as a dataclass field (flax's graph records, a user's dataclass)
     a, b = old.value(), new.value()
+    fields = W.data_fields(a, b) if len(p) == 1 and not in_graph and not aux else None
     if a is not None and b is not None:
         found = first_difference(a, b)
         if found is not None and found[0]:
@@ -336,6 +337,8 @@ def _static(
     if layer and not mode_flag and not field:  # a flax layer's own configuration
         before, after = diff_texts(old.full_text(), new.full_text())
         return _at(W.layer_config(arg, path, layer, before, after), p)
+    if fields is not None and len(p) == 2:  # a float field of a plain dataclass static
+        return _at(W.static_dataclass_field(arg, path, attr, old, new, *fields), p)
     return _at(
         W.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field), p
     )

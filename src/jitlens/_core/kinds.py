@@ -248,6 +248,7 @@ class FixKind(_Kind):
     STATIC_SHAPE = "static_shape"
     STATIC_RULE = "static_rule"
     STATIC_CHOICE = "static_choice"
+    STATIC_DATACLASS = "static_dataclass"
     DTYPE_SPELLING = "dtype_spelling"
     MUTATED = "mutated"
     NAN = "nan"
@@ -428,6 +429,14 @@ class MessageKind(_Kind):
     LIBRARY_CALL = "library_call"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     KERAS_MIXED = "keras_mixed"
+    # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
+    EQX_NEW_FUNCTION = "eqx_new_function"
+    EQX_SCALAR = "eqx_scalar"
+    EQX_STATIC = "eqx_static"
+    EQX_FIELD = "eqx_field"
+    EQX_MODULE_IDENTITY = "eqx_module_identity"
+    EQX_MODE = "eqx_mode"
+    EQX_OPTAX = "eqx_optax"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}

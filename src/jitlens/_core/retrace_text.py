@@ -84,6 +84,12 @@ def values_text(reason: Reason, others: Sequence[Reason] = ()) -> str:
     )
 
 
+def _first_values(values: str) -> str:
+    """A chain of values (``values_text``'s ``a -> b | b -> c``) cut after its first change
+    (the reason's count says how many there were)."""
+    return values.split(" | ")[0] + " | …"
+
+
 def _reason_lines(
     reason: Reason, count: int, values: str, detailed: bool, noun: str = "retraces"
 ) -> list[Line]:
@@ -179,6 +185,13 @@ def retrace_block(
             merged = [_one_line(reason, count, values, _noun(fn, reason), None), *block[2:]]
             if block[1].text == values and _height(merged, width) < _height(block, width):
                 block = merged
+        if shown == 0 and _height(block, width) > room and " | " in values:
+            # then the chain of values gives way to its first change
+            short = _first_values(values)
+            cut = [_one_line(reason, count, short, _noun(fn, reason), None)]
+            cut += [line for line in block if line.role in (Role.CAUSE, Role.FIX)]
+            if _height(cut, width) < _height(block, width):
+                block = cut
         if shown == 0 and _height(block, width) > room and reason.message:
             block = [line for line in block if line.text != reason.message]
         if _height(block, width) > room and shown > 0:

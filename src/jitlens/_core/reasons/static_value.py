@@ -8,6 +8,7 @@ once the traced program shows where a static number went (``static_flow``), the 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from typing import Any
@@ -251,6 +252,67 @@ STATIC_CHOICE_FIX = Template(
 )
 
 
+#: A number in a static plain dataclass (not a pytree) that changes: JAX cannot trace the
+#: instance as it is ("Config is not a valid JAX type"); registered as a dataclass pytree whose
+#: changing fields are data and the rest meta, it is traced and its meta fields stay static.
+STATIC_DATACLASS_FIX = Template(
+    K.STATIC_DATACLASS,
+    "Make the changing field data and the rest static: `jax.tree_util.register_dataclass("
+    "{cls}, data_fields={data}, meta_fields={meta})` after the class, then remove `{arg}` from "
+    "static_argnums/static_argnames; one compile serves every value.",
+)
+
+
+def static_dataclass_field(
+    arg: str,
+    path: str,
+    attr: str,
+    old: StaticVal,
+    new: StaticVal,
+    cls: str,
+    data: list[str],
+    meta: list[str],
+) -> Reason:
+    """A number field of a static plain dataclass that changed (``cfg.lr``): the fix makes
+    the fields that changed (``data``) traced and keeps the others (``meta``) static."""
+    r = static_value(arg, path, attr, old, new, in_graph=False)
+    fix = STATIC_DATACLASS_FIX.words(arg=arg, cls=cls, data=repr(data), meta=repr(meta))
+    return with_fix(r, K.STATIC_DATACLASS, fix)
+
+
+def data_fields(a: Any, b: Any) -> tuple[str, list[str], list[str]] | None:
+    """The class name, data and meta fields that make ``a``'s class a dataclass pytree which
+    traces what changed from ``a`` to ``b`` and keeps the rest static, or ``None``: not two
+    instances of one plain dataclass (a NamedTuple, a ``flax.struct`` or any registered
+    pytree is traced as it is), or what changed is not all floats."""
+    import jax
+
+    if type(a) is not type(b) or not dataclasses.is_dataclass(a) or isinstance(a, type):
+        return None
+    try:
+        if not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(a)):
+            return None  # a pytree already
+    except Exception:
+        return None
+    data, meta = [], []
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name, None), getattr(b, f.name, None)
+        changed = not _equal(x, y)
+        # a float enters arithmetic; an int may set a shape or a loop count: it stays static
+        if changed and not (f.init and isinstance(x, float) and isinstance(y, float)):
+            return None
+        if f.init:
+            (data if changed else meta).append(f.name)
+    return (type(a).__name__, data, meta) if data else None
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:
+        return False
+
+
 def static_value(
     arg: str,
     path: str,
@@ -393,6 +455,7 @@ SPEC = KindSpec(
         K.STATIC_SHAPE: STATIC_SHAPE_FIX,
         K.STATIC_RULE: STATIC_RULE_FIX,
         K.STATIC_CHOICE: STATIC_CHOICE_FIX,
+        K.STATIC_DATACLASS: STATIC_DATACLASS_FIX,
         K.DTYPE_SPELLING: DTYPE_SPELLING_FIX,
         K.LAYER: LAYER_FIX,
     },

@@ -20,81 +20,99 @@ from typing import Any
 from ...._compat.equinox_api import is_eqx_module_class
 from ...._core.key import Entry, Key, Path, render_path
 from ...._core.kinds import EntryKind, FixKind, ReasonKind, SubjectKind
-from ...._core.reasons import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, _reason
+from ...._core.kinds import MessageKind as M
+from ...._core.reasons import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, Template, Words, _reason
 from ...._core.report import Reason
 
-NEW_FUNCTION_MSG = (
+NEW_FUNCTION_MSG = Template(
+    M.EQX_NEW_FUNCTION,
     "`{name}` is a new function object handed to eqx.filter_jit: equinox keys its compiled "
     "cache on the function, so it compiled again though earlier ones of the same code "
-    "(defined at {defined_at}) already compiled."
+    "(defined at {defined_at}) already compiled.",
 )
-NEW_FUNCTION_FIX = (
+NEW_FUNCTION_FIX = Template(
+    FixKind.EQX_NEW_FUNCTION,
     "Define the function once at module level, decorate it once (`@eqx.filter_jit`), and call "
-    "that one object; a lambda, closure or partial built per call is a new function each time."
+    "that one object; a lambda, closure or partial built per call is a new function each time.",
 )
-SCALAR_MSG = (
+SCALAR_MSG = Template(
+    M.EQX_SCALAR,
     "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array value "
-    "(a Python int/float too) static, unlike jax.jit, so each new value compiles again."
+    "(a Python int/float too) static, unlike jax.jit, so each new value compiles again.",
 )
-SCALAR_FIX = (
+SCALAR_FIX = Template(
+    FixKind.EQX_SCALAR,
     "Pass it as an array so it is traced: `jnp.asarray({expr})` at the call (one compile for "
-    "every value); keep a Python number only for a few fixed values."
+    "every value); keep a Python number only for a few fixed values.",
 )
-STATIC_MSG = (
+STATIC_MSG = Template(
+    M.EQX_STATIC,
     "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array value "
-    "(in arguments and Module fields) static, compared by value, so each new value compiles again."
+    "(in arguments and Module fields) static, compared by value, so each new value compiles again.",
 )
-STATIC_FIX = (
+STATIC_FIX = Template(
+    FixKind.EQX_STATIC,
     "Expected once per distinct value: keep `{path}` to a few values; if it changes on every "
-    "call, pass what varies as an array (branch with `jnp.where` / `jax.lax.cond`)."
+    "call, pass what varies as an array (branch with `jnp.where` / `jax.lax.cond`).",
 )
-FIELD_MSG = (
+FIELD_MSG = Template(
+    M.EQX_FIELD,
     "static field `{path}` (`eqx.field(static=True)`) changed value {before} -> {after}; "
-    "static fields are part of the pytree structure, so each new value compiles again."
+    "static fields are part of the pytree structure, so each new value compiles again.",
 )
-FIELD_NUMBER_FIX = (
+FIELD_NUMBER_FIX = Template(
+    FixKind.EQX_FIELD_NUMBER,
     "Keep `{path}` constant between calls; if it must change, make `{attr}` an ordinary field "
-    "holding an array (drop `static=True`, store `jnp.asarray(...)`) so its value is traced."
+    "holding an array (drop `static=True`, store `jnp.asarray(...)`) so its value is traced.",
 )
-FIELD_FIX = (
+FIELD_FIX = Template(
+    FixKind.EQX_FIELD,
     "Keep `{path}` constant between calls (each value compiles once), or drop `static=True` "
-    "from `{attr}` if its value can be traced."
+    "from `{attr}` if its value can be traced.",
 )
-MODULE_IDENTITY_MSG = (
+MODULE_IDENTITY_MSG = Template(
+    M.EQX_MODULE_IDENTITY,
     "`{path}` is {desc} stored in an eqx.Module field; filter_jit keeps non-array fields "
     "static, compared by identity: every new instance holds a new object, so the key never "
-    "matches."
+    "matches.",
 )
-MODULE_FUNCTION_FIX = (
+MODULE_FUNCTION_FIX = Template(
+    FixKind.EQX_MODULE_FUNCTION,
     "Define it once at module level (`def {name}(...)`) and store that one object: "
-    "`self.{attr} = {name}` in `__init__`; every instance then shares it."
+    "`self.{attr} = {name}` in `__init__`; every instance then shares it.",
 )
-MODULE_LIBRARY_FUNCTION_FIX = (
+MODULE_LIBRARY_FUNCTION_FIX = Template(
+    FixKind.EQX_MODULE_LIBRARY_FUNCTION,
     "Define it once at module level (`def {name}(...)`) and build every `{cls}` from that one "
-    "object: `{cls}({name}, ...)`; they then share it and hit the cache."
+    "object: `{cls}({name}, ...)`; they then share it and hit the cache.",
 )
-MODULE_PARTIAL_FIX = (
+MODULE_PARTIAL_FIX = Template(
+    FixKind.EQX_MODULE_PARTIAL,
     "Build the partial once at module level (`{upper} = functools.partial({func}, ...)`) and "
     "store that one object in `self.{attr}`, or keep its arguments as fields and call `{func}` "
-    "in `__call__`."
+    "in `__call__`.",
 )
-MODE_MSG = (
+MODE_MSG = Template(
+    M.EQX_MODE,
     "`{path}` flipped {before} -> {after} (train/inference switch, `eqx.nn.inference_mode`): it "
-    "is a static field, so each mode compiles once."
+    "is a static field, so each mode compiles once.",
 )
-MODE_FIX = (
+MODE_FIX = Template(
+    FixKind.EQX_MODE,
     "Expected once per mode. Switch outside the hot loop: build `inference_model = "
-    "eqx.nn.inference_mode(model)` once per evaluation, not per step, and keep one jitted call per mode."
+    "eqx.nn.inference_mode(model)` once per evaluation, not per step, and keep one jitted call per mode.",
 )
-OPTAX_MSG = (
+OPTAX_MSG = Template(
+    M.EQX_OPTAX,
     "`{path}` is a new optax optimizer (a NamedTuple of the closures `init`/`update` each "
     "optax.* call makes); filter_jit keeps them static, compared by identity, so each new "
-    "optimizer compiles again."
+    "optimizer compiles again.",
 )
-OPTAX_FIX = (
+OPTAX_FIX = Template(
+    FixKind.EQX_OPTAX,
     "Build the optimizer once, outside the loop, and pass that same object; to sweep a "
     "hyper-parameter, build one `optax.inject_hyperparams(optax.adam)(learning_rate=...)` and "
-    "set `opt_state.hyperparams['learning_rate']` per run."
+    "set `opt_state.hyperparams['learning_rate']` per run.",
 )
 
 
@@ -129,7 +147,7 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
         return dataclasses.replace(
             _reason(
                 ReasonKind.IDENTITY_STATIC, r.argument, path, f"{tname} built earlier",
-                f"a new {tname}", OPTAX_MSG.format(path=path), OPTAX_FIX,
+                f"a new {tname}", OPTAX_MSG.words(path=path), OPTAX_FIX,
                 fix_kind=FixKind.EQX_OPTAX, subject=SubjectKind.OPTAX_TRANSFORM,
             ),
             where=optax,
@@ -147,14 +165,14 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
             r,
             FixKind.EQX_MODE,
             MODE_FIX,
-            message=MODE_MSG.format(path=r.path, before=r.before, after=r.after),
+            message=MODE_MSG.as_written(path=r.path, before=r.before, after=r.after),
             expected=True,  # inference=True / False: each mode compiles once
         )
     if r.kind == ReasonKind.STATIC_VALUE and owner is not None and is_eqx_module_class(owner):
         if _is_library_class(owner):  # eqx.nn.Linear(in_features=3) vs 4
             layer = f"eqx.nn.{owner.__name__}"
-            msg = LAYER_MSG.format(path=r.path, layer=layer, before=r.before, after=r.after)
-            return _with_fix(r, FixKind.LAYER, LAYER_FIX.format(attr=attr), message=msg)
+            msg = LAYER_MSG.as_written(path=r.path, layer=layer, before=r.before, after=r.after)
+            return _with_fix(r, FixKind.LAYER, LAYER_FIX.as_written(attr=attr), message=msg)
         if _is_static_field(owner, attr):
             fk, fix = (
                 (FixKind.EQX_FIELD_NUMBER, FIELD_NUMBER_FIX)
@@ -164,23 +182,23 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
             return _with_fix(
                 r,
                 fk,
-                fix.format(path=r.path, attr=attr),
-                message=FIELD_MSG.format(path=r.path, before=r.before, after=r.after),
+                fix.as_written(path=r.path, attr=attr),
+                message=FIELD_MSG.as_written(path=r.path, before=r.before, after=r.after),
             )
     if r.kind == ReasonKind.STATIC_VALUE and _is_number(value):
         return _with_fix(
             r,
             FixKind.EQX_SCALAR,
-            SCALAR_FIX.format(expr=r.path),
-            message=SCALAR_MSG.format(path=r.path, before=r.before, after=r.after),
+            SCALAR_FIX.as_written(expr=r.path),
+            message=SCALAR_MSG.as_written(path=r.path, before=r.before, after=r.after),
             flow="unchecked",  # the trace's program tells whether it can be an array
         )
     if r.kind == ReasonKind.STATIC_VALUE:
         return _with_fix(
             r,
             FixKind.EQX_STATIC,
-            STATIC_FIX.format(path=r.path),
-            message=STATIC_MSG.format(path=r.path, before=r.before, after=r.after),
+            STATIC_FIX.as_written(path=r.path),
+            message=STATIC_MSG.as_written(path=r.path, before=r.before, after=r.after),
         )
     if r.kind == ReasonKind.IDENTITY_STATIC and owner is not None and is_eqx_module_class(owner):
         return _module_identity(r, attr, value, owner)
@@ -192,7 +210,7 @@ def _new_function(r: Reason, defined_at: str) -> Reason:
         r,
         FixKind.EQX_NEW_FUNCTION,
         NEW_FUNCTION_FIX,
-        message=NEW_FUNCTION_MSG.format(name=r.path, defined_at=defined_at),
+        message=NEW_FUNCTION_MSG.as_written(name=r.path, defined_at=defined_at),
     )
 
 
@@ -202,7 +220,7 @@ def _module_identity(r: Reason, attr: str, value: Any, owner: Any) -> Reason:
         desc = "a functools.partial"
         fk, fix = (
             FixKind.EQX_MODULE_PARTIAL,
-            MODULE_PARTIAL_FIX.format(upper=attr.upper(), func=func, attr=attr),
+            MODULE_PARTIAL_FIX.as_written(upper=attr.upper(), func=func, attr=attr),
         )
     elif callable(value) and hasattr(value, "__code__"):
         name = getattr(value, "__name__", attr)
@@ -219,12 +237,15 @@ def _module_identity(r: Reason, attr: str, value: Any, owner: Any) -> Reason:
             public = getattr(_eqx_module(), owner.__name__, None) is owner
             cls = f"eqx.{owner.__name__}" if public else owner.__name__
             fk = FixKind.EQX_MODULE_LIBRARY_FUNCTION
-            fix = MODULE_LIBRARY_FUNCTION_FIX.format(name=fname, cls=cls)
+            fix = MODULE_LIBRARY_FUNCTION_FIX.as_written(name=fname, cls=cls)
         else:
-            fk, fix = FixKind.EQX_MODULE_FUNCTION, MODULE_FUNCTION_FIX.format(name=fname, attr=attr)
+            fk, fix = (
+                FixKind.EQX_MODULE_FUNCTION,
+                MODULE_FUNCTION_FIX.as_written(name=fname, attr=attr),
+            )
     else:
         return r
-    return _with_fix(r, fk, fix, message=MODULE_IDENTITY_MSG.format(path=r.path, desc=desc))
+    return _with_fix(r, fk, fix, message=MODULE_IDENTITY_MSG.as_written(path=r.path, desc=desc))
 
 
 def _optax_owner(p: Path, entries: dict[Path, Entry]) -> Path | None:
@@ -264,6 +285,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _with_fix(r: Reason, fix_kind: FixKind, fix: str, **changes: Any) -> Reason:
-    """``r`` with another fix made from the ``fix_kind`` template (as written: not capped)."""
-    return dataclasses.replace(r, fix=fix, fix_kind=fix_kind, **changes)
+def _with_fix(r: Reason, fix_kind: FixKind, fix: Words | Template, **changes: Any) -> Reason:
+    """``r`` with another fix made from the ``fix_kind`` template (as written: not capped),
+    its words still unmade."""
+    return r.replace(fix=fix, fix_kind=fix_kind, **changes)
