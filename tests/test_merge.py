@@ -162,7 +162,7 @@ def test_single_report_and_missing_processes() -> None:
     merged = merge_reports([s.report(1, [s.step("f32[8,3]")], process_count=3)])
     assert not merged.consistent and not merged.divergences  # a process not seen may differ
     assert merged.missing_processes == (0, 2)
-    text = merged.to_text(color=False)
+    text = merged.to_text(width=120, color=False)  # the verdict on one line
     assert "INCOMPLETE, no report from processes 0, 2" in text.splitlines()[0]
     assert "consistent" not in text and "Every process" not in text
 

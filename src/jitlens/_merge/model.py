@@ -219,7 +219,8 @@ class MergedReport:
         its fix, a table of every function per process. ``str(merged)`` is ``to_text()``.
 
         Args:
-            width: wrap at this many characters; ``None``: the terminal's (100 without one).
+            width: wrap at this many characters; ``None``: the terminal's (``COLUMNS`` when
+                piped, 100 without either).
             color: ANSI colours; ``None`` follows the terminal (off if not a TTY or NO_COLOR).
 
         Never raises: if rendering fails, it logs and returns the raw data.

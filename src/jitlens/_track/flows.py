@@ -31,6 +31,7 @@ from .._core import reasons as S
 from .._core.explain import closest
 from .._core.key import Key, render_path
 from .._core.kinds import EntryKind, FixKind, ReasonKind
+from .._core.words import Words
 from .frontend import of_kind
 from .records import EventBuilder
 from .state import STATE, tls
@@ -116,8 +117,8 @@ def _static_number(r: Any) -> bool:
     return r.kind == ReasonKind.STATIC_VALUE and r.flow == "unchecked"
 
 
-def _data_fix(kind: str, r: Any) -> tuple[FixKind | str, str]:
+def _data_fix(kind: str, r: Any) -> tuple[FixKind | str, Words]:
     """The fix for a static number that only enters arithmetic, in the front-end's terms."""
     fe = of_kind(kind)
     own = fe.data_fix(kind, r) if fe is not None else None
-    return (r.fix_kind, r.fix) if own is None else own  # else a pmap's own words
+    return (r.fix_kind, r.said[1]) if own is None else own  # else a pmap's own words

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._core.kinds import FixKind, ReasonKind, RowKind
+from .._core.words import Words
 
 if TYPE_CHECKING:
     from .._core.key import Key
@@ -131,8 +132,8 @@ class Frontend:
         """``reasons`` of a retrace of one of its rows, in the library's terms."""
         return reasons
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
-        """The fix (its template's kind and its words) for a static number of a ``kind`` row
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+        """The fix (its template's kind and the makings of its words) for a static number of a ``kind`` row
         that only enters arithmetic (pass it as an array), if the front-end words one; None
         keeps the reason's own fix."""
         return None

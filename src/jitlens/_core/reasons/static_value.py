@@ -18,6 +18,7 @@ from ..kinds import Fact, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
 from ..kinds import MessageKind as M
 from ..reason import Reason
+from ..words import Words
 from .base import (
     Template,
     _reason,
@@ -231,7 +232,7 @@ STATIC_RULE_FIX = Template(
 )
 
 
-def static_flow(r: Reason, flow: str, data_fix: tuple[K | str, str]) -> Reason:
+def static_flow(r: Reason, flow: str, data_fix: tuple[K | str, Words | str]) -> Reason:
     """``r`` (a static number, ``flow`` "unchecked") once the trace's program showed where the
     number went (``report.STATIC_FLOWS``). ``data_fix``: the front-end's fix for a number that
     only enters arithmetic (a traced argument), with the template that made it."""

@@ -21,6 +21,7 @@ from ..._core.key import Key
 from ..._core.kinds import FixKind, RowKind
 from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
+from ..._core.words import Words
 from ..frontend import Frontend, SetAttr, register
 from ..records import Record
 from ..registry import REGISTRY
@@ -38,8 +39,8 @@ class JaxJitFrontend(Frontend):
     def install(self, set_attr: SetAttr) -> None:
         jax_jit.install(set_attr)
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
-        return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+        return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         if rec.internal:

@@ -17,6 +17,7 @@ from ... import _compat
 from ..._core.kinds import FixKind, RowKind
 from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
+from ..._core.words import Words
 from ..calls import call_detailed, failed_call, register_counting_frame
 from ..frontend import Frontend, SetAttr, registered
 from ..records import Record
@@ -157,11 +158,11 @@ class NnxFrontend(Frontend):
     def install(self, set_attr: SetAttr) -> None:
         install(set_attr)
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
         """``static_argnums`` as ``jax.jit``'s for the default mode (others keep their words)."""
         if kind != KIND:
             return None
-        return FixKind.STATIC_ARG, STATIC_ARG_FIX.format(arg=r.argument or r.path)
+        return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path)
 
     def canary(self, np: Any) -> list[str]:
         """An ``nnx.jit`` function of a Module, called with two shapes."""

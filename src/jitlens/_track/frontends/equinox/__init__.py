@@ -21,6 +21,7 @@ from ...._compat import equinox_api as api
 from ...._core.key import Key
 from ...._core.kinds import FixKind, RowKind
 from ...._core.report import Reason
+from ...._core.words import Words
 from ...calls import call_detailed, failed_call, register_counting_frame
 from ...frontend import Frontend, SetAttr
 from ...records import Record
@@ -148,8 +149,8 @@ class EquinoxFrontend(Frontend):
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         return words.frontend_words(reasons, key, rec.defined_at)
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, str] | None:
-        return FixKind.EQX_SCALAR, words.SCALAR_FIX.format(expr=r.path)
+    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+        return FixKind.EQX_SCALAR, words.SCALAR_FIX.words(expr=r.path)
 
     def canary(self, np: Any) -> list[str]:
         return _canary(np)
