@@ -406,6 +406,7 @@ class MessageKind(_Kind):
     # reasons/sharding.py
     SHARDING = "sharding"
     SHARDING_WHY = "sharding_why"
+    SHARDING_LEAVES = "sharding_leaves"
     # reasons/cache_cleared.py
     CLEARED = "cleared"
     EVICTED = "evicted"

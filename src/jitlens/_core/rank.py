@@ -11,10 +11,11 @@ and a fix names who makes the value (optax, not the user's ``__init__``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .._compat.libraries import layer_prefix
 from . import reasons as W
-from .key import Entry, Key, Path
+from .key import Entry, Key, Path, render_path
 from .kinds import EntryKind, Fact, FixKind, ReasonKind, SubjectKind, reason_order
 from .report import Reason
 
@@ -26,7 +27,7 @@ _NNX_OPTIMIZER = "nnx.Optimizer"
 def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> list[Reason]:
     """``reasons`` (one diff of ``o`` -> ``n``), most decisive first: by kind, except that a new
     optimizer (``optimizer.tx``) leads the state changes it causes."""
-    reasons = [_optax_made(r, o, n) for r in reasons]
+    reasons = _whole_arguments([_optax_made(r, o, n) for r in reasons], n)
     reasons = _library_made(reasons, o, n)
     tx_changed = any(_is_optax_transform(r) for r in reasons)
     made = [r for r in reasons if Fact.OPTAX_MADE in r.facts]
@@ -39,6 +40,43 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
             reason_order(r.kind),
         ),
     )
+
+
+def _whole_arguments(reasons: list[Reason], n: dict[Path, Entry]) -> list[Reason]:
+    """Leaves of one argument all placed otherwise the same way (a checkpoint restore hands back
+    committed arrays): one reason whose fix puts the whole argument, in place of the first leaf's
+    reason; a fix naming one leaf leaves the others to compile again. Kept leaf by leaf: an nnx
+    Variable (placed in place), and an argument with an array placed otherwise than the rest."""
+    groups: dict[tuple[Any, ...], list[Reason]] = {}
+    for r in reasons:
+        placed = _placed_leaf(r, n)
+        if placed is not None:
+            groups.setdefault((r.where[0], *placed), []).append(r)
+    folded: dict[int, Reason] = {}  # id of a group's first reason -> the group's reason
+    gone: set[int] = set()
+    for (root, _, after), leaves in groups.items():
+        under = [e for p, e in n.items() if p[:1] == (root,) and e.kind is EntryKind.AVAL]
+        if len(leaves) < 2 or any(e.aval is None or e.aval.sharding != after for e in under):
+            continue
+        folded[id(leaves[0])] = W.whole_argument(leaves, render_path((root,)))
+        gone.update(id(r) for r in leaves[1:])
+    return [folded.get(id(r), r) for r in reasons if id(r) not in gone]
+
+
+def _placed_leaf(r: Reason, n: dict[Path, Entry]) -> tuple[str, str] | None:
+    """The placement before and after of ``r``, a leaf of an argument placed otherwise (not an
+    nnx Variable's value, which is placed in place); None for any other reason."""
+    if r.kind is not ReasonKind.SHARDING or r.fix_kind is not FixKind.SHARDING:
+        return None
+    if len(r.where) < 2 or r.where[0][0] != "arg":
+        return None
+    eo, en = r.entries
+    parent = n.get(r.where[:-1])
+    if parent is not None and parent.kind is EntryKind.VAR:
+        return None
+    if eo is None or en is None or eo.aval is None or en.aval is None:
+        return None
+    return eo.aval.sharding, en.aval.sharding
 
 
 def _library_made(

@@ -156,9 +156,11 @@ from .shape import SPEC as _SHAPE
 from .sharding import (
     NAMED_SHARDING,
     SHARDING_FIX,
+    SHARDING_LEAVES_MSG,
     SHARDING_MSG,
     SHARDING_WHY,
     sharding,
+    whole_argument,
 )
 from .sharding import SPEC as _SHARDING
 from .signature import (
@@ -341,6 +343,7 @@ __all__ = [
     "SHAPE_FIX",
     "SHAPE_MSG",
     "SHARDING_FIX",
+    "SHARDING_LEAVES_MSG",
     "SHARDING_MSG",
     "SHARDING_WHY",
     "SIGNATURE_FIX",
@@ -430,6 +433,7 @@ __all__ = [
     "variable_metadata",
     "variable_value_structure",
     "weak_type",
+    "whole_argument",
     "with_article",
     "with_fix",
     "words",

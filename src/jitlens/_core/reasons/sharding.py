@@ -33,6 +33,13 @@ SHARDING_WHY = Template(
 )
 
 
+SHARDING_LEAVES_MSG = Template(
+    M.SHARDING_LEAVES,
+    "{count} leaves of `{arg}` ({leaves}) arrived with a different sharding/placement: "
+    "{before} -> {after}.",
+)
+
+
 #: ``Aval.sharding_type`` of an array placed by a mesh and a partition spec.
 NAMED_SHARDING = "NamedSharding"
 
@@ -40,10 +47,14 @@ NAMED_SHARDING = "NamedSharding"
 _PLACED = {NAMED_SHARDING: SubjectKind.NAMED_SHARDING}
 
 
+def _placement(before: str, after: str) -> tuple[str, str]:
+    return placement_code(after) or placement_code(before) or ("jax.devices()[0]", "")
+
+
 def sharding(
     arg: str, path: str, before: str, after: str, after_type: str = "", target: str = ""
 ) -> Reason:
-    placement, note = placement_code(after) or placement_code(before) or ("jax.devices()[0]", "")
+    placement, note = _placement(before, after)
     fix = SHARDING_FIX.words(
         arg=path, target=target or path, placement=placement, note=note, why=SHARDING_WHY
     )
@@ -55,10 +66,36 @@ def sharding(
     )  # fmt: skip
 
 
+#: Leaves named in a whole argument's reason; the rest are counted.
+_LEAVES_SHOWN = 3
+
+
+def whole_argument(leaves: list[Reason], path: str) -> Reason:
+    """One reason for ``leaves`` (sharding reasons of one argument, placed the same way before and
+    after): its fix puts the whole argument (``path``) once, as ``jax.device_put`` takes a pytree;
+    a fix naming one leaf would leave the others to compile again."""
+    first = leaves[0]
+    shown = ", ".join(f"`{r.path}`" for r in leaves[:_LEAVES_SHOWN])
+    more = len(leaves) - _LEAVES_SHOWN
+    shown += f" and {more} more" if more > 0 else ""
+    placement, note = _placement(first.before, first.after)
+    fix = SHARDING_FIX.words(
+        arg=path, target=path, placement=placement, note=note, why=SHARDING_WHY
+    )
+    message = SHARDING_LEAVES_MSG.words(
+        count=len(leaves), arg=path, leaves=shown, before=first.before, after=first.after
+    )
+    return _reason(
+        ReasonKind.SHARDING, first.argument, path, first.before, first.after, message,
+        dataclasses.replace(fix, optional="why"),
+        fix_kind=K.SHARDING, subject=first.subject, facts=first.facts,
+    ).replace(where=first.where[:1])  # fmt: skip
+
+
 SPEC = KindSpec(
     ReasonKind.SHARDING,
     what="input sharding / placement, mesh shape, `in_shardings` of a re-created wrapper",
     example="uncommitted (default device) -> committed to cpu:1",
     fixes={K.SHARDING: SHARDING_FIX},
-    messages=(SHARDING_MSG, SHARDING_WHY),
+    messages=(SHARDING_MSG, SHARDING_WHY, SHARDING_LEAVES_MSG),
 )
