@@ -668,3 +668,12 @@ def test_every_leaf_placed_otherwise_gets_a_fix_for_the_whole_argument() -> None
     exec(codes[0], scope)  # the printed fix, applied before the loop
     fixed_compiles, fixed, _ = run(scope["p"], restore)
     assert fixed_compiles == 1 and fixed == bad
+    from flax import nnx  # an nnx model's Variables keep their in-place fix, one each
+
+    model, forward = nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.jit(lambda m, x: m(x))
+    with jitlens.track() as t:
+        forward(model, jnp.ones(2))
+        model.kernel[...], model.bias[...] = restore([model.kernel[...], model.bias[...]])
+        forward(model, jnp.ones(2))
+    fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
+    assert len(fixes) == 2 and all("[...] = jax.device_put(m." in f for f in fixes), fixes

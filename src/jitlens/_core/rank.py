@@ -71,9 +71,9 @@ def _placed_leaf(r: Reason, n: dict[Path, Entry]) -> tuple[str, str] | None:
     if len(r.where) < 2 or r.where[0][0] != "arg":
         return None
     eo, en = r.entries
-    parent = n.get(r.where[:-1])
-    if parent is not None and parent.kind is EntryKind.VAR:
-        return None
+    for q in (r.where, r.where[:-1]):  # a Variable's reason is at the Variable, or its value
+        if (e := n.get(q)) is not None and e.kind is EntryKind.VAR:
+            return None
     if eo is None or en is None or eo.aval is None or en.aval is None:
         return None
     return eo.aval.sharding, en.aval.sharding
