@@ -603,7 +603,32 @@ def _projection_class() -> type:
     return Projection
 
 
-def test_a_static_self_holding_arrays_gets_the_pytree_fix() -> None:
+def _projection_dataclass() -> type:
+    """``_projection_class`` as a dataclass without ``__eq__`` (``eq=False``), built from its
+    fields: the fix registers it with ``register_dataclass``."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    @dataclasses.dataclass(eq=False)
+    class Projection:
+        n: int
+        w: jax.Array = dataclasses.field(default_factory=lambda: jnp.ones(4))
+        traces = 0
+
+        def compute(self, x):
+            Projection.traces += 1  # the truth: one per trace
+            return (self.w * x).sum()
+
+    return Projection
+
+
+@pytest.mark.parametrize(
+    ("make", "register"),
+    [(_projection_class, "register_pytree_node"), (_projection_dataclass, "register_dataclass")],
+)
+def test_a_static_self_holding_arrays_gets_the_pytree_fix(make, register: str) -> None:
     """A frozen dataclass holding a jax Array cannot be hashed (jit raises TypeError): the fix
     registers the class as a pytree (arrays traced, the rest static) and drops the static."""
     import functools
@@ -621,15 +646,15 @@ def test_a_static_self_holding_arrays_gets_the_pytree_fix() -> None:
         return cls.traces, out, t.report()
 
     x = jnp.arange(4.0)
-    traces, bad, report = run(_projection_class(), static_argnums=0)
+    traces, bad, report = run(make(), static_argnums=0)
     assert traces == 3
     fixes = [r.fix for f in report.functions for e in f.events for r in e.reasons]
     assert fixes and all("frozen dataclass" not in f for f in fixes), fixes
     assert all("static_argnums" in f for f in fixes), fixes
     # the fix as printed: its code run after the class, `self` no longer static
     code = re.search(r"`(jax\.tree_util\.register_\w+\(.*?\))`", fixes[0])
-    assert code, fixes[0]
-    fixed_cls = _projection_class()
+    assert code and register in code.group(1), fixes[0]
+    fixed_cls = make()
     exec(code.group(1), {"jax": jax, "Projection": fixed_cls})
     fixed_traces, fixed, _ = run(fixed_cls)
     assert fixed_traces == 1 and fixed == bad
