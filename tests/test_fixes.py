@@ -99,6 +99,7 @@ FIXES: dict[str, str] = {
     "OPTAX_KIND_FIX": OPTION,
     "LIBRARY_MADE_FIX": OPTION,  # worded by test_explain.py::test_a_layer_s_own_state_is_the_layer_s
     "NO_EQ_FIX": "test_no_eq_fix",
+    "ARRAYS_PYTREE_FIX": "test_trial_programs.py::test_a_static_self_holding_arrays_gets_the_pytree_fix",
     "NAN_FIX": "test_nan_fix_static_argument",
     "MUTATED_FIX": "test_mutated_fix",
     "DTYPE_SPELLING_FIX": "test_dtype_spelling_fix",

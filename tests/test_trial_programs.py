@@ -583,60 +583,81 @@ def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) 
     assert vec["mean"] == pytest.approx(seq["mean"], rel=1e-5)
 
 
-class _Projection:
+def _projection_class() -> type:
     """PlasmaControl/DESC#1191's shape: a jitted method with ``self`` static, the object
-    rebuilt per outer iteration, holding arrays."""
+    rebuilt per outer iteration, holding arrays. A new class per call: a fix registers it."""
 
-    traces = 0
+    class Projection:
+        traces = 0
 
-    def __init__(self, n: int) -> None:
-        import jax.numpy as jnp
+        def __init__(self, n: int) -> None:
+            import jax.numpy as jnp
 
-        self.n = n
-        self.w = jnp.ones(n)
+            self.n = n
+            self.w = jnp.ones(n)
 
-    def _compute(self, x):
-        _Projection.traces += 1
-        return (self.w * x).sum()
+        def compute(self, x):
+            Projection.traces += 1  # the truth: one per trace
+            return (self.w * x).sum()
+
+    return Projection
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PlasmaControl/DESC#1191: a method jitted with `self` static, the object rebuilt "
-    "per iteration, gets the fix 'Make `Proj` a frozen dataclass so equal configurations "
-    "compare equal': `self` holds a jax Array, so the frozen dataclass cannot be hashed "
-    "(jit raises TypeError). The fix that works (tested here: 3 traces -> 1, same values): "
-    "register the class as a pytree (`jax.tree_util.register_dataclass`, arrays as data) and "
-    "jit without `static_argnums`. messages_static._identity_fix (words); lead to fix after merge",
+def _projection_dataclass() -> type:
+    """``_projection_class`` as a dataclass without ``__eq__`` (``eq=False``), built from its
+    fields: the fix registers it with ``register_dataclass``."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    @dataclasses.dataclass(eq=False)
+    class Projection:
+        n: int
+        w: jax.Array = dataclasses.field(default_factory=lambda: jnp.ones(4))
+        traces = 0
+
+        def compute(self, x):
+            Projection.traces += 1  # the truth: one per trace
+            return (self.w * x).sum()
+
+    return Projection
+
+
+@pytest.mark.parametrize(
+    ("make", "register"),
+    [(_projection_class, "register_pytree_node"), (_projection_dataclass, "register_dataclass")],
 )
-def test_a_static_self_holding_arrays_gets_the_pytree_fix() -> None:
+def test_a_static_self_holding_arrays_gets_the_pytree_fix(make, register: str) -> None:
+    """A frozen dataclass holding a jax Array cannot be hashed (jit raises TypeError): the fix
+    registers the class as a pytree (arrays traced, the rest static) and drops the static."""
     import functools
+    import re
 
     import jax
     import jax.numpy as jnp
 
     import jitlens
 
-    compute = functools.partial(jax.jit, static_argnums=0)(_Projection._compute)
-    x = jnp.ones(4)
-    _Projection.traces = 0
-    with jitlens.track() as t:
-        bad = [float(compute(_Projection(4), x)) for _ in range(3)]
-    assert _Projection.traces == 3
-    # the fix that works: the class a pytree, `self` a traced argument
-    import dataclasses
+    def run(cls: type, **jit: Any) -> tuple[int, list[float], Any]:
+        compute = functools.partial(jax.jit, **jit)(cls.compute)
+        with jitlens.track() as t:
+            out = [float(compute(cls(4), x)) for _ in range(3)]
+        return cls.traces, out, t.report()
 
-    @functools.partial(jax.tree_util.register_dataclass, data_fields=["w"], meta_fields=["n"])
-    @dataclasses.dataclass
-    class Projection:
-        n: int
-        w: jax.Array
-
-    fixed_compute = jax.jit(lambda p, x: (p.w * x).sum())
-    fixed = [float(fixed_compute(Projection(4, jnp.ones(4)), x)) for _ in range(3)]
-    assert fixed_compute._cache_size() == 1 and fixed == bad
-    fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
+    x = jnp.arange(4.0)
+    traces, bad, report = run(make(), static_argnums=0)
+    assert traces == 3
+    fixes = [r.fix for f in report.functions for e in f.events for r in e.reasons]
     assert fixes and all("frozen dataclass" not in f for f in fixes), fixes
+    assert all("static_argnums" in f for f in fixes), fixes
+    # the fix as printed: its code run after the class, `self` no longer static
+    code = re.search(r"`(jax\.tree_util\.register_\w+\(.*?\))`", fixes[0])
+    assert code and register in code.group(1), fixes[0]
+    fixed_cls = make()
+    exec(code.group(1), {"jax": jax, "Projection": fixed_cls})
+    fixed_traces, fixed, _ = run(fixed_cls)
+    assert fixed_traces == 1 and fixed == bad
 
 
 def test_every_leaf_placed_otherwise_gets_a_fix_for_the_whole_argument() -> None:

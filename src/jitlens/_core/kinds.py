@@ -260,6 +260,7 @@ class FixKind(_Kind):
     JITTED = "jitted"
     OPTAX = "optax"
     NO_EQ = "no_eq"
+    ARRAYS_PYTREE = "arrays_pytree"
     STATIC_TYPE = "static_type"
     NAN_FIELD = "nan_field"
     EVICTED = "evicted"

@@ -65,6 +65,7 @@ from .graph_structure import (
 )
 from .graph_structure import SPEC as _GRAPH_STRUCTURE
 from .identity_static import (
+    ARRAYS_PYTREE_FIX,
     BOUND_METHOD_FIX,
     CLASS_FIX,
     CLASS_MSG,
@@ -253,6 +254,7 @@ SPECS: dict[ReasonKind, KindSpec] = {
 __all__ = [
     "ARG_FIX",
     "ARG_MSG",
+    "ARRAYS_PYTREE_FIX",
     "BOUND_METHOD_FIX",
     "CLASS_FIX",
     "CLASS_MSG",

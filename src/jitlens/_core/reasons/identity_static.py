@@ -79,7 +79,7 @@ def identity_static(
     )
     msg = IDENTITY_MSG.words(what=f"`{path}`", desc=found.desc, consequence=consequence)
     return _reason(
-        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, found.fix,
+        ReasonKind.IDENTITY_STATIC, arg, path, old.display(), new.display(), msg, found.words,
         fix_kind=found.fix_kind, subject=found.subject,
         facts=(Fact.IN_GRAPH,) if in_graph else (),
     )  # fmt: skip
@@ -171,6 +171,17 @@ NO_EQ_FIX = Template(
     K.NO_EQ,
     "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal "
     "configurations compare equal, or reuse one instance.",
+)
+
+
+#: An instance without ``__eq__`` that holds arrays: a frozen dataclass of it cannot be hashed
+#: (jit raises TypeError on a static holding a jax Array); a pytree whose arrays are data and
+#: the rest meta is traced instead, and one compile serves every rebuilt instance.
+ARRAYS_PYTREE_FIX = Template(
+    K.ARRAYS_PYTREE,
+    "`{type}` holds arrays ({data}), which cannot be hashed as a static: make it a pytree whose "
+    "arrays are traced and the rest static, `{code}` after the class, then remove `{arg}` from "
+    "static_argnums/static_argnames.",
 )
 
 
@@ -273,11 +284,72 @@ def _identity_fix(
             OPTAX_FIX.words(opt=opt),
         )
     tn = tname.rsplit(".", 1)[-1]
+    fields = None if in_graph else array_fields(value)
+    if fields is not None:
+        data, meta = fields
+        return IdentityFix(
+            SubjectKind.INSTANCE,
+            f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
+            K.ARRAYS_PYTREE,
+            ARRAYS_PYTREE_FIX.as_written(
+                type=tn,
+                data=", ".join(f"`{d}`" for d in data),
+                code=pytree_code(value, tn, data, meta),
+                arg=arg,
+            ),
+        )
     return IdentityFix(
         SubjectKind.INSTANCE,
         f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
         K.NO_EQ,
         NO_EQ_FIX.words(type=tn),
+    )
+
+
+def array_fields(value: Any) -> tuple[list[str], list[str]] | None:
+    """The instance attributes of ``value`` that hold arrays (jax or NumPy: data of a pytree)
+    and the others (its meta), or ``None``: no array among them, or not plain attributes."""
+    import numpy as np
+
+    jax = sys.modules.get("jax")
+    kinds: tuple[type, ...] = (np.ndarray,) + ((jax.Array,) if jax is not None else ())
+    try:
+        attrs = dict(vars(value))
+    except TypeError:
+        return None  # __slots__ or a builtin: no attributes to name
+    if not attrs or not all(isinstance(k, str) and k.isidentifier() for k in attrs):
+        return None
+    data = [k for k, v in attrs.items() if isinstance(v, kinds)]
+    if not data:
+        return None
+    return data, [k for k in attrs if k not in data]
+
+
+def _keyword_init(cls: type, names: list[str]) -> bool:
+    """Does ``cls(**{name: ...})`` rebuild an instance from exactly its attributes ``names``?"""
+    if dataclasses.is_dataclass(cls):
+        return {f.name for f in dataclasses.fields(cls) if f.init} == set(names)
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    named = {n for n, p in params.items() if p.kind in kinds}
+    required = {n for n, p in params.items() if p.default is p.empty and p.kind in kinds}
+    return set(names) <= named and required <= set(names)
+
+
+def pytree_code(value: Any, tn: str, data: list[str], meta: list[str]) -> str:
+    """The registration that makes ``value``'s class a pytree with ``data`` traced and ``meta``
+    static: ``register_dataclass`` when its constructor takes exactly those names, else
+    ``register_pytree_node`` rebuilding the instance without calling its ``__init__``."""
+    if _keyword_init(type(value), data + meta):
+        return f"jax.tree_util.register_dataclass({tn}, data_fields={data!r}, meta_fields={meta!r})"
+    get = ", ".join(f"p.{n}" for n in data)
+    aux = ", ".join(f"p.{n}" for n in meta)
+    return (
+        f"jax.tree_util.register_pytree_node({tn}, lambda p: (({get},), ({aux}{',' if aux else ''})), "
+        f"lambda m, d: (o := object.__new__({tn}), vars(o).update(zip({meta + data!r}, m + d)))[0])"
     )
 
 
@@ -358,6 +430,7 @@ SPEC = KindSpec(
         K.JITTED: JITTED_FIX,
         K.OPTAX: OPTAX_FIX,
         K.NO_EQ: NO_EQ_FIX,
+        K.ARRAYS_PYTREE: ARRAYS_PYTREE_FIX,
         K.OPTAX_KIND: OPTAX_KIND_FIX,
         K.NAN_FIELD: NAN_FIELD_FIX,
     },
