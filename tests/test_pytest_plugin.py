@@ -209,6 +209,12 @@ def test_forward():
 
 def test_runs():
     assert len(RUNS) == 1
+    once(jnp.ones(2))
+
+
+@jax.jit
+def once(x):
+    return x - 1
 """
 
 
@@ -225,6 +231,8 @@ def test_the_summary_shows_the_function_whose_budget_failed(pytester: pytest.Pyt
             "E       jitlens*RecompileError: jitlens: `forward` was traced 2 times, over its "
             "budget of 1 (@pytest.mark.max_traces).",
             "*= jitlens =*",
+            "jitlens: 2 of the session's 3 jitted functions retraced or were stopped; only they "
+            "are listed (every function: --jitlens-report PATH).",
             "jitlens: 2 jitted functions, 3 traces, * s lost to retraces",
             "other  retraced 1x*",
             "forward  1 trace(s) stopped by a compile budget   (defined at test_only.py:*)",

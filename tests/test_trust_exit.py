@@ -152,6 +152,12 @@ def ctrl_c_once_the_json_is_written():  # the user gives up waiting while the HT
         time.sleep(0.0002)
     os.kill(os.getpid(), signal.SIGINT)
 
+# A slow HTML page (fault injection): the Ctrl-C lands while it is written however loaded the
+# machine is (the watcher alone lost the race under load: the page was written first).
+import jitlens._render.html as html
+_render = html.render_html
+html.render_html = lambda r: (time.sleep(30), _render(r))[1]
+
 sys.setswitchinterval(1e-6)  # let the watcher run as soon as the file appears
 threading.Thread(target=ctrl_c_once_the_json_is_written, daemon=True).start()
 print("done")

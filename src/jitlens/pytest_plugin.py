@@ -41,6 +41,11 @@ HEADER_PARTS = {
 }
 SECTION = "jitlens"
 NO_RETRACES = "jitlens: {n} jitted function(s) traced, none retraced."
+#: Above the table when it lists some of the session's functions only (its title counts those).
+LISTED = (
+    "jitlens: {m} of the session's {n} jitted functions retraced or were stopped; only they "
+    "are listed (every function: --jitlens-report PATH)."
+)
 WROTE = "jitlens: wrote the report to {path}"
 MARKER_SOURCE = "@pytest.mark.max_traces"
 OPTION_SOURCE = "--jitlens-max-traces"
@@ -298,4 +303,6 @@ def _summary(report: Report, color: bool) -> str:
     retraced = tuple(f for f in report.user_functions() if f.retraces or f.stale_hits or f.stopped)
     if not retraced:
         return NO_RETRACES.format(n=count_functions(report.user_functions())) + "\n"
-    return render_text(dataclasses.replace(report, functions=retraced), color=color)
+    table = render_text(dataclasses.replace(report, functions=retraced), color=color)
+    n, m = count_functions(report.user_functions()), count_functions(retraced)
+    return table if m == n else LISTED.format(m=m, n=n) + "\n" + table
