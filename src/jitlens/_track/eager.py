@@ -86,15 +86,8 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
     with REGISTRY.lock:
         hit = _EAGER.get(key)
         if hit is None:
-            rec = REGISTRY.new_record(
-                RowKind.LAX,
-                body,
-                user_fn=body,
-                counts_calls=False,
-                jax_name=EAGER_PRIMITIVES[outer],
-            )
+            rec = _new_row(body, outer)
             rec.name = rec.qualname = f"{outer}({rec.name})"
-            rec.internal = False
             hit = _EAGER[key] = (rec, None)
         rec = hit[0]
         new_body = hit[1] is not None and hit[1]() is not body
@@ -120,18 +113,21 @@ def _library_eager_record(fun: Any, caller: FrameType, outer: str) -> Record | N
     with REGISTRY.lock:
         hit = _EAGER.get(key)
         if hit is None:
-            rec = REGISTRY.new_record(
-                RowKind.LAX,
-                body,
-                user_fn=body,
-                counts_calls=False,
-                jax_name=EAGER_PRIMITIVES[outer],
-            )
-            rec.internal = False
+            rec = _new_row(body, outer)
             REGISTRY.rename(rec, f"{entry.library}: {entry.entry}")
             hit = _EAGER[key] = (rec, None)
         rec = hit[0]
         _LIBRARY_LAST[rec.id] = (entry, getattr(body, "__name__", "?"))
+    return rec
+
+
+def _new_row(body: Any, outer: str) -> Record:
+    """A shown ``lax`` row for ``body`` traced by ``outer`` (calls are not counted: a cached
+    call runs no Python of jitlens'); the caller holds the registry's lock."""
+    rec = REGISTRY.new_record(
+        RowKind.LAX, body, user_fn=body, counts_calls=False, jax_name=EAGER_PRIMITIVES[outer]
+    )
+    rec.internal = False
     return rec
 
 
