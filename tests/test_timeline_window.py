@@ -7,6 +7,7 @@ body saw (a list appended to inside it), and the program's own exception.
 
 from __future__ import annotations
 
+import traceback
 import warnings
 
 import jax
@@ -117,3 +118,48 @@ def test_the_advisors_first_calls_keep_only_their_time_and_still_note_eager_call
     assert list(row.call_entries) == [0] * 7 + [1, -1, 0]
     assert len(row.call_times) == row.calls and list(row.call_times) == sorted(row.call_times)
     assert [a.kind for a in row.advice] == ["disable_jit"]
+
+
+def test_a_settled_function_is_timed_no_more_and_every_figure_stays_exact() -> None:
+    """Once a function's hits settle on one executable its window closes early
+    (``SETTLED_CALLS`` more calls): later calls are counted, not timed. Whatever happens
+    after — a retrace, a call that raises, a guard that stops a retrace, tracking stopped
+    and restarted — counts stay equal to the body's own and the exceptions are the
+    program's, raised from its own frames."""
+    from jitlens._track.records import SETTLED_CALLS
+
+    traced: list[object] = []
+    with jitlens.track(timeline=True) as t:
+        f = jax.jit(_body(traced))
+        steady = SETTLED_CALLS + 100
+        for _ in range(steady):
+            f(jnp.ones(3))
+        assert type(f).__name__ == type(jax.jit(abs)).__name__  # looks like JAX's still
+        assert f._record.timed_until < steady  # closed: the test exercises the settled path
+        f(jnp.ones(4))  # a retrace after the close: still found, counted, explained
+        with pytest.raises(TypeError, match="NoneType") as info:
+            f(None)
+        with jitlens.no_retrace():
+            f(jnp.ones(3))  # a hit
+            with pytest.raises(jitlens.RecompileError):
+                f(jnp.ones(5))
+    frames = traceback.extract_tb(info.tb)
+    assert "double" in [fr.name for fr in frames]
+    assert not any("/jitlens/_track/" in fr.filename for fr in frames)
+    f(jnp.ones(3))  # untracked: passes through, counted by nobody
+    with jitlens.track(timeline=True) as t2:
+        f(jnp.ones(3))
+        f(jnp.ones(4))
+    row = _row(t.report(), "double")
+    assert traced == [3, 4, None]  # the guard stopped the shape-5 retrace before its body
+    assert row.calls == steady + 4
+    # hits: the steady calls but the first (its compile), and the one under no_retrace
+    assert row.traces == len(traced) and row.cache_hits == steady
+    assert [e.kind for e in row.events if e.kind == "retrace"] and row.events[-1].reasons
+    timed = len(row.call_times)
+    assert timed == f._record.timed_until <= SETTLED_CALLS + 40  # a prefix of the calls
+    assert list(row.call_entries) == [0] * timed
+    assert list(row.call_times) == sorted(row.call_times)
+    again = _row(t2.report(), "double")
+    assert (again.calls, again.traces, again.cache_hits) == (2, 0, 2)
+    assert again.call_times == ()  # the record's window closed for good

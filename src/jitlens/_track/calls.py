@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import _compat
 from . import advisor
-from .records import Record
+from .records import SETTLED_CALLS, Record
 from .state import (
     ADVICE_CALLS,
     EVENTS,
@@ -159,11 +159,11 @@ def _after_detailed(
         if inside:  # called while another function traces: JAX inlines it
             with rec.lock:
                 rec.inlined_calls += 1
-            if n < WINDOW[0]:
+            if n < WINDOW[0] and n < rec.timed_until:
                 rec.add_call_time(t, -1)
             return
         advisor.note_eager(rec)
-        if n < WINDOW[0]:
+        if n < WINDOW[0] and n < rec.timed_until:
             _file_timed(rec, n, args, kwargs, t, missed, executables)
     except Exception as exc:
         internal_failure("timing a call", exc)
@@ -216,6 +216,7 @@ def _file_timed(
     entry = -1
     sole = False
     if missed:
+        rec.timed_until = sys.maxsize  # a miss in the window: not settled (yet)
         entry = _entry_of(rec, args, kwargs, True)
     else:
         by_light = rec.entry_by_light
@@ -235,6 +236,8 @@ def _file_timed(
         rec.window_entry = entry
         if n + 1 >= ADVICE_CALLS[0]:  # the next call is past the advisor's first calls
             rec.window_seq = serial
+            if rec.timed_until == sys.maxsize:  # settled: a few more calls, then no more
+                rec.timed_until = n + 1 + SETTLED_CALLS
         else:  # the wrapper still notes them for the advisor, but files none of them
             rec.early_seq = serial
 

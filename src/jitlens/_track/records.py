@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import sys
 import threading
 import time
 from typing import Any
@@ -35,6 +36,11 @@ MAX_KEYS = 64
 #: Calls per record whose start time and compiled entry are remembered for
 #: the timeline; later calls are only counted (the cheapest hit path).
 MAX_CALL_TIMES = 2_000
+#: Once every hit of a record goes to one executable (the window's lean path,
+#: ``calls._file_timed``), this many more of its calls are timed and then its window
+#: closes: the hits of a settled function show nothing new on the timeline, and
+#: timing each one costs a tight loop several percent (``benchmarks/overhead.py``).
+SETTLED_CALLS = 256
 #: Events remembered per record.
 MAX_EVENTS = 10_000
 #: Earlier wrappers of the same code a new wrapper is compared with.
@@ -201,6 +207,9 @@ class Record:
         #: The same among the advisor's first calls (``calls._file_timed``).
         self.early_seq = -1
         self.window_entry = -1
+        #: Calls from this index on are not timed: the window closed once the record's
+        #: hits settled (``SETTLED_CALLS``). ``sys.maxsize``: not settled yet.
+        self.timed_until = sys.maxsize
         #: light signature -> (entry, weak references to the objects it names by identity)
         self.entry_by_light: dict[Any, tuple[int, tuple[Any, ...]]] = {}
         self.n_entries = 0

@@ -223,8 +223,8 @@ def track(*, include_internal: bool = False, timeline: bool = False) -> Tracker:
         (``_threefry_seed``, ``convert_element_type`` ...), hidden by default.
       timeline: also record the start time and compiled entry of each of the
         first 2,000 calls of every function (the HTML timeline and
-        shape-specialization view); costs ~1 us per such call. ``jitlens run``
-        turns it on.
+        shape-specialization view), or until 256 calls after its hits settled on
+        one executable; costs under 1 us per such call. ``jitlens run`` turns it on.
 
     Returns:
       A :class:`Tracker`; use it as a context manager, then ``t.report()``

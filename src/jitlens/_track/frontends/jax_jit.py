@@ -10,6 +10,7 @@ before tracking started is seen through JAX's monitoring events only (no calls).
 from __future__ import annotations
 
 import functools
+import sys
 import time
 import types
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from ..state import (
     ADVICE_CALLS,
     EVENTS,
     STATE,
+    TRACING,
     WINDOW,
     PassThrough,
     finalize,
@@ -88,7 +90,9 @@ class TrackedJit:
                     # a call found that every hit goes to one entry (`calls._file_timed`):
                     # the call's start time is all it keeps (its entry is filled in later).
                     # Armed, `n < STATE[1]` is `n < WINDOW[0]`: no trace is in progress
-                    # and the timeline is on (a change of either changes EVENTS).
+                    # and the timeline is on (a change of either changes EVENTS). The next
+                    # calls take it through `_LeanJit.__call__`, which checks only that.
+                    self.__class__ = _LeanJit
                     t = _now()
                     try:  # (no empty dict merged into the call: a few dozen ns)
                         out = self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
@@ -102,6 +106,15 @@ class TrackedJit:
                     timed_after(rec, n, args, kwargs, t, tls.nevents > e, self._executables)
                     return out
                 local = tls
+                if n >= rec.timed_until and not local.depth:
+                    # the record's window closed (its hits settled): a plain hit
+                    self.__class__ = _SettledJit
+                    try:
+                        return self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
+                    except BaseException:
+                        if not isinstance(sys.exc_info()[1], PassThrough):
+                            failed_call(rec, n)
+                        raise
                 if n and n < WINDOW[0] and not local.depth and not local.busy:
                     # the window, not armed: timed here (no frame of call_detailed's), filed
                     # (and the lean path armed) by timed_after. Among the advisor's first
@@ -173,6 +186,103 @@ class TrackedJit:
         return self
 
 
+class _LeanJit(TrackedJit):
+    """A :class:`TrackedJit` while the timeline window's lean path holds for its record.
+
+    The wrapper's class while ``EVENTS`` stands still since its record armed the lean
+    path (``calls._file_timed``): that alone says tracking is on, the timeline too, no
+    trace runs in any thread and the advisor's first calls are past, so the call reads
+    no other flag (``TrackedJit.__call__`` reads three). The first call that finds the
+    path disarmed (an event, tracking stopped, the window's end) turns the wrapper back.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        rec = self._record
+        e = EVENTS[0]
+        if e != rec.window_seq:  # disarmed (an event, tracking stopped): the full path
+            self.__class__ = TrackedJit
+            try:
+                return TrackedJit.__call__(self, *args, **kwargs)
+            except BaseException as exc:  # filtered below; this frame too
+                _compat.without_hidden_frames(exc)
+                raise
+        n = next(self._counter)
+        if n < rec.timed_until and n < WINDOW[0]:
+            t = _now()
+            try:
+                out = self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
+            except PassThrough as exc:
+                timed_failure(rec, n, args, kwargs, t, tls.nevents > e)
+                # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+                try:
+                    raise exc.error.with_traceback(None) from None
+                except BaseException as error:
+                    _compat.without_hidden_frames(error)
+                    raise
+            except BaseException as exc:
+                timed_failure(rec, n, args, kwargs, t, tls.nevents > e)
+                _compat.without_hidden_frames(exc)
+                raise
+            if EVENTS[0] == e:
+                rec.call_times.append(t)
+                return out
+            # an event during the call: this thread's own (a miss) if it is later
+            timed_after(rec, n, args, kwargs, t, tls.nevents > e, self._executables)
+            return out
+        # past the window (or the record's hits settled): a plain hit, as are the next ones
+        rec.window_seq = -1
+        self.__class__ = _SettledJit if n >= rec.timed_until else TrackedJit
+        try:
+            return self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
+        except PassThrough as exc:
+            try:
+                raise exc.error.with_traceback(None) from None
+            except BaseException as error:
+                _compat.without_hidden_frames(error)
+                raise
+        except BaseException as exc:
+            failed_call(rec, n)
+            _compat.without_hidden_frames(exc)
+            raise
+
+
+class _SettledJit(TrackedJit):
+    """A :class:`TrackedJit` whose record's window closed early: its hits settled on one
+    executable (``records.SETTLED_CALLS``), so its calls are counted, never timed.
+
+    Its call is the hit path without the window's threshold (``STATE[1]``): only a
+    trace in progress in any thread (a call inside one is inlined, not a hit) sends it
+    back to the full path, as does tracking stopped.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if TRACING[0] or not STATE[0]:
+            self.__class__ = TrackedJit
+            try:
+                return TrackedJit.__call__(self, *args, **kwargs)
+            except BaseException as exc:  # filtered below; this frame too
+                _compat.without_hidden_frames(exc)
+                raise
+        n = next(self._counter)
+        try:
+            return self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
+        except PassThrough as exc:
+            # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+            try:
+                raise exc.error.with_traceback(None) from None
+            except BaseException as error:
+                _compat.without_hidden_frames(error)
+                raise
+        except BaseException as exc:
+            failed_call(self._record, n)
+            _compat.without_hidden_frames(exc)
+            raise
+
+
 def _identity(x: Any) -> Any:
     return x
 
@@ -193,8 +303,14 @@ del _name
 TrackedJit.__name__ = _PJIT_TYPE.__name__
 TrackedJit.__qualname__ = _PJIT_TYPE.__qualname__
 TrackedJit.__module__ = _PJIT_TYPE.__module__
+_LeanJit.__name__, _LeanJit.__qualname__ = TrackedJit.__name__, TrackedJit.__qualname__
+_LeanJit.__module__ = TrackedJit.__module__
+_SettledJit.__name__, _SettledJit.__qualname__ = TrackedJit.__name__, TrackedJit.__qualname__
+_SettledJit.__module__ = TrackedJit.__module__
 
 register_counting_frame(TrackedJit.__call__.__code__, ("self", "n", "args", "kwargs"))
+register_counting_frame(_LeanJit.__call__.__code__, ("self", "n", "args", "kwargs"))
+register_counting_frame(_SettledJit.__call__.__code__, ("self", "n", "args", "kwargs"))
 register_counting_type(TrackedJit)
 
 
