@@ -612,8 +612,7 @@ warning  optimizer.tx  (identity_static)
     `optimizer.tx` is an optax transform (a tuple of closures made by each optax.* call), which
       compares by identity: nnx.jit recompiles if you rebuild the optimizer (once per run of a
       sweep, say); an optimizer built once compiles once.
-    builds: GradientTransformationExtraArgs(init=<function chain.<locals>.init_fn at 0x…>,
-      update=<function chain.<loc..., a new object in each
+    builds: <GradientTransformationExtraArgs made by chain()> at 0x…, a new object in each
     fix: Expected once per optimizer build. To sweep hyperparameters with one compile, build
       `TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set
       `optimizer.opt_state.hyperparams['learning_rate'][...] = lr` per run.

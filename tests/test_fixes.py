@@ -92,9 +92,11 @@ FIXES: dict[str, str] = {
     "PARTIAL_DATA_FIX": "test_partial_graph_fix",
     "PARTIAL_ARG_FIX": "test_partial_arg_fix",
     "BOUND_METHOD_FIX": "test_bound_method_fix",
+    "BOUND_METHOD_ARG_FIX": "test_trial_programs.py::test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work",
     "FUNCTION_FIX": "test_function_fix",
     "JITTED_FIX": "test_jitted_fix",
     "OPTAX_FIX": "test_optax_fix",
+    "OPTAX_REBUILT_FIX": "test_trial_programs.py::test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work",
     "OPTAX_STATE_FIX": OPTION,  # worded by test_optax_state_is_said_to_be_optax_s
     "OPTAX_KIND_FIX": OPTION,
     "LIBRARY_MADE_FIX": OPTION,  # worded by test_explain.py::test_a_layer_s_own_state_is_the_layer_s

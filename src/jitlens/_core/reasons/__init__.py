@@ -66,6 +66,7 @@ from .graph_structure import (
 from .graph_structure import SPEC as _GRAPH_STRUCTURE
 from .identity_static import (
     ARRAYS_PYTREE_FIX,
+    BOUND_METHOD_ARG_FIX,
     BOUND_METHOD_FIX,
     CLASS_FIX,
     CLASS_MSG,
@@ -79,6 +80,7 @@ from .identity_static import (
     NO_EQ_FIX,
     OPTAX_FIX,
     OPTAX_KIND_FIX,
+    OPTAX_REBUILT_FIX,
     PARTIAL_ARG_FIX,
     PARTIAL_DATA_FIX,
     PARTIAL_GRAPH_FIX,
@@ -255,6 +257,7 @@ __all__ = [
     "ARG_FIX",
     "ARG_MSG",
     "ARRAYS_PYTREE_FIX",
+    "BOUND_METHOD_ARG_FIX",
     "BOUND_METHOD_FIX",
     "CLASS_FIX",
     "CLASS_MSG",
@@ -333,6 +336,7 @@ __all__ = [
     "NUMPYRO_SVI_RUN_MSG",
     "OPTAX_FIX",
     "OPTAX_KIND_FIX",
+    "OPTAX_REBUILT_FIX",
     "OPTAX_STATE_FIX",
     "PARAM_SHAPE_FIX",
     "PARTIAL_ARG_FIX",
