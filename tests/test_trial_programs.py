@@ -758,3 +758,31 @@ def test_two_builds_of_an_optax_transform_are_alike_only_with_equal_hyper_parame
     assert not same_build(optax.adam(1e-3), optax.sgd(1e-3))
     tx = optax.adam(1e-3)
     assert not same_build(tx, tx) and not same_build(None, tx)  # one object; the old one gone
+
+
+def test_a_mode_s_first_compile_says_why_it_is_not_lost() -> None:
+    # an eval step called once in train mode, then after model.eval(): "retraced 1x, 0.00 s
+    # lost" stood above "retrace #1, 0.43 s" with nothing to say why the seconds were not lost
+    import jax.numpy as jnp
+    from flax import nnx
+
+    import jitlens
+
+    traces = [0]
+
+    @nnx.jit
+    def eval_step(model, x):
+        traces[0] += 1
+        return model(x).sum()
+
+    model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(1)))
+    x = jnp.ones((1, 2))
+    with jitlens.track() as t:
+        eval_step(model, x)
+        model.eval()
+        eval_step(model, x)
+        eval_step(model, x)
+    row = t.stats(eval_step)
+    assert traces[0] == row.traces == 2 and row.seconds_lost == 0.0
+    text = " ".join(str(t.report()).split())  # as one line: the header wraps
+    assert "retraced 1x, 0.00 s lost, 1 expected (a mode's first compile, not counted)" in text
