@@ -43,6 +43,7 @@ OPTION = "option"
 FIXES: dict[str, str] = {
     "NEW_FUNCTION_FIX": "test_new_function_fix",
     "CLOSURE_FIX": "test_closure_fix",
+    "METHOD_FIX": "test_method_fix",
     "NEW_LAMBDA_FIX": "test_new_lambda_fix",
     "NEW_PARTIAL_FIX": "test_new_partial_fix",
     "SHAPE_FIX": "test_shape_fix",
@@ -245,6 +246,35 @@ def test_new_function_fix() -> None:
         return SQUARE_NNX, [SQUARE_NNX(X + i) for i in range(2)]
 
     prove("NEW_FUNCTION_FIX", broken, fixed)
+
+
+class Trainer:
+    """A method that jits the gradient of another method on every call (a common first try)."""
+
+    def __init__(self, lr: float, once: bool) -> None:
+        self.lr = lr
+        if once:  # METHOD_FIX as printed: `self.grad_loss_jit = jax.jit(jax.grad(self.loss))`
+            self.grad_loss_jit = jax.jit(jax.grad(self.loss))
+
+    def loss(self, w, x):
+        return jnp.sum((x @ w) ** 2) * self.lr
+
+    def step(self, w, x):
+        if not hasattr(self, "grad_loss_jit"):
+            self.last = jax.jit(jax.grad(self.loss))
+            return w - self.last(w, x)
+        return w - self.grad_loss_jit(w, x)
+
+
+def test_method_fix() -> None:
+    def calls(once):
+        trainer, w, outs = Trainer(0.1, once), X, []
+        for _ in range(3):
+            w = trainer.step(w, X)
+            outs.append(w)
+        return (trainer.grad_loss_jit if once else trainer.last), outs
+
+    prove("METHOD_FIX", lambda: calls(False), lambda: calls(True))
 
 
 def make_step(lr):

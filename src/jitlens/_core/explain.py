@@ -557,6 +557,8 @@ class Wrapper:
     free_vars: tuple[str, ...] = ()
     #: The functions its closure calls (``_compat.closure_callees``), compared by code.
     callees: tuple[Any, ...] = ()
+    #: ``(class, method)`` when it jits a method of an instance (``jax.jit(self.loss)``).
+    method: tuple[str, str] | None = None
 
 
 def explain_first_trace(
@@ -593,7 +595,6 @@ def explain_first_trace(
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = W.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
-        head = W.new_function(
-            name, kind, wrapper.defined_at, len(others), not diffs, is_lambda, wrapper.free_vars
-        )
+        at, free, m = wrapper.defined_at, wrapper.free_vars, wrapper.method
+        head = W.new_function(name, kind, at, len(others), not diffs, is_lambda, free, method=m)
     return [*diffs, head]

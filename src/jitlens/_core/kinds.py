@@ -204,6 +204,7 @@ class FixKind(_Kind):
 
     UNSET = ""
     NEW_FUNCTION = "new_function"
+    METHOD = "method"
     CLOSURE = "closure"
     NEW_LAMBDA = "new_lambda"
     SHAPE = "shape"
