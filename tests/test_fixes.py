@@ -76,6 +76,7 @@ FIXES: dict[str, str] = {
     "GRAPH_KIND_FIX": "test_graph_kind_fix",
     "PYTREE_KEY_FIX": "test_pytree_key_fix",
     "NONE_FIX": "test_none_fix",
+    "LENGTH_FIX": "test_length_fix",
     "PYTREE_KIND_FIX": "test_pytree_kind_fix",
     "VAR_META_FIX": "test_var_meta_fix",
     "ARG_FIX": "test_arg_fix",
@@ -1352,6 +1353,41 @@ def test_pytree_key_fix() -> None:
         return f, [f({"x": X, "y": jnp.zeros(2)}), f({"x": X, "y": jnp.zeros(2)})]
 
     prove("PYTREE_KEY_FIX", broken, fixed)
+
+
+def history_sum(history):
+    return sum(h.sum() for h in history)
+
+
+def buffer_sum(buf, n):
+    return jnp.where(jnp.arange(buf.shape[0])[:, None] < n, buf, 0.0).sum()
+
+
+def test_length_fix() -> None:
+    """A list that grows by one item per step (a history): one compile per length; the fix, a
+    preallocated buffer written with `.at[i].set(item)` and its count passed as an array."""
+    items = [X[0] * i for i in range(1, 4)]
+
+    def broken():
+        f, history, outs = jax.jit(fresh(history_sum)), [], []
+        for item in items:
+            history.append(item)
+            outs.append(f(history))
+        return f, outs
+
+    def fixed():
+        f, buf, outs = jax.jit(fresh(buffer_sum)), jnp.zeros((len(items), 2)), []
+        for i, item in enumerate(items):
+            buf = buf.at[i].set(item)
+            outs.append(f(buf, jnp.asarray(i + 1)))
+        return f, outs
+
+    prove("LENGTH_FIX", broken, fixed)
+    _s, rs, _out = run(broken)
+    assert [(r.path, r.before, r.after) for r in rs] == [
+        ("history", "list of 1", "list of 2"),
+        ("history", "list of 2", "list of 3"),
+    ]
 
 
 def masked_sum(x, mask):

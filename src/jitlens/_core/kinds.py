@@ -222,6 +222,7 @@ class FixKind(_Kind):
     GRAPH = "graph"
     GRAPH_KIND = "graph_kind"
     PYTREE_KEY = "pytree_key"
+    LENGTH = "length"
     NONE = "none"
     PYTREE_KIND = "pytree_kind"
     VAR_META = "var_meta"
@@ -371,6 +372,7 @@ class MessageKind(_Kind):
     SIGNATURE = "signature"
     # reasons/pytree_structure.py
     PYTREE_KEY = "pytree_key"
+    LENGTH = "length"
     PYTREE_KIND = "pytree_kind"
     # reasons/graph_structure.py
     GRAPH_ADDED = "graph_added"

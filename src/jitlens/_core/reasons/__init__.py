@@ -127,13 +127,17 @@ from .new_function import (
 )
 from .new_function import SPEC as _NEW_FUNCTION
 from .pytree_structure import (
+    LENGTH_FIX,
+    LENGTH_MSG,
     NONE_FIX,
     PYTREE_KEY_FIX,
     PYTREE_KEY_MSG,
     PYTREE_KIND_FIX,
     PYTREE_KIND_MSG,
+    SEQUENCES,
     pytree_key,
     pytree_kind_change,
+    sequence_length,
 )
 from .pytree_structure import SPEC as _PYTREE_STRUCTURE
 from .shape import (
@@ -301,6 +305,8 @@ __all__ = [
     "KEY_FIX",
     "LAYER_FIX",
     "LAYER_MSG",
+    "LENGTH_FIX",
+    "LENGTH_MSG",
     "LIBRARY_MADE_FIX",
     "LIMIT",
     "MESH_FIX",
@@ -348,6 +354,7 @@ __all__ = [
     "PYTREE_KEY_MSG",
     "PYTREE_KIND_FIX",
     "PYTREE_KIND_MSG",
+    "SEQUENCES",
     "SHAPE_FIX",
     "SHAPE_MSG",
     "SHARDING_FIX",
@@ -429,6 +436,7 @@ __all__ = [
     "optax_state",
     "pytree_key",
     "pytree_kind_change",
+    "sequence_length",
     "shape",
     "sharding",
     "signature",
