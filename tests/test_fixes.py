@@ -1000,6 +1000,21 @@ def test_optax_fix() -> None:
     )
 
 
+def test_two_builds_of_an_optax_transform_are_alike_only_with_equal_hyper_parameters() -> None:
+    from jitlens._core.reasons.identity_static import same_build
+
+    def sched(peak: float) -> optax.Schedule:
+        return optax.warmup_cosine_decay_schedule(0.0, peak, 10, 100)
+
+    assert same_build(optax.adam(1e-3), optax.adam(1e-3))
+    assert same_build(optax.adamw(sched(1e-3)), optax.adamw(sched(1e-3)))
+    assert not same_build(optax.adam(1e-3), optax.adam(1e-2))
+    assert not same_build(optax.adamw(sched(1e-3)), optax.adamw(sched(1e-2)))
+    assert not same_build(optax.adam(1e-3), optax.sgd(1e-3))
+    tx = optax.adam(1e-3)
+    assert not same_build(tx, tx) and not same_build(None, tx)  # one object; the old one gone
+
+
 def build_update_fn(optimizer):
     """optax's gradient-accumulation example: the update is jitted anew per optimizer."""
 

@@ -743,23 +743,6 @@ def test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work() -> None:
     assert sweep_fixed["losses"] == pytest.approx(sweep_bad["losses"], rel=1e-5)
 
 
-def test_two_builds_of_an_optax_transform_are_alike_only_with_equal_hyper_parameters() -> None:
-    import optax
-
-    from jitlens._core.reasons.identity_static import same_build
-
-    def sched(peak: float) -> optax.Schedule:
-        return optax.warmup_cosine_decay_schedule(0.0, peak, 10, 100)
-
-    assert same_build(optax.adam(1e-3), optax.adam(1e-3))
-    assert same_build(optax.adamw(sched(1e-3)), optax.adamw(sched(1e-3)))
-    assert not same_build(optax.adam(1e-3), optax.adam(1e-2))
-    assert not same_build(optax.adamw(sched(1e-3)), optax.adamw(sched(1e-2)))
-    assert not same_build(optax.adam(1e-3), optax.sgd(1e-3))
-    tx = optax.adam(1e-3)
-    assert not same_build(tx, tx) and not same_build(None, tx)  # one object; the old one gone
-
-
 def test_a_mode_s_first_compile_says_why_it_is_not_lost() -> None:
     # an eval step called once in train mode, then after model.eval(): "retraced 1x, 0.00 s
     # lost" stood above "retrace #1, 0.43 s" with nothing to say why the seconds were not lost
