@@ -426,7 +426,7 @@ RULES = (
     Rule("JL006", "Variable metadata rewritten on every loop iteration", check_metadata_in_loop),
     Rule(
         "JL007",
-        "optax optimizer built on every loop iteration for an nnx.Optimizer or a TrainState",
+        "optax optimizer rebuilt per loop for an nnx.Optimizer or a TrainState",
         check_optimizer_in_loop,
     ),
 )
