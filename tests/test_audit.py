@@ -460,6 +460,23 @@ def test_case06_step_counter_is_info() -> None:
     assert audit(lambda: case.Fixed(rngs())).findings == ()
 
 
+class Stacked(nnx.Module):
+    """flax's scan-over-layers example in small: `n_layers` sets the split of the rngs."""
+
+    def __init__(self, n_layers: int, rngs: nnx.Rngs) -> None:
+        self.n_layers = n_layers
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+
+def test_a_size_is_told_to_stay_static_not_to_become_a_variable() -> None:
+    # `self.n_layers = 3` (a split count) was told "make it state: nnx.Variable(jnp.array(3))",
+    # which fails where it sets a shape; the runtime says "expected once per value" for it
+    (finding,) = audit(lambda: Stacked(3, rngs())).findings
+    assert (finding.severity, finding.path) == ("info", "model.n_layers")
+    assert finding.fix.startswith("Expected once per value: `n_layers` looks like a size")
+    assert "nnx.Variable(jnp.array" not in finding.fix
+
+
 def test_a_lazy_module_attribute_is_not_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
     """A program that imported ``six``: ``six.moves``' class attributes import a module when
     asked for anything (``dbm.gnu``: ModuleNotFoundError _gdbm) and audit crashed reading
@@ -612,8 +629,7 @@ warning  optimizer.tx  (identity_static)
     `optimizer.tx` is an optax transform (a tuple of closures made by each optax.* call), which
       compares by identity: nnx.jit recompiles if you rebuild the optimizer (once per run of a
       sweep, say); an optimizer built once compiles once.
-    builds: GradientTransformationExtraArgs(init=<function chain.<locals>.init_fn at 0x…>,
-      update=<function chain.<loc..., a new object in each
+    builds: <GradientTransformationExtraArgs made by chain()> at 0x…, a new object in each
     fix: Expected once per optimizer build. To sweep hyperparameters with one compile, build
       `TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set
       `optimizer.opt_state.hyperparams['learning_rate'][...] = lr` per run.

@@ -43,6 +43,7 @@ OPTION = "option"
 FIXES: dict[str, str] = {
     "NEW_FUNCTION_FIX": "test_new_function_fix",
     "CLOSURE_FIX": "test_closure_fix",
+    "METHOD_FIX": "test_method_fix",
     "NEW_LAMBDA_FIX": "test_new_lambda_fix",
     "NEW_PARTIAL_FIX": "test_new_partial_fix",
     "SHAPE_FIX": "test_shape_fix",
@@ -75,6 +76,7 @@ FIXES: dict[str, str] = {
     "GRAPH_KIND_FIX": "test_graph_kind_fix",
     "PYTREE_KEY_FIX": "test_pytree_key_fix",
     "NONE_FIX": "test_none_fix",
+    "LENGTH_FIX": "test_length_fix",
     "PYTREE_KIND_FIX": "test_pytree_kind_fix",
     "VAR_META_FIX": "test_var_meta_fix",
     "ARG_FIX": "test_arg_fix",
@@ -92,9 +94,11 @@ FIXES: dict[str, str] = {
     "PARTIAL_DATA_FIX": "test_partial_graph_fix",
     "PARTIAL_ARG_FIX": "test_partial_arg_fix",
     "BOUND_METHOD_FIX": "test_bound_method_fix",
+    "BOUND_METHOD_ARG_FIX": "test_trial_programs.py::test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work",
     "FUNCTION_FIX": "test_function_fix",
     "JITTED_FIX": "test_jitted_fix",
     "OPTAX_FIX": "test_optax_fix",
+    "OPTAX_REBUILT_FIX": "test_trial_programs.py::test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work",
     "OPTAX_STATE_FIX": OPTION,  # worded by test_optax_state_is_said_to_be_optax_s
     "OPTAX_KIND_FIX": OPTION,
     "LIBRARY_MADE_FIX": OPTION,  # worded by test_explain.py::test_a_layer_s_own_state_is_the_layer_s
@@ -243,6 +247,35 @@ def test_new_function_fix() -> None:
         return SQUARE_NNX, [SQUARE_NNX(X + i) for i in range(2)]
 
     prove("NEW_FUNCTION_FIX", broken, fixed)
+
+
+class Trainer:
+    """A method that jits the gradient of another method on every call (a common first try)."""
+
+    def __init__(self, lr: float, once: bool) -> None:
+        self.lr = lr
+        if once:  # METHOD_FIX as printed: `self.grad_loss_jit = jax.jit(jax.grad(self.loss))`
+            self.grad_loss_jit = jax.jit(jax.grad(self.loss))
+
+    def loss(self, w, x):
+        return jnp.sum((x @ w) ** 2) * self.lr
+
+    def step(self, w, x):
+        if not hasattr(self, "grad_loss_jit"):
+            self.last = jax.jit(jax.grad(self.loss))
+            return w - self.last(w, x)
+        return w - self.grad_loss_jit(w, x)
+
+
+def test_method_fix() -> None:
+    def calls(once):
+        trainer, w, outs = Trainer(0.1, once), X, []
+        for _ in range(3):
+            w = trainer.step(w, X)
+            outs.append(w)
+        return (trainer.grad_loss_jit if once else trainer.last), outs
+
+    prove("METHOD_FIX", lambda: calls(False), lambda: calls(True))
 
 
 def make_step(lr):
@@ -967,6 +1000,21 @@ def test_optax_fix() -> None:
     )
 
 
+def test_two_builds_of_an_optax_transform_are_alike_only_with_equal_hyper_parameters() -> None:
+    from jitlens._core.reasons.identity_static import same_build
+
+    def sched(peak: float) -> optax.Schedule:
+        return optax.warmup_cosine_decay_schedule(0.0, peak, 10, 100)
+
+    assert same_build(optax.adam(1e-3), optax.adam(1e-3))
+    assert same_build(optax.adamw(sched(1e-3)), optax.adamw(sched(1e-3)))
+    assert not same_build(optax.adam(1e-3), optax.adam(1e-2))
+    assert not same_build(optax.adamw(sched(1e-3)), optax.adamw(sched(1e-2)))
+    assert not same_build(optax.adam(1e-3), optax.sgd(1e-3))
+    tx = optax.adam(1e-3)
+    assert not same_build(tx, tx) and not same_build(None, tx)  # one object; the old one gone
+
+
 def build_update_fn(optimizer):
     """optax's gradient-accumulation example: the update is jitted anew per optimizer."""
 
@@ -1320,6 +1368,41 @@ def test_pytree_key_fix() -> None:
         return f, [f({"x": X, "y": jnp.zeros(2)}), f({"x": X, "y": jnp.zeros(2)})]
 
     prove("PYTREE_KEY_FIX", broken, fixed)
+
+
+def history_sum(history):
+    return sum(h.sum() for h in history)
+
+
+def buffer_sum(buf, n):
+    return jnp.where(jnp.arange(buf.shape[0])[:, None] < n, buf, 0.0).sum()
+
+
+def test_length_fix() -> None:
+    """A list that grows by one item per step (a history): one compile per length; the fix, a
+    preallocated buffer written with `.at[i].set(item)` and its count passed as an array."""
+    items = [X[0] * i for i in range(1, 4)]
+
+    def broken():
+        f, history, outs = jax.jit(fresh(history_sum)), [], []
+        for item in items:
+            history.append(item)
+            outs.append(f(history))
+        return f, outs
+
+    def fixed():
+        f, buf, outs = jax.jit(fresh(buffer_sum)), jnp.zeros((len(items), 2)), []
+        for i, item in enumerate(items):
+            buf = buf.at[i].set(item)
+            outs.append(f(buf, jnp.asarray(i + 1)))
+        return f, outs
+
+    prove("LENGTH_FIX", broken, fixed)
+    _s, rs, _out = run(broken)
+    assert [(r.path, r.before, r.after) for r in rs] == [
+        ("history", "list of 1", "list of 2"),
+        ("history", "list of 2", "list of 3"),
+    ]
 
 
 def masked_sum(x, mask):

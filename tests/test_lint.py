@@ -305,6 +305,14 @@ def eqx_step(model, opt_state, opt):
 for trial in range(2):  # patrick-kidger/equinox#686: filter_jit keeps `opt` static
     opt = optax.adam(1e-2)  # <-
     eqx_step(model, opt.init(model), opt)
+
+@jax.jit
+def linen_step(state, x):
+    return state
+
+for epoch in range(3):  # a linen TrainState rebuilt per epoch: `tx` is a static field
+    state = TrainState.create(apply_fn=apply, params=params, tx=optax.adam(1e-3))  # <-
+    linen_step(state, x)
 """,
         HEADER
         + """
@@ -330,6 +338,14 @@ def eqx_step(model, opt_state, opt):
 opt = optax.adam(1e-2)
 for trial in range(2):
     eqx_step(model, opt.init(model), opt)
+
+@jax.jit
+def linen_step(state, x):
+    return state
+
+for epoch in range(3):
+    state = TrainState.create(apply_fn=apply, params=params, tx=tx)
+    linen_step(state, x)
 """,
     ),
     "JL008": (
@@ -844,3 +860,48 @@ def test_a_changing_static_of_a_pytree_class_keeps_the_traced_fix() -> None:
     )).replace("import dataclasses", "import typing")  # fmt: skip
     (finding,) = [f for f in lint_source(source, "sweep.py") if f.code == "JL005"]
     assert finding.fix.startswith("make `cfg` a traced argument"), finding.fix
+
+
+def test_a_jit_of_a_method_built_per_call_gets_a_fix_with_self_that_works() -> None:
+    # `jax.jit(jax.grad(self.loss))` in a method was told to define the function once at
+    # module level, where there is no `self`; the fix, applied as printed, traces once
+    import jax.numpy as jnp
+
+    source = HEADER + textwrap.dedent(
+        """
+        TRACES = [0]
+
+        class Trainer:
+            def __init__(self, lr, fixed=False):
+                self.lr = lr
+                if fixed:
+                    FIX
+
+            def loss(self, w, x):
+                TRACES[0] += 1
+                return jnp.sum((x @ w) ** 2) * self.lr
+
+            def step(self, w, x):
+                g = jax.jit(jax.grad(self.loss))(w, x)
+                return w - g
+        """
+    )
+    (hit,) = jitlens.lint_source(source.replace("FIX", "pass"), "trainer.py")
+    assert hit.code == "JL001" and "module level" not in hit.fix, hit.fix
+    code = re.search(r"`(self\.\w+ = [^`]+)`", hit.fix)[1]
+    assert code == "self.loss_jit = jax.jit(jax.grad(self.loss))", hit.fix
+    call = re.search(r"call `(self\.\w+)\(\.\.\.\)` in `step`", hit.fix)[1]
+    fixed = source.replace("FIX", code).replace(
+        "jax.jit(jax.grad(self.loss))(w, x)", f"{call}(w, x)"
+    )
+    results = []
+    for program in (source.replace("FIX", "pass"), fixed):
+        scope: dict = {}
+        exec(compile(program, "trainer.py", "exec"), scope)
+        trainer, w = scope["Trainer"](0.1, fixed=True), jnp.ones((3, 2))
+        for _ in range(3):
+            w = trainer.step(w, jnp.ones((4, 3)))
+        results.append((scope["TRACES"][0], w))
+    (bad_traces, bad_w), (fixed_traces, fixed_w) = results
+    assert (bad_traces, fixed_traces) == (3, 1)
+    assert jnp.allclose(bad_w, fixed_w)

@@ -79,6 +79,34 @@ def fsdp(code=None):
 compiles, fixes, sums = fsdp()
 code = re.search(r"`([^`]*\[\.\.\.\] = jax\.device_put\([^`]*\))`", fixes[0]).group(1)
 out["fsdp"] = [compiles, fixes, sums, list(fsdp(code))]
+
+# jax's examples/spmd_mnist_classifier_fromscratch.py in small: a step called under
+# `jax.set_mesh(mesh)`, then once outside it. Its outputs come back P(None, None) where the
+# first input was P(): JAX serves both from one compile, so the mesh is the one difference
+explicit = jax.make_mesh((4,), ("data",), axis_types=(jax.sharding.AxisType.Explicit,))
+def spmd(fixed):
+    traces = [0]
+    def body(w, x):
+        traces[0] += 1
+        return w - 0.1 * (x @ w).sum()
+    step = jax.jit(body)
+    w = jax.device_put(jnp.ones((4, 4)), NamedSharding(explicit, P()))
+    xs = jax.device_put(jnp.ones((8, 4)), NamedSharding(explicit, P("data")))
+    with jitlens.track() as t:
+        if fixed:  # the printed fix: the mesh entered once around the whole loop
+            with jax.set_mesh(explicit):
+                for _ in range(3):
+                    w = step(w, xs)
+                w = step(w, xs)
+        else:
+            with jax.set_mesh(explicit):
+                for _ in range(3):
+                    w = step(w, xs)
+            w = step(w, xs)
+    s = t.stats(step)
+    reasons = [(r.kind, r.path, r.fix) for e in s.events for r in e.reasons]
+    return traces[0], s.traces, reasons, float(w.sum())
+out["spmd"] = [spmd(False), spmd(True)]
 print("JSON" + json.dumps(out))
 """
 
@@ -97,7 +125,7 @@ def test_named_sharding_and_placement_changes(sharding_out):
             "sharding",
             "x",
             "NamedSharding(mesh('data': 4), P('data'))",
-            "NamedSharding(mesh('data': 4), P(None))",
+            "NamedSharding(mesh('data': 4), P())",  # P(None): trailing Nones said nothing
         ]
     ]
     assert got[1][0][0] == "sharding"
@@ -139,3 +167,17 @@ def test_a_step_that_returns_a_parameter_placed_otherwise_gets_a_fix_that_works(
     assert f"{placed} (`mesh`: your mesh)" in fixes[0], fixes[0]
     assert fixed_compiles == 1 and not [f for f in fixed_fixes if "device_put" in f], fixed_fixes
     assert fixed_sums == sums
+
+
+def test_a_call_outside_the_mesh_is_named_alone_and_the_fix_works(sharding_out):
+    """P() and P(None, None) place alike and JAX compiles once for both: they were listed as
+    six sharding differences under the one that mattered, the mesh left before the call."""
+    (traces, reported, reasons, total), (f_traces, f_reported, f_reasons, f_total) = sharding_out[
+        "spmd"
+    ]
+    assert traces == reported == 2
+    assert [(k, p) for k, p, _ in reasons] == [("config", "abstract_mesh_context_manager")]
+    assert "`with jax.set_mesh(mesh):`" in reasons[0][2]
+    # the fixed run's one trace is of a new wrapper of the same code (the test's, not the fix's)
+    assert f_traces == f_reported == 1 and [k for k, _, _ in f_reasons] in ([], ["new_function"])
+    assert f_total == pytest.approx(total)

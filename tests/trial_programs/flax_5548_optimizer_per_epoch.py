@@ -3,7 +3,7 @@
 The discriminator and its ``nnx.Optimizer`` are rebuilt at the start of every epoch
 (same architecture, same hyper-parameters); ``optax.adam(...)`` called again is a new
 object that ``nnx.Optimizer`` keeps as a static compared by identity. ``run(fixed=True)``
-applies jitlens' fix (lint JL007; the runtime names ``dis_opt.tx``): build the optax
+applies jitlens' fix (lint JL007; the runtime names ``dis_opt.tx`` and says the same): build the optax
 optimizer once, before the loop.
 """
 
@@ -57,4 +57,11 @@ def run(fixed: bool) -> dict:
             losses.append(float(train_one_epoch(gen, dis, dis_opt, rngs)))
     (row,) = [f for f in t.report().functions if f.name == "train_one_epoch"]
     paths = sorted({r.path for e in row.events for r in e.reasons})
-    return {"traces": traces[0], "reported": row.traces, "paths": paths, "losses": losses}
+    fixes = sorted({r.fix for e in row.events for r in e.reasons})
+    return {
+        "traces": traces[0],
+        "reported": row.traces,
+        "paths": paths,
+        "fixes": fixes,
+        "losses": losses,
+    }

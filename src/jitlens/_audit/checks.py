@@ -394,10 +394,16 @@ class _Audit:
         msg = NUMBER_MSG.format(
             what=f"`{render_path(p)}`", type=type(value).__name__, value=sv.text
         )
-        fix = M.STATIC_GRAPH_FIX.format(attr=attr, before=sv.text)
+        # a size (`n_layers`, `features`) as a Variable fails where it sets a shape or a split
+        size = M.number_role(attr, [value], calls=False) == "size"
+        fix = (
+            M.SIZE_FIX.format(attr=attr)
+            if size
+            else M.STATIC_GRAPH_FIX.format(attr=attr, before=sv.text)
+        )
         return _at(
             ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, fix,
-            facts=_ONE, fix_kind=FixKind.STATIC_GRAPH,
+            facts=_ONE, fix_kind=FixKind.SIZE if size else FixKind.STATIC_GRAPH,
         )  # fmt: skip
 
     def _metadata(self, p: Path, e: Entry, errors: Mapping[Path, Any]) -> list[AuditFinding]:

@@ -16,6 +16,7 @@ Modules:
 """
 
 from .cache_keys import trace_cache_fill as trace_cache_fill
+from .callables import bound_method as bound_method
 from .callables import closure_callees as closure_callees
 from .callables import code_key as code_key
 from .callables import definition_site as definition_site

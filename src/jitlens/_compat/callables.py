@@ -76,6 +76,18 @@ def unwrap(fn: Any) -> Any:
     return unwrap_chain(fn)[-1][1]
 
 
+def bound_method(fn: Any) -> tuple[str, str] | None:
+    """``(class name, method name)`` of the instance method ``fn`` wraps (``jax.jit(jax.grad(
+    self.loss))``: ``("Trainer", "loss")``), or None: no bound method, or one of a class."""
+    for how, obj in unwrap_chain(fn)[:-1]:
+        del how
+        if isinstance(obj, types.MethodType) and not isinstance(obj.__self__, type):
+            name = getattr(obj.__func__, "__name__", None)
+            if isinstance(name, str) and name.isidentifier():
+                return type(obj.__self__).__name__, name
+    return None
+
+
 def user_function(fn: Any) -> Any:
     """The innermost user callable behind jit wrappers, partials and bound methods."""
     return unwrap(fn)

@@ -60,8 +60,7 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
     added = {p for p in n if p not in o}
     removed = {p for p in o if p not in n}
     changed_roots: set[Path] = set()
-    # Entries are in pre-order (parents first), so a changed node is seen
-    # before its children, which are then skipped as its consequences.
+    # pre-order (parents first): a changed node comes before its children, then skipped
     for p in o:
         if p not in n or (changed_roots and _parent_in(p, changed_roots)):
             continue
@@ -80,12 +79,12 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
     for p in sorted(added, key=lambda q: (len(q), render_path(q))):
         if _parent_in(p, added) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
-        reasons.append(_at(_structure(p, None, n[p], n), p, (None, n[p])))
+        reasons.append(_at(_structure(p, None, n[p], o, n), p, (None, n[p])))
     for p in sorted(removed, key=lambda q: (len(q), render_path(q))):
         if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
-        reasons.append(_at(_structure(p, o[p], None, o), p, (o[p], None)))
-    return R.rank(reasons, o, n)
+        reasons.append(_at(_structure(p, o[p], None, o, n), p, (o[p], None)))
+    return R.rank(list(dict.fromkeys(reasons)), o, n)  # a list's items: one length
 
 
 def _at(r: Reason, p: Path, entries: tuple[Entry | None, Entry | None] = (None, None)) -> Reason:
@@ -155,9 +154,9 @@ def _types_equal(a: Entry, b: Entry) -> bool:
 
 
 def _structure(
-    p: Path, before: Entry | None, after: Entry | None, entries: dict[Path, Entry]
+    p: Path, before: Entry | None, after: Entry | None, o: dict[Path, Entry], n: dict[Path, Entry]
 ) -> Reason:
-    e = after if after is not None else before
+    e, entries = (after, n) if after is not None else (before, o)
     assert e is not None
     if p[0][0] == "jit":
         shown = e.static.display() if e.static is not None else "set"
@@ -167,6 +166,8 @@ def _structure(
     in_graph = e.in_graph or (parent is not None and parent.in_graph)
     if len(p) == 1:
         return W.argument_added_removed(_arg(p), before is None)
+    if not in_graph and p[-1][0] == "item" and getattr(parent, "type_name", "") in W.SEQUENCES:
+        return W.sequence_length(_arg(p), p[:-1], parent.type_name, o, n)
     what = e.type_name if e.kind in (EntryKind.NODE, EntryKind.VAR) else _short(e)
     if in_graph:
         var_type = e.type_name if e.kind == EntryKind.VAR else ""
@@ -557,6 +558,8 @@ class Wrapper:
     free_vars: tuple[str, ...] = ()
     #: The functions its closure calls (``_compat.closure_callees``), compared by code.
     callees: tuple[Any, ...] = ()
+    #: ``(class, method)`` when it jits a method of an instance (``jax.jit(self.loss)``).
+    method: tuple[str, str] | None = None
 
 
 def explain_first_trace(
@@ -583,8 +586,7 @@ def explain_first_trace(
     _k, diffs = closest(new, [k for s in others for k in s.keys])
     if diffs and not all(s.calls <= 1 for s in others):
         return []
-    # reusing the wrapper alone would not have removed a trace whose key differs: the
-    # differences lead, the new wrapper comes last
+    # reusing the wrapper alone would not remove a key's differences: they lead, it comes last
     kind = RowKind.NNX_JIT if wrapper.kind in NNX_ROW_KINDS else RowKind.JAX_JIT
     name = wrapper.name
     is_lambda = name == "<lambda>" or (
@@ -593,7 +595,6 @@ def explain_first_trace(
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = W.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
-        head = W.new_function(
-            name, kind, wrapper.defined_at, len(others), not diffs, is_lambda, wrapper.free_vars
-        )
+        at, free, m = wrapper.defined_at, wrapper.free_vars, wrapper.method
+        head = W.new_function(name, kind, at, len(others), not diffs, is_lambda, free, method=m)
     return [*diffs, head]

@@ -103,6 +103,10 @@ def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
         elif isinstance(value, type):
             module = _NUMPY_ALIASES.get(getattr(value, "__module__", ""))
             text = f"{module}.{value.__qualname__}" if module else f"<class '{value.__qualname__}'>"
+        elif closure_bundle(value):
+            # its repr is a row of closure addresses, alike for every build: name the maker
+            maker = getattr(value.init, "__qualname__", "").split(".<locals>")[0] or "optax"
+            text = f"<{type(value).__qualname__} made by {maker}()>"
         elif inspect.ismethod(value):
             owner = type(value.__self__).__name__
             text = f"<bound method {value.__func__.__qualname__} of {owner}>"
@@ -127,6 +131,19 @@ def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text
+
+
+def closure_bundle(value: Any) -> bool:
+    """A tuple of closures made by one call (an optax transform: ``init`` and ``update``):
+    equal only to itself, since its closures are; each build is a new object."""
+    try:
+        return (
+            isinstance(value, tuple)
+            and callable(getattr(value, "init", None))
+            and callable(getattr(value, "update", None))
+        )
+    except Exception:
+        return False
 
 
 def compares_by_identity(value: Any) -> bool:
@@ -221,7 +238,9 @@ class StaticVal:
         self.identity = compares_by_identity(value)
         #: A rebuilt equal-looking object would miss too (see :func:`fresh_object`).
         # a bound method compares its object by identity, whatever the object's __eq__
-        self.fresh = (self.identity or inspect.ismethod(value)) and not is_named(value)
+        self.fresh = (
+            self.identity or inspect.ismethod(value) or closure_bundle(value)
+        ) and not is_named(value)
         self.type_name = _type_name(value)
         # the user's own __repr__ waits until a retrace needs the text (JAX never calls it)
         self._text: str | None = None if user_repr(value) else short_repr(value, user=False)

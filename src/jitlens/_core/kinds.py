@@ -204,6 +204,7 @@ class FixKind(_Kind):
 
     UNSET = ""
     NEW_FUNCTION = "new_function"
+    METHOD = "method"
     CLOSURE = "closure"
     NEW_LAMBDA = "new_lambda"
     SHAPE = "shape"
@@ -221,6 +222,7 @@ class FixKind(_Kind):
     GRAPH = "graph"
     GRAPH_KIND = "graph_kind"
     PYTREE_KEY = "pytree_key"
+    LENGTH = "length"
     NONE = "none"
     PYTREE_KIND = "pytree_kind"
     VAR_META = "var_meta"
@@ -256,9 +258,11 @@ class FixKind(_Kind):
     PARTIAL_DATA = "partial_data"
     PARTIAL_ARG = "partial_arg"
     BOUND_METHOD = "bound_method"
+    BOUND_METHOD_ARG = "bound_method_arg"
     FUNCTION = "function"
     JITTED = "jitted"
     OPTAX = "optax"
+    OPTAX_REBUILT = "optax_rebuilt"
     NO_EQ = "no_eq"
     ARRAYS_PYTREE = "arrays_pytree"
     STATIC_TYPE = "static_type"
@@ -368,6 +372,7 @@ class MessageKind(_Kind):
     SIGNATURE = "signature"
     # reasons/pytree_structure.py
     PYTREE_KEY = "pytree_key"
+    LENGTH = "length"
     PYTREE_KIND = "pytree_kind"
     # reasons/graph_structure.py
     GRAPH_ADDED = "graph_added"

@@ -83,7 +83,12 @@ def _sharding_of(x: Any) -> str:
             axes = ", ".join(
                 f"'{n}': {s}" for n, s in zip(mesh.axis_names, mesh.axis_sizes, strict=False)
             )
-            spec = "P(" + ", ".join(repr(p) for p in sh.spec) + ")"
+            # trailing Nones say nothing (P(None, None) places as P() does, and JAX serves both
+            # from one compile): dropped, so that they are not shown as a new placement
+            parts = list(sh.spec)
+            while parts and parts[-1] is None:
+                parts.pop()
+            spec = "P(" + ", ".join(repr(p) for p in parts) + ")"
             return f"NamedSharding(mesh({axes}), {spec})"
         return short_repr(sh, 100)
     except Exception:

@@ -33,6 +33,11 @@ JL001_FIX_NAME = (
     "wrap once, outside {place}: `{name}_jit = {wrapper}({name})` (or decorate `def {name}` "
     "with `@{wrapper}`), and call `{name}_jit(...)` there"
 )
+JL001_FIX_METHOD = (
+    "create it once per object, in `__init__`: `self.{attr}_jit = {call}`, and call "
+    "`self.{attr}_jit(...)` in {place}; it reads `self` as at its first call, so pass values "
+    "that change as arguments"
+)
 JL001_FIX = (
     "define the function once at module level and apply `{wrapper}` to it once, outside "
     "{place}; pass changing values as arguments instead of closing over them"
@@ -177,6 +182,18 @@ def _name_used(name: str, unit: ast.AST) -> bool:
     return False
 
 
+def _method_of_self(index: FileIndex, site: ast.AST, target: ast.AST) -> str | None:
+    """``loss`` when ``target`` reads ``self.loss`` of the method that builds the jit."""
+    node = index.parents.get(site)
+    while node is not None and not isinstance(node, FunctionNode):
+        node = index.parents.get(node)
+    if node is None or not isinstance(index.parents.get(node), ast.ClassDef):
+        return None
+    me = self_name(node)
+    found = [a for n in ast.walk(target) if (a := self_attribute(n, me)) is not None]
+    return found[-1] if found else None
+
+
 def check_jit_in_loop(index: FileIndex) -> Iterator[Hit]:
     """JL001: a jit wrapper built on every iteration or every call, then used."""
     for node in index.nodes:
@@ -202,8 +219,11 @@ def check_jit_in_loop(index: FileIndex) -> Iterator[Hit]:
             message = JL001_NNX_REWRAP.format(call=call, where=where)
         else:
             continue  # jax.jit(f) on the same function object hits jax's own cache
+        attr = _method_of_self(index, site, target)
         if isinstance(target, ast.Name) and not fresh:
             fix = JL001_FIX_NAME.format(place=place, name=target.id, wrapper=short(wrapper))
+        elif attr is not None and isinstance(site, ast.Call):  # no module-level `self.loss`
+            fix = JL001_FIX_METHOD.format(attr=attr, call=short(site, 60), place=place)
         else:
             fix = JL001_FIX.format(place=place, wrapper=short(wrapper))
         yield Hit("JL001", site, message, fix)

@@ -70,6 +70,7 @@ JL007_MESSAGE = (
 )
 JL007_HOLDER_OPTIMIZER = "`{optimizer}` keeps it as static graph data"
 JL007_HOLDER_ARGUMENT = "`{fn}` ({jit}) keeps it as a static argument"
+JL007_HOLDER_STATE = "`{state}` keeps it as a static field of the state (`pytree_node=False`)"
 JL007_FIX = (
     "build it once before the loop (`tx = {made}`) and pass that same `tx` to `{target}`; "
     "to sweep a hyper-parameter with one compile, build "
@@ -392,6 +393,12 @@ def check_optimizer_in_loop(index: FileIndex) -> Iterator[Hit]:
             values = [*call.args, *(k.value for k in call.keywords)]
             target = name
             holder = JL007_HOLDER_ARGUMENT.format(fn=name, jit=jitted[name])
+        elif getattr(call.func, "attr", None) == "create" and any(
+            k.arg == "tx" for k in call.keywords
+        ):  # a linen TrainState (or a subclass): `tx` is a static field, compared by identity
+            values = [next(k.value for k in call.keywords if k.arg == "tx")]
+            target = short(call.func)
+            holder = JL007_HOLDER_STATE.format(state=target)
         else:
             continue
         scope, loops = index.frame(call)
@@ -419,7 +426,7 @@ RULES = (
     Rule("JL006", "Variable metadata rewritten on every loop iteration", check_metadata_in_loop),
     Rule(
         "JL007",
-        "optax optimizer built on every loop iteration for an nnx.Optimizer",
+        "optax optimizer rebuilt per loop for an nnx.Optimizer or a TrainState",
         check_optimizer_in_loop,
     ),
 )

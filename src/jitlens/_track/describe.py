@@ -35,6 +35,7 @@ def _as_wrapper(rec: Record) -> _explain.Wrapper:
         partial=bound if isinstance(bound, functools.partial) else None,
         free_vars=_explain.data_free_vars(bound),
         callees=rec.callees or (),
+        method=_compat.bound_method(bound),
     )
 
 

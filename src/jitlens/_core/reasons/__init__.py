@@ -66,6 +66,7 @@ from .graph_structure import (
 from .graph_structure import SPEC as _GRAPH_STRUCTURE
 from .identity_static import (
     ARRAYS_PYTREE_FIX,
+    BOUND_METHOD_ARG_FIX,
     BOUND_METHOD_FIX,
     CLASS_FIX,
     CLASS_MSG,
@@ -79,6 +80,7 @@ from .identity_static import (
     NO_EQ_FIX,
     OPTAX_FIX,
     OPTAX_KIND_FIX,
+    OPTAX_REBUILT_FIX,
     PARTIAL_ARG_FIX,
     PARTIAL_DATA_FIX,
     PARTIAL_GRAPH_FIX,
@@ -105,6 +107,7 @@ from .new_function import (
     CLOSURE_FIX,
     DIFFERENT_FUNCTION_FIX,
     DIFFERENT_FUNCTION_MSG,
+    METHOD_FIX,
     NESTED_NEW_FUNCTION_FIX,
     NESTED_NEW_FUNCTION_MSG,
     NEW_FUNCTION_FIX,
@@ -124,13 +127,17 @@ from .new_function import (
 )
 from .new_function import SPEC as _NEW_FUNCTION
 from .pytree_structure import (
+    LENGTH_FIX,
+    LENGTH_MSG,
     NONE_FIX,
     PYTREE_KEY_FIX,
     PYTREE_KEY_MSG,
     PYTREE_KIND_FIX,
     PYTREE_KIND_MSG,
+    SEQUENCES,
     pytree_key,
     pytree_kind_change,
+    sequence_length,
 )
 from .pytree_structure import SPEC as _PYTREE_STRUCTURE
 from .shape import (
@@ -255,6 +262,7 @@ __all__ = [
     "ARG_FIX",
     "ARG_MSG",
     "ARRAYS_PYTREE_FIX",
+    "BOUND_METHOD_ARG_FIX",
     "BOUND_METHOD_FIX",
     "CLASS_FIX",
     "CLASS_MSG",
@@ -297,9 +305,12 @@ __all__ = [
     "KEY_FIX",
     "LAYER_FIX",
     "LAYER_MSG",
+    "LENGTH_FIX",
+    "LENGTH_MSG",
     "LIBRARY_MADE_FIX",
     "LIMIT",
     "MESH_FIX",
+    "METHOD_FIX",
     "MODE_FIX",
     "MODE_FLAGS",
     "MODE_MSG",
@@ -333,6 +344,7 @@ __all__ = [
     "NUMPYRO_SVI_RUN_MSG",
     "OPTAX_FIX",
     "OPTAX_KIND_FIX",
+    "OPTAX_REBUILT_FIX",
     "OPTAX_STATE_FIX",
     "PARAM_SHAPE_FIX",
     "PARTIAL_ARG_FIX",
@@ -342,6 +354,7 @@ __all__ = [
     "PYTREE_KEY_MSG",
     "PYTREE_KIND_FIX",
     "PYTREE_KIND_MSG",
+    "SEQUENCES",
     "SHAPE_FIX",
     "SHAPE_MSG",
     "SHARDING_FIX",
@@ -423,6 +436,7 @@ __all__ = [
     "optax_state",
     "pytree_key",
     "pytree_kind_change",
+    "sequence_length",
     "shape",
     "sharding",
     "signature",

@@ -71,7 +71,7 @@ def identity_static(
     arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool
 ) -> Reason:
     value = new.value()
-    found = _identity_fix(value, attr, path, arg, in_graph, new)
+    found = _identity_fix(value, attr, path, arg, in_graph, new, old.value())
     consequence = (
         "every new instance holds a new object and the cache key never matches"
         if in_graph
@@ -145,6 +145,17 @@ BOUND_METHOD_FIX = Template(
 )
 
 
+#: A bound method passed as a static argument or kept in a pytree's static field (a linen
+#: ``TrainState.apply_fn``): it is called as it is, so storing ``type(obj).method`` instead
+#: would drop its object. Two bound methods are equal when their objects are the same object,
+#: so it missed because the object is new: that object is the one to build once.
+BOUND_METHOD_ARG_FIX = Template(
+    K.BOUND_METHOD_ARG,
+    "Build the `{owner}` object once, before the loop, and pass the same `{name}` method of it "
+    "on every call: a method of a new `{owner}` object is a new key.",
+)
+
+
 FUNCTION_FIX = Template(
     K.FUNCTION,
     "Define the function once at module level (`def {name}(...)`) and assign that same object "
@@ -159,11 +170,23 @@ JITTED_FIX = Template(
 )
 
 
+#: A sweep of hyper-parameters keeps one compile with ``inject_hyperparams``, whose values are
+#: state: set in place through ``[...]`` in an nnx graph, replaced elsewhere (a linen
+#: ``TrainState``) by an array of the same dtype: a Python float is weakly typed, a new key.
 OPTAX_FIX = Template(
     K.OPTAX,
     "Expected once per optimizer build. To sweep hyperparameters with one compile, build "
-    "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set "
-    "`{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run.",
+    "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set `{value}` "
+    "per run.",
+)
+
+
+#: The transform was built again from the same hyper-parameters (google/flax#5548: an
+#: optimizer rebuilt every epoch): nothing is expected of this compile.
+OPTAX_REBUILT_FIX = Template(
+    K.OPTAX_REBUILT,
+    "Build the optax transform once, before the loop, and pass that same object every time: "
+    "this one was built again from the same hyper-parameters.",
 )
 
 
@@ -209,7 +232,7 @@ class IdentityFix:
 
 
 def _identity_fix(
-    value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal
+    value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal, old: Any = None
 ) -> IdentityFix:
     """Classify an identity-compared static and find a fix checked to work (tests/test_fixes.py)."""
     if not attr.isidentifier():  # a list item or dict key: name things generically
@@ -247,11 +270,21 @@ def _identity_fix(
         fix = CLASS_FIX.words(name=getattr(value, "__qualname__", attr))
         return IdentityFix(SubjectKind.CLASS, "a class object", K.CLASS, fix)
     if inspect.ismethod(value):
+        name = getattr(value, "__name__", "method")
+        if in_graph:
+            return IdentityFix(
+                SubjectKind.BOUND_METHOD,
+                "a bound method (a new object on every attribute access)",
+                K.BOUND_METHOD,
+                BOUND_METHOD_FIX.words(name=name),
+            )
+        obj = value.__self__
+        owner = getattr(obj, "__name__", "class") if isinstance(obj, type) else type(obj).__name__
         return IdentityFix(
             SubjectKind.BOUND_METHOD,
-            "a bound method (a new object on every attribute access)",
-            K.BOUND_METHOD,
-            BOUND_METHOD_FIX.words(name=getattr(value, "__name__", "method")),
+            f"a method bound to a new `{owner}` object",
+            K.BOUND_METHOD_ARG,
+            BOUND_METHOD_ARG_FIX.words(owner=owner, name=name),
         )
     if callable(value) and (
         inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
@@ -276,13 +309,15 @@ def _identity_fix(
             JITTED_FIX.words(path=path),
         )
     if "GradientTransformation" in tname:
-        opt = path[: -len(".tx")] if path.endswith(".tx") else "optimizer"
-        return IdentityFix(
-            SubjectKind.OPTAX_TRANSFORM,
-            "an optax transform (a tuple of closures made by each optax.* call)",
-            K.OPTAX,
-            OPTAX_FIX.words(opt=opt),
-        )
+        desc = "an optax transform (a tuple of closures made by each optax.* call)"
+        if same_build(old, value):
+            return IdentityFix(
+                SubjectKind.OPTAX_TRANSFORM, desc, K.OPTAX_REBUILT, OPTAX_REBUILT_FIX.words()
+            )
+        state = f"{path[: -len('.tx')]}.opt_state" if path.endswith(".tx") else "opt_state"
+        lr = f"{state}.hyperparams['learning_rate']"
+        value = f"{lr}[...] = lr" if in_graph else f"{lr} = jnp.float32(lr)"
+        return IdentityFix(SubjectKind.OPTAX_TRANSFORM, desc, K.OPTAX, OPTAX_FIX.words(value=value))
     tn = tname.rsplit(".", 1)[-1]
     fields = None if in_graph else array_fields(value)
     if fields is not None:
@@ -304,6 +339,58 @@ def _identity_fix(
         K.NO_EQ,
         NO_EQ_FIX.words(type=tn),
     )
+
+
+#: How deep and how many parts ``same_build`` reads before it gives up (an answer of "not
+#: known" words the fix as for a sweep, as before it was known).
+_BUILD_DEPTH, _BUILD_PARTS = 24, 2_000
+
+
+def same_build(a: Any, b: Any) -> bool:
+    """Are ``a`` and ``b`` two builds of one closure-made object from equal values (two
+    ``optax.adam(1e-3)``)? Functions are alike when their code, defaults and closed-over
+    values are; other values when ``==`` says so (arrays: all elements). False when unsure."""
+    budget = [_BUILD_PARTS]
+
+    def alike(x: Any, y: Any, depth: int) -> bool:
+        budget[0] -= 1
+        if x is y:
+            return True
+        if depth > _BUILD_DEPTH or budget[0] < 0 or type(x) is not type(y):
+            return False
+        if inspect.isfunction(x):
+            cx, cy = x.__closure__ or (), y.__closure__ or ()
+            return (
+                x.__code__ is y.__code__
+                and len(cx) == len(cy)
+                and alike(x.__defaults__, y.__defaults__, depth + 1)
+                and alike(x.__kwdefaults__, y.__kwdefaults__, depth + 1)
+                and all(
+                    alike(p.cell_contents, q.cell_contents, depth + 1)
+                    for p, q in zip(cx, cy, strict=True)
+                )
+            )
+        if isinstance(x, (tuple, list)):
+            return len(x) == len(y) and all(
+                alike(p, q, depth + 1) for p, q in zip(x, y, strict=True)
+            )
+        if isinstance(x, dict):
+            return x.keys() == y.keys() and all(alike(x[k], y[k], depth + 1) for k in x)
+        if callable(x) and not isinstance(x, type):
+            return False  # another kind of callable object: not known to be alike
+        try:
+            import numpy as np
+
+            if hasattr(x, "shape") and hasattr(x, "dtype"):
+                return bool(x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x, y))
+            return bool(x == y)
+        except Exception:
+            return False
+
+    try:
+        return a is not None and b is not None and a is not b and alike(a, b, 0)
+    except Exception:
+        return False
 
 
 def array_fields(value: Any) -> tuple[list[str], list[str]] | None:
@@ -426,9 +513,11 @@ SPEC = KindSpec(
         K.PARTIAL_DATA: PARTIAL_DATA_FIX,
         K.PARTIAL_ARG: PARTIAL_ARG_FIX,
         K.BOUND_METHOD: BOUND_METHOD_FIX,
+        K.BOUND_METHOD_ARG: BOUND_METHOD_ARG_FIX,
         K.FUNCTION: FUNCTION_FIX,
         K.JITTED: JITTED_FIX,
         K.OPTAX: OPTAX_FIX,
+        K.OPTAX_REBUILT: OPTAX_REBUILT_FIX,
         K.NO_EQ: NO_EQ_FIX,
         K.ARRAYS_PYTREE: ARRAYS_PYTREE_FIX,
         K.OPTAX_KIND: OPTAX_KIND_FIX,

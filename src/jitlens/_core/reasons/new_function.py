@@ -9,6 +9,7 @@ wrappers of one code over different functions (expected).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..._compat.library_jits import LibraryJit
@@ -41,6 +42,17 @@ NEW_FUNCTION_FIX = Template(
 )
 
 
+#: A jit of a bound method made per call (``jax.jit(jax.grad(self.loss))`` in a method): at
+#: module level there is no ``self``; once per object there is, and ``self`` is then read as
+#: it was at the first call (it is closed over, not an argument).
+METHOD_FIX = Template(
+    K.METHOD,
+    "Create it once per object, in `{cls}.__init__`: `self.{name}_jit = {kind}({expr})`, and "
+    "call that; it reads `self` as at its first call, so pass what changes (a step, a rate) as "
+    "arguments.",
+)
+
+
 CLOSURE_FIX = Template(
     K.CLOSURE,
     "Define `{name}` once at module level with {free} as parameters, jit it once, and pass "
@@ -63,6 +75,8 @@ def new_function(
     equal: bool,
     is_lambda: bool,
     free: tuple[str, ...] = (),
+    *,
+    method: tuple[str, str] | None = None,
 ) -> Reason:
     msg = NEW_FUNCTION_MSG.words(
         name=f"`{name}`",
@@ -81,6 +95,13 @@ def new_function(
         )
     elif is_lambda:
         fk, fix = K.NEW_LAMBDA, NEW_LAMBDA_FIX.words(name="step_fn")
+    elif method is not None:
+        cls, meth = method
+        expr = re.sub(
+            rf"(?<![\w.]){re.escape(meth)}\b", f"self.{meth}", callable_expr(name), count=1
+        )
+        fk = K.METHOD
+        fix = METHOD_FIX.words(cls=cls, name=identifier(name), kind=kind, expr=expr)
     else:
         fk = K.NEW_FUNCTION
         fix = NEW_FUNCTION_FIX.words(name=identifier(name), expr=callable_expr(name), kind=kind)
@@ -246,6 +267,7 @@ SPEC = KindSpec(
     example="2 earlier wrapper(s) -> new wrapper",
     fixes={
         K.NEW_FUNCTION: NEW_FUNCTION_FIX,
+        K.METHOD: METHOD_FIX,
         K.CLOSURE: CLOSURE_FIX,
         K.NEW_LAMBDA: NEW_LAMBDA_FIX,
         K.NEW_PARTIAL: NEW_PARTIAL_FIX,

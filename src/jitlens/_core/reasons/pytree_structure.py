@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..key import Path, render_path
 from ..kinds import FixKind as K
 from ..kinds import MessageKind as M
 from ..kinds import ReasonKind
@@ -22,6 +23,44 @@ PYTREE_KEY_FIX = Template(
     K.PYTREE_KEY,
     "Pass the same structure on every call: always provide `{path}` (use a neutral value), or never.",
 )
+
+
+#: A list or tuple whose length changed: items added at its end (a history, a list of past
+#: states) or dropped, each length a new key; "always provide `h[2]`" does not say that.
+LENGTH_MSG = Template(
+    M.LENGTH,
+    "{path} (a {kind}) has {after} item(s), before {before}; a {kind}'s length is part of the "
+    "key, so each new length compiles again.",
+)
+
+
+LENGTH_FIX = Template(
+    K.LENGTH,
+    "Pass one array of a fixed length instead: preallocate `buf = jnp.zeros((max_len, ...))` "
+    "once, write item `i` with `buf = buf.at[i].set(item)` and pass `i` as an array; or pad "
+    "the stacked items to a few lengths.",
+)
+
+
+def sequence_length(arg: str, where: Path, kind: str, old: dict, new: dict) -> Reason:
+    """The list or tuple at ``where`` holds another number of items in ``new`` than in ``old``
+    (two keys' entries)."""
+    path, before, after = render_path(where), _items(old, where), _items(new, where)
+    return _reason(
+        ReasonKind.PYTREE_STRUCTURE, arg, path, f"{kind} of {before}", f"{kind} of {after}",
+        LENGTH_MSG.words(path=f"`{path}`", kind=kind, before=before, after=after),
+        LENGTH_FIX.words(), fix_kind=K.LENGTH,
+    )  # fmt: skip
+
+
+#: The containers whose items are numbered: a change of their length is one reason.
+SEQUENCES = ("list", "tuple")
+
+
+def _items(entries: dict, parent: Path) -> int:
+    """How many items the sequence at ``parent`` holds in a key's ``entries``."""
+    n = len(parent)
+    return sum(1 for q in entries if len(q) == n + 1 and q[:n] == parent and q[n][0] == "item")
 
 
 PYTREE_KIND_MSG = Template(
@@ -63,7 +102,12 @@ SPEC = KindSpec(
     ReasonKind.PYTREE_STRUCTURE,
     what="container keys, lengths, node type, `None` vs array",
     example="f32[4] -> None",
-    fixes={K.PYTREE_KEY: PYTREE_KEY_FIX, K.NONE: NONE_FIX, K.PYTREE_KIND: PYTREE_KIND_FIX},
-    messages=(PYTREE_KEY_MSG, PYTREE_KIND_MSG),
+    fixes={
+        K.PYTREE_KEY: PYTREE_KEY_FIX,
+        K.NONE: NONE_FIX,
+        K.PYTREE_KIND: PYTREE_KIND_FIX,
+        K.LENGTH: LENGTH_FIX,
+    },
+    messages=(PYTREE_KEY_MSG, PYTREE_KIND_MSG, LENGTH_MSG),
     structure=True,
 )
