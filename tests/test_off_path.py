@@ -318,3 +318,53 @@ def test_stale_cached_partial_fix_gives_the_new_result():
     # the fix: a new partial after the change (one compile for the new value)
     y2 = nnx.cached_partial(step, model)(x)
     np.testing.assert_allclose(np.asarray(y2), 2 * np.asarray(y1), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- a static changed in place
+
+
+class DictScaled(nnx.Module):
+    def __init__(self, cfg):
+        self.linear = nnx.Linear(3, 1, rngs=nnx.Rngs(0))
+        self.cfg = cfg  # a dict attribute: static, compared by equality with itself
+
+    def __call__(self, x):
+        return self.linear(x) * self.cfg["scale"]
+
+
+def _epochs(fix: bool) -> tuple[list[float], list[float], int, jitlens.Report]:
+    traces = counted()
+
+    @nnx.jit
+    def step(m, x):
+        traces.tick()
+        return m(x)
+
+    cfg = {"scale": 1.0}
+    m, x = DictScaled(cfg), jnp.ones((1, 3))
+    jitted, eager = [], []
+    with jitlens.track() as t:
+        for epoch in range(4):
+            if fix:  # the printed fix: a new object instead of a change in place
+                m.cfg = {**m.cfg, "scale": 1.0 + epoch}
+            else:
+                cfg["scale"] = 1.0 + epoch
+            jitted.append(float(step(m, x)[0, 0]))
+            eager.append(float(m(x)[0, 0]))
+    return jitted, eager, traces.n, t.report()
+
+
+def test_a_static_changed_in_place_is_a_stale_hit_and_its_fix_gives_the_new_result():
+    """google/flax-style: a dict attribute changed in place between nnx.jit calls. The key
+    holds that very dict, so nnx.jit finds it equal to itself and serves the old compile:
+    the results are wrong and nothing retraces. Ground truth: the model run eagerly."""
+    with pytest.warns(jitlens.StaleCacheWarning, match="changed in place"):
+        jitted, eager, traces, report = _epochs(fix=False)
+    assert traces == 1 and jitted[1:] != eager[1:]  # the bug: stale results, no retrace
+    (hit,) = [h for f in report.functions for h in f.stale_hits]
+    assert (hit.path, hit.call_index) == ("m.cfg", 1)
+    assert (hit.before, hit.after) == ("{'scale': 1.0}", "{'scale': 2.0}")
+    assert "`m.cfg = {**m.cfg, ...}`" in hit.fix
+    jitted, eager, traces, report = _epochs(fix=True)
+    assert jitted == eager and traces == 4  # one compile per value, each result right
+    assert not [h for f in report.functions for h in f.stale_hits]

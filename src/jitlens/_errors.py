@@ -28,7 +28,11 @@ class RunawayRecompileWarning(RecompileWarning):
 
 
 class StaleCacheWarning(UserWarning):
-    """``nnx.cached_partial`` served a call with a static attribute it did not see change."""
+    """A cached call used a static that changed since its compile (no retrace, stale result).
+
+    ``nnx.cached_partial`` with an attribute changed after caching, or a static changed in
+    place (a dict attribute of an NNX module), which the jit compares with itself.
+    """
 
 
 class JitlensInternalWarning(RuntimeWarning):

@@ -194,6 +194,8 @@ class Record:
         self.events: list[EventBuilder] = []
         self.keys: list[Key] = []
         self.stale_hits: list[StaleHit] = []
+        #: (path, address) of the statics found changed in place (``stale.check_statics``).
+        self.stale_seen: set[tuple[Any, int]] = set()
         #: Traces a compile budget stopped (``listeners.abort_trace``), capped.
         self.stopped: list[EventBuilder] = []
         self.call_times: list[float] = []

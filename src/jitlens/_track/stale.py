@@ -10,6 +10,7 @@ GraphDef walk away from the hot loop) and when a report is built.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import weakref
 from typing import Any
@@ -182,3 +183,111 @@ def _alive(w: _Watch) -> bool:
     """Both the partial and one of its cached objects still exist."""
     partial = w.partial_ref() if w.partial_ref is not None else True
     return partial is not None and any(ref() is not None for _a, ref, _g in w.originals)
+
+
+# A static changed in place after its compile: the cache key holds the very object, so
+# the jit compares it with itself, finds it equal, and serves the old compile.
+
+INPLACE_MSG = (
+    "`{path}` was changed in place after its compile: it is now {after}, but {kind} compares "
+    "it with itself (the same object) and served the compile made for {before} "
+    "(no retrace, stale result)."
+)
+INPLACE_FIX = (
+    "Assign a new object instead of changing this one in place ({example}): the jit then "
+    "compiles for the new value. A number that changes often is better traced: an array "
+    "(`jnp.asarray(...)`, an nnx.Variable) instead of a static."
+)
+#: Values that cannot change in place: nothing to check.
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type, frozenset)
+
+
+def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """After call ``n`` of ``rec`` hit the cache: did it pass a static that changed in place
+    since its compile? Called on calls 1, 2, 4, 8, ... (a power-of-two schedule keeps the
+    walk of the keys away from the hot loop); each changed static is reported once."""
+    from .._core.key import snapshot_text
+    from .._core.signature import arg_names
+    from .registry import REGISTRY
+
+    try:
+        names = None
+        found = []
+        for key in list(rec.keys):
+            if key.cleared:
+                continue
+            for path, entry in key.entries.items():
+                sv = entry.static
+                if sv is None or sv.snapshot is None or sv.identity:
+                    continue
+                value = sv.value()
+                if isinstance(value, _IMMUTABLE) or (path, sv.addr) in rec.stale_seen:
+                    continue
+                now = snapshot_text(value)
+                if now is None or now == sv.snapshot:
+                    continue
+                if names is None:
+                    names = arg_names(rec.user_fn(), len(args))
+                if _resolve(path, names, args, kwargs) is not value:
+                    continue  # this call did not pass it
+                rec.stale_seen.add((path, sv.addr))
+                site = _compat.user_call_site(_compat.caller(2))
+                found.append(_inplace_hit(rec, n, site, path, sv.snapshot, now, value))
+        if found:
+            rec.stale_hits.extend(found)
+            for cb in list(REGISTRY.on_stale):
+                cb(rec, found)
+    except Exception as exc:
+        internal_failure("checking statics changed in place", exc)
+
+
+_MISSING = object()
+
+
+def _resolve(path: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The object at ``path`` in this call's arguments (``_MISSING`` when not found)."""
+    (kind, name), rest = path[0], path[1:]
+    if kind != "arg":
+        return _MISSING
+    if name in kwargs:
+        obj = kwargs[name]
+    elif name in names and names.index(name) < len(args):
+        obj = args[names.index(name)]
+    else:
+        return _MISSING
+    for kind, name in rest:
+        try:
+            if kind == "attr":
+                d = getattr(obj, "__dict__", None)
+                obj = d[name] if d is not None and name in d else object.__getattribute__(obj, name)
+            else:
+                obj = obj[name]
+        except Exception:
+            return _MISSING
+    return obj
+
+
+def _inplace_hit(
+    rec: Any, n: int, site: str, path: Any, before: str, after: str, value: Any
+) -> StaleHit:
+    shown = render_path(path)
+    if isinstance(value, dict):
+        example = f"`{shown} = {{**{shown}, ...}}`"
+    elif isinstance(value, list):
+        example = f"`{shown} = [*{shown}, ...]`"
+    elif dataclasses.is_dataclass(value):
+        example = f"`{shown} = dataclasses.replace({shown}, ...)`"
+    else:
+        example = f"a new `{type(value).__name__}` for `{shown}`"
+    hit = StaleHit(
+        call_index=n,
+        call_site=site,
+        argument=str(path[0][1]),
+        path=shown,
+        before=before,
+        after=after,
+        message=INPLACE_MSG.format(path=shown, after=after, before=before, kind=rec.kind),
+        fix=INPLACE_FIX.format(example=example),
+    )
+    sink.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, stacklevel=4)
+    return hit

@@ -18,11 +18,12 @@ from ..._core.kinds import FixKind, RowKind
 from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..._core.words import Words
+from .. import stale
 from ..calls import call_detailed, failed_call, register_counting_frame
 from ..frontend import Frontend, SetAttr, registered
 from ..records import Record
 from ..registry import REGISTRY
-from ..state import STATE, PassThrough, internal_failure
+from ..state import EVENTS, STATE, PassThrough, internal_failure, tls
 
 KIND = RowKind.NNX_JIT
 #: The module whose import means the program uses nnx.
@@ -75,9 +76,18 @@ def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
             n = next(rec.calls_counter)
             detailed = n < STATE[1]  # timeline window, or another trace in progress
             try:
+                if n & (n - 1):  # not on the schedule of the in-place check (1, 2, 4, ...)
+                    if detailed:
+                        return call_detailed(original.__get__(self), rec, n, args, kwargs)
+                    return original(self, *args, **kwargs)
+                e = EVENTS[0]
                 if detailed:
-                    return call_detailed(original.__get__(self), rec, n, args, kwargs)
-                return original(self, *args, **kwargs)
+                    out = call_detailed(original.__get__(self), rec, n, args, kwargs)
+                else:
+                    out = original(self, *args, **kwargs)
+                if n and EVENTS[0] == e and not tls.depth:  # a hit: a changed static was served
+                    stale.check_statics(rec, n, args, kwargs)
+                return out
             except PassThrough as exc:
                 # raised here and filtered here: a bare re-raise adds no frame of jitlens'
                 try:
