@@ -464,13 +464,14 @@ def test_the_text_laid_out_without_rich_is_rich_s_own(width: int) -> None:
     (no colour, no line to wrap, a table at its natural width): that text must be exactly
     the one rich lays out, and the plain way must be the one taken for a clean run."""
     from jitlens._render import text as T
+    from jitlens._render.plain import layout
 
     plain_taken = 0
     for report in _reports_to_lay_out():
         for include_internal, max_lines in ((False, None), (True, None), (False, 12)):
             pieces = T._pieces(report, width, include_internal, max_lines)  # type: ignore[arg-type]
             by_rich = T._export(T._rich(pieces, False, width), False, max_lines)
-            plain = T._plain(pieces, width)
+            plain = layout(pieces, width)
             if plain is not None:
                 plain_taken += 1
                 assert T._cut(plain, max_lines) == by_rich, (report, width)

@@ -1,10 +1,7 @@
 """Terminal text of a report: a table of the jitted functions, then every retrace explained.
 
-The text is laid out as rich lays it out (its table, its wrapping, its colours). When
-nothing needs rich's layout (no colour, every line and the table's natural width fit the
-width: most exit summaries) the same text is written here directly, without importing
-rich: it costs a program tracked by ``JITLENS=1`` / ``jitlens run`` ~20 ms at exit
-otherwise. ``tests/test_render_text.py`` checks both ways give the same text.
+Laid out by rich, or by :mod:`.plain` (the same text, without importing rich) when
+nothing needs rich's layout: most exit summaries.
 """
 
 from __future__ import annotations
@@ -43,6 +40,7 @@ from .._core.retrace_text import (
     stale_lines,
     values_text,
 )
+from .plain import layout
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -476,8 +474,8 @@ def make_console(width: int, color: bool) -> Console:
 
 #: What the text is made of, in order, before it is laid out: ``("text", str, style)``,
 #: ``("line", Line, glue)`` (wrapped under its indent; with ``glue`` never inside a short
-#: code span), ``("table",
-#: functions, include_internal)`` and ``("blank",)``.
+#: code span), ``("table", functions, include_internal, cells, right-justified)`` and
+#: ``("blank",)``.
 Piece = tuple[Any, ...]
 
 
@@ -497,7 +495,11 @@ def _pieces(
     else:
         title, caption = _heading(report, include_internal)
         out.append(("text", title, TITLE_STYLE))
-        out.append(("table", functions, include_internal))
+        rows = [_row(fn, include_internal) for fn in functions]
+        keep = _columns(rows, width)
+        cells = [[COLUMNS[i][0] for i in keep], *([row[i] for i in keep] for row in rows)]
+        right = [COLUMNS[i][1] == "right" for i in keep]
+        out.append(("table", functions, include_internal, cells, right))
         out += [("text", line, CAPTION_STYLE) for line in wrap_at_joints(caption, width)]
         if more:
             out.append(("text", MORE_FUNCTIONS.format(n=more), ""))
@@ -530,7 +532,7 @@ def _render(
     report: Report, color: bool, width: int, include_internal: bool, max_lines: int | None = None
 ) -> str:
     pieces = _pieces(report, width, include_internal, max_lines)
-    plain = None if color else _plain(pieces, width)
+    plain = None if color else layout(pieces, width)
     if plain is None:
         return _export(_rich(pieces, color, width), color, max_lines)
     return _cut(plain, max_lines)
@@ -550,66 +552,6 @@ def _rich(pieces: Sequence[Piece], color: bool, width: int) -> Console:
         else:
             console.print()
     return console
-
-
-#: Characters rich gives one cell, besides printable ASCII (what the text itself uses).
-ONE_CELL = frozenset("\u00d7\u2192\u2026")
-
-
-def _fits(text: str, room: int) -> bool:
-    """``text`` prints on one line of ``room`` cells as written (rich would not touch it)."""
-    return len(text) <= room and all((" " <= ch <= "~") or ch in ONE_CELL for ch in text)
-
-
-def _plain(pieces: Sequence[Piece], width: int) -> str | None:
-    """The text rich lays out for ``pieces`` without colour, when no line needs wrapping and
-    the table fits at its natural width; None otherwise (then rich lays it out)."""
-    lines: list[str] = []
-    for piece in pieces:
-        if piece[0] == "text":
-            if not _fits(piece[1], width):
-                return None
-            lines.append(piece[1])
-        elif piece[0] == "line":
-            line = piece[1]
-            if not _fits(line.text, width - line.indent):
-                return None
-            lines.append(" " * line.indent + line.text)
-        elif piece[0] == "table":
-            table = _plain_table(piece[1], piece[2], width)
-            if table is None:
-                return None
-            lines += table
-        else:
-            lines.append("")
-    return "\n".join(lines)
-
-
-def _plain_table(
-    functions: Sequence[FunctionReport], include_internal: bool, width: int
-) -> list[str] | None:
-    """:func:`_table` as rich draws it (``box.SIMPLE_HEAD``, padding collapsed, no edge) when
-    every column has its natural width; None when the table would be squeezed."""
-    rows = [_row(fn, include_internal) for fn in functions]
-    keep = _columns(rows, width)
-    header = [COLUMNS[i][0] for i in keep]
-    cells = [[row[i] for i in keep] for row in rows]
-    if not all(_fits(cell, width) for row in (header, *cells) for cell in row):
-        return None
-    sizes = [max(len(name), *(len(row[j]) for row in cells)) for j, name in enumerate(header)]
-    # the first column is padded on both sides, the others on their right, one space between
-    total = sum(sizes) + 2 + 2 * (len(sizes) - 1)
-    if total > width:
-        return None
-
-    def draw(row: Sequence[str]) -> str:
-        out = []
-        for j, (cell, size) in enumerate(zip(row, sizes, strict=True)):
-            right = COLUMNS[keep[j]][1] == "right"
-            out.append(cell.rjust(size) if right else cell.ljust(size))
-        return " " + "  ".join(out)
-
-    return [draw(header), "\u2500" * total, *(draw(row) for row in cells)]
 
 
 def _export(console: Console, color: bool, max_lines: int | None = None) -> str:
