@@ -244,9 +244,6 @@ def flax_version() -> str:
     mod = sys.modules.get("flax")
     if mod is not None:
         return str(getattr(mod, "__version__", "?"))
-    try:
-        import importlib.metadata
+    from .probe import installed_versions  # its METADATA's Version: line, read once
 
-        return importlib.metadata.version("flax")
-    except Exception:
-        return "absent"
+    return installed_versions().get("flax", "absent")
