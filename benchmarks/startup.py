@@ -185,7 +185,7 @@ def main() -> None:
             src = os.path.abspath(opts.baseline)
             tracked_modes.append(("baseline", {"JITLENS": "1", "PYTHONPATH": src}))
             env = {**base, **tracked_modes[-1][1], "ACCOUNT_OUT": os.devnull}
-            subprocess.run([sys.executable, account, prog, steps], env=env, check=True)  # bytecode
+            subprocess.run([sys.executable, account, prog, steps], env=env, capture_output=True)
         out = os.path.join(folder, "account.json")
         for _ in range(opts.accounting_runs):
             for mode, extra in tracked_modes:
