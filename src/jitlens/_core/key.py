@@ -333,6 +333,8 @@ def _type_name(value: Any) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Aval:
+    """An array argument as the cache key sees it: shape, dtype, weak type and placement."""
+
     shape: tuple[int, ...]
     dtype: str
     weak: bool
