@@ -73,15 +73,16 @@ LOADED = f"[m for m in {NOT_AT_START!r} if m in sys.modules]"
 
 
 def test_tracking_starts_when_the_program_imports_jax():
-    """... with only what counting needs: the words of a retrace load at the first retrace."""
+    """... with only what counting needs (a static number's program kept at its first trace
+    among it): the words of a retrace load at the first retrace."""
     code = (
         "import sys; assert 'jitlens._track.tracker' not in sys.modules\n"
         "import jax, jax.numpy as jnp\n"
         "assert 'jitlens._track.tracker' in sys.modules\n"
         f"print('start', {LOADED})\n"
-        "f = jax.jit(lambda x: x + 1); f(jnp.ones(2)); f(jnp.ones(2))\n"
+        "f = jax.jit(lambda x, n: x + n, static_argnums=1); f(jnp.ones(2), 1); f(jnp.ones(2), 1)\n"
         f"print('first trace', {LOADED})\n"
-        "f(jnp.ones(3))\n"
+        "f(jnp.ones(3), 1)\n"
         "print('retrace', 'jitlens._core.reasons' in sys.modules)\n"
     )
     proc = run_python(["-c", code], env={"JITLENS": "1"})

@@ -129,6 +129,11 @@ def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
     return text
 
 
+def is_number(v: Any) -> bool:
+    """A Python int or float, not a bool (a static whose program jitlens compares)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def compares_by_identity(value: Any) -> bool:
     """True when ``==`` on this value is ``is`` (no value-based ``__eq__``)."""
     if value is None or value is Ellipsis or value is NotImplemented:
