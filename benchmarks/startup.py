@@ -24,12 +24,17 @@ exit, next to the whole main thread's CPU time under plain ``python``. This part
 resolves a millisecond on a loaded machine where the end-to-end ratios wander by
 a few percent.
 
+``--baseline SRC`` (another jitlens' ``src`` folder, e.g. ``git archive REV src``
+unpacked) also measures that version's share, its runs interleaved with this
+one's: a change's effect on the start and the exit, side by side on the same
+machine at the same load.
+
 Every mode runs from cached bytecode, as an installed package does: the children
 get a bytecode folder of their own (``PYTHONPYCACHEPREFIX``), filled by the
 warm-up round, even where the environment sets ``PYTHONDONTWRITEBYTECODE`` (an
 editable install would otherwise compile jitlens from source at every start).
 
-    python benchmarks/startup.py [--rounds 12] [--steps 3000]
+    python benchmarks/startup.py [--rounds 12] [--steps 3000] [--baseline SRC]
 """
 
 from __future__ import annotations
@@ -136,6 +141,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--accounting-runs", type=int, default=5)
+    parser.add_argument("--baseline", metavar="SRC", help="another jitlens' src folder")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         prog = os.path.join(folder, "prog.py")
@@ -173,9 +179,16 @@ def main() -> None:
         ]
 
         accounts: dict[str, list[dict[str, float]]] = {"python": [], "JITLENS=1": []}
+        tracked_modes = [("python", {}), ("JITLENS=1", {"JITLENS": "1"})]
+        if opts.baseline:
+            accounts["baseline"] = []
+            src = os.path.abspath(opts.baseline)
+            tracked_modes.append(("baseline", {"JITLENS": "1", "PYTHONPATH": src}))
+            env = {**base, **tracked_modes[-1][1], "ACCOUNT_OUT": os.devnull}
+            subprocess.run([sys.executable, account, prog, steps], env=env, capture_output=True)
         out = os.path.join(folder, "account.json")
         for _ in range(opts.accounting_runs):
-            for mode, extra in (("python", {}), ("JITLENS=1", {"JITLENS": "1"})):
+            for mode, extra in tracked_modes:
                 env = {**base, **extra, "ACCOUNT_OUT": out}
                 subprocess.run(
                     [sys.executable, account, prog, steps], env=env, check=True, capture_output=True
@@ -220,6 +233,14 @@ def main() -> None:
         f"its report and summary at exit {finish * 1e3:.1f} ms; the start-up hook's import "
         f"{hook:.1f} ms wall (most of it modules JAX imports anyway: typing, threading)"
     )
+    if opts.baseline:
+        old = accounts["baseline"]
+        print(
+            f"  baseline {opts.baseline}, interleaved: main thread "
+            f"{min(a['main'] for a in old) * 1e3:.0f} ms, start "
+            f"{min(a.get('_start', float('nan')) for a in old) * 1e3:.1f} ms, exit "
+            f"{min(a.get('_finish', float('nan')) for a in old) * 1e3:.1f} ms"
+        )
     print(
         f"  interpreter start-up (python -c pass): {min(bare):.3f} s = "
         f"{min(bare) / min(plain_wall):.3f} of python's"

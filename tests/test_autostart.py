@@ -56,16 +56,63 @@ def test_processes_that_never_import_jax_pay_nothing_and_print_nothing():
     assert proc.stderr == ""
 
 
+#: What tracking leaves out of a program's start (issue 35: jitlens' start-up cost): what
+#: words a retrace (``reasons``, ``rank``), reads a long compile (``_core.cost``), lays out
+#: text (rich, the renderers), and the libraries jitlens never imports itself.
+NOT_AT_START = (
+    "rich",
+    "jitlens._core.reasons",
+    "jitlens._core.rank",
+    "jitlens._core.cost",
+    "jitlens._render.text",
+    "jitlens._render.html",
+    "flax",
+    "treescope",
+)
+LOADED = f"[m for m in {NOT_AT_START!r} if m in sys.modules]"
+
+
 def test_tracking_starts_when_the_program_imports_jax():
+    """... with only what counting needs (a static number's program kept at its first trace
+    among it): the words of a retrace load at the first retrace."""
     code = (
         "import sys; assert 'jitlens._track.tracker' not in sys.modules\n"
         "import jax, jax.numpy as jnp\n"
         "assert 'jitlens._track.tracker' in sys.modules\n"
-        "f = jax.jit(lambda x: x + 1); f(jnp.ones(2)); f(jnp.ones(3))\n"
+        f"print('start', {LOADED})\n"
+        "f = jax.jit(lambda x, n: x + n, static_argnums=1); f(jnp.ones(2), 1); f(jnp.ones(2), 1)\n"
+        f"print('first trace', {LOADED})\n"
+        "f(jnp.ones(3), 1)\n"
+        "print('retrace', 'jitlens._core.reasons' in sys.modules)\n"
     )
     proc = run_python(["-c", code], env={"JITLENS": "1"})
     assert proc.returncode == 0, proc.stderr
-    assert "<lambda>  jax.jit      2       2" in proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == ["start []", "first trace []", "retrace True"], proc.stdout
+    assert "<lambda>  jax.jit      3       2" in proc.stderr
+    assert "`x` changed shape f32[2] -> f32[3]" in proc.stderr  # worded at the retrace
+
+
+def test_a_clean_run_s_summary_needs_no_rich(tmp_path):
+    """Most programs' summaries need none of rich's layout: it is written without importing
+    rich (here made unimportable), the same text and nothing else on the terminal."""
+    code = (
+        "import sys; sys.modules['rich'] = None\n"
+        "import jax, jax.numpy as jnp\n"
+        "f = jax.jit(lambda x: x * 2); f(jnp.ones(2)); f(jnp.ones(2))\n"
+    )
+    report = tmp_path / "r.json"
+    proc = run_python(["-c", code], env={"JITLENS": "1", "JITLENS_REPORT": str(report)})
+    assert proc.returncode == 0, proc.stderr
+    head = " function  kind     calls  traces  compiles  hits  hit %  trace s  compile s  lost s"
+    lines = proc.stderr.splitlines()
+    assert lines[:3] == ["", "jitlens: 1 jitted function, 1 trace, 0.00 s lost to retraces", head]
+    assert set(lines[3]) == {"\u2500"} and lines[4].split()[:6] == [
+        "<lambda>", "jax.jit", "2", "1", "1", "1"
+    ]  # fmt: skip
+    assert "no retraces: no function compiled again." in lines
+    assert "could not" not in proc.stderr and "Traceback" not in proc.stderr
+    assert json.loads(report.read_text())["functions"][0]["calls"] == 2
 
 
 SPAWN = """

@@ -430,3 +430,50 @@ def test_a_static_that_took_three_values_keeps_its_message_as_one_with_two_does(
         kept = ["static `lr` changed value 0.1" in " ".join(t.split()) for t in texts]
         assert kept[1] == kept[0], (width, texts[1])
         assert kept[0] or width < 66, (width, texts[0])
+
+
+def _reports_to_lay_out() -> list[object]:
+    """Reports whose text takes each of the renderer's paths: clean, retraced, folded rows,
+    warnings, no function, long and non-ASCII names."""
+    base = report_samples.sample_report()
+    clean = dataclasses.replace(base.function("evaluate"), stale_hits=())
+    forward = base.function("forward")
+    folded = dataclasses.replace(forward, name="step", qualname="make.<locals>.step")
+    long = dataclasses.replace(clean, qualname="Trainer." + "very_long_name_" * 6, id=7)
+    wide = dataclasses.replace(clean, qualname="f\u00fcr_\u8a13\u7df4", id=8)
+    return [
+        base,
+        report_samples.empty_report(),
+        report_samples.docs_report(),
+        dataclasses.replace(base, functions=(clean,)),
+        dataclasses.replace(
+            base,
+            functions=(clean, dataclasses.replace(forward, events=forward.events[:1], traces=1)),
+            warnings=("the self-check could not count traces here",),
+        ),
+        dataclasses.replace(base, functions=(folded, dataclasses.replace(folded, id=99))),
+        dataclasses.replace(base, functions=(clean, long)),
+        dataclasses.replace(base, functions=(clean, wide)),
+        dataclasses.replace(report_samples.empty_report(), warnings=("a warning " * 15,)),
+    ]
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 83, 100, 140])
+def test_the_text_laid_out_without_rich_is_rich_s_own(width: int) -> None:
+    """The exit summary is written without importing rich when nothing needs its layout
+    (no colour, no line to wrap, a table at its natural width): that text must be exactly
+    the one rich lays out, and the plain way must be the one taken for a clean run."""
+    from jitlens._render import text as T
+    from jitlens._render.plain import layout
+
+    plain_taken = 0
+    for report in _reports_to_lay_out():
+        for include_internal, max_lines in ((False, None), (True, None), (False, 12)):
+            pieces = T._pieces(report, width, include_internal, max_lines)  # type: ignore[arg-type]
+            by_rich = T._export(T._rich(pieces, False, width), False, max_lines)
+            plain = layout(pieces, width)
+            if plain is not None:
+                plain_taken += 1
+                assert T._cut(plain, max_lines) == by_rich, (report, width)
+            assert T._render(report, False, width, include_internal, max_lines) == by_rich  # type: ignore[arg-type]
+    assert plain_taken >= (6 if width >= 80 else 0)

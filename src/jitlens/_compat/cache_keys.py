@@ -50,6 +50,8 @@ def _jax_version() -> str:
 
 @dataclasses.dataclass(frozen=True)
 class _Field:
+    """One field, to ask how this Python's dataclass ``==`` compares it."""
+
     value: Any
 
 

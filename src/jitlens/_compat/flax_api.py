@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import Any
 
-from .libraries import Library
+from .libraries import Library, installed_versions
 
 
 def _module(*names: str) -> Any:
@@ -244,9 +244,4 @@ def flax_version() -> str:
     mod = sys.modules.get("flax")
     if mod is not None:
         return str(getattr(mod, "__version__", "?"))
-    try:
-        import importlib.metadata
-
-        return importlib.metadata.version("flax")
-    except Exception:
-        return "absent"
+    return installed_versions().get("flax", "absent")

@@ -14,6 +14,7 @@ import functools
 from typing import Any
 
 from . import dispatch, flax_api, jax_api, jaxpr_api, libraries
+from .libraries import installed_versions as installed_versions
 
 #: The newest jax / flax releases jitlens was tested against (a warning above them).
 TESTED_JAX = ((0, 9, 2), (0, 12, 0, 1))
@@ -102,32 +103,6 @@ def _has_trace_frame() -> bool:
     if code is None:
         return False
     return all(n in code.co_varnames for n in jax_api.TRACE_FRAME_LOCALS)
-
-
-def installed_versions() -> dict[str, str]:
-    """Python's and each library's installed version, read without importing the libraries."""
-    import importlib.metadata
-    import platform
-
-    out = {"python": platform.python_version(), "machine": platform.machine()}
-    declared = (lib.distribution for lib in libraries.declared())
-    for dist in dict.fromkeys(("jax", "jaxlib", "flax", *declared)):
-        try:
-            out[dist] = _version(importlib.metadata.distribution(dist))
-        except Exception:
-            out[dist] = "absent"
-    return out
-
-
-def _version(dist: Any) -> str:
-    """``dist.version`` without parsing the whole METADATA as an e-mail (read at every
-    tracked start: ~3 ms less): its ``Version:`` header line."""
-    for line in (dist.read_text("METADATA") or "").splitlines():
-        if not line:
-            break  # the headers end at the first blank line
-        if line.startswith("Version:"):
-            return line[len("Version:") :].strip()
-    return dist.version
 
 
 def probe() -> Capabilities:

@@ -16,11 +16,13 @@ See also:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .cost import CompileCost, LoopCost, LoopKind
 from .kinds import STACKED_LAYERS_FIXES, AdviceKind
 from .report import Advice, Event, FunctionReport
+
+if TYPE_CHECKING:  # .cost loads with the first long compile
+    from .cost import CompileCost, LoopCost
 
 #: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
 #: trace + lowering + compile took at least this long ("well under a second": nothing).
@@ -171,6 +173,8 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             slot = found.setdefault((loop.file, loop.line), [loop, cost, e, 0.0])
             slot[3] += loop_saving(cost, loop, e.seconds)
     out = []
+    if found:
+        from .cost import LoopKind
     for (file, line), (loop, cost, e, saving) in found.items():
         if saving < COST_MIN_SAVING_SECONDS:
             continue

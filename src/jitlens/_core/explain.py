@@ -14,8 +14,6 @@ from typing import Any
 
 from .._compat import cache_keys
 from . import callees
-from . import rank as R
-from . import reasons as W
 from .key import (
     Entry,
     Key,
@@ -29,8 +27,11 @@ from .key import (
     snapshot_text,
 )
 from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
+from .lazy import OnFirstUse
 from .paths import Entries, code_path
 from .report import Reason
+
+R, W = OnFirstUse(".rank", __package__), OnFirstUse(".reasons", __package__)  # at a retrace
 
 
 def _arg(path: Path) -> str:

@@ -146,6 +146,11 @@ def closure_bundle(value: Any) -> bool:
         return False
 
 
+def is_number(v: Any) -> bool:
+    """A Python int or float, not a bool (a static whose program jitlens compares)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def compares_by_identity(value: Any) -> bool:
     """True when ``==`` on this value is ``is`` (no value-based ``__eq__``)."""
     if value is None or value is Ellipsis or value is NotImplemented:
@@ -352,6 +357,8 @@ def _type_name(value: Any) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Aval:
+    """An array argument as the cache key sees it: shape, dtype, weak type and placement."""
+
     shape: tuple[int, ...]
     dtype: str
     weak: bool

@@ -11,11 +11,10 @@ import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ReportError
 from . import buckets
-from .cost import CompileCost, cost_from_dict
 from .fields import NUM as _NUM
 from .fields import as_list as _list
 from .fields import build_fields as _build
@@ -24,6 +23,9 @@ from .figures import IMPOSSIBLE, check_figures, not_negative
 from .kinds import AdviceKind, EventKind, ReasonKind
 from .reason import EXPECTED_FIX, STATIC_FLOWS, Reason
 from .runinfo import RunInfo, runinfo_from_dict
+
+if TYPE_CHECKING:  # .cost loads with the first long compile or a report read from JSON
+    from .cost import CompileCost
 
 #: The version of the report's JSON layout this jitlens writes (``Report.schema_version``).
 SCHEMA_VERSION = 2
@@ -407,6 +409,8 @@ def _event(d: Any, where: str) -> Event:
     if "key" in kw:
         kw["key"] = tuple((str(p), str(t)) for p, t in _list(kw["key"], f"{where}.key"))
     if kw.get("cost") is not None:
+        from .cost import cost_from_dict
+
         kw["cost"] = cost_from_dict(kw["cost"], f"{where}.cost")
     return Event(**kw)
 

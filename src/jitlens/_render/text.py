@@ -1,4 +1,8 @@
-"""Terminal text of a report: a table of the jitted functions, then every retrace explained."""
+"""Terminal text of a report: a table of the jitted functions, then every retrace explained.
+
+Laid out by rich, or by :mod:`.plain` (the same text, without importing rich) when
+nothing needs rich's layout: most exit summaries.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,7 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Sequence
-
-from rich import box
-from rich.console import Console
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from .._core import buckets
 from .._core.advice import SAVING_SCOPE
@@ -41,6 +40,12 @@ from .._core.retrace_text import (
     stale_lines,
     values_text,
 )
+from .plain import layout
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.padding import Padding
+    from rich.table import Table
 
 #: Width of the text when it does not go to a terminal (logs, files, CI).
 DEFAULT_WIDTH = 100
@@ -183,6 +188,9 @@ def unglue(text: str) -> str:
 def styled(line: Line, *, glue: bool = False) -> Padding:
     """``line`` as rich prints it: its role's style, wrapped under its indent (with ``glue``,
     never inside a short code span; the text must then go through ``unglue``)."""
+    from rich.padding import Padding
+    from rich.text import Text
+
     text = glue_code(line.text) if glue else line.text
     return Padding(Text(text, style=STYLES[line.role]), (0, 0, 0, line.indent))
 
@@ -409,6 +417,10 @@ def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:
 def _table(functions: Sequence[FunctionReport], include_internal: bool, width: int) -> Table:
     """The rows, one per function; its title and legend are printed around it at the full width
     (a table narrower than the terminal wrapped them at its own width)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=box.SIMPLE_HEAD, collapse_padding=True, show_edge=False)
     rows = [_row(fn, include_internal) for fn in functions]
     keep = _columns(rows, width)
@@ -450,6 +462,8 @@ def terminal_width(width: int | None = None) -> int:
 
 def make_console(width: int, color: bool) -> Console:
     """A recording console that never reads user strings as rich markup."""
+    from rich.console import Console
+
     return Console(
         file=io.StringIO(),
         record=True,
@@ -463,10 +477,17 @@ def make_console(width: int, color: bool) -> Console:
     )
 
 
-def _render(
-    report: Report, color: bool, width: int, include_internal: bool, max_lines: int | None = None
-) -> str:
-    console = make_console(width, color)
+#: What the text is made of, in order, before it is laid out: ``("text", str, style)``,
+#: ``("line", Line, glue)`` (wrapped under its indent; with ``glue`` never inside a short
+#: code span), ``("table", functions, include_internal, cells, right-justified)`` and
+#: ``("blank",)``.
+Piece = tuple[Any, ...]
+
+
+def _pieces(
+    report: Report, width: int, include_internal: bool, max_lines: int | None = None
+) -> list[Piece]:
+    out: list[Piece] = []
     functions = sorted_functions(report, include_internal)
     more = 0
     if max_lines is not None and len(functions) > TABLE_ROWS:
@@ -474,46 +495,75 @@ def _render(
     if not functions:
         duration = report.duration_seconds
         template = NO_FUNCTIONS_SEEN if report.warnings else NO_FUNCTIONS
-        console.print(template.format(backend=report.backend, host=report.host, duration=duration))
+        text = template.format(backend=report.backend, host=report.host, duration=duration)
+        out.append(("text", text, ""))
     else:
         title, caption = _heading(report, include_internal)
-        console.print(Text(title, style=TITLE_STYLE))
-        console.print(_table(functions, include_internal, width))
-        for line in wrap_at_joints(caption, width):
-            console.print(Text(line, style=CAPTION_STYLE))
+        out.append(("text", title, TITLE_STYLE))
+        rows = [_row(fn, include_internal) for fn in functions]
+        keep = _columns(rows, width)
+        cells = [[COLUMNS[i][0] for i in keep], *([row[i] for i in keep] for row in rows)]
+        right = [COLUMNS[i][1] == "right" for i in keep]
+        out.append(("table", functions, include_internal, cells, right))
+        out += [("text", line, CAPTION_STYLE) for line in wrap_at_joints(caption, width)]
         if more:
-            console.print(MORE_FUNCTIONS.format(n=more))
+            out.append(("text", MORE_FUNCTIONS.format(n=more), ""))
     explained = False
     for fn in functions:
         lines = _explanations(fn, width)
         if lines:
-            console.print()
+            out.append(("blank",))
             explained = True
-        for line in lines:
-            console.print(styled(line, glue=True))
+        out += [("line", line, True) for line in lines]
     if functions and not explained and all(f.traces is not None for f in functions):
-        console.print()
-        console.print(styled(Line(0, NO_RETRACES, Role.OK)))
+        out += [("blank",), ("line", Line(0, NO_RETRACES, Role.OK), False)]
     costs = compile_cost_lines(functions)  # issue 34
     if costs:
-        console.print()
-    for line in costs:
-        console.print(styled(line, glue=True))
+        out.append(("blank",))
+    out += [("line", line, True) for line in costs]
     advice = advice_lines(functions)
     if advice:
-        console.print()
-    for line in advice:
-        console.print(styled(line, glue=True))
+        out.append(("blank",))
+    out += [("line", line, True) for line in advice]
     for note in report.run.notes if report.run is not None else ():  # issue 23
-        console.print(styled(Line(0, CACHE_NOTE.format(message=note.message), Role.WARNING)))
-        console.print(styled(Line(2, CACHE_FIX.format(fix=note.fix), Role.FIX)))
+        out.append(("line", Line(0, CACHE_NOTE.format(message=note.message), Role.WARNING), False))
+        out.append(("line", Line(2, CACHE_FIX.format(fix=note.fix), Role.FIX), False))
     for warning in report.warnings:
-        console.print(styled(Line(0, WARNING_LINE.format(text=warning), Role.WARNING)))
-    return _export(console, color, max_lines)
+        out.append(("line", Line(0, WARNING_LINE.format(text=warning), Role.WARNING), False))
+    return out
+
+
+def _render(
+    report: Report, color: bool, width: int, include_internal: bool, max_lines: int | None = None
+) -> str:
+    pieces = _pieces(report, width, include_internal, max_lines)
+    plain = None if color else layout(pieces, width)
+    if plain is None:
+        return _export(_rich(pieces, color, width), color, max_lines)
+    return _cut(plain, max_lines)
+
+
+def _rich(pieces: Sequence[Piece], color: bool, width: int) -> Console:
+    from rich.text import Text
+
+    console = make_console(width, color)
+    for piece in pieces:
+        if piece[0] == "text":
+            console.print(Text(piece[1], style=piece[2]))
+        elif piece[0] == "line":
+            console.print(styled(piece[1], glue=piece[2]))
+        elif piece[0] == "table":
+            console.print(_table(piece[1], piece[2], width))
+        else:
+            console.print()
+    return console
 
 
 def _export(console: Console, color: bool, max_lines: int | None = None) -> str:
-    text = unglue(console.export_text(styles=color))
+    return _cut(unglue(console.export_text(styles=color)), max_lines)
+
+
+def _cut(text: str, max_lines: int | None) -> str:
     lines = [line.rstrip() for line in text.rstrip().splitlines()]
     if max_lines is not None and len(lines) > max_lines:
         # cut at the last blank line (between two functions' explanations) within the budget

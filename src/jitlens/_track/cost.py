@@ -20,26 +20,16 @@ import time
 import types
 import weakref
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _compat
 from .._compat import jaxpr_api
 from .._core import advice_cost
-from .._core.cost import (
-    CONSTS_MAX,
-    CompileCost,
-    ConstCost,
-    Eqn,
-    LoopCost,
-    LoopKind,
-    SourceLoop,
-    enclosing_loop,
-    find_loops,
-    line_costs,
-    source_loops,
-)
 from .records import EventBuilder, Record
 from .state import internal_failure
+
+if TYPE_CHECKING:  # _core.cost loads at the first long compile, not at every start
+    from .._core.cost import CompileCost, ConstCost, SourceLoop
 
 #: Constants smaller than this are summed in ``const_bytes`` but not named.
 CONST_MIN_BYTES = 1 << 20
@@ -83,6 +73,8 @@ def note_compiled(b: EventBuilder) -> None:
 
 
 def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> CompileCost:
+    from .._core.cost import CompileCost, Eqn, LoopCost, LoopKind, find_loops, line_costs
+
     """Flatten a ``ClosedJaxpr`` and attribute it to the user's source."""
     flat, consts, scans = jaxpr_api.flatten(closed, outer, _keep)
     eqns = [Eqn(e.primitive, e.weight, e.stack) for e in flat]
@@ -129,6 +121,8 @@ _LOOPS: dict[str, tuple[int, tuple[SourceLoop, ...]]] = {}
 
 
 def _loop_at(file: str, line: int, first_line: int) -> SourceLoop | None:
+    from .._core.cost import enclosing_loop, source_loops
+
     lines = linecache.getlines(file)
     if not lines:
         return None
@@ -141,6 +135,8 @@ def _loop_at(file: str, line: int, first_line: int) -> SourceLoop | None:
 
 def _consts(rec: Record | None, facts: list[tuple[Any, ...]]) -> tuple[ConstCost, ...]:
     """The captured arrays of at least ``CONST_MIN_BYTES``, largest first, each named."""
+    from .._core.cost import CONSTS_MAX, ConstCost
+
     big = [f for f in facts if f[2] >= CONST_MIN_BYTES]
     if not big:
         return ()

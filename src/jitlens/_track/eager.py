@@ -21,9 +21,7 @@ from typing import Any
 
 from .. import _compat
 from .._compat import transforms_api
-from .._core import reasons as W
 from .._core.kinds import EventKind, Fact, FixKind, RowKind, SubjectKind
-from .._core.reasons import library as L
 from . import calls
 from .frontend import frontend_of
 from .records import EventBuilder, Record
@@ -154,6 +152,9 @@ def describe(rec: Record, b: EventBuilder, frame: FrameType | None) -> None:
     if last is None:
         return
     name, (caller, first_line, line), new_body = last
+    from .._core import reasons as W  # the words load at the first retrace
+    from .._core.reasons import library as L
+
     file = rec.defined_at.rpartition(":")[0]
     module = caller == "<module>"
     if new_body:
@@ -194,6 +195,9 @@ def _library_retrace(
     rec: Record, b: EventBuilder, outer: str, entry: _compat.LibraryEntry, name: str
 ) -> None:
     """A library's eager primitive traced the user's function again: the call is the culprit."""
+    from .._core import reasons as W
+    from .._core.reasons import library as L
+
     short = entry.entry.removesuffix(".__call__")
     msg = L.LIBRARY_EAGER_MSG.words(library=entry.library, entry=short, outer=outer, name=name)
     fk, fix = FixKind.LIBRARY_EAGER, L.LIBRARY_EAGER_FIX.words(v=entry.spelled, outer=outer)

@@ -27,9 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _compat
-from .._core import reasons as S
 from .._core.explain import closest
-from .._core.key import Key, render_path
+from .._core.key import Key, is_number, render_path
 from .._core.kinds import EntryKind, FixKind, ReasonKind
 from .._core.words import Words
 from .frontend import of_kind
@@ -44,7 +43,7 @@ def wants_program(key: Key | None) -> bool:
         return False
     for e in key.entries.values():
         if e.kind == EntryKind.STATIC and not e.in_graph and e.static is not None:
-            if S.is_number(e.static.value()):
+            if is_number(e.static.value()):
                 return True
     return False
 
@@ -75,6 +74,8 @@ def note_program(b: EventBuilder, frame: Any) -> None:
         flow = "data" if entered else "params"
     else:
         flow = "params" if old.program[0] == key.program[0] else "shape"
+    from .._core import reasons as S  # its words load at the first retrace
+
     b.reasons = tuple(
         S.static_flow(r, _rule(b, statics.get(r.path)) or flow, _data_fix(rec.kind, r))
         if r.flow == "unchecked"
@@ -98,7 +99,7 @@ def watch_nondiff(check: Any) -> Any:
     def checked(x: Any) -> Any:
         out = check(x)
         b = tls.building
-        if b is not None and S.is_number(x) and STATE[0]:
+        if b is not None and is_number(x) and STATE[0]:
             b.nondiff = (*b.nondiff, x)
         return out
 

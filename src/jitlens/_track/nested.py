@@ -22,7 +22,6 @@ from typing import Any
 
 from .. import _compat
 from .._compat import transforms_api
-from .._core import reasons as W
 from .._core.explain import data_free_vars
 from .._core.kinds import ReasonKind, RowKind
 from .._core.report import Reason
@@ -203,6 +202,8 @@ def _charge(b: EventBuilder, secs: float) -> None:
 
 def _under(rec: Record, r: Reason, outer: str, alone: bool, user_fn: Any) -> Reason:
     """A reason of a trace inside ``outer``, in those terms."""
+    from .._core import reasons as W  # the words load at the first retrace
+
     if r.kind is ReasonKind.NEW_FUNCTION and not r.expected:  # (a different function: as is)
         name = transforms_api.assigned_name(user_fn) or r.path
         kind = rec.kind if rec.frontend is not None else RowKind.JAX_JIT

@@ -13,10 +13,9 @@ import itertools
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._compat import cache_keys
-from .._core.cost import CompileCost
 from .._core.key import Key, flat_key
 from .._core.kinds import EventKind
 from .._core.report import (
@@ -29,6 +28,9 @@ from .._core.report import (
 )
 from .._core.retrace_text import render_retrace
 from .state import weak
+
+if TYPE_CHECKING:
+    from .._core.cost import CompileCost
 
 #: Keys remembered per record (oldest dropped first): bounds memory and the
 #: cost of finding the closest key on a miss.

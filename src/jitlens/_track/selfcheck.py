@@ -169,6 +169,8 @@ def _read_cached(path: pathlib.Path | None = None) -> tuple[str, ...] | None:
     """
     from .._core.files import read_regular
 
+    if path is None and not _any_verdict():
+        return None  # jitlens selfcheck never ran here: no key to compute (os.walk, metadata)
     path = path if path is not None else _verdict_path()
     if path is None:
         return None
@@ -183,6 +185,16 @@ def _read_cached(path: pathlib.Path | None = None) -> tuple[str, ...] | None:
         if not isinstance(p, str) or len(p) > 500 or not p.isprintable():
             return None
     return tuple(problems)
+
+
+def _any_verdict() -> bool:
+    """Is any verdict kept in the cache folder (whatever its versions)?"""
+    folder = _cache_dir()
+    try:
+        with os.scandir(folder) as entries:
+            return any(e.name.startswith("selfcheck-") for e in entries)
+    except (OSError, TypeError):
+        return False
 
 
 def write_verdict(problems: tuple[str, ...]) -> None:

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ..key import StaticVal, diff_texts
+from ..key import is_number as is_number
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
 from ..kinds import MessageKind as M
@@ -431,11 +432,6 @@ def dtype_spelling(arg: str, path: str, attr: str, old: StaticVal, new: StaticVa
 
 def _is_number(s: StaticVal) -> bool:
     return is_number(s.value())
-
-
-def is_number(v: Any) -> bool:
-    """A Python int or float, not a bool."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 SPEC = KindSpec(

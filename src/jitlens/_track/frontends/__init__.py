@@ -19,7 +19,6 @@ from typing import Any
 from ..._compat import imports
 from ..._core.key import Key
 from ..._core.kinds import FixKind, RowKind
-from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..._core.words import Words
 from ..frontend import Frontend, SetAttr, register
@@ -40,6 +39,8 @@ class JaxJitFrontend(Frontend):
         jax_jit.install(set_attr)
 
     def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+        from ..._core.reasons import STATIC_ARG_FIX  # the words load at the first retrace
+
         return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:

@@ -18,10 +18,8 @@ from typing import Any
 
 from ... import _compat
 from ..._compat import keras_api
-from ..._core import reasons as W
 from ..._core.key import Key
 from ..._core.kinds import FixKind, ReasonKind, RowKind
-from ..._core.reasons import library as L
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
@@ -86,6 +84,8 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
             paths, facts = keras_api.step_terms(step.role, facts)
             step = dataclasses.replace(step, entry=entry, facts=facts, paths=paths)
     LAST_ENTRY[rec] = step.entry
+    from ..._core import reasons as W  # the words load at the first retrace
+
     return [_mixed(step, then, r) or W.library_reason(step, r) for r in reasons]
 
 
@@ -98,6 +98,9 @@ def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
     if r.argument != "data":  # the step's batch, not its state
         return None
     whole = pair.pop()
+    from ..._core import reasons as W  # the words load at the first retrace
+    from ..._core.reasons import library as L
+
     message = L.KERAS_MIXED_MSG.words(
         now=now, then=then, role=step.role, before=r.before, after=r.after
     )

@@ -17,9 +17,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ... import _compat
-from ..._core import reasons as W
 from ..._core.kinds import Fact, FixKind, ReasonKind
-from ..._core.reasons import library as L
 from ..._core.report import Reason
 from ..records import Record
 from ..registry import REGISTRY, options_of
@@ -74,6 +72,9 @@ def library_closure_reasons(rec: Record, reasons: list[Reason]) -> list[Reason]:
 def _reworded(r: Reason, rec: Record, c: _compat.LibraryClosure) -> Reason:
     if r.expected:
         return r
+    from ..._core import reasons as W  # the words load at the first retrace
+    from ..._core.reasons import library as L
+
     params = ", ".join(f"`{p}`" for p in c.params) or NO_NAME
     count = REGISTRY.earlier_wrappers(rec)
     msg = L.LIBRARY_CLOSURE_MSG.words(
@@ -115,6 +116,9 @@ def library_static_reasons(reasons: list[Reason], fn_name: str) -> list[Reason]:
         if found is None:
             out.append(r)
             continue
+        from ..._core import reasons as W  # the words load at the first retrace
+        from ..._core.reasons import library as L
+
         params = ", ".join(f"`{p}`" for p in found.params) or NO_NAME
         arg = r.argument or r.path
         msg = L.LIBRARY_STATIC_MSG.words(
@@ -143,6 +147,9 @@ def _library_call(r: Reason, rec: Record, call: _compat.LibraryEntry) -> Reason:
     """A jit the library made inside the call the user made, new on every call."""
     if r.kind is not ReasonKind.NEW_FUNCTION or r.expected:
         return r
+    from ..._core import reasons as W  # the words load at the first retrace
+    from ..._core.reasons import library as L
+
     entry = call.entry.removesuffix(".__call__").replace(".<locals>", "")
     msg = L.LIBRARY_CALL_MSG.words(
         library=call.library,

@@ -15,7 +15,6 @@ from typing import Any
 
 from ... import _compat
 from ..._core.kinds import FixKind, RowKind
-from ..._core.reasons import STATIC_ARG_FIX
 from ..._core.report import Reason
 from ..._core.words import Words
 from .. import stale
@@ -172,6 +171,8 @@ class NnxFrontend(Frontend):
         """``static_argnums`` as ``jax.jit``'s for the default mode (others keep their words)."""
         if kind != KIND:
             return None
+        from ..._core.reasons import STATIC_ARG_FIX  # the words load at the first retrace
+
         return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path)
 
     def canary(self, np: Any) -> list[str]:

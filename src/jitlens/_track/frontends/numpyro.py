@@ -13,10 +13,8 @@ from typing import Any
 
 from ... import _compat
 from ..._compat import numpyro_api
-from ..._core import reasons as W
 from ..._core.key import Key
 from ..._core.kinds import FixKind, RowKind
-from ..._core.reasons import library as L
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
@@ -47,6 +45,8 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     step = STEPS.get(rec) if rec.kind == KIND else None
     if step is None:
         return reasons
+    from ..._core import reasons as W  # the words load at the first retrace
+
     reasons = W.numpyro_reasons(step, reasons)
     chains = step.fact("num_chains")
     if step.fact("chain_method") == "sequential" and isinstance(chains, int) and chains > 1:
@@ -58,6 +58,9 @@ def _sequential(r: Reason, chains: int) -> Reason:
     """A sample loop rebuilt by a sequential ``MCMC.run``: per chain, not only per run."""
     if r.fix_kind is not FixKind.NUMPYRO_REBUILT:
         return r
+    from ..._core import reasons as W  # the words load at the first retrace
+    from ..._core.reasons import library as L
+
     message = L.NUMPYRO_SEQUENTIAL_MSG.words(chains=chains)
     fix = L.NUMPYRO_SEQUENTIAL_FIX.words(chains=chains)
     return W.with_fix(r, FixKind.NUMPYRO_SEQUENTIAL, fix, message=message)

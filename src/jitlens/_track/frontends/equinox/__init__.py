@@ -27,7 +27,6 @@ from ...frontend import Frontend, SetAttr
 from ...records import Record
 from ...registry import REGISTRY
 from ...state import STATE, PassThrough, finalize, internal_failure, weak
-from . import words
 
 
 def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[..., Any]:
@@ -147,9 +146,13 @@ class EquinoxFrontend(Frontend):
         return api.is_equinox_callable(fn)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+        from . import words  # loaded at the first retrace
+
         return words.frontend_words(reasons, key, rec.defined_at)
 
     def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+        from . import words
+
         return FixKind.EQX_SCALAR, words.SCALAR_FIX.words(expr=r.path)
 
     def canary(self, np: Any) -> list[str]:

@@ -10,7 +10,6 @@ from ...._core.key import Key
 from ...._core.report import Reason
 from ...frontend import Frontend
 from ...records import Record
-from . import words
 from .adapter import KIND, record_for
 
 
@@ -24,6 +23,8 @@ class LinenFrontend(Frontend):
         return record_for(fun, options)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+        from . import words  # loaded at the first retrace
+
         return words.reword(rec, reasons, key)
 
 

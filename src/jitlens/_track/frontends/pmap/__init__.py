@@ -9,7 +9,6 @@ from ...._core.key import Key
 from ...._core.report import Reason
 from ...frontend import Frontend, SetAttr
 from ...records import Record
-from . import words
 from .adapter import KINDS, install, untracked
 
 
@@ -28,6 +27,8 @@ class PmapFrontend(Frontend):
         return untracked(fun, info)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
+        from . import words  # loaded at the first retrace
+
         return words.reword(rec, reasons, key)
 
 
