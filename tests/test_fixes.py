@@ -120,6 +120,8 @@ FIXES: dict[str, str] = {
     "eqx.OPTAX_FIX": "test_equinox.py::test_new_optax_optimizer_per_run_and_both_fixes",
     # a stale nnx.cached_partial (jitlens._track.stale): no retrace, a stale result
     "stale.STALE_FIX": "test_off_path.py::test_stale_cached_partial_fix_gives_the_new_result",
+    "stale.INPLACE_FIX": "test_off_path.py::"
+    "test_a_static_changed_in_place_is_a_stale_hit_and_its_fix_gives_the_new_result",
 }
 
 #: Words that make a template an option with its condition.
