@@ -250,7 +250,9 @@ def _entry_reasons(
             if parent is not None and parent.kind == EntryKind.NODE and _flax_layer(parent)
             else ""
         )
-        return [_static(arg, path, p, eo.static, en.static, en.in_graph, layer=layer)]
+        return [
+            _static(arg, path, p, eo.static, en.static, en.in_graph, layer=layer, entries=entries)
+        ]
     if eo.kind == EntryKind.NODE:
         if not _types_equal(eo, en):
             if eo.type_name == en.type_name:
@@ -289,6 +291,7 @@ def _static(
     in_graph: bool,
     aux: str = "",
     layer: str = "",
+    entries: Entries | None = None,
 ) -> Reason:
     """A static that differs: a changed value, or a fresh object compared by identity.
 
@@ -296,7 +299,8 @@ def _static(
     dataclass field, a partial's function...). Only when that part is a fresh
     object on both sides (a lambda, a partial, an instance of a class without
     ``__eq__``: an equal-looking rebuild misses too) is it ``identity_static``;
-    anything else unequal is a changed value, shown where it differs.
+    anything else unequal is a changed value, shown where it differs. ``entries``: the new
+    key's, whose jit options say how the argument was made static.
     """
     field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
     if not same_type(old, new) and old.same(new):
@@ -338,9 +342,16 @@ def _static(
         before, after = diff_texts(old.full_text(), new.full_text())
         return _at(W.layer_config(arg, path, layer, before, after), p)
     if fields is not None and len(p) == 2:  # a float field of a plain dataclass static
-        return _at(W.static_dataclass_field(arg, path, attr, old, new, *fields), p)
+        unstatic = W.unstatic(entries, arg)
+        return _at(
+            W.static_dataclass_field(arg, path, attr, old, new, *fields, unstatic=unstatic), p
+        )
+    unstatic = W.unstatic(entries, arg) if path == arg and not in_graph else None
     return _at(
-        W.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field), p
+        W.static_value(
+            arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field, unstatic=unstatic
+        ),
+        p,
     )
 
 

@@ -348,8 +348,8 @@ REWORDED: dict[FixKind, ReasonKind] = {
 class MessageKind(_Kind):
     """Which template a ``Reason``'s message is made from: one member per ``*_MSG`` template of a
     kind's module in ``_core/reasons/`` (named as the template without ``_MSG``), and per part a
-    message or fix is assembled from (``*_WHY``, ``*_SUFFIX``). It travels with the reason's
-    words' makings (``Reason.said``), not in the JSON."""
+    message or fix is assembled from (``*_WHY``, ``*_SUFFIX``, ``STATIC_OPTION_*``). It travels
+    with the reason's words' makings (``Reason.said``), not in the JSON."""
 
     # reasons/new_function.py
     NEW_FUNCTION = "new_function"
@@ -380,6 +380,10 @@ class MessageKind(_Kind):
     MODE = "mode"
     COUNTER = "counter"
     DTYPE_SPELLING = "dtype_spelling"
+    STATIC_OPTION_DROP = "static_option_drop"
+    STATIC_OPTION_NARROW = "static_option_narrow"
+    STATIC_OPTION_BOTH = "static_option_both"
+    STATIC_OPTION_ANY = "static_option_any"
     # reasons/identity_static.py
     IDENTITY = "identity"
     CLASS = "class"

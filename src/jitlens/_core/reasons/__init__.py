@@ -196,6 +196,10 @@ from .static_value import (
     STATIC_FIELD_FIX,
     STATIC_GRAPH_FIX,
     STATIC_MSG,
+    STATIC_OPTION_ANY,
+    STATIC_OPTION_BOTH,
+    STATIC_OPTION_DROP,
+    STATIC_OPTION_NARROW,
     STATIC_ROLE_FIX,
     STATIC_RULE_FIX,
     STATIC_SHAPE_FIX,
@@ -209,6 +213,7 @@ from .static_value import (
     static_dataclass_field,
     static_flow,
     static_value,
+    unstatic,
 )
 from .static_value import SPEC as _STATIC_VALUE
 from .unknown import (
@@ -361,6 +366,10 @@ __all__ = [
     "STATIC_FIELD_FIX",
     "STATIC_GRAPH_FIX",
     "STATIC_MSG",
+    "STATIC_OPTION_ANY",
+    "STATIC_OPTION_BOTH",
+    "STATIC_OPTION_DROP",
+    "STATIC_OPTION_NARROW",
     "STATIC_ROLE_FIX",
     "STATIC_RULE_FIX",
     "STATIC_SHAPE_FIX",
@@ -431,6 +440,7 @@ __all__ = [
     "static_type",
     "static_value",
     "unknown",
+    "unstatic",
     "user_path",
     "variable_metadata",
     "variable_value_structure",

@@ -149,7 +149,7 @@ class EquinoxFrontend(Frontend):
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         return words.frontend_words(reasons, key, rec.defined_at)
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+    def data_fix(self, kind: str, r: Reason, unstatic: Words) -> tuple[FixKind, Words] | None:
         return FixKind.EQX_SCALAR, words.SCALAR_FIX.words(expr=r.path)
 
     def canary(self, np: Any) -> list[str]:
