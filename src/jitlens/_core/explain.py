@@ -312,6 +312,7 @@ def _static(
     mutated = _mutated(old, new)
     if mutated is not None:
         return _at(_mutation(arg, path, old.snapshot or old.key_text, mutated, new), p)
+    unstatic = None if in_graph or aux else W.unstatic(entries, arg)
     boxed = in_graph  # compared as a dataclass field (flax's graph records, a user's dataclass)
     a, b = old.value(), new.value()
     fields = W.data_fields(a, b) if len(p) == 1 and not in_graph and not aux else None
@@ -323,7 +324,12 @@ def _static(
             if _closure_bundle(a):  # the user rebuilds the whole transform, not its closures
                 if part_old.fresh and part_new.fresh:
                     attr = str(p[-1][1]) if len(p) > 1 else arg
-                    return _at(W.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
+                    return _at(
+                        W.identity_static(
+                            arg, path, attr, old, new, in_graph=in_graph, unstatic=unstatic
+                        ),
+                        p,
+                    )
             else:
                 p = (*p, *parts)
                 path = render_path(p)
@@ -336,17 +342,18 @@ def _static(
     if dtypes[0] is not None and dtypes[0] == dtypes[1]:
         return _at(W.dtype_spelling(arg, path, attr, old, new), p)
     if old.fresh and new.fresh:
-        return _at(W.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
+        return _at(
+            W.identity_static(arg, path, attr, old, new, in_graph=in_graph, unstatic=unstatic), p
+        )
     mode_flag = attr in W.MODE_FLAGS and isinstance(new.value(), bool)
     if layer and not mode_flag and not field:  # a flax layer's own configuration
         before, after = diff_texts(old.full_text(), new.full_text())
         return _at(W.layer_config(arg, path, layer, before, after), p)
     if fields is not None and len(p) == 2:  # a float field of a plain dataclass static
-        unstatic = W.unstatic(entries, arg)
         return _at(
             W.static_dataclass_field(arg, path, attr, old, new, *fields, unstatic=unstatic), p
         )
-    unstatic = W.unstatic(entries, arg) if path == arg and not in_graph else None
+    unstatic = unstatic if path == arg else None
     return _at(
         W.static_value(
             arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field, unstatic=unstatic
