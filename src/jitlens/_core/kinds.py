@@ -349,8 +349,8 @@ class MessageKind(_Kind):
     """Which template a ``Reason``'s message is made from: one member per ``*_MSG`` template of a
     kind's module in ``_core/reasons/`` (named as the template without ``_MSG``), and per part a
     message or fix is assembled from (``*_WHY``, ``*_SUFFIX``, ``STATIC_OPTION_*``,
-    ``ARRAYS_PYTREE_*``). It travels with the reason's words' makings (``Reason.said``), not in
-    the JSON."""
+    ``ARRAYS_PYTREE_*``, ``OPTAX_BUILD_*``). It travels with the reason's words' makings
+    (``Reason.said``), not in the JSON."""
 
     # reasons/new_function.py
     NEW_FUNCTION = "new_function"
@@ -393,6 +393,8 @@ class MessageKind(_Kind):
     ARRAYS_PYTREE_DECORATOR = "arrays_pytree_decorator"
     ARRAYS_PYTREE_CALL = "arrays_pytree_call"
     ARRAYS_PYTREE_METHODS = "arrays_pytree_methods"
+    OPTAX_BUILD_NAMED = "optax_build_named"
+    OPTAX_BUILD_ANY = "optax_build_any"
     # reasons/mutated_static.py
     MUTATED = "mutated"
     MUTATED_MISS = "mutated_miss"

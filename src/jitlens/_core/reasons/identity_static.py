@@ -14,6 +14,7 @@ import inspect
 import sys
 from typing import Any
 
+from ..._compat import optax_api
 from ..key import StaticVal, short_repr
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
@@ -169,9 +170,21 @@ JITTED_FIX = Template(
 
 OPTAX_FIX = Template(
     K.OPTAX,
-    "Expected once per optimizer build. To sweep hyperparameters with one compile, build "
-    "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set "
-    "`{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run.",
+    "Expected once per optimizer build. To sweep hyperparameters with one compile, {build} "
+    "once and set `{opt}.opt_state.hyperparams['learning_rate'][...] = lr` per run.",
+)
+
+
+#: How ``OPTAX_FIX`` builds the optimizer: with the optax function that built the user's
+#: (``_compat.optax_api.factory_name``), or, where that is not known for sure, in general.
+OPTAX_BUILD_NAMED = Template(
+    M.OPTAX_BUILD_NAMED,
+    "build `TX = optax.inject_hyperparams(optax.{factory})(learning_rate=1e-3)`",
+)
+OPTAX_BUILD_ANY = Template(
+    M.OPTAX_BUILD_ANY,
+    "build the optimizer through `optax.inject_hyperparams` (pass it the optax function that "
+    "makes your optimizer, then call the result with the same hyper-parameters)",
 )
 
 
@@ -308,7 +321,7 @@ def _identity_fix(
             SubjectKind.OPTAX_TRANSFORM,
             "an optax transform (a tuple of closures made by each optax.* call)",
             K.OPTAX,
-            OPTAX_FIX.words(opt=opt),
+            OPTAX_FIX.words(opt=opt, build=optax_build(value)),
         )
     tn = tname.rsplit(".", 1)[-1]
     fields = None if in_graph else array_fields(value)
@@ -393,6 +406,14 @@ def pytree_code(value: Any, tn: str, data: list[str], meta: list[str]) -> Words:
         ]
     methods = "\n".join((f"def tree_flatten(self): return {kids}, {aux}", "@classmethod", *rebuilt))
     return ARRAYS_PYTREE_METHODS.as_written(type=tn, methods=methods)
+
+
+def optax_build(tx: Any) -> Words:
+    """How ``OPTAX_FIX`` builds the optimizer ``tx`` again through ``inject_hyperparams``."""
+    factory = optax_api.factory_name(tx)
+    if factory is None:
+        return OPTAX_BUILD_ANY.words()
+    return OPTAX_BUILD_NAMED.words(factory=factory)
 
 
 def _tuple_code(items: list[str]) -> str:
@@ -489,5 +510,7 @@ SPEC = KindSpec(
         ARRAYS_PYTREE_DECORATOR,
         ARRAYS_PYTREE_CALL,
         ARRAYS_PYTREE_METHODS,
+        OPTAX_BUILD_NAMED,
+        OPTAX_BUILD_ANY,
     ),
 )
