@@ -66,6 +66,8 @@ FIXES: dict[str, str] = {
     "STATIC_AUX_FIX": "test_static_aux_fix",
     "STATIC_FIELD_FIX": "test_static_field_fix",
     "STATIC_CHOICE_FIX": OPTION,
+    "DIFF_STATIC_FIX": OPTION,  # jitlens diff: two runs' keys, the baseline's value or not
+    "DIFF_STRUCTURE_FIX": OPTION,
     "STATIC_DATACLASS_FIX": "test_first_hour.py::test_a_static_config_with_a_changing_float_field_gets_a_fix_that_traces_it",
     "MODE_FIX": OPTION,
     "CLASS_FIX": "test_class_fix",

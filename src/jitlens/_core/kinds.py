@@ -223,6 +223,7 @@ class FixKind(_Kind):
     PYTREE_KEY = "pytree_key"
     NONE = "none"
     PYTREE_KIND = "pytree_kind"
+    DIFF_STRUCTURE = "diff_structure"
     VAR_META = "var_meta"
     ARG = "arg"
     SIGNATURE = "signature"
@@ -249,6 +250,7 @@ class FixKind(_Kind):
     STATIC_RULE = "static_rule"
     STATIC_CHOICE = "static_choice"
     STATIC_DATACLASS = "static_dataclass"
+    DIFF_STATIC = "diff_static"
     DTYPE_SPELLING = "dtype_spelling"
     MUTATED = "mutated"
     NAN = "nan"
@@ -370,6 +372,7 @@ class MessageKind(_Kind):
     # reasons/pytree_structure.py
     PYTREE_KEY = "pytree_key"
     PYTREE_KIND = "pytree_kind"
+    DIFF_STRUCTURE = "diff_structure"
     # reasons/graph_structure.py
     GRAPH_ADDED = "graph_added"
     GRAPH_KIND = "graph_kind"
@@ -381,6 +384,7 @@ class MessageKind(_Kind):
     MODE = "mode"
     COUNTER = "counter"
     DTYPE_SPELLING = "dtype_spelling"
+    DIFF_STATIC = "diff_static"
     STATIC_OPTION_DROP = "static_option_drop"
     STATIC_OPTION_NARROW = "static_option_narrow"
     STATIC_OPTION_BOTH = "static_option_both"

@@ -124,11 +124,14 @@ from .new_function import (
 )
 from .new_function import SPEC as _NEW_FUNCTION
 from .pytree_structure import (
+    DIFF_STRUCTURE_FIX,
+    DIFF_STRUCTURE_MSG,
     NONE_FIX,
     PYTREE_KEY_FIX,
     PYTREE_KEY_MSG,
     PYTREE_KIND_FIX,
     PYTREE_KIND_MSG,
+    diff_structure,
     pytree_key,
     pytree_kind_change,
 )
@@ -182,6 +185,8 @@ from .static_value import (
     COUNTER_FIX,
     COUNTER_MSG,
     COUNTER_NAMES,
+    DIFF_STATIC_FIX,
+    DIFF_STATIC_MSG,
     DTYPE_SPELLING_FIX,
     DTYPE_SPELLING_MSG,
     LAYER_FIX,
@@ -208,6 +213,7 @@ from .static_value import (
     as_dtype,
     counter_static,
     data_fields,
+    diff_static,
     dtype_spelling,
     is_number,
     layer_config,
@@ -260,10 +266,10 @@ SPECS: dict[ReasonKind, KindSpec] = {
 
 __all__ = [
     "ARG_FIX",
-    "BUCKETED_MSG",
     "ARG_MSG",
     "ARRAYS_PYTREE_FIX",
     "BOUND_METHOD_FIX",
+    "BUCKETED_MSG",
     "CLASS_FIX",
     "CLASS_MSG",
     "CLEARED_FIX",
@@ -276,6 +282,10 @@ __all__ = [
     "COUNTER_NAMES",
     "DIFFERENT_FUNCTION_FIX",
     "DIFFERENT_FUNCTION_MSG",
+    "DIFF_STATIC_FIX",
+    "DIFF_STATIC_MSG",
+    "DIFF_STRUCTURE_FIX",
+    "DIFF_STRUCTURE_MSG",
     "DTYPE_FIX",
     "DTYPE_MSG",
     "DTYPE_SPELLING_FIX",
@@ -408,6 +418,8 @@ __all__ = [
     "config",
     "counter_static",
     "data_fields",
+    "diff_static",
+    "diff_structure",
     "different_function",
     "dtype",
     "dtype_spelling",

@@ -442,6 +442,29 @@ def static_value(
     )  # fmt: skip
 
 
+#: Two runs' keys compared (``jitlens diff``): a static whose value differs from BEFORE to AFTER.
+DIFF_STATIC_MSG = Template(
+    M.DIFF_STATIC,
+    "`{path}` is {before} in BEFORE and {after} in AFTER; each static value compiles.",
+)
+
+
+DIFF_STATIC_FIX = Template(
+    K.DIFF_STATIC,
+    "If the runs should share a compile, pass `{path}` with the value of the baseline run; "
+    "else each value compiles once.",
+)
+
+
+def diff_static(arg: str, path: str, before: str, after: str) -> Reason:
+    """A static that differs between two runs' keys, seen from their texts alone."""
+    return _reason(
+        ReasonKind.STATIC_VALUE, arg, path, before, after,
+        DIFF_STATIC_MSG.words(path=path, before=before, after=after),
+        DIFF_STATIC_FIX.words(path=path), fix_kind=K.DIFF_STATIC,
+    )  # fmt: skip
+
+
 DTYPE_SPELLING_MSG = Template(
     M.DTYPE_SPELLING,
     "static `{path}` is the same dtype ({dtype}) written two ways, {before} -> {after}: statics "
@@ -526,6 +549,7 @@ SPEC = KindSpec(
         K.STATIC_DATACLASS: STATIC_DATACLASS_FIX,
         K.DTYPE_SPELLING: DTYPE_SPELLING_FIX,
         K.LAYER: LAYER_FIX,
+        K.DIFF_STATIC: DIFF_STATIC_FIX,
     },
     messages=(
         STATIC_MSG,
@@ -533,6 +557,7 @@ SPEC = KindSpec(
         COUNTER_MSG,
         DTYPE_SPELLING_MSG,
         LAYER_MSG,
+        DIFF_STATIC_MSG,
         STATIC_OPTION_DROP,
         STATIC_OPTION_NARROW,
         STATIC_OPTION_BOTH,
