@@ -456,6 +456,38 @@ class MessageKind(_Kind):
     EQX_OPTAX = "eqx_optax"
 
 
+class WordsKind(_Kind):
+    """Which template made the words of what is not a retrace's reason (``Template.id``): a
+    stale cache hit (``_track/stale.py``) and the audit's own findings (``_audit/checks.py``,
+    ``_audit/equinox.py``), each made when first printed as a reason's are."""
+
+    # _track/stale.py
+    STALE = "stale"
+    STALE_FIX = "stale_fix"
+    # _audit/checks.py
+    AUDIT_HOLDING = "audit_holding"
+    AUDIT_SHARED = "audit_shared"
+    AUDIT_NUMBER = "audit_number"
+    AUDIT_VAR_NUMBER = "audit_var_number"
+    AUDIT_UNHASHABLE = "audit_unhashable"
+    AUDIT_UNHASHABLE_FIX = "audit_unhashable_fix"
+    AUDIT_COMPARE = "audit_compare"
+    AUDIT_COMPARE_FIX = "audit_compare_fix"
+    AUDIT_HIDDEN = "audit_hidden"
+    AUDIT_HIDDEN_TOP = "audit_hidden_top"
+    AUDIT_HIDDEN_ARRAY_FIX = "audit_hidden_array_fix"
+    AUDIT_HIDDEN_NODE_FIX = "audit_hidden_node_fix"
+    AUDIT_NOT_ARRAY = "audit_not_array"
+    AUDIT_NOT_ARRAY_FIX = "audit_not_array_fix"
+    AUDIT_FLAX_ARG_FIX = "audit_flax_arg_fix"
+    AUDIT_LIBRARY_CLOSURE_FIX = "audit_library_closure_fix"
+    # _audit/audit.py, _audit/equinox.py
+    AUDIT_SPLIT = "audit_split"
+    AUDIT_SPLIT_FIX = "audit_split_fix"
+    AUDIT_EQX_NUMBER = "audit_eqx_number"
+    AUDIT_EQX_NUMBER_FIX = "audit_eqx_number_fix"
+
+
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}
 
 
