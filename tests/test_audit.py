@@ -368,6 +368,9 @@ def test_unhashable_statics(results: dict[str, AuditResult]) -> None:
     cfg, sizes = results["unhashable"].findings
     assert "not hashable" in sizes.message and "tuple(...)" in sizes.fix
     assert "frozen=True" in cfg.fix
+    # data until printed: the makings of its words, templates with kinds, made when read
+    assert [w.id for w in sizes.said] == ["audit_unhashable", "audit_unhashable_fix"]
+    assert json.loads(results["unhashable"].to_json())["findings"][1]["fix"] == sizes.fix
 
 
 def test_comparison_that_raises(results: dict[str, AuditResult]) -> None:

@@ -162,7 +162,7 @@ def _at(
         kind, str(p[0][1]), path or render_path(p), before, after, message, fix,
         fix_kind=fix_kind, facts=facts,
     )  # fmt: skip
-    return dataclasses.replace(r, where=p)
+    return r.replace(where=p)
 
 
 #: The facts of a finding about one build's one value.
@@ -442,11 +442,7 @@ class _Audit:
                     )
                 )
             elif (shared := self._shared_identity(mp, sv)) is not None:
-                out.append(
-                    _finding(
-                        "warning", dataclasses.replace(shared, kind=ReasonKind.VARIABLE_METADATA)
-                    )
-                )
+                out.append(_finding("warning", shared.replace(kind=ReasonKind.VARIABLE_METADATA)))
         return out
 
 
