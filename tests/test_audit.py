@@ -334,6 +334,23 @@ def test_optax_transform_built_in_the_factory(results: dict[str, AuditResult]) -
     assert results["optax"].exit_code == 0
 
 
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [(lambda: optax.adamw(1e-3), "optax.adamw"), (lambda: optax.sgd(1e-3, momentum=0.9), None)],
+    ids=["adamw", "sgd-momentum"],
+)
+def test_optax_fix_names_the_optimizer_built(make: Callable[[], Any], named: str | None) -> None:
+    """The audit's sweep fix named `optax.adam` for any optimizer: it names the optax function
+    that built this one, read from the transform, or, where no one function is sure (sgd with
+    momentum), says it in general, naming none."""
+    (f,) = audit(
+        lambda: nnx.Optimizer(nnx.Linear(2, 2, rngs=rngs()), make(), wrt=nnx.Param)
+    ).findings
+    assert f.path == "optimizer.tx" and "optax.inject_hyperparams" in f.fix, f.fix
+    shown = re.findall(r"optax\.inject_hyperparams\((optax\.\w+)\)", f.fix)
+    assert shown == ([named] if named else []), f.fix
+
+
 def test_class_defined_in_the_factory(results: dict[str, AuditResult]) -> None:
     (f,) = results["class"].findings
     assert (f.severity, f.kind, f.path) == ("error", "identity_static", "model")
@@ -351,6 +368,9 @@ def test_unhashable_statics(results: dict[str, AuditResult]) -> None:
     cfg, sizes = results["unhashable"].findings
     assert "not hashable" in sizes.message and "tuple(...)" in sizes.fix
     assert "frozen=True" in cfg.fix
+    # data until printed: the makings of its words, templates with kinds, made when read
+    assert [w.id for w in sizes.said] == ["audit_unhashable", "audit_unhashable_fix"]
+    assert json.loads(results["unhashable"].to_json())["findings"][1]["fix"] == sizes.fix
 
 
 def test_comparison_that_raises(results: dict[str, AuditResult]) -> None:

@@ -306,6 +306,39 @@ def test_key_reasons_use_the_run_vocabulary() -> None:
         ("dtype", "batch['x']", "f32[4,3]", "i32[4,3]"),
     ]
     assert reasons[2].argument == "batch"
+    # the diff's own reasons are made as every reason is: a template and its parameters,
+    # worded when printed (they were strings given whole, with no fix kind)
+    assert [r.fix_kind for r in reasons[:2]] == ["diff_structure", "diff_static"]
+    assert [r.said[0].id for r in reasons[:2]] == ["diff_structure", "diff_static"]
+    assert reasons[1].message == "`n` is 3 in BEFORE and 4 in AFTER; each static value compiles."
+    assert reasons[1].fix == (
+        "If the runs should share a compile, pass `n` with the value of the baseline run; else "
+        "each value compiles once."
+    )
+
+
+def test_jitlens_diff_words_a_static_from_the_templates(tmp_path: Path) -> None:
+    """``jitlens diff`` as a user runs it, in a fresh process: a static that differs between
+    two runs' keys is worded from ``_core/reasons``' templates."""
+    before = _report((), 4, hit=True, key={"x": "f32[4]", "n": "3"})
+    after = _report((), 4, hit=False, key={"x": "f32[4]", "n": "4"})
+    (tmp_path / "base.json").write_text(before.to_json())
+    (tmp_path / "new.json").write_text(after.to_json())
+    proc = subprocess.run(
+        [sys.executable, "-m", "jitlens", "diff", "base.json", "new.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "n static_value: 3 -> 4" in out, out
+    assert (
+        "fix: If the runs should share a compile, pass `n` with the value of the baseline run;"
+        in out
+    ), out
 
 
 GOLDEN_FLAG = """\

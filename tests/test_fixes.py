@@ -67,6 +67,8 @@ FIXES: dict[str, str] = {
     "STATIC_AUX_FIX": "test_static_aux_fix",
     "STATIC_FIELD_FIX": "test_static_field_fix",
     "STATIC_CHOICE_FIX": OPTION,
+    "DIFF_STATIC_FIX": OPTION,  # jitlens diff: two runs' keys, the baseline's value or not
+    "DIFF_STRUCTURE_FIX": OPTION,
     "STATIC_DATACLASS_FIX": "test_first_hour.py::test_a_static_config_with_a_changing_float_field_gets_a_fix_that_traces_it",
     "MODE_FIX": OPTION,
     "CLASS_FIX": "test_class_fix",
@@ -624,6 +626,76 @@ def test_static_arg_fix() -> None:
     prove("STATIC_ARG_FIX", broken, fixed)
 
 
+#: A static config dataclass and a static number, made static by the jit options
+#: ``{options}``: the fixes must name the option the program wrote, with its value.
+_STATIC_OPTIONS_PROGRAM = """
+import dataclasses
+import jax
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    lr: float = 0.1
+    hidden: int = 4
+
+
+def step(w, cfg, n):
+    TRACES[0] += 1
+    return w * n - cfg.lr * w
+
+
+step = jax.jit(step, {options})
+TRACES = [0]
+w = jnp.ones(3)
+for i in range(3):
+    w = step(w, {cfg}, {n})
+"""
+
+
+_NEW_LR = "Config(lr=0.1 / (i + 1))"
+
+
+@pytest.mark.parametrize(
+    ("options", "cfg", "n"),
+    [
+        ("static_argnames='cfg'", _NEW_LR, "2.0"),
+        ("static_argnums=(1,)", _NEW_LR, "2.0"),
+        ("static_argnums=-2", _NEW_LR, "2.0"),
+        ("static_argnames=('cfg', 'n')", _NEW_LR, "2.0"),
+        ("static_argnums=1, static_argnames='cfg'", _NEW_LR, "2.0"),
+        ("static_argnames=('cfg', 'n')", "Config()", "2.0 + i"),  # STATIC_ARG_FIX
+    ],
+)
+def test_a_static_fix_names_the_option_the_program_wrote(options: str, cfg: str, n: str) -> None:
+    """The fixes that make a static traced say how, in the jit's own option and value
+    (``drop `static_argnames='cfg'` ``, ``change `static_argnums=(1, 2)` to
+    `static_argnums=(2,)` ``): each edit, applied to the program as written, with the printed
+    ``register_dataclass`` line, leaves one trace and the same numbers."""
+    source = _STATIC_OPTIONS_PROGRAM.format(options=options, cfg=cfg, n=n)
+    with jitlens.track() as t:
+        before: dict[str, Any] = {}
+        exec(compile(source, "static_options.py", "exec"), before)
+    reasons = [r for e in t.report().function("step").events for r in e.reasons]
+    fixes = {r.fix_kind: r.fix for r in reasons}
+    assert "static_argnums/static_argnames" not in " ".join(fixes.values()), fixes
+    fixed = source
+    for fix in fixes.values():
+        register = re.search(r"`(jax\.tree_util\.register_dataclass\(.*?\))`", fix)
+        if register:
+            fixed = fixed.replace("\n\n\ndef step", f"\n\n{register.group(1)}\n\n\ndef step")
+        for old, new in re.findall(r"change `([^`]*)` to `([^`]*)`", fix):
+            assert old in fixed, (old, fix)
+            fixed = fixed.replace(old, new)
+        for old in re.findall(r"drop `([^`]*)`", fix):
+            assert old in fixed, (old, fix)
+            fixed = fixed.replace(f", {old}", "")
+    after: dict[str, Any] = {}
+    exec(compile(fixed, "static_options_fixed.py", "exec"), after)
+    assert (before["TRACES"][0], after["TRACES"][0]) == (3, 1), fixed
+    np.testing.assert_allclose(before["w"], after["w"], rtol=1e-6)
+
+
 def _normal(k, n):  # jax#648: a static that sets a shape
     return jax.random.normal(k, (n,))
 
@@ -994,12 +1066,30 @@ def sweep(make_tx: Callable[[float], Any], set_lr: bool) -> tuple[Any, Any]:
 TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
 
 
-def test_optax_fix() -> None:
-    prove(
-        "OPTAX_FIX",
-        lambda: sweep(lambda lr: optax.adam(lr), set_lr=False),
-        lambda: sweep(lambda lr: TX, set_lr=True),
-    )
+@pytest.mark.parametrize(
+    "make",
+    [optax.adam, optax.adamw, lambda lr: optax.sgd(lr, momentum=0.9)],
+    ids=["adam", "adamw", "sgd-momentum"],
+)
+def test_optax_fix(make: Callable[[float], Any]) -> None:
+    """The sweep's fix wraps the optax function that built the program's optimizer, read from
+    the transform (``optax.adamw`` for an adamw, never ``optax.adam``); where that is not sure
+    (``sgd`` with momentum builds what no rate-only call does) it says so in general. The
+    printed line, run as it is, compiles once with the same results."""
+    _s, rs, _ = run(lambda: sweep(make, set_lr=False))
+    (fix,) = {r.fix for r in rs if r.fix_kind == FixKind.OPTAX}
+    code = re.search(r"`(TX = optax\.inject_hyperparams\(optax\.(\w+)\)\(.*?\))`", fix)
+    if make is optax.adam or make is optax.adamw:
+        assert code is not None and code.group(2) == make.__name__, fix
+        printed_tx: dict[str, Any] = {"optax": optax}
+        exec(code.group(1), printed_tx)
+        prove(
+            "OPTAX_FIX",
+            lambda: sweep(make, set_lr=False),
+            lambda: sweep(lambda lr: printed_tx["TX"], set_lr=True),
+        )
+    else:
+        assert code is None and "optax.adam" not in fix and "`optax.inject_hyperparams`" in fix
 
 
 def test_two_builds_of_an_optax_transform_are_alike_only_with_equal_hyper_parameters() -> None:

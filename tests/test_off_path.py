@@ -315,6 +315,7 @@ def test_stale_cached_partial_fix_gives_the_new_result():
         cached(x)  # stale: still scale 1.0
     (hit,) = [h for f in t.report().functions for h in f.stale_hits]
     assert "cached_partial" in hit.fix and "Variable" not in hit.fix
+    assert [w.id for w in hit.said] == ["stale", "stale_fix"]  # worded when printed
     # the fix: a new partial after the change (one compile for the new value)
     y2 = nnx.cached_partial(step, model)(x)
     np.testing.assert_allclose(np.asarray(y2), 2 * np.asarray(y1), rtol=1e-6)

@@ -594,81 +594,106 @@ def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) 
     assert vec["mean"] == pytest.approx(seq["mean"], rel=1e-5)
 
 
-def _projection_class() -> type:
-    """PlasmaControl/DESC#1191's shape: a jitted method with ``self`` static, the object
-    rebuilt per outer iteration, holding arrays. A new class per call: a fix registers it."""
+#: PlasmaControl/DESC#1191's shape: a jitted method with ``self`` static, the object rebuilt
+#: per outer iteration, holding arrays; ``{cls}`` is the class as the program writes it.
+_PROJECTION_PROGRAM = """
+import dataclasses
+import jax
+import jax.numpy as jnp
 
-    class Projection:
-        traces = 0
-
-        def __init__(self, n: int) -> None:
-            import jax.numpy as jnp
-
-            self.n = n
-            self.w = jnp.ones(n)
-
-        def compute(self, x):
-            Projection.traces += 1  # the truth: one per trace
-            return (self.w * x).sum()
-
-    return Projection
+TRACES = [0]
 
 
-def _projection_dataclass() -> type:
-    """``_projection_class`` as a dataclass without ``__eq__`` (``eq=False``), built from its
-    fields: the fix registers it with ``register_dataclass``."""
-    import dataclasses
-
-    import jax
-    import jax.numpy as jnp
-
-    @dataclasses.dataclass(eq=False)
-    class Projection:
-        n: int
-        w: jax.Array = dataclasses.field(default_factory=lambda: jnp.ones(4))
-        traces = 0
-
-        def compute(self, x):
-            Projection.traces += 1  # the truth: one per trace
-            return (self.w * x).sum()
-
-    return Projection
+{cls}
+    def compute(self, x):
+        TRACES[0] += 1
+        return (self.w * x).sum()
 
 
-@pytest.mark.parametrize(
-    ("make", "register"),
-    [(_projection_class, "register_pytree_node"), (_projection_dataclass, "register_dataclass")],
-)
-def test_a_static_self_holding_arrays_gets_the_pytree_fix(make, register: str) -> None:
-    """A frozen dataclass holding a jax Array cannot be hashed (jit raises TypeError): the fix
-    registers the class as a pytree (arrays traced, the rest static) and drops the static."""
-    import functools
-    import re
+compute = jax.jit(Projection.compute, static_argnums=0)
+x = jnp.arange(4.0)
+OUT = [float(compute({make}, x)) for _ in range(3)]
+"""
 
-    import jax
-    import jax.numpy as jnp
+_PROJECTIONS = {
+    # built from a size: no constructor takes its attributes back
+    "class": (
+        "class Projection:\n    def __init__(self, n):\n        self.n = n\n"
+        "        self.w = jnp.ones(n)\n",
+        "Projection(4)",
+        "register_pytree_node_class",
+    ),
+    # built from its attributes: the constructor rebuilds it
+    "keyword class": (
+        "class Projection:\n    def __init__(self, w, n):\n        self.w, self.n = w, n\n",
+        "Projection(jnp.ones(4), 4)",
+        "register_pytree_node_class",
+    ),
+    # a dataclass without __eq__, one field static
+    "dataclass": (
+        "@dataclasses.dataclass(eq=False)\nclass Projection:\n    n: int\n"
+        "    w: jax.Array = dataclasses.field(default_factory=lambda: jnp.ones(4))\n",
+        "Projection(4)",
+        "register_dataclass(",
+    ),
+    # a dataclass of arrays only: the decorator alone
+    "array dataclass": (
+        "@dataclasses.dataclass(eq=False)\nclass Projection:\n    w: jax.Array\n",
+        "Projection(jnp.ones(4))",
+        "@jax.tree_util.register_dataclass",
+    ),
+}
 
+
+def _apply_pytree_fix(source: str, fix: str) -> str:
+    """``fix`` applied to ``source`` as it says: the decorator above the class (and the lines
+    of code after the ``fix:`` line into its body), or the call after the class; then the
+    ``static_argnums=0`` it says to drop, dropped."""
+    first, *code = fix.split("\n")
+    head = "class Projection:" if "\nclass Projection:" in source else None
+    decorator = re.search(r"`(@[\w.]+)`", first)
+    if decorator is not None:
+        at = source.index("@dataclasses" if "@dataclasses" in source else "class Projection")
+        source = f"{source[:at]}{decorator.group(1)}\n{source[at:]}"
+    call = re.search(r"After the class: `(.*?)`", first)
+    if call is not None:
+        source = source.replace(
+            "\n    def compute", f"\n\n{call.group(1)}\n\n\nclass _:\n    def compute"
+        )
+        source = source.replace("Projection.compute", "_.compute")
+    if code:
+        body = "".join(f"    {line}\n" for line in code)
+        source = source.replace(f"{head}\n", f"{head}\n{body}", 1)
+    dropped = re.search(r"drop `([^`]*)`", first)
+    assert dropped is not None, first
+    return source.replace(f", {dropped.group(1)}", "")
+
+
+@pytest.mark.parametrize("shape", sorted(_PROJECTIONS))
+def test_a_static_self_holding_arrays_gets_the_pytree_fix(shape: str) -> None:
+    """A static instance holding a jax Array cannot be hashed as a frozen dataclass (jit raises
+    TypeError): the fix registers the class as a pytree (arrays traced, the rest static) in
+    the shortest form that works for it (the dataclass decorator, a call naming its fields, or
+    ``register_pytree_node_class`` with its two methods as a few short lines) and drops the
+    static, naming the option written. Applied to the program as printed: one trace."""
     import jitlens
 
-    def run(cls: type, **jit: Any) -> tuple[int, list[float], Any]:
-        compute = functools.partial(jax.jit, **jit)(cls.compute)
-        with jitlens.track() as t:
-            out = [float(compute(cls(4), x)) for _ in range(3)]
-        return cls.traces, out, t.report()
-
-    x = jnp.arange(4.0)
-    traces, bad, report = run(make(), static_argnums=0)
-    assert traces == 3
-    fixes = [r.fix for f in report.functions for e in f.events for r in e.reasons]
+    cls, make, register = _PROJECTIONS[shape]
+    source = _PROJECTION_PROGRAM.format(cls=cls, make=make)
+    before: dict[str, Any] = {}
+    with jitlens.track() as t:
+        exec(compile(source, "projection.py", "exec"), before)
+    assert before["TRACES"][0] == 3
+    fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
     assert fixes and all("frozen dataclass" not in f for f in fixes), fixes
-    assert all("static_argnums" in f for f in fixes), fixes
-    # the fix as printed: its code run after the class, `self` no longer static
-    code = re.search(r"`(jax\.tree_util\.register_\w+\(.*?\))`", fixes[0])
-    assert code and register in code.group(1), fixes[0]
-    fixed_cls = make()
-    exec(code.group(1), {"jax": jax, "Projection": fixed_cls})
-    fixed_traces, fixed, _ = run(fixed_cls)
-    assert fixed_traces == 1 and fixed == bad
+    assert register in fixes[0] and "drop `static_argnums=0`" in fixes[0], fixes[0]
+    assert all(len(line) <= 100 for line in fixes[0].split("\n")[1:]), fixes[0]
+    shown = [line.strip() for line in t.report().to_text(width=120).splitlines()]
+    assert all(line.strip() in shown for line in fixes[0].split("\n")[1:]), shown
+    fixed = _apply_pytree_fix(source, fixes[0])
+    after: dict[str, Any] = {}
+    exec(compile(fixed, "projection_fixed.py", "exec"), after)
+    assert after["TRACES"][0] == 1 and after["OUT"] == before["OUT"], fixed
 
 
 def test_every_leaf_placed_otherwise_gets_a_fix_for_the_whole_argument() -> None:

@@ -10,11 +10,11 @@ from typing import Any
 
 from .. import _compat
 from .._compat.flax_api import LAZY_NNX as nnx
-from .._core import reasons as M
 from .._core.files import write_atomic
 from .._core.key import Entry, Path, short_repr
-from .._core.kinds import EntryKind, ReasonKind
+from .._core.kinds import EntryKind, ReasonKind, WordsKind
 from .._core.signature import walk_graphdef
+from .._core.words import Template, Words
 from .._render.color import add_color_option, want_color
 from .._render.text import terminal_width
 from . import libraries
@@ -28,13 +28,15 @@ from .target import AuditError as AuditError
 from .target import _exc_text, _user_frame
 from .target import load_factory as load_factory
 
-SPLIT_MSG = (
+SPLIT_MSG = Template(
+    WordsKind.AUDIT_SPLIT,
     "`nnx.split({root})` raises {error}: nnx.jit and every nnx transform split their arguments "
-    "first, and would fail the same way."
+    "first, and would fail the same way.",
 )
-SPLIT_FIX = (
+SPLIT_FIX = Template(
+    WordsKind.AUDIT_SPLIT_FIX,
     "Fix the attribute the error names: arrays, Variables and Modules belong in data attributes, "
-    "configuration in hashable statics."
+    "configuration in hashable statics.",
 )
 FACTORY_RAISED = "{name}() raised {error}{at}"
 NOT_NNX = (
@@ -98,7 +100,7 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
     a, rejected = _describe(roots_a)
     b, _ = _describe(roots_b)
     split_errors = [
-        AuditFinding("error", ReasonKind.GRAPH_STRUCTURE, root, "", "", M._cap(msg), M._cap(fix))
+        AuditFinding("error", ReasonKind.GRAPH_STRUCTURE, root, "", "", msg, fix)
         for root, (msg, fix) in rejected.items()
     ]
     findings = split_errors + _Audit(a, b).run()
@@ -147,10 +149,12 @@ def _role(obj: Any) -> str:
     return "rngs" if isinstance(obj, nnx.Rngs) else "model"
 
 
-def _describe(roots: list[tuple[str, Any]]) -> tuple[dict[Path, Entry], dict[str, tuple[str, str]]]:
+def _describe(
+    roots: list[tuple[str, Any]],
+) -> tuple[dict[Path, Entry], dict[str, tuple[Words, Words]]]:
     """The key entries of all roots, split together as one nnx.jit call splits its arguments."""
     out: dict[Path, Entry] = {}
-    rejected: dict[str, tuple[str, str]] = {}
+    rejected: dict[str, tuple[Words, Words]] = {}
     ref_index = _compat.new_ref_map()
     for name, node in roots:
         flat = _compat.flatten_node(node, ref_index)
@@ -162,7 +166,7 @@ def _describe(roots: list[tuple[str, Any]]) -> tuple[dict[Path, Entry], dict[str
             error = "an error jitlens could not reproduce alone"
         except Exception as exc:
             error = _exc_text(exc)
-        rejected[name] = (SPLIT_MSG.format(root=name, error=error), SPLIT_FIX)
+        rejected[name] = (SPLIT_MSG.words(root=name, error=error), SPLIT_FIX.words())
     return out, rejected
 
 

@@ -22,8 +22,9 @@ from .._core.key import (
     render_path,
     short_repr,
 )
-from .._core.kinds import EntryKind, Fact, FixKind, ReasonKind
+from .._core.kinds import EntryKind, Fact, FixKind, ReasonKind, WordsKind
 from .._core.report import Reason
+from .._core.words import Template, Words
 from .model import AuditFinding, Evidence
 from .target import _exc_text
 from .values import (
@@ -46,24 +47,28 @@ OPTIMIZER_CONSEQUENCE = (
     "nnx.jit recompiles if you rebuild the optimizer (once per run of a sweep, say); an "
     "optimizer built once compiles once"
 )
-HOLDING_DESC = "a `{type}` holding {desc}"
-SHARED_MSG = (
+HOLDING_DESC = Template(WordsKind.AUDIT_HOLDING, "a `{type}` holding {desc}")
+SHARED_MSG = Template(
+    WordsKind.AUDIT_SHARED,
     "{what} is {desc}, which compares by identity; both builds share one object today, but once "
-    "it is built per instance every new model recompiles."
+    "it is built per instance every new model recompiles.",
 )
-NUMBER_MSG = (
+NUMBER_MSG = Template(
+    WordsKind.AUDIT_NUMBER,
     "{what} is a Python {type} ({value}) kept as a static: it is part of the cache key, so if it "
-    "changes during training (a step counter, a schedule) every new value compiles again."
+    "changes during training (a step counter, a schedule) every new value compiles again.",
 )
-VAR_NUMBER_MSG = (
+VAR_NUMBER_MSG = Template(
+    WordsKind.AUDIT_VAR_NUMBER,
     "{what} is a number ({value}) in the metadata of `{var}` ({type}): metadata is part of the "
-    "cache key, so if it changes during training every new value compiles again."
+    "cache key, so if it changes during training every new value compiles again.",
 )
-UNHASHABLE_MSG = (
+UNHASHABLE_MSG = Template(
+    WordsKind.AUDIT_UNHASHABLE,
     "{what} is a `{type}`, which is not hashable: nnx.jit copes (it only compares GraphDefs), but "
-    "`hash(graphdef)` raises, so `jax.jit(f, static_argnums=0)(graphdef, state)` fails."
+    "`hash(graphdef)` raises, so `jax.jit(f, static_argnums=0)(graphdef, state)` fails.",
 )
-UNHASHABLE_FIX = "Store a hashable value: {suggestion}."
+UNHASHABLE_FIX = Template(WordsKind.AUDIT_UNHASHABLE_FIX, "Store a hashable value: {suggestion}.")
 UNHASHABLE_SUGGESTIONS = {
     "list": "`self.{attr} = tuple(...)`",
     "set": "`self.{attr} = frozenset(...)`",
@@ -71,46 +76,56 @@ UNHASHABLE_SUGGESTIONS = {
     "dataclass": "declare `{type}` with `@dataclasses.dataclass(frozen=True)`",
     "other": "define `__hash__` on `{type}`, consistent with its `__eq__`",
 }
-COMPARE_MSG = (
+COMPARE_MSG = Template(
+    WordsKind.AUDIT_COMPARE,
     "Comparing {what} of two builds raises {error}: nnx.jit compares each call's GraphDef with the "
-    "cached ones, so a second instance fails ('Exception raised while checking equality ...')."
+    "cached ones, so a second instance fails ('Exception raised while checking equality ...').",
 )
-COMPARE_FIX = (
+COMPARE_FIX = Template(
+    WordsKind.AUDIT_COMPARE_FIX,
     "Give `{type}` an `__eq__` that returns a plain bool (e.g. "
-    "`@dataclasses.dataclass(frozen=True)` over hashable fields), or share one object."
+    "`@dataclasses.dataclass(frozen=True)` over hashable fields), or share one object.",
 )
-HIDDEN_MSG = (
+HIDDEN_MSG = Template(
+    WordsKind.AUDIT_HIDDEN,
     "{what} is a static `{type}` holding {inner}{where}: nnx does not track data inside statics, "
-    "so nnx.jit fails on it or freezes it into the compiled code as a constant."
+    "so nnx.jit fails on it or freezes it into the compiled code as a constant.",
 )
-HIDDEN_TOP_MSG = (
+HIDDEN_TOP_MSG = Template(
+    WordsKind.AUDIT_HIDDEN_TOP,
     "{what} is {inner} kept as a static: nnx compares it on every call, so nnx.jit fails on it or "
-    "freezes it into the compiled code as a constant."
+    "freezes it into the compiled code as a constant.",
 )
-HIDDEN_ARRAY_FIX = (
+HIDDEN_ARRAY_FIX = Template(
+    WordsKind.AUDIT_HIDDEN_ARRAY_FIX,
     "Keep arrays in Variables (`self.{attr} = nnx.Variable(jnp.asarray(...))`) and only "
-    "configuration (numbers, strings, tuples) in statics."
+    "configuration (numbers, strings, tuples) in statics.",
 )
-HIDDEN_NODE_FIX = (
+HIDDEN_NODE_FIX = Template(
+    WordsKind.AUDIT_HIDDEN_NODE_FIX,
     "Store Modules and Variables as attributes of the Module itself (`self.{attr} = ...`, or an "
-    "`nnx.List` / `nnx.Dict` of them), not inside a plain object or a partial."
+    "`nnx.List` / `nnx.Dict` of them), not inside a plain object or a partial.",
 )
-NOT_ARRAY_MSG = (
+NOT_ARRAY_MSG = Template(
+    WordsKind.AUDIT_NOT_ARRAY,
     "{what} holds a `{type}` ({value}) as data, not an array: nnx.jit fails with 'Error "
-    "interpreting argument ... as an abstract array'."
+    "interpreting argument ... as an abstract array'.",
 )
-NOT_ARRAY_FIX = (
+NOT_ARRAY_FIX = Template(
+    WordsKind.AUDIT_NOT_ARRAY_FIX,
     "Hold arrays in Variables (`nnx.Param(jnp.asarray(...))`); keep a non-array value as a plain "
-    "static attribute (`self.{attr} = ...`, without nnx.data or a Variable)."
+    "static attribute (`self.{attr} = ...`, without nnx.data or a Variable).",
 )
-FLAX_ARG_FIX = (
+FLAX_ARG_FIX = Template(
+    WordsKind.AUDIT_FLAX_ARG_FIX,
     "Create it once at module level (`{const} = {expr}`) and pass that same object: "
-    "`{cls}(..., {attr}={const})`."
+    "`{cls}(..., {attr}={const})`.",
 )
 
-LIBRARY_CLOSURE_FIX = (
+LIBRARY_CLOSURE_FIX = Template(
+    WordsKind.AUDIT_LIBRARY_CLOSURE_FIX,
     "Make it once at module level (`{const} = ...`, the call that returned this "
-    "`{expr}` closure) and assign that same object to `self.{attr}`."
+    "`{expr}` closure) and assign that same object to `self.{attr}`.",
 )
 
 
@@ -123,8 +138,9 @@ def _finding(severity: str, r: Reason) -> AuditFinding:
         evidence = Evidence.SHARED
     else:
         evidence = Evidence.NEW
+    message, fix = r.said  # the makings: worded when the finding is printed
     return AuditFinding(
-        severity, r.kind, r.path, r.before, r.after, r.message, r.fix, evidence, r.fix_kind
+        severity, r.kind, r.path, r.before, r.after, message, fix, evidence, r.fix_kind
     )
 
 
@@ -133,8 +149,8 @@ def _at(
     p: Path,
     before: str,
     after: str,
-    message: str,
-    fix: str,
+    message: Words,
+    fix: Words,
     path: str = "",
     facts: tuple[Fact, ...] = (),
     fix_kind: FixKind = FixKind.UNSET,
@@ -146,7 +162,7 @@ def _at(
         kind, str(p[0][1]), path or render_path(p), before, after, message, fix,
         fix_kind=fix_kind, facts=facts,
     )  # fmt: skip
-    return dataclasses.replace(r, where=p)
+    return r.replace(where=p)
 
 
 #: The facts of a finding about one build's one value.
@@ -230,13 +246,13 @@ class _Audit:
         if hidden is not None:
             inner, sub = hidden
             if sub is None:
-                msg = HIDDEN_TOP_MSG.format(what=f"`{path}`", inner=inner)
+                msg = HIDDEN_TOP_MSG.words(what=f"`{path}`", inner=inner)
             else:
                 where = f" (at `{sub}`)" if sub else ""
-                msg = HIDDEN_MSG.format(
+                msg = HIDDEN_MSG.words(
                     what=f"`{path}`", type=type(value).__name__, inner=inner, where=where
                 )
-            fix = (HIDDEN_ARRAY_FIX if "array" in inner else HIDDEN_NODE_FIX).format(attr=attr)
+            fix = (HIDDEN_ARRAY_FIX if "array" in inner else HIDDEN_NODE_FIX).words(attr=attr)
             one = _at(
                 ReasonKind.GRAPH_STRUCTURE, p, sv.display(), sv.display(), msg, fix, facts=_ONE
             )
@@ -247,8 +263,8 @@ class _Audit:
             try:
                 bool(value == other.static.value())
             except Exception as exc:
-                msg = COMPARE_MSG.format(what=f"`{path}`", error=_exc_text(exc, 60))
-                fix = COMPARE_FIX.format(type=type(value).__name__)
+                msg = COMPARE_MSG.words(what=f"`{path}`", error=_exc_text(exc, 60))
+                fix = COMPARE_FIX.words(type=type(value).__name__)
                 out.append(
                     _at(
                         ReasonKind.STATIC_VALUE,
@@ -264,7 +280,7 @@ class _Audit:
         try:
             hash(value)
         except Exception:
-            msg = UNHASHABLE_MSG.format(what=f"`{path}`", type=type(value).__name__)
+            msg = UNHASHABLE_MSG.words(what=f"`{path}`", type=type(value).__name__)
             out.append(
                 _at(
                     ReasonKind.STATIC_VALUE,
@@ -285,10 +301,10 @@ class _Audit:
         )
         var = p[:-1] if is_var else p
         path = render_path(var)
-        msg = NOT_ARRAY_MSG.format(
+        msg = NOT_ARRAY_MSG.words(
             what=f"`{path}`", type=sv.type_name, value=short_repr(sv.value(), 40)
         )
-        fix = NOT_ARRAY_FIX.format(attr=_attr(var))
+        fix = NOT_ARRAY_FIX.words(attr=_attr(var))
         one = _at(ReasonKind.GRAPH_STRUCTURE, p, sv.text, sv.text, msg, fix, path=path, facts=_ONE)
         return [one], True
 
@@ -308,7 +324,7 @@ class _Audit:
         desc, fix, fix_kind = self._identity_words(p, part, new)
         consequence = OPTIMIZER_CONSEQUENCE if self._optimizer_tx(p) else ERROR_CONSEQUENCE
         what = f"`{render_path(p) if p else r.path}`"
-        msg = M.IDENTITY_MSG.format(what=what, desc=desc, consequence=consequence)
+        msg = M.IDENTITY_MSG.words(what=what, desc=desc, consequence=consequence)
         kind = (
             ReasonKind.VARIABLE_METADATA
             if r.kind == ReasonKind.VARIABLE_METADATA
@@ -337,7 +353,7 @@ class _Audit:
                 return None
         return pair[0], pair[1]
 
-    def _identity_words(self, p: Path, part: Any, value: Any) -> tuple[str, str, FixKind]:
+    def _identity_words(self, p: Path, part: Any, value: Any) -> tuple[Words | str, Words, FixKind]:
         """The explainer's description and fix of ``part``, an identity-compared object in ``value``.
 
         A static of a flax layer, or Variable metadata, is fixed where the
@@ -351,23 +367,24 @@ class _Audit:
             found = S._identity_fix(part, "fn", path, path, False, sv)
         else:
             found = S._identity_fix(part, attr, path, str(p[0][1]), True, sv)
-        desc, fix, fix_kind = found.desc, found.fix, found.fix_kind
+        desc: Words | str = found.desc
+        fix, fix_kind = dataclasses.replace(found.words, capped=True), found.fix_kind
         if part is not value:
-            desc = HOLDING_DESC.format(type=type(value).__name__, desc=desc)
+            desc = HOLDING_DESC.words(type=type(value).__name__, desc=desc)
         expr = _construction(part)
         var = self.a.get(p[:-1])
         if var is not None and var.kind == EntryKind.VAR:  # the audit's own templates: no kind
             cls = f"nnx.{var.type_name}" if hasattr(nnx, var.type_name) else var.type_name
-            fix = FLAX_ARG_FIX.format(const=attr.upper(), expr=expr or "...", cls=cls, attr=attr)
+            fix = FLAX_ARG_FIX.words(const=attr.upper(), expr=expr or "...", cls=cls, attr=attr)
             fix_kind = FixKind.UNSET
         elif expr and owner is not None and _is_library(owner) and attr in _init_params(owner):
             cls = _flax_name(owner)
-            fix = FLAX_ARG_FIX.format(const=attr.upper(), expr=expr, cls=cls, attr=attr)
+            fix = FLAX_ARG_FIX.words(const=attr.upper(), expr=expr, cls=cls, attr=attr)
             fix_kind = FixKind.UNSET
         elif expr and not item and inspect.isfunction(part) and _is_library(part):
-            fix = LIBRARY_CLOSURE_FIX.format(const=attr.upper(), expr=expr, attr=attr)
+            fix = LIBRARY_CLOSURE_FIX.words(const=attr.upper(), expr=expr, attr=attr)
             fix_kind = FixKind.UNSET
-        return desc, M._cap(fix), fix_kind
+        return desc, fix, fix_kind
 
     # warnings and infos
 
@@ -378,7 +395,7 @@ class _Audit:
         if not parts:
             return None
         desc, fix, fix_kind = self._identity_words(p, parts[0], value)
-        msg = SHARED_MSG.format(what=f"`{render_path(p)}`", desc=desc)
+        msg = SHARED_MSG.words(what=f"`{render_path(p)}`", desc=desc)
         facts = (*_ONE, Fact.SHARED_OBJECT)
         return _at(
             ReasonKind.IDENTITY_STATIC, p, sv.display(), sv.display(), msg, fix,
@@ -391,15 +408,13 @@ class _Audit:
             return None
         if _is_library(owner) or attr in _library_attrs(owner):
             return None
-        msg = NUMBER_MSG.format(
-            what=f"`{render_path(p)}`", type=type(value).__name__, value=sv.text
-        )
+        msg = NUMBER_MSG.words(what=f"`{render_path(p)}`", type=type(value).__name__, value=sv.text)
         # a size (`n_layers`, `features`) as a Variable fails where it sets a shape or a split
         size = M.number_role(attr, [value], calls=False) == "size"
         fix = (
-            M.SIZE_FIX.format(attr=attr)
+            M.SIZE_FIX.words(attr=attr)
             if size
-            else M.STATIC_GRAPH_FIX.format(attr=attr, before=sv.text)
+            else M.STATIC_GRAPH_FIX.words(attr=attr, before=sv.text)
         )
         return _at(
             ReasonKind.STATIC_VALUE, p, sv.text, sv.text, msg, fix,
@@ -415,8 +430,8 @@ class _Audit:
                 continue
             if _is_number(sv.value()):
                 what, var = f"`{render_path(mp)}`", render_path(p)
-                msg = VAR_NUMBER_MSG.format(what=what, value=sv.text, var=var, type=e.type_name)
-                fix = M.VAR_META_FIX.format(key=key)
+                msg = VAR_NUMBER_MSG.words(what=what, value=sv.text, var=var, type=e.type_name)
+                fix = M.VAR_META_FIX.words(key=key)
                 out.append(
                     _finding(
                         "info",
@@ -433,11 +448,7 @@ class _Audit:
                     )
                 )
             elif (shared := self._shared_identity(mp, sv)) is not None:
-                out.append(
-                    _finding(
-                        "warning", dataclasses.replace(shared, kind=ReasonKind.VARIABLE_METADATA)
-                    )
-                )
+                out.append(_finding("warning", shared.replace(kind=ReasonKind.VARIABLE_METADATA)))
         return out
 
 
@@ -459,11 +470,11 @@ def _construction(part: Any) -> str:
     return f"{maker}(...)" if rest else part.__name__
 
 
-def _unhashable_fix(value: Any, attr: str) -> str:
+def _unhashable_fix(value: Any, attr: str) -> Words:
     tn = type(value).__name__
     key = tn if tn in ("list", "set", "dict") else "other"
     key = "dataclass" if dataclasses.is_dataclass(value) else key
-    return UNHASHABLE_FIX.format(suggestion=UNHASHABLE_SUGGESTIONS[key].format(attr=attr, type=tn))
+    return UNHASHABLE_FIX.words(suggestion=UNHASHABLE_SUGGESTIONS[key].format(attr=attr, type=tn))
 
 
 def _is_number(value: Any) -> bool:

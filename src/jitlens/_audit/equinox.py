@@ -19,20 +19,22 @@ from typing import Any
 from .._compat.equinox_api import is_eqx_module_class
 from .._core.explain import diff_keys
 from .._core.key import Entry, Key, Path, StaticVal, render_path
-from .._core.kinds import EntryKind, ReasonKind, RowKind
-from .._core.reasons import _cap
+from .._core.kinds import EntryKind, ReasonKind, RowKind, WordsKind
 from .._core.signature import describe_value
+from .._core.words import Template
 from .._track.frontends.equinox.words import frontend_words
 from .libraries import LibraryAudit
 from .model import SEVERITIES, AuditFinding, AuditResult, Evidence
 
-NUMBER_MSG = (
+NUMBER_MSG = Template(
+    WordsKind.AUDIT_EQX_NUMBER,
     "`{path}` is a Python {type} ({value}) in an eqx.Module: eqx.filter_jit keeps it static, so "
-    "if it changes during training (a step counter, a schedule) every new value compiles again."
+    "if it changes during training (a step counter, a schedule) every new value compiles again.",
 )
-NUMBER_FIX = (
+NUMBER_FIX = Template(
+    WordsKind.AUDIT_EQX_NUMBER_FIX,
     "If it changes, store an array instead (`jnp.asarray({value})`) so filter_jit traces it; "
-    "a constant configuration value is fine as it is."
+    "a constant configuration value is fine as it is.",
 )
 
 
@@ -77,9 +79,7 @@ def audit_equinox(
     key_a = Key(entries=a, config=(), signature="", fingerprint="")
     key_b = Key(entries=b, config=(), signature="", fingerprint="")
     reasons = frontend_words(diff_keys(key_a, key_b), key_b)
-    findings = [
-        AuditFinding("error", r.kind, r.path, r.before, r.after, r.message, r.fix) for r in reasons
-    ]
+    findings = [AuditFinding("error", r.kind, r.path, r.before, r.after, *r.said) for r in reasons]
     differing = {r.path for r in reasons}
     findings += [f for p, e in b.items() if (f := _number(p, e, b, differing)) is not None]
     return AuditResult(
@@ -115,8 +115,8 @@ def _number(p: Path, e: Entry, entries: dict[Path, Entry], skip: set[str]) -> Au
         path,
         text,
         text,
-        _cap(NUMBER_MSG.format(path=path, type=type(value).__name__, value=text)),
-        _cap(NUMBER_FIX.format(value=text)),
+        NUMBER_MSG.words(path=path, type=type(value).__name__, value=text),
+        NUMBER_FIX.words(value=text),
         evidence=Evidence.VALUE,  # one build's value, not a change between the builds
     )
 

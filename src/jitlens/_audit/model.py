@@ -8,6 +8,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .._core.reason import words_when_read
+
 #: The text renderer, registered by ``jitlens._audit.render`` (``str(result)``).
 TEXT: list[Callable[[Any], str] | None] = [None]
 
@@ -72,9 +74,12 @@ class Evidence(enum.StrEnum):
     SHARED = "shared"
 
 
+@words_when_read
 @dataclasses.dataclass(frozen=True)
 class AuditFinding:
-    """One recompile trap at one user path, in the explainer's words."""
+    """One recompile trap at one user path, in the explainer's words: ``message`` and ``fix``
+    are given as their makings (templates and parameters, ``_core.words.Words``) and made when
+    first read (printed, or written as JSON); a string is kept as given."""
 
     severity: str
     kind: str

@@ -252,7 +252,7 @@ def _entry_reasons(
             if parent is not None and parent.kind == EntryKind.NODE and _flax_layer(parent)
             else ""
         )
-        return [_static(arg, path, p, eo.static, en.static, en.in_graph, layer=layer)]
+        return [_static(arg, path, p, eo.static, en.static, en.in_graph, "", layer, entries)]
     if eo.kind == EntryKind.NODE:
         if not _types_equal(eo, en):
             if eo.type_name == en.type_name:
@@ -291,6 +291,7 @@ def _static(
     in_graph: bool,
     aux: str = "",
     layer: str = "",
+    entries: Entries | None = None,
 ) -> Reason:
     """A static that differs: a changed value, or a fresh object compared by identity.
 
@@ -298,15 +299,16 @@ def _static(
     dataclass field, a partial's function...). Only when that part is a fresh
     object on both sides (a lambda, a partial, an instance of a class without
     ``__eq__``: an equal-looking rebuild misses too) is it ``identity_static``;
-    anything else unequal is a changed value, shown where it differs.
+    anything else unequal is a changed value, shown where it differs (``entries``: the jit's).
     """
+    un = None if in_graph or aux else W.unstatic(entries, arg)  # how to make it not static
+    identity = functools.partial(W.identity_static, in_graph=in_graph, unstatic=un)
     field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
     if not same_type(old, new) and old.same(new):
         return _at(W.static_type(arg, path, old, new), p)
     if changed_in_place(old, new):
-        return _at(
-            _mutation(arg, path, old.snapshot or old.key_text, new.snapshot or new.text, new), p
-        )
+        then, now = old.snapshot or old.key_text, new.snapshot or new.text
+        return _at(_mutation(arg, path, then, now, new), p)
     mutated = _mutated(old, new)
     if mutated is not None:
         return _at(_mutation(arg, path, old.snapshot or old.key_text, mutated, new), p)
@@ -321,7 +323,7 @@ def _static(
             if _closure_bundle(a):  # the user rebuilds the whole transform, not its closures
                 if part_old.fresh and part_new.fresh:
                     attr = str(p[-1][1]) if len(p) > 1 else arg
-                    return _at(W.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
+                    return _at(identity(arg, path, attr, old, new), p)
             else:
                 p = (*p, *parts)
                 path = render_path(p)
@@ -334,16 +336,15 @@ def _static(
     if dtypes[0] is not None and dtypes[0] == dtypes[1]:
         return _at(W.dtype_spelling(arg, path, attr, old, new), p)
     if old.fresh and new.fresh:
-        return _at(W.identity_static(arg, path, attr, old, new, in_graph=in_graph), p)
+        return _at(identity(arg, path, attr, old, new), p)
     mode_flag = attr in W.MODE_FLAGS and isinstance(new.value(), bool)
     if layer and not mode_flag and not field:  # a flax layer's own configuration
         before, after = diff_texts(old.full_text(), new.full_text())
         return _at(W.layer_config(arg, path, layer, before, after), p)
     if fields is not None and len(p) == 2:  # a float field of a plain dataclass static
-        return _at(W.static_dataclass_field(arg, path, attr, old, new, *fields), p)
-    return _at(
-        W.static_value(arg, path, attr, old, new, in_graph=in_graph, aux=aux, field=field), p
-    )
+        return _at(W.static_dataclass_field(arg, path, attr, old, new, *fields, unstatic=un), p)
+    kw = {"in_graph": in_graph, "aux": aux, "field": field, "unstatic": un}
+    return _at(W.static_value(arg, path, attr, old, new, **kw), p)
 
 
 def _mutation(arg: str, path: str, then: str, now: str, new: StaticVal) -> Reason:

@@ -225,6 +225,7 @@ class FixKind(_Kind):
     LENGTH = "length"
     NONE = "none"
     PYTREE_KIND = "pytree_kind"
+    DIFF_STRUCTURE = "diff_structure"
     VAR_META = "var_meta"
     ARG = "arg"
     SIGNATURE = "signature"
@@ -251,6 +252,7 @@ class FixKind(_Kind):
     STATIC_RULE = "static_rule"
     STATIC_CHOICE = "static_choice"
     STATIC_DATACLASS = "static_dataclass"
+    DIFF_STATIC = "diff_static"
     DTYPE_SPELLING = "dtype_spelling"
     MUTATED = "mutated"
     NAN = "nan"
@@ -352,8 +354,9 @@ REWORDED: dict[FixKind, ReasonKind] = {
 class MessageKind(_Kind):
     """Which template a ``Reason``'s message is made from: one member per ``*_MSG`` template of a
     kind's module in ``_core/reasons/`` (named as the template without ``_MSG``), and per part a
-    message or fix is assembled from (``*_WHY``, ``*_SUFFIX``). It travels with the reason's
-    words' makings (``Reason.said``), not in the JSON."""
+    message or fix is assembled from (``*_WHY``, ``*_SUFFIX``, ``STATIC_OPTION_*``,
+    ``ARRAYS_PYTREE_*``, ``OPTAX_BUILD_*``). It travels with the reason's words' makings
+    (``Reason.said``), not in the JSON."""
 
     # reasons/new_function.py
     NEW_FUNCTION = "new_function"
@@ -374,6 +377,7 @@ class MessageKind(_Kind):
     PYTREE_KEY = "pytree_key"
     LENGTH = "length"
     PYTREE_KIND = "pytree_kind"
+    DIFF_STRUCTURE = "diff_structure"
     # reasons/graph_structure.py
     GRAPH_ADDED = "graph_added"
     GRAPH_KIND = "graph_kind"
@@ -385,11 +389,21 @@ class MessageKind(_Kind):
     MODE = "mode"
     COUNTER = "counter"
     DTYPE_SPELLING = "dtype_spelling"
+    DIFF_STATIC = "diff_static"
+    STATIC_OPTION_DROP = "static_option_drop"
+    STATIC_OPTION_NARROW = "static_option_narrow"
+    STATIC_OPTION_BOTH = "static_option_both"
+    STATIC_OPTION_ANY = "static_option_any"
     # reasons/identity_static.py
     IDENTITY = "identity"
     CLASS = "class"
     NAN = "nan"
     NAN_FIELD = "nan_field"
+    ARRAYS_PYTREE_DECORATOR = "arrays_pytree_decorator"
+    ARRAYS_PYTREE_CALL = "arrays_pytree_call"
+    ARRAYS_PYTREE_METHODS = "arrays_pytree_methods"
+    OPTAX_BUILD_NAMED = "optax_build_named"
+    OPTAX_BUILD_ANY = "optax_build_any"
     # reasons/mutated_static.py
     MUTATED = "mutated"
     MUTATED_MISS = "mutated_miss"
@@ -399,6 +413,7 @@ class MessageKind(_Kind):
     VAR_META = "var_meta"
     # reasons/shape.py
     SHAPE = "shape"
+    BUCKETED = "bucketed"
     VMAP_SHAPE = "vmap_shape"
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_WHY = "keras_ragged_why"
@@ -444,6 +459,38 @@ class MessageKind(_Kind):
     EQX_MODULE_IDENTITY = "eqx_module_identity"
     EQX_MODE = "eqx_mode"
     EQX_OPTAX = "eqx_optax"
+
+
+class WordsKind(_Kind):
+    """Which template made the words of what is not a retrace's reason (``Template.id``): a
+    stale cache hit (``_track/stale.py``) and the audit's own findings (``_audit/checks.py``,
+    ``_audit/equinox.py``), each made when first printed as a reason's are."""
+
+    # _track/stale.py
+    STALE = "stale"
+    STALE_FIX = "stale_fix"
+    # _audit/checks.py
+    AUDIT_HOLDING = "audit_holding"
+    AUDIT_SHARED = "audit_shared"
+    AUDIT_NUMBER = "audit_number"
+    AUDIT_VAR_NUMBER = "audit_var_number"
+    AUDIT_UNHASHABLE = "audit_unhashable"
+    AUDIT_UNHASHABLE_FIX = "audit_unhashable_fix"
+    AUDIT_COMPARE = "audit_compare"
+    AUDIT_COMPARE_FIX = "audit_compare_fix"
+    AUDIT_HIDDEN = "audit_hidden"
+    AUDIT_HIDDEN_TOP = "audit_hidden_top"
+    AUDIT_HIDDEN_ARRAY_FIX = "audit_hidden_array_fix"
+    AUDIT_HIDDEN_NODE_FIX = "audit_hidden_node_fix"
+    AUDIT_NOT_ARRAY = "audit_not_array"
+    AUDIT_NOT_ARRAY_FIX = "audit_not_array_fix"
+    AUDIT_FLAX_ARG_FIX = "audit_flax_arg_fix"
+    AUDIT_LIBRARY_CLOSURE_FIX = "audit_library_closure_fix"
+    # _audit/audit.py, _audit/equinox.py
+    AUDIT_SPLIT = "audit_split"
+    AUDIT_SPLIT_FIX = "audit_split_fix"
+    AUDIT_EQX_NUMBER = "audit_eqx_number"
+    AUDIT_EQX_NUMBER_FIX = "audit_eqx_number_fix"
 
 
 _REASON_ORDER: dict[str, int] = {kind: i for i, kind in enumerate(ReasonKind)}

@@ -147,6 +147,21 @@ Reason.message = _Said(0, "message")  # type: ignore[assignment]
 Reason.fix = _Said(1, "fix")  # type: ignore[assignment]
 
 
+def _said(self: Any) -> tuple[Words, Words]:
+    return self.__dict__["_said_message"], self.__dict__["_said_fix"]
+
+
+def words_when_read(cls: Any) -> Any:
+    """``cls`` (a frozen dataclass with ``message`` and ``fix`` fields: a stale cache hit, an
+    audit finding) keeping the makings of its words as a ``Reason`` does: given as ``Words``
+    (or a string, kept as given), made once, the first time they are read (``said``: the
+    makings)."""
+    cls.said = property(_said)
+    cls.message = _Said(0, "message")
+    cls.fix = _Said(1, "fix")
+    return cls
+
+
 def _member(enum_cls: Any, value: Any) -> Any:
     try:
         return enum_cls(value)

@@ -21,7 +21,7 @@ from .fields import build_fields as _build
 from .fields import check_type as _check_type
 from .figures import IMPOSSIBLE, check_figures, not_negative
 from .kinds import AdviceKind, EventKind, ReasonKind
-from .reason import EXPECTED_FIX, STATIC_FLOWS, Reason
+from .reason import EXPECTED_FIX, STATIC_FLOWS, Reason, words_when_read
 from .runinfo import RunInfo, runinfo_from_dict
 
 if TYPE_CHECKING:  # .cost loads with the first long compile or a report read from JSON
@@ -101,9 +101,11 @@ class Event:
         return bool(self.reasons) and all(r.expected for r in self.reasons)
 
 
+@words_when_read
 @dataclasses.dataclass(frozen=True)
 class StaleHit:
-    """A cached call that ignored a change the cache key should have seen."""
+    """A cached call that ignored a change the cache key should have seen. Its ``message`` and
+    ``fix`` are given as the makings of words (``Words``) and made when first read."""
 
     #: The cached call that ignored the change, from 0.
     call_index: int

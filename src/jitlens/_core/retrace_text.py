@@ -13,6 +13,7 @@ import logging
 import textwrap
 from collections.abc import Sequence
 
+from . import buckets
 from .kinds import EventKind
 from .lines import Line, Role
 from .report import Event, FunctionReport, Reason, StaleHit
@@ -111,6 +112,16 @@ def call_number(call_index: int | None) -> str:
     return UNKNOWN if call_index is None else str(call_index + 1)
 
 
+def fix_lines(fix: str, indent: int) -> list[Line]:
+    """The ``fix:`` line of ``fix`` at ``indent``, and the lines of code it ends with (a fix
+    that shows a few lines to put in a class), each on its own line under it."""
+    first, *code = fix.split("\n")
+    return [
+        Line(indent, FIX_LINE.format(fix=first), Role.FIX),
+        *(Line(indent + 4, line, Role.FIX) for line in code),
+    ]
+
+
 def _height(block: Sequence[Line], width: int | None) -> int:
     """Screen lines ``block`` takes when wrapped at ``width`` (``None``: one per line)."""
     if width is None:
@@ -177,7 +188,7 @@ def retrace_block(
     for shown, (reason, count, values) in enumerate(ordered):
         block = _reason_lines(reason, count, values, detailed=shown == 0, noun=_noun(fn, reason))
         if reason.fix and reason.fix not in fixes:
-            block.append(Line(4, FIX_LINE.format(fix=reason.fix), Role.FIX))
+            block.extend(fix_lines(reason.fix, 4))
         room = MAX_LINES_PER_RETRACE - _height(lines, width)
         room -= 1 if shown < len(ordered) - 1 else 0
         if shown == 0 and _height(block, width) > room and len(block) > 1:
@@ -200,6 +211,15 @@ def retrace_block(
                 continue
             # no room for its fix: one line still says what changed
             block = [_one_line(reason, count, values, _noun(fn, reason))]
+        if _height(block, width) > room and shown == 0 and reason.fix:
+            # the first reason never gives way whole: one line says what changed, then its
+            # fix (a fix with lines of code may take more than the budget)
+            fix = [line for line in block if line.role is Role.FIX]
+            block = [_one_line(reason, count, values, _noun(fn, reason)), *fix]
+            if _height(block, width) > room:
+                lines.extend(block)
+                fixes.add(reason.fix)
+                continue
         if _height(block, width) > room:
             rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
             paths = ", ".join(shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
@@ -286,6 +306,11 @@ def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -
         lines = retrace_lines(fn, event, folded, width=width)
         head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0].text)
         body = [(line.indent, line.text) for line in lines[1:]]
+        chosen = buckets.bucketed(fn.events) if event.kind is EventKind.RETRACE else []
+        if chosen:  # the retraces so far are a deliberate bucket set: said as the summary says
+            from .reasons import bucketed
+
+            body = [(2, bucketed(s).make()) for s in chosen]
         if not event.reasons and event.kind != EventKind.TRACE:
             body.append((2, no_reason(event.kind, 1)))
         return "\n".join([_wrapped(0, head, width), *(_wrapped(i, t, width) for i, t in body)])

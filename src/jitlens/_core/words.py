@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .code import words_unless_code
 
 if TYPE_CHECKING:
-    from .kinds import FixKind, MessageKind
+    from .kinds import FixKind, MessageKind, WordsKind
 
 #: A message or a fix is at most this many characters.
 LIMIT = 240
@@ -28,9 +28,9 @@ class Template(str):
     ``MessageKind`` / ``FixKind`` member it is. It is a ``str``: ``template.format(...)`` still
     makes words at once, for the front-ends that say their own."""
 
-    id: MessageKind | FixKind
+    id: MessageKind | FixKind | WordsKind
 
-    def __new__(cls, id: MessageKind | FixKind, text: str) -> Template:
+    def __new__(cls, id: MessageKind | FixKind | WordsKind, text: str) -> Template:
         self = super().__new__(cls, text)
         self.id = id
         return self
@@ -70,7 +70,7 @@ class Words:
         return cls(None, text=text, capped=capped)
 
     @property
-    def id(self) -> MessageKind | FixKind | None:
+    def id(self) -> MessageKind | FixKind | WordsKind | None:
         """The template's id (``None`` for words as given)."""
         return None if self.template is None else self.template.id
 

@@ -3,8 +3,10 @@
 Two compiled entries are compared path by path from the keys the reports
 recorded (``Event.key``: user path -> what JAX compared there), falling back to
 the signature text for a report without keys; each difference becomes a
-``Reason`` in ``_core.messages``' vocabulary (shape, dtype, weak type,
-sharding) or a static / structure change. Two runs' ``RunInfo`` are compared
+``Reason`` made by ``_core.reasons``' builders, with the makings of its words (shape,
+dtype, weak type, sharding; a static or a structure seen only in the keys' texts:
+``diff_static``, ``diff_structure``), worded where it is printed as every reason is.
+Two runs' ``RunInfo`` are compared
 on what JAX hashes into the persistent-cache key (``jax/_src/cache_key.py``).
 """
 
@@ -14,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from .._core import reasons as messages
-from .._core.kinds import FixKind, ReasonKind, reason_order
+from .._core.kinds import reason_order
 from .._core.report import Event, Reason
 from .._core.runinfo import RunInfo
 from .model import RunChange
@@ -29,10 +31,6 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]+|(?<=@…)[0-9a-f]{4}")
 UNSET = "unset"
 #: The config option through which the cache folder's path enters the key.
 XLA_CACHES = "jax_persistent_cache_enable_xla_caches"
-STATIC_MSG = "`{path}` is {before} in BEFORE and {after} in AFTER; each static value compiles."
-STATIC_FIX = "Pass `{path}` with the value of the baseline run, or accept one compile per value."
-STRUCTURE_MSG = "`{path}` is {before} in BEFORE and {after} in AFTER: a new key structure."
-STRUCTURE_FIX = "Pass the same structure (keys, lengths, None vs array) as the baseline run."
 
 
 # ------------------------------------------------------------------ keys
@@ -75,17 +73,7 @@ def _arg(path: str) -> str:
 def _reason(path: str, before: str | None, after: str | None) -> Reason:
     arg = _arg(path)
     if before is None or after is None:
-        b, a = before or "absent", after or "absent"
-        return Reason(
-            ReasonKind.PYTREE_STRUCTURE,
-            arg,
-            path,
-            b,
-            a,
-            STRUCTURE_MSG.format(path=path, before=b, after=a),
-            STRUCTURE_FIX,
-            fix_kind=FixKind.UNSET,  # the diff's own words: no explainer template made them
-        )
+        return messages.diff_structure(arg, path, before or "absent", after or "absent")
     mb, ma = _AVAL.match(before), _AVAL.match(after)
     if mb and ma:
         if mb["dtype"] != ma["dtype"]:
@@ -97,16 +85,7 @@ def _reason(path: str, before: str | None, after: str | None) -> Reason:
         return messages.sharding(
             arg, path, mb["sharding"] or "default", ma["sharding"] or "default"
         )
-    return Reason(
-        ReasonKind.STATIC_VALUE,
-        arg,
-        path,
-        before,
-        after,
-        STATIC_MSG.format(path=path, before=before, after=after),
-        STATIC_FIX.format(path=path),
-        fix_kind=FixKind.UNSET,
-    )
+    return messages.diff_static(arg, path, before, after)
 
 
 def key_reasons(before: dict[str, str], after: dict[str, str]) -> tuple[Reason, ...]:

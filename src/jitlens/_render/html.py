@@ -120,7 +120,7 @@ background:#fff;border:1px solid var(--line);border-radius:4px;padding:2px 5px}
 mark.path{background:#fff3bf;padding:0 2px;border-radius:3px;font-family:ui-monospace,monospace}
 .count{color:var(--mute)}.values code{word-break:break-all}del{background:#ffe3e3;
 text-decoration:none}ins{background:#d3f9d8;text-decoration:none}.message{margin:3px 0;
-color:#344054}.fix{margin:3px 0}.fix .label{font-weight:700;color:var(--trace)}
+color:#344054}.fix{margin:3px 0;white-space:pre-line}.fix .label{font-weight:700;color:var(--trace)}
 details summary{cursor:pointer;color:var(--mute)}
 #jl-tip{position:fixed;z-index:10;max-width:560px;padding:6px 9px;border-radius:6px;
 background:#1d2330;color:#fff;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;

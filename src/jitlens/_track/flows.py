@@ -77,7 +77,7 @@ def note_program(b: EventBuilder, frame: Any) -> None:
     from .._core import reasons as S  # its words load at the first retrace
 
     b.reasons = tuple(
-        S.static_flow(r, _rule(b, statics.get(r.path)) or flow, _data_fix(rec.kind, r))
+        S.static_flow(r, _rule(b, statics.get(r.path)) or flow, _data_fix(rec.kind, r, key))
         if r.flow == "unchecked"
         else r
         for r in b.reasons
@@ -118,8 +118,12 @@ def _static_number(r: Any) -> bool:
     return r.kind == ReasonKind.STATIC_VALUE and r.flow == "unchecked"
 
 
-def _data_fix(kind: str, r: Any) -> tuple[FixKind | str, Words]:
-    """The fix for a static number that only enters arithmetic, in the front-end's terms."""
+def _data_fix(kind: str, r: Any, key: Key) -> tuple[FixKind | str, Words]:
+    """The fix for a static number that only enters arithmetic, in the front-end's terms, with
+    how to stop it being static read from ``key``'s jit options."""
+    from .._core import reasons as S  # the words load at the first retrace
+
     fe = of_kind(kind)
-    own = fe.data_fix(kind, r) if fe is not None else None
+    unstatic = S.unstatic(key.entries, r.argument or r.path)
+    own = fe.data_fix(kind, r, unstatic) if fe is not None else None
     return (r.fix_kind, r.said[1]) if own is None else own  # else a pmap's own words

@@ -132,10 +132,11 @@ class Frontend:
         """``reasons`` of a retrace of one of its rows, in the library's terms."""
         return reasons
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+    def data_fix(self, kind: str, r: Reason, unstatic: Words) -> tuple[FixKind, Words] | None:
         """The fix (its template's kind and the makings of its words) for a static number of a ``kind`` row
         that only enters arithmetic (pass it as an array), if the front-end words one; None
-        keeps the reason's own fix."""
+        keeps the reason's own fix. ``unstatic``: how to stop the argument being static, in the
+        jit option that made it so (``_core.reasons.unstatic``)."""
         return None
 
     # ---------------------------------------------------------------- its canary

@@ -17,20 +17,23 @@ from typing import Any
 
 from .. import _compat
 from .._core.key import Entry, Path, render_path
-from .._core.kinds import EntryKind, RowKind
+from .._core.kinds import EntryKind, RowKind, WordsKind
 from .._core.report import StaleHit
 from .._core.signature import walk_graphdef
+from .._core.words import Template
 from .._errors import StaleCacheWarning
 from . import sink
 from .state import internal_failure
 
-STALE_MSG = (
+STALE_MSG = Template(
+    WordsKind.STALE,
     "nnx.cached_partial cached `{path}` = {before}; it is now {after}, but cached calls still "
-    "use the old value (no retrace, stale result)."
+    "use the old value (no retrace, stale result).",
 )
-STALE_FIX = (
+STALE_FIX = Template(
+    WordsKind.STALE_FIX,
     "Call nnx.cached_partial({name}, ...) again after changing `{path}` and use the new partial "
-    "(one compile per value of `{attr}`)."
+    "(one compile per value of `{attr}`).",
 )
 
 _WATCHES: list[_Watch] = []
@@ -70,8 +73,8 @@ class _Watch:
                     path=path,
                     before=before,
                     after=after,
-                    message=STALE_MSG.format(path=path, before=before, after=after),
-                    fix=STALE_FIX.format(path=path, name=self.fn_name, attr=attr),
+                    message=STALE_MSG.words(path=path, before=before, after=after),
+                    fix=STALE_FIX.words(path=path, name=self.fn_name, attr=attr),
                 )
                 found.append(hit)
                 sink.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, stacklevel=4)

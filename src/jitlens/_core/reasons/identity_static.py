@@ -14,6 +14,7 @@ import inspect
 import sys
 from typing import Any
 
+from ..._compat import optax_api
 from ..key import StaticVal, short_repr
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
@@ -27,6 +28,7 @@ from .base import (
     with_fix,
 )
 from .spec import KindSpec
+from .static_value import unstatic as _unstatic
 
 IDENTITY_MSG = Template(M.IDENTITY, "{what} is {desc}, which compares by identity: {consequence}.")
 
@@ -68,10 +70,17 @@ def optax_kind(r: Reason, state: str) -> Reason:
 
 
 def identity_static(
-    arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, *, in_graph: bool
+    arg: str,
+    path: str,
+    attr: str,
+    old: StaticVal,
+    new: StaticVal,
+    *,
+    in_graph: bool,
+    unstatic: Words | None = None,
 ) -> Reason:
     value = new.value()
-    found = _identity_fix(value, attr, path, arg, in_graph, new, old.value())
+    found = _identity_fix(value, attr, path, arg, in_graph, new, unstatic, old.value())
     consequence = (
         "every new instance holds a new object and the cache key never matches"
         if in_graph
@@ -175,9 +184,8 @@ JITTED_FIX = Template(
 #: ``TrainState``) by an array of the same dtype: a Python float is weakly typed, a new key.
 OPTAX_FIX = Template(
     K.OPTAX,
-    "Expected once per optimizer build. To sweep hyperparameters with one compile, build "
-    "`TX = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)` once and set `{value}` "
-    "per run.",
+    "Expected once per optimizer build. To sweep hyperparameters with one compile, {build} "
+    "once and set `{value}` per run.",
 )
 
 
@@ -187,6 +195,19 @@ OPTAX_REBUILT_FIX = Template(
     K.OPTAX_REBUILT,
     "Build the optax transform once, before the loop, and pass that same object every time: "
     "this one was built again from the same hyper-parameters.",
+)
+
+
+#: How ``OPTAX_FIX`` builds the optimizer: with the optax function that built the user's
+#: (``_compat.optax_api.factory_name``), or, where that is not known for sure, in general.
+OPTAX_BUILD_NAMED = Template(
+    M.OPTAX_BUILD_NAMED,
+    "build `TX = optax.inject_hyperparams(optax.{factory})(learning_rate=1e-3)`",
+)
+OPTAX_BUILD_ANY = Template(
+    M.OPTAX_BUILD_ANY,
+    "build the optimizer through `optax.inject_hyperparams` (pass it the optax function that "
+    "makes your optimizer, then call the result with the same hyper-parameters)",
 )
 
 
@@ -203,8 +224,20 @@ NO_EQ_FIX = Template(
 ARRAYS_PYTREE_FIX = Template(
     K.ARRAYS_PYTREE,
     "`{type}` holds arrays ({data}), which cannot be hashed as a static: make it a pytree whose "
-    "arrays are traced and the rest static, `{code}` after the class, then remove `{arg}` from "
-    "static_argnums/static_argnames.",
+    "arrays are traced and the rest static, then {unstatic}. {code}",
+)
+
+
+#: The shortest registration that works for the class, the last part of ``ARRAYS_PYTREE_FIX``:
+#: a dataclass whose fields are all arrays takes the decorator alone; one with other fields
+#: names them (data and meta) in one call after the class; any other class gets
+#: ``register_pytree_node_class`` and its two methods, one short line each (``{methods}``).
+ARRAYS_PYTREE_DECORATOR = Template(M.ARRAYS_PYTREE_DECORATOR, "Above the class: `{code}`.")
+ARRAYS_PYTREE_CALL = Template(M.ARRAYS_PYTREE_CALL, "After the class: `{code}`.")
+ARRAYS_PYTREE_METHODS = Template(
+    M.ARRAYS_PYTREE_METHODS,
+    "Put `@jax.tree_util.register_pytree_node_class` above `class {type}` and these in it:\n"
+    "{methods}",
 )
 
 
@@ -232,9 +265,17 @@ class IdentityFix:
 
 
 def _identity_fix(
-    value: Any, attr: str, path: str, arg: str, in_graph: bool, sv: StaticVal, old: Any = None
+    value: Any,
+    attr: str,
+    path: str,
+    arg: str,
+    in_graph: bool,
+    sv: StaticVal,
+    unstatic: Words | None = None,
+    old: Any = None,
 ) -> IdentityFix:
-    """Classify an identity-compared static and find a fix checked to work (tests/test_fixes.py)."""
+    """Classify an identity-compared static and find a fix checked to work (tests/test_fixes.py).
+    ``unstatic``: how to stop ``arg`` being static (``static_value.unstatic``)."""
     if not attr.isidentifier():  # a list item or dict key: name things generically
         attr = "fn"
     tname = sv.type_name
@@ -314,10 +355,17 @@ def _identity_fix(
             return IdentityFix(
                 SubjectKind.OPTAX_TRANSFORM, desc, K.OPTAX_REBUILT, OPTAX_REBUILT_FIX.words()
             )
-        state = f"{path[: -len('.tx')]}.opt_state" if path.endswith(".tx") else "opt_state"
+        state = (
+            f"{path[: -len('.tx')]}.opt_state" if path.endswith(".tx") else "optimizer.opt_state"
+        )
         lr = f"{state}.hyperparams['learning_rate']"
-        value = f"{lr}[...] = lr" if in_graph else f"{lr} = jnp.float32(lr)"
-        return IdentityFix(SubjectKind.OPTAX_TRANSFORM, desc, K.OPTAX, OPTAX_FIX.words(value=value))
+        setter = f"{lr}[...] = lr" if in_graph else f"{lr} = jnp.float32(lr)"
+        return IdentityFix(
+            SubjectKind.OPTAX_TRANSFORM,
+            desc,
+            K.OPTAX,
+            OPTAX_FIX.words(value=setter, build=optax_build(value)),
+        )
     tn = tname.rsplit(".", 1)[-1]
     fields = None if in_graph else array_fields(value)
     if fields is not None:
@@ -330,7 +378,7 @@ def _identity_fix(
                 type=tn,
                 data=", ".join(f"`{d}`" for d in data),
                 code=pytree_code(value, tn, data, meta),
-                arg=arg,
+                unstatic=unstatic or _unstatic(None, arg),
             ),
         )
     return IdentityFix(
@@ -426,18 +474,46 @@ def _keyword_init(cls: type, names: list[str]) -> bool:
     return set(names) <= named and required <= set(names)
 
 
-def pytree_code(value: Any, tn: str, data: list[str], meta: list[str]) -> str:
-    """The registration that makes ``value``'s class a pytree with ``data`` traced and ``meta``
-    static: ``register_dataclass`` when its constructor takes exactly those names, else
-    ``register_pytree_node`` rebuilding the instance without calling its ``__init__``."""
-    if _keyword_init(type(value), data + meta):
-        return f"jax.tree_util.register_dataclass({tn}, data_fields={data!r}, meta_fields={meta!r})"
-    get = ", ".join(f"p.{n}" for n in data)
-    aux = ", ".join(f"p.{n}" for n in meta)
-    return (
-        f"jax.tree_util.register_pytree_node({tn}, lambda p: (({get},), ({aux}{',' if aux else ''})), "
-        f"lambda m, d: (o := object.__new__({tn}), vars(o).update(zip({meta + data!r}, m + d)))[0])"
-    )
+def pytree_code(value: Any, tn: str, data: list[str], meta: list[str]) -> Words:
+    """The shortest registration that makes ``value``'s class a pytree with ``data`` traced and
+    ``meta`` static: a dataclass built from exactly those fields is registered with
+    ``register_dataclass`` (its decorator alone when every field is data); any other class
+    gets ``register_pytree_node_class`` with ``tree_flatten`` / ``tree_unflatten``, which
+    rebuild the instance through its constructor when it takes exactly those names, else
+    without calling it."""
+    cls = type(value)
+    if dataclasses.is_dataclass(cls) and _keyword_init(cls, data + meta):
+        if not meta:
+            return ARRAYS_PYTREE_DECORATOR.words(code="@jax.tree_util.register_dataclass")
+        code = f"jax.tree_util.register_dataclass({tn}, data_fields={data!r}, meta_fields={meta!r})"
+        return ARRAYS_PYTREE_CALL.words(code=code)
+    kids, aux = (_tuple_code([f"self.{n}" for n in names]) for names in (data, meta))
+    if _keyword_init(cls, data + meta):
+        given = [f"{n}=meta[{i}]" for i, n in enumerate(meta)]
+        given += [f"{n}=data[{i}]" for i, n in enumerate(data)]
+        rebuilt = [f"def tree_unflatten(cls, meta, data): return cls({', '.join(given)})"]
+    else:  # not through its constructor: its attributes set back as they were
+        sets = [f"{_tuple_code([f'o.{n}' for n in names])[1:-1]} = {side}" for names, side in
+                ((meta, "meta"), (data, "data")) if names]  # fmt: skip
+        rebuilt = [
+            "def tree_unflatten(cls, meta, data):",
+            f"    o = cls.__new__(cls); {'; '.join(sets)}; return o",
+        ]
+    methods = "\n".join((f"def tree_flatten(self): return {kids}, {aux}", "@classmethod", *rebuilt))
+    return ARRAYS_PYTREE_METHODS.as_written(type=tn, methods=methods)
+
+
+def optax_build(tx: Any) -> Words:
+    """How ``OPTAX_FIX`` builds the optimizer ``tx`` again through ``inject_hyperparams``."""
+    factory = optax_api.factory_name(tx)
+    if factory is None:
+        return OPTAX_BUILD_ANY.words()
+    return OPTAX_BUILD_NAMED.words(factory=factory)
+
+
+def _tuple_code(items: list[str]) -> str:
+    """Python for the tuple of ``items``: ``()``, ``(a,)``, ``(a, b)``."""
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _qualified(func: Any) -> str:
@@ -523,5 +599,15 @@ SPEC = KindSpec(
         K.OPTAX_KIND: OPTAX_KIND_FIX,
         K.NAN_FIELD: NAN_FIELD_FIX,
     },
-    messages=(IDENTITY_MSG, CLASS_MSG, NAN_MSG, NAN_FIELD_MSG),
+    messages=(
+        IDENTITY_MSG,
+        CLASS_MSG,
+        NAN_MSG,
+        NAN_FIELD_MSG,
+        ARRAYS_PYTREE_DECORATOR,
+        ARRAYS_PYTREE_CALL,
+        ARRAYS_PYTREE_METHODS,
+        OPTAX_BUILD_NAMED,
+        OPTAX_BUILD_ANY,
+    ),
 )

@@ -78,6 +78,29 @@ NONE_FIX = Template(
 PYTREE_KIND_FIX = Template(K.PYTREE_KIND, "Pass `{path}` as the same kind of value on every call.")
 
 
+#: Two runs' keys compared (``jitlens diff``): an entry only one of them has.
+DIFF_STRUCTURE_MSG = Template(
+    M.DIFF_STRUCTURE,
+    "`{path}` is {before} in BEFORE and {after} in AFTER: a new key structure.",
+)
+
+
+DIFF_STRUCTURE_FIX = Template(
+    K.DIFF_STRUCTURE,
+    "If the runs should share a compile, pass the same structure (keys, lengths, None vs "
+    "array) as the baseline run.",
+)
+
+
+def diff_structure(arg: str, path: str, before: str, after: str) -> Reason:
+    """An entry one of two runs' keys has and the other not (``absent``)."""
+    return _reason(
+        ReasonKind.PYTREE_STRUCTURE, arg, path, before, after,
+        DIFF_STRUCTURE_MSG.words(path=path, before=before, after=after),
+        DIFF_STRUCTURE_FIX.words(), fix_kind=K.DIFF_STRUCTURE,
+    )  # fmt: skip
+
+
 def pytree_key(arg: str, path: str, what: str, *, added: bool) -> Reason:
     verb = "added to" if added else "removed from"
     return _reason(
@@ -107,7 +130,8 @@ SPEC = KindSpec(
         K.NONE: NONE_FIX,
         K.PYTREE_KIND: PYTREE_KIND_FIX,
         K.LENGTH: LENGTH_FIX,
+        K.DIFF_STRUCTURE: DIFF_STRUCTURE_FIX,
     },
-    messages=(PYTREE_KEY_MSG, PYTREE_KIND_MSG, LENGTH_MSG),
+    messages=(PYTREE_KEY_MSG, PYTREE_KIND_MSG, LENGTH_MSG, DIFF_STRUCTURE_MSG),
     structure=True,
 )

@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from ..key import StaticVal, diff_texts
+from ..key import Entry, Path, StaticVal, diff_texts
 from ..key import is_number as is_number
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
@@ -42,9 +43,65 @@ STATIC_GRAPH_FIX = Template(
 
 STATIC_ARG_FIX = Template(
     K.STATIC_ARG,
-    "Pass `{arg}` as a traced argument (drop it from static_argnums/static_argnames) if it is a "
-    "number that changes; keep statics for a few fixed values.",
+    "Pass `{arg}` as a traced argument ({unstatic}) if it is a number that changes; keep statics "
+    "for a few fixed values.",
 )
+
+
+#: How a fix stops an argument being static, in the jit option the user wrote (``unstatic``
+#: of the fixes that trace it, made by :func:`unstatic`): the option drops out, or loses one
+#: name or number; where the option is unknown (a jit whose options are not read), both.
+STATIC_OPTION_DROP = Template(M.STATIC_OPTION_DROP, "drop `{option}`")
+STATIC_OPTION_NARROW = Template(M.STATIC_OPTION_NARROW, "change `{option}` to `{rest}`")
+STATIC_OPTION_BOTH = Template(M.STATIC_OPTION_BOTH, "{first} and {second}")
+STATIC_OPTION_ANY = Template(
+    M.STATIC_OPTION_ANY, "remove `{arg}` from static_argnums/static_argnames"
+)
+
+
+def unstatic(entries: Mapping[Path, Entry] | None, arg: str) -> Words:
+    """The makings of "stop ``arg`` being static", in the options of the jit that made it
+    static, read from the key's ``jit`` entries (the jit's own options, as written:
+    ``static_argnames='cfg'``): each option that holds ``arg``, by name or by the position it
+    was passed at, drops out or loses it; where no option is known to hold it, both, unnamed."""
+    entries = entries or {}
+    parts = []
+    for option in ("static_argnames", "static_argnums"):
+        e = entries.get((("jit", option),))
+        value = e.static.value() if e is not None and e.static is not None else None
+        if value is None:
+            continue
+        held = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        target = arg if option == "static_argnames" else _position(entries, arg, held)
+        if target is None or target not in held:
+            continue
+        shown = f"{option}={value!r}"
+        rest = tuple(v for v in held if v != target)
+        if not rest:
+            parts.append(STATIC_OPTION_DROP.words(option=shown))
+        else:
+            parts.append(STATIC_OPTION_NARROW.words(option=shown, rest=f"{option}={rest!r}"))
+    if len(parts) == 2:
+        return STATIC_OPTION_BOTH.words(first=parts[0], second=parts[1])
+    return parts[0] if parts else _any(arg)
+
+
+def _any(arg: str) -> Words:
+    return STATIC_OPTION_ANY.words(arg=arg)
+
+
+def _position(entries: Mapping[Path, Entry], arg: str, held: tuple[Any, ...]) -> int | None:
+    """The number in ``held`` (a ``static_argnums``, negative counting from the end) of the
+    positional argument ``arg``; None if it was passed by keyword or is not held."""
+    passed = [p[0][1] for p, e in entries.items() if len(p) == 2 and p[1][0] == "passed"]
+    positional = [
+        name for name in passed
+        if entries[(("arg", name), ("passed", ""))].target == "positional"
+    ]  # fmt: skip
+    if arg not in positional:
+        return None
+    i, n = positional.index(arg), len(positional)
+    return next((v for v in held if isinstance(v, int) and v % n == i and -n <= v < n), None)
 
 
 STATIC_AUX_FIX = Template(
@@ -209,9 +266,8 @@ def counter_static(arg: str, path: str, attr: str, values: list[Any]) -> Reason:
 #: or no program was seen): both cases in words, no code that could break.
 STATIC_ARG_UNSURE_FIX = Template(
     K.STATIC_ARG_UNSURE,
-    "If `{arg}` only enters arithmetic, pass it as a traced argument (drop it from "
-    "static_argnums/static_argnames); if it sets a shape, a slice, an index, a loop count or a "
-    "Python branch it must stay static, each value compiling once.",
+    "If `{arg}` only enters arithmetic, pass it as a traced argument ({unstatic}); if it sets a shape, an index, a loop count or a branch it "
+    "must stay static, each value compiling once.",
 )
 
 
@@ -260,9 +316,12 @@ STATIC_CHOICE_FIX = Template(
 STATIC_DATACLASS_FIX = Template(
     K.STATIC_DATACLASS,
     "Make the changing field data and the rest static: `jax.tree_util.register_dataclass("
-    "{cls}, data_fields={data}, meta_fields={meta})` after the class, then remove `{arg}` from "
-    "static_argnums/static_argnames; one compile serves every value.",
+    "{cls}, data_fields={data}, meta_fields={meta})` after the class, then {unstatic}.{serves}",
 )
+
+
+#: The closing remark of ``STATIC_DATACLASS_FIX``, left out where the fix would be too long.
+SERVES_EVERY_VALUE = " One compile serves every value."
 
 
 def static_dataclass_field(
@@ -274,11 +333,17 @@ def static_dataclass_field(
     cls: str,
     data: list[str],
     meta: list[str],
+    *,
+    unstatic: Words,
 ) -> Reason:
     """A number field of a static plain dataclass that changed (``cfg.lr``): the fix makes
-    the fields that changed (``data``) traced and keeps the others (``meta``) static."""
+    the fields that changed (``data``) traced and keeps the others (``meta``) static, and
+    ``unstatic`` (:func:`unstatic`) stops the argument being static."""
     r = static_value(arg, path, attr, old, new, in_graph=False)
-    fix = STATIC_DATACLASS_FIX.words(arg=arg, cls=cls, data=repr(data), meta=repr(meta))
+    fix = STATIC_DATACLASS_FIX.words(
+        cls=cls, data=repr(data), meta=repr(meta), unstatic=unstatic, serves=SERVES_EVERY_VALUE
+    )
+    fix = dataclasses.replace(fix, optional="serves")  # its closing remark if there is room
     return with_fix(r, K.STATIC_DATACLASS, fix)
 
 
@@ -326,6 +391,7 @@ def static_value(
     aux: str = "",
     field: bool = False,
     history: list[Any] | None = None,
+    unstatic: Words | None = None,
 ) -> Reason:
     """A static whose *value* changed (``==`` says unequal; a rebuild of the old one would hit).
 
@@ -333,6 +399,7 @@ def static_value(
     ``equinox``), rather than a static argument or a part of one.
     ``history``: a module attribute's values in every compiled key, in order, then the new
     one (tells a counter from a size; the fix names the first value, not the current one).
+    ``unstatic``: how to stop the argument being static (:func:`unstatic`).
     """
     what = f"static `{path}`" if not aux else f"pytree aux data of `{path}`"
     before, after = diff_texts(old.full_text(), new.full_text())
@@ -362,7 +429,7 @@ def static_value(
     elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
         fk, fix = K.STATIC_FIELD, STATIC_FIELD_FIX.words(path=path, attr=attr)
     elif path == arg:  # the static argument itself is the number: what it does decides
-        fix = STATIC_ARG_UNSURE_FIX.words(arg=arg)
+        fix = STATIC_ARG_UNSURE_FIX.words(arg=arg, unstatic=unstatic or _any(arg))
         reason = _reason(
             ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
             fix_kind=K.STATIC_ARG_UNSURE, subject=subject, facts=facts,
@@ -373,6 +440,29 @@ def static_value(
     return _reason(
         ReasonKind.STATIC_VALUE, arg, path, before, after, msg, fix,
         fix_kind=fk, subject=subject, facts=facts,
+    )  # fmt: skip
+
+
+#: Two runs' keys compared (``jitlens diff``): a static whose value differs from BEFORE to AFTER.
+DIFF_STATIC_MSG = Template(
+    M.DIFF_STATIC,
+    "`{path}` is {before} in BEFORE and {after} in AFTER; each static value compiles.",
+)
+
+
+DIFF_STATIC_FIX = Template(
+    K.DIFF_STATIC,
+    "If the runs should share a compile, pass `{path}` with the value of the baseline run; "
+    "else each value compiles once.",
+)
+
+
+def diff_static(arg: str, path: str, before: str, after: str) -> Reason:
+    """A static that differs between two runs' keys, seen from their texts alone."""
+    return _reason(
+        ReasonKind.STATIC_VALUE, arg, path, before, after,
+        DIFF_STATIC_MSG.words(path=path, before=before, after=after),
+        DIFF_STATIC_FIX.words(path=path), fix_kind=K.DIFF_STATIC,
     )  # fmt: skip
 
 
@@ -455,6 +545,7 @@ SPEC = KindSpec(
         K.STATIC_DATACLASS: STATIC_DATACLASS_FIX,
         K.DTYPE_SPELLING: DTYPE_SPELLING_FIX,
         K.LAYER: LAYER_FIX,
+        K.DIFF_STATIC: DIFF_STATIC_FIX,
     },
     messages=(
         STATIC_MSG,
@@ -462,5 +553,10 @@ SPEC = KindSpec(
         COUNTER_MSG,
         DTYPE_SPELLING_MSG,
         LAYER_MSG,
+        DIFF_STATIC_MSG,
+        STATIC_OPTION_DROP,
+        STATIC_OPTION_NARROW,
+        STATIC_OPTION_BOTH,
+        STATIC_OPTION_ANY,
     ),
 )

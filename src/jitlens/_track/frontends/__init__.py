@@ -38,10 +38,10 @@ class JaxJitFrontend(Frontend):
     def install(self, set_attr: SetAttr) -> None:
         jax_jit.install(set_attr)
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+    def data_fix(self, kind: str, r: Reason, unstatic: Words) -> tuple[FixKind, Words] | None:
         from ..._core.reasons import STATIC_ARG_FIX  # the words load at the first retrace
 
-        return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path)
+        return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path, unstatic=unstatic)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         if rec.internal:

@@ -167,13 +167,13 @@ class NnxFrontend(Frontend):
     def install(self, set_attr: SetAttr) -> None:
         install(set_attr)
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+    def data_fix(self, kind: str, r: Reason, unstatic: Words) -> tuple[FixKind, Words] | None:
         """``static_argnums`` as ``jax.jit``'s for the default mode (others keep their words)."""
         if kind != KIND:
             return None
         from ..._core.reasons import STATIC_ARG_FIX  # the words load at the first retrace
 
-        return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path)
+        return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path, unstatic=unstatic)
 
     def canary(self, np: Any) -> list[str]:
         """An ``nnx.jit`` function of a Module, called with two shapes."""

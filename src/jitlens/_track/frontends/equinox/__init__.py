@@ -150,7 +150,7 @@ class EquinoxFrontend(Frontend):
 
         return words.frontend_words(reasons, key, rec.defined_at)
 
-    def data_fix(self, kind: str, r: Reason) -> tuple[FixKind, Words] | None:
+    def data_fix(self, kind: str, r: Reason, unstatic: Words) -> tuple[FixKind, Words] | None:
         from . import words
 
         return FixKind.EQX_SCALAR, words.SCALAR_FIX.words(expr=r.path)

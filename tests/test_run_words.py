@@ -1,0 +1,130 @@
+"""``jitlens run`` as a user runs it, in fresh processes: the words the live log and the exit
+summary share, the paths they show, and the exit status a program chooses.
+
+The processes of a test start together and are waited for together (each is a new
+interpreter importing jax: seconds).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+#: Shapes padded to buckets (multiples of 16), then served from the cache.
+BUCKETS = """
+import jax, jax.numpy as jnp
+
+f = jax.jit(lambda x: (x * 2).sum())
+for n in (16, 32, 48, 16, 32):
+    f(jnp.ones(n))
+"""
+
+
+def _start(args: list[str], cwd: pathlib.Path, *, python: bool = False) -> subprocess.Popen[str]:
+    """``jitlens ARGS`` (or, with ``python``, ``python ARGS``: the ground truth) in ``cwd``."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "COLUMNS": "100"}
+    env.pop("JITLENS", None)
+    return subprocess.Popen(
+        [sys.executable, *([] if python else ["-m", "jitlens"]), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _finish(procs: dict[str, subprocess.Popen[str]]) -> dict[str, tuple[int, str, str]]:
+    out = {}
+    for name, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=240)
+        out[name] = (proc.returncode, stdout, stderr)
+    return out
+
+
+def test_the_live_log_and_the_summary_say_one_thing_of_buckets_and_paths(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Shapes padded to buckets: the live log said "Keep shapes fixed: pad ..." at the
+    retrace that made the set, the summary "a bounded set of buckets" of the same retraces.
+    Both now say the summary's words, made once in ``_core/reasons/shape.py``. And a program
+    run as ``../prog.py`` (or by an absolute path through ``sub/..``) is shown by its
+    normalised path relative to the working folder, as tracebacks and pytest show it:
+    ``../prog.py``, ``prog.py``; it was ``/…/sub/../prog.py``."""
+    (tmp_path / "prog.py").write_text(BUCKETS)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    runs = _finish(
+        {
+            "up": _start(["run", "../prog.py"], sub),
+            "absolute": _start(["run", str(sub / ".." / "prog.py")], tmp_path),
+        }
+    )
+    for name, shown in (("up", "../prog.py"), ("absolute", "prog.py")):
+        status, _stdout, stderr = runs[name]
+        assert status == 0, stderr
+        assert f"(jax.jit) {shown}:6  retrace #2" in stderr, (name, stderr)
+        assert f"(defined at {shown}:4)" in stderr, (name, stderr)
+        assert "/../" not in stderr and "sub/.." not in stderr, (name, stderr)
+    stderr = " ".join(runs["up"][2].split())
+    words = (
+        "`x` axis 0 took 16, 32, 48 (multiples of 16): a bounded set of buckets, each "
+        "compiled once; expected, not lost"
+    )
+    log, summary = stderr.split("jitlens: 1 jitted function", 1)
+    assert words in log.split("retrace #2", 1)[1], log  # said as the set is made
+    assert words in summary, summary
+    assert "Keep shapes fixed" not in log.split("retrace #2", 1)[1], log
+
+
+#: A program whose retrace ``--fail-on-retrace`` stops, which catches jitlens' error and goes
+#: on, then ends as ``{end}`` says.
+CAUGHT = """
+import sys
+import jax, jax.numpy as jnp
+
+f = jax.jit(lambda x: x + 1)
+try:
+    f(jnp.ones(2))
+    f(jnp.ones(3))
+except Exception:
+    pass
+{end}
+"""
+
+#: How the program ends: a status it chooses ...
+CHOSEN = (
+    "raise SystemExit(4)",
+    "raise SystemExit('bye')",
+    "def stop():\n    try:\n        raise SystemExit(6)\n    finally:\n        print('cleaned up')\n\n\nstop()",
+)
+#: ... or none (a SystemExit caught: the program went on to end as python ends).
+NOT_CHOSEN = ("try:\n    raise SystemExit(7)\nexcept SystemExit:\n    pass",)
+
+
+def test_a_status_the_program_chooses_stands_under_fail_on_retrace(tmp_path: pathlib.Path) -> None:
+    """A program that caught jitlens' RecompileError and then ended by ``raise
+    SystemExit(5)`` (or from inside ``try/finally``) exited 1 under ``--fail-on-retrace``,
+    where python exits 5: only ``sys.exit(5)`` was seen. Every way of choosing a status now
+    stands as plain python gives it (a message: status 1, the message on stderr); a
+    SystemExit the program caught chooses none: the swallowed violation fails it. (Python's
+    status is that of the ending alone: without jitlens nothing is raised before it.)"""
+    procs = {}
+    for i, end in enumerate(CHOSEN + NOT_CHOSEN):
+        (tmp_path / f"p{i}.py").write_text(CAUGHT.format(end=end))
+        (tmp_path / f"plain{i}.py").write_text(end + "\n")
+        procs[end] = _start(["run", "--fail-on-retrace", f"p{i}.py"], tmp_path)
+        procs["python " + end] = _start([f"plain{i}.py"], tmp_path, python=True)
+    runs = _finish(procs)
+    for end in CHOSEN + NOT_CHOSEN:
+        status, _stdout, stderr = runs[end]
+        python_status, _out, python_stderr = runs["python " + end]
+        if end in NOT_CHOSEN:
+            assert python_status == 0 and status == 1, (end, stderr)
+            assert "exiting 1 as --fail-on-retrace asks" in stderr, (end, stderr)
+            continue
+        assert python_status != 0 and status == python_status, (end, status, stderr)
+        assert f"chose its own exit status, {python_status}: it stands" in stderr, (end, stderr)
+        assert python_stderr in stderr, (end, python_stderr, stderr)  # "bye", as python says it
