@@ -469,6 +469,8 @@ class WordsKind(_Kind):
     # _track/stale.py
     STALE = "stale"
     STALE_FIX = "stale_fix"
+    STALE_IN_PLACE = "stale_in_place"
+    STALE_IN_PLACE_FIX = "stale_in_place_fix"
     # _audit/checks.py
     AUDIT_HOLDING = "audit_holding"
     AUDIT_SHARED = "audit_shared"

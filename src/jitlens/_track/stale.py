@@ -10,7 +10,7 @@ GraphDef walk away from the hot loop) and when a report is built.
 
 from __future__ import annotations
 
-import dataclasses
+import ast
 import functools
 import weakref
 from typing import Any
@@ -191,15 +191,17 @@ def _alive(w: _Watch) -> bool:
 # A static changed in place after its compile: the cache key holds the very object, so
 # the jit compares it with itself, finds it equal, and serves the old compile.
 
-INPLACE_MSG = (
+INPLACE_MSG = Template(
+    WordsKind.STALE_IN_PLACE,
     "`{path}` was changed in place after its compile: it is now {after}, but {kind} compares "
     "it with itself (the same object) and served the compile made for {before} "
-    "(no retrace, stale result)."
+    "(no retrace, stale result).",
 )
-INPLACE_FIX = (
+INPLACE_FIX = Template(
+    WordsKind.STALE_IN_PLACE_FIX,
     "Assign a new object instead of changing this one in place ({example}): the jit then "
     "compiles for the new value. A number that changes often is better traced: an array "
-    "(`jnp.asarray(...)`, an nnx.Variable) instead of a static."
+    "(`jnp.asarray(...)`, an nnx.Variable) instead of a static.",
 )
 #: Values that cannot change in place: nothing to check.
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type, frozenset)
@@ -274,14 +276,12 @@ def _inplace_hit(
     rec: Any, n: int, site: str, path: Any, before: str, after: str, value: Any
 ) -> StaleHit:
     shown = render_path(path)
-    if isinstance(value, dict):
-        example = f"`{shown} = {{**{shown}, ...}}`"
-    elif isinstance(value, list):
-        example = f"`{shown} = [*{shown}, ...]`"
-    elif dataclasses.is_dataclass(value):
-        example = f"`{shown} = dataclasses.replace({shown}, ...)`"
+    changed = _changed_items(before, value)
+    if changed:  # the new value, as a new dict: `m.cfg = {**m.cfg, 'scale': 2.0}`
+        items = ", ".join(f"{k!r}: {v!r}" for k, v in changed)
+        example = f"`{shown} = {{**{shown}, {items}}}`"
     else:
-        example = f"a new `{type(value).__name__}` for `{shown}`"
+        example = f"`{shown} = copy.copy({shown})` before changing it"
     hit = StaleHit(
         call_index=n,
         call_site=site,
@@ -289,8 +289,24 @@ def _inplace_hit(
         path=shown,
         before=before,
         after=after,
-        message=INPLACE_MSG.format(path=shown, after=after, before=before, kind=rec.kind),
-        fix=INPLACE_FIX.format(example=example),
+        message=INPLACE_MSG.words(path=shown, after=after, before=before, kind=rec.kind),
+        fix=INPLACE_FIX.words(example=example),
     )
     sink.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, stacklevel=4)
     return hit
+
+
+def _changed_items(before: str, value: Any) -> list[tuple[Any, Any]]:
+    """The items of a dict of literals that differ from its text at compile (``before``)."""
+    if not isinstance(value, dict):
+        return []
+    literal = (int, float, complex, str, bytes, bool, type(None))
+    if not all(isinstance(x, literal) for kv in value.items() for x in kv):
+        return []  # (no repr of the user's objects: they may run code)
+    try:
+        old = ast.literal_eval(before)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return []
+    if not isinstance(old, dict):
+        return []
+    return [(k, v) for k, v in value.items() if k not in old or old[k] != v][:3]
