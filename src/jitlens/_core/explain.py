@@ -28,7 +28,7 @@ from .key import (
 )
 from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
 from .lazy import OnFirstUse
-from .paths import Entries, code_path
+from .paths import Entries, code_path, parent_in, under
 from .report import Reason
 
 R, W = OnFirstUse(".rank", __package__), OnFirstUse(".reasons", __package__)  # at a retrace
@@ -36,10 +36,6 @@ R, W = OnFirstUse(".rank", __package__), OnFirstUse(".reasons", __package__)  # 
 
 def _arg(path: Path) -> str:
     return str(path[0][1]) if path else ""
-
-
-def _parent_in(path: Path, paths: set[Path]) -> bool:
-    return any(path[:i] in paths for i in range(1, len(path)))
 
 
 def diff_keys(old: Key, new: Key) -> list[Reason]:
@@ -56,14 +52,14 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
         r = W.variable_value_structure(_arg(vp), render_path(vp), var_type, before, after)
         reasons.append(_at(r, vp, (o.get(vp), n.get(vp))))
     skip = {(*vp, ("attr", "value")) for vp in var_values}
-    o = {p: e for p, e in o.items() if not _under(p, skip)}
-    n = {p: e for p, e in n.items() if not _under(p, skip)}
+    o = {p: e for p, e in o.items() if not under(p, skip)}
+    n = {p: e for p, e in n.items() if not under(p, skip)}
     added = {p for p in n if p not in o}
     removed = {p for p in o if p not in n}
     changed_roots: set[Path] = set()
     # pre-order (parents first): a changed node comes before its children, then skipped
     for p in o:
-        if p not in n or (changed_roots and _parent_in(p, changed_roots)):
+        if p not in n or (changed_roots and parent_in(p, changed_roots)):
             continue
         eo, en = o[p], n[p]
         if eo.same(en):
@@ -78,11 +74,11 @@ def diff_keys(old: Key, new: Key) -> list[Reason]:
             ):
                 changed_roots.add(p)
     for p in sorted(added, key=lambda q: (len(q), render_path(q))):
-        if _parent_in(p, added) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
+        if parent_in(p, added) or parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
         reasons.append(_at(_structure(p, None, n[p], o, n), p, (None, n[p])))
     for p in sorted(removed, key=lambda q: (len(q), render_path(q))):
-        if _parent_in(p, removed) or _parent_in(p, changed_roots) or p[-1][0] == "passed":
+        if parent_in(p, removed) or parent_in(p, changed_roots) or p[-1][0] == "passed":
             continue
         reasons.append(_at(_structure(p, o[p], None, o, n), p, (o[p], None)))
     return R.rank(list(dict.fromkeys(reasons)), o, n)  # a list's items: one length
@@ -93,10 +89,6 @@ def _at(r: Reason, p: Path, entries: tuple[Entry | None, Entry | None] = (None, 
     a static, a Variable's metadata) or a shallower one (a Variable's value is the Variable);
     ``entries``: the two keys' entries there."""
     return r if r.where else r.replace(where=p, entries=entries)
-
-
-def _under(p: Path, roots: set[Path]) -> bool:
-    return any(p[: len(r)] == r for r in roots)
 
 
 def _variable_value_changes(

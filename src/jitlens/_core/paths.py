@@ -41,3 +41,13 @@ def _immutable(e: Entry) -> bool:
     """A tuple (a NamedTuple too): its items cannot be assigned."""
     cls = e.type_ref() if callable(e.type_ref) else None
     return e.type_name == "tuple" or (isinstance(cls, type) and issubclass(cls, tuple))
+
+
+def parent_in(path: Path, paths: set[Path]) -> bool:
+    """Is a strict ancestor of ``path`` (a shorter prefix) one of ``paths``?"""
+    return any(path[:i] in paths for i in range(1, len(path)))
+
+
+def under(p: Path, roots: set[Path]) -> bool:
+    """Is ``p`` one of ``roots`` or below one?"""
+    return any(p[: len(r)] == r for r in roots)

@@ -21,13 +21,7 @@ from .._core.advice import SAVING_SCOPE
 from .._core.fold import count_functions, fold_wrappers
 from .._core.kinds import EventKind
 from .._core.lines import Line, Role
-from .._core.report import (
-    Event,
-    FunctionReport,
-    Report,
-    fold_reasons,
-    total_traces,
-)
+from .._core.report import Event, FunctionReport, Report, fold_reasons, total_traces
 from .._core.retrace_text import (
     LOG,
     UNKNOWN,
