@@ -102,7 +102,8 @@ def test_a_clean_run_s_summary_needs_no_rich(tmp_path):
         "f = jax.jit(lambda x: x * 2); f(jnp.ones(2)); f(jnp.ones(2))\n"
     )
     report = tmp_path / "r.json"
-    proc = run_python(["-c", code], env={"JITLENS": "1", "JITLENS_REPORT": str(report)})
+    env = {"JITLENS": "1", "JITLENS_REPORT": str(report), "COLUMNS": "100"}  # (at 80: no hit %)
+    proc = run_python(["-c", code], env=env)
     assert proc.returncode == 0, proc.stderr
     head = " function  kind     calls  traces  compiles  hits  hit %  trace s  compile s  lost s"
     lines = proc.stderr.splitlines()
