@@ -53,7 +53,7 @@ USAGE = (
     "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--gather PATH]\n"
     "                   [--include-internal] [--quiet] [--color {auto,always,never}]\n"
     f"                   {live_run.USAGE}\n"  # issue 24
-    "                   (SCRIPT.py | -m MODULE) [ARGS...]"
+    "                   (SCRIPT.py | -m MODULE | -c COMMAND | -) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
 
@@ -64,8 +64,8 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         prog=prog,
         usage=USAGE,
         description="Run a Python program with every jitted function tracked; print why each "
-        "retrace happened. Everything after SCRIPT.py or -m MODULE belongs to the program, "
-        "as with python.",
+        "retrace happened. Everything after SCRIPT.py, -m MODULE, -c COMMAND or - (the program "
+        "read from stdin) belongs to the program, as with python.",
     )
     add_output_options(p)
     live_run.add_live_options(p)  # issue 24
@@ -114,12 +114,16 @@ def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
             return argv[:i], None, rest
         if word.startswith("-m") and not word.startswith("--"):
             return _module_split(argv[:i], argv[i:])
+        if word.startswith("-c") and not word.startswith("--"):  # python -c COMMAND
+            code = [word[2:]] if word != "-c" else argv[i + 1 : i + 2]
+            rest = argv[i + 1 + (word == "-c") :]
+            return argv[:i], None, ["-c", *code, *rest] if code else ["-c"]
         if word in _VALUE_OPTIONS or (
             word == "--color" and i + 1 < len(argv) and argv[i + 1] in COLOR_CHOICES
         ):
             i += 2
             continue
-        if not word.startswith("-") or word == "-":
+        if not word.startswith("-") or word == "-":  # "-": the program is read from stdin
             return argv[:i], None, argv[i:]
         i += 1
     return argv, None, []
@@ -143,9 +147,13 @@ def main(argv: list[str]) -> int:
     args.target = program
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
+    if args.target == ["-c"]:
+        p.error("argument -c: expected one argument")
     anchor_outputs(args)
     check_options(p, args)  # issue 23: --gather
     script = args.target[0] if args.module is None else None
+    if script in ("-", "-c"):  # python -c COMMAND, python - (stdin): no script file
+        script = None
     problem = output_problem(args, [(script, f"the script {script}")] if script else [])
     if problem is not None:  # before the program runs: a typo must not cost the run
         print(f"jitlens run: {problem}", file=sys.stderr)

@@ -1,0 +1,137 @@
+"""Programs written to break jitlens, each compared with plain ``python`` as ground truth.
+
+The program's stdout, its exit status and what it writes to its own files must
+be what ``python`` gives; jitlens' counts must equal the counters in the jitted
+bodies. Each JAX start-up costs seconds, so one program holds several hostile
+moves and runs once per mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jitlens
+from conftest import counted, run_python
+
+pytestmark = pytest.mark.xdist_group("hostile_programs")
+
+#: Closes every descriptor (as daemonizing code does) and opens its own files, which take the
+#: number jitlens kept for the terminal; then empties sys.path. Read from stdin (`python -`).
+DESCRIPTORS = """
+import json, os, sys
+import jax, jax.numpy as jnp
+T = [0]
+
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+f(jnp.ones(1))
+os.closerange(3, 4096)
+files = [open(name, "w") for name in ("a.log", "b.log", "c.log")]
+f(jnp.ones(2))  # a retrace: jitlens' live line is not the program's to hold
+for fh in files:
+    fh.write("user line\\n")
+    fh.flush()
+print("argv", sys.argv, "file", globals().get("__file__"), "path0", repr(sys.path[0]))
+print("logs", [open(fh.name).read() for fh in files])
+print("TRUTH", T[0])
+sys.path[:] = []  # the report's renderers are imported at exit all the same
+sys.exit(3)
+"""
+
+
+@pytest.mark.slow
+def test_descriptors_the_program_reopens_are_its_own_and_stdin_programs_run(tmp_path):
+    """``os.closerange`` closed jitlens' duplicate of the terminal and the program's next file
+    took its number: jitlens wrote its live line and summary into the user's log. And
+    ``jitlens run -`` (the program on stdin, as ``python -``) said "cannot open '-'"."""
+    (tmp_path / "prog.py").write_text(DESCRIPTORS)
+    modes = {
+        "python": (["-", "x"], {}),
+        "run": (["-m", "jitlens", "run", "--json", "r-run.json", "-", "x"], {}),
+        "env": (["-", "x"], {"JITLENS": "1", "JITLENS_REPORT": "r-env.json"}),
+    }
+    out = {}
+    for mode, (args, env) in modes.items():
+        with open(tmp_path / "prog.py") as stdin:
+            out[mode] = subprocess.run(
+                [sys.executable, *args],
+                cwd=tmp_path,
+                env={**os.environ, "JAX_PLATFORMS": "cpu", **env},
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
+    plain = out["python"]
+    assert plain.returncode == 3, plain.stderr
+    assert "logs ['user line\\n', 'user line\\n', 'user line\\n']" in plain.stdout
+    assert "argv ['-', 'x'] file <stdin> path0 ''" in plain.stdout
+    for mode in ("run", "env"):
+        proc = out[mode]
+        assert (proc.returncode, proc.stdout) == (3, plain.stdout), (mode, proc.stderr)
+        assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, (mode, proc.stderr)
+        assert "could not" not in proc.stderr, (mode, proc.stderr)
+        (row,) = json.loads((tmp_path / f"r-{mode}.json").read_text())["functions"]
+        assert row["traces"] == 2 and "TRUTH 2" in proc.stdout
+
+
+@pytest.mark.slow
+def test_python_dash_c_runs_under_jitlens_run_as_under_python(tmp_path):
+    code = "import sys, jax; print(sys.argv, repr(sys.path[0])); jax.jit(abs)(-1); sys.exit(4)"
+    plain = run_python(["-c", code, "a", "-b"], cwd=tmp_path)
+    tracked = run_python(["-m", "jitlens", "run", "--quiet", "-c", code, "a", "-b"], cwd=tmp_path)
+    assert plain.returncode == tracked.returncode == 4, tracked.stderr
+    assert plain.stdout == tracked.stdout == "['-c', 'a', '-b'] ''\n"
+    assert tracked.stderr == plain.stderr
+
+
+def test_dash_c_without_its_command_is_a_usage_error(capsys):
+    assert jitlens.main(["run", "-c"]) == 2
+    assert "argument -c: expected one argument" in capsys.readouterr().err
+
+
+def test_a_pytree_of_thousands_of_leaves_changing_structure_is_explained_in_one_pass(monkeypatch):
+    """A retrace of a list of 3,000 leaves that grew by one made 6,000 reasons, and each one
+    scanned both keys for optax nodes: 41 s of a 52 s explanation (quadratic)."""
+    from jitlens._core import rank
+
+    n, seen = 1500, [0]
+    module_of = rank.module_of
+
+    def counting(e):
+        seen[0] += 1
+        return module_of(e)
+
+    monkeypatch.setattr(rank, "module_of", counting)
+    count = counted()
+
+    @jax.jit
+    def tree(t):
+        count.tick()
+        return t
+
+    leaves = [jnp.zeros(())] * n
+    with jitlens.track() as t:
+        tree(leaves)
+        tree([leaves])  # every leaf moved one level down: one reason per leaf
+    stats = t.stats(tree)
+    assert stats.traces == count.n == 2
+    assert stats.events[1].reasons  # explained
+    assert seen[0] <= 4 * (n + 10), seen[0]  # each key read once, not once per reason
+
+
+def test_a_budget_on_something_not_callable_is_refused_at_once():
+    """As ``jax.jit(3)``: a guard of ``3`` used to be made, and failed at its first call."""
+    for make in (lambda: jitlens.max_traces(3, 1), lambda: jitlens.max_traces(1)("x")):
+        with pytest.raises(TypeError, match="max_traces: expected a callable value"):
+            make()
