@@ -135,3 +135,17 @@ def test_a_budget_on_something_not_callable_is_refused_at_once():
     for make in (lambda: jitlens.max_traces(3, 1), lambda: jitlens.max_traces(1)("x")):
         with pytest.raises(TypeError, match="max_traces: expected a callable value"):
             make()
+
+
+def test_every_x_option_of_the_interpreter_reaches_the_program(tmp_path):
+    """``python -X warn_default_encoding -m jitlens run prog.py``: subprocess' list of the
+    interpreter's flags leaves out warn_default_encoding, pycache_prefix, no_debug_ranges,
+    int_max_str_digits... and the program lost its EncodingWarnings."""
+    (tmp_path / "xo.py").write_text("import sys; print(sorted(sys._xoptions.items()), sys.flags)")
+    flags = ["-X", "warn_default_encoding", "-X", "pycache_prefix=pc", "-X", "no_debug_ranges"]
+    flags += ["-X", "int_max_str_digits=1000", "-X", "dev", "-W", "error::UserWarning", "-OO"]
+    plain = run_python([*flags, "xo.py"], cwd=tmp_path)
+    tracked = run_python([*flags, "-m", "jitlens", "run", "xo.py"], cwd=tmp_path)
+    assert plain.returncode == tracked.returncode == 0, tracked.stderr
+    assert "warn_default_encoding=1" in plain.stdout and "pycache_prefix" in plain.stdout
+    assert tracked.stdout == plain.stdout

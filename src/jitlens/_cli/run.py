@@ -164,7 +164,7 @@ def main(argv: list[str]) -> int:
         print(problem, file=sys.stderr)
         return 2
     python = sys.executable
-    flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    flags = interpreter_flags()
     target = ["-m", args.module, *args.target] if args.module is not None else args.target
     command = [python, *flags, *target]
     env = program_env(args)
@@ -174,6 +174,18 @@ def main(argv: list[str]) -> int:
                 stream.flush()
         os.execve(python, command, env)  # the same process: signals and exit status are python's
     return _run_child(command, env)
+
+
+def interpreter_flags() -> list[str]:
+    """The flags given to this interpreter, to give the program's: ``subprocess``' own list,
+    plus the ``-X`` options it leaves out (``warn_default_encoding``, ``pycache_prefix``,
+    ``no_debug_ranges``, ``perf``, ``int_max_str_digits``, ...: every one Python keeps)."""
+    flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    given = {flags[i + 1].split("=", 1)[0] for i, f in enumerate(flags[:-1]) if f == "-X"}
+    for key, value in getattr(sys, "_xoptions", {}).items():
+        if key not in given:
+            flags += ["-X", key if value is True else f"{key}={value}"]
+    return flags
 
 
 def program_env(args: argparse.Namespace) -> dict[str, str]:
