@@ -149,3 +149,23 @@ def test_every_x_option_of_the_interpreter_reaches_the_program(tmp_path):
     assert plain.returncode == tracked.returncode == 0, tracked.stderr
     assert "warn_default_encoding=1" in plain.stdout and "pycache_prefix" in plain.stdout
     assert tracked.stdout == plain.stdout
+
+
+def test_the_programs_own_modules_named_like_standard_ones_are_the_ones_it_imports(tmp_path):
+    """A ``token.py`` (a tokenizer project) or ``json.py`` next to the script: python imports
+    the program's; jitlens had loaded the standard ones while arming (its terminal's
+    ``linecache``, ``jitlens run``'s settings in JSON), so the program got those."""
+    names = ("token", "tokenize", "linecache", "json")
+    for name in names:
+        (tmp_path / f"{name}.py").write_text(f"MINE = {name!r}\n")
+    (tmp_path / "prog.py").write_text(
+        f"import {', '.join(names)}\nprint([getattr(m, 'MINE', None) for m in ({', '.join(names)})])\n"
+    )
+    elsewhere = tmp_path / "elsewhere"  # `python -m jitlens` puts its cwd first on its own path
+    elsewhere.mkdir()
+    prog = str(tmp_path / "prog.py")
+    plain = run_python([prog], cwd=elsewhere)
+    assert plain.stdout == f"{list(names)}\n"
+    for args, env in ((["-m", "jitlens", "run", prog], {}), ([prog], {"JITLENS": "1"})):
+        tracked = run_python(args, cwd=elsewhere, env=env)
+        assert (tracked.returncode, tracked.stdout) == (0, plain.stdout), (args, tracked.stderr)

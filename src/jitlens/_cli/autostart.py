@@ -40,6 +40,10 @@ from typing import TYPE_CHECKING, Any
 from .environ import BOOTSTRAP as BOOTSTRAP
 from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
 
+#: The modules loaded before jitlens armed (``__future__`` is jitlens' own: its modules'
+#: ``from __future__ import annotations``; Python's start-up never imports it).
+_BEFORE = frozenset(sys.modules) - {"__future__"}
+
 if TYPE_CHECKING:
     from types import ModuleType, SimpleNamespace
 
@@ -441,4 +445,21 @@ def _summary(session: _Session, report: Any, failed: bool) -> None:
         _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
 
 
-_arm()
+def _forget_start_up_imports() -> None:
+    """Drop from ``sys.modules`` the standard modules jitlens imported while arming (``json``,
+    ``linecache``, ``tokenize``, ``token``, ``__future__``): the program's own ``token.py`` or
+    ``json.py`` next to its script must be the module its ``import`` finds, as under
+    ``python``, not the standard one jitlens happened to load first. jitlens keeps its
+    references; the program's next ``import json`` loads the module afresh."""
+    try:
+        for name in set(sys.modules) - _BEFORE:
+            if name != "jitlens" and not name.startswith("jitlens."):
+                sys.modules.pop(name, None)
+    except Exception:
+        pass
+
+
+try:
+    _arm()
+finally:
+    _forget_start_up_imports()
