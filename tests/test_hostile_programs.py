@@ -169,3 +169,17 @@ def test_the_programs_own_modules_named_like_standard_ones_are_the_ones_it_impor
     for args, env in ((["-m", "jitlens", "run", prog], {}), ([prog], {"JITLENS": "1"})):
         tracked = run_python(args, cwd=elsewhere, env=env)
         assert (tracked.returncode, tracked.stdout) == (0, plain.stdout), (args, tracked.stderr)
+
+
+def test_jitlens_main_run_inside_a_program_relays_the_childs_bytes_unchanged(
+    tmp_path, capfdbinary
+):
+    """``jitlens.main(["run", ...])`` (a notebook, a test) runs the program as a child and
+    relays its output: binary written to ``sys.stdout.buffer`` came back as U+FFFD."""
+    (tmp_path / "raw.py").write_text(
+        "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe raw \\xc3\\xa9\\n')\n"
+        "sys.stderr.write('err \\u00e9\\n')\nsys.exit(6)\n"
+    )
+    assert jitlens.main(["run", "--quiet", str(tmp_path / "raw.py")]) == 6
+    out, err = capfdbinary.readouterr()
+    assert (out, err) == (b"\xff\xfe raw \xc3\xa9\n", "err é\n".encode())

@@ -28,6 +28,7 @@ import os
 import site
 import subprocess
 import sys
+from typing import Any
 
 from .._render.color import CHOICES as COLOR_CHOICES
 from .._render.color import add_color_option
@@ -276,7 +277,21 @@ def _owns_the_process() -> bool:
 
 def _run_child(command: list[str], env: dict[str, str]) -> int:
     """Inside another program: run the command as a child, relay its output, return its status."""
-    done = subprocess.run(command, env=env, capture_output=True, text=True, errors="replace")
-    sys.stdout.write(done.stdout)
-    sys.stderr.write(done.stderr)
+    done = subprocess.run(command, env=env, capture_output=True)
+    for data, stream in ((done.stdout, sys.stdout), (done.stderr, sys.stderr)):
+        _relay(data, stream)
     return done.returncode if done.returncode >= 0 else 128 - done.returncode
+
+
+def _relay(data: bytes, stream: Any) -> None:
+    """The child's bytes as it wrote them (a program may write binary to ``sys.stdout.buffer``);
+    decoded, undecodable bytes replaced, where the stream takes only text (a notebook's)."""
+    if not data or stream is None:
+        return
+    stream.flush()
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8", "replace"))
