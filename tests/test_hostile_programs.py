@@ -171,9 +171,7 @@ def test_the_programs_own_modules_named_like_standard_ones_are_the_ones_it_impor
         assert (tracked.returncode, tracked.stdout) == (0, plain.stdout), (args, tracked.stderr)
 
 
-def test_jitlens_main_run_inside_a_program_relays_the_childs_bytes_unchanged(
-    tmp_path, capfdbinary
-):
+def test_jitlens_main_run_inside_a_program_relays_the_childs_bytes_unchanged(tmp_path, capfdbinary):
     """``jitlens.main(["run", ...])`` (a notebook, a test) runs the program as a child and
     relays its output: binary written to ``sys.stdout.buffer`` came back as U+FFFD."""
     (tmp_path / "raw.py").write_text(
