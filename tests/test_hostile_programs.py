@@ -23,7 +23,8 @@ from conftest import counted, run_python
 pytestmark = pytest.mark.xdist_group("hostile_programs")
 
 #: Closes every descriptor (as daemonizing code does) and opens its own files, which take the
-#: number jitlens kept for the terminal; then empties sys.path. Read from stdin (`python -`).
+#: number jitlens kept for the terminal; clears JAX's monitoring listeners; then empties
+#: sys.path. Read from stdin (`python -`).
 DESCRIPTORS = """
 import json, os, sys
 import jax, jax.numpy as jnp
@@ -37,7 +38,9 @@ def f(x):
 f(jnp.ones(1))
 os.closerange(3, 4096)
 files = [open(name, "w") for name in ("a.log", "b.log", "c.log")]
+jax.monitoring.clear_event_listeners()  # as a test fixture or a metrics library does
 f(jnp.ones(2))  # a retrace: jitlens' live line is not the program's to hold
+f(jnp.ones(2))  # a cache hit
 for fh in files:
     fh.write("user line\\n")
     fh.flush()
@@ -52,7 +55,8 @@ sys.exit(3)
 @pytest.mark.slow
 def test_descriptors_the_program_reopens_are_its_own_and_stdin_programs_run(tmp_path):
     """``os.closerange`` closed jitlens' duplicate of the terminal and the program's next file
-    took its number: jitlens wrote its live line and summary into the user's log. And
+    took its number: jitlens wrote its live line and summary into the user's log. After
+    ``jax.monitoring.clear_event_listeners()`` the compiles and hits went uncounted. And
     ``jitlens run -`` (the program on stdin, as ``python -``) said "cannot open '-'"."""
     (tmp_path / "prog.py").write_text(DESCRIPTORS)
     modes = {
@@ -83,6 +87,8 @@ def test_descriptors_the_program_reopens_are_its_own_and_stdin_programs_run(tmp_
         assert "could not" not in proc.stderr, (mode, proc.stderr)
         (row,) = json.loads((tmp_path / f"r-{mode}.json").read_text())["functions"]
         assert row["traces"] == 2 and "TRUTH 2" in proc.stdout
+        # counted after the program cleared JAX's listeners (they were 1 and 0)
+        assert (row["calls"], row["compiles"], row["cache_hits"]) == (3, 2, 1), row
 
 
 @pytest.mark.slow
@@ -183,20 +189,31 @@ def test_jitlens_main_run_inside_a_program_relays_the_childs_bytes_unchanged(tmp
     assert (out, err) == (b"\xff\xfe raw \xc3\xa9\n", "err é\n".encode())
 
 
-class _CountedHash:
-    """A static whose ``__hash__`` counts its calls (a user's, with a side effect)."""
+HASHES = """
+import jax, jax.numpy as jnp
 
+class CountedHash:  # a static whose __hash__ counts its calls (a user's, with a side effect)
     calls = [0]
-
-    def __hash__(self) -> int:
-        _CountedHash.calls[0] += 1
+    def __hash__(self):
+        CountedHash.calls[0] += 1
         return 5
+    def __eq__(self, other):
+        return isinstance(other, CountedHash)
+    def __repr__(self):  # its own: jitlens does not call it, and fingerprints the hash
+        return "CountedHash()"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _CountedHash)
+def calls():
+    f = jax.jit(lambda x, s: x + 1, static_argnums=1)
+    CountedHash.calls[0] = 0
+    f(jnp.ones(2), CountedHash())
+    f(jnp.ones(2), CountedHash())
+    return CountedHash.calls[0]
 
-    def __repr__(self) -> str:  # its own: jitlens does not call it, and fingerprints the hash
-        return "_CountedHash()"
+plain = calls()  # before jitlens is imported: nothing of it installed
+import jitlens
+with jitlens.track():
+    print(plain, calls())
+"""
 
 
 @pytest.mark.xfail(
@@ -205,16 +222,8 @@ class _CountedHash:
     "fingerprint a static with its own __repr__ (the describe path, lead's): a user's "
     "__hash__ runs 4 times, not 3",
 )
-def test_a_statics_hash_runs_as_often_as_under_plain_jax():
-    def calls() -> int:
-        f = jax.jit(lambda x, s: x + 1, static_argnums=1)
-        _CountedHash.calls[0] = 0
-        f(jnp.ones(2), _CountedHash())
-        f(jnp.ones(2), _CountedHash())
-        return _CountedHash.calls[0]
-
-    plain = calls()
-    with jitlens.track():
-        tracked = calls()
-
+def test_a_statics_hash_runs_as_often_as_under_plain_jax(tmp_path):
+    proc = run_python(["-c", HASHES], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    plain, tracked = proc.stdout.split()
     assert tracked == plain

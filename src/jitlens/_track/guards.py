@@ -252,12 +252,12 @@ def _uncountable(fn: Any) -> str | None:
 
 
 def _guard(fn: Callable[P, R], budget: int | None, on_exceed: OnExceed) -> Callable[P, R]:
-    if not callable(fn):  # as jax.jit(3) refuses it: at once, not at the first call
-        raise TypeError(f"max_traces: expected a callable value, got {short_repr(fn)}")
     what = _uncountable(fn)
     if what is not None:
         name = getattr(fn, "__name__", None) or f"this {type(fn).__name__} object"
         raise UncountableError(CANNOT_COUNT.format(name=name, what=what, n=budget))
+    if not callable(fn):  # as jax.jit(3) refuses it: at once, not at the first call
+        raise TypeError(f"max_traces: expected a callable value, got {short_repr(fn)}")
     jitted = _jitted_target(fn)
     if jitted is not None:
         watch = _Watch(budget, on_exceed, jitted, body=False)
