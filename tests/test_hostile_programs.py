@@ -227,3 +227,41 @@ def test_a_statics_hash_runs_as_often_as_under_plain_jax(tmp_path):
     assert proc.returncode == 0, proc.stderr
     plain, tracked = proc.stdout.split()
     assert tracked == plain
+
+
+SIGPIPE_PROGRAM = """
+import signal, sys
+import jax, jax.numpy as jnp
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as CLI tools do
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(1)); f(jnp.ones(2))  # a retrace: jitlens' live line goes to the closed pipe
+print("done")
+"""
+
+
+@pytest.mark.slow
+def test_jitlens_words_to_a_closed_pipe_do_not_kill_a_program_that_restored_sigpipe(tmp_path):
+    """``jitlens run prog.py 2>&1 | head -1``: jitlens' next line went to a pipe with no
+    reader, and a program that put SIGPIPE's default back died of it (status 141)."""
+    (tmp_path / "pipe.py").write_text(SIGPIPE_PROGRAM)
+    outs = []
+    for args in (["pipe.py"], ["-m", "jitlens", "run", "pipe.py"]):
+        read, write = os.pipe()
+        os.close(read)  # the reader is gone before anything is written
+        try:
+            outs.append(
+                subprocess.run(
+                    [sys.executable, *args],
+                    cwd=tmp_path,
+                    env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                    stdout=subprocess.PIPE,
+                    stderr=write,
+                    text=True,
+                    timeout=120,
+                )
+            )
+        finally:
+            os.close(write)
+    plain, tracked = outs
+    assert (plain.returncode, plain.stdout) == (0, "done\n")
+    assert (tracked.returncode, tracked.stdout) == (0, "done\n")

@@ -84,10 +84,36 @@ def write(text: str) -> None:
     with contextlib.suppress(Exception):
         sys.__stderr__.flush()  # type: ignore[union-attr]  # the program's lines before ours
     data = text.encode("utf-8", "replace")
-    with _LOCK, contextlib.suppress(OSError):
+    with _LOCK, contextlib.suppress(OSError), _no_sigpipe():
         fd = _terminal_fd()
         while data and fd is not None:
             data = data[os.write(fd, data) :]
+
+
+@contextlib.contextmanager
+def _no_sigpipe() -> Any:
+    """A write of jitlens' to a pipe its reader closed (``jitlens run prog.py 2>&1 | head -1``)
+    fails quietly, even in a program that put SIGPIPE's default action back (CLI tools do):
+    the signal would kill the program for jitlens' words. SIGPIPE is blocked in this thread
+    for the write, and one it raised is taken off before it is unblocked."""
+    import signal
+
+    sigpipe = getattr(signal, "SIGPIPE", None)
+    if (
+        sigpipe is None
+        or not hasattr(signal, "pthread_sigmask")
+        or signal.getsignal(sigpipe) is signal.SIG_IGN  # python's own setting: EPIPE only
+    ):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {sigpipe})
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            if sigpipe in signal.sigpending() and sigpipe not in old:
+                signal.sigtimedwait({sigpipe}, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def isatty() -> bool:
