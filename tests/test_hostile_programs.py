@@ -13,12 +13,10 @@ import os
 import subprocess
 import sys
 
-import jax
-import jax.numpy as jnp
 import pytest
 
 import jitlens
-from conftest import counted, run_python
+from conftest import run_python
 
 pytestmark = pytest.mark.xdist_group("hostile_programs")
 
@@ -104,36 +102,6 @@ def test_python_dash_c_runs_under_jitlens_run_as_under_python(tmp_path):
 def test_dash_c_without_its_command_is_a_usage_error(capsys):
     assert jitlens.main(["run", "-c"]) == 2
     assert "argument -c: expected one argument" in capsys.readouterr().err
-
-
-def test_a_pytree_of_thousands_of_leaves_changing_structure_is_explained_in_one_pass(monkeypatch):
-    """A retrace of a list of 3,000 leaves that grew by one made 6,000 reasons, and each one
-    scanned both keys for optax nodes: 41 s of a 52 s explanation (quadratic)."""
-    from jitlens._core import rank
-
-    n, seen = 1500, [0]
-    module_of = rank.module_of
-
-    def counting(e):
-        seen[0] += 1
-        return module_of(e)
-
-    monkeypatch.setattr(rank, "module_of", counting)
-    count = counted()
-
-    @jax.jit
-    def tree(t):
-        count.tick()
-        return t
-
-    leaves = [jnp.zeros(())] * n
-    with jitlens.track() as t:
-        tree(leaves)
-        tree([leaves])  # every leaf moved one level down: one reason per leaf
-    stats = t.stats(tree)
-    assert stats.traces == count.n == 2
-    assert stats.events[1].reasons  # explained
-    assert seen[0] <= 4 * (n + 10), seen[0]  # each key read once, not once per reason
 
 
 def test_a_budget_on_something_not_callable_is_refused_at_once():
