@@ -40,6 +40,10 @@ from typing import TYPE_CHECKING, Any
 from .environ import BOOTSTRAP as BOOTSTRAP
 from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
 
+#: The modules loaded before jitlens armed (``__future__`` is jitlens' own: its modules'
+#: ``from __future__ import annotations``; Python's start-up never imports it).
+_BEFORE = frozenset(sys.modules) - {"__future__"}
+
 if TYPE_CHECKING:
     from types import ModuleType, SimpleNamespace
 
@@ -59,6 +63,8 @@ INTERRUPTED = "jitlens: interrupted (Ctrl-C) while writing the report; the rest 
 
 _STARTED = [False]
 _LOCK = _thread.allocate_lock()
+#: ``sys.path`` when tracking started: where the modules the report needs are found.
+_PATH_AT_START: list[str] = []
 
 
 class _Session:
@@ -246,6 +252,8 @@ def _start() -> None:
     session = SESSION[0]
     if session is None:
         return
+    # site-packages are all on sys.path by now (a venv's system ones come after the .pth files)
+    _PATH_AT_START[:] = [p for p in sys.path if isinstance(p, str)]
     try:
         from .. import _compat, _config
         from .._track.tracker import Tracker
@@ -310,7 +318,8 @@ def _at_exit() -> None:
             sink.write(NO_JAX)
         return
     try:
-        session.finish()
+        with _importable():
+            session.finish()
     except KeyboardInterrupt:  # Ctrl-C while jitlens writes: stop writing, keep the status
         from .._track import sink
 
@@ -327,6 +336,23 @@ def _at_exit() -> None:
         from .signals import die_of
 
         die_of(signal.SIGINT)
+
+
+class _importable:
+    """For the length of the report, the folders of ``sys.path`` at start-up are searched too:
+    the report imports its renderers then, and a program may have emptied ``sys.path``
+    (``sys.path[:] = [here]``). The program's own ``sys.path`` comes back after."""
+
+    def __enter__(self) -> None:
+        self.saved = sys.path
+        try:
+            now = list(sys.path)
+            sys.path = now + [p for p in _PATH_AT_START if p not in now]
+        except Exception:
+            pass
+
+    def __exit__(self, *exc: object) -> None:
+        sys.path = self.saved
 
 
 def _run_jax_hooks(session: _Session) -> None:
@@ -419,4 +445,21 @@ def _summary(session: _Session, report: Any, failed: bool) -> None:
         _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
 
 
-_arm()
+def _forget_start_up_imports() -> None:
+    """Drop from ``sys.modules`` the standard modules jitlens imported while arming (``json``,
+    ``linecache``, ``tokenize``, ``token``, ``__future__``): the program's own ``token.py`` or
+    ``json.py`` next to its script must be the module its ``import`` finds, as under
+    ``python``, not the standard one jitlens happened to load first. jitlens keeps its
+    references; the program's next ``import json`` loads the module afresh."""
+    try:
+        for name in set(sys.modules) - _BEFORE:
+            if name != "jitlens" and not name.startswith("jitlens."):
+                sys.modules.pop(name, None)
+    except Exception:
+        pass
+
+
+try:
+    _arm()
+finally:
+    _forget_start_up_imports()

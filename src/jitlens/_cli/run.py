@@ -28,6 +28,7 @@ import os
 import site
 import subprocess
 import sys
+from typing import Any
 
 from .._render.color import CHOICES as COLOR_CHOICES
 from .._render.color import add_color_option
@@ -53,7 +54,7 @@ USAGE = (
     "jitlens run [--json PATH] [--html PATH] [--trace PATH] [--gather PATH]\n"
     "                   [--include-internal] [--quiet] [--color {auto,always,never}]\n"
     f"                   {live_run.USAGE}\n"  # issue 24
-    "                   (SCRIPT.py | -m MODULE) [ARGS...]"
+    "                   (SCRIPT.py | -m MODULE | -c COMMAND | -) [ARGS...]"
 )
 NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
 
@@ -64,8 +65,8 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
         prog=prog,
         usage=USAGE,
         description="Run a Python program with every jitted function tracked; print why each "
-        "retrace happened. Everything after SCRIPT.py or -m MODULE belongs to the program, "
-        "as with python.",
+        "retrace happened. Everything after SCRIPT.py, -m MODULE, -c COMMAND or - (the program "
+        "read from stdin) belongs to the program, as with python.",
     )
     add_output_options(p)
     live_run.add_live_options(p)  # issue 24
@@ -114,12 +115,16 @@ def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
             return argv[:i], None, rest
         if word.startswith("-m") and not word.startswith("--"):
             return _module_split(argv[:i], argv[i:])
+        if word.startswith("-c") and not word.startswith("--"):  # python -c COMMAND
+            code = [word[2:]] if word != "-c" else argv[i + 1 : i + 2]
+            rest = argv[i + 1 + (word == "-c") :]
+            return argv[:i], None, ["-c", *code, *rest] if code else ["-c"]
         if word in _VALUE_OPTIONS or (
             word == "--color" and i + 1 < len(argv) and argv[i + 1] in COLOR_CHOICES
         ):
             i += 2
             continue
-        if not word.startswith("-") or word == "-":
+        if not word.startswith("-") or word == "-":  # "-": the program is read from stdin
             return argv[:i], None, argv[i:]
         i += 1
     return argv, None, []
@@ -143,9 +148,13 @@ def main(argv: list[str]) -> int:
     args.target = program
     if args.module is None and not args.target:
         p.error("give a SCRIPT.py to run, or -m MODULE")
+    if args.target == ["-c"]:
+        p.error("argument -c: expected one argument")
     anchor_outputs(args)
     check_options(p, args)  # issue 23: --gather
     script = args.target[0] if args.module is None else None
+    if script in ("-", "-c"):  # python -c COMMAND, python - (stdin): no script file
+        script = None
     problem = output_problem(args, [(script, f"the script {script}")] if script else [])
     if problem is not None:  # before the program runs: a typo must not cost the run
         print(f"jitlens run: {problem}", file=sys.stderr)
@@ -156,7 +165,7 @@ def main(argv: list[str]) -> int:
         print(problem, file=sys.stderr)
         return 2
     python = sys.executable
-    flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    flags = interpreter_flags()
     target = ["-m", args.module, *args.target] if args.module is not None else args.target
     command = [python, *flags, *target]
     env = program_env(args)
@@ -166,6 +175,18 @@ def main(argv: list[str]) -> int:
                 stream.flush()
         os.execve(python, command, env)  # the same process: signals and exit status are python's
     return _run_child(command, env)
+
+
+def interpreter_flags() -> list[str]:
+    """The flags given to this interpreter, to give the program's: ``subprocess``' own list,
+    plus the ``-X`` options it leaves out (``warn_default_encoding``, ``pycache_prefix``,
+    ``no_debug_ranges``, ``perf``, ``int_max_str_digits``, ...: every one Python keeps)."""
+    flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    given = {flags[i + 1].split("=", 1)[0] for i, f in enumerate(flags[:-1]) if f == "-X"}
+    for key, value in getattr(sys, "_xoptions", {}).items():
+        if key not in given:
+            flags += ["-X", key if value is True else f"{key}={value}"]
+    return flags
 
 
 def program_env(args: argparse.Namespace) -> dict[str, str]:
@@ -256,7 +277,21 @@ def _owns_the_process() -> bool:
 
 def _run_child(command: list[str], env: dict[str, str]) -> int:
     """Inside another program: run the command as a child, relay its output, return its status."""
-    done = subprocess.run(command, env=env, capture_output=True, text=True, errors="replace")
-    sys.stdout.write(done.stdout)
-    sys.stderr.write(done.stderr)
+    done = subprocess.run(command, env=env, capture_output=True)
+    for data, stream in ((done.stdout, sys.stdout), (done.stderr, sys.stderr)):
+        _relay(data, stream)
     return done.returncode if done.returncode >= 0 else 128 - done.returncode
+
+
+def _relay(data: bytes, stream: Any) -> None:
+    """The child's bytes as it wrote them (a program may write binary to ``sys.stdout.buffer``);
+    decoded, undecodable bytes replaced, where the stream takes only text (a notebook's)."""
+    if not data or stream is None:
+        return
+    stream.flush()
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8", "replace"))

@@ -67,6 +67,8 @@ from .jax_api import find_trace_frame as find_trace_frame
 from .jax_api import hide_from_tracebacks as hide_from_tracebacks
 from .jax_api import is_pjit_function as is_pjit_function
 from .jax_api import jax_version as jax_version
+from .jax_api import listen_again as listen_again
+from .jax_api import listener_clearers as listener_clearers
 from .jax_api import partial_eval as partial_eval
 from .jax_api import register_listeners as register_listeners
 from .jax_api import src_info as src_info

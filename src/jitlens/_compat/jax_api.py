@@ -48,6 +48,45 @@ def register_listeners(
     return missing
 
 
+#: (unregister, register) of each listener :func:`register_listeners` registers, in its order.
+_LISTENER_PAIRS = (
+    ("unregister_scalar_listener", "register_scalar_listener"),
+    ("unregister_event_duration_listener", "register_event_duration_secs_listener"),
+    ("unregister_event_listener", "register_event_listener"),
+)
+
+
+def listen_again(
+    scalar: Callable[..., None], duration: Callable[..., None], event: Callable[..., None]
+) -> None:
+    """Each listener registered exactly once again, whatever the program removed
+    (``jax.monitoring.clear_event_listeners()`` drops the duration and event ones: the
+    compiles and cache hits would go uncounted). A JAX without ``unregister_*`` is left as
+    it is."""
+    from jax import monitoring
+
+    for (unregister, register), fn in zip(_LISTENER_PAIRS, (scalar, duration, event), strict=True):
+        un, reg = getattr(monitoring, unregister, None), getattr(monitoring, register, None)
+        if un is None or reg is None:
+            continue
+        try:
+            un(fn)  # asserts it is there (a ValueError under -O): absent is fine
+        except Exception:
+            pass
+        reg(fn)
+
+
+def listener_clearers() -> list[tuple[Any, str]]:
+    """``(module, "clear_event_listeners")`` for each module that holds JAX's function
+    clearing every monitoring listener (``jax.monitoring`` re-exports ``jax._src``'s)."""
+    out: list[tuple[Any, str]] = []
+    for name in ("jax.monitoring", "jax._src.monitoring"):
+        module = sys.modules.get(name)
+        if module is not None and callable(getattr(module, "clear_event_listeners", None)):
+            out.append((module, "clear_event_listeners"))
+    return out
+
+
 def trace_context_names() -> tuple[str, ...] | None:
     """Names of the config options in JAX's trace cache key, in ``trace_context()`` order.
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from .. import _compat
+from .._core.key import short_repr
 from .._core.kinds import EventKind
 from .._errors import JitlensError, RecompileError, RecompileWarning
 from . import budget as _budget
@@ -255,6 +256,8 @@ def _guard(fn: Callable[P, R], budget: int | None, on_exceed: OnExceed) -> Calla
     if what is not None:
         name = getattr(fn, "__name__", None) or f"this {type(fn).__name__} object"
         raise UncountableError(CANNOT_COUNT.format(name=name, what=what, n=budget))
+    if not callable(fn):  # as jax.jit(3) refuses it: at once, not at the first call
+        raise TypeError(f"max_traces: expected a callable value, got {short_repr(fn)}")
     jitted = _jitted_target(fn)
     if jitted is not None:
         watch = _Watch(budget, on_exceed, jitted, body=False)

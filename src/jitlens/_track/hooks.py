@@ -42,14 +42,36 @@ def _set(owner: Any, attr: str, value: Any) -> None:
     setattr(owner, attr, value)
 
 
+_LISTENERS = (listeners.on_scalar, listeners.on_duration, listeners.on_event)
+
+
+def _keep_listening(clear: Any) -> Any:
+    """``jax.monitoring.clear_event_listeners`` as the program calls it (a test fixture, a
+    metrics library resetting JAX's listeners): it clears, then jitlens' own listeners are
+    registered again, or the compiles and cache hits after it would go uncounted."""
+
+    def clear_event_listeners(*args: Any, **kwargs: Any) -> Any:
+        out = clear(*args, **kwargs)
+        try:
+            _compat.listen_again(*_LISTENERS)
+        except Exception as exc:
+            internal_failure("registering jitlens' listeners after the program cleared them", exc)
+        return out
+
+    clear_event_listeners.__wrapped__ = clear  # type: ignore[attr-defined]
+    return clear_event_listeners
+
+
 def _install() -> None:
     if not _LISTENING[0]:
-        MISSING_LISTENERS[:] = _compat.register_listeners(
-            listeners.on_scalar, listeners.on_duration, listeners.on_event
-        )
+        MISSING_LISTENERS[:] = _compat.register_listeners(*_LISTENERS)
         DEPTH_KNOWN[0] = "register_event_duration_secs_listener" not in MISSING_LISTENERS
         LEAN_WINDOW[0] = not MISSING_LISTENERS
         _LISTENING[0] = True
+    else:  # cleared by the program while no tracker was open?
+        _compat.listen_again(*_LISTENERS)
+    for owner, name in _compat.listener_clearers():
+        _set(owner, name, _keep_listening(getattr(owner, name)))
     _compat.hide_from_tracebacks(_compat.PACKAGE_DIR)
     fastpath.install(_set)  # issue 24: count cache hits that miss JAX's C++ fast path
     if _compat.trace_to_jaxpr_patchable():

@@ -29,6 +29,8 @@ from typing import Any
 
 #: The duplicate of descriptor 2 taken at start-up (``None``: jitlens runs inside the program).
 TERMINAL: list[int | None] = [None]
+#: The file the terminal descriptor was open on: (device, inode), to know it is still ours.
+_IDENTITY: list[tuple[int, int] | None] = [None]
 _LOCK = threading.Lock()
 
 
@@ -37,9 +39,33 @@ def open_terminal() -> None:
     if TERMINAL[0] is not None:
         return
     try:
-        TERMINAL[0] = os.dup(2)  # non-inheritable: the program's children never see it
+        fd = os.dup(2)  # non-inheritable: the program's children never see it
+        _IDENTITY[0] = _identity(fd)
+        TERMINAL[0] = fd
     except OSError:  # no descriptor 2: jitlens writes to sys.stderr as a library would
         TERMINAL[0] = None
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _terminal_fd() -> int | None:
+    """The descriptor of the terminal kept at start-up, if it still is that file.
+
+    A program may close every descriptor (``os.closerange(3, ...)``, as daemonizing
+    code does) and open its own files, which then get the kept number: jitlens
+    must not write into them. Then descriptor 2 is used if it still is the
+    terminal of the start, else nothing is written.
+    """
+    for fd in (TERMINAL[0], 2):
+        try:
+            if fd is not None and _identity(fd) == _IDENTITY[0]:
+                return fd
+        except OSError:
+            pass
+    return None
 
 
 def outside() -> bool:
@@ -58,15 +84,44 @@ def write(text: str) -> None:
     with contextlib.suppress(Exception):
         sys.__stderr__.flush()  # type: ignore[union-attr]  # the program's lines before ours
     data = text.encode("utf-8", "replace")
-    with _LOCK, contextlib.suppress(OSError):
-        while data:
+    with _LOCK, contextlib.suppress(OSError), _no_sigpipe():
+        fd = _terminal_fd()
+        while data and fd is not None:
             data = data[os.write(fd, data) :]
 
 
-def isatty() -> bool:
-    fd = TERMINAL[0]
+@contextlib.contextmanager
+def _no_sigpipe() -> Any:
+    """A write of jitlens' to a pipe its reader closed (``jitlens run prog.py 2>&1 | head -1``)
+    fails quietly, even in a program that put SIGPIPE's default action back (CLI tools do):
+    the signal would kill the program for jitlens' words. SIGPIPE is blocked in this thread
+    for the write, and one it raised is taken off before it is unblocked."""
+    import signal
+
+    sigpipe = getattr(signal, "SIGPIPE", None)
+    if (
+        sigpipe is None
+        or not hasattr(signal, "pthread_sigmask")
+        or signal.getsignal(sigpipe) is signal.SIG_IGN  # python's own setting: EPIPE only
+    ):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {sigpipe})
     try:
-        return os.isatty(fd) if fd is not None else sys.stderr.isatty()
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            if sigpipe in signal.sigpending() and sigpipe not in old:
+                signal.sigtimedwait({sigpipe}, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def isatty() -> bool:
+    try:
+        if TERMINAL[0] is not None:
+            fd = _terminal_fd()
+            return fd is not None and os.isatty(fd)
+        return sys.stderr.isatty()
     except Exception:
         return False
 

@@ -1,0 +1,235 @@
+"""Programs written to break jitlens, each compared with plain ``python`` as ground truth.
+
+The program's stdout, its exit status and what it writes to its own files must
+be what ``python`` gives; jitlens' counts must equal the counters in the jitted
+bodies. Each JAX start-up costs seconds, so one program holds several hostile
+moves and runs once per mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import jitlens
+from conftest import run_python
+
+pytestmark = pytest.mark.xdist_group("hostile_programs")
+
+#: Closes every descriptor (as daemonizing code does) and opens its own files, which take the
+#: number jitlens kept for the terminal; clears JAX's monitoring listeners; then empties
+#: sys.path. Read from stdin (`python -`).
+DESCRIPTORS = """
+import json, os, sys
+import jax, jax.numpy as jnp
+T = [0]
+
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+f(jnp.ones(1))
+os.closerange(3, 4096)
+files = [open(name, "w") for name in ("a.log", "b.log", "c.log")]
+jax.monitoring.clear_event_listeners()  # as a test fixture or a metrics library does
+f(jnp.ones(2))  # a retrace: jitlens' live line is not the program's to hold
+f(jnp.ones(2))  # a cache hit
+for fh in files:
+    fh.write("user line\\n")
+    fh.flush()
+print("argv", sys.argv, "file", globals().get("__file__"), "path0", repr(sys.path[0]))
+print("logs", [open(fh.name).read() for fh in files])
+print("TRUTH", T[0])
+sys.path[:] = []  # the report's renderers are imported at exit all the same
+sys.exit(3)
+"""
+
+
+@pytest.mark.slow
+def test_descriptors_the_program_reopens_are_its_own_and_stdin_programs_run(tmp_path):
+    """``os.closerange`` closed jitlens' duplicate of the terminal and the program's next file
+    took its number: jitlens wrote its live line and summary into the user's log. After
+    ``jax.monitoring.clear_event_listeners()`` the compiles and hits went uncounted. And
+    ``jitlens run -`` (the program on stdin, as ``python -``) said "cannot open '-'"."""
+    (tmp_path / "prog.py").write_text(DESCRIPTORS)
+    modes = {
+        "python": (["-", "x"], {}),
+        "run": (["-m", "jitlens", "run", "--json", "r-run.json", "-", "x"], {}),
+        "env": (["-", "x"], {"JITLENS": "1", "JITLENS_REPORT": "r-env.json"}),
+    }
+    out = {}
+    for mode, (args, env) in modes.items():
+        with open(tmp_path / "prog.py") as stdin:
+            out[mode] = subprocess.run(
+                [sys.executable, *args],
+                cwd=tmp_path,
+                env={**os.environ, "JAX_PLATFORMS": "cpu", **env},
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
+    plain = out["python"]
+    assert plain.returncode == 3, plain.stderr
+    assert "logs ['user line\\n', 'user line\\n', 'user line\\n']" in plain.stdout
+    assert "argv ['-', 'x'] file <stdin> path0 ''" in plain.stdout
+    for mode in ("run", "env"):
+        proc = out[mode]
+        assert (proc.returncode, proc.stdout) == (3, plain.stdout), (mode, proc.stderr)
+        assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, (mode, proc.stderr)
+        assert "could not" not in proc.stderr, (mode, proc.stderr)
+        (row,) = json.loads((tmp_path / f"r-{mode}.json").read_text())["functions"]
+        assert row["traces"] == 2 and "TRUTH 2" in proc.stdout
+        # counted after the program cleared JAX's listeners (they were 1 and 0)
+        assert (row["calls"], row["compiles"], row["cache_hits"]) == (3, 2, 1), row
+
+
+@pytest.mark.slow
+def test_python_dash_c_runs_under_jitlens_run_as_under_python(tmp_path):
+    code = "import sys, jax; print(sys.argv, repr(sys.path[0])); jax.jit(abs)(-1); sys.exit(4)"
+    plain = run_python(["-c", code, "a", "-b"], cwd=tmp_path)
+    tracked = run_python(["-m", "jitlens", "run", "--quiet", "-c", code, "a", "-b"], cwd=tmp_path)
+    assert plain.returncode == tracked.returncode == 4, tracked.stderr
+    assert plain.stdout == tracked.stdout == "['-c', 'a', '-b'] ''\n"
+    assert tracked.stderr == plain.stderr
+
+
+def test_dash_c_without_its_command_is_a_usage_error(capsys):
+    assert jitlens.main(["run", "-c"]) == 2
+    assert "argument -c: expected one argument" in capsys.readouterr().err
+
+
+def test_a_budget_on_something_not_callable_is_refused_at_once():
+    """As ``jax.jit(3)``: a guard of ``3`` used to be made, and failed at its first call."""
+    for make in (lambda: jitlens.max_traces(3, 1), lambda: jitlens.max_traces(1)("x")):
+        with pytest.raises(TypeError, match="max_traces: expected a callable value"):
+            make()
+
+
+def test_every_x_option_of_the_interpreter_reaches_the_program(tmp_path):
+    """``python -X warn_default_encoding -m jitlens run prog.py``: subprocess' list of the
+    interpreter's flags leaves out warn_default_encoding, pycache_prefix, no_debug_ranges,
+    int_max_str_digits... and the program lost its EncodingWarnings."""
+    (tmp_path / "xo.py").write_text("import sys; print(sorted(sys._xoptions.items()), sys.flags)")
+    flags = ["-X", "warn_default_encoding", "-X", "pycache_prefix=pc", "-X", "no_debug_ranges"]
+    flags += ["-X", "int_max_str_digits=1000", "-X", "dev", "-W", "error::UserWarning", "-OO"]
+    plain = run_python([*flags, "xo.py"], cwd=tmp_path)
+    tracked = run_python([*flags, "-m", "jitlens", "run", "xo.py"], cwd=tmp_path)
+    assert plain.returncode == tracked.returncode == 0, tracked.stderr
+    assert "warn_default_encoding=1" in plain.stdout and "pycache_prefix" in plain.stdout
+    assert tracked.stdout == plain.stdout
+
+
+def test_the_programs_own_modules_named_like_standard_ones_are_the_ones_it_imports(tmp_path):
+    """A ``token.py`` (a tokenizer project) or ``json.py`` next to the script: python imports
+    the program's; jitlens had loaded the standard ones while arming (its terminal's
+    ``linecache``, ``jitlens run``'s settings in JSON), so the program got those."""
+    names = ("token", "tokenize", "linecache", "json")
+    for name in names:
+        (tmp_path / f"{name}.py").write_text(f"MINE = {name!r}\n")
+    (tmp_path / "prog.py").write_text(
+        f"import {', '.join(names)}\nprint([getattr(m, 'MINE', None) for m in ({', '.join(names)})])\n"
+    )
+    elsewhere = tmp_path / "elsewhere"  # `python -m jitlens` puts its cwd first on its own path
+    elsewhere.mkdir()
+    prog = str(tmp_path / "prog.py")
+    plain = run_python([prog], cwd=elsewhere)
+    assert plain.stdout == f"{list(names)}\n"
+    for args, env in ((["-m", "jitlens", "run", prog], {}), ([prog], {"JITLENS": "1"})):
+        tracked = run_python(args, cwd=elsewhere, env=env)
+        assert (tracked.returncode, tracked.stdout) == (0, plain.stdout), (args, tracked.stderr)
+
+
+def test_jitlens_main_run_inside_a_program_relays_the_childs_bytes_unchanged(tmp_path, capfdbinary):
+    """``jitlens.main(["run", ...])`` (a notebook, a test) runs the program as a child and
+    relays its output: binary written to ``sys.stdout.buffer`` came back as U+FFFD."""
+    (tmp_path / "raw.py").write_text(
+        "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe raw \\xc3\\xa9\\n')\n"
+        "sys.stderr.write('err \\u00e9\\n')\nsys.exit(6)\n"
+    )
+    assert jitlens.main(["run", "--quiet", str(tmp_path / "raw.py")]) == 6
+    out, err = capfdbinary.readouterr()
+    assert (out, err) == (b"\xff\xfe raw \xc3\xa9\n", "err é\n".encode())
+
+
+HASHES = """
+import jax, jax.numpy as jnp
+
+class CountedHash:  # a static whose __hash__ counts its calls (a user's, with a side effect)
+    calls = [0]
+    def __hash__(self):
+        CountedHash.calls[0] += 1
+        return 5
+    def __eq__(self, other):
+        return isinstance(other, CountedHash)
+    def __repr__(self):  # its own: jitlens does not call it, and fingerprints the hash
+        return "CountedHash()"
+
+def calls():
+    f = jax.jit(lambda x, s: x + 1, static_argnums=1)
+    CountedHash.calls[0] = 0
+    f(jnp.ones(2), CountedHash())
+    f(jnp.ones(2), CountedHash())
+    return CountedHash.calls[0]
+
+plain = calls()  # before jitlens is imported: nothing of it installed
+import jitlens
+with jitlens.track():
+    print(plain, calls())
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_core/key.py's _hash_text calls the static's __hash__ once more per trace to "
+    "fingerprint a static with its own __repr__ (the describe path, lead's): a user's "
+    "__hash__ runs 4 times, not 3",
+)
+def test_a_statics_hash_runs_as_often_as_under_plain_jax(tmp_path):
+    proc = run_python(["-c", HASHES], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    plain, tracked = proc.stdout.split()
+    assert tracked == plain
+
+
+SIGPIPE_PROGRAM = """
+import signal, sys
+import jax, jax.numpy as jnp
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as CLI tools do
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(1)); f(jnp.ones(2))  # a retrace: jitlens' live line goes to the closed pipe
+print("done")
+"""
+
+
+@pytest.mark.slow
+def test_jitlens_words_to_a_closed_pipe_do_not_kill_a_program_that_restored_sigpipe(tmp_path):
+    """``jitlens run prog.py 2>&1 | head -1``: jitlens' next line went to a pipe with no
+    reader, and a program that put SIGPIPE's default back died of it (status 141)."""
+    (tmp_path / "pipe.py").write_text(SIGPIPE_PROGRAM)
+    outs = []
+    for args in (["pipe.py"], ["-m", "jitlens", "run", "pipe.py"]):
+        read, write = os.pipe()
+        os.close(read)  # the reader is gone before anything is written
+        try:
+            outs.append(
+                subprocess.run(
+                    [sys.executable, *args],
+                    cwd=tmp_path,
+                    env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                    stdout=subprocess.PIPE,
+                    stderr=write,
+                    text=True,
+                    timeout=120,
+                )
+            )
+        finally:
+            os.close(write)
+    plain, tracked = outs
+    assert (plain.returncode, plain.stdout) == (0, "done\n")
+    assert (tracked.returncode, tracked.stdout) == (0, "done\n")
