@@ -73,6 +73,21 @@ def test_keras_predict_then_predict_on_batch_is_named_and_the_fix_works(keras_sp
     assert after["outputs"] == before["outputs"]
 
 
+def test_keras_compile_again_per_learning_rate_is_named_and_the_fix_works(
+    keras_split: dict,
+) -> None:
+    # once: "`keras: Sequential.fit train step` is a new jax.jit object", fixed by
+    # `keras_Sequential_fit_train_step_jit = jax.jit(keras: Sequential.fit train step)`
+    before, after = keras_split["recompile"]["before"], keras_split["recompile"]["after"]
+    assert before["traces"] == before["jax_traces"] == 3
+    assert before["path"] == "model.compile"
+    assert "`model.compile` ran again" in before["message"]
+    assert "set `model.optimizer.learning_rate = lr`" in before["fix"]
+    assert "jax.jit(keras" not in before["fix"]
+    assert after["traces"] == after["jax_traces"] == 1
+    assert after["moved"] == before["moved"] == [True, False, True]  # the rate is in effect
+
+
 def test_keras_steps_under_nnx_jit_are_the_users_rows_and_the_fix_works() -> None:
     # KERAS_NNX_ENABLED=true: keras jits its steps with nnx.jit; jitlens once said "no
     # jitted function was called" (the steps were flax-internal rows)

@@ -7,7 +7,9 @@ batches (480 / 96), passed as ``validation_data``: each step compiles once.
 Then ``validation_data`` of 120 samples: the test step's ragged batch is cut from it (once
 said to be cut from ``x``). Prints one ``TRUTH`` JSON line: per run, each keras step's
 traces, the fix printed and the culprit's path. Last, ``predict`` then ``predict_on_batch``
-on one model: keras hands its predict step the batch in two containers.
+on one model: keras hands its predict step the batch in two containers. Then a
+learning-rate sweep that calls ``model.compile`` again per rate (keras drops its jitted
+steps), before and after the fix printed (compile once, set the optimizer's rate).
 """
 
 import json
@@ -15,6 +17,9 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
+import collections
+
+import jax.monitoring
 import keras
 import numpy as np
 
@@ -74,6 +79,48 @@ def predict(fixed: bool) -> dict:
 
 
 mixed = {"before": predict(fixed=False), "after": predict(fixed=True)}
+
+#: JAX's own traces of keras' train step (the truth of the sweep).
+STEP_TRACES = collections.Counter()
+
+
+def _on_event(event: str, secs: float, **kw: object) -> None:
+    if event == "/jax/core/compile/jaxpr_trace_duration":
+        STEP_TRACES[str(kw.get("fun_name"))] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_event)
+
+
+def sweep(fixed: bool) -> dict:
+    """One model fitted at three learning rates."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)])
+    STEP_TRACES.clear()
+    moved = []
+    with jitlens.track() as t:
+        if fixed:  # the fix as printed: compile once, then set the rate
+            model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        for lr in (0.1, 0.0, 0.01):
+            if fixed:
+                model.optimizer.learning_rate = lr
+            else:
+                model.compile(optimizer=keras.optimizers.SGD(lr), loss="mse")
+            w = model.get_weights()[0].copy()
+            model.fit(X[:64], Y[:64], batch_size=32, epochs=1, verbose=0, shuffle=False)
+            moved.append(bool(np.abs(model.get_weights()[0] - w).max() > 0))
+    reasons = [r for fn in t.report().functions for e in fn.events for r in e.reasons]
+    return {
+        "traces": sum(fn.traces for fn in t.report().functions),
+        "jax_traces": STEP_TRACES["train_step"],
+        "path": reasons[0].path if reasons else "",
+        "message": reasons[0].message if reasons else "",
+        "fix": reasons[0].fix if reasons else "",
+        "moved": moved,
+    }
+
+
+recompile = {"before": sweep(fixed=False), "after": sweep(fixed=True)}
 print(
     "TRUTH "
     + json.dumps(
@@ -83,6 +130,7 @@ print(
             "data_before": data_before,
             "data_after": data_after,
             "mixed": mixed,
+            "recompile": recompile,
         }
     )
 )

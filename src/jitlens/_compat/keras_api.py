@@ -134,6 +134,15 @@ def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str,
     return entry, facts
 
 
+def user_name(model: Any, frame: FrameType | None) -> str:
+    """The name the user's code holds ``model`` by at ``frame`` (``model``), or ``model``."""
+    for f in frames_up(frame):
+        if is_user_file(f.f_code.co_filename):
+            names = [k for k, v in f.f_locals.items() if v is model and k.isidentifier()]
+            return names[0] if names else "model"
+    return "model"
+
+
 def _weak(obj: Any) -> Any:
     try:
         return weakref.ref(obj)

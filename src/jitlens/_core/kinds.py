@@ -308,6 +308,8 @@ class FixKind(_Kind):
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)
     KERAS_MIXED = "keras_mixed"
+    # _track/frontends/keras.py (a step jitted anew after `compile` ran again; idem)
+    KERAS_RECOMPILE = "keras_recompile"
 
 
 #: The fix kinds a library's own words give a reason, by the kind of that reason: their
@@ -342,6 +344,7 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LIBRARY_CALL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
     FixKind.KERAS_MIXED: ReasonKind.PYTREE_STRUCTURE,
+    FixKind.KERAS_RECOMPILE: ReasonKind.NEW_FUNCTION,
 }
 
 
@@ -431,6 +434,7 @@ class MessageKind(_Kind):
     LIBRARY_CALL = "library_call"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     KERAS_MIXED = "keras_mixed"
+    KERAS_RECOMPILE = "keras_recompile"
     # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"

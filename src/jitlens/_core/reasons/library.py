@@ -131,3 +131,22 @@ KERAS_MIXED_FIX = Template(
     "Call one of them on this model: `{whole}(x, batch_size=B)` on every set, or `{batch}(x)` "
     "on every batch (padded to one size B).",
 )
+
+
+#: ``model.compile`` run again on a model that already ran a step: keras drops the model's
+#: jitted steps (``train_function = None``), so the next ``fit`` jits a new one.
+KERAS_RECOMPILE_MSG = Template(
+    M.KERAS_RECOMPILE,
+    "`{model}.compile` ran again since this model's last {role} step: compiling drops keras' "
+    "jitted steps, so `{entry}` jitted a new {role} step and compiled it again ({count} "
+    "earlier one(s) of the same code).",
+)
+
+
+KERAS_RECOMPILE_FIX = Template(
+    K.KERAS_RECOMPILE,
+    "Call `{model}.compile(...)` once, before the loop. To change the learning rate between "
+    "calls, set `{model}.optimizer.learning_rate = lr` (a variable the step reads: no "
+    "compile); compile again only when what it compiles changes (a layer's `trainable`, the "
+    "loss, the metrics).",
+)

@@ -20,7 +20,7 @@ from ... import _compat
 from ..._compat import keras_api
 from ..._core import reasons as W
 from ..._core.key import Key
-from ..._core.kinds import FixKind, ReasonKind, RowKind
+from ..._core.kinds import Fact, FixKind, ReasonKind, RowKind
 from ..._core.reasons import library as L
 from ..._core.report import Reason
 from ..frontend import Frontend
@@ -86,7 +86,22 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
             paths, facts = keras_api.step_terms(step.role, facts)
             step = dataclasses.replace(step, entry=entry, facts=facts, paths=paths)
     LAST_ENTRY[rec] = step.entry
-    return [_mixed(step, then, r) or W.library_reason(step, r) for r in reasons]
+    return [
+        _recompiled(rec, step, model, r) or _mixed(step, then, r) or W.library_reason(step, r)
+        for r in reasons
+    ]
+
+
+def _recompiled(rec: Record, step: _compat.LibraryJit, model: Any, r: Reason) -> Reason | None:
+    """A new step of the same model: ``compile`` ran again and dropped the jitted steps."""
+    if r.kind is not ReasonKind.NEW_FUNCTION or r.expected or model is None:
+        return None
+    name = keras_api.user_name(model, _compat.caller(1))
+    fields = dict(model=name, role=step.role, entry=step.entry)
+    message = L.KERAS_RECOMPILE_MSG.words(**fields, count=REGISTRY.earlier_wrappers(rec))
+    fix = L.KERAS_RECOMPILE_FIX.words(model=name)
+    out = W.with_fix(r, FixKind.KERAS_RECOMPILE, fix, message=message, path=f"{name}.compile")
+    return out.with_facts(Fact.LIBRARY_MADE)
 
 
 def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
