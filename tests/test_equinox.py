@@ -724,6 +724,29 @@ def test_inference_mode_flip_is_named_as_a_mode_switch():
     assert "each mode compiles once" in r.message and "inference_mode" in r.fix
 
 
+def test_an_inference_bool_argument_is_a_mode_argument_not_a_field():
+    # once: "it is a static field ... build `inference_model = eqx.nn.inference_mode(model)`"
+    # for `predict(m, x, key, inference)`, where no field changed (an ensemble's docs example)
+    count = counted()
+
+    @eqx.filter_jit
+    def predict(m, x, key, inference):
+        count.tick()
+        return m.drop(m.lin(x), key=key, inference=inference)
+
+    m = Dropper(eqx.nn.Linear(3, 3, key=jax.random.PRNGKey(0)), eqx.nn.Dropout(0.5))
+    key = jax.random.PRNGKey(1)
+    with jitlens.track() as t:
+        outs = [predict(m, jnp.ones(3), key, mode) for mode in (True, False, True, False)]
+    row = _row(t.report(), "predict")
+    assert row.traces == count.n == 2 and row.cache_hits == 2
+    (r,) = _reasons(row)
+    assert (r.path, r.kind, r.expected) == ("inference", "static_value", True)
+    assert "Python bool argument" in r.message and "field" not in r.message
+    assert "inference_mode" not in r.fix and "nothing to fix" in r.fix
+    assert jnp.array_equal(outs[0], outs[2]) and not jnp.array_equal(outs[0], outs[1])
+
+
 def test_probe_lists_the_equinox_pieces_a_release_moved(monkeypatch):
     import equinox._jit as eqx_jit
 

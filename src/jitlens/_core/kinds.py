@@ -286,6 +286,7 @@ class FixKind(_Kind):
     EQX_MODULE_LIBRARY_FUNCTION = "eqx_module_library_function"
     EQX_MODULE_PARTIAL = "eqx_module_partial"
     EQX_MODE = "eqx_mode"
+    EQX_MODE_ARGUMENT = "eqx_mode_argument"
     EQX_OPTAX = "eqx_optax"
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_PREDICT = "keras_ragged_predict"
@@ -323,6 +324,7 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.EQX_FIELD_NUMBER: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD: ReasonKind.STATIC_VALUE,
     FixKind.EQX_MODE: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_MODE_ARGUMENT: ReasonKind.STATIC_VALUE,
     FixKind.EQX_MODULE_FUNCTION: ReasonKind.IDENTITY_STATIC,
     FixKind.EQX_MODULE_LIBRARY_FUNCTION: ReasonKind.IDENTITY_STATIC,
     FixKind.EQX_MODULE_PARTIAL: ReasonKind.IDENTITY_STATIC,
@@ -442,6 +444,7 @@ class MessageKind(_Kind):
     EQX_FIELD = "eqx_field"
     EQX_MODULE_IDENTITY = "eqx_module_identity"
     EQX_MODE = "eqx_mode"
+    EQX_MODE_ARGUMENT = "eqx_mode_argument"
     EQX_OPTAX = "eqx_optax"
 
 

@@ -102,6 +102,15 @@ MODE_FIX = Template(
     "Expected once per mode. Switch outside the hot loop: build `inference_model = "
     "eqx.nn.inference_mode(model)` once per evaluation, not per step, and keep one jitted call per mode.",
 )
+MODE_ARGUMENT_MSG = Template(
+    M.EQX_MODE_ARGUMENT,
+    "`{path}` flipped {before} -> {after}: eqx.filter_jit keeps a Python bool argument static, "
+    "so each mode (training, inference) compiles once.",
+)
+MODE_ARGUMENT_FIX = Template(
+    FixKind.EQX_MODE_ARGUMENT,
+    "Expected once per mode: nothing to fix; both compiled calls stay cached and are reused.",
+)
 OPTAX_MSG = Template(
     M.EQX_OPTAX,
     "`{path}` is a new optax optimizer (a NamedTuple of the closures `init`/`update` each "
@@ -161,6 +170,14 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
         return r
     value = static.value()
     if r.kind == ReasonKind.STATIC_VALUE and isinstance(value, bool) and attr == "inference":
+        if owner is None or not is_eqx_module_class(owner):  # `predict(model, x, inference)`
+            return _with_fix(
+                r,
+                FixKind.EQX_MODE_ARGUMENT,
+                MODE_ARGUMENT_FIX,
+                message=MODE_ARGUMENT_MSG.as_written(path=r.path, before=r.before, after=r.after),
+                expected=True,
+            )
         return _with_fix(
             r,
             FixKind.EQX_MODE,
