@@ -598,6 +598,20 @@ def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) 
     assert vec["mean"] == pytest.approx(seq["mean"], rel=1e-5)
 
 
+def test_a_jit_of_svi_update_per_epoch_is_fixed_in_the_users_spelling(
+    numpyro_chains: dict,
+) -> None:
+    # once: 'e.g. numpyro_SVI_update_jit = jax.jit(numpyro: SVI.update) at module level'
+    before, after = numpyro_chains["svi"]["before"], numpyro_chains["svi"]["after"]
+    assert before["traces"] == before["jax_compiles"] == 3, before
+    assert before["path"] == "svi.update"
+    assert before["message"].startswith("`jax.jit(svi.update)` is a new jax.jit object")
+    assert "`update_jit = jax.jit(svi.update)`" in before["fix"], before["fix"]
+    assert "numpyro:" not in before["fix"]
+    assert after["traces"] == after["jax_compiles"] == 1, after  # the fix applied
+    assert after["losses"] == before["losses"]
+
+
 def _projection_class() -> type:
     """PlasmaControl/DESC#1191's shape: a jitted method with ``self`` static, the object
     rebuilt per outer iteration, holding arrays. A new class per call: a fix registers it."""

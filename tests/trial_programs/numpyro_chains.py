@@ -5,6 +5,8 @@ Adapted from numpyro's examples (a tiny linear regression, HMC with few steps).
 traced inside numpyro's pmap, whose compile is the loop's. ``"sequential"`` compiles the
 loop once per chain; the fix printed (``chain_method="vectorized"``) compiles it once.
 Prints one ``TRUTH`` JSON line: per method, jitlens' row, JAX's compiles, the fix, the mean.
+Then an SVI epoch function that jits ``svi.update`` on every call (a new jit per epoch),
+before and after the fix printed (``update_jit = jax.jit(svi.update)`` once).
 """
 
 import contextlib
@@ -24,7 +26,8 @@ numpyro.set_host_device_count(2)
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
-from numpyro.infer import HMC, MCMC  # noqa: E402
+from numpyro.infer import HMC, MCMC, SVI, Trace_ELBO  # noqa: E402
+from numpyro.infer.autoguide import AutoDelta  # noqa: E402
 
 
 class Compiles(logging.Handler):
@@ -85,4 +88,33 @@ def sample(method: str) -> dict:
     }
 
 
-print("TRUTH " + json.dumps({m: sample(m) for m in ("parallel", "sequential", "vectorized")}))
+svi = SVI(model, AutoDelta(model), numpyro.optim.Adam(0.05), Trace_ELBO())
+
+
+def epochs(fixed: bool) -> dict:
+    state = svi.init(jax.random.key(1), X, Y)
+    update_jit = jax.jit(svi.update) if fixed else None  # the fix as printed
+
+    def epoch(state):
+        update = update_jit if fixed else jax.jit(svi.update)
+        for _ in range(2):
+            state, loss = update(state, X, Y)
+        return state, loss
+
+    with jitlens.track() as t, compiles() as names:
+        losses = [float(epoch(state)[1]) for _ in range(3)]
+    (row,) = {f.name: f for f in t.report().functions if not f.internal}.values()
+    reasons = [r for e in row.events for r in e.reasons]
+    return {
+        "traces": row.traces,
+        "jax_compiles": names.count("update"),
+        "path": reasons[0].path if reasons else "",
+        "message": reasons[0].message if reasons else "",
+        "fix": reasons[0].fix if reasons else "",
+        "losses": losses,
+    }
+
+
+truth = {m: sample(m) for m in ("parallel", "sequential", "vectorized")}
+truth["svi"] = {"before": epochs(fixed=False), "after": epochs(fixed=True)}
+print("TRUTH " + json.dumps(truth))
