@@ -598,11 +598,26 @@ def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) 
     assert vec["mean"] == pytest.approx(seq["mean"], rel=1e-5)
 
 
+def test_numpyro_reruns_stepped_with_a_progress_bar_get_the_jit_model_args_fix(
+    numpyro_chains: dict,
+) -> None:
+    # once: "(also with `jit_model_args=True`)" and "draw what you need in one `run`", while
+    # with a progress bar (numpyro's default) jit_model_args=True makes the second run free
+    before, after = numpyro_chains["rerun"]["before"], numpyro_chains["rerun"]["after"]
+    assert before["rows"] == ["numpyro: MCMC sample step (NUTS)"], before
+    assert before["traces"] == before["jax_compiles"] == 2, before
+    assert "without `jit_model_args=True`" in before["message"]
+    assert before["fix"].startswith("Pass `jit_model_args=True` to `MCMC(...)`")
+    assert after["traces"] == after["jax_compiles"] == 1, after  # the fix applied
+    assert after["mean"] == pytest.approx(before["mean"], rel=1e-5)
+
+
 def test_a_jit_of_svi_update_per_epoch_is_fixed_in_the_users_spelling(
     numpyro_chains: dict,
 ) -> None:
     # once: 'e.g. numpyro_SVI_update_jit = jax.jit(numpyro: SVI.update) at module level'
     before, after = numpyro_chains["svi"]["before"], numpyro_chains["svi"]["after"]
+    assert before["rows"] == ["numpyro: SVI.update"], before
     assert before["traces"] == before["jax_compiles"] == 3, before
     assert before["path"] == "svi.update"
     assert before["message"].startswith("`jax.jit(svi.update)` is a new jax.jit object")

@@ -5,7 +5,8 @@ Adapted from numpyro's examples (a tiny linear regression, HMC with few steps).
 traced inside numpyro's pmap, whose compile is the loop's. ``"sequential"`` compiles the
 loop once per chain; the fix printed (``chain_method="vectorized"``) compiles it once.
 Prints one ``TRUTH`` JSON line: per method, jitlens' row, JAX's compiles, the fix, the mean.
-Then an SVI epoch function that jits ``svi.update`` on every call (a new jit per epoch),
+Then ``MCMC.run`` twice with a progress bar (a sample step stepped in Python) on data of
+one shape, before and after the fix printed (``jit_model_args=True``). Then an SVI epoch function that jits ``svi.update`` on every call (a new jit per epoch),
 before and after the fix printed (``update_jit = jax.jit(svi.update)`` once).
 """
 
@@ -26,7 +27,7 @@ numpyro.set_host_device_count(2)
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
-from numpyro.infer import HMC, MCMC, SVI, Trace_ELBO  # noqa: E402
+from numpyro.infer import HMC, MCMC, NUTS, SVI, Trace_ELBO  # noqa: E402
 from numpyro.infer.autoguide import AutoDelta  # noqa: E402
 
 
@@ -88,6 +89,29 @@ def sample(method: str) -> dict:
     }
 
 
+def rerun(jit_model_args: bool) -> dict:
+    mcmc = MCMC(
+        NUTS(model, max_tree_depth=1),
+        num_warmup=2,
+        num_samples=3,
+        progress_bar=True,
+        jit_model_args=jit_model_args,
+    )
+    with jitlens.track() as t, compiles() as names:
+        for i in range(2):
+            mcmc.run(jax.random.key(i), X, Y * (i + 1))
+    rows = [f for f in t.report().functions if not f.internal]  # one per wrapper
+    reasons = [r for f in rows for e in f.events for r in e.reasons]
+    return {
+        "rows": sorted({f.name for f in rows}),
+        "traces": sum(f.traces for f in rows),
+        "jax_compiles": names.count("_body_fn"),
+        "message": reasons[0].message if reasons else "",
+        "fix": reasons[0].fix if reasons else "",
+        "mean": float(mcmc.get_samples()["w"].mean()),
+    }
+
+
 svi = SVI(model, AutoDelta(model), numpyro.optim.Adam(0.05), Trace_ELBO())
 
 
@@ -103,10 +127,11 @@ def epochs(fixed: bool) -> dict:
 
     with jitlens.track() as t, compiles() as names:
         losses = [float(epoch(state)[1]) for _ in range(3)]
-    (row,) = {f.name: f for f in t.report().functions if not f.internal}.values()
-    reasons = [r for e in row.events for r in e.reasons]
+    rows = [f for f in t.report().functions if not f.internal]  # one per wrapper
+    reasons = [r for f in rows for e in f.events for r in e.reasons]
     return {
-        "traces": row.traces,
+        "rows": sorted({f.name for f in rows}),
+        "traces": sum(f.traces for f in rows),
         "jax_compiles": names.count("update"),
         "path": reasons[0].path if reasons else "",
         "message": reasons[0].message if reasons else "",
@@ -116,5 +141,6 @@ def epochs(fixed: bool) -> dict:
 
 
 truth = {m: sample(m) for m in ("parallel", "sequential", "vectorized")}
+truth["rerun"] = {"before": rerun(False), "after": rerun(True)}
 truth["svi"] = {"before": epochs(fixed=False), "after": epochs(fixed=True)}
 print("TRUTH " + json.dumps(truth))

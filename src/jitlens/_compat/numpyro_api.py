@@ -73,6 +73,9 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
         facts = (
             ("chain_method", getattr(owner, "chain_method", None)),
             ("num_chains", getattr(owner, "num_chains", None)),
+            # stepped in Python (a progress bar): reused across runs with jit_model_args=True
+            ("stepped", name == "_body_fn"),
+            ("jit_model_args", getattr(owner, "_jit_model_args", None)),
         )
     return LibraryJit(
         library=MODULE,

@@ -305,8 +305,9 @@ class FixKind(_Kind):
     LIBRARY_BUILD = "library_build"
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
-    # _track/frontends/numpyro.py (sequential chains; idem)
+    # _track/frontends/numpyro.py (sequential chains; a step closed over the model's arguments)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
+    NUMPYRO_MODEL_ARGS = "numpyro_model_args"
     # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)
     KERAS_MIXED = "keras_mixed"
     # _track/frontends/keras.py (a step jitted anew after `compile` ran again; idem)
@@ -345,6 +346,7 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LIBRARY_STATIC: ReasonKind.IDENTITY_STATIC,
     FixKind.LIBRARY_CALL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
+    FixKind.NUMPYRO_MODEL_ARGS: ReasonKind.NEW_FUNCTION,
     FixKind.KERAS_MIXED: ReasonKind.PYTREE_STRUCTURE,
     FixKind.KERAS_RECOMPILE: ReasonKind.NEW_FUNCTION,
 }
@@ -435,6 +437,7 @@ class MessageKind(_Kind):
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
+    NUMPYRO_MODEL_ARGS = "numpyro_model_args"
     KERAS_MIXED = "keras_mixed"
     KERAS_RECOMPILE = "keras_recompile"
     # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)

@@ -117,6 +117,23 @@ NUMPYRO_SEQUENTIAL_FIX = Template(
 )
 
 
+#: ``MCMC.run`` with a progress bar steps a jitted ``_body_fn`` in Python; without
+#: ``jit_model_args=True`` it closes over the model's arguments, so each ``run`` builds a new one.
+NUMPYRO_MODEL_ARGS_MSG = Template(
+    M.NUMPYRO_MODEL_ARGS,
+    "`MCMC.run` built its sample step anew around this run's model arguments ({before} -> "
+    "{after}): without `jit_model_args=True` numpyro closes the step over them, so each `run` "
+    "compiles it again, even on data of the same shape.",
+)
+
+
+NUMPYRO_MODEL_ARGS_FIX = Template(
+    K.NUMPYRO_MODEL_ARGS,
+    "Pass `jit_model_args=True` to `MCMC(...)`: the sample step then takes the model's "
+    "arguments as inputs, and each later `run` on data of the same shapes reuses its compile.",
+)
+
+
 #: One step run by a whole-set method and its ``*_on_batch`` twin, which hand it the batch
 #: in different containers (``predict``: the array, ``predict_on_batch``: a tuple).
 KERAS_MIXED_MSG = Template(

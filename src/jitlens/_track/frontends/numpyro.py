@@ -51,7 +51,20 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     chains = step.fact("num_chains")
     if step.fact("chain_method") == "sequential" and isinstance(chains, int) and chains > 1:
         return [_sequential(r, chains) for r in reasons]
+    if step.fact("stepped") and step.fact("jit_model_args") is False:
+        return [_model_args(r) for r in reasons]
     return reasons
+
+
+def _model_args(r: Reason) -> Reason:
+    """The stepped sample step (a progress bar) rebuilt by a ``run`` over new model arguments:
+    ``jit_model_args=True`` makes it one compile for every run on data of the same shapes."""
+    if r.fix_kind is not FixKind.NUMPYRO_REBUILT:
+        return r
+    message = L.NUMPYRO_MODEL_ARGS_MSG.words(before=r.before, after=r.after)
+    return W.with_fix(
+        r, FixKind.NUMPYRO_MODEL_ARGS, L.NUMPYRO_MODEL_ARGS_FIX.words(), message=message
+    )
 
 
 def _sequential(r: Reason, chains: int) -> Reason:
