@@ -126,7 +126,7 @@ def epochs(fixed: bool) -> dict:
         return state, loss
 
     with jitlens.track() as t, compiles() as names:
-        losses = [float(epoch(state)[1]) for _ in range(3)]
+        losses = [float(epoch(state)[1]) for _ in range(2)]
     rows = [f for f in t.report().functions if not f.internal]  # one per wrapper
     reasons = [r for f in rows for e in f.events for r in e.reasons]
     return {
