@@ -612,6 +612,19 @@ def test_numpyro_reruns_stepped_with_a_progress_bar_get_the_jit_model_args_fix(
     assert after["mean"] == pytest.approx(before["mean"], rel=1e-5)
 
 
+def test_numpyro_s_own_state_flipping_weak_type_is_not_blamed_on_the_user(
+    numpyro_chains: dict,
+) -> None:
+    # once: 'Give `val[0].num_steps` one type on every call ... `jnp.asarray(value, jnp.int32)`':
+    # `val` is numpyro's loop state, which no user code passes
+    before, after = numpyro_chains["hmc"]["before"], numpyro_chains["hmc"]["after"]
+    assert before["traces"] == before["jax_compiles"] == 2, before
+    assert before["path"] == "val[0].num_steps"
+    assert before["fix"].startswith("Nothing in your model causes it. Pass `progress_bar=False`")
+    assert after["traces"] == after["jax_compiles"] == 1, after  # the fix applied
+    assert after["mean"] == pytest.approx(before["mean"], rel=1e-5)
+
+
 def test_a_jit_of_svi_update_per_epoch_is_fixed_in_the_users_spelling(
     numpyro_chains: dict,
 ) -> None:

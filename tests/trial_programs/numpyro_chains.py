@@ -6,7 +6,8 @@ traced inside numpyro's pmap, whose compile is the loop's. ``"sequential"`` comp
 loop once per chain; the fix printed (``chain_method="vectorized"``) compiles it once.
 Prints one ``TRUTH`` JSON line: per method, jitlens' row, JAX's compiles, the fix, the mean.
 Then ``MCMC.run`` twice with a progress bar (a sample step stepped in Python) on data of
-one shape, before and after the fix printed (``jit_model_args=True``). Then an SVI epoch function that jits ``svi.update`` on every call (a new jit per epoch),
+one shape, before and after the fix printed (``jit_model_args=True``). Then HMC with a fixed ``num_steps`` and a progress bar, whose own state flips weak type
+after a step, before and after the fix printed (``progress_bar=False``). Then an SVI epoch function that jits ``svi.update`` on every call (a new jit per epoch),
 before and after the fix printed (``update_jit = jax.jit(svi.update)`` once).
 """
 
@@ -112,6 +113,27 @@ def rerun(jit_model_args: bool) -> dict:
     }
 
 
+def stepped_hmc(progress_bar: bool) -> dict:
+    """HMC with a fixed `num_steps`, stepped with a progress bar: numpyro's own state flips type."""
+    mcmc = MCMC(
+        HMC(model, num_steps=2, adapt_step_size=False),
+        num_warmup=2,
+        num_samples=3,
+        progress_bar=progress_bar,
+    )
+    with jitlens.track() as t, compiles() as names:
+        mcmc.run(jax.random.key(0), X, Y)
+    rows = [f for f in t.report().functions if not f.internal]
+    reasons = [r for f in rows for e in f.events for r in e.reasons]
+    return {
+        "traces": sum(f.traces for f in rows),
+        "jax_compiles": names.count("_body_fn") + names.count("_fori_collect_loop"),
+        "path": reasons[0].path if reasons else "",
+        "fix": reasons[0].fix if reasons else "",
+        "mean": float(mcmc.get_samples()["w"].mean()),
+    }
+
+
 svi = SVI(model, AutoDelta(model), numpyro.optim.Adam(0.05), Trace_ELBO())
 
 
@@ -141,6 +163,7 @@ def epochs(fixed: bool) -> dict:
 
 
 truth = {m: sample(m) for m in ("parallel", "sequential", "vectorized")}
+truth["hmc"] = {"before": stepped_hmc(True), "after": stepped_hmc(False)}
 truth["rerun"] = {"before": rerun(False), "after": rerun(True)}
 truth["svi"] = {"before": epochs(fixed=False), "after": epochs(fixed=True)}
 print("TRUTH " + json.dumps(truth))

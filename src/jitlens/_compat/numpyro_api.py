@@ -28,6 +28,9 @@ _JITS = {
 }
 
 
+#: The parameter of ``fori_collect``'s ``_body_fn``: numpyro's loop state, never the user's.
+STEP_STATE = "val"
+
 #: The role of a numpyro jit that reaches the user's model but is never the user's business.
 HIDDEN = "hidden"
 

@@ -308,6 +308,7 @@ class FixKind(_Kind):
     # _track/frontends/numpyro.py (sequential chains; a step closed over the model's arguments)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
+    NUMPYRO_STATE_TYPE = "numpyro_state_type"
     # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)
     KERAS_MIXED = "keras_mixed"
     # _track/frontends/keras.py (a step jitted anew after `compile` ran again; idem)
@@ -347,6 +348,7 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LIBRARY_CALL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_MODEL_ARGS: ReasonKind.NEW_FUNCTION,
+    FixKind.NUMPYRO_STATE_TYPE: ReasonKind.WEAK_TYPE,
     FixKind.KERAS_MIXED: ReasonKind.PYTREE_STRUCTURE,
     FixKind.KERAS_RECOMPILE: ReasonKind.NEW_FUNCTION,
 }
@@ -438,6 +440,7 @@ class MessageKind(_Kind):
     LIBRARY_CALL = "library_call"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
+    NUMPYRO_STATE_TYPE = "numpyro_state_type"
     KERAS_MIXED = "keras_mixed"
     KERAS_RECOMPILE = "keras_recompile"
     # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)

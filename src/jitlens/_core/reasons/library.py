@@ -134,6 +134,24 @@ NUMPYRO_MODEL_ARGS_FIX = Template(
 )
 
 
+#: The stepped sample step's own state (``val``, numpyro's loop carry) changed weak type
+#: between steps: HMC with a fixed ``num_steps`` returns it as a Python number.
+NUMPYRO_STATE_TYPE_MSG = Template(
+    M.NUMPYRO_STATE_TYPE,
+    "`{path}` is numpyro's own sample state, not an argument of yours: numpyro's kernel gives "
+    "it one type at the start and another after a step ({before} -> {after}; `{{weak}}` is a "
+    "Python number's weak type), so numpyro's sample step compiles once for each.",
+)
+
+
+NUMPYRO_STATE_TYPE_FIX = Template(
+    K.NUMPYRO_STATE_TYPE,
+    "Nothing in your model causes it. Pass `progress_bar=False` to `MCMC(...)`: numpyro then "
+    "compiles its whole sample loop once instead of stepping it in Python; or accept the one "
+    "extra compile.",
+)
+
+
 #: One step run by a whole-set method and its ``*_on_batch`` twin, which hand it the batch
 #: in different containers (``predict``: the array, ``predict_on_batch``: a tuple).
 KERAS_MIXED_MSG = Template(

@@ -15,7 +15,7 @@ from ... import _compat
 from ..._compat import numpyro_api
 from ..._core import reasons as W
 from ..._core.key import Key
-from ..._core.kinds import FixKind, RowKind
+from ..._core.kinds import FixKind, ReasonKind, RowKind
 from ..._core.reasons import library as L
 from ..._core.report import Reason
 from ..frontend import Frontend
@@ -51,9 +51,20 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     chains = step.fact("num_chains")
     if step.fact("chain_method") == "sequential" and isinstance(chains, int) and chains > 1:
         return [_sequential(r, chains) for r in reasons]
+    if step.fact("stepped"):
+        reasons = [_state_type(r) for r in reasons]
     if step.fact("stepped") and step.fact("jit_model_args") is False:
         return [_model_args(r) for r in reasons]
     return reasons
+
+
+def _state_type(r: Reason) -> Reason:
+    """A weak type flip in numpyro's own loop state (``val``) of its stepped sample step."""
+    if r.kind is not ReasonKind.WEAK_TYPE or r.argument != numpyro_api.STEP_STATE:
+        return r
+    message = L.NUMPYRO_STATE_TYPE_MSG.words(path=r.path, before=r.before, after=r.after)
+    fix = L.NUMPYRO_STATE_TYPE_FIX.words()
+    return W.with_fix(r, FixKind.NUMPYRO_STATE_TYPE, fix, message=message)
 
 
 def _model_args(r: Reason) -> Reason:
