@@ -204,6 +204,46 @@ def test_python_scalars_are_static_under_filter_jit_and_fix():
         np.testing.assert_allclose(a, b)
 
 
+class Tempered(eqx.Module):
+    lin: eqx.nn.Linear
+    temperature: float
+
+    def __call__(self, x):
+        return jax.nn.softmax(self.lin(x) / self.temperature)
+
+
+def test_a_number_field_set_per_step_gets_a_field_fix_that_works():
+    # once: "`jnp.asarray(model.temperature)` at the call", for a field set by eqx.tree_at
+    count = counted()
+
+    @eqx.filter_jit
+    def forward(model, x):
+        count.tick()
+        return model(x)
+
+    def anneal(model, wrap):
+        outs = []
+        for t in (1.0, 0.5, 0.25):
+            model = eqx.tree_at(lambda m: m.temperature, model, wrap(t))
+            outs.append(forward(model, jnp.ones(3)))
+        return outs
+
+    model = Tempered(eqx.nn.Linear(3, 4, key=jax.random.PRNGKey(0)), 1.0)
+    with jitlens.track() as t:
+        outs = anneal(model, float)
+    row = _row(t.report(), "forward")
+    assert row.traces == count.n == 3
+    r = _reasons(row)[0]
+    assert (r.path, r.kind) == ("model.temperature", "static_value")
+    fix = "`model = eqx.tree_at(lambda m: m.temperature, model, jnp.asarray(value))`"
+    assert fix in r.fix and "stop_gradient(self.temperature)" in r.fix
+    count.n = 0
+    fixed = anneal(model, jnp.asarray)  # the fix as printed
+    assert count.n == 1
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 def _opt_step(count):
     @eqx.filter_jit
     def step(params, opt, opt_state):

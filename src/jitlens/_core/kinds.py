@@ -403,6 +403,7 @@ class MessageKind(_Kind):
     VAR_META = "var_meta"
     # reasons/shape.py
     SHAPE = "shape"
+    BUCKETED = "bucketed"
     VMAP_SHAPE = "vmap_shape"
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_WHY = "keras_ragged_why"
