@@ -20,8 +20,7 @@ program runs it
 before the hooks run), so while a budget is open ``sys.exit`` (and the
 ``exit()`` / ``quit()`` of scripts) is the program's own function behind a
 recorder that notes the status it was given; a ``raise SystemExit(5)`` written
-out makes a subclass of ``SystemExit`` that notes its status when Python drops it,
-after the program's last frame and before the exit hooks.
+out is not seen.
 """
 
 from __future__ import annotations
@@ -159,31 +158,6 @@ class LiveRun:
             functools.update_wrapper(recorder, real, updated=())
             self.exits.append((owner, name, real, recorder))
             setattr(owner, name, recorder)
-        self._record_raised_exit()
-
-    def _record_raised_exit(self) -> None:
-        """Note the status of a ``raise SystemExit(5)`` that ends the program: the name
-        ``SystemExit`` is, while the budget is open, a subclass whose instance notes its code
-        when it is deleted with no frame of the program left (Python drops the exception just
-        before the exit hooks run; one the program caught is deleted inside its frames)."""
-        import builtins
-        import threading
-
-        from .. import _compat
-
-        requested, main, real = self.requested, threading.main_thread(), builtins.SystemExit
-
-        class SystemExit(real):  # type: ignore[valid-type,misc]
-            def __del__(self) -> None:
-                try:
-                    if threading.current_thread() is main and _compat.caller(1) is None:
-                        requested[:] = [self.code]
-                except Exception:  # never into the program's exit
-                    pass
-
-        SystemExit.__module__, SystemExit.__doc__ = real.__module__, real.__doc__
-        self.exits.append((builtins, "SystemExit", real, SystemExit))
-        builtins.SystemExit = SystemExit  # type: ignore[misc]
 
     def _restore_exit(self) -> int | None:
         """Put the program's exit functions back; the exit status it asked for, if it did."""

@@ -173,33 +173,22 @@ def is_model_library_file(filename: str) -> bool:
     return hit
 
 
-#: A file this many folders above the working one at most is shown relative to it
-#: (``../prog.py``, as pytest shows it); one further away by its normalised absolute path.
-MAX_UP = 2
-
-
 def short_path(filename: str) -> str:
-    """A path as tracebacks and pytest show it, normalised (``sub/../prog.py`` is
-    ``prog.py``): relative to the working directory when below it or at most ``MAX_UP``
-    folders above; package-relative for installed code; else absolute."""
+    """A path relative to the working directory when below it; package-relative for installed code."""
     if filename.startswith("<"):
         return filename
     try:
         rel = os.path.relpath(filename)
-    except ValueError:  # another drive
-        return os.path.normpath(filename)
-    up = 0
-    while rel.startswith(".." + os.sep, up * 3):
-        up += 1
-    if up == 0:
+    except ValueError:
+        rel = filename
+    if not rel.startswith(".." + os.sep):
         return rel
-    full = os.path.abspath(filename)
-    if full.startswith(PACKAGE_DIR + os.sep):
-        return "jitlens" + full[len(PACKAGE_DIR) :]
+    if filename.startswith(PACKAGE_DIR + os.sep):
+        return "jitlens" + filename[len(PACKAGE_DIR) :]
     site = os.sep + "site-packages" + os.sep
-    if site in full:
-        return full.split(site, 1)[1]
-    return rel if up <= MAX_UP else full
+    if site in filename:
+        return filename.split(site, 1)[1]
+    return filename
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:

@@ -279,6 +279,7 @@ class FixKind(_Kind):
     # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"
+    EQX_SCALAR_FIELD = "eqx_scalar_field"
     EQX_STATIC = "eqx_static"
     EQX_FIELD_NUMBER = "eqx_field_number"
     EQX_FIELD = "eqx_field"
@@ -322,6 +323,7 @@ class FixKind(_Kind):
 REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.EQX_NEW_FUNCTION: ReasonKind.NEW_FUNCTION,
     FixKind.EQX_SCALAR: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_SCALAR_FIELD: ReasonKind.STATIC_VALUE,
     FixKind.EQX_STATIC: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD_NUMBER: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD: ReasonKind.STATIC_VALUE,
@@ -403,7 +405,6 @@ class MessageKind(_Kind):
     VAR_META = "var_meta"
     # reasons/shape.py
     SHAPE = "shape"
-    BUCKETED = "bucketed"
     VMAP_SHAPE = "vmap_shape"
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_WHY = "keras_ragged_why"

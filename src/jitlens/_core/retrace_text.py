@@ -13,7 +13,6 @@ import logging
 import textwrap
 from collections.abc import Sequence
 
-from . import buckets
 from .kinds import EventKind
 from .lines import Line, Role
 from .report import Event, FunctionReport, Reason, StaleHit
@@ -287,11 +286,6 @@ def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -
         lines = retrace_lines(fn, event, folded, width=width)
         head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0].text)
         body = [(line.indent, line.text) for line in lines[1:]]
-        chosen = buckets.bucketed(fn.events) if event.kind is EventKind.RETRACE else []
-        if chosen:  # the retraces so far are a deliberate bucket set: said as the summary says
-            from .reasons import bucketed
-
-            body = [(2, bucketed(s).make()) for s in chosen]
         if not event.reasons and event.kind != EventKind.TRACE:
             body.append((2, no_reason(event.kind, 1)))
         return "\n".join([_wrapped(0, head, width), *(_wrapped(i, t, width) for i, t in body)])

@@ -108,6 +108,10 @@ WARNING_LINE = "warning: {text}"
 NO_FUNCTIONS = (
     "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s tracked)."
 )
+BUCKETED = (
+    "`{path}` axis {axis} took {sizes} (multiples of {step}): a bounded set of buckets, each "
+    "compiled once; expected, not lost"
+)
 NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 #: A folded row's name in the table: where and how often it traced are in its explanation.
@@ -232,11 +236,9 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
 
 
 def bucketed_text(b: buckets.SizeSet) -> str:
-    """What a deliberate bucket set is, in one sentence (text, HTML and the live log: the
-    words of ``_core/reasons/shape.py``'s ``BUCKETED_MSG``)."""
-    from .._core.reasons import bucketed  # only a report with a bucket set needs the words
-
-    return bucketed(b).make()
+    """What a deliberate bucket set is, in one sentence (text and HTML)."""
+    sizes = ", ".join(map(str, b.distinct))
+    return BUCKETED.format(path=b.path, axis=b.axis, sizes=sizes, step=buckets.bucket_step(b.sizes))
 
 
 def _less(width: int | None, indent: int) -> int | None:

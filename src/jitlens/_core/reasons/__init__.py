@@ -134,7 +134,6 @@ from .pytree_structure import (
 )
 from .pytree_structure import SPEC as _PYTREE_STRUCTURE
 from .shape import (
-    BUCKETED_MSG,
     KERAS_LENGTH_FIX,
     KERAS_LENGTH_MSG,
     KERAS_ON_BATCH_FIX,
@@ -150,7 +149,6 @@ from .shape import (
     SHAPE_FIX,
     SHAPE_MSG,
     VMAP_SHAPE_MSG,
-    bucketed,
     library_reason,
     shape,
     user_path,
@@ -255,7 +253,6 @@ SPECS: dict[ReasonKind, KindSpec] = {
 
 __all__ = [
     "ARG_FIX",
-    "BUCKETED_MSG",
     "ARG_MSG",
     "ARRAYS_PYTREE_FIX",
     "BOUND_METHOD_FIX",
@@ -392,7 +389,6 @@ __all__ = [
     "_reason",
     "argument_added_removed",
     "as_dtype",
-    "bucketed",
     "cache_cleared",
     "cache_evicted",
     "class_redefined",

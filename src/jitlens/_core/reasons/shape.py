@@ -11,14 +11,12 @@ import re
 from typing import Any
 
 from ..._compat.library_jits import LibraryJit
-from ..buckets import SizeSet, bucket_step
 from ..kinds import Fact, FixKind, ReasonKind, SubjectKind
 from ..kinds import FixKind as K
 from ..kinds import MessageKind as M
 from ..reason import Reason
 from .base import (
     Template,
-    Words,
     _reason,
     _with_fix,
 )
@@ -42,23 +40,6 @@ PARAM_SHAPE_FIX = Template(
     "Expected once per architecture: parameter shapes follow the layer sizes. If the models "
     "should be the same, build them with the same sizes.",
 )
-
-
-#: What a deliberate bucket set is (``_core/buckets.py``: every retrace of a function a shape
-#: of one axis, the sizes multiples of a power of two, each compiled once): said instead of
-#: the shape retraces' reasons, in the exit summary and in the live log alike.
-BUCKETED_MSG = Template(
-    M.BUCKETED,
-    "`{path}` axis {axis} took {sizes} (multiples of {step}): a bounded set of buckets, each "
-    "compiled once; expected, not lost",
-)
-
-
-def bucketed(size_set: SizeSet) -> Words:
-    """The makings of what the deliberate bucket set ``size_set`` is (``BUCKETED_MSG``)."""
-    sizes = ", ".join(map(str, size_set.distinct))
-    step = bucket_step(size_set.sizes)
-    return BUCKETED_MSG.words(path=size_set.path, axis=size_set.axis, sizes=sizes, step=step)
 
 
 VMAP_SHAPE_MSG = Template(
@@ -264,7 +245,6 @@ SPEC = KindSpec(
     },
     messages=(
         SHAPE_MSG,
-        BUCKETED_MSG,
         VMAP_SHAPE_MSG,
         KERAS_RAGGED_MSG,
         KERAS_RAGGED_WHY,

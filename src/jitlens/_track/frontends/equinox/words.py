@@ -45,6 +45,13 @@ SCALAR_FIX = Template(
     "Pass it as an array so it is traced: `jnp.asarray({expr})` at the call (one compile for "
     "every value); keep a Python number only for a few fixed values.",
 )
+SCALAR_FIELD_FIX = Template(
+    FixKind.EQX_SCALAR_FIELD,
+    "Store it as an array so it is traced: set it with `jnp.asarray(...)` "
+    "(`{root} = eqx.tree_at(lambda m: m{rest}, {root}, jnp.asarray(value))`, or in `__init__`): "
+    "one compile for every value. Gradients and optax then reach it too: read it as "
+    "`jax.lax.stop_gradient(self.{attr})` if it must not be trained.",
+)
 STATIC_MSG = Template(
     M.EQX_STATIC,
     "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array value "
@@ -203,10 +210,18 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
                 message=FIELD_MSG.as_written(path=r.path, before=r.before, after=r.after),
             )
     if r.kind == ReasonKind.STATIC_VALUE and _is_number(value):
+        root, dot, rest = r.path.partition(".")
+        if owner is not None and is_eqx_module_class(owner) and dot and root.isidentifier():
+            fk, fix = (  # a Module's field, set where the model is built or updated
+                FixKind.EQX_SCALAR_FIELD,
+                SCALAR_FIELD_FIX.as_written(root=root, rest=dot + rest, attr=attr),
+            )
+        else:
+            fk, fix = FixKind.EQX_SCALAR, SCALAR_FIX.as_written(expr=r.path)
         return _with_fix(
             r,
-            FixKind.EQX_SCALAR,
-            SCALAR_FIX.as_written(expr=r.path),
+            fk,
+            fix,
             message=SCALAR_MSG.as_written(path=r.path, before=r.before, after=r.after),
             flow="unchecked",  # the trace's program tells whether it can be an array
         )
