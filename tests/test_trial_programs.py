@@ -231,6 +231,54 @@ def test_an_eager_lax_cond_over_new_branches_counts_every_compile_and_the_fix_wo
     assert fixed == bad
 
 
+def test_an_eager_while_loop_over_a_function_and_an_optimizer_gets_their_static_argnames() -> None:
+    """optax's L-BFGS docs example: ``run_opt(params, fun, opt, ...)`` runs ``lax.while_loop``
+    outside jit over closures made per call. The fix once said ``@jax.jit`` alone, which
+    raises on ``fun`` and ``opt`` (a function and an optax transformation)."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    import jitlens
+
+    traces = [0]
+
+    def run_opt(params, fun, opt, max_iter):
+        def step(carry):
+            traces[0] += 1
+            i, p, s = carry
+            updates, s = opt.update(jax.grad(fun)(p), s, p)
+            return i + 1, optax.apply_updates(p, updates), s
+
+        def continuing(carry):
+            return carry[0] < max_iter
+
+        return jax.lax.while_loop(continuing, step, (0, params, opt.init(params)))[1]
+
+    def fun(p):
+        return jnp.sum((p - 1.0) ** 2)
+
+    opt = optax.sgd(0.1)
+    with jitlens.track() as t:
+        bad = [run_opt(jnp.zeros(3), fun, opt, 5) for _ in range(2)]
+    rows = [f for f in t.report().functions if f.name == "lax.while_loop(step)"]
+    assert sum(f.traces for f in rows) == traces[0] == 2
+    (fix,) = {r.fix for f in rows for e in f.events for r in e.reasons}
+    code = '`@functools.partial(jax.jit, static_argnames=("fun", "opt"))` on `run_opt`'
+    assert fix.startswith("Put " + code), fix
+    with pytest.raises(TypeError):  # `@jax.jit` alone: what the fix once said
+        jax.jit(run_opt)(jnp.zeros(3), fun, opt, 5)
+    fixed_run = functools.partial(jax.jit, static_argnames=("fun", "opt"))(run_opt)
+    traces[0] = 0
+    with _jax_compiles() as compiled:
+        fixed = [fixed_run(jnp.zeros(3), fun, opt, 5) for _ in range(2)]
+    assert compiled.count("run_opt") == 1 and traces[0] == 1
+    for a, b in zip(bad, fixed, strict=True):
+        assert jnp.allclose(a, b)
+
+
 def test_numpyro_predictive_called_per_key_is_reported_and_the_fix_works() -> None:
     """numpyro's ``Predictive`` maps the model with ``lax.map`` outside jit, over a function
     it builds per call: every call traces the model and compiles again; jitlens once said

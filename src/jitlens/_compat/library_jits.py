@@ -398,3 +398,14 @@ def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:
 
 def loaded(module: str) -> bool:
     return module in sys.modules
+
+
+def name_in_frame(obj: Any, frame: FrameType | None) -> str:
+    """The name the code at ``frame`` holds ``obj`` by (its locals, then its globals), or ""."""
+    if frame is None:
+        return ""
+    for scope in (frame.f_locals, frame.f_globals):
+        for k, v in scope.items():
+            if v is obj and k.isidentifier() and not k.startswith("_"):
+                return k
+    return ""

@@ -300,6 +300,7 @@ class FixKind(_Kind):
     DIFFERENT_FUNCTION = "different_function"
     # _track/nested.py (a control-flow primitive run outside jit; to move to _core/reasons/)
     EAGER_PRIMITIVE = "eager_primitive"
+    EAGER_PRIMITIVE_STATIC = "eager_primitive_static"
     LIBRARY_EAGER = "library_eager"
     # _track/frontends/library_rows.py (a library's function built per call; idem)
     LIBRARY_KERNEL = "library_kernel"
@@ -343,6 +344,7 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LINEN_FIELD: ReasonKind.STATIC_VALUE,
     FixKind.LINEN_FIELDS: ReasonKind.STATIC_VALUE,
     FixKind.EAGER_PRIMITIVE: ReasonKind.NEW_FUNCTION,
+    FixKind.EAGER_PRIMITIVE_STATIC: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_EAGER: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_KERNEL: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_BUILD: ReasonKind.NEW_FUNCTION,

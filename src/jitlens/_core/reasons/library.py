@@ -36,6 +36,13 @@ EAGER_PRIMITIVE_FIX = Template(
 )
 
 
+EAGER_PRIMITIVE_STATIC_FIX = Template(
+    K.EAGER_PRIMITIVE_STATIC,
+    "Put `@functools.partial(jax.jit, static_argnames={names})` on {target}: {outer} is then "
+    "traced once per input shape and reused ({listed}: values jit cannot trace, static).",
+)
+
+
 LIBRARY_EAGER_MSG = Template(
     M.LIBRARY_EAGER,
     "{library}'s `{entry}` runs {outer} outside jit over a function it builds on every call "

@@ -77,7 +77,7 @@ def _bound_method_reasons(rec: Record, fn: Any, reasons: list[Reason]) -> list[R
     owner, method = getattr(fn, "__self__", None), getattr(fn, "__name__", None)
     if owner is None or isinstance(owner, type) or not isinstance(method, str):
         return reasons
-    name = _name_in_user_code(owner, _compat.user_frame(_compat.caller(1)))
+    name = _compat.name_in_frame(owner, _compat.user_frame(_compat.caller(1)))
     spelled = f"{name}.{method}" if name else f"<your {type(owner).__name__}>.{method}"
     out = []
     for r in reasons:
@@ -93,17 +93,6 @@ def _bound_method_reasons(rec: Record, fn: Any, reasons: list[Reason]) -> list[R
             r = W.with_fix(r, FixKind.NEW_FUNCTION, fix, message=message, path=spelled)
         out.append(r)
     return out
-
-
-def _name_in_user_code(obj: Any, frame: Any) -> str:
-    """The name the user's code at ``frame`` holds ``obj`` by (its locals, then its globals)."""
-    if frame is None:
-        return ""
-    for scope in (frame.f_locals, frame.f_globals):
-        for k, v in scope.items():
-            if v is obj and k.isidentifier() and not k.startswith("_"):
-                return k
-    return ""
 
 
 def _reworded(r: Reason, rec: Record, c: _compat.LibraryClosure) -> Reason:
