@@ -403,6 +403,39 @@ def test_the_first_compile_of_a_jit_traced_inside_another_is_not_called_a_recomp
     assert "no retraces: no function compiled again." in text
 
 
+def test_a_blackjax_sgld_step_is_named_after_sgld_and_its_ragged_minibatch_counted() -> None:
+    """blackjax's SGMCMC docs: ``jax.jit(sgld.step)`` over minibatches, the last one smaller.
+    The row was once named ``blackjax: gradients.step_fn`` (the module of the gradient
+    estimator sgld's step calls), a name the user never wrote."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    traces = [0]
+
+    def loglik(w, batch):
+        traces[0] += 1
+        x, y = batch
+        return -0.5 * jnp.sum((x @ w - y) ** 2)
+
+    grad_fn = blackjax.sgmcmc.gradients.grad_estimator(lambda w: -0.5 * jnp.sum(w**2), loglik, 9)
+    xs, ys = jnp.ones((9, 2)), jnp.ones(9)
+    with jitlens.track() as t:
+        step = jax.jit(blackjax.sgld(grad_fn).step)
+        w = jnp.zeros(2)
+        for i in (0, 4, 8):  # minibatches of 4, 4, then 1
+            w = step(jax.random.key(i), w, (xs[i : i + 4], ys[i : i + 4]), 1e-3)
+    (row,) = [f for f in t.report().functions if not f.internal]
+    assert row.name == "blackjax: sgld.step_fn"
+    assert (row.calls, row.traces) == (3, traces[0]) == (3, 2)
+    (r, _) = [r for e in row.events for r in e.reasons]
+    assert (r.path, r.kind) == ("minibatch[0]", "shape")
+
+
 def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() -> None:
     """``jax.jit(blackjax.hmc(..., step_size=s).step)`` per value: the fix once named
     `blackjax: hmc.step_fn` and `kernel_args`, names the user does not have."""
