@@ -88,6 +88,17 @@ def test_keras_compile_again_per_learning_rate_is_named_and_the_fix_works(
     assert after["moved"] == before["moved"] == [True, False, True]  # the rate is in effect
 
 
+def test_keras_named_inputs_get_fixes_that_cut_each_array_of_the_dict(keras_split: dict) -> None:
+    # once: "`n = len(x) // 16 * 16`, then `x[:n]`": len of a dict counts its keys
+    before, after = keras_split["named"]["before"], keras_split["named"]["after"]
+    assert (before["train"]["traces"], before["predict"]["traces"]) == (2, 2)
+    assert before["train"]["path"].startswith("x['")
+    assert "`x = {k: v[:n] for k, v in x.items()}`, `y = y[:n]`" in before["train"]["fix"]
+    assert "`n = -len(next(iter(x.values()))) % 16`" in before["predict"]["fix"]
+    assert (after["train"]["traces"], after["predict"]["traces"]) == (1, 1)  # the fixes applied
+    assert after["predictions"] == before["predictions"]
+
+
 def test_keras_steps_under_nnx_jit_are_the_users_rows_and_the_fix_works() -> None:
     # KERAS_NNX_ENABLED=true: keras jits its steps with nnx.jit; jitlens once said "no
     # jitted function was called" (the steps were flax-internal rows)

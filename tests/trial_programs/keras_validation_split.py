@@ -9,7 +9,8 @@ said to be cut from ``x``). Prints one ``TRUTH`` JSON line: per run, each keras 
 traces, the fix printed and the culprit's path. Last, ``predict`` then ``predict_on_batch``
 on one model: keras hands its predict step the batch in two containers. Then a
 learning-rate sweep that calls ``model.compile`` again per rate (keras drops its jitted
-steps), before and after the fix printed (compile once, set the optimizer's rate).
+steps), before and after the fix printed (compile once, set the optimizer's rate). Last,
+a model with named inputs fit and predicted on dicts of arrays, before and after the fixes.
 """
 
 import json
@@ -121,6 +122,42 @@ def sweep(fixed: bool) -> dict:
 
 
 recompile = {"before": sweep(fixed=False), "after": sweep(fixed=True)}
+
+
+def named_inputs(fixed: bool) -> dict:
+    """A model with two named inputs, fit and predict on dicts of 50 samples, batches of 16."""
+    keras.utils.set_random_seed(0)
+    a, b = keras.Input((4,), name="title"), keras.Input((3,), name="body")
+    out = keras.layers.Dense(1)(keras.layers.concatenate([a, b]))
+    model = keras.Model(inputs=[a, b], outputs=out)
+    model.compile(optimizer="sgd", loss="mse")
+    x = {"title": X[:50, :4], "body": X[:50, 4:7]}
+    y = Y[:50, :1]
+    px = x
+    if fixed:  # the fixes as printed
+        n = len(y) // 16 * 16
+        x = {k: v[:n] for k, v in x.items()}
+        y = y[:n]
+        n = -len(next(iter(px.values()))) % 16
+        px = {k: np.pad(v, [(0, n)] + [(0, 0)] * (v.ndim - 1)) for k, v in px.items()}
+    with jitlens.track() as t:  # predict first: the same weights in both runs
+        pred = model.predict(px, batch_size=16, verbose=0)
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0, shuffle=False)
+    if fixed:
+        pred = pred[: len(pred) - n]
+    rows = {}
+    for fn in t.report().functions:
+        reasons = [r for e in fn.events for r in e.reasons if r.fix]
+        rows[fn.name.rsplit(" ", 2)[-2]] = {
+            "traces": fn.traces,
+            "fix": reasons[0].fix if reasons else "",
+            "path": reasons[0].path if reasons else "",
+        }
+    rows["predictions"] = np.asarray(pred).round(5).tolist()
+    return rows
+
+
+named = {"before": named_inputs(fixed=False), "after": named_inputs(fixed=True)}
 print(
     "TRUTH "
     + json.dumps(
@@ -131,6 +168,7 @@ print(
             "data_after": data_after,
             "mixed": mixed,
             "recompile": recompile,
+            "named": named,
         }
     )
 )

@@ -313,8 +313,10 @@ class FixKind(_Kind):
     NUMPYRO_STATE_TYPE = "numpyro_state_type"
     # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)
     KERAS_MIXED = "keras_mixed"
-    # _track/frontends/keras.py (a step jitted anew after `compile` ran again; idem)
+    # _track/frontends/keras.py (a step jitted anew after `compile` ran again; a dict `x`; idem)
     KERAS_RECOMPILE = "keras_recompile"
+    KERAS_RAGGED_DICT = "keras_ragged_dict"
+    KERAS_RAGGED_PREDICT_DICT = "keras_ragged_predict_dict"
 
 
 #: The fix kinds a library's own words give a reason, by the kind of that reason: their
@@ -355,6 +357,8 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.NUMPYRO_STATE_TYPE: ReasonKind.WEAK_TYPE,
     FixKind.KERAS_MIXED: ReasonKind.PYTREE_STRUCTURE,
     FixKind.KERAS_RECOMPILE: ReasonKind.NEW_FUNCTION,
+    FixKind.KERAS_RAGGED_DICT: ReasonKind.SHAPE,
+    FixKind.KERAS_RAGGED_PREDICT_DICT: ReasonKind.SHAPE,
 }
 
 

@@ -192,3 +192,23 @@ KERAS_RECOMPILE_FIX = Template(
     "compile); compile again only when what it compiles changes (a layer's `trainable`, the "
     "loss, the metrics).",
 )
+
+
+#: ``fit(x, ...)`` with ``x`` a dict of arrays (a model with named inputs): ``len(x)`` and
+#: ``x[:n]`` of the array fix would count and slice its keys.
+KERAS_RAGGED_DICT_FIX = Template(
+    K.KERAS_RAGGED_DICT,
+    "Give `{entry}` a number of samples that is a multiple of `batch_size`{bs}; `x` is a dict, "
+    "so cut each of its arrays: `n = len(y) // {b} * {b}`, then "
+    "`x = {{k: v[:n] for k, v in x.items()}}`, `y = y[:n]` (or pad them up to a multiple, with "
+    "`sample_weight` 0 on the padding); do the same for the validation data.",
+)
+
+
+KERAS_RAGGED_PREDICT_DICT_FIX = Template(
+    K.KERAS_RAGGED_PREDICT_DICT,
+    "Pad each array of `x` (a dict) up to a multiple of `batch_size`{bs} before `{entry}`: "
+    "`n = -len(next(iter(x.values()))) % {b}`, then "
+    "`x = {{k: np.pad(v, [(0, n)] + [(0, 0)] * (v.ndim - 1)) for k, v in x.items()}}`, and "
+    "drop the last `n` rows of the output.",
+)

@@ -87,9 +87,33 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
             step = dataclasses.replace(step, entry=entry, facts=facts, paths=paths)
     LAST_ENTRY[rec] = step.entry
     return [
-        _recompiled(rec, step, model, r) or _mixed(step, then, r) or W.library_reason(step, r)
+        _recompiled(rec, step, model, r)
+        or _mixed(step, then, r)
+        or _dict_x(step, W.library_reason(step, r))
         for r in reasons
     ]
+
+
+#: The array fixes whose code reads ``x`` as one array -> their form for a dict ``x``.
+_DICT_FIXES = {
+    FixKind.KERAS_RAGGED: (FixKind.KERAS_RAGGED_DICT, L.KERAS_RAGGED_DICT_FIX),
+    FixKind.KERAS_RAGGED_PREDICT: (
+        FixKind.KERAS_RAGGED_PREDICT_DICT,
+        L.KERAS_RAGGED_PREDICT_DICT_FIX,
+    ),
+}
+
+
+def _dict_x(step: _compat.LibraryJit, r: Reason) -> Reason:
+    """A ragged batch of a dict ``x`` (named inputs): the fix cuts or pads each of its arrays."""
+    found = _DICT_FIXES.get(r.fix_kind) if step.fact("x_is_dict") else None
+    if found is None:
+        return r
+    bs = step.fact("batch_size")
+    if not isinstance(bs, int):
+        return r
+    kind, template = found
+    return W.with_fix(r, kind, template.words(entry=step.entry, bs=f" ({bs})", b=bs))
 
 
 def _recompiled(rec: Record, step: _compat.LibraryJit, model: Any, r: Reason) -> Reason | None:
