@@ -210,11 +210,11 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
                 message=FIELD_MSG.as_written(path=r.path, before=r.before, after=r.after),
             )
     if r.kind == ReasonKind.STATIC_VALUE and _is_number(value):
-        root, dot, rest = r.path.partition(".")
-        if owner is not None and is_eqx_module_class(owner) and dot and root.isidentifier():
+        root = p[0][1] if p and p[0][0] == "arg" else None
+        if owner is not None and is_eqx_module_class(owner) and isinstance(root, str):
             fk, fix = (  # a Module's field, set where the model is built or updated
                 FixKind.EQX_SCALAR_FIELD,
-                SCALAR_FIELD_FIX.as_written(root=root, rest=dot + rest, attr=attr),
+                SCALAR_FIELD_FIX.as_written(root=root, rest=render_path(p[1:]), attr=attr),
             )
         else:
             fk, fix = FixKind.EQX_SCALAR, SCALAR_FIX.as_written(expr=r.path)
