@@ -683,6 +683,8 @@ def test_numpyro_parallel_chains_compile_is_the_sample_loops(numpyro_chains: dic
 def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) -> None:
     seq, vec = numpyro_chains["sequential"], numpyro_chains["vectorized"]
     assert seq["traces"] == seq["compiles"] == seq["jax_compiles"] == 2, seq
+    # once: '_body_fn  identity_static: <function fori_collect.<locals>._body_fn> at 0x...'
+    assert seq["evidence"] == [["MCMC.run", "an earlier build", "a new build"]], seq
     # once: 'draw what you need in one `run`', though the two compiles were in one run
     assert seq["fix"].startswith('Pass `chain_method="vectorized"` to `MCMC`'), seq["fix"]
     # the fix applied: one compile for both chains, the same draws

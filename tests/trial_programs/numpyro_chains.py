@@ -78,9 +78,11 @@ def sample(method: str) -> dict:
     with jitlens.track() as t, compiles() as names:
         mcmc.run(jax.random.key(0), X, Y)
     rows = [f for f in t.report().functions if not f.internal]  # one per wrapper
-    fixes = [r.fix for f in rows for e in f.events for r in e.reasons]
+    reasons = [r for f in rows for e in f.events for r in e.reasons]
+    fixes = [r.fix for r in reasons]
     loop = "_fun" if method == "parallel" else "_fori_collect_loop"
     return {
+        "evidence": [(r.path, r.before, r.after) for r in reasons],
         "rows": sorted({f.name for f in rows}),
         "traces": sum(f.traces for f in rows),
         "compiles": sum(f.compiles for f in rows),

@@ -28,6 +28,9 @@ _JITS = {
 }
 
 
+#: The static argument of ``_fori_collect_loop``: numpyro's step, built anew per ``run``.
+LOOP_BODY = "_body_fn"
+
 #: The parameter of ``fori_collect``'s ``_body_fn``: numpyro's loop state, never the user's.
 STEP_STATE = "val"
 

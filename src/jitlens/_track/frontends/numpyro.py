@@ -47,7 +47,7 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     step = STEPS.get(rec) if rec.kind == KIND else None
     if step is None:
         return reasons
-    reasons = W.numpyro_reasons(step, reasons)
+    reasons = [_evidence(step, r) for r in W.numpyro_reasons(step, reasons)]
     chains = step.fact("num_chains")
     if step.fact("chain_method") == "sequential" and isinstance(chains, int) and chains > 1:
         return [_sequential(r, chains) for r in reasons]
@@ -75,6 +75,18 @@ def _model_args(r: Reason) -> Reason:
     message = L.NUMPYRO_MODEL_ARGS_MSG.words(before=r.before, after=r.after)
     return W.with_fix(
         r, FixKind.NUMPYRO_MODEL_ARGS, L.NUMPYRO_MODEL_ARGS_FIX.words(), message=message
+    )
+
+
+def _evidence(step: _compat.LibraryJit, r: Reason) -> Reason:
+    """numpyro's rebuilt loop body as the user knows it: the ``run`` that rebuilt it, its
+    builds without the addresses of numpyro's closures (once ``_body_fn`` and ``at 0x...``)."""
+    if r.fix_kind is not FixKind.NUMPYRO_REBUILT or r.argument != numpyro_api.LOOP_BODY:
+        return r
+    before, after = "an earlier build", "a new build"
+    message = W.NUMPYRO_REBUILT_MSG.words(entry=step.entry, before=before, after=after)
+    return W.with_fix(
+        r, r.fix_kind, r.fix, message=message, path=step.entry, before=before, after=after
     )
 
 
