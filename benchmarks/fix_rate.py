@@ -822,7 +822,7 @@ CASES: tuple[Case, ...] = (
     _case(
         "eqx.Module float field changed per model",
         "equinox FAQ 'my filter_jit recompiles' (a float field is static)",
-        "eqx.SCALAR_FIX",
+        "eqx.SCALAR_FIELD_FIX",
         """
         import equinox as eqx
 

@@ -204,6 +204,46 @@ def test_python_scalars_are_static_under_filter_jit_and_fix():
         np.testing.assert_allclose(a, b)
 
 
+class Tempered(eqx.Module):
+    lin: eqx.nn.Linear
+    temperature: float
+
+    def __call__(self, x):
+        return jax.nn.softmax(self.lin(x) / self.temperature)
+
+
+def test_a_number_field_set_per_step_gets_a_field_fix_that_works():
+    # once: "`jnp.asarray(model.temperature)` at the call", for a field set by eqx.tree_at
+    count = counted()
+
+    @eqx.filter_jit
+    def forward(model, x):
+        count.tick()
+        return model(x)
+
+    def anneal(model, wrap):
+        outs = []
+        for t in (1.0, 0.5, 0.25):
+            model = eqx.tree_at(lambda m: m.temperature, model, wrap(t))
+            outs.append(forward(model, jnp.ones(3)))
+        return outs
+
+    model = Tempered(eqx.nn.Linear(3, 4, key=jax.random.PRNGKey(0)), 1.0)
+    with jitlens.track() as t:
+        outs = anneal(model, float)
+    row = _row(t.report(), "forward")
+    assert row.traces == count.n == 3
+    r = _reasons(row)[0]
+    assert (r.path, r.kind) == ("model.temperature", "static_value")
+    fix = "`model = eqx.tree_at(lambda m: m.temperature, model, jnp.asarray(value))`"
+    assert fix in r.fix and "stop_gradient(self.temperature)" in r.fix
+    count.n = 0
+    fixed = anneal(model, jnp.asarray)  # the fix as printed
+    assert count.n == 1
+    for a, b in zip(outs, fixed, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 def _opt_step(count):
     @eqx.filter_jit
     def step(params, opt, opt_state):
@@ -722,6 +762,29 @@ def test_inference_mode_flip_is_named_as_a_mode_switch():
     (r,) = _reasons(row)
     assert (r.path, r.kind) == ("m.drop.inference", "static_value")
     assert "each mode compiles once" in r.message and "inference_mode" in r.fix
+
+
+def test_an_inference_bool_argument_is_a_mode_argument_not_a_field():
+    # once: "it is a static field ... build `inference_model = eqx.nn.inference_mode(model)`"
+    # for `predict(m, x, key, inference)`, where no field changed (an ensemble's docs example)
+    count = counted()
+
+    @eqx.filter_jit
+    def predict(m, x, key, inference):
+        count.tick()
+        return m.drop(m.lin(x), key=key, inference=inference)
+
+    m = Dropper(eqx.nn.Linear(3, 3, key=jax.random.PRNGKey(0)), eqx.nn.Dropout(0.5))
+    key = jax.random.PRNGKey(1)
+    with jitlens.track() as t:
+        outs = [predict(m, jnp.ones(3), key, mode) for mode in (True, False, True, False)]
+    row = _row(t.report(), "predict")
+    assert row.traces == count.n == 2 and row.cache_hits == 2
+    (r,) = _reasons(row)
+    assert (r.path, r.kind, r.expected) == ("inference", "static_value", True)
+    assert "Python bool argument" in r.message and "field" not in r.message
+    assert "inference_mode" not in r.fix and "nothing to fix" in r.fix
+    assert jnp.array_equal(outs[0], outs[2]) and not jnp.array_equal(outs[0], outs[1])
 
 
 def test_probe_lists_the_equinox_pieces_a_release_moved(monkeypatch):

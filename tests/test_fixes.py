@@ -119,6 +119,8 @@ FIXES: dict[str, str] = {
     "eqx.MODULE_LIBRARY_FUNCTION_FIX": "test_equinox.py::test_eqx_partial_of_a_lambda_per_call_and_fix",
     "eqx.MODULE_PARTIAL_FIX": "test_equinox.py::test_module_partial_fix_applied_gives_one_trace_and_the_same_results",
     "eqx.MODE_FIX": OPTION,
+    "eqx.MODE_ARGUMENT_FIX": OPTION,
+    "eqx.SCALAR_FIELD_FIX": "test_equinox.py::test_a_number_field_set_per_step_gets_a_field_fix_that_works",
     "eqx.OPTAX_FIX": "test_equinox.py::test_new_optax_optimizer_per_run_and_both_fixes",
     # a stale nnx.cached_partial (jitlens._track.stale): no retrace, a stale result
     "stale.STALE_FIX": "test_off_path.py::test_stale_cached_partial_fix_gives_the_new_result",

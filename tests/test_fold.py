@@ -115,3 +115,19 @@ def test_the_compiled_entries_of_the_wrappers_are_merged(reports) -> None:
     table = page.find("table", "entries")
     cells = [[c.text() for c in r.find_all("td")][:4] for r in table.find_all("tr", "entry")]
     assert [(c[0], c[2], c[3]) for c in cells] == [("#0", "9", "3"), ("#1", "3", "3")]
+
+
+def test_wrappers_sharing_one_trace_say_one_trace() -> None:
+    # once: "3 wrappers of `f` at ..., 1 traces" (numpyro's sample step rebuilt per run, reused)
+    import jax
+
+    from jitlens._core.fold import fold_wrappers
+
+    def f(x):
+        return x + 1
+
+    with jitlens.track() as t:
+        for _ in range(3):  # one function: JAX's cache is shared, the first wrapper traces
+            jax.jit(f)(jnp.ones(2))
+    (row,) = fold_wrappers(t.report().functions)
+    assert row.traces == 1 and row.qualname.endswith(", 1 trace"), row.qualname

@@ -82,6 +82,32 @@ def test_keras_predict_then_predict_on_batch_is_named_and_the_fix_works(keras_sp
     assert after["outputs"] == before["outputs"]
 
 
+def test_keras_compile_again_per_learning_rate_is_named_and_the_fix_works(
+    keras_split: dict,
+) -> None:
+    # once: "`keras: Sequential.fit train step` is a new jax.jit object", fixed by
+    # `keras_Sequential_fit_train_step_jit = jax.jit(keras: Sequential.fit train step)`
+    before, after = keras_split["recompile"]["before"], keras_split["recompile"]["after"]
+    assert before["traces"] == before["jax_traces"] == 3
+    assert before["path"] == "model.compile"
+    assert "`model.compile` ran again" in before["message"]
+    assert "set `model.optimizer.learning_rate = lr`" in before["fix"]
+    assert "jax.jit(keras" not in before["fix"]
+    assert after["traces"] == after["jax_traces"] == 1
+    assert after["moved"] == before["moved"] == [True, False, True]  # the rate is in effect
+
+
+def test_keras_named_inputs_get_fixes_that_cut_each_array_of_the_dict(keras_split: dict) -> None:
+    # once: "`n = len(x) // 16 * 16`, then `x[:n]`": len of a dict counts its keys
+    before, after = keras_split["named"]["before"], keras_split["named"]["after"]
+    assert (before["train"]["traces"], before["predict"]["traces"]) == (2, 2)
+    assert before["train"]["path"].startswith("x['")
+    assert "`x = {k: v[:n] for k, v in x.items()}`, `y = y[:n]`" in before["train"]["fix"]
+    assert "`n = -len(next(iter(x.values()))) % 16`" in before["predict"]["fix"]
+    assert (after["train"]["traces"], after["predict"]["traces"]) == (1, 1)  # the fixes applied
+    assert after["predictions"] == before["predictions"]
+
+
 def test_keras_steps_under_nnx_jit_are_the_users_rows_and_the_fix_works() -> None:
     # KERAS_NNX_ENABLED=true: keras jits its steps with nnx.jit; jitlens once said "no
     # jitted function was called" (the steps were flax-internal rows)
@@ -225,6 +251,54 @@ def test_an_eager_lax_cond_over_new_branches_counts_every_compile_and_the_fix_wo
     assert fixed == bad
 
 
+def test_an_eager_while_loop_over_a_function_and_an_optimizer_gets_their_static_argnames() -> None:
+    """optax's L-BFGS docs example: ``run_opt(params, fun, opt, ...)`` runs ``lax.while_loop``
+    outside jit over closures made per call. The fix once said ``@jax.jit`` alone, which
+    raises on ``fun`` and ``opt`` (a function and an optax transformation)."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    import jitlens
+
+    traces = [0]
+
+    def run_opt(params, fun, opt, max_iter):
+        def step(carry):
+            traces[0] += 1
+            i, p, s = carry
+            updates, s = opt.update(jax.grad(fun)(p), s, p)
+            return i + 1, optax.apply_updates(p, updates), s
+
+        def continuing(carry):
+            return carry[0] < max_iter
+
+        return jax.lax.while_loop(continuing, step, (0, params, opt.init(params)))[1]
+
+    def fun(p):
+        return jnp.sum((p - 1.0) ** 2)
+
+    opt = optax.sgd(0.1)
+    with jitlens.track() as t:
+        bad = [run_opt(jnp.zeros(3), fun, opt, 5) for _ in range(2)]
+    rows = [f for f in t.report().functions if f.name == "lax.while_loop(step)"]
+    assert sum(f.traces for f in rows) == traces[0] == 2
+    (fix,) = {r.fix for f in rows for e in f.events for r in e.reasons}
+    code = '`@functools.partial(jax.jit, static_argnames=("fun", "opt"))` on `run_opt`'
+    assert fix.startswith("Put " + code), fix
+    with pytest.raises(TypeError):  # `@jax.jit` alone: what the fix once said
+        jax.jit(run_opt)(jnp.zeros(3), fun, opt, 5)
+    fixed_run = functools.partial(jax.jit, static_argnames=("fun", "opt"))(run_opt)
+    traces[0] = 0
+    with _jax_compiles() as compiled:
+        fixed = [fixed_run(jnp.zeros(3), fun, opt, 5) for _ in range(2)]
+    assert compiled.count("run_opt") == 1 and traces[0] == 1
+    for a, b in zip(bad, fixed, strict=True):
+        assert jnp.allclose(a, b)
+
+
 def test_numpyro_predictive_called_per_key_is_reported_and_the_fix_works() -> None:
     """numpyro's ``Predictive`` maps the model with ``lax.map`` outside jit, over a function
     it builds per call: every call traces the model and compiles again; jitlens once said
@@ -349,6 +423,39 @@ def test_the_first_compile_of_a_jit_traced_inside_another_is_not_called_a_recomp
     text = t.report().to_text(width=100)
     assert "more from a cached trace" not in text and "equal key compiled again" not in text, text
     assert "no retraces: no function compiled again." in text
+
+
+def test_a_blackjax_sgld_step_is_named_after_sgld_and_its_ragged_minibatch_counted() -> None:
+    """blackjax's SGMCMC docs: ``jax.jit(sgld.step)`` over minibatches, the last one smaller.
+    The row was once named ``blackjax: gradients.step_fn`` (the module of the gradient
+    estimator sgld's step calls), a name the user never wrote."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    traces = [0]
+
+    def loglik(w, batch):
+        traces[0] += 1
+        x, y = batch
+        return -0.5 * jnp.sum((x @ w - y) ** 2)
+
+    grad_fn = blackjax.sgmcmc.gradients.grad_estimator(lambda w: -0.5 * jnp.sum(w**2), loglik, 9)
+    xs, ys = jnp.ones((9, 2)), jnp.ones(9)
+    with jitlens.track() as t:
+        step = jax.jit(blackjax.sgld(grad_fn).step)
+        w = jnp.zeros(2)
+        for i in (0, 4, 8):  # minibatches of 4, 4, then 1
+            w = step(jax.random.key(i), w, (xs[i : i + 4], ys[i : i + 4]), 1e-3)
+    (row,) = [f for f in t.report().functions if not f.internal]
+    assert row.name == "blackjax: sgld.step_fn"
+    assert (row.calls, row.traces) == (3, traces[0]) == (3, 2)
+    (r, _) = [r for e in row.events for r in e.reasons]
+    assert (r.path, r.kind) == ("minibatch[0]", "shape")
 
 
 def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() -> None:
@@ -587,11 +694,55 @@ def test_numpyro_parallel_chains_compile_is_the_sample_loops(numpyro_chains: dic
 def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) -> None:
     seq, vec = numpyro_chains["sequential"], numpyro_chains["vectorized"]
     assert seq["traces"] == seq["compiles"] == seq["jax_compiles"] == 2, seq
+    # once: '_body_fn  identity_static: <function fori_collect.<locals>._body_fn> at 0x...'
+    assert seq["evidence"] == [["MCMC.run", "an earlier build", "a new build"]], seq
     # once: 'draw what you need in one `run`', though the two compiles were in one run
     assert seq["fix"].startswith('Pass `chain_method="vectorized"` to `MCMC`'), seq["fix"]
     # the fix applied: one compile for both chains, the same draws
     assert vec["traces"] == vec["compiles"] == vec["jax_compiles"] == 1, vec
     assert vec["mean"] == pytest.approx(seq["mean"], rel=1e-5)
+
+
+def test_numpyro_reruns_stepped_with_a_progress_bar_get_the_jit_model_args_fix(
+    numpyro_chains: dict,
+) -> None:
+    # once: "(also with `jit_model_args=True`)" and "draw what you need in one `run`", while
+    # with a progress bar (numpyro's default) jit_model_args=True makes the second run free
+    before, after = numpyro_chains["rerun"]["before"], numpyro_chains["rerun"]["after"]
+    assert before["rows"] == ["numpyro: MCMC sample step (NUTS)"], before
+    assert before["traces"] == before["jax_compiles"] == 2, before
+    assert "without `jit_model_args=True`" in before["message"]
+    assert before["fix"].startswith("Pass `jit_model_args=True` to `MCMC(...)`")
+    assert after["traces"] == after["jax_compiles"] == 1, after  # the fix applied
+    assert after["mean"] == pytest.approx(before["mean"], rel=1e-5)
+
+
+def test_numpyro_s_own_state_flipping_weak_type_is_not_blamed_on_the_user(
+    numpyro_chains: dict,
+) -> None:
+    # once: 'Give `val[0].num_steps` one type on every call ... `jnp.asarray(value, jnp.int32)`':
+    # `val` is numpyro's loop state, which no user code passes
+    before, after = numpyro_chains["hmc"]["before"], numpyro_chains["hmc"]["after"]
+    assert before["traces"] == before["jax_compiles"] == 2, before
+    assert before["path"] == "val[0].num_steps"
+    assert before["fix"].startswith("Nothing in your model causes it. Pass `progress_bar=False`")
+    assert after["traces"] == after["jax_compiles"] == 1, after  # the fix applied
+    assert after["mean"] == pytest.approx(before["mean"], rel=1e-5)
+
+
+def test_a_jit_of_svi_update_per_epoch_is_fixed_in_the_users_spelling(
+    numpyro_chains: dict,
+) -> None:
+    # once: 'e.g. numpyro_SVI_update_jit = jax.jit(numpyro: SVI.update) at module level'
+    before, after = numpyro_chains["svi"]["before"], numpyro_chains["svi"]["after"]
+    assert before["rows"] == ["numpyro: SVI.update"], before
+    assert before["traces"] == before["jax_compiles"] == 2, before
+    assert before["path"] == "svi.update"
+    assert before["message"].startswith("`jax.jit(svi.update)` is a new jax.jit object")
+    assert "`update_jit = jax.jit(svi.update)`" in before["fix"], before["fix"]
+    assert "numpyro:" not in before["fix"]
+    assert after["traces"] == after["jax_compiles"] == 1, after  # the fix applied
+    assert after["losses"] == before["losses"]
 
 
 #: PlasmaControl/DESC#1191's shape: a jitted method with ``self`` static, the object rebuilt

@@ -86,6 +86,7 @@ from .library_jits import library_call_above as library_call_above
 from .library_jits import library_closure as library_closure
 from .library_jits import library_entry as library_entry
 from .library_jits import library_name as library_name
+from .library_jits import name_in_frame as name_in_frame
 from .probe import has_trace_frame as has_trace_frame
 from .programs import nondiff_checker as nondiff_checker
 from .programs import program_fingerprint as program_fingerprint

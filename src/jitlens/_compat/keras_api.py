@@ -123,6 +123,8 @@ def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str,
             if bs is None and not entry.endswith("_on_batch") and _is_array(f.f_locals.get("x")):
                 bs = DEFAULT_BATCH_SIZE  # keras' documented default for arrays
             facts = (("batch_size", bs),) if isinstance(bs, int) else ()
+            if isinstance(f.f_locals.get("x"), dict):  # named inputs: one array per input
+                facts += (("x_is_dict", True),)
             split = f.f_locals.get("validation_split")
             if isinstance(split, float) and 0.0 < split < 1.0:  # fit's own split of x and y
                 facts += (("validation_split", split),)
@@ -132,6 +134,15 @@ def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str,
                 if isinstance(vbs, int):
                     facts += (("validation_batch_size", vbs),)
     return entry, facts
+
+
+def user_name(model: Any, frame: FrameType | None) -> str:
+    """The name the user's code holds ``model`` by at ``frame`` (``model``), or ``model``."""
+    for f in frames_up(frame):
+        if is_user_file(f.f_code.co_filename):
+            names = [k for k, v in f.f_locals.items() if v is model and k.isidentifier()]
+            return names[0] if names else "model"
+    return "model"
 
 
 def _weak(obj: Any) -> Any:

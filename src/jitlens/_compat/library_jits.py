@@ -101,19 +101,25 @@ def _callee_module(func: Any, top: str) -> str | None:
     """The module of another of the library's functions a generic closure calls.
 
     blackjax's ``base.step_fn`` is one closure for every sampler: the ``kernel``
-    it calls says which (``blackjax.mcmc.hmc``).
+    it calls says which (``blackjax.mcmc.hmc``). A closure that calls a function of its
+    own module is that module's (sgld's ``step_fn`` calls sgld's ``kernel`` and the
+    ``gradients`` module's estimator: ``sgld.step_fn``).
     """
     own = getattr(func, "__module__", None)
+    found = None
     for cell in getattr(func, "__closure__", None) or ():
         try:
             value = cell.cell_contents
         except ValueError:
             continue
         module = getattr(value, "__module__", None)
-        if callable(value) and isinstance(module, str) and module != own:
-            if module.split(".", 1)[0] == top:
-                return module
-    return None
+        if not callable(value) or not isinstance(module, str):
+            continue
+        if module == own:  # its own module's kernel: a sampler's own closure (sgld's step_fn)
+            return None
+        if found is None and module.split(".", 1)[0] == top:
+            found = module
+    return found
 
 
 def reaches_user(fn: Any, depth: int = REACH_DEPTH) -> bool:
@@ -398,3 +404,14 @@ def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:
 
 def loaded(module: str) -> bool:
     return module in sys.modules
+
+
+def name_in_frame(obj: Any, frame: FrameType | None) -> str:
+    """The name the code at ``frame`` holds ``obj`` by (its locals, then its globals), or ""."""
+    if frame is None:
+        return ""
+    for scope in (frame.f_locals, frame.f_globals):
+        for k, v in scope.items():
+            if v is obj and k.isidentifier() and not k.startswith("_"):
+                return k
+    return ""

@@ -28,6 +28,12 @@ _JITS = {
 }
 
 
+#: The static argument of ``_fori_collect_loop``: numpyro's step, built anew per ``run``.
+LOOP_BODY = "_body_fn"
+
+#: The parameter of ``fori_collect``'s ``_body_fn``: numpyro's loop state, never the user's.
+STEP_STATE = "val"
+
 #: The role of a numpyro jit that reaches the user's model but is never the user's business.
 HIDDEN = "hidden"
 
@@ -73,6 +79,9 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
         facts = (
             ("chain_method", getattr(owner, "chain_method", None)),
             ("num_chains", getattr(owner, "num_chains", None)),
+            # stepped in Python (a progress bar): reused across runs with jit_model_args=True
+            ("stepped", name == "_body_fn"),
+            ("jit_model_args", getattr(owner, "_jit_model_args", None)),
         )
     return LibraryJit(
         library=MODULE,

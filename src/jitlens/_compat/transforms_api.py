@@ -167,3 +167,30 @@ def _inner_callables(fun: Any) -> list[Any]:
         if callable(value) and not isinstance(value, type):
             out.append(value)
     return out
+
+
+def untraceable_params(frame: FrameType) -> tuple[str, ...]:
+    """The parameters of the function running at ``frame`` that hold what jit cannot trace (a
+    function, an optax transformation, a string): under ``jax.jit`` they must be static."""
+    code = frame.f_code
+    if code.co_name.startswith("<"):
+        return ()
+    import jax  # the program runs JAX already: a trace is under way
+
+    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    found = []
+    for name in params:
+        try:
+            value = frame.f_locals.get(name)
+            leaves = jax.tree_util.tree_leaves(value)
+        except Exception:  # an object whose flattening fails: not jitlens' business
+            continue
+        if value is not None and not all(_traceable(leaf) for leaf in leaves):
+            found.append(name)
+    return tuple(found)
+
+
+def _traceable(leaf: Any) -> bool:
+    return isinstance(leaf, (bool, int, float, complex)) or (
+        hasattr(leaf, "shape") and hasattr(leaf, "dtype")
+    )

@@ -56,7 +56,7 @@ def _fold(members: list[FunctionReport]) -> FunctionReport:
     each = (
         f"{traces[0]} trace{'' if traces[0] == 1 else 's'} each"
         if len(set(traces)) == 1 and traces[0] is not None
-        else f"{total if total is not None else UNKNOWN} traces"
+        else f"{total if total is not None else UNKNOWN} trace{'' if total == 1 else 's'}"
     )
     events, call_times, call_entries = _merge_calls(members)
     return dataclasses.replace(

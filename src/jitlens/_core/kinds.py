@@ -285,6 +285,7 @@ class FixKind(_Kind):
     # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"
+    EQX_SCALAR_FIELD = "eqx_scalar_field"
     EQX_STATIC = "eqx_static"
     EQX_FIELD_NUMBER = "eqx_field_number"
     EQX_FIELD = "eqx_field"
@@ -292,6 +293,7 @@ class FixKind(_Kind):
     EQX_MODULE_LIBRARY_FUNCTION = "eqx_module_library_function"
     EQX_MODULE_PARTIAL = "eqx_module_partial"
     EQX_MODE = "eqx_mode"
+    EQX_MODE_ARGUMENT = "eqx_mode_argument"
     EQX_OPTAX = "eqx_optax"
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_PREDICT = "keras_ragged_predict"
@@ -304,16 +306,23 @@ class FixKind(_Kind):
     DIFFERENT_FUNCTION = "different_function"
     # _track/nested.py (a control-flow primitive run outside jit; to move to _core/reasons/)
     EAGER_PRIMITIVE = "eager_primitive"
+    EAGER_PRIMITIVE_STATIC = "eager_primitive_static"
     LIBRARY_EAGER = "library_eager"
     # _track/frontends/library_rows.py (a library's function built per call; idem)
     LIBRARY_KERNEL = "library_kernel"
     LIBRARY_BUILD = "library_build"
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
-    # _track/frontends/numpyro.py (sequential chains; idem)
+    # _track/frontends/numpyro.py (sequential chains; a step closed over the model's arguments)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
+    NUMPYRO_MODEL_ARGS = "numpyro_model_args"
+    NUMPYRO_STATE_TYPE = "numpyro_state_type"
     # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)
     KERAS_MIXED = "keras_mixed"
+    # _track/frontends/keras.py (a step jitted anew after `compile` ran again; a dict `x`; idem)
+    KERAS_RECOMPILE = "keras_recompile"
+    KERAS_RAGGED_DICT = "keras_ragged_dict"
+    KERAS_RAGGED_PREDICT_DICT = "keras_ragged_predict_dict"
 
 
 #: The fix kinds a library's own words give a reason, by the kind of that reason: their
@@ -323,10 +332,12 @@ class FixKind(_Kind):
 REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.EQX_NEW_FUNCTION: ReasonKind.NEW_FUNCTION,
     FixKind.EQX_SCALAR: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_SCALAR_FIELD: ReasonKind.STATIC_VALUE,
     FixKind.EQX_STATIC: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD_NUMBER: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD: ReasonKind.STATIC_VALUE,
     FixKind.EQX_MODE: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_MODE_ARGUMENT: ReasonKind.STATIC_VALUE,
     FixKind.EQX_MODULE_FUNCTION: ReasonKind.IDENTITY_STATIC,
     FixKind.EQX_MODULE_LIBRARY_FUNCTION: ReasonKind.IDENTITY_STATIC,
     FixKind.EQX_MODULE_PARTIAL: ReasonKind.IDENTITY_STATIC,
@@ -341,13 +352,19 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LINEN_FIELD: ReasonKind.STATIC_VALUE,
     FixKind.LINEN_FIELDS: ReasonKind.STATIC_VALUE,
     FixKind.EAGER_PRIMITIVE: ReasonKind.NEW_FUNCTION,
+    FixKind.EAGER_PRIMITIVE_STATIC: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_EAGER: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_KERNEL: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_BUILD: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_STATIC: ReasonKind.IDENTITY_STATIC,
     FixKind.LIBRARY_CALL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
+    FixKind.NUMPYRO_MODEL_ARGS: ReasonKind.NEW_FUNCTION,
+    FixKind.NUMPYRO_STATE_TYPE: ReasonKind.WEAK_TYPE,
     FixKind.KERAS_MIXED: ReasonKind.PYTREE_STRUCTURE,
+    FixKind.KERAS_RECOMPILE: ReasonKind.NEW_FUNCTION,
+    FixKind.KERAS_RAGGED_DICT: ReasonKind.SHAPE,
+    FixKind.KERAS_RAGGED_PREDICT_DICT: ReasonKind.SHAPE,
 }
 
 
@@ -450,7 +467,10 @@ class MessageKind(_Kind):
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
+    NUMPYRO_MODEL_ARGS = "numpyro_model_args"
+    NUMPYRO_STATE_TYPE = "numpyro_state_type"
     KERAS_MIXED = "keras_mixed"
+    KERAS_RECOMPILE = "keras_recompile"
     # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"
@@ -458,6 +478,7 @@ class MessageKind(_Kind):
     EQX_FIELD = "eqx_field"
     EQX_MODULE_IDENTITY = "eqx_module_identity"
     EQX_MODE = "eqx_mode"
+    EQX_MODE_ARGUMENT = "eqx_mode_argument"
     EQX_OPTAX = "eqx_optax"
 
 

@@ -90,7 +90,12 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
         rec = hit[0]
         new_body = hit[1] is not None and hit[1]() is not body
         where = (caller.f_code.co_name, caller.f_code.co_firstlineno, caller.f_lineno)
-        _LAST[rec.id] = (getattr(body, "__name__", "?"), where, new_body)
+        _LAST[rec.id] = (
+            getattr(body, "__name__", "?"),
+            where,
+            new_body,
+            transforms_api.untraceable_params(caller),
+        )
         _EAGER[key] = (rec, _weak(body))
     return rec
 
@@ -151,7 +156,7 @@ def describe(rec: Record, b: EventBuilder, frame: FrameType | None) -> None:
     last = _LAST.get(rec.id)
     if last is None:
         return
-    name, (caller, first_line, line), new_body = last
+    name, (caller, first_line, line), new_body, statics = last
     from .._core import reasons as W  # the words load at the first retrace
     from .._core.reasons import library as L
 
@@ -173,13 +178,22 @@ def describe(rec: Record, b: EventBuilder, frame: FrameType | None) -> None:
         target = f"a function of your own that makes the {outer} call at {file}:{line}"
     else:
         target = f"`{caller}` ({file}:{first_line}), which calls {outer}"
-    fix = L.EAGER_PRIMITIVE_FIX.words(target=target, outer=outer)
+    fix_kind = FixKind.EAGER_PRIMITIVE
+    if statics and not module:  # jit alone would raise on them: say which are static
+        quoted = ", ".join(f'"{n}"' for n in statics) + ("," if len(statics) == 1 else "")
+        listed = ", ".join(f"`{n}`" for n in statics)
+        fix_kind = FixKind.EAGER_PRIMITIVE_STATIC
+        fix = L.EAGER_PRIMITIVE_STATIC_FIX.words(
+            target=target, outer=outer, names=f"({quoted})", listed=listed
+        )
+    else:
+        fix = L.EAGER_PRIMITIVE_FIX.words(target=target, outer=outer)
     r = W.new_function(name, str(RowKind.LAX), rec.defined_at, rec.traces - 1, False, False)
     before = f"{rec.traces - 1} earlier {'closure' if new_body else 'wrapper'}(s)"
     after = "new closure" if new_body else f"new {outer} wrapper"
     r = W.with_fix(
         r,
-        FixKind.EAGER_PRIMITIVE,
+        fix_kind,
         fix,
         message=msg,
         path=rec.name,

@@ -36,6 +36,13 @@ EAGER_PRIMITIVE_FIX = Template(
 )
 
 
+EAGER_PRIMITIVE_STATIC_FIX = Template(
+    K.EAGER_PRIMITIVE_STATIC,
+    "Put `@functools.partial(jax.jit, static_argnames={names})` on {target}: {outer} is then "
+    "traced once per input shape and reused ({listed}: values jit cannot trace, static).",
+)
+
+
 LIBRARY_EAGER_MSG = Template(
     M.LIBRARY_EAGER,
     "{library}'s `{entry}` runs {outer} outside jit over a function it builds on every call "
@@ -117,6 +124,41 @@ NUMPYRO_SEQUENTIAL_FIX = Template(
 )
 
 
+#: ``MCMC.run`` with a progress bar steps a jitted ``_body_fn`` in Python; without
+#: ``jit_model_args=True`` it closes over the model's arguments, so each ``run`` builds a new one.
+NUMPYRO_MODEL_ARGS_MSG = Template(
+    M.NUMPYRO_MODEL_ARGS,
+    "`MCMC.run` built its sample step anew around this run's model arguments ({before} -> "
+    "{after}): without `jit_model_args=True` numpyro closes the step over them, so each `run` "
+    "compiles it again, even on data of the same shape.",
+)
+
+
+NUMPYRO_MODEL_ARGS_FIX = Template(
+    K.NUMPYRO_MODEL_ARGS,
+    "Pass `jit_model_args=True` to `MCMC(...)`: the sample step then takes the model's "
+    "arguments as inputs, and each later `run` on data of the same shapes reuses its compile.",
+)
+
+
+#: The stepped sample step's own state (``val``, numpyro's loop carry) changed weak type
+#: between steps: HMC with a fixed ``num_steps`` returns it as a Python number.
+NUMPYRO_STATE_TYPE_MSG = Template(
+    M.NUMPYRO_STATE_TYPE,
+    "`{path}` is numpyro's own sample state, not an argument of yours: numpyro's kernel gives "
+    "it one type at the start and another after a step ({before} -> {after}; `{{weak}}` is a "
+    "Python number's weak type), so numpyro's sample step compiles once for each.",
+)
+
+
+NUMPYRO_STATE_TYPE_FIX = Template(
+    K.NUMPYRO_STATE_TYPE,
+    "Nothing in your model causes it. Pass `progress_bar=False` to `MCMC(...)`: numpyro then "
+    "compiles its whole sample loop once instead of stepping it in Python; or accept the one "
+    "extra compile.",
+)
+
+
 #: One step run by a whole-set method and its ``*_on_batch`` twin, which hand it the batch
 #: in different containers (``predict``: the array, ``predict_on_batch``: a tuple).
 KERAS_MIXED_MSG = Template(
@@ -130,4 +172,43 @@ KERAS_MIXED_FIX = Template(
     K.KERAS_MIXED,
     "Call one of them on this model: `{whole}(x, batch_size=B)` on every set, or `{batch}(x)` "
     "on every batch (padded to one size B).",
+)
+
+
+#: ``model.compile`` run again on a model that already ran a step: keras drops the model's
+#: jitted steps (``train_function = None``), so the next ``fit`` jits a new one.
+KERAS_RECOMPILE_MSG = Template(
+    M.KERAS_RECOMPILE,
+    "`{model}.compile` ran again since this model's last {role} step: compiling drops keras' "
+    "jitted steps, so `{entry}` jitted a new {role} step and compiled it again ({count} "
+    "earlier one(s) of the same code).",
+)
+
+
+KERAS_RECOMPILE_FIX = Template(
+    K.KERAS_RECOMPILE,
+    "Call `{model}.compile(...)` once, before the loop. To change the learning rate between "
+    "calls, set `{model}.optimizer.learning_rate = lr` (a variable the step reads: no "
+    "compile); compile again only when what it compiles changes (a layer's `trainable`, the "
+    "loss, the metrics).",
+)
+
+
+#: ``fit(x, ...)`` with ``x`` a dict of arrays (a model with named inputs): ``len(x)`` and
+#: ``x[:n]`` of the array fix would count and slice its keys.
+KERAS_RAGGED_DICT_FIX = Template(
+    K.KERAS_RAGGED_DICT,
+    "Give `{entry}` a number of samples that is a multiple of `batch_size`{bs}; `x` is a dict, "
+    "so cut each of its arrays: `n = len(y) // {b} * {b}`, then "
+    "`x = {{k: v[:n] for k, v in x.items()}}`, `y = y[:n]` (or pad them up to a multiple, with "
+    "`sample_weight` 0 on the padding); do the same for the validation data.",
+)
+
+
+KERAS_RAGGED_PREDICT_DICT_FIX = Template(
+    K.KERAS_RAGGED_PREDICT_DICT,
+    "Pad each array of `x` (a dict) up to a multiple of `batch_size`{bs} before `{entry}`: "
+    "`n = -len(next(iter(x.values()))) % {b}`, then "
+    "`x = {{k: np.pad(v, [(0, n)] + [(0, 0)] * (v.ndim - 1)) for k, v in x.items()}}`, and "
+    "drop the last `n` rows of the output.",
 )

@@ -19,7 +19,8 @@ from typing import Any
 from ... import _compat
 from ..._compat import keras_api
 from ..._core.key import Key
-from ..._core.kinds import FixKind, ReasonKind, RowKind
+from ..._core.kinds import Fact, FixKind, ReasonKind, RowKind
+from ..._core.lazy import OnFirstUse
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
@@ -28,6 +29,9 @@ from .library_rows import library_record
 
 #: The row kind.
 KIND = RowKind.KERAS
+#: The words, loaded at the first retrace (``_core.lazy``).
+W = OnFirstUse("..._core.reasons", __package__)
+L = OnFirstUse("..._core.reasons.library", __package__)
 
 #: record -> the keras step it is.
 STEPS: weakref.WeakKeyDictionary[Record, _compat.LibraryJit] = weakref.WeakKeyDictionary()
@@ -84,9 +88,47 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
             paths, facts = keras_api.step_terms(step.role, facts)
             step = dataclasses.replace(step, entry=entry, facts=facts, paths=paths)
     LAST_ENTRY[rec] = step.entry
-    from ..._core import reasons as W  # the words load at the first retrace
+    return [
+        _recompiled(rec, step, model, r)
+        or _mixed(step, then, r)
+        or _dict_x(step, W.library_reason(step, r))
+        for r in reasons
+    ]
 
-    return [_mixed(step, then, r) or W.library_reason(step, r) for r in reasons]
+
+#: The array fixes whose code reads ``x`` as one array -> their form for a dict ``x``.
+def _dict_fixes() -> dict[FixKind, tuple[FixKind, Any]]:
+    return {
+        FixKind.KERAS_RAGGED: (FixKind.KERAS_RAGGED_DICT, L.KERAS_RAGGED_DICT_FIX),
+        FixKind.KERAS_RAGGED_PREDICT: (
+            FixKind.KERAS_RAGGED_PREDICT_DICT,
+            L.KERAS_RAGGED_PREDICT_DICT_FIX,
+        ),
+    }
+
+
+def _dict_x(step: _compat.LibraryJit, r: Reason) -> Reason:
+    """A ragged batch of a dict ``x`` (named inputs): the fix cuts or pads each of its arrays."""
+    found = _dict_fixes().get(r.fix_kind) if step.fact("x_is_dict") else None
+    if found is None:
+        return r
+    bs = step.fact("batch_size")
+    if not isinstance(bs, int):
+        return r
+    kind, template = found
+    return W.with_fix(r, kind, template.words(entry=step.entry, bs=f" ({bs})", b=bs))
+
+
+def _recompiled(rec: Record, step: _compat.LibraryJit, model: Any, r: Reason) -> Reason | None:
+    """A new step of the same model: ``compile`` ran again and dropped the jitted steps."""
+    if r.kind is not ReasonKind.NEW_FUNCTION or r.expected or model is None:
+        return None
+    name = keras_api.user_name(model, _compat.caller(1))
+    fields = dict(model=name, role=step.role, entry=step.entry)
+    message = L.KERAS_RECOMPILE_MSG.words(**fields, count=REGISTRY.earlier_wrappers(rec))
+    fix = L.KERAS_RECOMPILE_FIX.words(model=name)
+    out = W.with_fix(r, FixKind.KERAS_RECOMPILE, fix, message=message, path=f"{name}.compile")
+    return out.with_facts(Fact.LIBRARY_MADE)
 
 
 def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
@@ -98,9 +140,6 @@ def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
     if r.argument != "data":  # the step's batch, not its state
         return None
     whole = pair.pop()
-    from ..._core import reasons as W  # the words load at the first retrace
-    from ..._core.reasons import library as L
-
     message = L.KERAS_MIXED_MSG.words(
         now=now, then=then, role=step.role, before=r.before, after=r.after
     )

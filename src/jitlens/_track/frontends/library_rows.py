@@ -64,9 +64,35 @@ def library_closure_reasons(rec: Record, reasons: list[Reason]) -> list[Reason]:
     if found is None:
         call = _compat.library_call_above(_compat.caller(1))
         if call is None or not call.callee:
-            return reasons
+            return _bound_method_reasons(rec, fn, reasons)
         return [_library_call(r, rec, call) for r in reasons]
     return [_reworded(r, rec, found) if r.kind is ReasonKind.NEW_FUNCTION else r for r in reasons]
+
+
+def _bound_method_reasons(rec: Record, fn: Any, reasons: list[Reason]) -> list[Reason]:
+    """``jax.jit(svi.update)`` made anew per call: its fix in the user's spelling, not the
+    row's name (once ``numpyro_SVI_update_jit = jax.jit(numpyro: SVI.update)``)."""
+    owner, method = getattr(fn, "__self__", None), getattr(fn, "__name__", None)
+    if owner is None or isinstance(owner, type) or not isinstance(method, str):
+        return reasons
+    name = _compat.name_in_frame(owner, _compat.user_frame(_compat.caller(1)))
+    spelled = f"{name}.{method}" if name else f"<your {type(owner).__name__}>.{method}"
+    from ..._core import reasons as W  # the words load at the first retrace
+
+    out = []
+    for r in reasons:
+        if r.kind is ReasonKind.NEW_FUNCTION and r.fix_kind is FixKind.NEW_FUNCTION:
+            message = W.NEW_FUNCTION_MSG.words(
+                name=f"`jax.jit({spelled})`",
+                kind="jax.jit",
+                count=REGISTRY.earlier_wrappers(rec),
+                defined_at=rec.defined_at,
+                equal=" this very key" if len(reasons) == 1 else "",  # no key difference
+            )
+            fix = W.NEW_FUNCTION_FIX.words(name=method, kind="jax.jit", expr=spelled)
+            r = W.with_fix(r, FixKind.NEW_FUNCTION, fix, message=message, path=spelled)
+        out.append(r)
+    return out
 
 
 def _reworded(r: Reason, rec: Record, c: _compat.LibraryClosure) -> Reason:

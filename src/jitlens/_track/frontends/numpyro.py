@@ -14,7 +14,8 @@ from typing import Any
 from ... import _compat
 from ..._compat import numpyro_api
 from ..._core.key import Key
-from ..._core.kinds import FixKind, RowKind
+from ..._core.kinds import FixKind, ReasonKind, RowKind
+from ..._core.lazy import OnFirstUse
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
@@ -23,6 +24,9 @@ from .library_rows import library_record
 
 #: The row kind.
 KIND = RowKind.NUMPYRO
+#: The words, loaded at the first retrace (``_core.lazy``).
+W = OnFirstUse("..._core.reasons", __package__)
+L = OnFirstUse("..._core.reasons.library", __package__)
 
 
 #: record -> the numpyro jit it is.
@@ -45,22 +49,53 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     step = STEPS.get(rec) if rec.kind == KIND else None
     if step is None:
         return reasons
-    from ..._core import reasons as W  # the words load at the first retrace
-
-    reasons = W.numpyro_reasons(step, reasons)
+    reasons = [_evidence(step, r) for r in W.numpyro_reasons(step, reasons)]
     chains = step.fact("num_chains")
     if step.fact("chain_method") == "sequential" and isinstance(chains, int) and chains > 1:
         return [_sequential(r, chains) for r in reasons]
+    if step.fact("stepped"):
+        reasons = [_state_type(r) for r in reasons]
+    if step.fact("stepped") and step.fact("jit_model_args") is False:
+        return [_model_args(r) for r in reasons]
     return reasons
+
+
+def _state_type(r: Reason) -> Reason:
+    """A weak type flip in numpyro's own loop state (``val``) of its stepped sample step."""
+    if r.kind is not ReasonKind.WEAK_TYPE or r.argument != numpyro_api.STEP_STATE:
+        return r
+    message = L.NUMPYRO_STATE_TYPE_MSG.words(path=r.path, before=r.before, after=r.after)
+    fix = L.NUMPYRO_STATE_TYPE_FIX.words()
+    return W.with_fix(r, FixKind.NUMPYRO_STATE_TYPE, fix, message=message)
+
+
+def _model_args(r: Reason) -> Reason:
+    """The stepped sample step (a progress bar) rebuilt by a ``run`` over new model arguments:
+    ``jit_model_args=True`` makes it one compile for every run on data of the same shapes."""
+    if r.fix_kind is not FixKind.NUMPYRO_REBUILT:
+        return r
+    message = L.NUMPYRO_MODEL_ARGS_MSG.words(before=r.before, after=r.after)
+    return W.with_fix(
+        r, FixKind.NUMPYRO_MODEL_ARGS, L.NUMPYRO_MODEL_ARGS_FIX.words(), message=message
+    )
+
+
+def _evidence(step: _compat.LibraryJit, r: Reason) -> Reason:
+    """numpyro's rebuilt loop body as the user knows it: the ``run`` that rebuilt it, its
+    builds without the addresses of numpyro's closures (once ``_body_fn`` and ``at 0x...``)."""
+    if r.fix_kind is not FixKind.NUMPYRO_REBUILT or r.argument != numpyro_api.LOOP_BODY:
+        return r
+    before, after = "an earlier build", "a new build"
+    message = W.NUMPYRO_REBUILT_MSG.words(entry=step.entry, before=before, after=after)
+    return W.with_fix(
+        r, r.fix_kind, r.fix, message=message, path=step.entry, before=before, after=after
+    )
 
 
 def _sequential(r: Reason, chains: int) -> Reason:
     """A sample loop rebuilt by a sequential ``MCMC.run``: per chain, not only per run."""
     if r.fix_kind is not FixKind.NUMPYRO_REBUILT:
         return r
-    from ..._core import reasons as W  # the words load at the first retrace
-    from ..._core.reasons import library as L
-
     message = L.NUMPYRO_SEQUENTIAL_MSG.words(chains=chains)
     fix = L.NUMPYRO_SEQUENTIAL_FIX.words(chains=chains)
     return W.with_fix(r, FixKind.NUMPYRO_SEQUENTIAL, fix, message=message)

@@ -45,6 +45,13 @@ SCALAR_FIX = Template(
     "Pass it as an array so it is traced: `jnp.asarray({expr})` at the call (one compile for "
     "every value); keep a Python number only for a few fixed values.",
 )
+SCALAR_FIELD_FIX = Template(
+    FixKind.EQX_SCALAR_FIELD,
+    "Store it as an array so it is traced: set it with `jnp.asarray(...)` "
+    "(`{root} = eqx.tree_at(lambda m: m{rest}, {root}, jnp.asarray(value))`, or in `__init__`): "
+    "one compile for every value. Gradients and optax then reach it too: read it as "
+    "`jax.lax.stop_gradient(self.{attr})` if it must not be trained.",
+)
 STATIC_MSG = Template(
     M.EQX_STATIC,
     "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array value "
@@ -101,6 +108,15 @@ MODE_FIX = Template(
     FixKind.EQX_MODE,
     "Expected once per mode. Switch outside the hot loop: build `inference_model = "
     "eqx.nn.inference_mode(model)` once per evaluation, not per step, and keep one jitted call per mode.",
+)
+MODE_ARGUMENT_MSG = Template(
+    M.EQX_MODE_ARGUMENT,
+    "`{path}` flipped {before} -> {after}: eqx.filter_jit keeps a Python bool argument static, "
+    "so each mode (training, inference) compiles once.",
+)
+MODE_ARGUMENT_FIX = Template(
+    FixKind.EQX_MODE_ARGUMENT,
+    "Expected once per mode: nothing to fix; both compiled calls stay cached and are reused.",
 )
 OPTAX_MSG = Template(
     M.EQX_OPTAX,
@@ -161,6 +177,14 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
         return r
     value = static.value()
     if r.kind == ReasonKind.STATIC_VALUE and isinstance(value, bool) and attr == "inference":
+        if owner is None or not is_eqx_module_class(owner):  # `predict(model, x, inference)`
+            return _with_fix(
+                r,
+                FixKind.EQX_MODE_ARGUMENT,
+                MODE_ARGUMENT_FIX,
+                message=MODE_ARGUMENT_MSG.as_written(path=r.path, before=r.before, after=r.after),
+                expected=True,
+            )
         return _with_fix(
             r,
             FixKind.EQX_MODE,
@@ -186,10 +210,18 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
                 message=FIELD_MSG.as_written(path=r.path, before=r.before, after=r.after),
             )
     if r.kind == ReasonKind.STATIC_VALUE and _is_number(value):
+        root = p[0][1] if p and p[0][0] == "arg" else None
+        if owner is not None and is_eqx_module_class(owner) and isinstance(root, str):
+            fk, fix = (  # a Module's field, set where the model is built or updated
+                FixKind.EQX_SCALAR_FIELD,
+                SCALAR_FIELD_FIX.as_written(root=root, rest=render_path(p[1:]), attr=attr),
+            )
+        else:
+            fk, fix = FixKind.EQX_SCALAR, SCALAR_FIX.as_written(expr=r.path)
         return _with_fix(
             r,
-            FixKind.EQX_SCALAR,
-            SCALAR_FIX.as_written(expr=r.path),
+            fk,
+            fix,
             message=SCALAR_MSG.as_written(path=r.path, before=r.before, after=r.after),
             flow="unchecked",  # the trace's program tells whether it can be an array
         )
