@@ -96,11 +96,11 @@ def test_reference_pages_are_generated_from_the_code(built_site: Path) -> None:
 def test_every_kind_and_setting_has_words() -> None:
     """What the generated pages would otherwise fail on, said directly."""
     from jitlens import _config
-    from jitlens._core import kinds, reasons
+    from jitlens._core import kind_docs, reasons
 
     assert list(reasons.SPECS) == list(jitlens.ReasonKind)
-    assert list(kinds.EVENT_KIND_DOCS) == list(jitlens.EventKind)
-    assert list(kinds.ADVICE_KIND_DOCS) == list(jitlens.AdviceKind)
+    assert list(kind_docs.EVENT_KIND_DOCS) == list(jitlens.EventKind)
+    assert list(kind_docs.ADVICE_KIND_DOCS) == list(jitlens.AdviceKind)
     assert set(_config.SETTING_DOCS) == set(_config.SETTINGS)
 
 

@@ -75,20 +75,20 @@ def reason_kinds() -> str:
 
 
 def event_kinds() -> str:
-    from jitlens._core.kinds import EVENT_KIND_DOCS
+    from jitlens._core.kind_docs import EVENT_KIND_DOCS
     from jitlens._core.report import EVENT_KINDS
 
-    _described(EVENT_KINDS, EVENT_KIND_DOCS, "jitlens._core.kinds.EVENT_KIND_DOCS")
+    _described(EVENT_KINDS, EVENT_KIND_DOCS, "jitlens._core.kind_docs.EVENT_KIND_DOCS")
     return _table(
         ("kind", "what happened"), [(_code(k), _cell(EVENT_KIND_DOCS[k])) for k in EVENT_KINDS]
     )
 
 
 def advice_kinds() -> str:
-    from jitlens._core.kinds import ADVICE_KIND_DOCS
+    from jitlens._core.kind_docs import ADVICE_KIND_DOCS
     from jitlens._core.report import ADVICE_KINDS
 
-    _described(ADVICE_KINDS, ADVICE_KIND_DOCS, "jitlens._core.kinds.ADVICE_KIND_DOCS")
+    _described(ADVICE_KINDS, ADVICE_KIND_DOCS, "jitlens._core.kind_docs.ADVICE_KIND_DOCS")
     return _table(
         ("kind", "what it looks at"),
         [(_code(k), _cell(ADVICE_KIND_DOCS[k])) for k in ADVICE_KINDS],
