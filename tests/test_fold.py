@@ -121,13 +121,11 @@ def test_wrappers_sharing_one_trace_say_one_trace() -> None:
     # once: "3 wrappers of `f` at ..., 1 traces" (numpyro's sample step rebuilt per run, reused)
     import jax
 
-    from jitlens._core.fold import fold_wrappers
-
     def f(x):
         return x + 1
 
     with jitlens.track() as t:
         for _ in range(3):  # one function: JAX's cache is shared, the first wrapper traces
             jax.jit(f)(jnp.ones(2))
-    (row,) = fold_wrappers(t.report().functions)
-    assert row.traces == 1 and row.qualname.endswith(", 1 trace"), row.qualname
+    page = t.report().to_html()  # the folded row's name, as the page shows it
+    assert "3 wrappers of `f` at " in page and ", 1 trace" in page and "1 traces" not in page

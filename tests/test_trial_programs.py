@@ -897,9 +897,13 @@ def test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work() -> None:
     fixed, sweep_fixed = module.run("fixed"), module.run("sweep_fixed")  # the fixes applied
     bad, sweep_bad = module.run("bad"), module.run("sweep_bad")
     assert bad["traces"] == bad["reported"] == 3
-    assert bad["paths"] == ["state.apply_fn", "state.tx", "train_step"]  # after `fixed`'s wrapper
-    assert bad["kinds"]["train_step"] == "closure"
-    del bad["kinds"]["train_step"]
+    # ... and `train_step` as a new closure when `fixed`'s wrapper of the same code is still
+    # remembered (it is weakly held: whether it is depends on when the collector ran)
+    assert bad["paths"] in (
+        ["state.apply_fn", "state.tx"],
+        ["state.apply_fn", "state.tx", "train_step"],
+    )
+    assert bad["kinds"].pop("train_step", "closure") == "closure"
     assert bad["kinds"] == {"state.apply_fn": "bound_method_arg", "state.tx": "optax_rebuilt"}
     assert "type(obj)" not in bad["fixes"]["state.apply_fn"]
     assert bad["fixes"]["state.apply_fn"].startswith("Build the `MLP` object once, before the loop")

@@ -14,9 +14,15 @@ before and after the fix printed (``update_jit = jax.jit(svi.update)`` once).
 import contextlib
 import json
 import logging
+import os
 import re
 
 import jitlens
+
+# numpyro turns its progress bar off where "CI" or "PYTEST_XDIST_WORKER" is set (MCMC's
+# __init__): the runs below are about the bar as a user's terminal run has it
+for _name in ("CI", "PYTEST_XDIST_WORKER"):
+    os.environ.pop(_name, None)
 
 # numpyro binds `jax.jit` at its import: tracking starts first, as under `jitlens run`
 jitlens.track().start()

@@ -12,11 +12,12 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import sys
 import types
 from typing import Any
 
 from . import flax_api
-from .frames import short_path
+from .frames import is_user_file, short_path
 
 #: The longest chain followed (decorators rarely nest more than a few deep).
 MAX_DEPTH = 16
@@ -83,9 +84,17 @@ def bound_method(fn: Any) -> tuple[str, str] | None:
         del how
         if isinstance(obj, types.MethodType) and not isinstance(obj.__self__, type):
             name = getattr(obj.__func__, "__name__", None)
-            if isinstance(name, str) and name.isidentifier():
+            if isinstance(name, str) and name.isidentifier() and _users_class(obj.__self__):
                 return type(obj.__self__).__name__, name
     return None
+
+
+def _users_class(obj: Any) -> bool:
+    """Is ``obj``'s class defined in the user's code? A library's (numpyro's ``SVI``) has an
+    ``__init__`` that is not the user's to edit."""
+    module = sys.modules.get(getattr(type(obj), "__module__", ""), None)
+    file = getattr(module, "__file__", None)
+    return not isinstance(file, str) or is_user_file(file)
 
 
 def user_function(fn: Any) -> Any:
