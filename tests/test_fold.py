@@ -128,4 +128,4 @@ def test_wrappers_sharing_one_trace_say_one_trace() -> None:
         for _ in range(3):  # one function: JAX's cache is shared, the first wrapper traces
             jax.jit(f)(jnp.ones(2))
     page = t.report().to_html()  # the folded row's name, as the page shows it
-    assert "3 wrappers of `f` at " in page and ", 1 trace" in page and "1 traces" not in page
+    assert "3 wrappers of `" in page and ', 1 trace"' in page and "1 traces" not in page
