@@ -143,6 +143,14 @@ def test_the_programs_own_modules_named_like_standard_ones_are_the_ones_it_impor
     for args, env in ((["-m", "jitlens", "run", prog], {}), ([prog], {"JITLENS": "1"})):
         tracked = run_python(args, cwd=elsewhere, env=env)
         assert (tracked.returncode, tracked.stdout) == (0, plain.stdout), (args, tracked.stderr)
+    # ... while the modules whose state the process shares stay one module: a second
+    # `threading` (the start-up hook imports it) would split which threads exit waits for
+    probe = (
+        "import threading, jitlens._track.sink as s\n"  # (the sink is imported while arming)
+        "print(s.threading is threading)\n"
+    )
+    one = run_python(["-c", probe], cwd=elsewhere, env={"JITLENS": "1"})
+    assert one.stdout == "True\n", one.stderr
 
 
 def test_jitlens_main_run_inside_a_program_relays_the_childs_bytes_unchanged(tmp_path, capfdbinary):

@@ -453,10 +453,16 @@ def _forget_start_up_imports() -> None:
     references; the program's next ``import json`` loads the module afresh."""
     try:
         for name in set(sys.modules) - _BEFORE:
-            if name != "jitlens" and not name.startswith("jitlens."):
+            if name.partition(".")[0] in _FORGOTTEN:
                 sys.modules.pop(name, None)
     except Exception:
         pass
+
+
+#: The standard modules :func:`_forget_start_up_imports` drops: stateless ones a program may
+#: shadow with a file of its own. Not ``threading`` or ``weakref`` (the hook imports them
+#: too): a second copy of those splits the process' state (which threads exit waits for).
+_FORGOTTEN = frozenset({"json", "linecache", "tokenize", "token", "__future__", "fnmatch"})
 
 
 try:
