@@ -6,11 +6,8 @@ the fix printed (whole batches) compiles it once. Prints one ``TRUTH`` JSON line
 jitlens' train-step row, JAX's own count of the step's compiles and the fix printed.
 """
 
-import contextlib
 import json
-import logging
 import os
-import re
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 os.environ["KERAS_NNX_ENABLED"] = "true"
@@ -19,33 +16,9 @@ import jitlens
 
 jitlens.track().start()  # keras binds nnx.jit at its import: as under `jitlens run`
 
-import jax  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-
-
-class Compiles(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.names: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        m = re.match(r"Compiling \w+\((.+?)\) with", record.getMessage())
-        if m:
-            self.names.append(m.group(1))
-
-
-@contextlib.contextmanager
-def compiles():
-    logger, handler = logging.getLogger("jax"), Compiles()
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        with jax.log_compiles(True):
-            yield handler.names
-    finally:
-        logger.removeHandler(handler)
-
+from jax_compile_log import compiles  # noqa: E402
 
 rng = np.random.default_rng(0)
 X = rng.random((40, 4)).astype("float32")

@@ -11,11 +11,8 @@ after a step, before and after the fix printed (``progress_bar=False``). Then an
 before and after the fix printed (``update_jit = jax.jit(svi.update)`` once).
 """
 
-import contextlib
 import json
-import logging
 import os
-import re
 
 import jitlens
 
@@ -34,33 +31,9 @@ numpyro.set_host_device_count(2)
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
+from jax_compile_log import compiles  # noqa: E402
 from numpyro.infer import HMC, MCMC, NUTS, SVI, Trace_ELBO  # noqa: E402
 from numpyro.infer.autoguide import AutoDelta  # noqa: E402
-
-
-class Compiles(logging.Handler):
-    """JAX's own count of its compiles (``jax.log_compiles``)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.names: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        m = re.match(r"Compiling \w+\((\w+)\)", record.getMessage())
-        if m:
-            self.names.append(m.group(1))
-
-
-@contextlib.contextmanager
-def compiles():
-    logger, handler = logging.getLogger("jax"), Compiles()
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        with jax.log_compiles(True):
-            yield handler.names
-    finally:
-        logger.removeHandler(handler)
 
 
 def model(x, y=None):
