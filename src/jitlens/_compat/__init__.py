@@ -15,6 +15,12 @@ Modules:
     which declares what jitlens knows of the library (:mod:`.libraries`).
 """
 
+from __future__ import annotations
+
+import sys
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
 from .cache_keys import trace_cache_fill as trace_cache_fill
 from .callables import bound_method as bound_method
 from .callables import closure_callees as closure_callees
@@ -48,6 +54,7 @@ from .frames import find_locals as find_locals
 from .frames import framework_packages as framework_packages
 from .frames import is_model_library_file as is_model_library_file
 from .frames import is_user_file as is_user_file
+from .frames import name_in_frame as name_in_frame
 from .frames import short_path as short_path
 from .frames import user_call_site as user_call_site
 from .frames import user_frame as user_frame
@@ -78,16 +85,64 @@ from .jax_api import trace_frame_info as trace_frame_info
 from .jax_api import trace_state_clean as trace_state_clean
 from .jax_api import trace_to_jaxpr_patchable as trace_to_jaxpr_patchable
 from .jax_api import without_hidden_frames as without_hidden_frames
-from .library_jits import LibraryClosure as LibraryClosure
-from .library_jits import LibraryEntry as LibraryEntry
-from .library_jits import LibraryJit as LibraryJit
-from .library_jits import built_by_library as built_by_library
-from .library_jits import library_call_above as library_call_above
-from .library_jits import library_closure as library_closure
-from .library_jits import library_entry as library_entry
-from .library_jits import library_name as library_name
-from .library_jits import name_in_frame as name_in_frame
+from .libraries import JIT_LIBRARIES
 from .probe import has_trace_frame as has_trace_frame
 from .programs import nondiff_checker as nondiff_checker
 from .programs import program_fingerprint as program_fingerprint
 from .programs import shape_only_trace as shape_only_trace
+
+if TYPE_CHECKING:
+    from .library_jits import LibraryClosure as LibraryClosure
+    from .library_jits import LibraryEntry as LibraryEntry
+    from .library_jits import LibraryJit as LibraryJit
+    from .library_jits import library_call_above as library_call_above
+    from .library_jits import library_closure as library_closure
+
+#: What :mod:`.library_jits` gives, loaded when a program has imported one of
+#: ``JIT_LIBRARIES`` (its dataclasses cost every tracked program's start otherwise).
+_LIBRARY_JITS = (
+    "LibraryClosure",
+    "LibraryEntry",
+    "LibraryJit",
+    "library_call_above",
+    "library_closure",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LIBRARY_JITS:
+        from . import library_jits
+
+        return getattr(library_jits, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _jit_library_loaded() -> bool:
+    return any(name in sys.modules for name in JIT_LIBRARIES)
+
+
+def library_name(fn: Any) -> str | None:
+    """:func:`.library_jits.library_name`: None while no library of ``JIT_LIBRARIES`` is imported."""
+    if not _jit_library_loaded():
+        return None
+    from .library_jits import library_name as named
+
+    return named(fn)
+
+
+def built_by_library(fn: Any, made_at: FrameType | None) -> str | None:
+    """:func:`.library_jits.built_by_library`: None while no such library is imported."""
+    if not _jit_library_loaded():
+        return None
+    from .library_jits import built_by_library as built
+
+    return built(fn, made_at)
+
+
+def library_entry(frame: FrameType | None, limit: int = 40) -> LibraryEntry | None:
+    """:func:`.library_jits.library_entry`: None while no such library is imported."""
+    if not _jit_library_loaded():
+        return None
+    from .library_jits import library_entry as entry
+
+    return entry(frame, limit)

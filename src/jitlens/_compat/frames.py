@@ -242,3 +242,47 @@ def find_locals(
             return id(f), f.f_locals, f.f_code
         f = f.f_back
     return None
+
+
+def package_of(fn: Any) -> str | None:
+    """The installed library (a ``framework_packages()`` name) whose file defines ``fn``."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    if not isinstance(filename, str):
+        return None
+    return library_of_file(filename, framework_packages())
+
+
+def library_of_file(filename: str, names: tuple[str, ...]) -> str | None:
+    """Which of the loaded packages ``names`` holds ``filename`` (site-, dist-packages, editable)."""
+    for name in names:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path and filename.startswith(os.path.dirname(os.path.abspath(path)) + os.sep):
+            return name
+    return None
+
+
+def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:
+    out = []
+    f = frame
+    while f is not None and len(out) < limit:
+        out.append(f)
+        f = f.f_back
+    return out
+
+
+def loaded(module: str) -> bool:
+    return module in sys.modules
+
+
+def name_in_frame(obj: Any, frame: FrameType | None) -> str:
+    """The name the code at ``frame`` holds ``obj`` by (its locals, then its globals), or ""."""
+    if frame is None:
+        return ""
+    for scope in (frame.f_locals, frame.f_globals):
+        for k, v in scope.items():
+            if v is obj and k.isidentifier() and not k.startswith("_"):
+                return k
+    return ""

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import weakref
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .frames import is_user_file
-from .library_jits import LibraryJit, frames_up, loaded, package_of
+from .frames import frames_up, is_user_file, loaded, package_of
+
+if TYPE_CHECKING:
+    from .library_jits import LibraryJit
 
 MODULE = "keras"
 #: The Trainer methods a user calls that build and run a step.
@@ -76,6 +78,8 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
     """The keras step ``fun`` is (jitted at ``frame``), or None."""
     if not loaded(MODULE):
         return None
+    from .library_jits import LibraryJit  # with the library: its dataclasses cost start-up
+
     found = _model_and_role(fun)
     if found is None or not _is_trainer(found[0]):
         return None

@@ -26,6 +26,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+#: Libraries whose jits run the user's model: a jit they make whose callable reaches
+#: the user's code is the user's row (JAX's, Flax's and optax's own jits are not).
+JIT_LIBRARIES = ("keras", "numpyro", "blackjax")
 #: The suffix of a library's private-access module in this package.
 SUFFIX = "_api"
 

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import os
 import sys
 import types
 from types import FrameType
 from typing import Any
 
-from .frames import framework_packages, is_user_file
+from .frames import frames_up as frames_up
+from .frames import is_user_file
+from .frames import library_of_file as library_of_file
+from .frames import loaded as loaded
+from .frames import name_in_frame as name_in_frame
+from .frames import package_of as package_of
+from .libraries import JIT_LIBRARIES
 
-#: Libraries whose jits run the user's model: a jit they make whose callable reaches
-#: the user's code is the user's row (JAX's, Flax's and optax's own jits are not).
-LIBRARIES = ("keras", "numpyro", "blackjax")
+LIBRARIES = JIT_LIBRARIES
 #: How deep :func:`reaches_user` looks through partials, closures and tuples of functions.
 REACH_DEPTH = 6
 
@@ -51,26 +54,6 @@ class LibraryJit:
 
     def fact(self, name: str) -> Any:
         return dict(self.facts).get(name)
-
-
-def package_of(fn: Any) -> str | None:
-    """The installed library (a ``framework_packages()`` name) whose file defines ``fn``."""
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    filename = getattr(code, "co_filename", None)
-    if not isinstance(filename, str):
-        return None
-    return library_of_file(filename, framework_packages())
-
-
-def library_of_file(filename: str, names: tuple[str, ...]) -> str | None:
-    """Which of the loaded packages ``names`` holds ``filename`` (site-, dist-packages, editable)."""
-    for name in names:
-        module = sys.modules.get(name)
-        path = getattr(module, "__file__", None)
-        if path and filename.startswith(os.path.dirname(os.path.abspath(path)) + os.sep):
-            return name
-    return None
 
 
 def library_name(fn: Any) -> str | None:
@@ -391,27 +374,3 @@ def _statics(entry: FrameType) -> tuple[str, ...]:
     return tuple(
         p for p in params if p != "self" and isinstance(local.get(p), (int, str)) and p in local
     )
-
-
-def frames_up(frame: FrameType | None, limit: int = 40) -> list[FrameType]:
-    out = []
-    f = frame
-    while f is not None and len(out) < limit:
-        out.append(f)
-        f = f.f_back
-    return out
-
-
-def loaded(module: str) -> bool:
-    return module in sys.modules
-
-
-def name_in_frame(obj: Any, frame: FrameType | None) -> str:
-    """The name the code at ``frame`` holds ``obj`` by (its locals, then its globals), or ""."""
-    if frame is None:
-        return ""
-    for scope in (frame.f_locals, frame.f_globals):
-        for k, v in scope.items():
-            if v is obj and k.isidentifier() and not k.startswith("_"):
-                return k
-    return ""

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import weakref
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .frames import is_user_file
-from .library_jits import LibraryJit, frames_up, loaded, package_of
+from .frames import frames_up, is_user_file, loaded, package_of
+
+if TYPE_CHECKING:
+    from .library_jits import LibraryJit
 
 MODULE = "numpyro"
 #: numpyro function name -> (the object's method on the stack, its role, the row's words).
@@ -61,6 +63,8 @@ def step_of(fun: Any, frame: FrameType | None) -> LibraryJit | None:
     """The numpyro jit ``fun`` is (jitted at ``frame``) when it runs the user's model, or None."""
     if not loaded(MODULE):
         return None
+    from .library_jits import LibraryJit  # with the library: its dataclasses cost start-up
+
     name = getattr(fun, "__name__", None)
     spec = _JITS.get(name) if isinstance(name, str) else None
     if spec is None or package_of(fun) != MODULE:

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import buckets
 from .advice_cost import compile_cost
 from .kinds import AdviceKind
 from .report import Advice, FunctionReport
@@ -295,7 +294,11 @@ def entries(fn: FunctionReport) -> Advice | None:
 
 def bucketing(fn: FunctionReport) -> Advice | None:
     """``buckets`` advice: many sizes of one axis, and the buckets the recorded sizes call for."""
+    if not any(e.reasons for e in fn.events):
+        return None  # no retrace reasons: no sizes to bucket
     compiled = [e for e in fn.events if e.compiled]
+    from . import buckets  # at a retrace: only events have sizes
+
     for size_set in buckets.size_sets(fn.events):
         proposal = buckets.propose(size_set)
         if proposal is None:

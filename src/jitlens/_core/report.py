@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ReportError
-from . import buckets
 from .fields import NUM as _NUM
 from .fields import as_list as _list
 from .fields import build_fields as _build
@@ -240,6 +239,10 @@ class FunctionReport:
     @property
     def bucketed(self) -> bool:
         """Every retrace is a shape of a deliberate bucket set, each compiled once."""
+        if not any(e.reasons for e in self.events):
+            return False  # no retrace reasons, no sizes (and buckets' module stays unloaded)
+        from . import buckets
+
         return bool(buckets.bucketed(self.events))
 
     @property

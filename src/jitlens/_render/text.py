@@ -16,30 +16,25 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._core import buckets
 from .._core.advice import SAVING_SCOPE
 from .._core.fold import count_functions, fold_wrappers
 from .._core.kinds import EventKind
+from .._core.lazy import OnFirstUse
 from .._core.lines import Line, Role
 from .._core.report import Event, FunctionReport, Report, fold_reasons, total_traces
-from .._core.retrace_text import (
-    LOG,
-    UNKNOWN,
-    Folded,
-    fallback,
-    fold_key,
-    no_reason,
-    retrace_block,
-    retrace_lines,
-    stale_lines,
-    values_text,
-)
 from .plain import layout
+
+#: The retrace text and the size buckets, loaded by the first function that retraced.
+RT = OnFirstUse(".._core.retrace_text", __package__)
+B = OnFirstUse(".._core.buckets", __package__)
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.padding import Padding
     from rich.table import Table
+
+    from .._core import buckets
+    from .._core.retrace_text import Folded
 
 #: Width of the text when it does not go to a terminal (logs, files, CI).
 DEFAULT_WIDTH = 100
@@ -157,7 +152,7 @@ def percent(rate: float) -> str:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:.2f}" if math.isfinite(value) else UNKNOWN
+    return f"{value:.2f}" if math.isfinite(value) else RT.UNKNOWN
 
 
 def _indented(lines: Sequence[Line], by: int) -> list[Line]:
@@ -204,37 +199,37 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     )
     lines: list[Line] = [Line(0, header, Role.HEADLINE)]
     for event in fn.stopped:  # what went over budget comes first: it failed a test, say
-        folded = [(r, 1, values_text(r, [])) for r in event.reasons]
-        lines += _indented(retrace_lines(fn, event, folded, width=_less(width, 2)), 2)
-    chosen = buckets.bucketed(fn.events)
+        folded = [(r, 1, RT.values_text(r, [])) for r in event.reasons]
+        lines += _indented(RT.retrace_lines(fn, event, folded, width=_less(width, 2)), 2)
+    chosen = B.bucketed(fn.events)
     if chosen:  # a deliberate bounded set of shapes: said so, not explained as a problem
         lines += [Line(2, bucketed_text(s), Role.OK) for s in chosen]
         return lines
     every = [r for e in retraces for r in e.reasons]
     by_event: dict[int, list[Folded]] = {}
     for reason, count, first in fold_reasons(retraces):
-        alike = [r for r in every if fold_key(r) == fold_key(reason) and r is not reason]
-        by_event.setdefault(id(first), []).append((reason, count, values_text(reason, alike)))
+        alike = [r for r in every if RT.fold_key(r) == RT.fold_key(reason) and r is not reason]
+        by_event.setdefault(id(first), []).append((reason, count, RT.values_text(reason, alike)))
     carried: list[Folded] = []  # cut from an earlier retrace, due under a later one that has it
     for i, event in enumerate(retraces):
-        keys = {fold_key(r) for r in event.reasons}
-        due = [item for item in carried if fold_key(item[0]) in keys]
+        keys = {RT.fold_key(r) for r in event.reasons}
+        due = [item for item in carried if RT.fold_key(item[0]) in keys]
         own = [*by_event.pop(id(event), []), *due]  # an event listed twice is explained once
         if not own:
             continue
         carried = [item for item in carried if item not in due]
         also = len(event.reasons) - len(own)
-        later = frozenset(fold_key(r) for e in retraces[i + 1 :] for r in e.reasons)
-        block, cut = retrace_block(fn, event, own, also, _less(width, 2), later)
+        later = frozenset(RT.fold_key(r) for e in retraces[i + 1 :] for r in e.reasons)
+        block, cut = RT.retrace_block(fn, event, own, also, _less(width, 2), later)
         lines += _indented(block, 2)
-        carried += [item for item in cut if fold_key(item[0]) in later]
+        carried += [item for item in cut if RT.fold_key(item[0]) in later]
     for kind in ("retrace", "compile"):
         unexplained = [e for e in retraces if not e.reasons and e.kind == kind]
         if unexplained:
-            lines += _indented(retrace_lines(fn, unexplained[0], []), 2)
-            lines.append(Line(4, no_reason(kind, len(unexplained)), Role.NOTE))
+            lines += _indented(RT.retrace_lines(fn, unexplained[0], []), 2)
+            lines.append(Line(4, RT.no_reason(kind, len(unexplained)), Role.NOTE))
     for stale in fn.stale_hits:
-        lines += _indented(stale_lines(fn, stale), 2)
+        lines += _indented(RT.stale_lines(fn, stale), 2)
     return lines
 
 
@@ -323,11 +318,11 @@ def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
     return [
         name,
         fn.kind,
-        UNKNOWN if fn.calls is None else str(fn.calls),
-        UNKNOWN if fn.traces is None else str(fn.traces),
-        UNKNOWN if fn.compiles is None else str(fn.compiles),
-        UNKNOWN if fn.cache_hits is None else str(fn.cache_hits),
-        UNKNOWN if rate is None else percent(rate),
+        RT.UNKNOWN if fn.calls is None else str(fn.calls),
+        RT.UNKNOWN if fn.traces is None else str(fn.traces),
+        RT.UNKNOWN if fn.compiles is None else str(fn.compiles),
+        RT.UNKNOWN if fn.cache_hits is None else str(fn.cache_hits),
+        RT.UNKNOWN if rate is None else percent(rate),
         _seconds(fn.trace_seconds),
         _seconds(fn.lower_seconds + fn.compile_seconds),
         _seconds(fn.seconds_lost),
@@ -593,5 +588,5 @@ def render_text(
             report, _want_color(color), terminal_width(width), include_internal, max_lines
         )
     except Exception:
-        LOG.exception("jitlens: rendering the text report failed")
-        return fallback(report)
+        RT.LOG.exception("jitlens: rendering the text report failed")
+        return RT.fallback(report)

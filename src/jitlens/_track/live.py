@@ -40,7 +40,6 @@ import jax
 from .. import _compat, _config
 from .._core.kinds import EventKind, ReasonKind
 from .._core.report import Reason
-from .._core.retrace_text import shorten, values_text
 from .._errors import RunawayRecompileWarning
 from . import sink
 from .records import EventBuilder, Record
@@ -148,6 +147,8 @@ if _plain_data not in log.filters:
 def _first_reason(reasons: tuple[Reason, ...]) -> str:
     if not reasons:
         return NO_REASON
+    from .._core.retrace_text import shorten  # text, at a retrace
+
     r = reasons[0]
     text = FOLDED_REASON.format(
         path=r.path or r.argument,
@@ -223,6 +224,8 @@ def _folded(rec: Record) -> tuple[Reason, int, str] | None:
             seen.setdefault(key, []).append(r)
     if not counts:
         return None
+    from .._core.retrace_text import values_text  # text, at a retrace
+
     key, count = counts.most_common(1)[0]
     rs = seen[key]
     return rs[-1], count, values_text(rs[-1], rs[:-1])

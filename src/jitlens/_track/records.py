@@ -26,7 +26,6 @@ from .._core.report import (
     Reason,
     StaleHit,
 )
-from .._core.retrace_text import render_retrace
 from .state import weak
 
 if TYPE_CHECKING:
@@ -376,6 +375,8 @@ class Record:
             index = next((i for i, e in enumerate(self.events) if e is b), None)
         fn = self.freeze(Counts(), top, t0)
         event = fn.events[index] if index is not None else b.freeze(t0)
+        from .._core.retrace_text import render_retrace  # text, at a retrace
+
         return render_retrace(fn, event, width=width)
 
     def forget_keys(self, keep: int, _unused: Any = None) -> None:

@@ -7,19 +7,23 @@ from typing import Any
 
 from ...._compat import linen_api
 from ...._core.key import Key
+from ...._core.kinds import RowKind
 from ...._core.report import Reason
 from ...frontend import Frontend
 from ...records import Record
-from .adapter import KIND, record_for
 
 
 class LinenFrontend(Frontend):
     """``nn.jit``: nothing to patch; its rows come from ``jax.jit`` (``record_for_jit``)."""
 
-    kinds = (KIND,)
+    kinds = (RowKind.NN_JIT,)
     module = linen_api.LINEN_MODULE
 
     def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
+        if not linen_api.is_lifted_jit(fun):
+            return None  # every jax.jit asks: linen's adapter loads with the first nn.jit
+        from .adapter import record_for
+
         return record_for(fun, options)
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:

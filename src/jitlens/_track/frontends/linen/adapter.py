@@ -25,7 +25,7 @@ from ...records import Record
 from ...registry import REGISTRY, options_of
 
 #: The row kind.
-KIND = RowKind.NN_JIT
+KIND = RowKind.NN_JIT  # the front-end's kinds (``__init__``)
 
 
 @dataclass(frozen=True)
