@@ -15,6 +15,7 @@ fix that works: ``@jax.jit`` on the caller, or the library call jitted once.
 
 from __future__ import annotations
 
+import time
 import weakref
 from types import FrameType
 from typing import Any
@@ -24,7 +25,7 @@ from .._compat import transforms_api
 from .._core.kinds import EventKind, Fact, FixKind, RowKind, SubjectKind
 from . import calls
 from .frontend import frontend_of
-from .records import EventBuilder, Record
+from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
 from .state import tls
 
@@ -50,6 +51,10 @@ _LIBRARY_LAST: dict[int, tuple[_compat.LibraryEntry, str]] = {}
 #: An eager row's id -> its body's name, its last trace's caller (name, first line, line)
 #: and whether that trace's body was a new function.
 _LAST: dict[int, tuple[str, tuple[str, int, int], bool]] = {}
+#: (the caller's code, its line, the primitive as spelled) -> the row whose body that call
+#: traced last: a compile there with no trace of the body (JAX cached the body's trace; a new
+#: scan length, a new trip count) is that row's (:func:`compile_at_site`).
+_SITES: dict[tuple[Any, int, str], tuple[Record, int | None]] = {}
 
 
 def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
@@ -97,7 +102,57 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
             transforms_api.untraceable_params(caller),
         )
         _EAGER[key] = (rec, _weak(body))
+        if len(_SITES) > 10_000:
+            _SITES.clear()
+        # (with the scan's length: a compile there later with no trace names the new length)
+        _SITES[(caller.f_code, caller.f_lineno, outer)] = (rec, transforms_api.scan_length(frame))
     return rec
+
+
+def compile_at_site(name: str, secs: float, frame: FrameType | None) -> bool:
+    """JAX compiled a control-flow primitive run outside jit without tracing its body again:
+    charged to the body's row (True), or not one (False).
+
+    JAX caches the body's trace by function and argument types, and the primitive's
+    compile by the primitive's parameters too: ``lax.scan`` over a new length, or
+    ``lax.fori_loop`` over a new trip count, compiles again with no trace of the body
+    (JAX's compile log shows one ``scan`` compile per length). The compile, of JAX's own
+    internal jit of the primitive (``name``), is charged to the row of the body the same
+    call traced last: its compiles then equal JAX's. A call site whose body never traced
+    while tracking has no row; its compiles stay on JAX's internal row, not on a user's.
+    """
+    if tls.depth != 0:
+        return False
+    outer = transforms_api.outer_transformation(frame)
+    primitive = EAGER_PRIMITIVES.get(outer or "")
+    if primitive is None or name not in PRIMITIVE_JITS.get(primitive, (primitive,)):
+        return False
+    caller = transforms_api.primitive_caller(frame)
+    if caller is None:
+        return False
+    site = (caller.f_code, caller.f_lineno, outer or "")
+    known = _SITES.get(site)
+    if known is None:
+        return False
+    rec, before = known
+    after = transforms_api.scan_length(frame)
+    _SITES[site] = (rec, after)
+    now = time.perf_counter()
+    b = EventBuilder(rec, EventKind.COMPILE, None, _compat.user_call_site(caller), now - secs)
+    b.compile_seconds = secs
+    b.compiled = True
+    b.jax_name = name
+    b.entry = -1
+    if outer in ("lax.scan", "lax.map") and before is not None and after not in (None, before):
+        from .._core import reasons as W  # the words load at the first recompile
+
+        # the leading axis of `xs` (lax.map: of its own `xs`) sets the scan's length
+        b.reasons = (W.shape("xs", "xs", f"({before}, ...)", f"({after}, ...)"),)
+    with rec.lock:
+        rec.compiles += 1
+        if len(rec.events) < MAX_EVENTS:
+            rec.events.append(b)
+    return True
 
 
 def _library_eager_record(fun: Any, caller: FrameType, outer: str) -> Record | None:
