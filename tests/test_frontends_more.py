@@ -547,8 +547,7 @@ def test_eager_scan_over_new_lengths_counts_the_compiles_jax_makes() -> None:
     lengths = (3, 4, 5)
     with jitlens.track() as t, compiles() as names:
         sums = [float(jax.lax.scan(add, 0.0, jnp.arange(n, dtype=jnp.float32))[0]) for n in lengths]
-        for n in lengths:
-            jax.lax.fori_loop(0, n, count, 0.0)
+        counts = [float(jax.lax.fori_loop(0, n, count, 0.0)) for n in lengths]
     rows = {f.name: f for f in t.report().functions}
     assert traces.n == 1 and names.count("scan") == 6  # 3 for lax.scan, 3 for fori_loop
     scan, fori = rows["lax.scan(add)"], rows["lax.fori_loop(count)"]
@@ -559,6 +558,10 @@ def test_eager_scan_over_new_lengths_counts_the_compiles_jax_makes() -> None:
         ("shape", "xs", "(4, ...)", "(5, ...)"),
     ]
     assert "pad smaller batches to the largest shape (and mask the padding)" in reasons[0].fix
+    (r, _) = [r for e in fori.events for r in e.reasons]
+    assert (r.path, r.before, r.after) == ("upper - lower", "3", "4")
+    assert r.fix.startswith("Put `@jax.jit` on a function of your own that makes the lax.fori")
+    assert "with the bounds as traced arguments (not static)" in r.fix
 
     traces = counted()
     with jitlens.track() as t, compiles() as names:  # the fix: one length, padding masked
@@ -569,3 +572,12 @@ def test_eager_scan_over_new_lengths_counts_the_compiles_jax_makes() -> None:
             padded.append(float(jax.lax.scan(add_masked, 0.0, (xs, keep))[0]))
     (row,) = [f for f in t.report().functions if f.name == "lax.scan(add_masked)"]
     assert padded == sums and names.count("scan") == 1 == row.compiles == traces.n
+
+    @jax.jit  # the fori_loop's fix: a function of one's own, jitted, the bound traced
+    def total(n):
+        return jax.lax.fori_loop(0, n, count, 0.0)
+
+    with jitlens.track() as t, compiles() as names:
+        assert [float(total(n)) for n in lengths] == counts
+    (row,) = [f for f in t.report().functions if f.name == "total"]
+    assert names == ["total"] and row.compiles == 1

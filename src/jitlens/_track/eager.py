@@ -143,16 +143,48 @@ def compile_at_site(name: str, secs: float, frame: FrameType | None) -> bool:
     b.compiled = True
     b.jax_name = name
     b.entry = -1
-    if outer in ("lax.scan", "lax.map") and before is not None and after not in (None, before):
-        from .._core import reasons as W  # the words load at the first recompile
-
-        # the leading axis of `xs` (lax.map: of its own `xs`) sets the scan's length
-        b.reasons = (W.shape("xs", "xs", f"({before}, ...)", f"({after}, ...)"),)
+    if before is not None and after not in (None, before):
+        b.reasons = (_length_reason(outer or "", before, after, caller),)
     with rec.lock:
         rec.compiles += 1
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
     return True
+
+
+#: A fori_loop with concrete bounds runs a scan of ``upper - lower`` steps: a new trip count
+#: is a new scan length, compiled again outside jit (the body's trace is reused).
+TRIP_COUNT_MSG = (
+    "lax.fori_loop ran {before} -> {after} steps: with bounds known outside jit it runs a "
+    "lax.scan of that length, and JAX compiles the scan once per length."
+)
+TRIP_COUNT_FIX = (
+    "Put `@jax.jit` on {target}, with the bounds as traced arguments (not static): under jit "
+    "lax.fori_loop over traced bounds is one while_loop, compiled once for every count."
+)
+
+
+def _length_reason(outer: str, before: int, after: int, caller: FrameType) -> Any:
+    """Why a scan compiled again with no trace of its body: its length changed."""
+    from .._core import reasons as W  # the words load at the first recompile
+
+    if outer != "lax.fori_loop":  # the leading axis of `xs` sets the scan's length
+        return W.shape("xs", "xs", f"({before}, ...)", f"({after}, ...)")
+    code = caller.f_code
+    file = _compat.short_path(code.co_filename)
+    if code.co_name.startswith("<"):  # the module, a comprehension, a lambda: no def to jit
+        target = (
+            f"a function of your own that makes the lax.fori_loop call at {file}:{caller.f_lineno}"
+        )
+    else:
+        target = f"`{code.co_name}` ({file}:{code.co_firstlineno}), which calls lax.fori_loop"
+    r = W.shape("upper", "upper - lower", str(before), str(after))
+    return W.with_fix(
+        r,
+        FixKind.EAGER_PRIMITIVE,
+        W.Words.given(TRIP_COUNT_FIX.format(target=target), capped=True),
+        message=W.Words.given(TRIP_COUNT_MSG.format(before=before, after=after), capped=True),
+    )
 
 
 def _library_eager_record(fun: Any, caller: FrameType, outer: str) -> Record | None:
