@@ -4,6 +4,7 @@ guard-aborted traces, deep trees. Each figure is checked against a counter in th
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import warnings
 
@@ -457,6 +458,40 @@ def _nnx_object_epochs(fix: bool):
     return jitted, eager, traces.n, t.report()
 
 
+@dataclasses.dataclass
+class DataBox:
+    """A dataclass: compared by its fields (unhashable, as nnx keeps statics, not JAX)."""
+
+    scale: float
+
+
+class DataBoxScaled(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+        self.cfg = DataBox(1.0)
+
+
+def _nnx_dataclass_epochs(fix: bool):
+    traces = counted()
+
+    @nnx.jit
+    def step(m, x):
+        traces.tick()
+        return _scaled(m.w * x, m.cfg)
+
+    m, x = DataBoxScaled(), jnp.ones(2)
+    jitted, eager = [], []
+    with jitlens.track() as t:
+        for epoch in range(4):
+            if fix:  # the printed fix: a new dataclass with the new value
+                m.cfg = dataclasses.replace(m.cfg, scale=1.0 + epoch)
+            else:
+                m.cfg.scale = 1.0 + epoch
+            jitted.append(float(step(m, x)[0]))
+            eager.append(float(_scaled(m.w * x, m.cfg)[0]))
+    return jitted, eager, traces.n, t.report()
+
+
 @pytest.mark.parametrize(
     ("epochs", "path", "fix"),
     [
@@ -467,8 +502,14 @@ def _nnx_object_epochs(fix: bool):
             "`m = eqx.tree_at(lambda m: m.cfg, m, copy.copy(m.cfg))` before `m.cfg.scale = 2.0`",
         ),
         (_nnx_object_epochs, "m.cfg", "`m.cfg = copy.copy(m.cfg)` before `m.cfg.scale = 2.0`"),
+        (_nnx_dataclass_epochs, "m.cfg", "`m.cfg = dataclasses.replace(m.cfg, scale=2.0)`"),
     ],
-    ids=["jax.jit-static_argnums", "eqx.filter_jit-field", "nnx.jit-attribute"],
+    ids=[
+        "jax.jit-static_argnums",
+        "eqx.filter_jit-field",
+        "nnx.jit-attribute",
+        "nnx.jit-dataclass",
+    ],
 )
 def test_an_object_changed_in_place_is_a_stale_hit_under_every_jit(epochs, path, fix):
     """An object JAX compares by identity (a static argument of jax.jit, a non-array field
@@ -479,7 +520,8 @@ def test_an_object_changed_in_place_is_a_stale_hit_under_every_jit(epochs, path,
     assert traces == 1 and jitted[1:] != eager[1:]  # the bug under plain JAX: stale, no retrace
     (hit,) = [h for f in report.functions for h in f.stale_hits]
     assert (hit.path, hit.call_index) == (path, 1)
-    assert (hit.before, hit.after) == ("Box(scale=1.0)", "Box(scale=2.0)")
+    box = "DataBox" if epochs is _nnx_dataclass_epochs else "Box"
+    assert (hit.before, hit.after) == (f"{box}(scale=1.0)", f"{box}(scale=2.0)")
     assert fix in hit.fix  # applied in the program above
     jitted, eager, traces, report = epochs(fix=True)
     assert jitted == eager and traces == 4  # one compile per new object, each result right
