@@ -547,7 +547,9 @@ def test_eager_scan_over_new_lengths_counts_the_compiles_jax_makes() -> None:
     lengths = (3, 4, 5)
     with jitlens.track() as t, compiles() as names:
         sums = [float(jax.lax.scan(add, 0.0, jnp.arange(n, dtype=jnp.float32))[0]) for n in lengths]
-        counts = [float(jax.lax.fori_loop(0, n, count, 0.0)) for n in lengths]
+        counts = []
+        for n in lengths:  # (a loop, not a comprehension: its frame is the caller's)
+            counts.append(float(jax.lax.fori_loop(0, n, count, 0.0)))
     rows = {f.name: f for f in t.report().functions}
     assert traces.n == 1 and names.count("scan") == 6  # 3 for lax.scan, 3 for fori_loop
     scan, fori = rows["lax.scan(add)"], rows["lax.fori_loop(count)"]
@@ -560,8 +562,9 @@ def test_eager_scan_over_new_lengths_counts_the_compiles_jax_makes() -> None:
     assert "pad smaller batches to the largest shape (and mask the padding)" in reasons[0].fix
     (r, _) = [r for e in fori.events for r in e.reasons]
     assert (r.path, r.before, r.after) == ("upper - lower", "3", "4")
-    assert r.fix.startswith("Put `@jax.jit` on a function of your own that makes the lax.fori")
-    assert "with the bounds as traced arguments (not static)" in r.fix
+    caller = "test_eager_scan_over_new_lengths_counts_the_compiles_jax_makes"
+    assert r.fix.startswith(f"Jit the caller with the bounds traced: `@jax.jit` on `{caller}`")
+    assert "the bounds passed as its arguments (not static)" in r.fix
 
     traces = counted()
     with jitlens.track() as t, compiles() as names:  # the fix: one length, padding masked

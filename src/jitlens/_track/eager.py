@@ -159,8 +159,9 @@ TRIP_COUNT_MSG = (
     "lax.scan of that length, and JAX compiles the scan once per length."
 )
 TRIP_COUNT_FIX = (
-    "Put `@jax.jit` on {target}, with the bounds as traced arguments (not static): under jit "
-    "lax.fori_loop over traced bounds is one while_loop, compiled once for every count."
+    "Jit the caller with the bounds traced: `@jax.jit` on {target}, the bounds passed as its "
+    "arguments (not static); under jit lax.fori_loop over traced bounds is one while_loop, "
+    "compiled once for every count."
 )
 
 
