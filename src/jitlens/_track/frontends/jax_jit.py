@@ -82,7 +82,11 @@ class TrackedJit:
             return self._jitted(*args, **kwargs)
         n = next(self._counter)
         if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
-            return _scheduled(self, n, args, kwargs)
+            try:
+                return _scheduled(self, n, args, kwargs)
+            except BaseException as exc:  # filtered: this frame is not the user's
+                _compat.without_hidden_frames(exc)
+                raise
         if n < STATE[1]:  # timeline window, the advisor's first calls, or a trace in progress
             try:
                 rec = self._record
@@ -212,7 +216,11 @@ class _LeanJit(TrackedJit):
                 raise
         n = next(self._counter)
         if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
-            return _scheduled(self, n, args, kwargs)
+            try:
+                return _scheduled(self, n, args, kwargs)
+            except BaseException as exc:  # filtered: this frame is not the user's
+                _compat.without_hidden_frames(exc)
+                raise
         if n < rec.timed_until and n < WINDOW[0]:
             t = _now()
             try:
@@ -273,7 +281,11 @@ class _SettledJit(TrackedJit):
                 raise
         n = next(self._counter)
         if not n & (n - 1):  # calls 1, 2, 4, ...: the check of statics changed in place
-            return _scheduled(self, n, args, kwargs)
+            try:
+                return _scheduled(self, n, args, kwargs)
+            except BaseException as exc:  # filtered: this frame is not the user's
+                _compat.without_hidden_frames(exc)
+                raise
         try:
             return self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
         except PassThrough as exc:
