@@ -51,8 +51,8 @@ _LIBRARY_LAST: dict[int, tuple[_compat.LibraryEntry, str]] = {}
 #: An eager row's id -> its body's name, its last trace's caller (name, first line, line)
 #: and whether that trace's body was a new function.
 _LAST: dict[int, tuple[str, tuple[str, int, int], bool]] = {}
-#: (the caller's code, its line, the primitive as spelled) -> the row whose body that call
-#: traced last: a compile there with no trace of the body (JAX cached the body's trace; a new
+#: (the caller's code, its call instruction, the primitive as spelled) -> the row whose body
+#: that call traced last (two calls on one line are two sites): a compile there with no trace of the body (JAX cached the body's trace; a new
 #: scan length, a new trip count) is that row's (:func:`compile_at_site`).
 _SITES: dict[tuple[Any, int, str], tuple[Record, int | None]] = {}
 
@@ -105,7 +105,7 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
         if len(_SITES) > 10_000:
             _SITES.clear()
         # (with the scan's length: a compile there later with no trace names the new length)
-        _SITES[(caller.f_code, caller.f_lineno, outer)] = (rec, transforms_api.scan_length(frame))
+        _SITES[(caller.f_code, caller.f_lasti, outer)] = (rec, transforms_api.scan_length(frame))
     return rec
 
 
@@ -130,7 +130,7 @@ def compile_at_site(name: str, secs: float, frame: FrameType | None) -> bool:
     caller = transforms_api.primitive_caller(frame)
     if caller is None:
         return False
-    site = (caller.f_code, caller.f_lineno, outer or "")
+    site = (caller.f_code, caller.f_lasti, outer or "")
     known = _SITES.get(site)
     if known is None:
         return False
