@@ -511,3 +511,76 @@ def test_linen_jit_field_change_names_the_field() -> None:
     assert _SCALED_TRACES.n == 2 and row.traces == 2  # init and apply, once each
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def _jax_compile_log():
+    """tests/trial_programs/jax_compile_log.py: JAX's own count of its compiles."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent / "trial_programs" / "jax_compile_log.py"
+    spec = importlib.util.spec_from_file_location("jax_compile_log", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.compiles
+
+
+def test_eager_scan_over_new_lengths_counts_the_compiles_jax_makes() -> None:
+    """lax.scan / fori_loop outside jit over 3 lengths: JAX traces the body once (its trace
+    is cached) and compiles the scan 3 times; the row says 3 compiles, as JAX's log does.
+    The printed fix (pad to one length, mask the padding) then compiles once, same sums."""
+    compiles = _jax_compile_log()
+    traces = counted()
+
+    def add(c, x):
+        traces.tick()
+        return c + x, None
+
+    def add_masked(c, xm):
+        traces.tick()
+        x, keep = xm
+        return c + jnp.where(keep, x, 0.0), None
+
+    def count(i, c):
+        return c + i
+
+    lengths = (3, 4, 5)
+    with jitlens.track() as t, compiles() as names:
+        sums = [float(jax.lax.scan(add, 0.0, jnp.arange(n, dtype=jnp.float32))[0]) for n in lengths]
+        counts = []
+        for n in lengths:  # (a loop, not a comprehension: its frame is the caller's)
+            counts.append(float(jax.lax.fori_loop(0, n, count, 0.0)))
+    rows = {f.name: f for f in t.report().functions}
+    assert traces.n == 1 and names.count("scan") == 6  # 3 for lax.scan, 3 for fori_loop
+    scan, fori = rows["lax.scan(add)"], rows["lax.fori_loop(count)"]
+    assert (scan.traces, scan.compiles) == (1, 3) and (fori.traces, fori.compiles) == (1, 3)
+    reasons = [r for e in scan.events for r in e.reasons]
+    assert [(r.kind, r.path, r.before, r.after) for r in reasons] == [
+        ("shape", "xs", "(3, ...)", "(4, ...)"),
+        ("shape", "xs", "(4, ...)", "(5, ...)"),
+    ]
+    assert "pad smaller batches to the largest shape (and mask the padding)" in reasons[0].fix
+    (r, _) = [r for e in fori.events for r in e.reasons]
+    assert (r.path, r.before, r.after) == ("upper - lower", "3", "4")
+    caller = "test_eager_scan_over_new_lengths_counts_the_compiles_jax_makes"
+    assert r.fix.startswith(f"Jit the caller with the bounds traced: `@jax.jit` on `{caller}`")
+    assert "the bounds passed as its arguments (not static)" in r.fix
+
+    traces = counted()
+    with jitlens.track() as t, compiles() as names:  # the fix: one length, padding masked
+        padded = []
+        for n in lengths:
+            xs = jnp.arange(max(lengths), dtype=jnp.float32)
+            keep = jnp.arange(max(lengths)) < n
+            padded.append(float(jax.lax.scan(add_masked, 0.0, (xs, keep))[0]))
+    (row,) = [f for f in t.report().functions if f.name == "lax.scan(add_masked)"]
+    assert padded == sums and names.count("scan") == 1 == row.compiles == traces.n
+
+    @jax.jit  # the fori_loop's fix: a function of one's own, jitted, the bound traced
+    def total(n):
+        return jax.lax.fori_loop(0, n, count, 0.0)
+
+    with jitlens.track() as t, compiles() as names:
+        assert [float(total(n)) for n in lengths] == counts
+    (row,) = [f for f in t.report().functions if f.name == "total"]
+    assert names == ["total"] and row.compiles == 1

@@ -147,6 +147,25 @@ def test_jitlens_frames_do_not_show_in_the_users_traceback() -> None:
     assert __file__ in files and files[-1].endswith("test_invisible.py"), files
 
 
+def test_no_frame_of_jitlens_on_a_call_checked_for_stale_statics() -> None:
+    """Calls #2, #3, #5, ... take another path (the check of statics changed in place): an
+    error raised on one (call #3, a retrace) shows no frame of jitlens' either."""
+
+    def boom(x):
+        if x.shape[0] == 3:
+            raise ValueError("from the body")
+        return x
+
+    with jitlens.track():
+        f = jax.jit(boom)
+        f(jnp.ones(1)), f(jnp.ones(2))
+        with pytest.raises(ValueError) as info:
+            f(jnp.ones(3))
+    files = [fr.filename for fr in traceback.extract_tb(info.value.__traceback__)]
+    package = Path(jitlens.__file__).resolve().parent
+    assert not [p for p in files if Path(p).resolve().is_relative_to(package)], files
+
+
 def test_the_tracked_jit_looks_like_what_it_wraps() -> None:
     plain = jax.jit(lambda x: x)
     with jitlens.track():

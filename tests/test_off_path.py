@@ -3,7 +3,10 @@ guard-aborted traces, deep trees. Each figure is checked against a counter in th
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import enum
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -369,3 +372,182 @@ def test_a_static_changed_in_place_is_a_stale_hit_and_its_fix_gives_the_new_resu
     jitted, eager, traces, report = _epochs(fix=True)
     assert jitted == eager and traces == 4  # one compile per value, each result right
     assert not [h for f in report.functions for h in f.stale_hits]
+
+
+class Box:
+    """A plain object: equal only to itself, hashed by identity (as JAX keys it)."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+
+def _scaled(x, cfg):
+    return x * cfg.scale
+
+
+def _jax_jit_epochs(fix: bool, epochs: int = 4):
+    """jax.jit with the object as a static argument, changed in place between calls."""
+    traces = counted()
+
+    def step(x, cfg):
+        traces.tick()
+        return _scaled(x, cfg)
+
+    cfg, x = Box(1.0), jnp.ones(2)
+    jitted, eager = [], []
+    with jitlens.track() as t:
+        g = jax.jit(step, static_argnums=1)
+        for epoch in range(epochs):
+            if fix:  # the printed fix: a new object, then the change
+                cfg = copy.copy(cfg)
+            cfg.scale = 1.0 + epoch
+            jitted.append(float(g(x, cfg)[0]))
+            eager.append(float(_scaled(x, cfg)[0]))
+    return jitted, eager, traces.n, t.report()
+
+
+def _eqx_epochs(fix: bool):
+    """eqx.filter_jit of a Module holding the object in a field (non-arrays are static)."""
+    eqx = pytest.importorskip("equinox")
+    traces = counted()
+
+    class Scaled(eqx.Module):
+        w: jax.Array
+        cfg: Box
+
+    @eqx.filter_jit
+    def step(m, x):
+        traces.tick()
+        return _scaled(m.w * x, m.cfg)
+
+    m, x = Scaled(jnp.ones(2), Box(1.0)), jnp.ones(2)
+    jitted, eager = [], []
+    with jitlens.track() as t:
+        for epoch in range(4):
+            if fix:  # the printed fix: a new object in the (frozen) module, then the change
+                m = eqx.tree_at(lambda m: m.cfg, m, copy.copy(m.cfg))
+            m.cfg.scale = 1.0 + epoch
+            jitted.append(float(step(m, x)[0]))
+            eager.append(float(_scaled(m.w * x, m.cfg)[0]))
+    return jitted, eager, traces.n, t.report()
+
+
+class BoxScaled(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+        self.cfg = Box(1.0)  # a plain object attribute: static, equal only to itself
+
+
+def _nnx_object_epochs(fix: bool):
+    traces = counted()
+
+    @nnx.jit
+    def step(m, x):
+        traces.tick()
+        return _scaled(m.w * x, m.cfg)
+
+    m, x = BoxScaled(), jnp.ones(2)
+    jitted, eager = [], []
+    with jitlens.track() as t:
+        for epoch in range(4):
+            if fix:  # the printed fix: a new object, then the change
+                m.cfg = copy.copy(m.cfg)
+            m.cfg.scale = 1.0 + epoch
+            jitted.append(float(step(m, x)[0]))
+            eager.append(float(_scaled(m.w * x, m.cfg)[0]))
+    return jitted, eager, traces.n, t.report()
+
+
+@dataclasses.dataclass
+class DataBox:
+    """A dataclass: compared by its fields (unhashable, as nnx keeps statics, not JAX)."""
+
+    scale: float
+
+
+class DataBoxScaled(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+        self.cfg = DataBox(1.0)
+
+
+def _nnx_dataclass_epochs(fix: bool):
+    traces = counted()
+
+    @nnx.jit
+    def step(m, x):
+        traces.tick()
+        return _scaled(m.w * x, m.cfg)
+
+    m, x = DataBoxScaled(), jnp.ones(2)
+    jitted, eager = [], []
+    with jitlens.track() as t:
+        for epoch in range(4):
+            if fix:  # the printed fix: a new dataclass with the new value
+                m.cfg = dataclasses.replace(m.cfg, scale=1.0 + epoch)
+            else:
+                m.cfg.scale = 1.0 + epoch
+            jitted.append(float(step(m, x)[0]))
+            eager.append(float(_scaled(m.w * x, m.cfg)[0]))
+    return jitted, eager, traces.n, t.report()
+
+
+@pytest.mark.parametrize(
+    ("epochs", "path", "fix"),
+    [
+        (_jax_jit_epochs, "cfg", "`cfg = copy.copy(cfg)` before `cfg.scale = 2.0`"),
+        (
+            _eqx_epochs,
+            "m.cfg",
+            "`m = eqx.tree_at(lambda m: m.cfg, m, copy.copy(m.cfg))` before `m.cfg.scale = 2.0`",
+        ),
+        (_nnx_object_epochs, "m.cfg", "`m.cfg = copy.copy(m.cfg)` before `m.cfg.scale = 2.0`"),
+        (_nnx_dataclass_epochs, "m.cfg", "`m.cfg = dataclasses.replace(m.cfg, scale=2.0)`"),
+    ],
+    ids=[
+        "jax.jit-static_argnums",
+        "eqx.filter_jit-field",
+        "nnx.jit-attribute",
+        "nnx.jit-dataclass",
+    ],
+)
+def test_an_object_changed_in_place_is_a_stale_hit_under_every_jit(epochs, path, fix):
+    """An object JAX compares by identity (a static argument of jax.jit, a non-array field
+    eqx.filter_jit treats as static, an nnx.Module attribute), changed in place: the key holds that very object,
+    JAX finds it equal to itself and serves the old compile. Ground truth: the eager run."""
+    with pytest.warns(jitlens.StaleCacheWarning, match="noticed at call #2"):
+        jitted, eager, traces, report = epochs(fix=False)
+    assert traces == 1 and jitted[1:] != eager[1:]  # the bug under plain JAX: stale, no retrace
+    (hit,) = [h for f in report.functions for h in f.stale_hits]
+    assert (hit.path, hit.call_index) == (path, 1)
+    box = "DataBox" if epochs is _nnx_dataclass_epochs else "Box"
+    assert (hit.before, hit.after) == (f"{box}(scale=1.0)", f"{box}(scale=2.0)")
+    assert fix in hit.fix  # applied in the program above
+    jitted, eager, traces, report = epochs(fix=True)
+    assert jitted == eager and traces == 4  # one compile per new object, each result right
+    assert not [h for f in report.functions for h in f.stale_hits]
+
+
+def test_a_change_between_checks_is_noticed_at_the_next_scheduled_call():
+    """Checks run on calls #2, #3, #5, #9, ...: a change before call #6 is noticed at #9,
+    and the warning says so (the price of keeping the walk off the hot loop)."""
+    traces = counted()
+
+    def step(x, cfg):
+        traces.tick()
+        return _scaled(x, cfg)
+
+    cfg, x = Box(1.0), jnp.ones(2)
+    with jitlens.track() as t:
+        g = jax.jit(step, static_argnums=1)
+        for i in range(12):
+            if i == 5:
+                cfg.scale = 2.0
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                g(x, cfg)
+            stale = [w for w in said if issubclass(w.category, jitlens.StaleCacheWarning)]
+            assert len(stale) == (i == 8), i
+    (hit,) = [h for f in t.report().functions for h in f.stale_hits]
+    assert hit.call_index == 8 and "noticed at call #9" in hit.message
+    assert traces.n == 1

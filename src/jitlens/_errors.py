@@ -31,7 +31,10 @@ class StaleCacheWarning(UserWarning):
     """A cached call used a static that changed since its compile (no retrace, stale result).
 
     ``nnx.cached_partial`` with an attribute changed after caching, or a static changed in
-    place (a dict attribute of an NNX module), which the jit compares with itself.
+    place, which the jit compares with itself: a dict or plain-object attribute of an NNX
+    module, a ``jax.jit`` static argument or an ``eqx.Module`` field compared by identity.
+    Checked on calls #2, #3, #5, #9, ... only (the warning names the call that noticed it):
+    a change is noticed up to as many calls later as came before it.
     """
 
 

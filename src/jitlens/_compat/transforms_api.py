@@ -122,6 +122,45 @@ def eager_caller(frame: FrameType | None, limit: int = 80) -> FrameType | None:
     return None
 
 
+def primitive_caller(frame: FrameType | None, limit: int = 80) -> FrameType | None:
+    """The frame that called the transformation (``lax.scan``, ...) running at ``frame``:
+    the first frame above that transformation's own that is not JAX's (None if none).
+
+    Unlike :func:`eager_caller`, ``frame`` may be below frames of others (jitlens'
+    listener of a compile event): only frames above the transformation's count.
+    """
+    f = frame
+    seen = False
+    for _ in range(limit):
+        if f is None:
+            return None
+        code = f.f_code
+        path = code.co_filename.replace("\\", "/")
+        if seen and not _in_jax(path):
+            return f
+        if not seen:
+            seen = any(code.co_name == name and path.endswith(tail) for name, tail in OUTER_FRAMES)
+        f = f.f_back
+    return None
+
+
+def scan_length(frame: FrameType | None, limit: int = 80) -> int | None:
+    """The length of the ``lax.scan`` running at or above ``frame`` (``lax.fori_loop`` with
+    concrete bounds runs one: its trip count), once JAX has worked it out; else None."""
+    f = frame
+    for _ in range(limit):
+        if f is None:
+            return None
+        code = f.f_code
+        if code.co_name == "scan" and code.co_filename.replace("\\", "/").endswith(
+            "lax/control_flow/loops.py"
+        ):
+            length = f.f_locals.get("length")
+            return length if type(length) is int else None
+        f = f.f_back
+    return None
+
+
 def user_body(fun: Any, depth: int = 3) -> Any:
     """The user's function a control-flow primitive traces as ``fun``, or None.
 

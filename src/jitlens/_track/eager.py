@@ -15,6 +15,7 @@ fix that works: ``@jax.jit`` on the caller, or the library call jitted once.
 
 from __future__ import annotations
 
+import time
 import weakref
 from types import FrameType
 from typing import Any
@@ -24,7 +25,7 @@ from .._compat import transforms_api
 from .._core.kinds import EventKind, Fact, FixKind, RowKind, SubjectKind
 from . import calls
 from .frontend import frontend_of
-from .records import EventBuilder, Record
+from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
 from .state import tls
 
@@ -50,6 +51,10 @@ _LIBRARY_LAST: dict[int, tuple[_compat.LibraryEntry, str]] = {}
 #: An eager row's id -> its body's name, its last trace's caller (name, first line, line)
 #: and whether that trace's body was a new function.
 _LAST: dict[int, tuple[str, tuple[str, int, int], bool]] = {}
+#: (the caller's code, its call instruction, the primitive as spelled) -> the row whose body
+#: that call traced last (two calls on one line are two sites): a compile there with no trace of the body (JAX cached the body's trace; a new
+#: scan length, a new trip count) is that row's (:func:`compile_at_site`).
+_SITES: dict[tuple[Any, int, str], tuple[Record, int | None]] = {}
 
 
 def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
@@ -97,7 +102,90 @@ def eager_record(fun: Any, frame: FrameType | None) -> Record | None:
             transforms_api.untraceable_params(caller),
         )
         _EAGER[key] = (rec, _weak(body))
+        if len(_SITES) > 10_000:
+            _SITES.clear()
+        # (with the scan's length: a compile there later with no trace names the new length)
+        _SITES[(caller.f_code, caller.f_lasti, outer)] = (rec, transforms_api.scan_length(frame))
     return rec
+
+
+def compile_at_site(name: str, secs: float, frame: FrameType | None) -> bool:
+    """JAX compiled a control-flow primitive run outside jit without tracing its body again:
+    charged to the body's row (True), or not one (False).
+
+    JAX caches the body's trace by function and argument types, and the primitive's
+    compile by the primitive's parameters too: ``lax.scan`` over a new length, or
+    ``lax.fori_loop`` over a new trip count, compiles again with no trace of the body
+    (JAX's compile log shows one ``scan`` compile per length). The compile, of JAX's own
+    internal jit of the primitive (``name``), is charged to the row of the body the same
+    call traced last: its compiles then equal JAX's. A call site whose body never traced
+    while tracking has no row; its compiles stay on JAX's internal row, not on a user's.
+    """
+    if tls.depth != 0:
+        return False
+    outer = transforms_api.outer_transformation(frame)
+    primitive = EAGER_PRIMITIVES.get(outer or "")
+    if primitive is None or name not in PRIMITIVE_JITS.get(primitive, (primitive,)):
+        return False
+    caller = transforms_api.primitive_caller(frame)
+    if caller is None:
+        return False
+    site = (caller.f_code, caller.f_lasti, outer or "")
+    known = _SITES.get(site)
+    if known is None:
+        return False
+    rec, before = known
+    after = transforms_api.scan_length(frame)
+    _SITES[site] = (rec, after)
+    now = time.perf_counter()
+    b = EventBuilder(rec, EventKind.COMPILE, None, _compat.user_call_site(caller), now - secs)
+    b.compile_seconds = secs
+    b.compiled = True
+    b.jax_name = name
+    b.entry = -1
+    if before is not None and after not in (None, before):
+        b.reasons = (_length_reason(outer or "", before, after, caller),)
+    with rec.lock:
+        rec.compiles += 1
+        if len(rec.events) < MAX_EVENTS:
+            rec.events.append(b)
+    return True
+
+
+#: A fori_loop with concrete bounds runs a scan of ``upper - lower`` steps: a new trip count
+#: is a new scan length, compiled again outside jit (the body's trace is reused).
+TRIP_COUNT_MSG = (
+    "lax.fori_loop ran {before} -> {after} steps: with bounds known outside jit it runs a "
+    "lax.scan of that length, and JAX compiles the scan once per length."
+)
+TRIP_COUNT_FIX = (
+    "Jit the caller with the bounds traced: `@jax.jit` on {target}, the bounds passed as its "
+    "arguments (not static); under jit lax.fori_loop over traced bounds is one while_loop, "
+    "compiled once for every count."
+)
+
+
+def _length_reason(outer: str, before: int, after: int, caller: FrameType) -> Any:
+    """Why a scan compiled again with no trace of its body: its length changed."""
+    from .._core import reasons as W  # the words load at the first recompile
+
+    if outer != "lax.fori_loop":  # the leading axis of `xs` sets the scan's length
+        return W.shape("xs", "xs", f"({before}, ...)", f"({after}, ...)")
+    code = caller.f_code
+    file = _compat.short_path(code.co_filename)
+    if code.co_name.startswith("<"):  # the module, a comprehension, a lambda: no def to jit
+        target = (
+            f"a function of your own that makes the lax.fori_loop call at {file}:{caller.f_lineno}"
+        )
+    else:
+        target = f"`{code.co_name}` ({file}:{code.co_firstlineno}), which calls lax.fori_loop"
+    r = W.shape("upper", "upper - lower", str(before), str(after))
+    return W.with_fix(
+        r,
+        FixKind.EAGER_PRIMITIVE,
+        W.Words.given(TRIP_COUNT_FIX.format(target=target), capped=True),
+        message=W.Words.given(TRIP_COUNT_MSG.format(before=before, after=after), capped=True),
+    )
 
 
 def _library_eager_record(fun: Any, caller: FrameType, outer: str) -> Record | None:

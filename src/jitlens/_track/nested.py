@@ -166,6 +166,9 @@ def claim_compile(outer: EventBuilder, secs: float) -> None:
     row says what the retrace cost. ``outer`` is the internal record's event.
     """
     pending = getattr(tls, "nested_pending", None)
+    if pending is None and outer.record.internal:  # no body traced: a new scan length?
+        eager.compile_at_site(outer.jax_name, secs, _compat.caller(1))
+        return
     if pending is None or not outer.record.internal or pending[2] is not None:
         return
     if outer.jax_name in PRIMITIVE_JITS.get(pending[1], (pending[1],)):

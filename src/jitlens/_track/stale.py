@@ -11,6 +11,7 @@ GraphDef walk away from the hot loop) and when a report is built.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import weakref
 from typing import Any
@@ -20,7 +21,7 @@ from .._core.key import Entry, Path, render_path
 from .._core.kinds import EntryKind, RowKind, WordsKind
 from .._core.report import StaleHit
 from .._core.signature import walk_graphdef
-from .._core.words import Template
+from .._core.words import Template, Words
 from .._errors import StaleCacheWarning
 from . import sink
 from .state import internal_failure
@@ -189,19 +190,35 @@ def _alive(w: _Watch) -> bool:
 
 
 # A static changed in place after its compile: the cache key holds the very object, so
-# the jit compares it with itself, finds it equal, and serves the old compile.
+# the jit compares it with itself, finds it equal, and serves the old compile. The same
+# holds for nnx.jit (a dict or object attribute of a Module), jax.jit (a static_argnums /
+# static_argnames object compared by identity, or whose __hash__ ignores the change) and
+# eqx.filter_jit (a non-array field: every non-array leaf is static). A static whose hash
+# follows the change misses instead (a retrace, a right result): only a call that hit the
+# cache is checked.
 
 INPLACE_MSG = Template(
     WordsKind.STALE_IN_PLACE,
     "`{path}` was changed in place after its compile: it is now {after}, but {kind} compares "
     "it with itself (the same object) and served the compile made for {before} "
-    "(no retrace, stale result).",
+    "(no retrace, stale result; noticed at call #{call}).",
 )
 INPLACE_FIX = Template(
     WordsKind.STALE_IN_PLACE_FIX,
     "Assign a new object instead of changing this one in place ({example}): the jit then "
-    "compiles for the new value. A number that changes often is better traced: an array "
-    "(`jnp.asarray(...)`, an nnx.Variable) instead of a static.",
+    "compiles for the new value. {traced}",
+)
+#: The closing remark of the fix, per front-end: how to make a value that changes often
+#: traced instead of static (one compile for every value).
+_TRACED = {
+    RowKind.EQX_FILTER_JIT: "A number that changes often is better traced: a JAX array field "
+    "(`jnp.asarray(...)`) instead of a Python value.",
+    RowKind.JAX_JIT: "A number that changes often is better traced: pass it as an array "
+    "argument (`jnp.asarray(...)`), not inside a static.",
+}
+_TRACED_NNX = (
+    "A number that changes often is better traced: an array "
+    "(`jnp.asarray(...)`, an nnx.Variable) instead of a static."
 )
 #: Values that cannot change in place: nothing to check.
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type, frozenset)
@@ -209,8 +226,14 @@ _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type, frozenset
 
 def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """After call ``n`` of ``rec`` hit the cache: did it pass a static that changed in place
-    since its compile? Called on calls 1, 2, 4, 8, ... (a power-of-two schedule keeps the
-    walk of the keys away from the hot loop); each changed static is reported once."""
+    since its compile? Each changed static is reported once, with the call that noticed it.
+
+    Called on the calls of index 1, 2, 4, 8, ... only (calls #2, #3, #5, #9, ... as people
+    count): the walk of the keys stays away from the hot loop (log2 of the calls, all told),
+    at a price in latency: a change made before call #k is noticed at the next scheduled
+    call, up to k calls later (before call #6 at call #9, before call #1000 at call #1025),
+    and one made after the last scheduled call of a run is not noticed at all. The warning
+    names the call that noticed it."""
     from .._core.key import snapshot_text
     from .._core.signature import arg_names
     from .registry import REGISTRY
@@ -223,7 +246,7 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                 continue
             for path, entry in key.entries.items():
                 sv = entry.static
-                if sv is None or sv.snapshot is None or sv.identity:
+                if sv is None or sv.snapshot is None:
                     continue
                 value = sv.value()
                 if isinstance(value, _IMMUTABLE) or (path, sv.addr) in rec.stale_seen:
@@ -276,12 +299,6 @@ def _inplace_hit(
     rec: Any, n: int, site: str, path: Any, before: str, after: str, value: Any
 ) -> StaleHit:
     shown = render_path(path)
-    changed = _changed_items(before, value)
-    if changed:  # the new value, as a new dict: `m.cfg = {**m.cfg, 'scale': 2.0}`
-        items = ", ".join(f"{k!r}: {v!r}" for k, v in changed)
-        example = f"`{shown} = {{**{shown}, {items}}}`"
-    else:
-        example = f"`{shown} = copy.copy({shown})` before changing it"
     hit = StaleHit(
         call_index=n,
         call_site=site,
@@ -289,11 +306,76 @@ def _inplace_hit(
         path=shown,
         before=before,
         after=after,
-        message=INPLACE_MSG.words(path=shown, after=after, before=before, kind=rec.kind),
-        fix=INPLACE_FIX.words(example=example),
+        message=INPLACE_MSG.words(
+            path=shown,
+            after=after,
+            before=before,
+            kind=rec.kind,
+            call=n + 1,  # counted from 1
+        ),
+        fix=Words(  # the closing remark is left out when the fix would be too long
+            INPLACE_FIX,
+            (
+                ("example", _example(rec.kind, shown, str(path[0][1]), before, after, value)),
+                ("traced", _TRACED.get(rec.kind, _TRACED_NNX)),
+            ),
+            optional="traced",
+        ),
     )
-    sink.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, stacklevel=4)
+    sink.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, _compat.user_stacklevel())
     return hit
+
+
+def _example(kind: Any, shown: str, root: str, before: str, after: str, value: Any) -> str:
+    """The fix as code in the user's names: a new object assigned where the old one was."""
+    changed = _changed_items(before, value)
+    if changed:  # the new value, as a new dict: `m.cfg = {**m.cfg, 'scale': 2.0}`
+        items = ", ".join(f"{k!r}: {v!r}" for k, v in changed)
+        return f"`{_assign(kind, shown, root, f'{{**{shown}, {items}}}')}`"
+    fields = _changed_fields(before, after)
+    if fields and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = ", ".join(f"{k}={v}" for k, v in fields)
+        return f"`{_assign(kind, shown, root, f'dataclasses.replace({shown}, {items})')}`"
+    new = _assign(kind, shown, root, f"copy.copy({shown})")
+    if fields:
+        k, v = fields[0]
+        return f"`{new}` before `{shown}.{k} = {v}`"
+    return f"`{new}` before changing it"
+
+
+def _assign(kind: Any, shown: str, root: str, new: str) -> str:
+    """``shown = new`` as the front-end allows: an Equinox module is frozen (``eqx.tree_at``)."""
+    if kind == RowKind.EQX_FILTER_JIT and shown != root:
+        return f"{root} = eqx.tree_at(lambda {root}: {shown}, {root}, {new})"
+    return f"{shown} = {new}"
+
+
+def _changed_fields(before: str, after: str) -> list[tuple[str, str]]:
+    """The fields whose text differs between two snapshots of one object, ``Cfg(scale=1.0)``
+    and ``Cfg(scale=2.0)``: ``[('scale', '2.0')]`` (only values written as literals)."""
+    old, new = _fields(before), _fields(after)
+    if old is None or new is None:
+        return []
+    return [(k, v) for k, v in new.items() if old.get(k) != v][:3]
+
+
+def _fields(text: str) -> dict[str, str] | None:
+    try:
+        call = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not isinstance(call, ast.Call) or call.args:
+        return None
+    out = {}
+    for kw in call.keywords:
+        try:
+            ast.literal_eval(kw.value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None  # a shortened or non-literal value: no code made from it
+        if kw.arg is None:
+            return None
+        out[kw.arg] = ast.unparse(kw.value)
+    return out
 
 
 def _changed_items(before: str, value: Any) -> list[tuple[Any, Any]]:

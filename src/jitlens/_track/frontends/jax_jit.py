@@ -81,6 +81,12 @@ class TrackedJit:
         if not STATE[0]:
             return self._jitted(*args, **kwargs)
         n = next(self._counter)
+        if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
+            try:
+                return _scheduled(self, n, args, kwargs)
+            except BaseException as exc:  # filtered: this frame is not the user's
+                _compat.without_hidden_frames(exc)
+                raise
         if n < STATE[1]:  # timeline window, the advisor's first calls, or a trace in progress
             try:
                 rec = self._record
@@ -209,6 +215,12 @@ class _LeanJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
+        if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
+            try:
+                return _scheduled(self, n, args, kwargs)
+            except BaseException as exc:  # filtered: this frame is not the user's
+                _compat.without_hidden_frames(exc)
+                raise
         if n < rec.timed_until and n < WINDOW[0]:
             t = _now()
             try:
@@ -268,6 +280,12 @@ class _SettledJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
+        if not n & (n - 1):  # calls 1, 2, 4, ...: the check of statics changed in place
+            try:
+                return _scheduled(self, n, args, kwargs)
+            except BaseException as exc:  # filtered: this frame is not the user's
+                _compat.without_hidden_frames(exc)
+                raise
         try:
             return self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
         except PassThrough as exc:
@@ -281,6 +299,39 @@ class _SettledJit(TrackedJit):
             failed_call(self._record, n)
             _compat.without_hidden_frames(exc)
             raise
+
+
+def _scheduled(self: TrackedJit, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call ``n`` (1, 2, 4, 8, ...: ``stale.check_statics``' schedule) of a counted jax.jit: made as the
+    other calls are, then, if it hit the cache, checked for a static changed in place since
+    its compile (``stale.check_statics``), which JAX compares with itself and serves the
+    old compile for. log2 of the calls are checked, all told: the hit path pays one test."""
+    __tracebackhide__ = True
+    rec = self._record
+    e = EVENTS[0]
+    detailed = n < STATE[1]  # the window's calls are made (and counted) by call_detailed
+    try:
+        if detailed:
+            out = call_detailed(self._jitted, rec, n, args, kwargs, self._executables)
+        else:
+            out = self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
+    except PassThrough as exc:
+        # raised here and filtered here: a bare re-raise adds no frame of jitlens'
+        try:
+            raise exc.error.with_traceback(None) from None
+        except BaseException as error:
+            _compat.without_hidden_frames(error)
+            raise
+    except BaseException as exc:
+        if not detailed:
+            failed_call(rec, n)
+        _compat.without_hidden_frames(exc)
+        raise
+    if EVENTS[0] == e and not tls.depth and rec.keys:  # a hit: was a changed static served?
+        from .. import stale  # (loaded at the first check, not at start)
+
+        stale.check_statics(rec, n, args, kwargs)
+    return out
 
 
 def _identity(x: Any) -> Any:
@@ -311,6 +362,7 @@ _SettledJit.__module__ = TrackedJit.__module__
 register_counting_frame(TrackedJit.__call__.__code__, ("self", "n", "args", "kwargs"))
 register_counting_frame(_LeanJit.__call__.__code__, ("self", "n", "args", "kwargs"))
 register_counting_frame(_SettledJit.__call__.__code__, ("self", "n", "args", "kwargs"))
+register_counting_frame(_scheduled.__code__, ("self", "n", "args", "kwargs"))
 register_counting_type(TrackedJit)
 
 

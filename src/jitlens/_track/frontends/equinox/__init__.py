@@ -26,7 +26,7 @@ from ...calls import call_detailed, failed_call, register_counting_frame
 from ...frontend import Frontend, SetAttr
 from ...records import Record
 from ...registry import REGISTRY
-from ...state import STATE, PassThrough, finalize, internal_failure, weak
+from ...state import EVENTS, STATE, PassThrough, finalize, internal_failure, tls, weak
 
 
 def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[..., Any]:
@@ -53,11 +53,24 @@ def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[
             n = next(rec.calls_counter)
             detailed = n < STATE[1]  # timeline window, or another trace in progress
             try:
+                if n & (n - 1) or not n:  # not on the schedule of the in-place check
+                    if detailed:
+                        return call_detailed(
+                            functools.partial(_through, original, wrapper), rec, n, args, kwargs
+                        )
+                    return original(wrapper, is_lower, args, kwargs)
+                e = EVENTS[0]
                 if detailed:
-                    return call_detailed(
+                    out = call_detailed(
                         functools.partial(_through, original, wrapper), rec, n, args, kwargs
                     )
-                return original(wrapper, is_lower, args, kwargs)
+                else:
+                    out = original(wrapper, is_lower, args, kwargs)
+                if EVENTS[0] == e and not tls.depth:  # a hit: was a changed static served?
+                    from ... import stale  # (loaded at the first check)
+
+                    stale.check_statics(rec, n, args, kwargs)
+                return out
             except PassThrough as exc:
                 # raised here and filtered here: a bare re-raise adds no frame of jitlens'
                 try:
