@@ -151,3 +151,29 @@ def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None
         text = " ".join(proc.stderr.split())
         assert "inner_step retraced 2x" in text, text
         assert "`opt = optax.inject_hyperparams(optax.sgd)(learning_rate=1e-3)`" in text, text
+
+
+LATE = """
+import json, sys
+from jax import jit  # bound before tracking starts, as in a notebook's first cell
+import jitlens
+sys.path.insert(0, ".")
+import c_jax_kernel_lsq_sweep as prog
+with jitlens.track() as t:
+    got = prog.run(False)
+fixes = [r.fix for f in t.report().functions if f.name == "gram" for e in f.events for r in e.reasons]
+print("TRUTH " + json.dumps({"truth": got["truth"]["gram"], "fixes": fixes}))
+"""
+
+
+def test_a_partial_jitted_before_tracking_started_keeps_what_it_binds_in_the_fix() -> None:
+    # `from jax import jit` then `jitlens.track()`: jax.jit is seen through JAX's monitoring
+    # only; the row kept `gram` alone and the fix said `gram_jit = jax.jit(gram)`, which
+    # drops `kernel` (jax's examples/kernel_lsq.py)
+    proc = run_python(["-c", LATE], cwd=PROGRAMS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
+    assert got["truth"] == 3 and len(got["fixes"]) == 2, got
+    for fix in got["fixes"]:
+        assert fix.startswith("Jit `gram` once and pass `kernel` as arguments"), fix
+        assert "jax.jit(gram)" not in fix
