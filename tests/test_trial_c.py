@@ -177,3 +177,11 @@ def test_a_partial_jitted_before_tracking_started_keeps_what_it_binds_in_the_fix
     for fix in got["fixes"]:
         assert fix.startswith("Jit `gram` once and pass `kernel` as arguments"), fix
         assert "jax.jit(gram)" not in fix
+
+
+def test_a_static_self_rebuilt_per_call_gets_the_frozen_dataclass_fix(trial: dict) -> None:
+    # JAX's FAQ, "How to use jit with methods?", strategy 2
+    reasons = _reasons(trial["before"]["c_jax_faq_static_self"], "calc")
+    assert [(r["path"], r["kind"]) for r in reasons] == [("self", "identity_static")] * 2
+    assert "`CustomClass` defines no `__eq__`" in reasons[0]["message"]
+    assert reasons[0]["fix"].startswith("Make `CustomClass` a frozen dataclass")
