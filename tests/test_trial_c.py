@@ -9,6 +9,7 @@ retraces and keep the outputs.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -31,8 +32,9 @@ def _driver(scenario: str) -> dict:
 
 @pytest.fixture(scope="module")
 def trial() -> dict:
-    for lib in ("equinox", "optax", "flax"):
-        pytest.importorskip(lib)
+    for lib in ("equinox", "optax", "flax", "keras"):  # found, not imported (keras' backend)
+        if importlib.util.find_spec(lib) is None:
+            pytest.skip(f"{lib} is not installed")
     return {"before": _driver("before"), "after": _driver("after")}
 
 
@@ -49,7 +51,8 @@ def test_counts_equal_the_programs_own_and_the_fix_keeps_its_outputs(
         for fn, truth in run["truth"].items():
             assert run["rows"][fn]["traces"] == truth, (scenario, fn, run["rows"][fn])
     before, after = trial["before"][program], trial["after"][program]
-    assert after["out"] == before["out"]
+    if before["same_out"]:  # else the fix changes what it computes by design (its docstring)
+        assert after["out"] == before["out"]
     for fn, row in after["rows"].items():  # applied, the fix leaves no avoidable retrace
         assert row["lost"] == 0.0, (fn, row)
         assert all(r["expected"] for r in row["reasons"]), (fn, row["reasons"])
@@ -185,3 +188,17 @@ def test_a_static_self_rebuilt_per_call_gets_the_frozen_dataclass_fix(trial: dic
     assert [(r["path"], r["kind"]) for r in reasons] == [("self", "identity_static")] * 2
     assert "`CustomClass` defines no `__eq__`" in reasons[0]["message"]
     assert reasons[0]["fix"].startswith("Make `CustomClass` a frozen dataclass")
+
+
+def test_a_custom_train_step_s_ragged_batch_gets_a_fix_without_validation_data(
+    trial: dict,
+) -> None:
+    # keras.io "Customizing what happens in fit() with JAX": no validation data in this fit
+    run = trial["before"]["c_keras_custom_train_step"]
+    reasons = _reasons(run, "fit train step")
+    assert [(r["path"], r["before"], r["after"]) for r in reasons] == [
+        ("x", "f32[32,4]", "f32[4,4]"), ("y", "f32[32,1]", "f32[4,1]")
+    ]  # fmt: skip
+    fix = reasons[0]["fix"]
+    assert "multiple of `batch_size` (32)" in fix and "`n = len(x) // 32 * 32`" in fix, fix
+    assert "validation" not in fix, fix

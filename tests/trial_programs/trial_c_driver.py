@@ -53,7 +53,8 @@ def _scenario(module, fixed: bool) -> dict:
                 for r in reasons
             ],
         }
-    return {"truth": truth, "out": got["out"], "rows": rows, "text": str(report)}
+    same = got.get("same_out", True)
+    return {"truth": truth, "out": got["out"], "same_out": same, "rows": rows, "text": str(report)}
 
 
 def main(scenario: str, programs: list[str]) -> None:
