@@ -202,3 +202,22 @@ def test_a_custom_train_step_s_ragged_batch_gets_a_fix_without_validation_data(
     fix = reasons[0]["fix"]
     assert "multiple of `batch_size` (32)" in fix and "`n = len(x) // 32 * 32`" in fix, fix
     assert "validation" not in fix, fix
+
+
+def test_a_python_number_in_a_solver_state_gets_fixes_that_match_the_fed_back_output(
+    trial: dict,
+) -> None:
+    # google/jaxopt#451: init_state's Python 0 against update's float32 output; once typed
+    # `jnp.int32` (the old dtype) and offered "write the literal in that type (`1.0`)"
+    by_kind = {
+        (r["path"], r["kind"]): r
+        for r in _reasons(trial["before"]["c_jaxopt_451_weak_state"], "update")
+    }
+    value = by_kind[("state['value']", "dtype")]
+    assert (value["before"], value["after"]) == ("i32[]{weak}", "f32[]")
+    assert "`jnp.asarray(..., jnp.float32)`" in value["fix"] and "literal" not in value["fix"]
+    weak = by_kind[("state['value']", "weak_type")]["fix"]
+    assert "`state['value'] = jnp.asarray(state['value'], jnp.float32)`" in weak, weak
+    # weak on both sides (`1` -> `1 * 0.25`): a float literal is the same key, offered
+    stepsize = by_kind[("state['stepsize']", "dtype")]
+    assert stepsize["after"] == "f32[]{weak}" and "(`1.0`, not `1`)" in stepsize["fix"]
