@@ -64,6 +64,7 @@ def test_a_keyword_call_after_a_positional_one_is_named(trial: dict) -> None:
     assert (r["path"], r["kind"], r["before"], r["after"]) == (
         "lr", "signature", "positional", "keyword"
     )  # fmt: skip
+    assert r["message"].startswith("argument `lr` was passed by keyword, before by position;")
     assert r["fix"].startswith("Pass `lr` the same way on every call")
     assert trial["after"]["c_jax_523_keyword_then_positional"]["truth"] == {"update": 1}
 
