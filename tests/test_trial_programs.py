@@ -948,4 +948,7 @@ def test_a_mode_s_first_compile_says_why_it_is_not_lost() -> None:
     row = t.stats(eval_step)
     assert traces[0] == row.traces == 2 and row.seconds_lost == 0.0
     text = " ".join(str(t.report()).split())  # as one line: the header wraps
-    assert "retraced 1x, 0.00 s lost, 1 expected (a mode's first compile, not counted)" in text
+    assert (
+        "retraced 1x, 0.00 s lost, 1 expected (a first compile the program needs, not counted)"
+        in text
+    )

@@ -229,7 +229,9 @@ def _entry_reasons(
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)
             out.append(
-                W.weak_type(arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code)
+                W.weak_type(
+                    arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code, b.dtype
+                )
             )
         if a.sharding != b.sharding:
             default = "uncommitted (default device)"

@@ -435,6 +435,8 @@ class MessageKind(_Kind):
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_WHY = "keras_ragged_why"
     KERAS_SMALL_WHY = "keras_small_why"
+    KERAS_VALIDATION_TOO = "keras_validation_too"
+    DTYPE_LITERAL = "dtype_literal"
     KERAS_ON_BATCH = "keras_on_batch"
     KERAS_LENGTH = "keras_length"
     # reasons/dtype.py

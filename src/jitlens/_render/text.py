@@ -109,9 +109,11 @@ TABLE_FOLDED = "{qualname} ×{n}"  # noqa: RUF001 (a count, read as "times")
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
 COMPILED_AGAIN = "compiled {m}x more from a cached trace, no retrace, {lost:.2f} s lost"
-#: Retraces whose every reason is expected (a train/eval mode's first compile) take no time
-#: from "lost": said, so that "retraced 1x, 0.00 s lost" above "retrace #1, 0.43 s" adds up.
-EXPECTED_COUNT = "{n} expected (a mode's first compile, not counted)"
+#: Retraces whose every reason is expected (a train/eval mode's first compile, a static that
+#: sets a shape taking a new value, another function on purpose) take no time from "lost":
+#: said, so that "retraced 1x, 0.00 s lost" above "retrace #1, 0.43 s" adds up. Not "a mode's":
+#: a static length's second value is no mode (jax's examples/hmm_em.py `sample`).
+EXPECTED_COUNT = "{n} expected (a first compile the program needs, not counted)"
 STALE_COUNT = "{n} stale cache hit(s)"
 STOPPED_COUNT = "{n} trace(s) stopped by a compile budget"
 #: At most this many lines when a line budget is given (``jitlens run`` at exit).

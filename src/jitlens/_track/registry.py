@@ -337,7 +337,18 @@ class Registry:
                 where = (name, f"{_compat.short_path(file)}:{line}", not _compat.is_user_file(file))
             else:
                 where = (fun_name, "?", True)
-            user_fn = _compat.user_function(fun) if fun is not None else None
+            # a partial is kept, as `record_for_jax_jit` keeps it: the fix of one rebuilt per
+            # call names what it binds (`jit(partial(gram, kernel))` jitted before tracking
+            # was once told `gram_jit = jax.jit(gram)`, which drops `kernel`)
+            import functools
+
+            user_fn = (
+                fun
+                if isinstance(fun, functools.partial)
+                else _compat.user_function(fun)
+                if fun is not None
+                else None
+            )
             return self.new_record(
                 RowKind.JAX_JIT,
                 user_fn,

@@ -21,8 +21,14 @@ DTYPE_MSG = Template(
 DTYPE_FIX = Template(
     K.DTYPE,
     "Make `{arg}` one dtype where it is created: `jnp.asarray(..., jnp.{dtype})` (the wider of "
-    "the two, so no value is rounded), or write the literal in that type (`1.0`, not `1`).",
+    "the two, so no value is rounded){literal}.",
 )
+
+
+#: ``DTYPE_FIX``'s second way, said only when both sides are alike weak or not: a loop carry
+#: started from the Python ``0`` and fed the jitted output back (``i32[]{weak} -> f32[]``) is
+#: still a new key when started from ``0.0`` (``f32[]{weak}``), not from ``jnp.float32``.
+DTYPE_LITERAL = Template(M.DTYPE_LITERAL, ", or write the literal in that type (`1.0`, not `1`)")
 
 
 KEY_FIX = Template(
@@ -36,7 +42,10 @@ def dtype(arg: str, path: str, before: str, after: str, new_dtype: str, old_dtyp
     if "key<" in old_dtype + new_dtype:
         fk, fix = K.KEY, KEY_FIX
     else:
-        fk, fix = K.DTYPE, DTYPE_FIX.words(arg=path, dtype=_wider(old_dtype, new_dtype))
+        weak = ("{weak}" in before) != ("{weak}" in after)  # a Python number on one side only
+        literal = "" if weak else DTYPE_LITERAL
+        wider = _wider(old_dtype, new_dtype)
+        fk, fix = K.DTYPE, DTYPE_FIX.words(arg=path, dtype=wider, literal=literal)
     return _reason(
         ReasonKind.DTYPE, arg, path, before, after,
         DTYPE_MSG.words(path=f"`{path}`", before=before, after=after), fix,
@@ -49,5 +58,5 @@ SPEC = KindSpec(
     what="array dtype",
     example="f32[3] -> i32[3]",
     fixes={K.DTYPE: DTYPE_FIX, K.KEY: KEY_FIX},
-    messages=(DTYPE_MSG,),
+    messages=(DTYPE_MSG, DTYPE_LITERAL),
 )

@@ -186,7 +186,7 @@ JITTED_FIX = Template(
 OPTAX_FIX = Template(
     K.OPTAX,
     "Expected once per optimizer build. To sweep hyperparameters with one compile, {build} "
-    "once and set `{value}` per run.",
+    "once and set `{value}`{state} per run.",
 )
 
 
@@ -203,7 +203,7 @@ OPTAX_REBUILT_FIX = Template(
 #: (``_compat.optax_api.factory_name``), or, where that is not known for sure, in general.
 OPTAX_BUILD_NAMED = Template(
     M.OPTAX_BUILD_NAMED,
-    "build `TX = optax.inject_hyperparams(optax.{factory})(learning_rate=1e-3)`",
+    "build `{name} = optax.inject_hyperparams(optax.{factory})(learning_rate=1e-3)`",
 )
 OPTAX_BUILD_ANY = Template(
     M.OPTAX_BUILD_ANY,
@@ -356,16 +356,27 @@ def _identity_fix(
             return IdentityFix(
                 SubjectKind.OPTAX_TRANSFORM, desc, K.OPTAX_REBUILT, OPTAX_REBUILT_FIX.words()
             )
+        # the transform passed itself (`step(params, opt_state, opt)`, optax's own examples):
+        # its state is an argument the user named, not an attribute of an nnx.Optimizer
+        bare = not in_graph and path.isidentifier()
         state = (
-            f"{path[: -len('.tx')]}.opt_state" if path.endswith(".tx") else "optimizer.opt_state"
+            "opt_state"
+            if bare
+            else f"{path[: -len('.tx')]}.opt_state"
+            if path.endswith(".tx")
+            else "optimizer.opt_state"
         )
         lr = f"{state}.hyperparams['learning_rate']"
         setter = f"{lr}[...] = lr" if in_graph else f"{lr} = jnp.float32(lr)"
+        where = f" (on the state `{path}.init(...)` returns)" if bare else ""
+        build = optax_build(value, path if bare else "TX")
+        # whole: cut at the cap, the bare fix would lose which state to set
+        make = OPTAX_FIX.as_written if bare else OPTAX_FIX.words
         return IdentityFix(
             SubjectKind.OPTAX_TRANSFORM,
             desc,
             K.OPTAX,
-            OPTAX_FIX.words(value=setter, build=optax_build(value)),
+            make(value=setter, state=where, build=build),
         )
     tn = tname.rsplit(".", 1)[-1]
     fields = None if in_graph else array_fields(value)
@@ -452,12 +463,13 @@ def pytree_code(value: Any, tn: str, data: list[str], meta: list[str]) -> Words:
     return ARRAYS_PYTREE_METHODS.as_written(type=tn, methods=methods)
 
 
-def optax_build(tx: Any) -> Words:
-    """How ``OPTAX_FIX`` builds the optimizer ``tx`` again through ``inject_hyperparams``."""
+def optax_build(tx: Any, name: str = "TX") -> Words:
+    """How ``OPTAX_FIX`` builds the optimizer ``tx`` again through ``inject_hyperparams``, into
+    the variable ``name``."""
     factory = optax_api.factory_name(tx)
     if factory is None:
         return OPTAX_BUILD_ANY.words()
-    return OPTAX_BUILD_NAMED.words(factory=factory)
+    return OPTAX_BUILD_NAMED.words(factory=factory, name=name)
 
 
 def _tuple_code(items: list[str]) -> str:

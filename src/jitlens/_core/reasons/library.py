@@ -201,7 +201,7 @@ KERAS_RAGGED_DICT_FIX = Template(
     "Give `{entry}` a number of samples that is a multiple of `batch_size`{bs}; `x` is a dict, "
     "so cut each of its arrays: `n = len(y) // {b} * {b}`, then "
     "`x = {{k: v[:n] for k, v in x.items()}}`, `y = y[:n]` (or pad them up to a multiple, with "
-    "`sample_weight` 0 on the padding); do the same for the validation data.",
+    "`sample_weight` 0 on the padding){validation}.",
 )
 
 

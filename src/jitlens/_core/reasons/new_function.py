@@ -63,8 +63,18 @@ CLOSURE_FIX = Template(
 NEW_LAMBDA_FIX = Template(
     K.NEW_LAMBDA,
     "Define the function once (`def {name}(...)` at module level, or `{name}_jit = jax.jit(...)` "
-    "before the loop) and jit it once; a lambda or partial built per call is a new function each time.",
+    "before the loop) and jit it once; a lambda, a partial or a nested def built per call is a "
+    "new function each time.",
 )
+
+
+def _def_name(name: str) -> str:
+    """The name the fix's ``def`` takes: the user's own (``update``; ``predict`` for JAX's
+    ``vmap(predict)``), or ``step_fn`` for a lambda."""
+    while "(" in name and name.endswith(")"):  # a transformation of the user's function
+        name = name.partition("(")[2][:-1]
+    name = name.rsplit(".", 1)[-1]
+    return name if name.isidentifier() else "step_fn"
 
 
 def new_function(
@@ -93,8 +103,8 @@ def new_function(
                 free=", ".join(f"`{v}`" for v in free[:4]),
             ),
         )
-    elif is_lambda:
-        fk, fix = K.NEW_LAMBDA, NEW_LAMBDA_FIX.words(name="step_fn")
+    elif is_lambda:  # a lambda has no name of its own; a nested def keeps the user's
+        fk, fix = K.NEW_LAMBDA, NEW_LAMBDA_FIX.words(name=_def_name(name))
     elif method is not None:
         cls, meth = method
         expr = re.sub(
@@ -126,10 +136,30 @@ NEW_PARTIAL_FIX = Template(
 )
 
 
+def _bound_parameters(partial: Any) -> list[str] | None:
+    """The parameter names the positional values of ``partial`` fill (``partial(gram, kernel)``
+    -> ``kernel``), or None where the signature does not say."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(partial.func).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < len(partial.args):
+        return None
+    return [p.name for p in positional[: len(partial.args)]]
+
+
 def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
-    names = [f"`{k}`" for k in getattr(partial, "keywords", {})] or ["the bound values"]
+    names = [f"`{k}`" for k in getattr(partial, "keywords", {})]
     if getattr(partial, "args", ()):
-        names.append(f"{len(partial.args)} positional value(s)")
+        bound = _bound_parameters(partial)
+        if bound is None:
+            names.append(f"{len(partial.args)} positional value(s)")
+        else:
+            names = [f"`{n}`" for n in bound] + names
+    names = names or ["the bound values"]
     return _reason(
         ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new partial",
         NEW_PARTIAL_MSG.words(name=name, count=count, defined_at=defined_at),

@@ -115,8 +115,20 @@ KERAS_RAGGED_FIX = Template(
     K.KERAS_RAGGED,
     "Give `{entry}` a number of samples that is a multiple of `batch_size`{bs}: drop the "
     "remainder (`n = len(x) // {b} * {b}`, then `x[:n]`, `y[:n]`) or pad `x` and `y` up to "
-    "a multiple (with `sample_weight` 0 on the padding); do the same for the validation data.",
+    "a multiple (with `sample_weight` 0 on the padding){validation}.",
 )
+
+
+#: ``KERAS_RAGGED_FIX``'s closing clause, when ``fit`` was given validation data: a program
+#: with none was told to "do the same for the validation data" (keras.io's custom train_step
+#: in JAX, ``fit(x, y, batch_size=32)`` on 100 samples).
+KERAS_VALIDATION_TOO = Template(M.KERAS_VALIDATION_TOO, "; do the same for the validation data")
+
+
+def validation_too(step: LibraryJit) -> str:
+    """The closing clause of a ragged ``fit``'s fix: said only when it had validation data."""
+    given = step.entry == "fit" and (step.fact("validation_data") or step.fact("validation_split"))
+    return KERAS_VALIDATION_TOO if given else ""
 
 
 KERAS_VALIDATION_FIX = Template(
@@ -243,7 +255,7 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     return _with_fix(
         out,
         fk,
-        fix.words(entry=step.entry, bs=bs_text, b=b, split=split),
+        fix.words(entry=step.entry, bs=bs_text, b=b, split=split, validation=validation_too(step)),
         message=KERAS_RAGGED_MSG.words(**fields, why=why),
     )
 
@@ -269,6 +281,7 @@ SPEC = KindSpec(
         KERAS_RAGGED_MSG,
         KERAS_RAGGED_WHY,
         KERAS_SMALL_WHY,
+        KERAS_VALIDATION_TOO,
         KERAS_ON_BATCH_MSG,
         KERAS_LENGTH_MSG,
     ),

@@ -44,10 +44,16 @@ def argument_added_removed(arg: str, added: bool) -> Reason:
     )  # fmt: skip
 
 
+#: How an argument was passed, in the message's words ("was passed by keyword, before by
+#: position"; it read "was passed keyword, before positional": jax-ml/jax#523's program).
+_PASSED = {"positional": "by position", "keyword": "by keyword"}
+
+
 def signature(arg: str, before: str, after: str) -> Reason:
+    how = {k: _PASSED.get(v, v) for k, v in (("before", before), ("after", after))}
     return _reason(
         ReasonKind.SIGNATURE, arg, arg, before, after,
-        SIGNATURE_MSG.words(arg=arg, before=before, after=after),
+        SIGNATURE_MSG.words(arg=arg, **how),
         SIGNATURE_FIX.words(arg=arg), fix_kind=K.SIGNATURE,
     )  # fmt: skip
 

@@ -10,6 +10,7 @@ from .base import (
     Template,
     _jnp_dtype,
     _reason,
+    _wider,
 )
 from .spec import KindSpec
 
@@ -60,13 +61,19 @@ def weak_type(
     now_weak: bool,
     variable: str = "",
     code: str | None = None,
+    new_dtype: str = "",
 ) -> Reason:
     """``variable``: the Variable's class (``nnx.Variable``) when the value is one's: the fix
     keeps it a Variable instead of replacing it with an array. ``now_weak``: the direction;
     a typed Variable that became weak had a Python number assigned after its compile, and the
     fix goes to that assignment (``code``: the path as the user writes it, "" when it cannot
-    be assigned, e.g. an item of a tuple), not to its creation.
+    be assigned, e.g. an item of a tuple), not to its creation. ``new_dtype``: the new
+    call's dtype; when the dtype changed too (a carry started from the Python ``0`` and fed a
+    float output back), the value is typed with the wider one, as the dtype reason's fix
+    does: typed ``int32`` it would still miss the float output's key.
     """
+    if new_dtype and new_dtype != dtype:
+        dtype = _wider(dtype, new_dtype)
     if variable and now_weak:
         fk, fix = K.VAR_ASSIGN, VAR_ASSIGN_FIX.words(code=code or path, dtype=_jnp_dtype(dtype))
     elif variable and "." in path:

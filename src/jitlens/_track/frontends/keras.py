@@ -116,7 +116,10 @@ def _dict_x(step: _compat.LibraryJit, r: Reason) -> Reason:
     if not isinstance(bs, int):
         return r
     kind, template = found
-    return W.with_fix(r, kind, template.words(entry=step.entry, bs=f" ({bs})", b=bs))
+    from ..._core.reasons.shape import validation_too
+
+    fields = dict(entry=step.entry, bs=f" ({bs})", b=bs, validation=validation_too(step))
+    return W.with_fix(r, kind, template.words(**fields))
 
 
 def _recompiled(rec: Record, step: _compat.LibraryJit, model: Any, r: Reason) -> Reason | None:
