@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
+import functools
 import warnings
 
 import jax
@@ -432,6 +433,35 @@ def _eqx_epochs(fix: bool):
     return jitted, eager, traces.n, t.report()
 
 
+class Scaler:
+    """The JAX FAQ's "static self" (jit with methods, strategy 2): no __eq__ of its own;
+    ``calc`` is ``@partial(jax.jit, static_argnums=0)``, applied in the test (while tracked)."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+
+def _calc(self, x):
+    return x * self.scale
+
+
+def _method_epochs(fix: bool):
+    """A jitted method whose ``self`` is static, changed in place between calls: the fix is
+    written in the caller's name (``c``), not the parameter's (``self = ...`` is no fix)."""
+    jitted, eager = [], []
+    with jitlens.track() as t:
+        Scaler.calc = functools.partial(jax.jit, static_argnums=0)(_calc)  # jitted while tracked
+        c, x = Scaler(1.0), jnp.ones(2)
+        for epoch in range(4):
+            if fix:  # the printed fix: a new object, then the change
+                c = copy.copy(c)
+            c.scale = 1.0 + epoch
+            jitted.append(float(c.calc(x)[0]))
+            eager.append(float(x[0] * c.scale))
+    (fn,) = [f for f in t.report().functions if f.name.endswith("calc")]
+    return jitted, eager, fn.traces, t.report()
+
+
 class BoxScaled(nnx.Module):
     def __init__(self):
         self.w = nnx.Param(jnp.ones(2))
@@ -503,12 +533,14 @@ def _nnx_dataclass_epochs(fix: bool):
         ),
         (_nnx_object_epochs, "m.cfg", "`m.cfg = copy.copy(m.cfg)` before `m.cfg.scale = 2.0`"),
         (_nnx_dataclass_epochs, "m.cfg", "`m.cfg = dataclasses.replace(m.cfg, scale=2.0)`"),
+        (_method_epochs, "self", "`c = copy.copy(c)` before `c.scale = 2.0`"),
     ],
     ids=[
         "jax.jit-static_argnums",
         "eqx.filter_jit-field",
         "nnx.jit-attribute",
         "nnx.jit-dataclass",
+        "jax.jit-static-self",
     ],
 )
 def test_an_object_changed_in_place_is_a_stale_hit_under_every_jit(epochs, path, fix):
@@ -520,7 +552,7 @@ def test_an_object_changed_in_place_is_a_stale_hit_under_every_jit(epochs, path,
     assert traces == 1 and jitted[1:] != eager[1:]  # the bug under plain JAX: stale, no retrace
     (hit,) = [h for f in report.functions for h in f.stale_hits]
     assert (hit.path, hit.call_index) == (path, 1)
-    box = "DataBox" if epochs is _nnx_dataclass_epochs else "Box"
+    box = {_nnx_dataclass_epochs: "DataBox", _method_epochs: "Scaler"}.get(epochs, "Box")
     assert (hit.before, hit.after) == (f"{box}(scale=1.0)", f"{box}(scale=2.0)")
     assert fix in hit.fix  # applied in the program above
     jitted, eager, traces, report = epochs(fix=True)

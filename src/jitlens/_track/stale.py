@@ -199,9 +199,9 @@ def _alive(w: _Watch) -> bool:
 
 INPLACE_MSG = Template(
     WordsKind.STALE_IN_PLACE,
-    "`{path}` was changed in place after its compile: it is now {after}, but {kind} compares "
-    "it with itself (the same object) and served the compile made for {before} "
-    "(no retrace, stale result; noticed at call #{call}).",
+    "`{path}` was changed in place after its compile (noticed at call #{call}): it is now "
+    "{after}, but {kind} compares it with itself (the same object) and served the compile "
+    "made for {before} (no retrace, stale result).",
 )
 INPLACE_FIX = Template(
     WordsKind.STALE_IN_PLACE_FIX,
@@ -259,8 +259,10 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                 if _resolve(path, names, args, kwargs) is not value:
                     continue  # this call did not pass it
                 rec.stale_seen.add((path, sv.addr))
+                frame = _compat.user_frame(_compat.caller(2))
                 site = _compat.user_call_site(_compat.caller(2))
-                found.append(_inplace_hit(rec, n, site, path, sv.snapshot, now, value))
+                held = _held_as(path, names, args, kwargs, frame)
+                found.append(_inplace_hit(rec, n, site, path, sv.snapshot, now, value, held))
         if found:
             rec.stale_hits.extend(found)
             for cb in list(REGISTRY.on_stale):
@@ -270,6 +272,18 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
 
 
 _MISSING = object()
+
+
+def _held_as(
+    path: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any], frame: Any
+) -> str:
+    """The name the caller holds the argument at ``path`` by when it is not the parameter's
+    (``c.calc(3)`` passes ``c`` as ``self``): the fix is code the caller can write."""
+    root = _resolve(path[:1], names, args, kwargs)
+    if root is _MISSING or frame is None:
+        return ""
+    held = _compat.name_in_frame(root, frame)
+    return held if held and held != str(path[0][1]) else ""
 
 
 def _resolve(path: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -296,9 +310,12 @@ def _resolve(path: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[st
 
 
 def _inplace_hit(
-    rec: Any, n: int, site: str, path: Any, before: str, after: str, value: Any
+    rec: Any, n: int, site: str, path: Any, before: str, after: str, value: Any, held: str = ""
 ) -> StaleHit:
     shown = render_path(path)
+    root = str(path[0][1])
+    # the fix in the caller's names: `c = copy.copy(c)`, not `self = copy.copy(self)`
+    spelled, spelled_root = (held + shown[len(root) :], held) if held else (shown, root)
     hit = StaleHit(
         call_index=n,
         call_site=site,
@@ -316,7 +333,7 @@ def _inplace_hit(
         fix=Words(  # the closing remark is left out when the fix would be too long
             INPLACE_FIX,
             (
-                ("example", _example(rec.kind, shown, str(path[0][1]), before, after, value)),
+                ("example", _example(rec.kind, spelled, spelled_root, before, after, value)),
                 ("traced", _TRACED.get(rec.kind, _TRACED_NNX)),
             ),
             optional="traced",
