@@ -55,3 +55,61 @@ def test_unbuffered_and_interactive_flags_reach_the_program(tmp_path):
     tracked = _python(["-i", "-m", "jitlens", "run", "inspect.py"], tmp_path, stdin=repl)
     assert "at the prompt 42" in plain.stdout
     assert (tracked.returncode, tracked.stdout) == (plain.returncode, plain.stdout), tracked.stderr
+
+
+IMPORT_HOOK = """
+import importlib, importlib.abc, importlib.machinery, json, sys
+
+class FindsEverything(importlib.abc.MetaPathFinder):
+    '''The program's own import hook, first on sys.meta_path, finding every module itself
+    (as typeguard's install_import_hook() with no packages, a tracer, a lazy importer).'''
+    found = []
+    def find_spec(self, name, path, target=None):
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and not name.startswith("jitlens"):
+            self.found.append(name)
+        return spec
+
+sys.meta_path.insert(0, FindsEverything())
+if sys.argv[1:] == ["import_module"]:
+    jax = importlib.import_module("jax")
+else:
+    import jax
+import jax.numpy as jnp
+T = [0]
+
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+f(jnp.ones(1)); f(jnp.ones(2)); f(jnp.ones(2))
+print("hook found jax", "jax" in FindsEverything.found, type(jax.__loader__).__name__)
+print("TRUTH", T[0])
+"""
+
+
+def test_a_program_whose_own_import_hook_finds_jax_is_tracked(tmp_path):
+    """An import hook of the program's own ahead of jitlens' on ``sys.meta_path``, finding
+    every module itself: jitlens was never asked for ``jax``, tracked nothing, and
+    ``jitlens run`` said "the program never imported jax". Now the ``import`` audit event
+    puts jitlens' watcher first for that import, which asks the program's hook for the
+    module (so jax is still the hook's). An import Python does not audit
+    (``importlib.import_module``) is said to be unseen, not "never imported"."""
+    import json
+
+    (tmp_path / "hook.py").write_text(IMPORT_HOOK)
+    plain = _python(["hook.py"], tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "hook found jax True SourceFileLoader\nTRUTH 2\n"
+    modes = (["-m", "jitlens", "run", "--json", "run.json", "hook.py"], ["hook.py"])
+    for args, env in zip(modes, ({}, {"JITLENS": "1", "JITLENS_REPORT": "env.json"}), strict=True):
+        tracked = _python(args, tmp_path, **env)
+        assert (tracked.returncode, tracked.stdout) == (0, plain.stdout), tracked.stderr
+    for name in ("run.json", "env.json"):
+        (row,) = json.loads((tmp_path / name).read_text())["functions"]
+        assert (row["calls"], row["traces"], row["cache_hits"]) == (3, 2, 1), (name, row)
+    unseen = _python(["-m", "jitlens", "run", "hook.py", "import_module"], tmp_path)
+    assert unseen.stdout == plain.stdout, unseen.stderr
+    assert "imported jax where jitlens could not see it" in unseen.stderr
+    assert "never imported jax" not in unseen.stderr
