@@ -89,6 +89,7 @@ print("TRUTH", T[0])
 """
 
 
+@pytest.mark.slow
 def test_a_program_whose_own_import_hook_finds_jax_is_tracked(tmp_path):
     """An import hook of the program's own ahead of jitlens' on ``sys.meta_path``, finding
     every module itself: jitlens was never asked for ``jax``, tracked nothing, and
@@ -113,3 +114,34 @@ def test_a_program_whose_own_import_hook_finds_jax_is_tracked(tmp_path):
     assert unseen.stdout == plain.stdout, unseen.stderr
     assert "imported jax where jitlens could not see it" in unseen.stderr
     assert "never imported jax" not in unseen.stderr
+
+
+PYTEST_FILE = """
+import jax, jax.numpy as jnp
+T = []
+
+def test_retraces():
+    f = jax.jit(lambda x: T.append(1) or x + 1)
+    f(jnp.ones(1)); f(jnp.ones(2))
+    assert len(T) == 2
+"""
+
+
+@pytest.mark.slow
+def test_pytest_with_warnings_as_errors_runs_under_jitlens(tmp_path):
+    """``JITLENS=1 pytest`` / ``jitlens run -m pytest`` in a project whose pytest settings say
+    ``filterwarnings = error``: pytest marks every plugin's package for assertion rewriting
+    and warns that ``jitlens`` was imported before it could be rewritten (the start-up hook
+    imports it), and that warning, made an error, stopped the run before its first test.
+    Under ``python -OO`` too, where the package has no docstring for pytest to read."""
+    (tmp_path / "test_prog.py").write_text(PYTEST_FILE)
+    pytest_args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_prog.py", "-W"]
+    runs = (  # (python -OO: pytest's own warning that asserts are off is not this one)
+        (["-OO", *pytest_args, "error::pytest.PytestAssertRewriteWarning"], {"JITLENS": "1"}),
+        (["-m", "jitlens", "run", *pytest_args, "error"], {}),
+    )
+    for args, env in runs:
+        proc = _python(args, tmp_path, **env)
+        assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert "1 passed" in proc.stdout and "rewritten" not in proc.stdout + proc.stderr
+        assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, proc.stderr
