@@ -145,3 +145,32 @@ def test_pytest_with_warnings_as_errors_runs_under_jitlens(tmp_path):
         assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-2000:])
         assert "1 passed" in proc.stdout and "rewritten" not in proc.stdout + proc.stderr
         assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, proc.stderr
+
+
+LATIN_1 = """
+import jax, jax.numpy as jnp
+
+def f_é(x):
+    return x + 1
+
+g = jax.jit(f_é)
+g(jnp.ones(1)); g(jnp.ones(2))
+print("é")
+"""
+
+
+@pytest.mark.slow
+def test_jitlens_words_are_in_the_terminals_encoding(tmp_path):
+    """``PYTHONIOENCODING=latin-1`` (or a Windows code page): Python writes the program's
+    output in that encoding, and jitlens wrote its lines in UTF-8 beside it: mojibake
+    (``f_Ã©``, rules of ``â\\x94\\x80``). Now its rules and ellipses fall back to ASCII and
+    the user's names are escaped where the encoding lacks them, as Python's stderr does."""
+    (tmp_path / "enc.py").write_text(LATIN_1, encoding="utf-8")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JITLENS": "1", "PYTHONIOENCODING": "latin-1"}
+    proc = subprocess.run(
+        [sys.executable, "enc.py"], cwd=tmp_path, env=env, capture_output=True, timeout=240
+    )
+    assert (proc.returncode, proc.stdout) == (0, "é\n".encode("latin-1")), proc.stderr
+    err = proc.stderr.decode("latin-1")
+    assert "jitlens: f_é (jax.jit) enc.py:8  retrace #1" in err, err
+    assert "\n" + "-" * 40 in err and "Ã" not in err and "â" not in err, err
