@@ -6,6 +6,11 @@ recompilation with a fix, and guards tests with a compile budget.
 
 Names that need JAX load on first use, so that ``import jitlens`` (and the
 pytest plugin, loaded in every pytest run) costs nothing until then.
+
+PYTEST_DONT_REWRITE: pytest marks the package of every plugin for assertion
+rewriting, and warns when it was imported first, as ``JITLENS=1 pytest`` and
+``jitlens run -m pytest`` do (a ``-W error`` / ``filterwarnings = error`` run
+then stops before its first test); jitlens asserts nothing for pytest to rewrite.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from ._errors import ReportError as ReportError
 from ._errors import RunawayRecompileWarning as RunawayRecompileWarning
 from ._errors import StaleCacheWarning as StaleCacheWarning
 from ._version import __version__ as __version__
+
+if __doc__ is None:  # python -OO drops the docstring, where pytest reads that marker
+    __doc__ = "PYTEST_DONT_REWRITE"
 
 if TYPE_CHECKING:
     from ._audit.audit import AuditError as AuditError

@@ -59,6 +59,10 @@ REEXECUTED = (
     "from here; jitted calls made before the exec are not in the report\n"
 )
 NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
+UNSEEN = (
+    "jitlens: the program imported jax where jitlens could not see it (an import hook of its "
+    "own, with importlib.import_module): nothing was tracked, no report file written\n"
+)
 INTERRUPTED = "jitlens: interrupted (Ctrl-C) while writing the report; the rest was not written\n"
 
 _STARTED = [False]
@@ -93,24 +97,28 @@ class _JaxWatcher:
     """Starts tracking right after the program's own ``import jax`` finishes.
 
     A meta path finder (``find_spec`` is all ``sys.meta_path`` asks of one). It
-    leaves as soon as it has found ``jax``, and leaves jax's loader as Python
-    made it: ``jax.__loader__`` is Python's own.
+    leaves as soon as it has found ``jax``, and leaves jax's loader as the finders
+    after it made it: ``jax.__loader__`` is Python's own (or the program's import
+    hook's, as under ``python``).
+
+    A program may put its own import hook first (typeguard's ``install_import_hook()``,
+    a tracer, a lazy importer), one that finds every module itself: the watcher would
+    never be asked for ``jax``. The ``import`` audit event, raised before ``sys.meta_path``
+    is searched, puts the watcher back in front for that one import (:func:`_audit`).
     """
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != "jax" or _STARTED[0]:
             return None
         _remove_watcher()
-        import importlib.machinery
-
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec = _find_spec(name, path, target)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader = spec.loader
 
         def exec_module(module: ModuleType) -> None:
             try:
-                del loader.exec_module  # the loader is Python's own again
+                del loader.exec_module  # the loader is its finder's own again
             except AttributeError:
                 pass
             loader.exec_module(module)
@@ -120,6 +128,18 @@ class _JaxWatcher:
         return spec
 
 
+def _find_spec(name: str, path: Any, target: Any) -> Any:
+    """What the program's finders (all of ``sys.meta_path`` but the watcher) find, in order."""
+    for finder in list(sys.meta_path):
+        find = getattr(finder, "find_spec", None)
+        if finder is _WATCHER or find is None:
+            continue
+        spec = find(name, path, target)
+        if spec is not None:
+            return spec
+    return None
+
+
 _WATCHER = _JaxWatcher()
 
 
@@ -127,6 +147,22 @@ def _remove_watcher() -> None:
     try:
         sys.meta_path.remove(_WATCHER)
     except ValueError:
+        pass
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """An audit hook: before Python searches ``sys.meta_path`` for ``jax``, the watcher is first.
+
+    Runs for every audited event of the process (hooks cannot be removed), so it
+    returns at the first test; it never raises (an audit hook's exception aborts
+    the operation it audits)."""
+    if event != "import" or _STARTED[0]:
+        return
+    try:
+        if args[0] == "jax" and sys.meta_path[0] is not _WATCHER:
+            _remove_watcher()
+            sys.meta_path.insert(0, _WATCHER)
+    except Exception:
         pass
 
 
@@ -172,6 +208,10 @@ def _arm() -> None:
         _start()
     else:
         sys.meta_path.insert(0, _WATCHER)
+        try:
+            sys.addaudithook(_audit)
+        except Exception:  # a hook of the program's refused it: the watcher alone
+            pass
 
 
 def _json_loads(text: str) -> Any:
@@ -312,9 +352,13 @@ def _at_exit() -> None:
         return
     if session.finish is None:
         run = session.run
-        if not _STARTED[0] and run is not None and not run.get("quiet") and not _failed():
-            from .._track import sink
+        if _STARTED[0] or (run or {}).get("quiet"):
+            return
+        from .._track import sink
 
+        if "jax" in sys.modules:  # imported, never seen: not "never imported", not silence
+            sink.write(UNSEEN)
+        elif run is not None and not _failed():
             sink.write(NO_JAX)
         return
     try:

@@ -179,9 +179,16 @@ def main(argv: list[str]) -> int:
 
 def interpreter_flags() -> list[str]:
     """The flags given to this interpreter, to give the program's: ``subprocess``' own list,
-    plus the ``-X`` options it leaves out (``warn_default_encoding``, ``pycache_prefix``,
+    plus what it leaves out because a child process should not inherit it, while the program
+    is this process: ``-u`` (``python -u -m jitlens run prog.py | tee log``: output as it is
+    written, and kept when the program is killed), ``-i`` (the prompt after the program, for
+    ``pdb.pm()``), and the ``-X`` options (``warn_default_encoding``, ``pycache_prefix``,
     ``no_debug_ranges``, ``perf``, ``int_max_str_digits``, ...: every one Python keeps)."""
     flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    if sys.flags.interactive:  # -i (PYTHONINSPECT alone reaches the program in its environment)
+        flags.append("-i")
+    if any(getattr(s, "write_through", False) for s in (sys.__stdout__, sys.__stderr__)):
+        flags.append("-u")  # Python keeps no flag for -u: its streams are unbuffered
     given = {flags[i + 1].split("=", 1)[0] for i, f in enumerate(flags[:-1]) if f == "-X"}
     for key, value in getattr(sys, "_xoptions", {}).items():
         if key not in given:

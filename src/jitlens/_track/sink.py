@@ -31,6 +31,25 @@ from typing import Any
 TERMINAL: list[int | None] = [None]
 #: The file the terminal descriptor was open on: (device, inode), to know it is still ours.
 _IDENTITY: list[tuple[int, int] | None] = [None]
+#: The terminal's encoding, as Python set up ``sys.stderr`` for it (``PYTHONIOENCODING``, locale).
+_ENCODING = ["utf-8"]
+#: jitlens' own drawing and typographic characters, in ASCII for a terminal without them.
+_ASCII = str.maketrans(
+    {
+        **dict.fromkeys("─━═╌┄", "-"),
+        **dict.fromkeys("│┃║", "|"),
+        **dict.fromkeys("┌┐└┘├┤┬┴┼╭╮╰╯┏┓┗┛┡┩╇╋┯┷┿", "+"),
+        **dict.fromkeys("\u2013\u2014", "-"),  # en and em dashes
+        **dict.fromkeys("\u2018\u2019", "'"),
+        **dict.fromkeys("“”", '"'),
+        "…": "...",
+        "→": "->",
+        "←": "<-",
+        "\u00d7": "x",  # multiplication sign
+        "·": ".",
+        "≈": "~",
+    }
+)
 _LOCK = threading.Lock()
 
 
@@ -44,6 +63,20 @@ def open_terminal() -> None:
         TERMINAL[0] = fd
     except OSError:  # no descriptor 2: jitlens writes to sys.stderr as a library would
         TERMINAL[0] = None
+    _ENCODING[0] = getattr(sys.__stderr__, "encoding", None) or "utf-8"
+
+
+def _encode(text: str) -> bytes:
+    """``text`` in the terminal's encoding, as Python writes the program's ``sys.stderr``
+    (``PYTHONIOENCODING=latin-1``, a Windows code page): UTF-8 bytes there were mojibake.
+    What the encoding lacks: jitlens' rules and ellipses in ASCII, the rest (the user's
+    names) escaped, as Python's ``sys.stderr`` escapes them."""
+    try:
+        return text.encode(_ENCODING[0])
+    except UnicodeEncodeError:
+        return text.translate(_ASCII).encode(_ENCODING[0], "backslashreplace")
+    except LookupError:
+        return text.encode("utf-8", "replace")
 
 
 def _identity(fd: int) -> tuple[int, int]:
@@ -83,7 +116,7 @@ def write(text: str) -> None:
         return
     with contextlib.suppress(Exception):
         sys.__stderr__.flush()  # type: ignore[union-attr]  # the program's lines before ours
-    data = text.encode("utf-8", "replace")
+    data = _encode(text)
     with _LOCK, contextlib.suppress(OSError), _no_sigpipe():
         fd = _terminal_fd()
         while data and fd is not None:
