@@ -341,100 +341,12 @@ def _fields_text(value: Any) -> str | None:
     return f"{type(value).__qualname__}({', '.join(parts)})"
 
 
-#: The state text of a static whose repr is the user's: how deep, how many items, how long.
-_STATE_DEPTH = 3
-_STATE_ITEMS = 16
-_STATE_MAX = 160
-#: Builtin types a user's class may extend, read with the builtin's own repr.
-_BUILTIN_REPRS = (int, float, complex, str, bytes)
-
-
 def _state_text(value: Any, type_name: str) -> str:
-    """A stand-in for the user's repr in fingerprints, read without running the user's code.
+    """The fingerprint of a static whose repr is the user's, read without running their
+    code (:mod:`.fingerprint`; loaded by the first such static)."""
+    from .fingerprint import state_text
 
-    The type and the instance's own state: a dataclass's fields, its ``__dict__`` and
-    ``__slots__``, the builtin value under a subclass of one (``<Mode>'train'``). Not
-    the hash (once the stand-in): JAX hashes the static as often as its caches need, and
-    a user's ``__hash__`` may be slow or count its calls; jitlens adds no call of it.
-    """
-    text = f"<{type_name}>{_state_of(value, _STATE_DEPTH, top=True)}"
-    if len(text) <= _STATE_MAX:
-        return text
-    digest = hashlib.blake2b(text.encode(errors="replace"), digest_size=4).hexdigest()
-    return f"{text[: _STATE_MAX - 12]}…#{digest}"
-
-
-def _state_of(value: Any, depth: int, top: bool = False) -> str:
-    """``value``'s state as text, calling no ``__repr__``/``__hash__``/``__eq__``/``__iter__``
-    of the user's (builtin containers are walked with the builtin's own methods)."""
-    t = type(value)  # never isinstance: it may read a user's __class__
-    own = user_repr(value)
-    if not own and not issubclass(t, (tuple, list, dict, set, frozenset)):
-        return short_repr(value, 40, user=False)
-    if depth <= 0:
-        return f"<{t.__qualname__}>"
-    parts: list[str] = [] if top or not own else [t.__qualname__]
-    for base in _BUILTIN_REPRS:
-        if issubclass(t, base):
-            parts.append(base.__repr__(value)[:40])
-            break
-    for base, open_, close in ((tuple, "(", ")"), (list, "[", "]"), (frozenset, "{", "}")):
-        if issubclass(t, base) or (base is frozenset and issubclass(t, set)):
-            items = base.__iter__(value) if base is not frozenset else _set_items(value)
-            parts.append(open_ + _items(items, depth) + close)
-            break
-    if issubclass(t, dict):
-        pairs = [
-            f"{_state_of(k, depth - 1)}: {_state_of(v, depth - 1)}"
-            for k, v in list(dict.items(value))[:_STATE_ITEMS]
-        ]
-        parts.append("{" + ", ".join(pairs) + "}")
-    fields = _own_fields(value)
-    if fields:
-        parts.append(
-            "("
-            + ", ".join(f"{k}={_state_of(v, depth - 1)}" for k, v in fields[:_STATE_ITEMS])
-            + ")"
-        )
-    return "".join(parts)
-
-
-def _items(items: Any, depth: int) -> str:
-    out = []
-    for i, item in enumerate(items):
-        if i >= _STATE_ITEMS:
-            out.append("...")
-            break
-        out.append(_state_of(item, depth - 1))
-    return ", ".join(out)
-
-
-def _set_items(value: Any) -> list[Any]:
-    """A set's items in an order that does not depend on their hashes (their texts)."""
-    items = list(set.__iter__(value) if issubclass(type(value), set) else frozenset.__iter__(value))
-    return sorted(items, key=lambda item: _state_of(item, 1))
-
-
-def _own_fields(value: Any) -> list[tuple[str, Any]]:
-    """``(name, value)`` of the instance's ``__dict__`` and ``__slots__``, read with
-    ``object.__getattribute__`` (never a user's ``__getattr__`` or property)."""
-    out: list[tuple[str, Any]] = []
-    try:
-        own = object.__getattribute__(value, "__dict__")
-    except Exception:
-        own = None
-    if isinstance(own, dict):
-        out += [(str(k), v) for k, v in dict.items(own)]
-    for cls in type(value).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name in ("__dict__", "__weakref__"):
-                continue
-            try:
-                out.append((name, object.__getattribute__(value, name)))
-            except Exception:
-                continue  # an unset slot
-    return out
+    return state_text(value, type_name, leaf=lambda v: short_repr(v, 40, user=False), own=user_repr)
 
 
 def _type_name(value: Any) -> str:
