@@ -267,3 +267,86 @@ def test_jitlens_words_to_a_closed_pipe_do_not_kill_a_program_that_restored_sigp
     plain, tracked = outs
     assert (plain.returncode, plain.stdout) == (0, "done\n")
     assert (tracked.returncode, tracked.stdout) == (0, "done\n")
+
+
+# KeyboardInterrupt (a signal handler's, as from setitimer) landing at each point of a trace:
+# from the body after its counter, from a listener on JAX's trace-start event after
+# jitlens' own (the body never runs), inside jitlens' own work at trace start, and from a
+# listener on the trace-end event before jitlens' own (the body ran). Each for a jit made
+# while tracking and one made before. jitlens' traces must equal the bodies' counters.
+INTERRUPTS = """
+import json
+import jax, jax.numpy as jnp
+import jax.monitoring as monitoring
+import jitlens
+from jitlens._track import listeners
+
+RUNS, ARMED, WHERE = {}, [None], [None]
+
+def fire(where):
+    if ARMED[0] == where:
+        ARMED[0] = None
+        raise KeyboardInterrupt
+    if ARMED[0] == "body error" and where == "body":  # any error: JAX's cache keeps it
+        ARMED[0] = None
+        raise ValueError("the user's own")
+
+def make(name):
+    RUNS[name] = 0
+    def body(x):
+        RUNS[name] += 1
+        fire("body")
+        return x * 2
+    body.__qualname__ = body.__name__ = name
+    return body
+
+def at_trace_start(event, *args, **kwargs):
+    if event == "/jax/core/compile/trace_start" or "trace" in event:
+        fire("trace start")
+
+def at_trace_end(event, secs, **kwargs):
+    if event == "/jax/core/compile/jaxpr_trace_duration":
+        fire("trace end")
+
+describe = listeners.describe_and_explain
+
+def interrupted_describe(*args, **kwargs):
+    fire("jitlens")
+    return describe(*args, **kwargs)
+
+listeners.describe_and_explain = interrupted_describe
+monitoring.register_event_duration_secs_listener(at_trace_end)  # before jitlens' own
+points = ["body", "body error", "trace start", "jitlens", "trace end"]
+early = {p: jax.jit(make(f"early {p}")) for p in points}  # made before tracking
+with jitlens.track() as t:
+    monitoring.register_scalar_listener(at_trace_start)  # after jitlens' own
+    interrupts = 0
+    for p in points:
+        for f in (jax.jit(make(f"tracked {p}")), early[p]):
+            for n, armed in ((1, False), (2, True), (2, False), (3, False), (3, False)):
+                x = jnp.ones(n)
+                ARMED[0] = p if armed else None
+                try:
+                    f(x)
+                except (KeyboardInterrupt, ValueError):
+                    interrupts += 1
+            ARMED[0] = None
+    last = jax.jit(make("interrupted last"))  # no trace after it: the report settles it
+    ARMED[0] = "trace start"
+    try:
+        last(jnp.ones(1))
+    except KeyboardInterrupt:
+        interrupts += 1
+    report = t.report()
+rows = {fn.qualname: fn.traces for fn in report.functions}
+traces = {name: rows.get(name, 0) for name in RUNS}
+print(json.dumps({"interrupts": interrupts, "runs": RUNS, "traces": traces}))
+"""
+
+
+def test_a_keyboard_interrupt_anywhere_in_a_trace_leaves_the_counts_true(tmp_path):
+    proc = run_python(["-c", INTERRUPTS], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["interrupts"] == 11, out  # every point was reached, for both jits
+    assert out["traces"] == out["runs"], out
