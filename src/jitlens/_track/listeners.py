@@ -79,9 +79,11 @@ def on_scalar(event: str, value: float, **kw: Any) -> None:
     try:
         trace_start(kw.get("fun_name", "?"))
     except PassThrough:
+        tls.open_trace = None  # the guard took its trace back (abort_trace)
         end_trace()
         raise
     except GUARD_ERRORS as exc:  # a guard's error, no tracked wrapper above to re-raise it
+        tls.open_trace = None
         end_trace()
         __tracebackhide__ = True
         raise exc.with_traceback(None) from None
@@ -117,9 +119,9 @@ def _drop_trace(b: EventBuilder) -> None:
     """Forget a trace whose body never ran: its count, event and the key it filed."""
     rec = b.record
     with rec.lock:
-        rec.traces = max(0, rec.traces - 1)  # counted by trace_start, listed or not
-        if b in rec.events:
+        if b in rec.events:  # not already taken back (a guard's abort, a cached trace)
             rec.events.remove(b)
+            rec.traces = max(0, rec.traces - 1)
         if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
             rec.keys.remove(b.key)
             rec.n_entries -= 1
