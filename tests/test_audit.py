@@ -830,6 +830,7 @@ def test_audit_as_a_user_runs_it_in_a_fresh_process() -> None:
         ],
         "cli eqx": ["-m", "jitlens", "audit", "--color", "never", f"{eqx_models}:make"],
         "api": ["-c", FRESH_API, str(MODELS)],
+        "help": ["-m", "jitlens", "audit", "--help"],
     }
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "COLUMNS": "100"}
     procs = {
@@ -857,3 +858,10 @@ def test_audit_as_a_user_runs_it_in_a_fresh_process() -> None:
     assert api["make_shared_training"] == [0, ["model: FixedCNN", "optimizer: Optimizer"], []]
     assert api["make_cnn"][0] == 1 and api["make_cnn"][2] == ["model.avg_pool"]
     assert api["make_training"][:2] == [0, ["model: FixedCNN", "optimizer: Optimizer"]]
+    # the help names what the runs above show working: NNX objects and eqx.Modules
+    (out, err), code = done["help"]
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "NNX model" not in text, text
+    assert "Flax NNX" in text and "nnx.jit" in text, text
+    assert "eqx.Module" in text and "eqx.filter_jit" in text, text

@@ -291,3 +291,54 @@ def test_a_budget_on_a_compiled_executable_raises_instead_of_passing() -> None:
         assert "jitlens.max_traces(jax.jit(fn), 1)" in str(info.value)
     with pytest.raises(jitlens.JitlensError, match="compiled executable"):
         jitlens.max_traces(1)(compiled)
+
+
+def test_no_retrace_misuse_says_what_happened_not_an_internal_index_error() -> None:
+    """A second exit, an exit without enter, or an exit in another thread: a clear error.
+
+    Ground truth: after each misuse the guard still works (a retrace inside a
+    proper block raises) and no budget stays open (a retrace outside passes).
+    """
+    runs: list[int] = []
+
+    @jax.jit
+    def jitted(x: jax.Array) -> jax.Array:
+        runs.append(1)
+        return x + 3
+
+    guard = no_retrace()
+    with pytest.raises(jitlens.JitlensError, match="exited without a matching enter") as info:
+        guard.__exit__(None, None, None)
+    assert isinstance(info.value, RuntimeError)
+    assert "`with jitlens.no_retrace():`" in str(info.value)
+    with guard:
+        jitted(jnp.ones(2))
+    with pytest.raises(RuntimeError, match="exited twice"):
+        guard.__exit__(None, None, None)
+    with guard, guard:  # the same object nested (or a recursive decorated function)
+        jitted(jnp.ones(2))
+    errors: list[BaseException] = []
+
+    def exit_elsewhere() -> None:
+        try:
+            guard.__exit__(None, None, None)
+        except BaseException as error:
+            errors.append(error)
+
+    with guard:
+        other = threading.Thread(target=exit_elsewhere)
+        other.start()
+        other.join()
+        with pytest.raises(RecompileError):
+            jitted(jnp.ones(3))  # still open in this thread
+    assert [type(e) for e in errors] == [type(info.value)]
+    assert "same thread" in str(errors[0])
+    jitted(jnp.ones(4))  # every block closed: a retrace outside passes
+    assert len(runs) == 2
+    # an exception in flight is the user's: misuse then warns instead of replacing it
+    with pytest.raises(ValueError, match="theirs"), pytest.warns(RuntimeWarning, match="exited"):
+        try:
+            raise ValueError("theirs")
+        except ValueError as error:
+            guard.__exit__(ValueError, error, error.__traceback__)
+            raise

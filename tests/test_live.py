@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import importlib.util
 import json
 import os
 import subprocess
@@ -314,3 +315,69 @@ def test_the_runaway_warning_is_once_per_function_and_off_by_a_setting():
     assert ".grow` (jax.jit" in str(once.message) and "recompiled 2 times" in str(once.message)
     assert once.filename == __file__  # at the user's call
     assert run("off") == []
+
+
+# A keras model compiled again per learning rate (keras jits a new train step per compile),
+# and a jax.jit of a new lambda per loop: wrappers of one code, folded into one row at exit.
+# The program prints the number of the call each new wrapper's first call is (the truth).
+WRAPPERS_PROGRAM = """
+import os
+os.environ["KERAS_BACKEND"] = "jax"
+import jax, jax.numpy as jnp, keras, numpy as np
+
+STEPS = [0]
+
+class Count(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        STEPS[0] += 1
+
+X, Y = np.ones((64, 3), "float32"), np.ones((64, 1), "float32")
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+for lr in (0.1, 0.01, 0.001):
+    model.compile(optimizer=keras.optimizers.SGD(lr), loss="mse")
+    print("TRUTH keras", STEPS[0] + 1, flush=True)
+    model.fit(X, Y, batch_size=32, epochs=1, verbose=0, shuffle=False, callbacks=[Count()])
+CALLS = [0]
+for _ in range(3):
+    f = jax.jit(lambda x: x + 1)
+    print("TRUTH lambda", CALLS[0] + 1, flush=True)
+    for _ in range(2):
+        CALLS[0] += 1
+        f(jnp.ones(3))
+"""
+
+
+def test_a_new_wrapper_s_live_line_numbers_calls_as_the_summary_does(tmp_path):
+    """Each new wrapper's retrace is call #3, #5 of the code (not #1 of the wrapper), live
+    and at exit alike, and the retraces are numbered across the wrappers too."""
+    if importlib.util.find_spec("keras") is None:  # not imported here: it would pick a backend
+        pytest.skip("keras is not installed")
+    prog = tmp_path / "wrappers.py"
+    prog.write_text(WRAPPERS_PROGRAM)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "COLUMNS": "200", "JITLENS_COLOR": "never"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "jitlens", "run", "--color", "never", str(prog)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    truth: dict[str, list[int]] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("TRUTH "):
+            _, name, number = line.split()
+            truth.setdefault(name, []).append(int(number))
+    assert truth == {"keras": [1, 3, 5], "lambda": [1, 3, 5]}, proc.stdout
+    live, _, summary = proc.stderr.partition("jitted function")
+    for name, title in (("keras", "keras: Sequential.fit train step"), ("lambda", "<lambda>")):
+        heads = [line for line in live.splitlines() if line.startswith(f"jitlens: {title} (")]
+        numbers = [
+            (line.split("retrace #")[1].split(",")[0], line.rsplit("(call #", 1)[1].rstrip(")"))
+            for line in heads
+        ]
+        assert numbers == [(str(k), str(n)) for k, n in enumerate(truth[name][1:], 1)], heads
+        # the summary's folded row says the first retrace was the same call
+        said = [line for line in summary.splitlines() if "retrace #1, " in line]
+        assert any(line.endswith(f"(call #{truth[name][1]})") for line in said), summary

@@ -19,6 +19,10 @@ class ConfigError(JitlensError, ValueError):
     """A jitlens setting has a value outside the valid ones."""
 
 
+class UsageError(JitlensError, RuntimeError):
+    """A jitlens object was used out of order (a context manager exited without its enter)."""
+
+
 class RecompileWarning(UserWarning):
     """A jitted function exceeded its trace budget (``on_exceed="warn"``)."""
 

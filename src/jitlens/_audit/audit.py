@@ -49,7 +49,7 @@ NOT_NNX = (
 
 
 def audit(factory: Callable[[], Any] | str) -> AuditResult:
-    """Build ``factory()`` twice and report what would make ``nnx.jit`` recompile.
+    """Build ``factory()`` twice and report what would make its jit recompile per new instance.
 
     ``nnx.jit`` keys its cache on the GraphDef, which holds every static
     attribute by value: two fresh, identically configured models must give
@@ -66,10 +66,10 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
       a recompile per value if they change during training.
 
     ``factory`` takes no arguments and returns a Module, an ``nnx.Optimizer``,
-    or a tuple/list/dict of them (an ``eqx.Module``, with its optax optimizer
-    or other companions, is audited for ``eqx.filter_jit``'s key instead) (paths then start with ``model``,
-    ``optimizer`` or the dict's keys); a ``"file.py:factory"`` or
-    ``"pkg.mod:factory"`` string names one. No jitted function is called.
+    or a tuple/list/dict of them (paths then start with ``model``, ``optimizer``
+    or the dict's keys); an ``eqx.Module``, with its optax optimizer or other
+    companions, is audited for ``eqx.filter_jit``'s key instead. A
+    ``"file.py:factory"`` or ``"pkg.mod:factory"`` string names one. No jitted function is called.
 
     Example:
         >>> from flax import nnx
@@ -78,7 +78,7 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
 
     Raises:
         AuditError: the target cannot be loaded, the factory raises, or it
-            returns no NNX object.
+            returns no NNX object and no eqx.Module.
 
     See also: ``jitlens lint`` finds traps in source without running it;
     ``chex.assert_max_traces`` / ``equinox.debug.assert_max_traces`` count
@@ -177,17 +177,19 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jitlens audit",
         description=(
-            "Build an NNX model twice, before any training step, and report the statics that make "
-            "nnx.jit recompile for every new instance (errors), that are one refactor away from it "
-            "(warnings), and Python numbers that recompile if they change (info)."
+            "Build a model twice, before any training step, and report the statics that make its "
+            "jit recompile for every new instance (errors), that are one refactor away from it "
+            "(warnings), and Python numbers that recompile if they change (info). Flax NNX "
+            "objects are checked against nnx.jit's cache key, eqx.Modules against "
+            "eqx.filter_jit's."
         ),
         epilog="Exit status: 0 no errors, 1 errors found, 2 the target cannot be loaded or built.",
     )
     parser.add_argument(
         "target",
         metavar="TARGET",
-        help="FILE.py:FACTORY or package.module:FACTORY; FACTORY() returns a Module, an "
-        "nnx.Optimizer, or a tuple/list/dict of them",
+        help="FILE.py:FACTORY or package.module:FACTORY; FACTORY() returns a Flax NNX Module, "
+        "an nnx.Optimizer, an eqx.Module (with its optax optimizer), or a tuple/list/dict of them",
     )
     parser.add_argument("--json", metavar="PATH", help="also write the findings as JSON to PATH")
     add_color_option(parser)

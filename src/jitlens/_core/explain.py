@@ -310,7 +310,8 @@ def _static(
     a, b = old.value(), new.value()
     fields = W.data_fields(a, b) if len(p) == 1 and not in_graph and not aux else None
     if a is not None and b is not None:
-        found = first_difference(a, b)
+        # the key's comparison already found them unequal: no second call of a user's __eq__
+        found = first_difference(a, b, unequal=True)
         if found is not None and found[0]:
             parts, pa, pb = found
             part_old, part_new = StaticVal(pa), StaticVal(pb)
@@ -383,14 +384,17 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
-def first_difference(a: Any, b: Any, depth: int = 0) -> tuple[Path, Any, Any] | None:
+def first_difference(
+    a: Any, b: Any, depth: int = 0, *, unequal: bool = False
+) -> tuple[Path, Any, Any] | None:
     """The path (below the value) and the two parts where ``a`` and ``b`` first differ.
 
     Descends into containers compared item by item (tuples, lists, dicts,
     dataclasses, partials, GraphDef-like records); stops at anything else.
-    ``None`` when they are equal.
+    ``None`` when they are equal. ``unequal``: the caller knows they differ (``a == b``
+    is not run again: it may be the user's, slow or counting its calls).
     """
-    if _equal(a, b):
+    if not unequal and _equal(a, b):
         return None
     here: tuple[Path, Any, Any] = ((), a, b)
     if depth > 24 or type(a) is not type(b):

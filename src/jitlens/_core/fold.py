@@ -36,8 +36,22 @@ def fold_wrappers(functions: Sequence[FunctionReport]) -> list[FunctionReport]:
         if len(members) < FOLD_MIN or not defined_at:
             out += members
         else:
-            out.append(_fold(members))
+            out.append(_fold(members)[0])
     return out
+
+
+def fold_event(members: Sequence[FunctionReport], event: Event) -> tuple[FunctionReport, Event]:
+    """``members`` (wrappers of one code, in the order made) as one function, and ``event``,
+    one of theirs, as that function numbers it: its call and its retrace counted across the
+    wrappers, as the summary at exit shows them (a live line says what the summary will).
+
+    Fewer than ``FOLD_MIN`` members, or an event of none of them: returned as they are.
+    """
+    owner = next((m for m in members if any(e is event for e in m.events)), None)
+    if owner is None or len(members) < FOLD_MIN:
+        return owner or members[0], event
+    folded, renamed = _fold(list(members))
+    return folded, renamed.get(id(event), event)
 
 
 def count_functions(functions: Sequence[FunctionReport]) -> int:
@@ -49,7 +63,8 @@ def _sum(values: Sequence[int | None]) -> int | None:
     return None if any(v is None for v in values) else sum(v or 0 for v in values)
 
 
-def _fold(members: list[FunctionReport]) -> FunctionReport:
+def _fold(members: list[FunctionReport]) -> tuple[FunctionReport, dict[int, Event]]:
+    """The folded function, and each member's event (by ``id``) as the folded one has it."""
     first = members[0]
     traces = [m.traces for m in members]
     total = _sum(traces)
@@ -58,8 +73,8 @@ def _fold(members: list[FunctionReport]) -> FunctionReport:
         if len(set(traces)) == 1 and traces[0] is not None
         else f"{total if total is not None else UNKNOWN} trace{'' if total == 1 else 's'}"
     )
-    events, call_times, call_entries = _merge_calls(members)
-    return dataclasses.replace(
+    events, call_times, call_entries, renamed = _merge_calls(members)
+    folded = dataclasses.replace(
         first,
         qualname=FOLDED.format(
             n=len(members), qualname=first.qualname, defined_at=first.defined_at, each=each
@@ -81,13 +96,14 @@ def _fold(members: list[FunctionReport]) -> FunctionReport:
         call_entries=call_entries,
         first_call_index=0,
     )
+    return folded, renamed
 
 
 def _merge_calls(
     members: list[FunctionReport],
-) -> tuple[tuple[Event, ...], tuple[float, ...], tuple[int, ...]]:
+) -> tuple[tuple[Event, ...], tuple[float, ...], tuple[int, ...], dict[int, Event]]:
     """The members' events and calls as one function's: calls numbered across members,
-    entries renumbered by signature.
+    entries renumbered by signature (and each member's event, by ``id``, as merged).
 
     Calls are put in time order when every call of every member was timed;
     otherwise the members' calls follow one another in the order the wrappers
@@ -120,6 +136,7 @@ def _merge_calls(
             entries.append(merged_entry(members[k], members[k].call_entries[i]))
     offset: int | None = 0
     events: list[tuple[float, Event]] = []
+    renamed: dict[int, Event] = {}
     for k, m in enumerate(members):
         for e in sorted(m.events, key=lambda e: e.time):
             index = e.call_index
@@ -128,12 +145,12 @@ def _merge_calls(
                     index = index_of.get((k, index - m.first_call_index))
                 else:
                     index = None if offset is None else offset + index
-            events.append(
-                (e.time, dataclasses.replace(e, call_index=index, entry=merged_entry(m, e.entry)))
-            )
+            merged = dataclasses.replace(e, call_index=index, entry=merged_entry(m, e.entry))
+            renamed[id(e)] = merged
+            events.append((e.time, merged))
         if offset is not None and m.calls is not None and m.first_call_index == 0:
             offset += m.calls
         else:
             offset = None  # calls before tracking, or not counted: the numbering is unknown
     ordered = tuple(e for _, e in sorted(events, key=lambda pair: pair[0]))
-    return ordered, tuple(times), tuple(entries)
+    return ordered, tuple(times), tuple(entries), renamed

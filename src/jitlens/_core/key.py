@@ -249,7 +249,7 @@ class StaticVal:
         self.type_name = _type_name(value)
         # the user's own __repr__ waits until a retrace needs the text (JAX never calls it)
         self._text: str | None = None if user_repr(value) else short_repr(value, user=False)
-        self.key_text = self._text if self._text is not None else _hash_text(value, self.type_name)
+        self.key_text = self._text if self._text is not None else _state_text(value, self.type_name)
         #: The text when described (None for a user ``__repr__`` other than a dataclass's, not
         #: called then): compared later with :func:`snapshot_text` of the object, it shows a
         #: static changed in place after its compile.
@@ -341,12 +341,12 @@ def _fields_text(value: Any) -> str | None:
     return f"{type(value).__qualname__}({', '.join(parts)})"
 
 
-def _hash_text(value: Any, type_name: str) -> str:
-    """A stand-in for the repr in fingerprints: the type and the hash JAX computes anyway."""
-    try:
-        return f"<{type_name}>#{hash(value)}"
-    except Exception:
-        return f"<{type_name}>#{id(value)}"
+def _state_text(value: Any, type_name: str) -> str:
+    """The fingerprint of a static whose repr is the user's, read without running their
+    code (:mod:`.fingerprint`; loaded by the first such static)."""
+    from .fingerprint import state_text
+
+    return state_text(value, type_name, leaf=lambda v: short_repr(v, 40, user=False), own=user_repr)
 
 
 def _type_name(value: Any) -> str:

@@ -303,9 +303,17 @@ def register_counting_type(cls: type) -> None:
     COUNTING_TYPES = (*COUNTING_TYPES, cls)
 
 
+#: Run after a counted call raised while a trace start was left open (the listeners'
+#: ``settle_open_trace``, set by them: they import this module).
+ON_FAILED_CALL: list[Any] = []
+
+
 def failed_call(rec: Record, n: int) -> None:
     """A call raised: it was no cache hit, and a key its trace added was never compiled."""
     try:
+        if tls.open_trace is not None:  # interrupted between its trace start and its body
+            for settle in ON_FAILED_CALL:
+                settle()
         with rec.lock:
             rec.failed_calls += 1
             if rec.last_miss_frame is not None and rec.last_miss_frame[1] == n:

@@ -54,6 +54,9 @@ def on_scalar(event: str, value: float, **kw: Any) -> None:
                 # trace too: they are part of the outer function's trace.
                 return
             TRACES_SEEN[0] = True
+            if not tls.busy:
+                abandon_open_trace()  # an earlier trace start that never reached its body
+                tls.open_trace = [tls.depth, None]
             if DEPTH_KNOWN[0]:
                 tls.depth += 1
                 with REGISTRY.lock:
@@ -70,17 +73,73 @@ def on_scalar(event: str, value: float, **kw: Any) -> None:
     except Exception as exc:
         internal_failure("counting a trace", exc)
         return
+    except BaseException:  # KeyboardInterrupt from a signal handler: JAX's trace stops here
+        abandon_open_trace()
+        raise
     try:
         trace_start(kw.get("fun_name", "?"))
     except PassThrough:
+        tls.open_trace = None  # the guard took its trace back (abort_trace)
         end_trace()
         raise
     except GUARD_ERRORS as exc:  # a guard's error, no tracked wrapper above to re-raise it
+        tls.open_trace = None
         end_trace()
         __tracebackhide__ = True
         raise exc.with_traceback(None) from None
     except Exception as exc:
         internal_failure("describing a trace", exc)
+    except BaseException:  # KeyboardInterrupt landing in jitlens' work: the body never runs
+        abandon_open_trace()
+        raise
+
+
+def abandon_open_trace() -> None:
+    """A trace JAX announced and then abandoned before its body ran: not a trace.
+
+    An exception (a signal handler's ``KeyboardInterrupt``, another listener's
+    error) raised between JAX's trace-start event and ``trace_to_jaxpr`` stops the
+    trace before the user's function runs, and JAX then reports no trace end. Its
+    count, event and key go, and this thread's trace depth comes back. Called where
+    such an exception passes (jitlens' listener, a counted call that raised) and
+    at this thread's next trace start or report, whichever comes first.
+    """
+    opened = tls.open_trace
+    if opened is None:
+        return
+    tls.open_trace = None
+    depth, b = opened
+    if b is not None:
+        _drop_trace(b)
+    while tls.depth > depth:
+        end_trace()
+
+
+def _drop_trace(b: EventBuilder) -> None:
+    """Forget a trace whose body never ran: its count, event and the key it filed."""
+    rec = b.record
+    with rec.lock:
+        if b in rec.events:  # not already taken back (a guard's abort, a cached trace)
+            rec.events.remove(b)
+            rec.traces = max(0, rec.traces - 1)
+        if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
+            rec.keys.remove(b.key)
+            rec.n_entries -= 1
+    b.key = None
+    if tls.building is b:
+        tls.building = None
+    if tls.last_built is b:
+        tls.last_built = None
+
+
+def settle_open_trace() -> None:
+    """:func:`abandon_open_trace` when this thread is in no trace (a call that raised, a
+    report): a trace start left open then was abandoned before its body."""
+    if tls.open_trace is not None and not tls.busy and _compat.trace_state_clean():
+        abandon_open_trace()
+
+
+calls.ON_FAILED_CALL.append(settle_open_trace)
 
 
 def end_trace() -> None:
@@ -164,6 +223,9 @@ def trace_start(fun_name: str) -> bool:
         rec.traces += 1
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
+    opened = tls.open_trace
+    if opened is not None and opened[1] is None:
+        opened[1] = b  # counted before its body runs: dropped if the trace stops first
     tls.in_tracked_call = call is not None  # read by guards deciding where to raise
     if not rec.internal or REGISTRY.include_internal_keys:
         # the user's arguments: the record's statics (a front-end's own, e.g. a pmap's)
@@ -369,6 +431,7 @@ def on_duration(event: str, secs: float, **kw: Any) -> None:
         if event == _compat.TRACE_EVENT:
             if not _compat.trace_state_clean():
                 return  # a nested jnp jit's trace (jax < 0.10), ignored at its start too
+            tls.open_trace = None  # it ended: its body ran (or raised, as the user's)
             end_trace()  # balanced even when tracking stopped during the trace
         if not REGISTRY.active:
             return

@@ -68,8 +68,8 @@ PROFILER_NAME = "jitlens: retrace {name} ({reasons})"
 CHANGE = "{before} -> {after}"
 
 _LOCK = threading.Lock()
-#: record id -> retraces logged so far.
-_LOGGED: dict[int, int] = {}
+#: a function (:func:`_function_key`) -> retraces logged so far.
+_LOGGED: dict[Any, int] = {}
 #: record ids already warned about (one runaway warning per function).
 _WARNED: set[int] = set()
 
@@ -188,14 +188,15 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
         _close_annotation(b)
     except Exception as exc:
         internal_failure("closing a profiler annotation", exc)
+    key = _function_key(rec)
     with _LOCK:
-        number = _LOGGED.get(rec.id, 0) + 1
-        _LOGGED[rec.id] = number
+        number = _LOGGED.get(key, 0) + 1
+        _LOGGED[key] = number
     level = _level(number)
     if log.isEnabledFor(level):
         if number <= LIVE_FULL:
             width = _log_width()
-            text = FULL_LINE.format(text=rec.explain_retrace(b, REGISTRY.t0, width))
+            text = FULL_LINE.format(text=_explained(rec, b, width))
         else:
             text = FOLDED_LINE.format(
                 name=rec.qualname, number=number, site=b.call_site, reason=_first_reason(b.reasons)
@@ -204,6 +205,50 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
                 text += FOLDED_NOTE.format(name=rec.qualname)
         log.log(level, "%s", text, extra={"jitlens": event_data(rec, b, "retrace", number)})
     check_runaway(rec, b)
+
+
+def _function_key(rec: Record) -> Any:
+    """The function ``rec`` is one wrapper of, as the summary folds wrappers of one code
+    (:func:`jitlens._core.fold.fold_wrappers`): a jit built again per epoch is one function
+    whose retraces are numbered, and folded here, across its wrappers."""
+    return (rec.qualname, rec.kind, rec.defined_at) if rec.defined_at else rec.id
+
+
+def _explained(rec: Record, b: EventBuilder, width: int) -> str:
+    """The retrace as :meth:`Record.explain_retrace` words it, its call and retrace numbered
+    as the summary will number them: across the wrappers of the same code.
+
+    A jit built per compile or per epoch (keras' train step after each ``model.compile``,
+    ``jax.jit(lambda ...)`` in a loop) is a new wrapper whose first call is call #1 of its
+    own; the summary folds the wrappers into one function and says call #5.
+    """
+    key = _function_key(rec)
+    with REGISTRY.lock:
+        group = [
+            r
+            for r in REGISTRY.records
+            if r is rec or (not r.internal and r.id != rec.id and _function_key(r) == key)
+        ]
+    if len(group) < 2:
+        return rec.explain_retrace(b, REGISTRY.t0, width)
+    import dataclasses  # the first retrace of a rebuilt jit: not at jitlens' start-up
+
+    from .._core.fold import fold_event
+    from .._core.retrace_text import render_retrace
+    from .records import Counts
+
+    fn, event, listed = rec.retrace_report(b, REGISTRY.t0)
+    members = []
+    for r in group:
+        if r is rec:
+            members.append(fn if listed else dataclasses.replace(fn, events=(*fn.events, event)))
+            continue
+        with r.lock:
+            top = r.snapshot()
+        if top.calls or top.traces or top.events or top.stale:  # a row the summary shows
+            members.append(r.freeze(Counts(), top, REGISTRY.t0))
+    folded, event = fold_event(members, event)
+    return render_retrace(dataclasses.replace(folded, qualname=fn.qualname), event, width=width)
 
 
 # ------------------------------------------------------------------ the runaway warning
@@ -266,7 +311,7 @@ def check_runaway(rec: Record, b: EventBuilder) -> None:
             return
         _WARNED.add(rec.id)
     text = runaway_text(rec, recompiles, limit)
-    data = event_data(rec, b, "runaway", _LOGGED.get(rec.id))
+    data = event_data(rec, b, "runaway", _LOGGED.get(_function_key(rec)))
     log.debug("%s", text, extra={"jitlens": data})
     # from outside the program: on the terminal, never in its warning records or handlers
     sink.warn(text, RunawayRecompileWarning, stacklevel=_compat.user_stacklevel())

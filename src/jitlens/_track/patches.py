@@ -10,6 +10,7 @@ patches live in their adapters (:mod:`.frontends`). The patch steps aside
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,10 @@ def make_trace_to_jaxpr(original: Any) -> Callable[..., Any]:
     ``pe.trace_to_jaxpr``'s own cache is exactly "the body ran".
     """
 
+    #: id -> weak reference of each function whose trace raised here: JAX's cache keeps a
+    #: failed entry, and every later lookup of it runs the body again, counted as a *hit*.
+    failed: dict[int, Any] = {}
+
     @functools.wraps(original)
     def trace_to_jaxpr(fun: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # errors raised by the traced function are the user's
@@ -36,18 +41,26 @@ def make_trace_to_jaxpr(original: Any) -> Callable[..., Any]:
         if top:
             local.top_fun = None
         try:
-            misses = original.cache_info().misses
+            before = original.cache_info()
         except Exception:
             return original(fun, *args, **kwargs)
         raised = False
+        if top:
+            local.open_trace = None  # the body may run from here: it ends the trace start
         try:
             return original(fun, *args, **kwargs)
         except BaseException:
             raised = True  # a trace that raised ran the body (the cache counts no miss)
+            _note_failed(failed, fun)
             raise
         finally:
             try:
-                ran = raised or original.cache_info().misses != misses
+                after = original.cache_info()
+                ran = (
+                    raised
+                    or after.misses != before.misses
+                    or (after.hits != before.hits and _failed_before(failed, fun))
+                )
                 if top and not ran:
                     uncount_trace(local.building)
                 elif not top and ran:
@@ -63,3 +76,17 @@ def make_trace_to_jaxpr(original: Any) -> Callable[..., Any]:
         if not name.startswith("__"):
             setattr(trace_to_jaxpr, name, getattr(original, name))
     return trace_to_jaxpr
+
+
+def _note_failed(failed: dict[int, Any], fun: Any) -> None:
+    key = id(fun)
+    try:
+        failed[key] = weakref.ref(fun, lambda _: failed.pop(key, None))
+    except TypeError:
+        pass  # not weakly referable: JAX's cache could not have kept it either
+
+
+def _failed_before(failed: dict[int, Any], fun: Any) -> bool:
+    """Has a trace of ``fun`` raised before? (Its "hit" may be the failed entry run again.)"""
+    ref = failed.get(id(fun))
+    return ref is not None and ref() is fun

@@ -370,14 +370,21 @@ class Record:
 
         Usable while the trace is still running: only the events so far count.
         """
+        from .._core.retrace_text import render_retrace  # text, at a retrace
+
+        fn, event, _ = self.retrace_report(b, t0)
+        return render_retrace(fn, event, width=width)
+
+    def retrace_report(self, b: EventBuilder, t0: float) -> tuple[FunctionReport, Event, bool]:
+        """This record's figures so far, ``b`` frozen, and whether it is among their events
+        (not yet while the trace is still running)."""
         with self.lock:
             top = self.snapshot()
             index = next((i for i, e in enumerate(self.events) if e is b), None)
         fn = self.freeze(Counts(), top, t0)
-        event = fn.events[index] if index is not None else b.freeze(t0)
-        from .._core.retrace_text import render_retrace  # text, at a retrace
-
-        return render_retrace(fn, event, width=width)
+        if index is not None:
+            return fn, fn.events[index], True
+        return fn, b.freeze(t0), False
 
     def forget_keys(self, keep: int, _unused: Any = None) -> None:
         """The wrapper is gone: keep only the latest keys (for new-wrapper comparisons)."""

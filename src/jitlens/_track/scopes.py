@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from .. import _compat
 from .._core.kinds import EventKind
-from .._errors import ConfigError
+from .._errors import ConfigError, UsageError
 from . import hooks
 from .budget import (
     BAD_BUDGET,
@@ -33,6 +33,11 @@ RETRACE_IN_BLOCK = (
 NEW_IN_BLOCK = (
     "jitlens: `{name}` was traced for the first time inside "
     "`jitlens.no_retrace(allow_new=False)`; a warm loop must not compile."
+)
+EXIT_WITHOUT_ENTER = (
+    "jitlens: `no_retrace()` was exited without a matching enter in this thread "
+    "(exited twice, or entered in another thread); use it as `with jitlens.no_retrace():` "
+    "or as a decorator, which enter and exit it once each, in the same thread."
 )
 COMPILED_UNSEEN = (
     "  it was compiled before jitlens was watching, so the key it compiled for is unknown; "
@@ -142,7 +147,15 @@ class NoRetrace(contextlib.ContextDecorator):
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
-        scope = self._local.stack.pop()
+        stack = self._local.__dict__.get("stack")
+        if not stack:  # nothing of this thread is open: no budget to close
+            if exc_type is not None:  # the exception in flight is the user's: keep it
+                import warnings
+
+                warnings.warn(EXIT_WITHOUT_ENTER, RuntimeWarning, stacklevel=2)
+                return
+            raise UsageError(EXIT_WITHOUT_ENTER)
+        scope = stack.pop()
         try:
             if exc_type is None:  # never replace the block's own exception
                 hooks.confirm_counting("no_retrace")

@@ -30,6 +30,9 @@ class _TLS(threading.local):
         self.building: Any = None  # the EventBuilder of the trace in progress
         self.last_built: Any = None
         self.busy = False
+        #: ``[depth before, EventBuilder or None]`` of a trace JAX announced whose body
+        #: cannot have run yet (before ``trace_to_jaxpr``); left set, the trace was aborted
+        self.open_trace: list[Any] | None = None
 
 
 tls = _TLS()

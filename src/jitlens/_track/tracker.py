@@ -100,7 +100,10 @@ class Tracker:
         """The figures of every function seen in this window (a frozen Report)."""
         if self._open:
             self._check_stale()
+        from .listeners import settle_open_trace
         from .process import process_info
+
+        settle_open_trace()  # a trace interrupted before its body, with no trace since
 
         index, count, host = process_info()
         end = self._end_t if self._end_t is not None else time.perf_counter()
