@@ -18,8 +18,13 @@ pytestmark = pytest.mark.xdist_group("hostile_programs")
 
 
 def _python(args: list[str], cwd, stdin: str = "", **env: str) -> subprocess.CompletedProcess:
-    """``python ARGS`` in a fresh process, with ``env`` set and the variables set to "" unset."""
+    """``python ARGS`` in a fresh process, with ``env`` set and the variables set to "" unset.
+
+    Not this test run's xdist worker: a pytest the program starts would read
+    ``PYTEST_XDIST_WORKER`` as its own (pytest-benchmark then warns that xdist is on,
+    an error under ``-W error``)."""
     full = {**os.environ, "JAX_PLATFORMS": "cpu", **env}
+    full = {k: v for k, v in full.items() if not k.startswith("PYTEST_XDIST")}
     full = {k: v for k, v in full.items() if v != ""}
     return subprocess.run(
         [sys.executable, *args],
