@@ -99,6 +99,11 @@ CAPTION = (
 #: under ``jitlens run``, ``JITLENS=1`` and the pytest plugin comes after Python and jax
 #: have started (a shell's ``time`` counts those too).
 NOT_INCLUDED = " (Python and jax start-up not included)"
+#: A second run's question, "did JAX's persistent compilation cache serve it?", answered
+#: where the figures are: such a load is neither a compile nor a cache hit of the table.
+PERSISTENT_HITS = "persistent compilation cache: {programs} loaded instead of compiled ({names})"
+#: At most this many function names in ``PERSISTENT_HITS``, then ``+N more``.
+PERSISTENT_NAMES = 3
 NO_FUNCTIONS_SEEN = (
     "jitlens: saw no jitted function ({backend} on {host}, {duration:.1f} s tracked), but it cannot "
     "see everything on these versions:"
@@ -383,6 +388,14 @@ def _heading(report: Report, include_internal: bool) -> tuple[str, str]:
         duration=report.duration_seconds,
         not_included=NOT_INCLUDED,
     )
+    read = [f for f in shown if f.persistent_cache_hits]
+    if read:
+        names = ", ".join(f.qualname for f in read[:PERSISTENT_NAMES])
+        more = len(read) - PERSISTENT_NAMES
+        caption += "\n" + PERSISTENT_HITS.format(
+            programs=plural(sum(f.persistent_cache_hits for f in read), "program"),
+            names=names + (f", +{more} more" if more > 0 else ""),
+        )
     return title, caption
 
 
