@@ -1,0 +1,61 @@
+"""The first hour again (round of 2026-12-02): a daily Flax NNX user new to jitlens.
+
+Found by cloning, installing from the registry, reading the site in build order and running
+`jitlens` on small programs of one's own. Each test stands for one place where that user
+stopped, guessed or got something else than the page said.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import jitlens
+from conftest import ROOT
+
+TRAINING_PROGRAM = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(w, x):
+    return w - 0.1 * x.mean()
+
+
+w = jnp.zeros(3)
+for _ in range(3):
+    w = step(w, jnp.ones((4, 3)))
+"""
+
+
+def test_check_on_your_own_program_points_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jitlens check train.py`, read from `jitlens --help` as "check my program", answered
+    only "it has no callable jit_forward": nothing said that `check` grades an exercise, nor
+    which command looks at one's own program."""
+    program = tmp_path / "my train.py"
+    program.write_text(TRAINING_PROGRAM)
+    assert jitlens.main(["check", str(program)]) == 2
+    out = capsys.readouterr().out
+    assert "no callable jit_forward" in out
+    assert f"`jitlens run '{program}'`" in out, out
+    assert jitlens.main(["--help"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  check ")]
+    assert "exercise" in line and "not your own program" in line
+
+
+def test_the_multi_host_page_names_the_lines_its_program_has() -> None:
+    """docs/howto/tasks/multi-host.md showed `normalize (tests/multiprocess_child.py:67)`;
+    the command it gives printed :76 (the child had grown): a reader comparing the two
+    wonders which program ran."""
+    page = (ROOT / "docs" / "howto" / "tasks" / "multi-host.md").read_text()
+    child = (ROOT / "tests" / "multiprocess_child.py").read_text().splitlines()
+    cited = re.findall(r"(\w+)\s+\(?tests/multiprocess_child\.py:(\d+)", page)
+    assert len(cited) >= 3, cited
+    for name, line in cited:
+        decorated = child[int(line) - 1 : int(line) + 1]
+        assert any(f"def {name}(" in text for text in decorated), (name, line, decorated)
