@@ -20,8 +20,9 @@ from .._core.report import (
     fold_reasons,
     total_traces,
 )
+from .heading import NOT_INCLUDED
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
-from .text import NOT_INCLUDED, bucketed_text, costliest, fold_key, percent, sorted_functions
+from .text import bucketed_text, costliest, fold_key, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import buckets
 from .._core.advice import SAVING_SCOPE
-from .._core.fold import count_functions, fold_wrappers
+from .._core.fold import fold_wrappers
 from .._core.kinds import EventKind
 from .._core.lines import Line, Role
-from .._core.report import Event, FunctionReport, Report, fold_reasons, total_traces
+from .._core.report import Event, FunctionReport, Report, fold_reasons
 from .._core.retrace_text import (
     LOG,
     UNKNOWN,
@@ -34,6 +34,8 @@ from .._core.retrace_text import (
     stale_lines,
     values_text,
 )
+from .heading import heading as _heading
+from .heading import plural as plural
 from .plain import layout
 
 if TYPE_CHECKING:
@@ -89,21 +91,6 @@ DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 MIN_NAME_WIDTH = 24
 #: A name's longest word is never broken below this width (``build_update_fn.<locals>.update``).
 MAX_WORD_WIDTH = 48
-TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
-HIDDEN = " ({n} internal hidden)"
-CAPTION = (
-    "{backend} on {host}, process {index}/{count}, {duration:.1f} s tracked{not_included}\n"
-    "hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds"
-)
-#: What ``Report.duration_seconds`` leaves out: it runs from the start of tracking, which
-#: under ``jitlens run``, ``JITLENS=1`` and the pytest plugin comes after Python and jax
-#: have started (a shell's ``time`` counts those too).
-NOT_INCLUDED = " (Python and jax start-up not included)"
-#: A second run's question, "did JAX's persistent compilation cache serve it?", answered
-#: where the figures are: such a load is neither a compile nor a cache hit of the table.
-PERSISTENT_HITS = "persistent compilation cache: {programs} loaded instead of compiled ({names})"
-#: At most this many function names in ``PERSISTENT_HITS``, then ``+N more``.
-PERSISTENT_NAMES = 3
 NO_FUNCTIONS_SEEN = (
     "jitlens: saw no jitted function ({backend} on {host}, {duration:.1f} s tracked), but it cannot "
     "see everything on these versions:"
@@ -143,11 +130,6 @@ COST_CONSTS = "; {size} of captured constants"
 #: Why the persistent cache could not help (``Report.run.notes``, issue 23).
 CACHE_NOTE = "{message}"
 CACHE_FIX = "fix: {fix}"
-
-
-def plural(n: int, noun: str) -> str:
-    """``1 jitted function``, ``2 jitted functions``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def percent(rate: float) -> str:
@@ -367,36 +349,6 @@ def _longest_word(rows: Sequence[Sequence[str]]) -> int:
     """The longest unbreakable part of a function name, capped at ``MAX_WORD_WIDTH``."""
     words = [len(w) for row in rows for w in row[0].split()]
     return min(max(words, default=0), MAX_WORD_WIDTH)
-
-
-def _heading(report: Report, include_internal: bool) -> tuple[str, str]:
-    """The table's title and its legend (what the run covered, what the columns mean)."""
-    shown = report.functions if include_internal else report.user_functions()
-    hidden = len(report.functions) - len(shown)  # before folding and the row limit
-    traces = total_traces(shown)
-    title = TITLE.format(
-        functions=plural(count_functions(shown), "jitted function"),
-        traces=f"{traces} trace{'' if traces == '1' else 's'}",
-        lost=sum(f.seconds_lost for f in shown),
-        hidden=HIDDEN.format(n=hidden) if hidden else "",
-    )
-    caption = CAPTION.format(
-        backend=report.backend,
-        host=report.host,
-        index=report.process_index,
-        count=report.process_count,
-        duration=report.duration_seconds,
-        not_included=NOT_INCLUDED,
-    )
-    read = [f for f in shown if f.persistent_cache_hits]
-    if read:
-        names = ", ".join(f.qualname for f in read[:PERSISTENT_NAMES])
-        more = len(read) - PERSISTENT_NAMES
-        caption += "\n" + PERSISTENT_HITS.format(
-            programs=plural(sum(f.persistent_cache_hits for f in read), "program"),
-            names=names + (f", +{more} more" if more > 0 else ""),
-        )
-    return title, caption
 
 
 def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:
