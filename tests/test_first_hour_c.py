@@ -59,3 +59,33 @@ def test_the_multi_host_page_names_the_lines_its_program_has() -> None:
     for name, line in cited:
         decorated = child[int(line) - 1 : int(line) + 1]
         assert any(f"def {name}(" in text for text in decorated), (name, line, decorated)
+
+
+MODEL_FILE = """\
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs, width: int = 4) -> None:
+        self.fc = nnx.Linear(4, width, rngs=rngs)
+
+    def __call__(self, x):
+        return self.fc(x)
+"""
+
+
+def test_auditing_a_module_class_says_how_to_write_the_factory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jitlens audit model.py:MLP` (a newcomer's first try: the class, not a factory) said
+    "MLP() raised TypeError: MLP.__init__() missing 1 required positional argument: 'rngs'",
+    a traceback's words with no way on. The factory it now prints is applied here."""
+    path = tmp_path / "model.py"
+    path.write_text(MODEL_FILE)
+    assert jitlens.main(["audit", f"{path}:MLP"]) == 2
+    err = capsys.readouterr().err
+    fix = "def make_model(): return MLP(rngs=nnx.Rngs(0))"
+    assert "MLP needs arguments (rngs)" in err and f"`{fix}`" in err, err
+    path.write_text(MODEL_FILE + "\n\n" + fix + "\n")
+    assert jitlens.main(["audit", f"{path}:make_model"]) == 0, capsys.readouterr()
+    assert "model: MLP" in capsys.readouterr().out
