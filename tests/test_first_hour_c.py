@@ -89,3 +89,53 @@ def test_auditing_a_module_class_says_how_to_write_the_factory(
     path.write_text(MODEL_FILE + "\n\n" + fix + "\n")
     assert jitlens.main(["audit", f"{path}:make_model"]) == 0, capsys.readouterr()
     assert "model: MLP" in capsys.readouterr().out
+
+
+def test_a_static_number_turned_state_is_told_how_to_set_it_and_the_fix_works() -> None:
+    """A softmax temperature annealed per epoch on the model: the fix said "update it through
+    `[...]`", which a newcomer could not turn into code; it now writes the assignment with the
+    path the call used. The printed statement is applied here, as written."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    class Scaled(nnx.Module):
+        def __init__(self, temperature, rngs):
+            self.fc = nnx.Linear(2, 2, rngs=rngs)
+            self.temperature = temperature
+
+        def __call__(self, x):
+            scale = self.temperature
+            return self.fc(x) / (scale[...] if isinstance(scale, nnx.Variable) else scale)
+
+    traces = []
+
+    @nnx.jit
+    def forward(model, x):
+        traces.append(1)
+        return model(x).sum()
+
+    def anneal(model, set_temperature):
+        outs = []
+        for epoch in range(3):
+            set_temperature(model, 1.0 / (1 + epoch))
+            outs.append(float(forward(model, jnp.ones((1, 2)))))
+        return outs
+
+    def plain(model, value):
+        model.temperature = value
+
+    with jitlens.track() as t:
+        before = anneal(Scaled(1.0, nnx.Rngs(0)), plain)
+    (reason,) = t.stats(forward).events[1].reasons
+    _, fix = reason.message, reason.fix
+    assert "`model.temperature[...] = new_value`" in fix, fix
+    assert "`self.temperature = nnx.Variable(jnp.asarray(1.0))`" in fix, fix
+    assert len(traces) == 3
+
+    def as_printed(model, new_value):
+        model.temperature[...] = new_value
+
+    traces.clear()
+    after = anneal(Scaled(nnx.Variable(jnp.asarray(1.0)), nnx.Rngs(0)), as_printed)
+    assert len(traces) == 1
+    assert after == pytest.approx(before, rel=1e-6)
