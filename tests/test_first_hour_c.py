@@ -139,3 +139,22 @@ def test_a_static_number_turned_state_is_told_how_to_set_it_and_the_fix_works() 
     after = anneal(Scaled(nnx.Variable(jnp.asarray(1.0)), nnx.Rngs(0)), as_printed)
     assert len(traces) == 1
     assert after == pytest.approx(before, rel=1e-6)
+
+
+def test_folded_wrappers_say_where_they_are_defined_once() -> None:
+    """`nnx.jit(train_step)` re-wrapped per step: the explanation's header read "4 wrappers
+    of `train_step` at p.py:7, 1 trace each  retraced 3x, 0.39 s lost   (defined at p.py:7)",
+    the place twice, which wrapped a 100-column terminal onto a second line."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    def train_step(x):
+        return x + 1
+
+    with jitlens.track() as t:
+        for _ in range(3):
+            nnx.jit(train_step)(jnp.ones(2))
+    text = t.report().to_text(width=200)
+    (header,) = [line for line in text.splitlines() if line.startswith("3 wrappers of")]
+    assert "retraced 2x" in header and "defined at" not in header, header
+    assert header.count(".py:") == 1, header

@@ -101,6 +101,8 @@ NO_FUNCTIONS = (
 )
 NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
+#: Folded wrappers' name already says where their code is defined (``fold.FOLDED``).
+FOLDED_HEADER = "{qualname}  {summary}"
 #: A folded row's name in the table: where and how often it traced are in its explanation.
 TABLE_FOLDED = "{qualname} ×{n}"  # noqa: RUF001 (a count, read as "times")
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
@@ -186,7 +188,8 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     parts += [EXPECTED_COUNT.format(n=expected)] if expected and not fn.bucketed else []
     parts += [STOPPED_COUNT.format(n=len(fn.stopped))] if fn.stopped else []
     parts += [STALE_COUNT.format(n=len(fn.stale_hits))] if fn.stale_hits else []
-    header = FUNCTION_HEADER.format(
+    folded = fn.wrappers > 1 and fn.wrapped_qualname
+    header = (FOLDED_HEADER if folded else FUNCTION_HEADER).format(
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
     )
     lines: list[Line] = [Line(0, header, Role.HEADLINE)]
