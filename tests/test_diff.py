@@ -154,6 +154,15 @@ def test_a_repeat_run_exits_0(runs: dict[str, Run], capsys: pytest.CaptureFixtur
     assert code == 0 and "1 function(s) unchanged" in out, out
 
 
+def test_the_summary_says_a_second_run_read_the_persistent_cache(runs: dict[str, Run]) -> None:
+    """A newcomer's "was the cache hit on my second run?": the warm run's summary showed
+    `compiles 0` and nothing else; only `jitlens diff` or the JSON said where it came from."""
+    assert runs["warm"].jax_step()["pcache_hits"] == 1  # what JAX itself did
+    warm = runs["warm"].report.to_text(width=200)
+    assert "persistent compilation cache: 1 program loaded instead of compiled (step)" in warm
+    assert "persistent compilation cache" not in runs["cold"].report.to_text(width=200)
+
+
 def test_a_changed_xla_flag_exits_1_naming_the_function_and_the_flag(
     runs: dict[str, Run], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -27,6 +27,7 @@ jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidd
  evaluate      nnx.cached_partial      4       1         1     3    75%     0.04       0.01    0.00
 cpu on devbox, process 0/1, 4.2 s tracked (Python and jax start-up not included)
 hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds
+persistent compilation cache: 1 program loaded instead of compiled (evaluate)
 
 Trainer.loss  retraced 4x, 0.47 s lost   (defined at train.py:30)
   train.py:88  retrace #1, 0.10 s (call #13)

@@ -39,6 +39,14 @@ SPLIT_FIX = Template(
     "configuration in hashable statics.",
 )
 FACTORY_RAISED = "{name}() raised {error}{at}"
+#: A Module class named where a factory is expected: the commonest first try.
+NEEDS_ARGUMENTS = (
+    "{name} needs arguments ({params}) and audit calls it with none; add a factory that "
+    "builds it, `def make_model(): return {name}({example})`, and audit that: "
+    "`jitlens audit FILE.py:make_model`"
+)
+#: How the example factory fills a parameter every NNX layer takes.
+EXAMPLE_ARGUMENTS = {"rngs": "rngs=nnx.Rngs(0)"}
 NOT_NNX = (
     "{name}() returned {what}; expected an NNX object (a Module, an nnx.Optimizer), an "
     "eqx.Module, or a tuple/list/dict of them"
@@ -114,11 +122,36 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
 
 
 def _build(factory: Callable[[], Any], name: str) -> Any:
+    required = _required_parameters(factory)
+    if required:
+        example = ", ".join(EXAMPLE_ARGUMENTS.get(p, f"{p}=...") for p in required)
+        raise AuditError(
+            NEEDS_ARGUMENTS.format(name=name, params=", ".join(required), example=example)
+        )
     try:
         return factory()
     except Exception as exc:
         error, at = _exc_text(exc), _user_frame(exc)
         raise AuditError(FACTORY_RAISED.format(name=name, error=error, at=at)) from exc
+
+
+def _required_parameters(factory: Callable[[], Any]) -> list[str]:
+    """The parameters ``factory()`` would miss (a Module class named instead of a factory)."""
+    import inspect
+
+    try:
+        if isinstance(factory, type):  # an nnx.Module's metaclass hides __init__'s signature
+            params = list(inspect.signature(factory.__init__).parameters.values())[1:]
+        else:
+            params = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: the call itself will tell
+        return []
+    kinds = (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+    return [p.name for p in params if p.kind in kinds and p.default is inspect.Parameter.empty]
 
 
 def _roots(obj: Any, name: str) -> list[tuple[str, Any]]:

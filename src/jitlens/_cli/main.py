@@ -17,7 +17,7 @@ commands:
   report    show a saved JSON report (terminal, --html, --trace)
   merge     merge per-process reports; flag processes that compiled differently
   diff      compare two runs: what compiled again and why (exit 1 if it grew)
-  check     grade a jit_forward solution on its numbers and its method
+  check     grade a solution of the nnx.jit exercise (not your own program)
   audit     find statics that will recompile for every new model instance
   lint      find recompile traps in source code (no imports)
   selfcheck check that jitlens counts right on the installed JAX/Flax/Equinox

@@ -19,6 +19,7 @@ import dataclasses
 import difflib
 import inspect
 import os
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -54,7 +55,9 @@ BAD_SEED = "seed must be an int in [0, 2**31); got {value!r}"
 CANNOT_WRITE = "jitlens check: error: cannot write {path}: {error}"
 NO_ENTRY = (
     "it has no callable jit_forward (found nothing{near}); "
-    "define `def jit_forward(seed, x, features, num_calls):` at the top level of the file"
+    "define `def jit_forward(seed, x, features, num_calls):` at the top level of the file. "
+    "`jitlens check` grades solutions of the nnx.jit exercise; to see why your own program "
+    "compiles again, run it: `jitlens run {path}`"
 )
 NEAR = "; did you mean `{name}`?"
 WRONG_SIGNATURE = (
@@ -82,8 +85,9 @@ def _locate(fn_or_path: str | os.PathLike[str] | Callable[..., Any]) -> tuple[di
     return {"path": path, "qualname": qualname}, os.path.relpath(path)
 
 
-def _precheck(path: str) -> str | None:
-    """Why the file cannot be loaded, found without running it (or None)."""
+def _precheck(path: str, shown: str) -> str | None:
+    """Why the file cannot be loaded, found without running it (or None); ``shown`` is the
+    path as the user wrote it."""
     if not os.path.exists(path):
         return MISSING_FILE
     if os.path.isdir(path):
@@ -97,10 +101,10 @@ def _precheck(path: str) -> str | None:
         return SYNTAX.format(msg=exc.msg, line=exc.lineno)
     except (OSError, ValueError) as exc:
         return UNREADABLE.format(error=exc)
-    return _entry_point_problem(tree)
+    return _entry_point_problem(tree, shown)
 
 
-def _entry_point_problem(tree: ast.Module) -> str | None:
+def _entry_point_problem(tree: ast.Module, shown: str) -> str | None:
     """What is wrong with the file's ``jit_forward``, seen in its source (None: nothing seen).
 
     Only the plain cases are decided here, before a child spends seconds
@@ -122,7 +126,9 @@ def _entry_point_problem(tree: ast.Module) -> str | None:
     entry = bound.get("jit_forward")
     if entry is None:
         near = difflib.get_close_matches("jit_forward", list(bound), n=1)
-        return NO_ENTRY.format(near=NEAR.format(name=near[0]) if near else "")
+        return NO_ENTRY.format(
+            near=NEAR.format(name=near[0]) if near else "", path=shlex.quote(shown)
+        )
     if isinstance(entry, ast.FunctionDef | ast.AsyncFunctionDef) and not _takes_four(entry.args):
         params = ast.unparse(entry.args)
         return WRONG_SIGNATURE.format(params=params, line=entry.lineno)
@@ -230,7 +236,7 @@ def check_jit_forward(
     probes = tuple(BAD_INPUTS if bad_inputs is None else bad_inputs)
     empty = CheckResult(name, seed, cases, probes, ())
     if "path" in solution and "qualname" not in solution:
-        error = _precheck(solution["path"])
+        error = _precheck(solution["path"], name)
         if error is not None:
             return dataclasses.replace(empty, load_error=error)
     probe_timeout = min(timeout, BAD_INPUT_TIMEOUT)
@@ -276,7 +282,8 @@ def cli_main(argv: list[str]) -> int:
         description="Grade a jit_forward(seed, x, features, num_calls) solution of the "
         "'Flax NNX step 61: nnx.jit' exercise on its numbers and on its method (nnx.jit used, "
         "num_calls calls, cache hits). Exit 0: all required criteria pass; 1: one fails; "
-        "2: the file cannot be loaded (or a usage error).",
+        "2: the file cannot be loaded (or a usage error). Your own program: `jitlens run "
+        "PROGRAM.py` says why it compiles again.",
     )
     parser.add_argument("solution", metavar="SOLUTION.py", help="file defining jit_forward")
     parser.add_argument("--json", metavar="PATH", help="also write the result as JSON to PATH")

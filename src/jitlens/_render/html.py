@@ -21,8 +21,9 @@ from .._core.report import (
     total_traces,
 )
 from .._core.retrace_text import fold_key
+from .heading import NOT_INCLUDED
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
-from .text import NOT_INCLUDED, bucketed_text, costliest, percent, sorted_functions
+from .text import bucketed_text, costliest, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 

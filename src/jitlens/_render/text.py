@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._core.advice import SAVING_SCOPE
-from .._core.fold import count_functions, fold_wrappers
+from .._core.fold import fold_wrappers
 from .._core.kinds import EventKind
 from .._core.lazy import OnFirstUse
 from .._core.lines import Line, Role
-from .._core.report import Event, FunctionReport, Report, fold_reasons, total_traces
+from .._core.report import Event, FunctionReport, Report, fold_reasons
+from .heading import heading as _heading
+from .heading import plural as plural
 from .plain import layout
 
 #: The retrace text and the size buckets, loaded by the first function that retraced.
@@ -84,16 +86,6 @@ DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 MIN_NAME_WIDTH = 24
 #: A name's longest word is never broken below this width (``build_update_fn.<locals>.update``).
 MAX_WORD_WIDTH = 48
-TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
-HIDDEN = " ({n} internal hidden)"
-CAPTION = (
-    "{backend} on {host}, process {index}/{count}, {duration:.1f} s tracked{not_included}\n"
-    "hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds"
-)
-#: What ``Report.duration_seconds`` leaves out: it runs from the start of tracking, which
-#: under ``jitlens run``, ``JITLENS=1`` and the pytest plugin comes after Python and jax
-#: have started (a shell's ``time`` counts those too).
-NOT_INCLUDED = " (Python and jax start-up not included)"
 NO_FUNCTIONS_SEEN = (
     "jitlens: saw no jitted function ({backend} on {host}, {duration:.1f} s tracked), but it cannot "
     "see everything on these versions:"
@@ -104,6 +96,8 @@ NO_FUNCTIONS = (
 )
 NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
+#: Folded wrappers' name already says where their code is defined (``fold.FOLDED``).
+FOLDED_HEADER = "{qualname}  {summary}"
 #: A folded row's name in the table: where and how often it traced are in its explanation.
 TABLE_FOLDED = "{qualname} ×{n}"  # noqa: RUF001 (a count, read as "times")
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
@@ -135,11 +129,6 @@ COST_CONSTS = "; {size} of captured constants"
 #: Why the persistent cache could not help (``Report.run.notes``, issue 23).
 CACHE_NOTE = "{message}"
 CACHE_FIX = "fix: {fix}"
-
-
-def plural(n: int, noun: str) -> str:
-    """``1 jitted function``, ``2 jitted functions``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def percent(rate: float) -> str:
@@ -196,7 +185,8 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     parts += [EXPECTED_COUNT.format(n=expected)] if expected and not fn.bucketed else []
     parts += [STOPPED_COUNT.format(n=len(fn.stopped))] if fn.stopped else []
     parts += [STALE_COUNT.format(n=len(fn.stale_hits))] if fn.stale_hits else []
-    header = FUNCTION_HEADER.format(
+    folded = fn.wrappers > 1 and fn.wrapped_qualname
+    header = (FOLDED_HEADER if folded else FUNCTION_HEADER).format(
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
     )
     lines: list[Line] = [Line(0, header, Role.HEADLINE)]
@@ -359,28 +349,6 @@ def _longest_word(rows: Sequence[Sequence[str]]) -> int:
     """The longest unbreakable part of a function name, capped at ``MAX_WORD_WIDTH``."""
     words = [len(w) for row in rows for w in row[0].split()]
     return min(max(words, default=0), MAX_WORD_WIDTH)
-
-
-def _heading(report: Report, include_internal: bool) -> tuple[str, str]:
-    """The table's title and its legend (what the run covered, what the columns mean)."""
-    shown = report.functions if include_internal else report.user_functions()
-    hidden = len(report.functions) - len(shown)  # before folding and the row limit
-    traces = total_traces(shown)
-    title = TITLE.format(
-        functions=plural(count_functions(shown), "jitted function"),
-        traces=f"{traces} trace{'' if traces == '1' else 's'}",
-        lost=sum(f.seconds_lost for f in shown),
-        hidden=HIDDEN.format(n=hidden) if hidden else "",
-    )
-    caption = CAPTION.format(
-        backend=report.backend,
-        host=report.host,
-        index=report.process_index,
-        count=report.process_count,
-        duration=report.duration_seconds,
-        not_included=NOT_INCLUDED,
-    )
-    return title, caption
 
 
 def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:

@@ -171,9 +171,9 @@ STATIC_FIELD_FIX = Template(
 
 STATIC_ROLE_FIX = Template(
     K.STATIC_ROLE,
-    "If `{attr}` sets a shape, a loop bound or a branch it stays static (once per value); if "
-    "it changes every call, make it state in `__init__`, `self.{attr} = nnx.Variable("
-    "jnp.asarray({before}))`, and update it through `[...]`.",
+    "If `{attr}` sets a shape, a loop bound or a branch, it stays static; if it changes every "
+    "call, make it state: `self.{attr} = nnx.Variable(jnp.asarray({before}))` in `__init__`, "
+    "then `{path}[...] = new_value`.",
 )
 
 
@@ -425,7 +425,7 @@ def static_value(
         if role == "counter":
             return counter_static(arg, path, attr, values)
         fk, template = (K.SIZE, SIZE_FIX) if role == "size" else (K.STATIC_ROLE, STATIC_ROLE_FIX)
-        fix = template.words(attr=attr, before=values[0])
+        fix = template.words(attr=attr, before=values[0], path=path)
     elif field:  # a static field inside an argument (flax.struct / equinox dataclass)
         fk, fix = K.STATIC_FIELD, STATIC_FIELD_FIX.words(path=path, attr=attr)
     elif path == arg:  # the static argument itself is the number: what it does decides
