@@ -519,3 +519,29 @@ def test_a_pytree_of_thousands_of_leaves_changing_structure_is_explained_in_one_
     assert stats.traces == count[0] == 2
     assert stats.events[1].reasons  # explained
     assert seen[0] <= 4 * (n + 10), seen[0]  # each key read once, not once per reason
+
+
+def test_an_internal_failure_is_in_the_report_of_its_own_window_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A report's warnings are the failures of its window: one in an earlier ``track()``
+    block (another test's injected fault, under xdist) made a later clean report say
+    "jitlens stepped aside"; the same failure again in a later window is in that report too,
+    though its warning is not repeated."""
+    from jitlens._track import listeners
+
+    monkeypatch.setattr(state, "_WARNED", set())
+    reports, said = [], []
+    for broken in (True, False, True):
+        with monkeypatch.context() as m:
+            if broken:
+                m.setattr(listeners, "describe_and_explain", _boom)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with jitlens.track() as t:
+                    jax.jit(lambda x: x + 1)(jnp.ones(2))
+            said.append(sum(issubclass(w.category, JitlensInternalWarning) for w in caught))
+            reports.append(t.report())
+    injected = [[w for w in r.warnings if "injected jitlens failure" in w] for r in reports]
+    assert [len(w) for w in injected] == [1, 0, 1]
+    assert said == [1, 0, 0]  # warned once per cause and process

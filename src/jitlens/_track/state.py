@@ -115,8 +115,23 @@ INTERNAL_FAILURE = (
 
 _FAILURES_LOCK = threading.Lock()
 _WARNED: set[str] = set()
-#: Every distinct internal failure of this process, for the report's ``warnings``.
-FAILURES: list[str] = []
+#: Each distinct internal failure of this process (its cause: what failed, and the error's
+#: type) -> the number of its latest occurrence and its words. A report's ``warnings`` hold
+#: those that happened in its window (:func:`failures_since`): one in an earlier
+#: ``track()`` block of the process (a test's injected fault) is not this window's.
+FAILURES: dict[str, tuple[int, str]] = {}
+_OCCURRENCES = [0]
+
+
+def failure_mark() -> int:
+    """The number of the latest internal failure so far (0: none): where a window starts."""
+    return _OCCURRENCES[0]
+
+
+def failures_since(mark: int) -> tuple[str, ...]:
+    """The internal failures whose latest occurrence came after ``mark``, oldest cause first."""
+    with _FAILURES_LOCK:
+        return tuple(text for n, text in FAILURES.values() if n > mark)
 
 
 def internal_failure(what: str, exc: BaseException) -> None:
@@ -130,11 +145,13 @@ def internal_failure(what: str, exc: BaseException) -> None:
         log.debug("jitlens internal failure in %s", what, exc_info=exc)
         key = f"{what}:{type(exc).__name__}"
         with _FAILURES_LOCK:
+            _OCCURRENCES[0] += 1
+            text = INTERNAL_FAILURE.format(what=what, error=f"{type(exc).__name__}: {exc}")
+            first = key not in FAILURES
+            FAILURES[key] = (_OCCURRENCES[0], FAILURES[key][1] if not first else text)
             if key in _WARNED:
                 return
             _WARNED.add(key)
-            text = INTERNAL_FAILURE.format(what=what, error=f"{type(exc).__name__}: {exc}")
-            FAILURES.append(text)
         sink.warn(text, JitlensInternalWarning, stacklevel=3)
     except Exception:  # pragma: no cover - even logging failed: stay silent, stay out
         pass

@@ -24,7 +24,7 @@ from . import advisor, fastpath, hooks, pcache, runinfo, selfcheck  # issues 23,
 from .frontends.jax_jit import TrackedJit
 from .records import Counts, Record
 from .registry import REGISTRY
-from .state import FAILURES, internal_failure
+from .state import failure_mark, failures_since, internal_failure
 
 
 class Tracker:
@@ -53,6 +53,7 @@ class Tracker:
         self._open = False
         self._pcache_base: dict[str, int] | None = None
         self._dispatch: tuple[dict[int, int], dict[int, int] | None] = ({}, None)  # issue 24
+        self._failures_mark = 0  # jitlens' internal failures after it are this window's
 
     def __enter__(self) -> Tracker:
         self.start()
@@ -64,6 +65,7 @@ class Tracker:
     def start(self) -> None:
         if self._open:
             return
+        self._failures_mark = failure_mark()
         self._hooked = hooks.activate(self.timeline)
         with REGISTRY.lock:
             self._base = {r.id: r.snapshot() for r in REGISTRY.records}
@@ -130,7 +132,7 @@ class Tracker:
             duration_seconds=max(0.0, end - self._start_t),
             functions=tuple(functions),
             argv=(os.path.basename(sys.argv[0]), *sys.argv[1:]) if sys.argv else (),
-            warnings=report_warnings(),
+            warnings=report_warnings(self._failures_mark),
             run=runinfo.run_section(
                 self._pcache_base, self._start_wall, functions, index
             ),  # issue 23
@@ -271,10 +273,11 @@ def _unknowns(fn: FunctionReport) -> FunctionReport:
     return fn
 
 
-def report_warnings() -> tuple[str, ...]:
-    """The self-check's problems and jitlens' internal failures, for ``Report.warnings``."""
+def report_warnings(mark: int = 0) -> tuple[str, ...]:
+    """The self-check's problems and jitlens' internal failures since ``mark`` (a window's
+    start: :func:`~.state.failure_mark`), for ``Report.warnings``."""
     out: list[str] = []
     check = selfcheck.result(wait=True)
     if check is not None:
         out += check.problems()
-    return (*out, *FAILURES)
+    return (*out, *failures_since(mark))
