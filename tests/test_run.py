@@ -165,7 +165,7 @@ def test_demo_measures_the_seed_cnn(tmp_path):
     assert "(counter inside the function: 2 traces)" in out
     assert "fixed_step: 4 calls, traced 1x, compiled 1x" in out
     assert "model.avg_pool  identity_static" in out
-    assert "output shape (8,)" in out and "fwd: 5 calls, traced 1x, 4 cache hits" in out
+    assert "output shape (8,)" in out and "fwd: 5 calls, traced 1x, compiled 1x, 4 cache hits" in out
     assert max(len(line) for line in out.splitlines()) <= 100  # issue 26: lines of 225
     # The README and the tutorial show this very output (addresses, seconds and the
     # install path aside).

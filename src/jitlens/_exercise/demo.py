@@ -28,7 +28,7 @@ HEADER = 'jitlens demo: "When does recreating a model trigger nnx.jit recompilat
 VARIANT = "{label}\n  {name}: {calls} calls, traced {traces}x, compiled {compiles}x, {hits} cache hits (counter inside the function: {truth} {traces_word})"
 EXERCISE = (
     "jitlens.jit_forward(seed=0.0, x: f32[{n},{d}], features=4.0, num_calls=5.0)\n"
-    "  -> output shape {shape}, dtype {dtype}\n  fwd: {calls} calls, traced {traces}x, {hits} cache hits"
+    "  -> output shape {shape}, dtype {dtype}\n  fwd: {calls} calls, traced {traces}x, compiled {compiles}x, {hits} cache hits"
 )
 
 
@@ -146,6 +146,7 @@ def run_demo(out: TextIO = sys.stdout) -> int:
                 dtype=y.dtype,
                 calls=f.calls,
                 traces=f.traces,
+                compiles="?" if f.compiles is None else f.compiles,
                 hits=f.cache_hits,
             ),
             file=out,
