@@ -274,6 +274,7 @@ def results() -> dict[str, AuditResult]:
 # -- errors: statics that differ between two builds -------------------------------------------
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_lambda_is_an_error(results: dict[str, AuditResult]) -> None:
     (f,) = results["lambda"].findings
     assert (f.severity, f.kind, f.path) == ("error", "identity_static", "model.act")
@@ -283,6 +284,7 @@ def test_lambda_is_an_error(results: dict[str, AuditResult]) -> None:
     assert results["lambda"].exit_code == 1
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_flax_layer_argument_fix_is_at_the_call(results: dict[str, AuditResult]) -> None:
     (f,) = results["dot"].findings
     assert (f.severity, f.path) == ("error", "model.lin.dot_general")
@@ -292,21 +294,25 @@ def test_flax_layer_argument_fix_is_at_the_call(results: dict[str, AuditResult])
     )
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_jitted_function_per_instance(results: dict[str, AuditResult]) -> None:
     assert found(results["jitted"]) == [("error", "identity_static", "model.fn")]
     assert "jitted function" in results["jitted"].findings[0].message
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_nested_path_names_the_layer(results: dict[str, AuditResult]) -> None:
     assert found(results["layers"]) == [("error", "identity_static", "model.layers[3].avg_pool")]
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_container_names_what_is_rebuilt_inside(results: dict[str, AuditResult]) -> None:
     (f,) = results["tuple"].findings
     assert (f.severity, f.kind, f.path) == ("error", "identity_static", "model.acts")
     assert f.message.startswith("`model.acts` is a `tuple` holding a lambda")
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_static_value_that_differs(results: dict[str, AuditResult]) -> None:
     (f,) = results["numbered"].findings
     assert (f.severity, f.kind, f.path) == ("error", "static_value", "model.build")
@@ -314,6 +320,7 @@ def test_static_value_that_differs(results: dict[str, AuditResult]) -> None:
     assert "changed value" in f.message and "nnx.Variable" in f.fix
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_bound_method_library_closure_and_list_item(results: dict[str, AuditResult]) -> None:
     (method,) = results["method"].findings
     assert (method.kind, method.path) == ("identity_static", "model.forward")
@@ -325,6 +332,7 @@ def test_bound_method_library_closure_and_list_item(results: dict[str, AuditResu
     assert item.fix.startswith("Define the function once at module level (`def fn(...)`)")
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_optax_transform_built_in_the_factory(results: dict[str, AuditResult]) -> None:
     (f,) = results["optax"].findings
     # the Flax tutorial builds the optimizer once: a warning that names the condition
@@ -351,6 +359,7 @@ def test_optax_fix_names_the_optimizer_built(make: Callable[[], Any], named: str
     assert shown == ([named] if named else []), f.fix
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_class_defined_in_the_factory(results: dict[str, AuditResult]) -> None:
     (f,) = results["class"].findings
     assert (f.severity, f.kind, f.path) == ("error", "identity_static", "model")
@@ -360,6 +369,7 @@ def test_class_defined_in_the_factory(results: dict[str, AuditResult]) -> None:
 # -- errors: what nnx or JAX would reject later -----------------------------------------------
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_unhashable_statics(results: dict[str, AuditResult]) -> None:
     assert found(results["unhashable"]) == [
         ("error", "static_value", "model.cfg"),
@@ -373,12 +383,14 @@ def test_unhashable_statics(results: dict[str, AuditResult]) -> None:
     assert json.loads(results["unhashable"].to_json())["findings"][1]["fix"] == sizes.fix
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_comparison_that_raises(results: dict[str, AuditResult]) -> None:
     (f,) = results["bad_eq"].findings
     assert (f.severity, f.kind, f.path) == ("error", "static_value", "model.x")
     assert "RuntimeError: cannot compare" in f.message
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_data_hidden_in_a_static(results: dict[str, AuditResult]) -> None:
     (module,) = results["hidden_module"].findings
     assert (module.severity, module.kind, module.path) == (
@@ -392,6 +404,7 @@ def test_data_hidden_in_a_static(results: dict[str, AuditResult]) -> None:
     assert "nnx.Variable" in array.fix
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_data_that_is_not_an_array(results: dict[str, AuditResult]) -> None:
     (f,) = results["string_param"].findings
     assert (f.severity, f.kind, f.path) == ("error", "graph_structure", "model.v")
@@ -401,10 +414,12 @@ def test_data_that_is_not_an_array(results: dict[str, AuditResult]) -> None:
 # -- warnings and infos -----------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_module_level_and_default_objects_are_stable(results: dict[str, AuditResult]) -> None:
     assert results["stable"].findings == ()
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_shared_but_unnamed_identity_statics_warn(results: dict[str, AuditResult]) -> None:
     assert found(results["shared"]) == [
         ("warning", "identity_static", "model.cfg"),
@@ -417,6 +432,7 @@ def test_shared_but_unnamed_identity_statics_warn(results: dict[str, AuditResult
     assert results["shared"].exit_code == 0
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_numbers_on_user_modules_are_infos(results: dict[str, AuditResult]) -> None:
     assert found(results["numbers"]) == [
         ("info", "static_value", "model.scale"),
@@ -427,6 +443,7 @@ def test_numbers_on_user_modules_are_infos(results: dict[str, AuditResult]) -> N
     assert results["numbers"].exit_code == 0
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_variable_metadata(results: dict[str, AuditResult]) -> None:
     assert found(results["metadata"]) == [
         ("error", "variable_metadata", "model.w.on_read"),
@@ -441,6 +458,7 @@ def test_variable_metadata(results: dict[str, AuditResult]) -> None:
     assert "(-1) in the metadata of `model.w` (Param)" in last_update.message
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_flax_layers_and_shared_optimizer_are_clean(results: dict[str, AuditResult]) -> None:
     result = results["flax_only"]
     assert result.findings == ()
@@ -448,6 +466,7 @@ def test_flax_layers_and_shared_optimizer_are_clean(results: dict[str, AuditResu
     assert result.statics > 100
 
 
+@pytest.mark.xdist_group("audit_results")  # its module fixture runs once
 def test_kinds_come_from_the_explainer_vocabulary(results: dict[str, AuditResult]) -> None:
     for result in results.values():
         for f in result.findings:

@@ -119,6 +119,7 @@ def _diff(capsys: pytest.CaptureFixture[str], before: Run, after: Run) -> tuple[
     return code, capsys.readouterr().out
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_counts_and_cache_outcomes_match_what_jax_did(runs: dict[str, Run]) -> None:
     for name in ("cold", "warm", "flag", "shape", "never2"):
         run = runs[name]
@@ -144,6 +145,7 @@ def test_counts_and_cache_outcomes_match_what_jax_did(runs: dict[str, Run]) -> N
     assert Report.from_dict(json.loads(warm.to_json())).run == warm.run
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_a_repeat_run_exits_0(runs: dict[str, Run], capsys: pytest.CaptureFixture[str]) -> None:
     assert runs["warm"].jax_step() == {"compiles": 0, "pcache_hits": 1, "pcache_writes": 0}
     code, out = _diff(capsys, runs["cold"], runs["warm"])
@@ -154,6 +156,7 @@ def test_a_repeat_run_exits_0(runs: dict[str, Run], capsys: pytest.CaptureFixtur
     assert code == 0 and "1 function(s) unchanged" in out, out
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_the_summary_says_a_second_run_read_the_persistent_cache(runs: dict[str, Run]) -> None:
     """A newcomer's "was the cache hit on my second run?": the warm run's summary showed
     `compiles 0` and nothing else; only `jitlens diff` or the JSON said where it came from."""
@@ -163,6 +166,7 @@ def test_the_summary_says_a_second_run_read_the_persistent_cache(runs: dict[str,
     assert "persistent compilation cache" not in runs["cold"].report.to_text(width=200)
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_a_changed_xla_flag_exits_1_naming_the_function_and_the_flag(
     runs: dict[str, Run], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -181,6 +185,7 @@ def test_a_changed_xla_flag_exits_1_naming_the_function_and_the_flag(
     assert [e.kind for e in worse.entries] == ["cache_miss"]
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_a_new_input_shape_is_named_with_its_path(
     runs: dict[str, Run], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -201,6 +206,7 @@ def test_a_new_input_shape_is_named_with_its_path(
     assert code == 1
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_a_cache_that_never_stores_names_the_setting(
     runs: dict[str, Run], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -217,6 +223,7 @@ def test_a_cache_that_never_stores_names_the_setting(
     assert "jax_persistent_cache_min_entry_size_bytes=1000000000" in out
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_a_cache_enabled_after_the_first_compile_is_named(runs: dict[str, Run]) -> None:
     late = runs["late"]
     assert not (late.path.parent / "late").exists() and late.jax_step()["compiles"] == 1
@@ -225,6 +232,7 @@ def test_a_cache_enabled_after_the_first_compile_is_named(runs: dict[str, Run]) 
     assert "before the first jitted call" in note.fix
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_an_entry_jax_cannot_read_back_is_named(runs: dict[str, Run]) -> None:
     corrupt = runs["corrupt"]
     # JAX found the key, failed to read the entry, compiled and "wrote" it (its cache kept
@@ -240,6 +248,7 @@ def test_an_entry_jax_cannot_read_back_is_named(runs: dict[str, Run]) -> None:
     assert runs["warm"].report.run.persistent_cache.entries_unreadable == ()
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_a_copied_cache_folder_is_a_new_key(
     runs: dict[str, Run], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -264,6 +273,7 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert _diff_cli([str(broken)]) == 2
 
 
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
 def test_a_line_shift_still_matches(runs: dict[str, Run]) -> None:
     import dataclasses
 

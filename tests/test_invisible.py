@@ -69,6 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]
     return out
 
 
+@pytest.mark.xdist_group("invisible_runs")  # its module fixture runs once
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["run", "env"])
 def test_the_program_sees_the_same_events_jits_threads_and_modules(runs, mode) -> None:
@@ -77,6 +78,7 @@ def test_the_program_sees_the_same_events_jits_threads_and_modules(runs, mode) -
     assert tracked == plain
 
 
+@pytest.mark.xdist_group("invisible_runs")  # its module fixture runs once
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["run", "env"])
 def test_jax_compile_log_names_the_same_functions(runs, mode) -> None:

@@ -197,6 +197,7 @@ def seed_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "seed.html"
 
 
+@pytest.mark.xdist_group("render_browser_seed_page")  # its module fixture runs once
 def test_seed_entries_render_distinguishably(seed_page: Path, tmp_path: Path) -> None:
     done = _chromium(seed_page, tmp_path / "profile", "--dump-dom")
     dom = html_dom.parse(done.stdout)
@@ -206,6 +207,7 @@ def test_seed_entries_render_distinguishably(seed_page: Path, tmp_path: Path) ->
     assert all("model.avg_pool=partial@…" in s for s in signatures)
 
 
+@pytest.mark.xdist_group("render_browser_seed_page")  # its module fixture runs once
 def test_timeline_starts_at_the_first_call_zooms_and_shows_tooltips(
     seed_page: Path, tmp_path: Path
 ) -> None:

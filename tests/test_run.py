@@ -47,6 +47,7 @@ def program(tmp_path_factory):
     return d
 
 
+@pytest.mark.xdist_group("run_program")  # its module fixture runs once
 def test_same_argv_name_path_exit_code_and_counts(program, tmp_path):
     report = tmp_path / "r.json"
     proc = run_python(
@@ -65,6 +66,7 @@ def test_same_argv_name_path_exit_code_and_counts(program, tmp_path):
     assert "double" in proc.stderr  # the summary table goes to stderr
 
 
+@pytest.mark.xdist_group("run_program")  # its module fixture runs once
 def test_exceptions_keep_their_traceback_and_exit_code(program):
     proc = run_python(["-m", "jitlens", "run", "main.py", "--fail"], cwd=program)
     assert proc.returncode == 1
@@ -73,6 +75,7 @@ def test_exceptions_keep_their_traceback_and_exit_code(program):
     assert "_run.py" not in proc.stderr  # jitlens' own frames are not shown
 
 
+@pytest.mark.xdist_group("run_program")  # its module fixture runs once
 def test_module_mode_and_html(program, tmp_path):
     (program / "pkgmod.py").write_text(
         "import helper_mod\nif __name__ == '__main__':\n    helper_mod.work()\n"
@@ -165,7 +168,9 @@ def test_demo_measures_the_seed_cnn(tmp_path):
     assert "(counter inside the function: 2 traces)" in out
     assert "fixed_step: 4 calls, traced 1x, compiled 1x" in out
     assert "model.avg_pool  identity_static" in out
-    assert "output shape (8,)" in out and "fwd: 5 calls, traced 1x, compiled 1x, 4 cache hits" in out
+    assert (
+        "output shape (8,)" in out and "fwd: 5 calls, traced 1x, compiled 1x, 4 cache hits" in out
+    )
     assert max(len(line) for line in out.splitlines()) <= 100  # issue 26: lines of 225
     # The README and the tutorial show this very output (addresses, seconds and the
     # install path aside).
@@ -220,12 +225,14 @@ def args_program(tmp_path_factory):
         (["-q", "--", "-m", "mypkg.train", "a"], "['{d}/mypkg/train.py', 'a']"),
     ],
 )
+@pytest.mark.xdist_group("run_args_program")  # its module fixture runs once
 def test_everything_after_the_program_belongs_to_it(args_program, command, argv):
     proc = run_python(["-m", "jitlens", "run", *command], cwd=args_program)
     assert proc.returncode == 0, proc.stderr
     assert f"argv {argv.format(d=args_program)}" in proc.stdout
 
 
+@pytest.mark.xdist_group("run_args_program")  # its module fixture runs once
 def test_the_traceback_is_pythons_and_the_summary_follows_it_and_files_follow_the_umask(
     args_program, tmp_path
 ):
@@ -271,6 +278,7 @@ def test_report_on_a_binary_file_is_a_clean_error(tmp_path):
     assert "not UTF-8" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.xdist_group("run_args_program")  # its module fixture runs once
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
 def test_a_signal_writes_the_report_then_kills_the_program_as_without_jitlens(
     args_program, tmp_path, signame

@@ -118,6 +118,7 @@ def sharding_out():
     return json.loads(line[4:])
 
 
+@pytest.mark.xdist_group("sharding_sharding_out")  # its module fixture runs once
 def test_named_sharding_and_placement_changes(sharding_out):
     got = sharding_out["placement"]
     assert got[0] == [
@@ -134,6 +135,7 @@ def test_named_sharding_and_placement_changes(sharding_out):
     assert got[3] == [["sharding", "x", "uncommitted (default device)", "committed to cpu:1"]]
 
 
+@pytest.mark.xdist_group("sharding_sharding_out")  # its module fixture runs once
 def test_recompiles_from_a_cached_trace_are_counted_and_worded_as_such(sharding_out):
     """JAX re-lowers a traced function for a new sharding without tracing it again: those
     compiles are explained, counted as time lost, and not called retraces."""
@@ -145,6 +147,7 @@ def test_recompiles_from_a_cached_trace_are_counted_and_worded_as_such(sharding_
     assert f"x  sharding  (in {retraces + recompiles} recompiles)" in text
 
 
+@pytest.mark.xdist_group("sharding_sharding_out")  # its module fixture runs once
 def test_wrapper_in_shardings_and_donation(sharding_out):
     got = sharding_out["wrapper"]
     kinds = {(k, p) for k, p, _b, _a in got}
@@ -154,10 +157,12 @@ def test_wrapper_in_shardings_and_donation(sharding_out):
     assert ("config", "jit(donate_argnums=...)") in kinds
 
 
+@pytest.mark.xdist_group("sharding_sharding_out")  # its module fixture runs once
 def test_nnx_input_sharding(sharding_out):
     assert sharding_out["nnx"][0][0][:2] == ["sharding", "x"]
 
 
+@pytest.mark.xdist_group("sharding_sharding_out")  # its module fixture runs once
 def test_a_step_that_returns_a_parameter_placed_otherwise_gets_a_fix_that_works(sharding_out):
     """The printed placement, run before the loop: one compile instead of two, same sums."""
     compiles, fixes, sums, (fixed_compiles, fixed_fixes, fixed_sums) = sharding_out["fsdp"]
@@ -169,6 +174,7 @@ def test_a_step_that_returns_a_parameter_placed_otherwise_gets_a_fix_that_works(
     assert fixed_sums == sums
 
 
+@pytest.mark.xdist_group("sharding_sharding_out")  # its module fixture runs once
 def test_a_call_outside_the_mesh_is_named_alone_and_the_fix_works(sharding_out):
     """P() and P(None, None) place alike and JAX compiles once for both: they were listed as
     six sharding differences under the one that mattered, the mesh left before the call."""

@@ -20,6 +20,9 @@ import pytest
 
 from conftest import run_python
 
+#: One worker runs the module: its drivers (every program, before and after its fix) run once.
+pytestmark = pytest.mark.xdist_group("trial_c")
+
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("c_*.py"))
 

@@ -44,6 +44,7 @@ def keras_split() -> dict:
     return _truth("keras_validation_split.py", env={"KERAS_BACKEND": "jax"})
 
 
+@pytest.mark.xdist_group("trial_keras_split")  # its module fixture runs once
 def test_keras_validation_split_compiles_the_test_step_twice(keras_split: dict) -> None:
     # 600 samples, validation_split=0.2: 480 train (15 x 32), 120 validation (3 x 32 + 24)
     assert keras_split["before"]["train"]["traces"] == 1
@@ -51,6 +52,7 @@ def test_keras_validation_split_compiles_the_test_step_twice(keras_split: dict) 
     assert keras_split["before"]["test"]["fix"]
 
 
+@pytest.mark.xdist_group("trial_keras_split")  # its module fixture runs once
 def test_keras_validation_split_fix_removes_the_retrace(keras_split: dict) -> None:
     fix = keras_split["before"]["test"]["fix"]
     assert "validation_split" in fix  # the ragged batch is in the set the split cut off
@@ -62,6 +64,7 @@ def test_keras_validation_split_fix_removes_the_retrace(keras_split: dict) -> No
     assert keras_split["after"]["test"]["traces"] == 1
 
 
+@pytest.mark.xdist_group("trial_keras_split")  # its module fixture runs once
 def test_keras_validation_data_s_ragged_batch_is_named_and_the_fix_works(keras_split: dict) -> None:
     # the test step's batches of fit(validation_data=...) are cut from validation_data, not x
     before, after = keras_split["data_before"], keras_split["data_after"]
@@ -72,6 +75,7 @@ def test_keras_validation_data_s_ragged_batch_is_named_and_the_fix_works(keras_s
     assert (after["train"]["traces"], after["test"]["traces"]) == (1, 1)
 
 
+@pytest.mark.xdist_group("trial_keras_split")  # its module fixture runs once
 def test_keras_predict_then_predict_on_batch_is_named_and_the_fix_works(keras_split: dict) -> None:
     # once: 'Pass `data` as the same kind of value on every call', a name the user never had
     before, after = keras_split["mixed"]["before"], keras_split["mixed"]["after"]
@@ -82,6 +86,7 @@ def test_keras_predict_then_predict_on_batch_is_named_and_the_fix_works(keras_sp
     assert after["outputs"] == before["outputs"]
 
 
+@pytest.mark.xdist_group("trial_keras_split")  # its module fixture runs once
 def test_keras_compile_again_per_learning_rate_is_named_and_the_fix_works(
     keras_split: dict,
 ) -> None:
@@ -97,6 +102,7 @@ def test_keras_compile_again_per_learning_rate_is_named_and_the_fix_works(
     assert after["moved"] == before["moved"] == [True, False, True]  # the rate is in effect
 
 
+@pytest.mark.xdist_group("trial_keras_split")  # its module fixture runs once
 def test_keras_named_inputs_get_fixes_that_cut_each_array_of_the_dict(keras_split: dict) -> None:
     # once: "`n = len(x) // 16 * 16`, then `x[:n]`": len of a dict counts its keys
     before, after = keras_split["named"]["before"], keras_split["named"]["after"]
@@ -684,6 +690,7 @@ def numpyro_chains() -> dict:
     return _truth("numpyro_chains.py")
 
 
+@pytest.mark.xdist_group("trial_numpyro_chains")  # its module fixture runs once
 def test_numpyro_parallel_chains_compile_is_the_sample_loops(numpyro_chains: dict) -> None:
     # the loop is traced inside numpyro's pmap over chains: pmap's compile is the loop's
     # (the row once said 0 compiles, 0.00 s lost, while each run compiled the pmap again)
@@ -691,6 +698,7 @@ def test_numpyro_parallel_chains_compile_is_the_sample_loops(numpyro_chains: dic
     assert par["traces"] == par["compiles"] == par["jax_compiles"] == 1, par
 
 
+@pytest.mark.xdist_group("trial_numpyro_chains")  # its module fixture runs once
 def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) -> None:
     seq, vec = numpyro_chains["sequential"], numpyro_chains["vectorized"]
     assert seq["traces"] == seq["compiles"] == seq["jax_compiles"] == 2, seq
@@ -703,6 +711,7 @@ def test_numpyro_sequential_chains_get_the_vectorized_fix(numpyro_chains: dict) 
     assert vec["mean"] == pytest.approx(seq["mean"], rel=1e-5)
 
 
+@pytest.mark.xdist_group("trial_numpyro_chains")  # its module fixture runs once
 def test_numpyro_reruns_stepped_with_a_progress_bar_get_the_jit_model_args_fix(
     numpyro_chains: dict,
 ) -> None:
@@ -717,6 +726,7 @@ def test_numpyro_reruns_stepped_with_a_progress_bar_get_the_jit_model_args_fix(
     assert after["mean"] == pytest.approx(before["mean"], rel=1e-5)
 
 
+@pytest.mark.xdist_group("trial_numpyro_chains")  # its module fixture runs once
 def test_numpyro_s_own_state_flipping_weak_type_is_not_blamed_on_the_user(
     numpyro_chains: dict,
 ) -> None:
@@ -730,6 +740,7 @@ def test_numpyro_s_own_state_flipping_weak_type_is_not_blamed_on_the_user(
     assert after["mean"] == pytest.approx(before["mean"], rel=1e-5)
 
 
+@pytest.mark.xdist_group("trial_numpyro_chains")  # its module fixture runs once
 def test_a_jit_of_svi_update_per_epoch_is_fixed_in_the_users_spelling(
     numpyro_chains: dict,
 ) -> None:
