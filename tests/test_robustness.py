@@ -526,22 +526,29 @@ def test_an_internal_failure_is_in_the_report_of_its_own_window_only(
 ) -> None:
     """A report's warnings are the failures of its window: one in an earlier ``track()``
     block (another test's injected fault, under xdist) made a later clean report say
-    "jitlens stepped aside"; the same failure again in a later window is in that report too,
-    though its warning is not repeated."""
+    "jitlens stepped aside"; the same cause again in a later window is in that report, in
+    that occurrence's words, though its warning is not repeated."""
     from jitlens._track import listeners
+
+    def other(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("an earlier failure's words")
 
     monkeypatch.setattr(state, "_WARNED", set())
     reports, said = [], []
-    for broken in (True, False, True):
+    for broken in (other, None, _boom):
         with monkeypatch.context() as m:
-            if broken:
-                m.setattr(listeners, "describe_and_explain", _boom)
+            if broken is not None:
+                m.setattr(listeners, "describe_and_explain", broken)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 with jitlens.track() as t:
                     jax.jit(lambda x: x + 1)(jnp.ones(2))
             said.append(sum(issubclass(w.category, JitlensInternalWarning) for w in caught))
             reports.append(t.report())
-    injected = [[w for w in r.warnings if "injected jitlens failure" in w] for r in reports]
-    assert [len(w) for w in injected] == [1, 0, 1]
+    words = [[w.split("(", 1)[1].split(")")[0] for w in r.warnings] for r in reports]
+    assert words == [
+        ["RuntimeError: an earlier failure's words"],
+        [],
+        ["RuntimeError: injected jitlens failure"],
+    ]
     assert said == [1, 0, 0]  # warned once per cause and process

@@ -116,7 +116,7 @@ INTERNAL_FAILURE = (
 _FAILURES_LOCK = threading.Lock()
 _WARNED: set[str] = set()
 #: Each distinct internal failure of this process (its cause: what failed, and the error's
-#: type) -> the number of its latest occurrence and its words. A report's ``warnings`` hold
+#: type) -> the number of its latest occurrence and that occurrence's words. A report's ``warnings`` hold
 #: those that happened in its window (:func:`failures_since`): one in an earlier
 #: ``track()`` block of the process (a test's injected fault) is not this window's.
 FAILURES: dict[str, tuple[int, str]] = {}
@@ -129,7 +129,8 @@ def failure_mark() -> int:
 
 
 def failures_since(mark: int) -> tuple[str, ...]:
-    """The internal failures whose latest occurrence came after ``mark``, oldest cause first."""
+    """The internal failures whose latest occurrence came after ``mark``, in that order (each
+    in the words of its latest occurrence)."""
     with _FAILURES_LOCK:
         return tuple(text for n, text in FAILURES.values() if n > mark)
 
@@ -147,8 +148,8 @@ def internal_failure(what: str, exc: BaseException) -> None:
         with _FAILURES_LOCK:
             _OCCURRENCES[0] += 1
             text = INTERNAL_FAILURE.format(what=what, error=f"{type(exc).__name__}: {exc}")
-            first = key not in FAILURES
-            FAILURES[key] = (_OCCURRENCES[0], FAILURES[key][1] if not first else text)
+            FAILURES.pop(key, None)  # the latest occurrence's words, last in the order
+            FAILURES[key] = (_OCCURRENCES[0], text)
             if key in _WARNED:
                 return
             _WARNED.add(key)
