@@ -68,6 +68,8 @@ PROFILER_NAME = "jitlens: retrace {name} ({reasons})"
 CHANGE = "{before} -> {after}"
 
 _LOCK = threading.Lock()
+#: Held from a retrace's number to its logged line (re-entrant: a handler may compile).
+_LOG_LOCK = threading.RLock()
 #: a function (:func:`_function_key`) -> retraces logged so far.
 _LOGGED: dict[Any, int] = {}
 #: record ids already warned about (one runaway warning per function).
@@ -189,21 +191,26 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
     except Exception as exc:
         internal_failure("closing a profiler annotation", exc)
     key = _function_key(rec)
-    with _LOCK:
+    # one decision per retrace, in the order its line comes out: threads retracing at once
+    # each take the next number, and the line (full or folded) says that number
+    with _LOG_LOCK:
         number = _LOGGED.get(key, 0) + 1
         _LOGGED[key] = number
-    level = _level(number)
-    if log.isEnabledFor(level):
-        if number <= LIVE_FULL:
-            width = _log_width()
-            text = FULL_LINE.format(text=_explained(rec, b, width))
-        else:
-            text = FOLDED_LINE.format(
-                name=rec.qualname, number=number, site=b.call_site, reason=_first_reason(b.reasons)
-            )
-            if number == LIVE_FULL + 1:
-                text += FOLDED_NOTE.format(name=rec.qualname)
-        log.log(level, "%s", text, extra={"jitlens": event_data(rec, b, "retrace", number)})
+        level = _level(number)
+        if log.isEnabledFor(level):
+            if number <= LIVE_FULL:
+                width = _log_width()
+                text = FULL_LINE.format(text=_explained(rec, b, width, number))
+            else:
+                text = FOLDED_LINE.format(
+                    name=rec.qualname,
+                    number=number,
+                    site=b.call_site,
+                    reason=_first_reason(b.reasons),
+                )
+                if number == LIVE_FULL + 1:
+                    text += FOLDED_NOTE.format(name=rec.qualname)
+            log.log(level, "%s", text, extra={"jitlens": event_data(rec, b, "retrace", number)})
     check_runaway(rec, b)
 
 
@@ -214,7 +221,7 @@ def _function_key(rec: Record) -> Any:
     return (rec.qualname, rec.kind, rec.defined_at) if rec.defined_at else rec.id
 
 
-def _explained(rec: Record, b: EventBuilder, width: int) -> str:
+def _explained(rec: Record, b: EventBuilder, width: int | None, number: int) -> str:
     """The retrace as :meth:`Record.explain_retrace` words it, its call and retrace numbered
     as the summary will number them: across the wrappers of the same code.
 
@@ -230,7 +237,7 @@ def _explained(rec: Record, b: EventBuilder, width: int) -> str:
             if r is rec or (not r.internal and r.id != rec.id and _function_key(r) == key)
         ]
     if len(group) < 2:
-        return rec.explain_retrace(b, REGISTRY.t0, width)
+        return rec.explain_retrace(b, REGISTRY.t0, width, number)
     import dataclasses  # the first retrace of a rebuilt jit: not at jitlens' start-up
 
     from .._core.fold import fold_event
@@ -248,7 +255,9 @@ def _explained(rec: Record, b: EventBuilder, width: int) -> str:
         if top.calls or top.traces or top.events or top.stale:  # a row the summary shows
             members.append(r.freeze(Counts(), top, REGISTRY.t0))
     folded, event = fold_event(members, event)
-    return render_retrace(dataclasses.replace(folded, qualname=fn.qualname), event, width=width)
+    return render_retrace(
+        dataclasses.replace(folded, qualname=fn.qualname), event, width=width, number=number
+    )
 
 
 # ------------------------------------------------------------------ the runaway warning
