@@ -438,3 +438,65 @@ def test_threads_retracing_at_once_number_each_retrace_once_in_order():
         # the number it prints is its own, once
         said = text.count(f"retrace #{n}")
         assert said == 1 and text.count("retrace #") == 1, text
+
+
+def test_the_runaway_warning_counts_a_jit_rebuilt_every_iteration_across_its_wrappers():
+    """``jax.jit(lambda ...)`` inside the loop (a new wrapper per epoch, a common bug) compiles
+    the same code every iteration: the warning counts its compiles across the wrappers, as
+    the summary folds them. Functions of their own code are counted apart. Before: each
+    wrapper compiled once, so the warning never fired."""
+    import warnings
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    body = []
+
+    def epoch(i):
+        step = jax.jit(lambda x: body.append(1) or x + i)  # rebuilt: the bug
+        return step(jnp.ones(3))
+
+    def one(x):
+        body.append(1)
+        return x + 1
+
+    def two(x):
+        body.append(1)
+        return x - 1
+
+    def three(x):
+        body.append(1)
+        return x * 2
+
+    def four(x):
+        body.append(1)
+        return x / 2
+
+    def runaway(loop):
+        body.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with jitlens.settings(warn_recompiles="3"), jitlens.track() as t:
+                loop()
+        traces = sum(f.traces for f in t.report().functions)
+        return (
+            len(body),
+            traces,
+            [
+                str(w.message)
+                for w in caught
+                if issubclass(w.category, jitlens.RunawayRecompileWarning)
+            ],
+        )
+
+    n, traces, (warned,) = runaway(lambda: [epoch(i) for i in range(6)])
+    assert n == traces == 6  # the truth: six runs of the body
+    assert "<lambda>` (jax.jit" in warned, warned
+    assert "recompiled 3 times (JITLENS_WARN_RECOMPILES=3): <lambda> new_function in 3" in warned
+    assert "\n  fix: " in warned, warned  # the folded reason's own fix
+    n, traces, none = runaway(
+        lambda: [f(jnp.ones(3)) for f in map(jax.jit, (one, two, three, four))]
+    )
+    assert (n, traces, none) == (4, 4, [])

@@ -72,8 +72,10 @@ _LOCK = threading.Lock()
 _LOG_LOCK = threading.RLock()
 #: a function (:func:`_function_key`) -> retraces logged so far.
 _LOGGED: dict[Any, int] = {}
-#: record ids already warned about (one runaway warning per function).
-_WARNED: set[int] = set()
+#: functions (:func:`_function_key`) already warned about (one runaway warning per function).
+_WARNED: set[Any] = set()
+#: a function -> its wrappers' records by id (a jit rebuilt per epoch: one function).
+_WRAPPERS: dict[Any, dict[int, Record]] = {}
 
 
 class _Open(threading.local):
@@ -263,12 +265,17 @@ def _explained(rec: Record, b: EventBuilder, width: int | None, number: int) -> 
 # ------------------------------------------------------------------ the runaway warning
 
 
-def _folded(rec: Record) -> tuple[Reason, int, str] | None:
-    """The most frequent reason of the record's retraces and recompiles, with its values."""
-    with rec.lock:
-        events = [
-            e for e in rec.events if e.kind in (EventKind.RETRACE, EventKind.COMPILE) and e.reasons
-        ]
+def _folded(group: list[Record]) -> tuple[Reason, int, str] | None:
+    """The most frequent reason of the function's retraces and recompiles (across its
+    wrappers), with its values."""
+    events = []
+    for rec in group:
+        with rec.lock:
+            events += [
+                e
+                for e in rec.events
+                if e.kind in (EventKind.RETRACE, EventKind.COMPILE) and e.reasons
+            ]
     counts: collections.Counter[tuple[str, str]] = collections.Counter()
     seen: dict[tuple[str, str], list[Reason]] = {}
     for e in events:
@@ -285,8 +292,11 @@ def _folded(rec: Record) -> tuple[Reason, int, str] | None:
     return rs[-1], count, values_text(rs[-1], rs[:-1])
 
 
-def runaway_text(rec: Record, recompiles: int, limit: int) -> str:
-    folded = _folded(rec)
+def runaway_text(
+    rec: Record, recompiles: int, limit: int, group: list[Record] | None = None
+) -> str:
+    """The warning's words; ``group``: the function's wrappers (default: ``rec`` alone)."""
+    folded = _folded(group or [rec])
     if folded is None:
         reason, count, values = None, recompiles, NO_REASON
     else:
@@ -308,19 +318,36 @@ def runaway_text(rec: Record, recompiles: int, limit: int) -> str:
 
 
 def check_runaway(rec: Record, b: EventBuilder) -> None:
-    """Warn once when ``rec``'s recompiles reach ``JITLENS_WARN_RECOMPILES``."""
-    if rec.internal or rec.id in _WARNED:
+    """Warn once when a function's recompiles reach ``JITLENS_WARN_RECOMPILES``, counted
+    across its wrappers as the summary folds them: a ``jax.jit(lambda ...)`` rebuilt every
+    epoch compiles the same code each time, though each wrapper compiles once."""
+    if rec.internal:
+        return
+    key = _function_key(rec)
+    if key in _WARNED:
         return
     limit = _config.get("warn_recompiles")
-    recompiles = rec.compiles - 1
-    if not limit or recompiles < limit:
+    if not limit:
         return
     with _LOCK:
-        if rec.id in _WARNED:
+        wrappers = _WRAPPERS.get(key)
+        if wrappers is None:  # its first retrace: the wrappers so far (a first trace is none)
+            with REGISTRY.lock:
+                siblings = list(REGISTRY.by_code.get(rec.code_key, ()))
+            wrappers = _WRAPPERS[key] = {
+                r.id: r for r in siblings if not r.internal and _function_key(r) == key
+            }
+        wrappers[rec.id] = rec
+        group = list(wrappers.values())
+    recompiles = sum(r.compiles for r in group) - 1
+    if recompiles < limit:
+        return
+    with _LOCK:
+        if key in _WARNED:
             return
-        _WARNED.add(rec.id)
-    text = runaway_text(rec, recompiles, limit)
-    data = event_data(rec, b, "runaway", _LOGGED.get(_function_key(rec)))
+        _WARNED.add(key)
+    text = runaway_text(rec, recompiles, limit, group)
+    data = event_data(rec, b, "runaway", _LOGGED.get(key))
     log.debug("%s", text, extra={"jitlens": data})
     # from outside the program: on the terminal, never in its warning records or handlers
     sink.warn(text, RunawayRecompileWarning, stacklevel=_compat.user_stacklevel())
