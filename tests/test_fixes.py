@@ -413,6 +413,32 @@ def test_weak_fix() -> None:
     prove("WEAK_FIX", broken, fixed)
 
 
+def test_a_python_int_that_becomes_float32_is_one_reason_with_one_fix() -> None:
+    """A carry started from the Python ``0`` and fed the float32 output back changes dtype and
+    weak type at once (``i32[]{weak} -> f32[]``): one change, one reason, one fix, which
+    applied removes the retrace. Before: a dtype reason and a weak-type reason for it."""
+
+    def broken():
+        f = jax.jit(lambda acc, x: acc + x.sum())
+        acc = 0
+        for _ in range(2):
+            acc = f(acc, X)
+        return f, acc
+
+    def fixed():
+        f = jax.jit(lambda acc, x: acc + x.sum())
+        acc = 0
+        acc = jnp.asarray(acc, jnp.float32)  # the fix, as printed
+        for _ in range(2):
+            acc = f(acc, X)
+        return f, acc
+
+    prove("WEAK_FIX", broken, fixed)
+    _s, (r,), _ = run(broken)
+    assert (r.kind, r.before, r.after) == ("weak_type", "i32[]{weak}", "f32[]")
+    assert "`acc = jnp.asarray(acc, jnp.float32)`" in r.fix, r.fix
+
+
 def test_weak_fix_keeps_a_non_zero_value() -> None:
     """A hyper-parameter passed as a Python float, then as a numpy scalar: the value is kept."""
 

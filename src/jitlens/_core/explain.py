@@ -224,7 +224,10 @@ def _entry_reasons(
             axis = b.batch_axis if b.batch_axis is not None else a.batch_axis
             shape = W.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph, batch_axis=axis)
             out.append(shape)
-        if a.dtype != b.dtype:
+        # a Python number against a typed array of another dtype (the Python `0` against the
+        # float32 output fed back) is one change: said once, as a weak type, whose fix types
+        # the number with the wider dtype
+        if a.dtype != b.dtype and a.weak == b.weak:
             out.append(W.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)
