@@ -46,6 +46,7 @@ FIXES: dict[str, str] = {
     "METHOD_FIX": "test_method_fix",
     "NEW_LAMBDA_FIX": "test_new_lambda_fix",
     "NEW_PARTIAL_FIX": "test_new_partial_fix",
+    "NEW_PARTIAL_STATIC_FIX": "test_new_partial_static_fix",
     "SHAPE_FIX": "test_shape_fix",
     "PARAM_SHAPE_FIX": OPTION,
     "LAYER_FIX": OPTION,
@@ -344,6 +345,45 @@ def test_new_partial_fix() -> None:
         return f, [f(X, k=k) for k in (2.0, 3.0)]
 
     prove("NEW_PARTIAL_FIX", broken, fixed)
+
+
+def gram(kernel, xs):  # jax's examples/kernel_lsq.py
+    return jax.vmap(lambda x: jax.vmap(lambda y: kernel(x, y))(xs))(xs)
+
+
+def dot_kernel(x, y):
+    return jnp.dot(x, y)
+
+
+def test_new_partial_static_fix() -> None:
+    """``jax.jit(partial(gram, kernel))`` per call binds a function: the fix says `kernel`
+    must be static, in the program's names, and applied it traces once with the same results.
+    Before: "pass `kernel` as arguments (list them in static_argnames if they must stay
+    static)", where a function passed as a traced argument fails."""
+
+    def broken():
+        outs = []
+        for _ in range(2):
+            f = jax.jit(functools.partial(gram, dot_kernel))
+            outs.append(f(X))
+        return f, outs
+
+    def fixed():
+        gram_jit = jax.jit(gram, static_argnames="kernel")  # the fix, as printed
+        return gram_jit, [gram_jit(dot_kernel, X) for _ in range(2)]
+
+    def hoisted():  # the fix's other way: the partial built and jitted once, outside the loop
+        f = jax.jit(functools.partial(gram, dot_kernel))
+        return f, [f(X) for _ in range(2)]
+
+    s, rs, out_h = run(hoisted)  # first: no earlier wrapper of `gram` to compare with
+    assert (s.traces, rs) == (1, [])
+    prove("NEW_PARTIAL_STATIC_FIX", broken, fixed)
+    _s, (r,), out_b = run(broken)
+    np.testing.assert_allclose(np.asarray(out_h), np.asarray(out_b), rtol=1e-5)
+    assert "`kernel` static" in r.fix, r.fix
+    assert "`gram_jit = jax.jit(gram, static_argnames='kernel')`" in r.fix, r.fix
+    assert "`gram_jit(kernel, ...)`" in r.fix, r.fix
 
 
 # ---------------------------------------------------------------- avals

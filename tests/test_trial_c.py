@@ -112,7 +112,10 @@ def test_kernel_lsq_s_rebuilt_jits_get_fixes_in_the_programs_names(trial: dict) 
     run = trial["before"]["c_jax_kernel_lsq_sweep"]
     gram = _reasons(run, "gram")
     assert [r["kind"] for r in gram] == ["new_function"] * 2
-    assert "Jit `gram` once and pass `kernel` as arguments" in gram[0]["fix"], gram[0]["fix"]
+    # once: "pass `kernel` as arguments (list them in static_argnames if they must stay static)"
+    fix = gram[0]["fix"]
+    assert fix.startswith("Jit `gram` once with `kernel` static (a function cannot be traced)"), fix
+    assert "`gram_jit = jax.jit(gram, static_argnames='kernel')`" in fix, fix  # as run(fixed)
     for fn in ("update", "predict"):
         fix = _reasons(run, fn)[0]["fix"]
         assert f"`def {fn}(...)` at module level, or `{fn}_jit = jax.jit(...)`" in fix, fix
@@ -179,7 +182,7 @@ def test_a_partial_jitted_before_tracking_started_keeps_what_it_binds_in_the_fix
     got = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
     assert got["truth"] == 3 and len(got["fixes"]) == 2, got
     for fix in got["fixes"]:
-        assert fix.startswith("Jit `gram` once and pass `kernel` as arguments"), fix
+        assert fix.startswith("Jit `gram` once with `kernel` static"), fix
         assert "jax.jit(gram)" not in fix
 
 

@@ -233,6 +233,7 @@ class FixKind(_Kind):
     CLEARED = "cleared"
     UNKNOWN = "unknown"
     NEW_PARTIAL = "new_partial"
+    NEW_PARTIAL_STATIC = "new_partial_static"
     PARAM_SHAPE = "param_shape"
     LAYER = "layer"
     KEY = "key"
