@@ -48,6 +48,7 @@ FIXES: dict[str, str] = {
     "NEW_PARTIAL_FIX": "test_new_partial_fix",
     "NEW_PARTIAL_STATIC_FIX": "test_new_partial_static_fix",
     "SHAPE_FIX": "test_shape_fix",
+    "GROWING_FIX": "test_growing_fix",
     "PARAM_SHAPE_FIX": OPTION,
     "LAYER_FIX": OPTION,
     "DTYPE_FIX": "test_dtype_fix",
@@ -406,6 +407,43 @@ def test_shape_fix() -> None:
         return f, [f(*padded(b)) for b in batches]
 
     prove("SHAPE_FIX", broken, fixed)
+
+
+def next_token(tokens, pos):  # a causal toy model: the token after position `pos`
+    return jnp.cumsum(tokens, axis=1)[:, pos] % 7 + 1
+
+
+def test_growing_fix() -> None:
+    """A decode loop running the jitted step on the growing prefix (flax's gemma sampler and
+    lm1b decode, written naively): the fix preallocates the full-length buffer and passes the
+    position as an array; applied, one trace and the same tokens."""
+    prompt, steps = jnp.array([[3, 1]]), 4
+
+    def broken():
+        f = jax.jit(fresh(next_token))  # JAX's caches are per function object
+        tokens = prompt
+        for _ in range(steps):
+            t = f(tokens, -1)
+            tokens = jnp.concatenate([tokens, t[:, None]], axis=1)
+        return f, tokens
+
+    def fixed():  # the fix, as printed
+        f = jax.jit(next_token)
+        tokens = jnp.pad(prompt, ((0, 0), (0, steps)))
+        for i in range(steps):
+            pos = prompt.shape[1] + i
+            t = f(tokens, jnp.asarray(pos - 1))
+            tokens = jax.lax.dynamic_update_slice(tokens, t[:, None], (0, pos))
+        return f, tokens
+
+    prove("GROWING_FIX", broken, fixed)
+    _s, rs, _ = run(broken)
+    rs = [r for r in rs if r.kind == "shape"]
+    assert [r.after for r in rs] == ["i32[1,3]", "i32[1,4]", "i32[1,5]"]
+    fix = rs[0].fix
+    assert "`tokens` grows by one on axis 1" in fix, fix
+    assert "`tokens.at[:, pos].set(t)`" in fix and "`lax.dynamic_update_slice`" in fix, fix
+    assert "`jnp.asarray(pos)`" in fix, fix
 
 
 def test_dtype_fix() -> None:

@@ -91,7 +91,10 @@ def test_a_growing_decode_prefix_is_named_per_length(trial: dict) -> None:
     assert [(r["path"], r["kind"], r["after"]) for r in reasons] == [
         ("tokens", "shape", f"i32[1,{n}]") for n in (3, 4, 5)
     ]
-    assert "pad smaller batches to the largest shape" in reasons[0]["fix"]
+    # the decode loop's fix (run(fixed) applies it); once only "pad to the largest shape"
+    fix = reasons[0]["fix"]
+    assert fix.startswith("`tokens` grows by one on axis 1 per call (a decode prefix)"), fix
+    assert "`tokens.at[:, pos].set(t)`" in fix and "`jnp.asarray(pos)`" in fix, fix
 
 
 def test_an_optimizer_passed_as_a_static_argument_gets_a_fix_in_the_programs_names(

@@ -235,6 +235,7 @@ class FixKind(_Kind):
     NEW_PARTIAL = "new_partial"
     NEW_PARTIAL_STATIC = "new_partial_static"
     PARAM_SHAPE = "param_shape"
+    GROWING = "growing"
     LAYER = "layer"
     KEY = "key"
     OPTAX_STATE = "optax_state"
