@@ -254,21 +254,29 @@ def trace_frame_info(frame: FrameType) -> TraceFrame | None:
             debug_info=loc.get("dbg"),
             static_argnums=_jit_field(ji, "static_argnums"),
             static_argnames=_jit_field(ji, "static_argnames"),
-            flat=_flat_args(loc.get("args_ft")),
+            flat=_flat_args(loc.get("args_ft"), loc.get("dbg")),
         )
     except Exception:
         return None
 
 
-def _flat_args(args_ft: Any) -> tuple[Any, tuple[Any, ...]] | None:
-    """``(treedef, leaves)`` of the arguments as ``_trace_for_jit`` flattened them (its
-    ``FlatTree``: ``((args, kwargs), {})`` with statics as leafless ``Static`` nodes)."""
+def _flat_args(args_ft: Any, dbg: Any) -> tuple[Any, tuple[Any, ...], Any] | None:
+    """``(treedef, leaves, names)`` of the arguments as ``_trace_for_jit`` flattened them (its
+    ``FlatTree``: ``((args, kwargs), {})`` with statics as leafless ``Static`` nodes); ``names``:
+    each leaf's path as JAX wrote it for its debug info (``b.inner.w``), or None."""
     tree, vals = getattr(args_ft, "tree", None), getattr(args_ft, "vals", None)
     if not isinstance(tree, jax.tree_util.PyTreeDef) or not isinstance(vals, tuple):
         return None
     if tree.num_leaves != len(vals):
         return None
-    return tree, vals
+    names = getattr(dbg, "arg_names", None)
+    if not (
+        isinstance(names, tuple)
+        and len(names) == len(vals)
+        and all(isinstance(n, str) for n in names)
+    ):
+        names = None
+    return tree, vals, names
 
 
 _USER_FLATTEN: dict[type, bool] = {}

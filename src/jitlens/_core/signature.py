@@ -12,7 +12,7 @@ import hashlib
 import inspect
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 
@@ -32,6 +32,9 @@ from .key import (
     signature_text,
 )
 from .kinds import EntryKind
+
+if TYPE_CHECKING:
+    from .jax_flat import Shape
 
 # --------------------------------------------------------------------------
 # Rendering paths
@@ -236,9 +239,6 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
     visit(next(nodes), root)
 
 
-#: ``(treedef, leaves)``: a value as JAX flattened it for the trace.
-Shape = tuple[Any, tuple[Any, ...]]
-
 #: A child of a node whose flatten is the user's: JAX holds its leaves, not the object.
 _UNSEEN = object()
 
@@ -269,39 +269,6 @@ def describe_value(
             stack.extend(reversed(children))
 
 
-def _shape_children(shape: Shape) -> list[Shape]:
-    tree, leaves = shape
-    out, i = [], 0
-    for child in tree.children():
-        out.append((child, leaves[i : i + child.num_leaves]))
-        i += child.num_leaves
-    return out
-
-
-def _is_leaf_shape(shape: Shape) -> bool:
-    return shape[0].num_nodes == 1 and shape[0].num_leaves == 1
-
-
-def split_flat(
-    flat: Shape | None, nargs: int, kwargs: dict[str, Any]
-) -> tuple[list[Shape | None], dict[str, Shape]]:
-    """Each argument's shape from JAX's ``((args, kwargs), {})`` flattening; none if it
-    does not match the call described."""
-    try:
-        if flat is None:
-            raise ValueError
-        (args_shape, kwargs_shape) = _shape_children(flat)
-        per_arg = _shape_children(args_shape)
-        _type, names = _node_data(kwargs_shape[0])
-        per_kw = _shape_children(kwargs_shape)
-        names = list(names or ())
-        if len(per_arg) != nargs or sorted(kwargs) != names or len(per_kw) != len(names):
-            raise ValueError
-        return list(per_arg), dict(zip(names, per_kw, strict=True))
-    except Exception:
-        return [None] * nargs, {}
-
-
 def _state_leaves(st: Any) -> list[Any]:
     """The leaves of one of a NodeStates' states: a flat list, or a nested ``nnx.State``.
 
@@ -325,6 +292,8 @@ def _describe_one(
 ) -> list[tuple[Any, Path, Shape | None]]:
     """File ``x`` itself under ``path``; return its pytree children (to describe next)."""
     if x is _UNSEEN:
+        from .jax_flat import is_leaf as _is_leaf_shape
+
         if shape is None:
             out[path] = Entry(EntryKind.OPAQUE, target="?")
             return []
@@ -363,9 +332,11 @@ def _describe_one(
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
         )
         return []
-    if shape is not None and not _is_leaf_shape(shape):
+    if shape is not None:
         from .._compat.jax_api import flattens_in_user_code
+        from .jax_flat import is_leaf as _is_leaf_shape
 
+    if shape is not None and not _is_leaf_shape(shape):
         node_type, aux = _node_data(shape[0])
         if node_type is type(x) and flattens_in_user_code(node_type):
             return _describe_node(x, path, out, node_type, aux, shape, None)
@@ -416,10 +387,16 @@ def _describe_node(
         else isinstance(node_type, type) and issubclass(node_type, (dict, list, tuple))
     ):
         out[path] = dataclasses.replace(out[path], meta=(("aux", StaticVal(aux)),))
-    shapes = _shape_children(shape) if shape is not None else None
+    from . import jax_flat
+
+    shapes = jax_flat.children(shape) if shape is not None else None
     if children is None:
         assert shapes is not None
-        keys = _tree_keys(node_type, aux, len(shapes))
+        head = jax_flat.head_text(path)
+        keys = [
+            jax_flat.named_key(head, sh[2]) or k
+            for k, sh in zip(jax_flat.tree_keys(node_type, aux, len(shapes)), shapes, strict=True)
+        ]
         return [(_UNSEEN, (*path, k), sh) for k, sh in zip(keys, shapes, strict=True)]
     if shapes is None or len(shapes) != len(children):
         shapes = [None] * len(children)
@@ -427,16 +404,6 @@ def _describe_node(
         (child, (*path, *(_key_part(k) for k in kp)), sh)
         for (kp, child), sh in zip(children, shapes, strict=True)
     ]
-
-
-def _tree_keys(node_type: Any, aux: Any, n: int) -> list[PathPart]:
-    """The keys of a node's children read from its treedef alone (no user code runs)."""
-    if node_type is dict and isinstance(aux, (list, tuple)) and len(aux) == n:
-        return [("item", k) for k in aux]
-    fields = getattr(node_type, "_fields", None)
-    if isinstance(fields, tuple) and len(fields) == n:  # a namedtuple
-        return [("attr", f) for f in fields]
-    return [("item", i) for i in range(n)]
 
 
 def _is_graphdef(x: Any) -> bool:
@@ -584,7 +551,9 @@ def describe_call(
     (:func:`describe_value`'s ``shape``).
     """
     out: dict[Path, Entry] = {}
-    arg_shapes, kwarg_shapes = split_flat(flat, len(args), kwargs)
+    from . import jax_flat  # JAX's flattening of this trace's arguments
+
+    arg_shapes, kwarg_shapes = jax_flat.split_flat(flat, len(args), kwargs)
     for name, value in options:
         out[(("jit", name),)] = Entry(EntryKind.STATIC, static=StaticVal(value))
     names = arg_names(user_fn, len(args))
