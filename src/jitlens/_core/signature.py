@@ -298,7 +298,11 @@ def _describe_one(
             out[path] = Entry(EntryKind.OPAQUE, target="?")
             return []
         if not _is_leaf_shape(shape):
-            return _describe_node(None, path, out, *_node_data(shape[0]), shape, None)
+            node_type, aux = _node_data(shape[0])
+            if node_type is type(None):  # as a None seen is described
+                out[path] = Entry(EntryKind.NONE)
+                return []
+            return _describe_node(None, path, out, node_type, aux, shape, None)
         x = shape[1][0]
     if x is None:
         out[path] = Entry(EntryKind.NONE)
