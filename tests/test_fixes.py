@@ -46,7 +46,9 @@ FIXES: dict[str, str] = {
     "METHOD_FIX": "test_method_fix",
     "NEW_LAMBDA_FIX": "test_new_lambda_fix",
     "NEW_PARTIAL_FIX": "test_new_partial_fix",
+    "NEW_PARTIAL_STATIC_FIX": "test_new_partial_static_fix",
     "SHAPE_FIX": "test_shape_fix",
+    "GROWING_FIX": "test_growing_fix",
     "PARAM_SHAPE_FIX": OPTION,
     "LAYER_FIX": OPTION,
     "DTYPE_FIX": "test_dtype_fix",
@@ -346,6 +348,45 @@ def test_new_partial_fix() -> None:
     prove("NEW_PARTIAL_FIX", broken, fixed)
 
 
+def gram(kernel, xs):  # jax's examples/kernel_lsq.py
+    return jax.vmap(lambda x: jax.vmap(lambda y: kernel(x, y))(xs))(xs)
+
+
+def dot_kernel(x, y):
+    return jnp.dot(x, y)
+
+
+def test_new_partial_static_fix() -> None:
+    """``jax.jit(partial(gram, kernel))`` per call binds a function: the fix says `kernel`
+    must be static, in the program's names, and applied it traces once with the same results.
+    Before: "pass `kernel` as arguments (list them in static_argnames if they must stay
+    static)", where a function passed as a traced argument fails."""
+
+    def broken():
+        outs = []
+        for _ in range(2):
+            f = jax.jit(functools.partial(gram, dot_kernel))
+            outs.append(f(X))
+        return f, outs
+
+    def fixed():
+        gram_jit = jax.jit(gram, static_argnames="kernel")  # the fix, as printed
+        return gram_jit, [gram_jit(dot_kernel, X) for _ in range(2)]
+
+    def hoisted():  # the fix's other way: the partial built and jitted once, outside the loop
+        f = jax.jit(functools.partial(gram, dot_kernel))
+        return f, [f(X) for _ in range(2)]
+
+    s, rs, out_h = run(hoisted)  # first: no earlier wrapper of `gram` to compare with
+    assert (s.traces, rs) == (1, [])
+    prove("NEW_PARTIAL_STATIC_FIX", broken, fixed)
+    _s, (r,), out_b = run(broken)
+    np.testing.assert_allclose(np.asarray(out_h), np.asarray(out_b), rtol=1e-5)
+    assert "`kernel` static" in r.fix, r.fix
+    assert "`gram_jit = jax.jit(gram, static_argnames='kernel')`" in r.fix, r.fix
+    assert "`gram_jit(kernel, ...)`" in r.fix, r.fix
+
+
 # ---------------------------------------------------------------- avals
 
 
@@ -366,6 +407,43 @@ def test_shape_fix() -> None:
         return f, [f(*padded(b)) for b in batches]
 
     prove("SHAPE_FIX", broken, fixed)
+
+
+def next_token(tokens, pos):  # a causal toy model: the token after position `pos`
+    return jnp.cumsum(tokens, axis=1)[:, pos] % 7 + 1
+
+
+def test_growing_fix() -> None:
+    """A decode loop running the jitted step on the growing prefix (flax's gemma sampler and
+    lm1b decode, written naively): the fix preallocates the full-length buffer and passes the
+    position as an array; applied, one trace and the same tokens."""
+    prompt, steps = jnp.array([[3, 1]]), 4
+
+    def broken():
+        f = jax.jit(fresh(next_token))  # JAX's caches are per function object
+        tokens = prompt
+        for _ in range(steps):
+            t = f(tokens, -1)
+            tokens = jnp.concatenate([tokens, t[:, None]], axis=1)
+        return f, tokens
+
+    def fixed():  # the fix, as printed
+        f = jax.jit(next_token)
+        tokens = jnp.pad(prompt, ((0, 0), (0, steps)))
+        for i in range(steps):
+            pos = prompt.shape[1] + i
+            t = f(tokens, jnp.asarray(pos - 1))
+            tokens = jax.lax.dynamic_update_slice(tokens, t[:, None], (0, pos))
+        return f, tokens
+
+    prove("GROWING_FIX", broken, fixed)
+    _s, rs, _ = run(broken)
+    rs = [r for r in rs if r.kind == "shape"]
+    assert [r.after for r in rs] == ["i32[1,3]", "i32[1,4]", "i32[1,5]"]
+    fix = rs[0].fix
+    assert "`tokens` grows by one on axis 1" in fix, fix
+    assert "`tokens.at[:, pos].set(t)`" in fix and "`lax.dynamic_update_slice`" in fix, fix
+    assert "`jnp.asarray(pos)`" in fix, fix
 
 
 def test_dtype_fix() -> None:
@@ -411,6 +489,32 @@ def test_weak_fix() -> None:
         return f, acc
 
     prove("WEAK_FIX", broken, fixed)
+
+
+def test_a_python_int_that_becomes_float32_is_one_reason_with_one_fix() -> None:
+    """A carry started from the Python ``0`` and fed the float32 output back changes dtype and
+    weak type at once (``i32[]{weak} -> f32[]``): one change, one reason, one fix, which
+    applied removes the retrace. Before: a dtype reason and a weak-type reason for it."""
+
+    def broken():
+        f = jax.jit(lambda acc, x: acc + x.sum())
+        acc = 0
+        for _ in range(2):
+            acc = f(acc, X)
+        return f, acc
+
+    def fixed():
+        f = jax.jit(lambda acc, x: acc + x.sum())
+        acc = 0
+        acc = jnp.asarray(acc, jnp.float32)  # the fix, as printed
+        for _ in range(2):
+            acc = f(acc, X)
+        return f, acc
+
+    prove("WEAK_FIX", broken, fixed)
+    _s, (r,), _ = run(broken)
+    assert (r.kind, r.before, r.after) == ("weak_type", "i32[]{weak}", "f32[]")
+    assert "`acc = jnp.asarray(acc, jnp.float32)`" in r.fix, r.fix
 
 
 def test_weak_fix_keeps_a_non_zero_value() -> None:

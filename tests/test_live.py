@@ -381,3 +381,122 @@ def test_a_new_wrapper_s_live_line_numbers_calls_as_the_summary_does(tmp_path):
         # the summary's folded row says the first retrace was the same call
         said = [line for line in summary.splitlines() if "retrace #1, " in line]
         assert any(line.endswith(f"(call #{truth[name][1]})") for line in said), summary
+
+
+def test_threads_retracing_at_once_number_each_retrace_once_in_order():
+    """Six threads retrace one function at once (a barrier lines them up): the live log
+    numbers each retrace once, in the order its lines come out, the first three in full and
+    the later ones folded, and its count equals the body's own. Before: numbers out of
+    order, and a retrace numbered #4 both in full and folded."""
+    import logging
+    import threading
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    body, lines = [], []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append((record.jitlens["retrace"], record.getMessage()))
+
+    def grow(x):
+        body.append(1)
+        return x * 2
+
+    handler = Keep(level=logging.DEBUG)
+    logger = logging.getLogger("jitlens")
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with jitlens.track() as t:
+            f = jax.jit(grow)
+            f(jnp.ones(1))  # the first trace: not a retrace
+            barrier = threading.Barrier(6)
+
+            def call(n):
+                barrier.wait()
+                f(jnp.ones(n)).block_until_ready()
+
+            threads = [threading.Thread(target=call, args=(n,)) for n in range(2, 8)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    retraces = [(n, text) for n, text in lines if n is not None]
+    assert len(body) == t.stats(f).traces == 7
+    assert [n for n, _ in retraces] == [1, 2, 3, 4, 5, 6]
+    for n, text in retraces:
+        full = "grow (jax.jit)" in text
+        assert full == (n <= 3), text
+        # the number it prints is its own, once
+        said = text.count(f"retrace #{n}")
+        assert said == 1 and text.count("retrace #") == 1, text
+
+
+def test_the_runaway_warning_counts_a_jit_rebuilt_every_iteration_across_its_wrappers():
+    """``jax.jit(lambda ...)`` inside the loop (a new wrapper per epoch, a common bug) compiles
+    the same code every iteration: the warning counts its compiles across the wrappers, as
+    the summary folds them. Functions of their own code are counted apart. Before: each
+    wrapper compiled once, so the warning never fired."""
+    import warnings
+
+    import jax
+    import jax.numpy as jnp
+
+    import jitlens
+
+    body = []
+
+    def epoch(i):
+        step = jax.jit(lambda x: body.append(1) or x + i)  # rebuilt: the bug
+        return step(jnp.ones(3))
+
+    def one(x):
+        body.append(1)
+        return x + 1
+
+    def two(x):
+        body.append(1)
+        return x - 1
+
+    def three(x):
+        body.append(1)
+        return x * 2
+
+    def four(x):
+        body.append(1)
+        return x / 2
+
+    def runaway(loop):
+        body.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with jitlens.settings(warn_recompiles="3"), jitlens.track() as t:
+                loop()
+        traces = sum(f.traces for f in t.report().functions)
+        return (
+            len(body),
+            traces,
+            [
+                str(w.message)
+                for w in caught
+                if issubclass(w.category, jitlens.RunawayRecompileWarning)
+            ],
+        )
+
+    n, traces, (warned,) = runaway(lambda: [epoch(i) for i in range(6)])
+    assert n == traces == 6  # the truth: six runs of the body
+    assert "<lambda>` (jax.jit" in warned, warned
+    assert "recompiled 3 times (JITLENS_WARN_RECOMPILES=3): <lambda> new_function in 3" in warned
+    assert "\n  fix: " in warned, warned  # the folded reason's own fix
+    n, traces, none = runaway(
+        lambda: [f(jnp.ones(3)) for f in map(jax.jit, (one, two, three, four))]
+    )
+    assert (n, traces, none) == (4, 4, [])

@@ -1,8 +1,9 @@
 """A sampling loop as in flax's gemma sampler and examples/lm1b decode, written naively: the
 jitted forward runs on the growing prefix, one new shape (one compile) per token.
 
-``run(fixed=True)`` applies jitlens' fix (pad to the largest shape, mask the padding): a
-buffer of the final length and the position read; the model is causal, so the tokens match.
+``run(fixed=True)`` applies jitlens' fix (a decode prefix: preallocate the buffer at full
+length, write each step in place, pass the position as an array); the model is causal, so the
+tokens match.
 """
 
 import jax.numpy as jnp

@@ -48,6 +48,10 @@ class TraceFrame:
     static_argnums: tuple[int, ...] | None
     #: The jit's ``static_argnames``; None when unknown, as ``static_argnums``.
     static_argnames: tuple[str, ...] | None
+    #: ``(treedef, leaves, names)`` of ``((args, kwargs), {})`` as JAX flattened them for
+    #: this trace (statics are leafless nodes; ``names``: each leaf's path as JAX's debug info
+    #: wrote it, or None); None when the frame does not hold them.
+    flat: tuple[Any, tuple[Any, ...], tuple[str, ...] | None] | None = None
 
     def statics_or(
         self, argnums: tuple[int, ...], argnames: tuple[str, ...]

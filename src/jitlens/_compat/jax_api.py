@@ -254,9 +254,92 @@ def trace_frame_info(frame: FrameType) -> TraceFrame | None:
             debug_info=loc.get("dbg"),
             static_argnums=_jit_field(ji, "static_argnums"),
             static_argnames=_jit_field(ji, "static_argnames"),
+            flat=_flat_args(loc.get("args_ft"), loc.get("dbg")),
         )
     except Exception:
         return None
+
+
+def _flat_args(args_ft: Any, dbg: Any) -> tuple[Any, tuple[Any, ...], Any] | None:
+    """``(treedef, leaves, names)`` of the arguments as ``_trace_for_jit`` flattened them (its
+    ``FlatTree``: ``((args, kwargs), {})`` with statics as leafless ``Static`` nodes); ``names``:
+    each leaf's path as JAX wrote it for its debug info (``b.inner.w``), or None."""
+    tree, vals = getattr(args_ft, "tree", None), getattr(args_ft, "vals", None)
+    if not isinstance(tree, jax.tree_util.PyTreeDef) or not isinstance(vals, tuple):
+        return None
+    if tree.num_leaves != len(vals):
+        return None
+    names = getattr(dbg, "arg_names", None)
+    if not (
+        isinstance(names, tuple)
+        and len(names) == len(vals)
+        and all(isinstance(n, str) for n in names)
+    ):
+        names = None
+    return tree, vals, names
+
+
+_USER_FLATTEN: dict[type, bool] = {}
+
+
+def flattens_in_user_code(node_type: Any) -> bool:
+    """Does flattening a ``node_type`` pytree run a function from the user's files?
+
+    Containers, namedtuples and ``register_dataclass`` types flatten in JAX's C++ or
+    library code; a class the user registered with ``register_pytree_node(_class)`` or
+    ``register_pytree_with_keys(_class)`` runs the user's flatten, which may be costly or
+    count its calls: jitlens then reads its children from JAX's own flattening.
+    """
+    try:
+        return _USER_FLATTEN[node_type]
+    except (KeyError, TypeError):
+        pass
+    result = False
+    try:
+        from jax._src import tree_util
+
+        entry = tree_util._registry.get(node_type)
+        if entry is not None:
+            result = _user_code(entry[0], node_type, depth=2)
+    except Exception:
+        result = False
+    try:
+        _USER_FLATTEN[node_type] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _user_code(fn: Any, node_type: Any, depth: int) -> bool:
+    """``fn``, or a function its closure holds (JAX's flatten made from a ``flatten_with_keys``),
+    is defined in a user's file; ``register_pytree_node_class``'s ``methodcaller`` names
+    a method of ``node_type``."""
+    import operator
+
+    from .frames import is_user_file
+
+    if isinstance(fn, operator.methodcaller):
+        name = fn.__reduce__()[1][0]
+        fn = getattr(node_type, name, None) if isinstance(name, str) else None
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    generated = code.co_filename.startswith("<") and "__name__" not in getattr(
+        fn, "__globals__", {}
+    )  # code a library wrote for the class (equinox's fields' flatten), not the user's
+    if is_user_file(code.co_filename) and not generated:
+        return True
+    if depth <= 0:
+        return False
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(inner) and _user_code(inner, node_type, depth - 1):
+            return True
+    return False
 
 
 def _jit_field(ji: Any, name: str) -> tuple[Any, ...] | None:

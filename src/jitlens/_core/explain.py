@@ -222,9 +222,9 @@ def _entry_reasons(
         key_change = a.dtype != b.dtype and "key<" in a.dtype + b.dtype
         if a.shape != b.shape and not key_change:  # a typed key's raw data differs in shape too
             axis = b.batch_axis if b.batch_axis is not None else a.batch_axis
-            shape = W.shape(arg, path, a.short(), b.short(), in_graph=en.in_graph, batch_axis=axis)
-            out.append(shape)
-        if a.dtype != b.dtype:
+            dims = (a.shape, b.shape)
+            out.append(W.shape(arg, path, a.short(), b.short(), en.in_graph, axis, dims))
+        if a.dtype != b.dtype and a.weak == b.weak:  # else one change, said as a weak type
             out.append(W.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)

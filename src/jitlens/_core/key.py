@@ -228,6 +228,7 @@ class StaticVal:
     """A static as JAX compares it, without keeping identity-compared objects alive."""
 
     __slots__ = (
+        "_last",
         "_ref",
         "_strong",
         "_text",
@@ -257,6 +258,9 @@ class StaticVal:
         self.addr = id(value)
         self._ref: Any = None
         self._strong: Any = None
+        #: ``(other, same)`` of the last comparison: an explanation asks twice of one pair
+        #: (is the entry the same? then, what changed?), the user's ``__eq__`` runs once.
+        self._last: tuple[StaticVal, bool] | None = None
         if self.identity:
             try:
                 self._ref = weakref.ref(value)
@@ -273,10 +277,15 @@ class StaticVal:
                 a, b = self._ref(), other._ref()
                 return a is not None and a is b
             return self.addr == other.addr and self.type_name == other.type_name
+        last = self._last
+        if last is not None and last[0] is other:
+            return last[1]
         try:
-            return bool(self._strong == other._strong)
+            same = bool(self._strong == other._strong)
         except Exception:
-            return False
+            same = False
+        self._last = (other, same)
+        return same
 
     @property
     def text(self) -> str:

@@ -164,13 +164,16 @@ def retrace_block(
     also: int = 0,
     width: int | None = None,
     later: frozenset[tuple[str, str, str, str]] = frozenset(),
+    number: int | None = None,
 ) -> tuple[list[Line], list[Folded]]:
     """:func:`retrace_lines`, and the reasons that did not fit (a report shows them under a
     later retrace that has them too, so that a distinct retrace never vanishes).
 
     ``later``: fold keys of reasons a later retrace has: one that does not fit here with its
     fix is left to that retrace instead of shrinking to one line."""
-    label = RETRACE_LABELS.get(event.kind, event.kind).format(number=_retrace_number(fn, event))
+    if number is None:
+        number = _retrace_number(fn, event)
+    label = RETRACE_LABELS.get(event.kind, event.kind).format(number=number)
     header = RETRACE_HEADER.format(
         call_site=event.call_site or fn.first_call_site,
         label=label,
@@ -288,8 +291,13 @@ def fallback(report: object) -> str:
     return FALLBACK.format(raw=raw)
 
 
-def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -> str:
+def render_retrace(
+    fn: FunctionReport, event: Event, width: int | None = None, number: int | None = None
+) -> str:
     """One retrace as plain text for a log record or an error message (at most 8 lines).
+
+    ``number``: the retrace's number where the caller numbered it (default: its place
+    among the function's retraces).
 
     ``width``: wrap every line at this many characters (a terminal's), continuation lines
     indented under their line; ``None`` leaves lines whole.
@@ -303,7 +311,7 @@ def render_retrace(fn: FunctionReport, event: Event, width: int | None = None) -
     """
     try:
         folded = [(r, 1, values_text(r)) for r in event.reasons]
-        lines = retrace_lines(fn, event, folded, width=width)
+        lines = retrace_block(fn, event, folded, width=width, number=number)[0]
         head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0].text)
         body = [(line.indent, line.text) for line in lines[1:]]
         chosen = buckets.bucketed(fn.events) if event.kind is EventKind.RETRACE else []

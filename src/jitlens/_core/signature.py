@@ -12,7 +12,7 @@ import hashlib
 import inspect
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 
@@ -32,6 +32,9 @@ from .key import (
     signature_text,
 )
 from .kinds import EntryKind
+
+if TYPE_CHECKING:
+    from .jax_flat import Shape
 
 # --------------------------------------------------------------------------
 # Rendering paths
@@ -236,8 +239,17 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
     visit(next(nodes), root)
 
 
+#: A child of a node whose flatten is the user's: JAX holds its leaves, not the object.
+_UNSEEN = object()
+
+
 def describe_value(
-    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, static_leaves: bool = False
+    x: Any,
+    path: Path,
+    out: dict[Path, Entry],
+    ref_index: Any,
+    static_leaves: bool = False,
+    shape: Shape | None = None,
 ) -> None:
     """Flatten one argument (pytree, graph node, array, None) into ``out``, parents first.
 
@@ -245,11 +257,14 @@ def describe_value(
     exactly: a leaf 70 levels down is filed under its full path.
     ``static_leaves``: Python numbers are statics, not weakly typed arrays
     (``eqx.filter_jit`` keys every non-array leaf by value).
+    ``shape``: ``x`` as JAX flattened it for this trace; a node whose flatten is the
+    user's own code is then read from it, not flattened again (a user's flatten may be
+    costly or count its calls: jitlens runs it no more often than JAX does).
     """
-    stack: list[tuple[Any, Path]] = [(x, path)]
+    stack: list[tuple[Any, Path, Shape | None]] = [(x, path, shape)]
     while stack:
-        value, p = stack.pop()
-        children = _describe_one(value, p, out, ref_index, static_leaves)
+        value, p, sh = stack.pop()
+        children = _describe_one(value, p, out, ref_index, static_leaves, sh)
         if children:
             stack.extend(reversed(children))
 
@@ -268,9 +283,27 @@ def _state_leaves(st: Any) -> list[Any]:
 
 
 def _describe_one(
-    x: Any, path: Path, out: dict[Path, Entry], ref_index: Any, static_leaves: bool = False
-) -> list[tuple[Any, Path]]:
+    x: Any,
+    path: Path,
+    out: dict[Path, Entry],
+    ref_index: Any,
+    static_leaves: bool = False,
+    shape: Shape | None = None,
+) -> list[tuple[Any, Path, Shape | None]]:
     """File ``x`` itself under ``path``; return its pytree children (to describe next)."""
+    if x is _UNSEEN:
+        from .jax_flat import is_leaf as _is_leaf_shape
+
+        if shape is None:
+            out[path] = Entry(EntryKind.OPAQUE, target="?")
+            return []
+        if not _is_leaf_shape(shape):
+            node_type, aux = _node_data(shape[0])
+            if node_type is type(None):  # as a None seen is described
+                out[path] = Entry(EntryKind.NONE)
+                return []
+            return _describe_node(None, path, out, node_type, aux, shape, None)
+        x = shape[1][0]
     if x is None:
         out[path] = Entry(EntryKind.NONE)
         return []
@@ -303,6 +336,14 @@ def _describe_one(
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
         )
         return []
+    if shape is not None:
+        from .._compat.jax_api import flattens_in_user_code
+        from .jax_flat import is_leaf as _is_leaf_shape
+
+    if shape is not None and not _is_leaf_shape(shape):
+        node_type, aux = _node_data(shape[0])
+        if node_type is type(x) and flattens_in_user_code(node_type):
+            return _describe_node(x, path, out, node_type, aux, shape, None)
     try:
         children, treedef = jax.tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
     except Exception:
@@ -315,13 +356,28 @@ def _describe_one(
         )
         return []
     node_type, aux = _node_data(treedef)
-    metas: tuple[tuple[str, StaticVal], ...] = ()
-    static_fields = _static_fields(x) or _meta_fields(x, aux)
+    return _describe_node(x, path, out, node_type, aux, shape, children)
+
+
+def _describe_node(
+    x: Any,
+    path: Path,
+    out: dict[Path, Entry],
+    node_type: Any,
+    aux: Any,
+    shape: Shape | None,
+    children: list[tuple[Any, Any]] | None,
+) -> list[tuple[Any, Path, Shape | None]]:
+    """File a pytree node; its children come from ``children`` (flattened here, with their
+    keys) or, when ``None``, from JAX's ``shape`` (keyed by position: naming them would take
+    the user's flatten)."""
+    seen = x is not None
+    static_fields = (_static_fields(x) or _meta_fields(x, aux)) if seen else ()
     out[path] = Entry(
         EntryKind.NODE,
         type_name=getattr(node_type, "__qualname__", str(node_type)),
         type_ref=_weak(node_type),
-        meta=metas,
+        meta=(),
     )
     if static_fields:
         # a dataclass pytree (flax.struct, equinox): name each static field
@@ -329,9 +385,29 @@ def _describe_one(
             out[(*path, ("attr", name))] = Entry(
                 EntryKind.STATIC, static=StaticVal(getattr(x, name, None))
             )
-    elif aux is not None and not isinstance(x, (dict, list, tuple)):
+    elif aux is not None and not (
+        isinstance(x, (dict, list, tuple))
+        if seen
+        else isinstance(node_type, type) and issubclass(node_type, (dict, list, tuple))
+    ):
         out[path] = dataclasses.replace(out[path], meta=(("aux", StaticVal(aux)),))
-    return [(child, (*path, *(_key_part(k) for k in kp))) for kp, child in children]
+    from . import jax_flat
+
+    shapes = jax_flat.children(shape) if shape is not None else None
+    if children is None:
+        assert shapes is not None
+        head = jax_flat.head_text(path)
+        keys = [
+            jax_flat.named_key(head, sh[2]) or k
+            for k, sh in zip(jax_flat.tree_keys(node_type, aux, len(shapes)), shapes, strict=True)
+        ]
+        return [(_UNSEEN, (*path, k), sh) for k, sh in zip(keys, shapes, strict=True)]
+    if shapes is None or len(shapes) != len(children):
+        shapes = [None] * len(children)
+    return [
+        (child, (*path, *(_key_part(k) for k in kp)), sh)
+        for (kp, child), sh in zip(children, shapes, strict=True)
+    ]
 
 
 def _is_graphdef(x: Any) -> bool:
@@ -467,6 +543,7 @@ def describe_call(
     config: tuple[tuple[str, Any], ...] | None = None,
     options: tuple[tuple[str, Any], ...] = (),
     static_leaves: bool = False,
+    flat: Shape | None = None,
 ) -> Key:
     """The key of a call from the user's arguments (or nnx's pure arguments).
 
@@ -474,8 +551,13 @@ def describe_call(
     ``donate_argnums``, ...): fixed per wrapper, they matter when a new
     wrapper of the same function is compared with an earlier one.
     ``static_leaves``: Python numbers are keyed by value (``eqx.filter_jit``).
+    ``flat``: ``((args, kwargs), {})`` as JAX flattened them for this trace
+    (:func:`describe_value`'s ``shape``).
     """
     out: dict[Path, Entry] = {}
+    from . import jax_flat  # JAX's flattening of this trace's arguments
+
+    arg_shapes, kwarg_shapes = jax_flat.split_flat(flat, len(args), kwargs)
     for name, value in options:
         out[(("jit", name),)] = Entry(EntryKind.STATIC, static=StaticVal(value))
     names = arg_names(user_fn, len(args))
@@ -487,14 +569,14 @@ def describe_call(
         if i in nstatic and not _is_graphdef(a):
             out[p] = Entry(EntryKind.STATIC, static=StaticVal(a), typed=True)
         else:
-            describe_value(a, p, out, ref_index, static_leaves=static_leaves)
+            describe_value(a, p, out, ref_index, static_leaves, arg_shapes[i])
     for name in sorted(kwargs):
         p = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry(EntryKind.PASSED, target="keyword")
         if name in static_argnames and not _is_graphdef(kwargs[name]):
             out[p] = Entry(EntryKind.STATIC, static=StaticVal(kwargs[name]), typed=True)
         else:
-            describe_value(kwargs[name], p, out, ref_index, static_leaves=static_leaves)
+            describe_value(kwargs[name], p, out, ref_index, static_leaves, kwarg_shapes.get(name))
     cfg = tuple((str(k), short_repr(v, 80)) for k, v in (config or ()))
     sig = signature_text(out, names + sorted(kwargs))
     # Entries are in walk order (deterministic), so no sorting is needed.

@@ -68,6 +68,7 @@ def describe_and_explain(
     first: bool,
     compile_only: bool = False,
     options: tuple[tuple[str, Any], ...] | None = None,
+    flat: Any = None,
 ) -> None:
     """Describe the call's key, explain it, file it under ``rec``; fill ``b``.
 
@@ -75,6 +76,8 @@ def describe_and_explain(
     then usually a transformed (grad/vmap) or AOT variant, not an eviction.
     ``options``: this call's jit options, when a front-end's vary per call
     (default: the record's, fixed per wrapper).
+    ``flat``: the arguments as JAX flattened them for this trace (``TraceFrame.flat``),
+    when ``args`` and ``kwargs`` are the very ones JAX traces.
     """
     t = time.perf_counter()
     tls.busy = True
@@ -89,6 +92,7 @@ def describe_and_explain(
             _compat.trace_context(),
             rec.options if options is None else options,
             static_leaves=fe is not None and fe.static_leaves,
+            flat=flat,
         )
         b.signature = key.signature
         b.key = key

@@ -151,6 +151,17 @@ def end_trace() -> None:
         update_threshold()
 
 
+def _same_flat(info: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """JAX's flattening of the traced arguments, if those are the arguments described."""
+    if info is None or info.flat is None or len(args) != len(info.args):
+        return None
+    if any(a is not b for a, b in zip(args, info.args, strict=True)):
+        return None
+    if kwargs.keys() != info.kwargs.keys() or any(kwargs[k] is not info.kwargs[k] for k in kwargs):
+        return None
+    return info.flat
+
+
 def trace_start(fun_name: str) -> bool:
     """Describe and explain a trace at its start; True when a tracked call was found."""
     now = time.perf_counter()
@@ -244,6 +255,7 @@ def trace_start(fun_name: str) -> bool:
                 *statics,
                 first=first,
                 options=user.options if user is not None else None,
+                flat=_same_flat(info, args, kwargs),
             )
         except Exception as exc:
             internal_failure("describing a trace", exc)

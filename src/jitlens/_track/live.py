@@ -68,10 +68,14 @@ PROFILER_NAME = "jitlens: retrace {name} ({reasons})"
 CHANGE = "{before} -> {after}"
 
 _LOCK = threading.Lock()
+#: Held from a retrace's number to its logged line (re-entrant: a handler may compile).
+_LOG_LOCK = threading.RLock()
 #: a function (:func:`_function_key`) -> retraces logged so far.
 _LOGGED: dict[Any, int] = {}
-#: record ids already warned about (one runaway warning per function).
-_WARNED: set[int] = set()
+#: functions (:func:`_function_key`) already warned about (one runaway warning per function).
+_WARNED: set[Any] = set()
+#: a function -> its wrappers' records by id (a jit rebuilt per epoch: one function).
+_WRAPPERS: dict[Any, dict[int, Record]] = {}
 
 
 class _Open(threading.local):
@@ -189,21 +193,26 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
     except Exception as exc:
         internal_failure("closing a profiler annotation", exc)
     key = _function_key(rec)
-    with _LOCK:
+    # one decision per retrace, in the order its line comes out: threads retracing at once
+    # each take the next number, and the line (full or folded) says that number
+    with _LOG_LOCK:
         number = _LOGGED.get(key, 0) + 1
         _LOGGED[key] = number
-    level = _level(number)
-    if log.isEnabledFor(level):
-        if number <= LIVE_FULL:
-            width = _log_width()
-            text = FULL_LINE.format(text=_explained(rec, b, width))
-        else:
-            text = FOLDED_LINE.format(
-                name=rec.qualname, number=number, site=b.call_site, reason=_first_reason(b.reasons)
-            )
-            if number == LIVE_FULL + 1:
-                text += FOLDED_NOTE.format(name=rec.qualname)
-        log.log(level, "%s", text, extra={"jitlens": event_data(rec, b, "retrace", number)})
+        level = _level(number)
+        if log.isEnabledFor(level):
+            if number <= LIVE_FULL:
+                width = _log_width()
+                text = FULL_LINE.format(text=_explained(rec, b, width, number))
+            else:
+                text = FOLDED_LINE.format(
+                    name=rec.qualname,
+                    number=number,
+                    site=b.call_site,
+                    reason=_first_reason(b.reasons),
+                )
+                if number == LIVE_FULL + 1:
+                    text += FOLDED_NOTE.format(name=rec.qualname)
+            log.log(level, "%s", text, extra={"jitlens": event_data(rec, b, "retrace", number)})
     check_runaway(rec, b)
 
 
@@ -214,7 +223,7 @@ def _function_key(rec: Record) -> Any:
     return (rec.qualname, rec.kind, rec.defined_at) if rec.defined_at else rec.id
 
 
-def _explained(rec: Record, b: EventBuilder, width: int) -> str:
+def _explained(rec: Record, b: EventBuilder, width: int | None, number: int) -> str:
     """The retrace as :meth:`Record.explain_retrace` words it, its call and retrace numbered
     as the summary will number them: across the wrappers of the same code.
 
@@ -230,7 +239,7 @@ def _explained(rec: Record, b: EventBuilder, width: int) -> str:
             if r is rec or (not r.internal and r.id != rec.id and _function_key(r) == key)
         ]
     if len(group) < 2:
-        return rec.explain_retrace(b, REGISTRY.t0, width)
+        return rec.explain_retrace(b, REGISTRY.t0, width, number)
     import dataclasses  # the first retrace of a rebuilt jit: not at jitlens' start-up
 
     from .._core.fold import fold_event
@@ -248,18 +257,25 @@ def _explained(rec: Record, b: EventBuilder, width: int) -> str:
         if top.calls or top.traces or top.events or top.stale:  # a row the summary shows
             members.append(r.freeze(Counts(), top, REGISTRY.t0))
     folded, event = fold_event(members, event)
-    return render_retrace(dataclasses.replace(folded, qualname=fn.qualname), event, width=width)
+    return render_retrace(
+        dataclasses.replace(folded, qualname=fn.qualname), event, width=width, number=number
+    )
 
 
 # ------------------------------------------------------------------ the runaway warning
 
 
-def _folded(rec: Record) -> tuple[Reason, int, str] | None:
-    """The most frequent reason of the record's retraces and recompiles, with its values."""
-    with rec.lock:
-        events = [
-            e for e in rec.events if e.kind in (EventKind.RETRACE, EventKind.COMPILE) and e.reasons
-        ]
+def _folded(group: list[Record]) -> tuple[Reason, int, str] | None:
+    """The most frequent reason of the function's retraces and recompiles (across its
+    wrappers), with its values."""
+    events = []
+    for rec in group:
+        with rec.lock:
+            events += [
+                e
+                for e in rec.events
+                if e.kind in (EventKind.RETRACE, EventKind.COMPILE) and e.reasons
+            ]
     counts: collections.Counter[tuple[str, str]] = collections.Counter()
     seen: dict[tuple[str, str], list[Reason]] = {}
     for e in events:
@@ -276,8 +292,11 @@ def _folded(rec: Record) -> tuple[Reason, int, str] | None:
     return rs[-1], count, values_text(rs[-1], rs[:-1])
 
 
-def runaway_text(rec: Record, recompiles: int, limit: int) -> str:
-    folded = _folded(rec)
+def runaway_text(
+    rec: Record, recompiles: int, limit: int, group: list[Record] | None = None
+) -> str:
+    """The warning's words; ``group``: the function's wrappers (default: ``rec`` alone)."""
+    folded = _folded(group or [rec])
     if folded is None:
         reason, count, values = None, recompiles, NO_REASON
     else:
@@ -299,19 +318,36 @@ def runaway_text(rec: Record, recompiles: int, limit: int) -> str:
 
 
 def check_runaway(rec: Record, b: EventBuilder) -> None:
-    """Warn once when ``rec``'s recompiles reach ``JITLENS_WARN_RECOMPILES``."""
-    if rec.internal or rec.id in _WARNED:
+    """Warn once when a function's recompiles reach ``JITLENS_WARN_RECOMPILES``, counted
+    across its wrappers as the summary folds them: a ``jax.jit(lambda ...)`` rebuilt every
+    epoch compiles the same code each time, though each wrapper compiles once."""
+    if rec.internal:
+        return
+    key = _function_key(rec)
+    if key in _WARNED:
         return
     limit = _config.get("warn_recompiles")
-    recompiles = rec.compiles - 1
-    if not limit or recompiles < limit:
+    if not limit:
         return
     with _LOCK:
-        if rec.id in _WARNED:
+        wrappers = _WRAPPERS.get(key)
+        if wrappers is None:  # its first retrace: the wrappers so far (a first trace is none)
+            with REGISTRY.lock:
+                siblings = list(REGISTRY.by_code.get(rec.code_key, ()))
+            wrappers = _WRAPPERS[key] = {
+                r.id: r for r in siblings if not r.internal and _function_key(r) == key
+            }
+        wrappers[rec.id] = rec
+        group = list(wrappers.values())
+    recompiles = sum(r.compiles for r in group) - 1
+    if recompiles < limit:
+        return
+    with _LOCK:
+        if key in _WARNED:
             return
-        _WARNED.add(rec.id)
-    text = runaway_text(rec, recompiles, limit)
-    data = event_data(rec, b, "runaway", _LOGGED.get(_function_key(rec)))
+        _WARNED.add(key)
+    text = runaway_text(rec, recompiles, limit, group)
+    data = event_data(rec, b, "runaway", _LOGGED.get(key))
     log.debug("%s", text, extra={"jitlens": data})
     # from outside the program: on the terminal, never in its warning records or handlers
     sink.warn(text, RunawayRecompileWarning, stacklevel=_compat.user_stacklevel())

@@ -364,16 +364,19 @@ class Record:
             stopped=tuple(e.freeze(t0, False) for e in self.stopped[base.stopped : top.stopped]),
         )
 
-    def explain_retrace(self, b: EventBuilder, t0: float, width: int | None = None) -> str:
+    def explain_retrace(
+        self, b: EventBuilder, t0: float, width: int | None = None, number: int | None = None
+    ) -> str:
         """One trace of this record as text (call site, reasons, fixes), for logs and errors,
-        wrapped at ``width`` (``None``: lines whole).
+        wrapped at ``width`` (``None``: lines whole); ``number``: the retrace's number, when
+        the caller numbered it (the live log, in the order its lines come out).
 
         Usable while the trace is still running: only the events so far count.
         """
         from .._core.retrace_text import render_retrace  # text, at a retrace
 
         fn, event, _ = self.retrace_report(b, t0)
-        return render_retrace(fn, event, width=width)
+        return render_retrace(fn, event, width=width, number=number)
 
     def retrace_report(self, b: EventBuilder, t0: float) -> tuple[FunctionReport, Event, bool]:
         """This record's figures so far, ``b`` frozen, and whether it is among their events

@@ -151,8 +151,20 @@ def _bound_parameters(partial: Any) -> list[str] | None:
     return [p.name for p in positional[: len(partial.args)]]
 
 
+#: ``NEW_PARTIAL_FIX`` where the partial binds a function (``partial(gram, kernel)``): a
+#: function cannot be a traced argument, so it is passed as a static one.
+NEW_PARTIAL_STATIC_FIX = Template(
+    K.NEW_PARTIAL_STATIC,
+    "Jit `{name}` once with {static} static (a function cannot be traced): "
+    "`{name}_jit = jax.jit({name}, static_argnames={names})`, called as `{name}_jit({call})`"
+    "{data}; or jit the partial once, outside the loop.",
+)
+
+
 def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
-    names = [f"`{k}`" for k in getattr(partial, "keywords", {})]
+    keywords = dict(getattr(partial, "keywords", None) or {})
+    names = [f"`{k}`" for k in keywords]
+    bound: list[str] | None = []
     if getattr(partial, "args", ()):
         bound = _bound_parameters(partial)
         if bound is None:
@@ -160,12 +172,41 @@ def new_partial(name: str, defined_at: str, count: int, partial: Any) -> Reason:
         else:
             names = [f"`{n}`" for n in bound] + names
     names = names or ["the bound values"]
+    fk, fix = K.NEW_PARTIAL, NEW_PARTIAL_FIX.words(name=name, bound=", ".join(names))
+    if bound is not None and name.isidentifier():
+        values = dict(zip(bound, partial.args, strict=True)) | keywords
+        static = [k for k, v in values.items() if _a_function(v)]
+        if static:
+            data = [k for k in values if k not in static]
+            call = [*(bound or ()), *(f"{k}={k}" for k in keywords), "..."]
+            fk, fix = (
+                K.NEW_PARTIAL_STATIC,
+                NEW_PARTIAL_STATIC_FIX.words(
+                    name=name,
+                    static=_listed(static),
+                    names=repr(static[0]) if len(static) == 1 else repr(tuple(static)),
+                    call=", ".join(call),
+                    data=f" with {_listed(data)} passed as arguments" if data else "",
+                ),
+            )
     return _reason(
         ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new partial",
-        NEW_PARTIAL_MSG.words(name=name, count=count, defined_at=defined_at),
-        NEW_PARTIAL_FIX.words(name=name, bound=", ".join(names)),
-        fix_kind=K.NEW_PARTIAL, subject=SubjectKind.PARTIAL,
+        NEW_PARTIAL_MSG.words(name=name, count=count, defined_at=defined_at), fix,
+        fix_kind=fk, subject=SubjectKind.PARTIAL,
     )  # fmt: skip
+
+
+def _a_function(value: Any) -> bool:
+    """A function, method or class bound in a partial: hashable code, never an array."""
+    import functools
+    import inspect
+
+    return inspect.isroutine(value) or isinstance(value, (type, functools.partial))
+
+
+def _listed(names: list[str]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 NESTED_NEW_FUNCTION_MSG = Template(
@@ -301,6 +342,7 @@ SPEC = KindSpec(
         K.CLOSURE: CLOSURE_FIX,
         K.NEW_LAMBDA: NEW_LAMBDA_FIX,
         K.NEW_PARTIAL: NEW_PARTIAL_FIX,
+        K.NEW_PARTIAL_STATIC: NEW_PARTIAL_STATIC_FIX,
         K.NESTED_NEW_FUNCTION: NESTED_NEW_FUNCTION_FIX,
         K.NUMPYRO_REBUILT: NUMPYRO_REBUILT_FIX,
         K.NUMPYRO_SVI_RUN: NUMPYRO_SVI_RUN_FIX,

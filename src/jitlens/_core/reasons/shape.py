@@ -37,6 +37,28 @@ SHAPE_FIX = Template(
 )
 
 
+#: A shape whose one axis (past the first) grew by one: the prefix a decode loop feeds back
+#: (flax's gemma sampler, lm1b's decode, written naively): one compile per token.
+GROWING_FIX = Template(
+    K.GROWING,
+    "`{path}` grows by one on axis {axis} per call (a decode prefix): preallocate it at full "
+    "length, write each step in place (`{path}.at[{index}pos].set(t)`, "
+    "`lax.dynamic_update_slice`), pass the position as `jnp.asarray(pos)`.",
+)
+
+
+def grown_axis(before: tuple[int, ...], after: tuple[int, ...]) -> int | None:
+    """The one axis past the first (a sequence's, after the batch's) that grew by one, or None."""
+    if len(before) != len(after) or len(before) < 2:
+        return None
+    changed = [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a]
+    if len(changed) != 1 or changed[0] == 0:
+        return None
+    i = changed[0]
+    grew = isinstance(before[i], int) and isinstance(after[i], int) and after[i] == before[i] + 1
+    return i if grew else None
+
+
 PARAM_SHAPE_FIX = Template(
     K.PARAM_SHAPE,
     "Expected once per architecture: parameter shapes follow the layer sizes. If the models "
@@ -75,9 +97,14 @@ def shape(
     after: str,
     in_graph: bool = False,
     batch_axis: int | None = None,
+    dims: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
 ) -> Reason:
+    """``dims``: the two shapes, where known (a prefix grown by one gets the decode fix)."""
     # the same words for every shape, so that a run of shape retraces folds into one
     fix, fk = (PARAM_SHAPE_FIX, K.PARAM_SHAPE) if in_graph else (SHAPE_FIX, K.SHAPE)
+    axis = grown_axis(*dims) if dims is not None and not in_graph and batch_axis is None else None
+    if axis is not None:
+        fix, fk = GROWING_FIX.words(path=path, axis=axis, index=":, " * axis), K.GROWING
     facts = (Fact.IN_GRAPH,) if in_graph else ()
     if batch_axis is not None:
         msg = VMAP_SHAPE_MSG.words(path=f"`{path}`", axis=batch_axis, before=before, after=after)
@@ -267,6 +294,7 @@ SPEC = KindSpec(
     fixes={
         K.SHAPE: SHAPE_FIX,
         K.PARAM_SHAPE: PARAM_SHAPE_FIX,
+        K.GROWING: GROWING_FIX,
         K.KERAS_RAGGED: KERAS_RAGGED_FIX,
         K.KERAS_VALIDATION: KERAS_VALIDATION_FIX,
         K.KERAS_RAGGED_PREDICT: KERAS_RAGGED_PREDICT_FIX,
