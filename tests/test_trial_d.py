@@ -1,0 +1,94 @@
+"""Trial D: public programs and bug reports nobody on the team had run jitlens on, mostly
+Flax NNX, shrunk to CPU toys that keep their recompile pattern (sources in each program's
+docstring, ``tests/trial_programs/d_*``).
+
+Each program counts its own traces (a counter in the jitted body: the truth jitlens' counts
+must equal) and returns its outputs. ``trial_c_driver.py`` runs them all as written in one
+fresh process and all with jitlens' printed fix applied in another: the fix must remove the
+retraces and keep the outputs. Programs that never retrace are negative controls: no reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conftest import run_python
+
+PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
+NAMES = sorted(p.stem for p in PROGRAMS.glob("d_*.py"))
+
+
+def _driver(scenario: str) -> dict:
+    proc = run_python([str(PROGRAMS / "trial_c_driver.py"), scenario, *NAMES], cwd=PROGRAMS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
+
+
+@pytest.fixture(scope="module")
+def trial() -> dict:
+    for lib in ("equinox", "optax", "flax"):
+        if importlib.util.find_spec(lib) is None:
+            pytest.skip(f"{lib} is not installed")
+    return {"before": _driver("before"), "after": _driver("after")}
+
+
+def _reasons(run: dict, fn: str) -> list[dict]:
+    return run["rows"][fn]["reasons"]
+
+
+@pytest.mark.parametrize("program", NAMES)
+def test_counts_equal_the_programs_own_and_the_fix_keeps_its_outputs(
+    trial: dict, program: str
+) -> None:
+    for scenario in ("before", "after"):
+        run = trial[scenario][program]
+        for fn, truth in run["truth"].items():
+            assert run["rows"][fn]["traces"] == truth, (scenario, fn, run["rows"][fn])
+            if truth == 1:  # a negative control, or the fix applied: no reason at all
+                assert run["rows"][fn]["reasons"] == [], (scenario, fn, run["rows"][fn])
+    before, after = trial["before"][program], trial["after"][program]
+    if before["same_out"]:
+        assert after["out"] == before["out"]
+    for fn, row in after["rows"].items():  # applied, the fix leaves no avoidable retrace
+        assert row["lost"] == 0.0, (fn, row)
+        assert all(r["expected"] for r in row["reasons"]), (fn, row["reasons"])
+
+
+def test_a_lambda_given_to_a_library_module_by_keyword_gets_a_keyword_fix(trial: dict) -> None:
+    # once: "build every `MLP` from that one object: `MLP(activation, ...)`": eqx.nn.MLP's
+    # first parameter is in_size; the program passes `activation=` by keyword
+    reasons = _reasons(trial["before"]["d_eqx_mlp_lambda_activation"], "loss")
+    assert [(r["path"], r["kind"]) for r in reasons] == [
+        ("model.activation", "identity_static")
+    ] * 2
+    fix = reasons[0]["fix"]
+    assert "`eqx.nn.MLP(..., activation=activation)`" in fix, fix
+    assert "MLP(activation, ...)" not in fix, fix
+
+
+def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None:
+    """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
+    stdout and exit status; jitlens' words on stderr name the attribute inside the model."""
+    prog = str(PROGRAMS / "d_nnx_float_attr_annealing.py")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("JITLENS", None)
+    plain = subprocess.run([sys.executable, prog], capture_output=True, text=True, env=env)
+    cli = [sys.executable, "-m", "jitlens", "run", prog]
+    under = subprocess.run(cli, capture_output=True, text=True, env=env)
+    auto = subprocess.run(
+        [sys.executable, prog], capture_output=True, text=True, env={**env, "JITLENS": "1"}
+    )
+    assert plain.returncode == under.returncode == auto.returncode == 0, under.stderr[-2000:]
+    assert plain.stdout == under.stdout == auto.stdout
+    for proc in (under, auto):
+        text = " ".join(proc.stderr.split())
+        assert "train_step retraced 3x" in text, text
+        assert "model.blocks[1].temperature static_value (in 3 retraces)" in text, text
+        assert "`self.temperature = nnx.Variable(jnp.asarray(1.0))`" in text, text
