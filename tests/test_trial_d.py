@@ -92,3 +92,16 @@ def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None
         assert "train_step retraced 3x" in text, text
         assert "model.blocks[1].temperature static_value (in 3 retraces)" in text, text
         assert "`self.temperature = nnx.Variable(jnp.asarray(1.0))`" in text, text
+
+
+def test_an_injected_learning_rate_is_named_as_the_program_writes_it(trial: dict) -> None:
+    # optax#577's workaround under nnx.Optimizer; once the evidence said
+    # `optimizer.opt_state.hyperparams.learning_rate` (a dict key as an attribute: the path
+    # did not run) while the fix beside it wrote `...hyperparams['learning_rate']`
+    (r,) = _reasons(trial["before"]["d_nnx_inject_hyperparams_float"], "train_step")
+    path = "optimizer.opt_state.hyperparams['learning_rate']"
+    assert (r["path"], r["kind"], r["before"], r["after"]) == (
+        path, "weak_type", "f32[]", "f32[]{weak}"
+    )  # fmt: skip
+    assert r["message"].startswith(f"`{path}` changed weak type"), r["message"]
+    assert f"`{path}[...] = jnp.asarray(value, jnp.float32)`" in r["fix"], r["fix"]

@@ -3,7 +3,8 @@ with an ``nnx.Optimizer``: the epoch loop sets the injected learning rate to a P
 (``optimizer.opt_state.hyperparams['learning_rate'].value = lr``). The first epoch runs with
 the ``f32[]`` optax created; each Python float is a weak-typed ``f32[]``: one more compile.
 
-``run(fixed=True)`` applies jitlens' fix: ``jnp.float32(lr)``: one compile, the same losses.
+``run(fixed=True)`` applies jitlens' fix as printed (``...[...] = jnp.asarray(lr, jnp.float32)``):
+one compile, the same losses.
 """
 
 import jax.numpy as jnp
@@ -35,9 +36,10 @@ def run(fixed: bool) -> dict:
     for epoch in range(3):
         if epoch:
             lr = 0.1 / (1 + epoch)
-            optimizer.opt_state.hyperparams["learning_rate"].value = (
-                jnp.float32(lr) if fixed else lr
-            )
+            if fixed:  # jitlens' fix as printed
+                optimizer.opt_state.hyperparams["learning_rate"][...] = jnp.asarray(lr, jnp.float32)
+            else:
+                optimizer.opt_state.hyperparams["learning_rate"].value = lr
         out.append(round(float(train_step(model, optimizer, x, y)), 5))
     return {"truth": traces[0], "out": out, "function": "train_step"}
 

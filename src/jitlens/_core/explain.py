@@ -205,6 +205,9 @@ def _entry_reasons(
     if parent is not None and parent.kind == EntryKind.VAR and p[-1] == ("attr", "value"):
         path = render_path(p[:-1])  # a Variable's value: the user writes `model.kernel`
         variable = _class_spelling(parent)
+    # nnx flattens a dict's children like attributes; the evidence names them as the user
+    # writes them (`opt.opt_state.hyperparams['learning_rate']`), as the fix does
+    path = code_path(p[:-1] if variable else p, entries) or path
     if p[0][0] == "jit":
         assert eo.static is not None and en.static is not None
         return [W.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
