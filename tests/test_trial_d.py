@@ -105,3 +105,16 @@ def test_an_injected_learning_rate_is_named_as_the_program_writes_it(trial: dict
     )  # fmt: skip
     assert r["message"].startswith(f"`{path}` changed weak type"), r["message"]
     assert f"`{path}[...] = jnp.asarray(value, jnp.float32)`" in r["fix"], r["fix"]
+
+
+def test_a_log_kept_on_the_model_is_not_said_stale_nor_copied_per_step(trial: dict) -> None:
+    # once: "served the compile made for [] (no retrace, stale result)" with the fix
+    # `m.history = copy.copy(m.history)`: the step never reads the list, and the copy would
+    # compile once per step. jitlens cannot see what the jitted code reads: it says "if".
+    before = " ".join(trial["before"]["d_nnx_loss_history_on_model"]["text"].split())
+    assert "`model.history` was changed in place after its compile" in before, before
+    assert "stale result" not in before, before
+    assert "jitted code that reads it still sees [] (stale)" in before, before
+    assert "If only code outside the jit uses it (a log), keep it out of the call's" in before
+    after = trial["after"]["d_nnx_loss_history_on_model"]["text"]
+    assert "stale" not in after, after
