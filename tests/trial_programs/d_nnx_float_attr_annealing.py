@@ -3,7 +3,7 @@ Module attribute each step (``model.blocks[1].temperature = t``). NNX keeps plai
 attributes in the graphdef (static), so every new temperature compiles ``train_step`` again.
 
 ``run(fixed=True)`` applies jitlens' fix: the temperature an ``nnx.Variable`` set with
-``.value``: one compile, the same losses.
+``[...]`` as printed: one compile, the same losses.
 """
 
 import jax
@@ -18,7 +18,7 @@ class Block(nnx.Module):
 
     def __call__(self, x):
         t = (
-            self.temperature.value
+            self.temperature[...]
             if isinstance(self.temperature, nnx.Variable)
             else self.temperature
         )
@@ -49,7 +49,7 @@ def run(fixed: bool) -> dict:
     for step in range(4):
         t = 1.0 / (1 + step)
         if fixed:
-            model.blocks[1].temperature.value = jnp.float32(t)
+            model.blocks[1].temperature[...] = t  # jitlens' fix as printed
         else:
             model.blocks[1].temperature = t
         out.append(round(float(train_step(model, x)), 5))

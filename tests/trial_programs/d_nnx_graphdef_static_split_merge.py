@@ -21,7 +21,7 @@ class Model(nnx.Module):
 
     def __call__(self, x):
         s = self.noise_scale
-        return self.linear(x) * (s.value if isinstance(s, nnx.Variable) else s)
+        return self.linear(x) * (s[...] if isinstance(s, nnx.Variable) else s)
 
 
 def run(fixed: bool) -> dict:
@@ -39,7 +39,7 @@ def run(fixed: bool) -> dict:
     for step in range(3):
         scale = 0.5**step
         if fixed:
-            model.noise_scale.value = jnp.float32(scale)
+            model.noise_scale[...] = scale  # jitlens' fix as printed
         else:
             model.noise_scale = scale
         graphdef, state = nnx.split(model)
