@@ -118,3 +118,13 @@ def test_a_log_kept_on_the_model_is_not_said_stale_nor_copied_per_step(trial: di
     assert "If only code outside the jit uses it (a log), keep it out of the call's" in before
     after = trial["after"]["d_nnx_loss_history_on_model"]["text"]
     assert "stale" not in after, after
+
+
+def test_an_eager_cond_s_branch_rebuilt_per_iteration_is_named_and_the_caller_jitted(
+    trial: dict,
+) -> None:
+    run = trial["before"]["d_jax_eager_cond_in_loop"]
+    assert run["rows"]["grow"]["reasons"] == []  # one function object: traced once
+    reasons = _reasons(run, "shrink")
+    assert [(r["kind"], r["path"]) for r in reasons] == [("new_function", "lax.cond(shrink)")] * 3
+    assert reasons[0]["fix"].startswith("Put `@jax.jit` on `cond_step`"), reasons[0]["fix"]
