@@ -128,3 +128,22 @@ def test_an_eager_cond_s_branch_rebuilt_per_iteration_is_named_and_the_caller_ji
     reasons = _reasons(run, "shrink")
     assert [(r["kind"], r["path"]) for r in reasons] == [("new_function", "lax.cond(shrink)")] * 3
     assert reasons[0]["fix"].startswith("Put `@jax.jit` on `cond_step`"), reasons[0]["fix"]
+
+
+def test_a_param_replaced_by_an_array_is_the_program_s_assignment_not_the_layer_s(
+    trial: dict,
+) -> None:
+    # once: "Expected once per configuration: nnx.Linear makes `model.head.kernel` from the
+    # arguments it is built with, not your code": the program's assignment made it, and the
+    # kernel silently stopped being a Param
+    (r,) = _reasons(trial["before"]["d_nnx_head_reset_array"], "loss")
+    assert (r["path"], r["kind"], r["before"], r["after"]) == (
+        "model.head.kernel", "graph_structure", "Param", "f32[4,2]"
+    )  # fmt: skip
+    assert r["message"].startswith("`model.head.kernel` was a Variable (nnx.Param) and is now")
+    assert "`model.head.kernel[...] = new_value`" in r["fix"], r["fix"]
+    assert "nnx.Linear makes" not in r["fix"] and not r["expected"], r
+    before = trial["before"]["d_nnx_head_reset_array"]["out"]
+    after = trial["after"]["d_nnx_head_reset_array"]["out"]
+    assert before[-1] is False and after[-1] is True  # the bug: no Param any more; fixed: Param
+    assert after[:-1] == before[:-1]

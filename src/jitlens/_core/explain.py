@@ -214,6 +214,8 @@ def _entry_reasons(
     if p[-1][0] == "passed":
         return [W.signature(arg, eo.target, en.target)]
     if eo.kind != en.kind:
+        if eo.kind == EntryKind.VAR and en.kind == EntryKind.AVAL and en.in_graph:
+            return [W.variable_replaced(arg, path, _class_spelling(eo), _short(eo), _short(en))]
         if eo.in_graph or en.in_graph:
             return [W.graph_kind_change(arg, path, _short(eo), _short(en))]
         none = EntryKind.NONE in (eo.kind, en.kind)
