@@ -78,6 +78,7 @@ FIXES: dict[str, str] = {
     "SOW_FIX": "test_sow_fix",
     "GRAPH_FIX": "test_graph_fix",
     "GRAPH_KIND_FIX": "test_graph_kind_fix",
+    "VAR_REPLACED_FIX": "test_var_replaced_fix",
     "PYTREE_KEY_FIX": "test_pytree_key_fix",
     "NONE_FIX": "test_none_fix",
     "LENGTH_FIX": "test_length_fix",
@@ -1508,9 +1509,9 @@ class Scaled(nnx.Module):
 
 def test_graph_kind_fix() -> None:
     def broken():
-        f, m = nnx_forward(), Scaled(nnx.Variable(jnp.array(2.0)))
+        f, m = nnx_forward(), Scaled(nnx.data(2.0))
         a = f(m, X)
-        m.k = 3.0  # a Variable replaced by a plain number: now a static
+        m.k = nnx.Variable(jnp.array(3.0))  # a plain number replaced by a Variable
         return f, [a, f(m, X)]
 
     def fixed():
@@ -1520,6 +1521,23 @@ def test_graph_kind_fix() -> None:
         return f, [a, f(m, X)]
 
     prove("GRAPH_KIND_FIX", broken, fixed)
+
+
+def test_var_replaced_fix() -> None:
+    # float16: a key of its own (the same key as test_graph_kind_fix's is a new-wrapper hit)
+    def broken():
+        f, m = nnx_forward(), Scaled(nnx.Variable(jnp.array(2.0, jnp.float16)))
+        a = f(m, X)
+        m.k = 3.0  # a Variable replaced by a plain number
+        return f, [a, f(m, X)]
+
+    def fixed():
+        f, m = nnx_forward(), Scaled(nnx.Variable(jnp.array(2.0, jnp.float16)))
+        a = f(m, X)
+        m.k[...] = 3.0  # written into the Variable, as the fix prints
+        return f, [a, f(m, X)]
+
+    prove("VAR_REPLACED_FIX", broken, fixed)
 
 
 class Stamped(nnx.Module):

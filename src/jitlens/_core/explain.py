@@ -28,7 +28,7 @@ from .key import (
 )
 from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
 from .lazy import OnFirstUse
-from .paths import Entries, code_path, parent_in, under
+from .paths import Entries, code_path, parent_in, under, written_path
 from .report import Reason
 
 R, W = OnFirstUse(".rank", __package__), OnFirstUse(".reasons", __package__)  # at a retrace
@@ -200,17 +200,18 @@ def _diff_entry(
 def _entry_reasons(
     p: Path, eo: Entry, en: Entry, parent: Entry | None, entries: Entries | None
 ) -> list[Reason] | None:
-    arg, path = _arg(p), render_path(p)
-    variable = ""
-    if parent is not None and parent.kind == EntryKind.VAR and p[-1] == ("attr", "value"):
-        path = render_path(p[:-1])  # a Variable's value: the user writes `model.kernel`
-        variable = _class_spelling(parent)
+    var = parent is not None and parent.kind == EntryKind.VAR and p[-1] == ("attr", "value")
+    arg, variable = _arg(p), _class_spelling(parent) if var and parent else ""
+    # a Variable's value is written `model.kernel`; a dict's child `hyperparams['lr']`
+    path = render_path(written_path(p[:-1] if variable else p, entries))
     if p[0][0] == "jit":
         assert eo.static is not None and en.static is not None
         return [W.jit_option(str(p[0][1]), eo.static.display(), en.static.display())]
     if p[-1][0] == "passed":
         return [W.signature(arg, eo.target, en.target)]
     if eo.kind != en.kind:
+        if eo.kind == EntryKind.VAR and en.kind == EntryKind.AVAL and en.in_graph:
+            return [W.variable_replaced(arg, path, _class_spelling(eo), _short(eo), _short(en))]
         if eo.in_graph or en.in_graph:
             return [W.graph_kind_change(arg, path, _short(eo), _short(en))]
         none = EntryKind.NONE in (eo.kind, en.kind)
@@ -228,11 +229,8 @@ def _entry_reasons(
             out.append(W.dtype(arg, path, a.short(), b.short(), b.dtype, a.dtype))
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)
-            out.append(
-                W.weak_type(
-                    arg, path, a.short(), b.short(), a.dtype, b.weak, variable, code, b.dtype
-                )
-            )
+            weak = (a.short(), b.short(), a.dtype, b.weak, variable, code, b.dtype)
+            out.append(W.weak_type(arg, path, *weak))
         if a.sharding != b.sharding:
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)

@@ -221,6 +221,7 @@ class FixKind(_Kind):
     SOW = "sow"
     GRAPH = "graph"
     GRAPH_KIND = "graph_kind"
+    VAR_REPLACED = "var_replaced"
     PYTREE_KEY = "pytree_key"
     LENGTH = "length"
     NONE = "none"
@@ -400,6 +401,7 @@ class MessageKind(_Kind):
     # reasons/graph_structure.py
     GRAPH_ADDED = "graph_added"
     GRAPH_KIND = "graph_kind"
+    VAR_REPLACED = "var_replaced"
     NODE_TYPE = "node_type"
     VAR_VALUE = "var_value"
     # reasons/static_value.py

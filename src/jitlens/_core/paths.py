@@ -37,6 +37,19 @@ def code_path(p: Path, entries: Entries | None) -> str:
     return out
 
 
+def written_path(p: Path, entries: Entries | None) -> Path:
+    """``p`` with a dict's children as keys, as the user subscripts them: rendered
+    ``opt.opt_state.hyperparams['learning_rate']`` (a very deep path still abbreviated)."""
+    if entries is None:
+        return p
+    out = list(p)
+    for i in range(1, len(p)):
+        parent = entries.get(p[:i])
+        if p[i][0] == "attr" and parent is not None and parent.type_name in _MAPPINGS:
+            out[i] = ("key", p[i][1])
+    return tuple(out)
+
+
 def _immutable(e: Entry) -> bool:
     """A tuple (a NamedTuple too): its items cannot be assigned."""
     cls = e.type_ref() if callable(e.type_ref) else None

@@ -93,7 +93,9 @@ def _library_made(
             config.setdefault(r.where[:-1], []).append(f"`{r.where[-1][1]}`")
     out = []
     for r in reasons:
-        cls = _layer_class(r, o, n) if r.kind in _STRUCTURE_KINDS else ""
+        # a Variable the program replaced by an array: its assignment, not the layer's making
+        mine = r.fix_kind is FixKind.VAR_REPLACED
+        cls = _layer_class(r, o, n) if r.kind in _STRUCTURE_KINDS and not mine else ""
         if cls and Fact.OPTAX_MADE not in r.facts:
             args = ", ".join(config.get(r.where[:-1], []))
             r = W.library_made(r, cls, f" (here {args})" if args else "")

@@ -195,18 +195,21 @@ def _alive(w: _Watch) -> bool:
 # static_argnames object compared by identity, or whose __hash__ ignores the change) and
 # eqx.filter_jit (a non-array field: every non-array leaf is static). A static whose hash
 # follows the change misses instead (a retrace, a right result): only a call that hit the
-# cache is checked.
+# cache is checked. Whether the jitted code reads it is not known (a log list kept on a
+# model is never read), so the words say "if": copying a log on every change would make
+# each new value compile again.
 
 INPLACE_MSG = Template(
     WordsKind.STALE_IN_PLACE,
-    "`{path}` was changed in place after its compile (noticed at call #{call}): it is now "
-    "{after}, but {kind} compares it with itself (the same object) and served the compile "
-    "made for {before} (no retrace, stale result).",
+    "`{path}` was changed in place after its compile (noticed at call #{call}); {kind} "
+    "compares it with itself (the same object), so no retrace: jitted code that reads it "
+    "still sees {before} (stale), not {after}.",
 )
 INPLACE_FIX = Template(
     WordsKind.STALE_IN_PLACE_FIX,
-    "Assign a new object instead of changing this one in place ({example}): the jit then "
-    "compiles for the new value. {traced}",
+    "If the jitted code reads it, assign a new object ({example}): the jit then compiles for "
+    "the new value. If only code outside the jit uses it (a log), keep it out of the call's "
+    "arguments. {traced}",
 )
 #: The closing remark of the fix, per front-end: how to make a value that changes often
 #: traced instead of static (one compile for every value).

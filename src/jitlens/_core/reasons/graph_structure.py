@@ -50,6 +50,32 @@ GRAPH_KIND_FIX = Template(
 )
 
 
+VAR_REPLACED_MSG = Template(
+    M.VAR_REPLACED,
+    "{path} was a Variable ({var}) and is now a plain {after}: an assignment replaced the "
+    "Variable by an array, which changes the model's graph (part of the key).",
+)
+
+
+VAR_REPLACED_FIX = Template(
+    K.VAR_REPLACED,
+    "Write into the Variable instead of replacing it: `{path}[...] = new_value` (the same "
+    "shape and dtype): it stays a Variable, seen by `nnx.state(model, {var})` and an optimizer's "
+    "`wrt`, and the compile is reused.",
+)
+
+
+def variable_replaced(arg: str, path: str, var: str, before: str, after: str) -> Reason:
+    """An nnx Variable (``model.head.kernel``, a Param) assigned a plain array: the user's
+    assignment replaced it (a layer never builds a bare array where its Variable was)."""
+    return _reason(
+        ReasonKind.GRAPH_STRUCTURE, arg, path, before, after,
+        VAR_REPLACED_MSG.words(path=f"`{path}`", var=var, after=after),
+        VAR_REPLACED_FIX.words(path=path, var=var), fix_kind=K.VAR_REPLACED,
+        facts=(Fact.IN_GRAPH,),
+    )  # fmt: skip
+
+
 def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: str = "") -> Reason:
     verb = "added to" if added else "removed from"
     if var_type == "Intermediate" or "Intermediate" in what:
@@ -158,10 +184,11 @@ SPEC = KindSpec(
         K.SOW: SOW_FIX,
         K.GRAPH: GRAPH_FIX,
         K.GRAPH_KIND: GRAPH_KIND_FIX,
+        K.VAR_REPLACED: VAR_REPLACED_FIX,
         K.OPTAX_STATE: OPTAX_STATE_FIX,
         K.LIBRARY_MADE: LIBRARY_MADE_FIX,
         K.NODE_TYPE: NODE_TYPE_FIX,
     },
-    messages=(GRAPH_ADDED_MSG, GRAPH_KIND_MSG, NODE_TYPE_MSG, VAR_VALUE_MSG),
+    messages=(GRAPH_ADDED_MSG, GRAPH_KIND_MSG, VAR_REPLACED_MSG, NODE_TYPE_MSG, VAR_VALUE_MSG),
     structure=True,
 )

@@ -91,7 +91,7 @@ MODULE_FUNCTION_FIX = Template(
 MODULE_LIBRARY_FUNCTION_FIX = Template(
     FixKind.EQX_MODULE_LIBRARY_FUNCTION,
     "Define it once at module level (`def {name}(...)`) and build every `{cls}` from that one "
-    "object: `{cls}({name}, ...)`; they then share it and hit the cache.",
+    "object: `{call}`; they then share it and hit the cache.",
 )
 MODULE_PARTIAL_FIX = Template(
     FixKind.EQX_MODULE_PARTIAL,
@@ -266,10 +266,10 @@ def _module_identity(r: Reason, attr: str, value: Any, owner: Any) -> Reason:
         )
         fname = attr if lam else name
         if _is_library_class(owner):  # eqx.Partial(lambda ...): the user builds it, not __init__
-            public = getattr(_eqx_module(), owner.__name__, None) is owner
-            cls = f"eqx.{owner.__name__}" if public else owner.__name__
+            cls = _library_name(owner)
             fk = FixKind.EQX_MODULE_LIBRARY_FUNCTION
-            fix = MODULE_LIBRARY_FUNCTION_FIX.as_written(name=fname, cls=cls)
+            call = _library_call(owner, cls, attr, fname)
+            fix = MODULE_LIBRARY_FUNCTION_FIX.as_written(name=fname, cls=cls, call=call)
         else:
             fk, fix = (
                 FixKind.EQX_MODULE_FUNCTION,
@@ -298,6 +298,31 @@ def _node_class(e: Entry | None) -> Any:
 def _eqx_module() -> Any:
     """equinox, if the program imported it (jitlens never imports it)."""
     return sys.modules.get("equinox")
+
+
+def _library_name(owner: Any) -> str:
+    """``owner`` as the program spells it: ``eqx.Partial``, ``eqx.nn.MLP``, or its bare name."""
+    eqx, name = _eqx_module(), owner.__name__
+    if getattr(eqx, name, None) is owner:
+        return f"eqx.{name}"
+    if getattr(getattr(eqx, "nn", None), name, None) is owner:
+        return f"eqx.nn.{name}"
+    return name
+
+
+def _library_call(owner: Any, cls: str, attr: str, name: str) -> str:
+    """The call that builds ``owner`` with ``name`` as its field ``attr``: positional when
+    ``attr`` is the constructor's first parameter (``eqx.Partial(func, ...)``), else by keyword
+    (``eqx.nn.MLP(..., activation=act)``), as equinox's own signature names it."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(owner).parameters)
+    except (TypeError, ValueError):
+        params = []
+    if attr in params[1:]:
+        return f"{cls}(..., {attr}={name})"
+    return f"{cls}({name}, ...)"
 
 
 def _is_library_class(cls: Any) -> bool:
