@@ -31,6 +31,10 @@ def _driver(scenario: str) -> dict:
     return json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
 
 
+#: One worker runs the module: its drivers run once.
+pytestmark = pytest.mark.xdist_group("trial_d")
+
+
 @pytest.fixture(scope="module")
 def trial() -> dict:
     for lib in ("equinox", "optax", "flax"):
