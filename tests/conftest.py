@@ -84,3 +84,25 @@ def _self_check_done() -> None:
 
     with jitlens.track():
         jax.jit(lambda x: x)(jnp.ones(1))
+
+
+TRIAL_PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
+
+
+def trial_runs(names: list[str], libraries: tuple[str, ...]) -> dict:
+    """Every trial program ``names`` run by ``trial_c_driver.py`` as written ("before") and
+    with jitlens' printed fix applied ("after"), each scenario in a fresh process: its
+    rows, its own trace counters and outputs. Skips when a library it needs is missing."""
+    import importlib.util
+    import json
+
+    for lib in libraries:  # found, not imported (keras' backend)
+        if importlib.util.find_spec(lib) is None:
+            pytest.skip(f"{lib} is not installed")
+    out = {}
+    for scenario in ("before", "after"):
+        driver = str(TRIAL_PROGRAMS / "trial_c_driver.py")
+        proc = run_python([driver, scenario, *names], cwd=TRIAL_PROGRAMS)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out[scenario] = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
+    return out

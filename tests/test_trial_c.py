@@ -9,7 +9,6 @@ retraces and keep the outputs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -18,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import run_python
+from conftest import run_python, trial_runs
 
 #: One worker runs the module: its drivers (every program, before and after its fix) run once.
 pytestmark = pytest.mark.xdist_group("trial_c")
@@ -27,18 +26,9 @@ PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("c_*.py"))
 
 
-def _driver(scenario: str) -> dict:
-    proc = run_python([str(PROGRAMS / "trial_c_driver.py"), scenario, *NAMES], cwd=PROGRAMS)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
-
-
 @pytest.fixture(scope="module")
 def trial() -> dict:
-    for lib in ("equinox", "optax", "flax", "keras"):  # found, not imported (keras' backend)
-        if importlib.util.find_spec(lib) is None:
-            pytest.skip(f"{lib} is not installed")
-    return {"before": _driver("before"), "after": _driver("after")}
+    return trial_runs(NAMES, ("equinox", "optax", "flax", "keras"))
 
 
 def _reasons(run: dict, fn: str) -> list[dict]:

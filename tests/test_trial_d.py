@@ -10,8 +10,6 @@ retraces and keep the outputs. Programs that never retrace are negative controls
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import pathlib
 import subprocess
@@ -19,16 +17,10 @@ import sys
 
 import pytest
 
-from conftest import run_python
+from conftest import trial_runs
 
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("d_*.py"))
-
-
-def _driver(scenario: str) -> dict:
-    proc = run_python([str(PROGRAMS / "trial_c_driver.py"), scenario, *NAMES], cwd=PROGRAMS)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
 
 
 #: One worker runs the module: its drivers run once.
@@ -37,10 +29,7 @@ pytestmark = pytest.mark.xdist_group("trial_d")
 
 @pytest.fixture(scope="module")
 def trial() -> dict:
-    for lib in ("equinox", "optax", "flax"):
-        if importlib.util.find_spec(lib) is None:
-            pytest.skip(f"{lib} is not installed")
-    return {"before": _driver("before"), "after": _driver("after")}
+    return trial_runs(NAMES, ("equinox", "optax", "flax"))
 
 
 def _reasons(run: dict, fn: str) -> list[dict]:

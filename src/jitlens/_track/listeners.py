@@ -122,9 +122,16 @@ def _drop_trace(b: EventBuilder) -> None:
         if b in rec.events:  # not already taken back (a guard's abort, a cached trace)
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
-        if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
-            rec.keys.remove(b.key)
-            rec.n_entries -= 1
+        _unfile_key(b)
+
+
+def _unfile_key(b: EventBuilder) -> None:
+    """Take back the key an uncompiled trace filed, if still the last (record's lock held),
+    and this thread's trace in progress is not ``b`` any more."""
+    rec = b.record
+    if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
+        rec.keys.remove(b.key)
+        rec.n_entries -= 1
     b.key = None
     if tls.building is b:
         tls.building = None
@@ -356,14 +363,7 @@ def abort_trace(b: EventBuilder | None) -> None:
             b.kind = EventKind.STOPPED
             if len(rec.stopped) < MAX_EVENTS:
                 rec.stopped.append(b)
-        if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
-            rec.keys.remove(b.key)
-            rec.n_entries -= 1
-    b.key = None
-    if tls.building is b:
-        tls.building = None
-    if tls.last_built is b:
-        tls.last_built = None
+        _unfile_key(b)
 
 
 # ------------------------------------------------------------------ nested traces
