@@ -10,7 +10,6 @@ Equinox, optax, jitlens itself, the standard library) and which to the user.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import sys
@@ -19,10 +18,11 @@ from collections.abc import Mapping
 from types import FrameType
 from typing import Any
 
+from .._record import record
 from . import libraries
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record(slots=True)
 class TraceFrame:
     """What JAX's ``pjit._trace_for_jit`` frame says about the call it is tracing.
 

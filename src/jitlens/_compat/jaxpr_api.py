@@ -14,10 +14,11 @@ primitive's ``unroll`` and ``length`` params. Each degrades to ``None``.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
+
+from .._record import record
 
 #: The local of ``_trace_for_jit`` holding the traced ``ClosedJaxpr`` (jax 0.9-0.10).
 JAXPR_LOCAL = "jaxpr"
@@ -28,7 +29,7 @@ MAX_DEPTH = 64
 MAX_STACKS = 100_000
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class FlatEqn:
     """One equation of the program as XLA will see it, with the user's frames."""
 
@@ -40,7 +41,7 @@ class FlatEqn:
     stack: tuple[tuple[str, int, str, int, bool], ...]
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class UnrolledScan:
     """A ``scan`` (``fori_loop``) that JAX unrolls when lowering: ``unroll`` copies of its body."""
 

@@ -18,13 +18,14 @@ after the package is imported (they import ``frames`` themselves), and read once
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import pkgutil
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from .._record import record
 
 #: Libraries whose jits run the user's model: a jit they make whose callable reaches
 #: the user's code is the user's row (JAX's, Flax's and optax's own jits are not).
@@ -37,7 +38,7 @@ def _nothing_missing() -> list[tuple[str, str]]:
     return []
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Library:
     """One library, as its private-access module declares it (``LIBRARY = Library(...)``)."""
 

@@ -9,10 +9,10 @@ then checks that the pieces that are here still mean what they meant.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
+from .._record import record
 from . import dispatch, flax_api, jax_api, jaxpr_api, libraries
 from .libraries import installed_versions as installed_versions
 
@@ -35,7 +35,7 @@ COMPILE_COST = "what long compiles are made of (Event.cost) and the compile-cost
 FAST_PATH = "counting cache hits that miss JAX's C++ dispatch fast path (python_dispatch_calls)"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Capabilities:
     """The installed versions and the private pieces missing from them."""
 

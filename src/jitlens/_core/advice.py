@@ -40,8 +40,7 @@ See also:
 
 from __future__ import annotations
 
-import dataclasses
-
+from .._record import record
 from .advice_cost import compile_cost
 from .kinds import AdviceKind
 from .report import Advice, FunctionReport
@@ -152,7 +151,7 @@ FAST_PATH_FIXES = {
 FAST_PATH_FIX_OTHER = "profile a few calls of `{name}` (jax.profiler) to see its Python dispatch"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class DispatchSample:
     """A function's own cache hits, sampled (``_track/advisor.py`` says how).
 
@@ -172,7 +171,7 @@ class DispatchSample:
     rest_args: tuple[str, ...]
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Environment:
     """The JAX settings and run figures the rules need, read once per report."""
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._compat import cache_keys
+from .._record import record
 from . import callees
 from .key import (
     Entry,
@@ -540,7 +541,7 @@ def data_free_vars(fn: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Wrapper:
     """What the first-trace policy needs of a jitted callable (a record, as plain data)."""
 

@@ -23,6 +23,7 @@ import weakref
 from typing import Any
 
 from .._compat import libraries
+from .._record import record
 from .kinds import EntryKind
 
 #: A path part: ("arg", name) at the root, ("attr", name) for graph/object
@@ -364,7 +365,7 @@ def _type_name(value: Any) -> str:
     return t.__qualname__ if mod in ("builtins", "__main__") else f"{mod}.{t.__qualname__}"
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Aval:
     """An array argument as the cache key sees it: shape, dtype, weak type and placement."""
 
@@ -385,7 +386,7 @@ class Aval:
         return s
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Entry:
     """One position of a key. ``kind`` says what JAX compares there."""
 
@@ -434,7 +435,7 @@ def _same_type(a: Entry, b: Entry) -> bool:
     return ta is tb
 
 
-@dataclasses.dataclass
+@record(frozen=False)
 class Key:
     """The abstract cache key of one call, flattened to user paths."""
 

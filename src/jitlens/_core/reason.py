@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .._record import record
 from .kinds import FIX_QUOTES_VALUE, Fact, FixKind, ReasonKind, SubjectKind
 from .words import Words, as_words, words
 
@@ -38,7 +39,7 @@ STATIC_FLOWS: tuple[str, ...] = ("", "unchecked", "data", "shape", "params", "ru
 EXPECTED_FIX = "Expected once per mode."
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Reason:
     """One difference between a new cache key and the closest compiled one."""
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ReportError
+from .._record import record
 from .fields import NUM as _NUM
 from .fields import as_list as _list
 from .fields import build_fields as _build
@@ -45,7 +46,7 @@ EVENT_KINDS: tuple[EventKind, ...] = tuple(EventKind)
 ADVICE_KINDS: tuple[AdviceKind, ...] = tuple(AdviceKind)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Event:
     """A trace (and the lowering/compilation that followed it) of one function."""
 
@@ -101,7 +102,7 @@ class Event:
 
 
 @words_when_read
-@dataclasses.dataclass(frozen=True)
+@record
 class StaleHit:
     """A cached call that ignored a change the cache key should have seen. Its ``message`` and
     ``fix`` are given as the makings of words (``Words``) and made when first read."""
@@ -124,7 +125,7 @@ class StaleHit:
     fix: str
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Advice:
     """One change worth making to a function, with the time it would save.
 
@@ -144,7 +145,7 @@ class Advice:
         object.__setattr__(self, "kind", AdviceKind(self.kind))
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class FunctionReport:
     """The figures of one jitted callable object (one wrapper = one record)."""
 
@@ -252,7 +253,7 @@ class FunctionReport:
         return self.cache_hits / self.calls
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Report:
     """All functions seen by one tracker in one process."""
 

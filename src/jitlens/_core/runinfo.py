@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._errors import ReportError
+from .._record import record
 from .kinds import NoteKind
 
 #: ``Event.persistent_cache``: what the persistent cache did for one compile.
@@ -34,7 +35,7 @@ PCACHE_OUTCOMES: tuple[str, ...] = ("", "hit", "written", "not_written", "off")
 MAX_LISTED_ENTRIES = 200
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class CacheNote:
     """Why the persistent cache could not help this run: the setting or condition, the fix."""
 
@@ -53,7 +54,7 @@ class CacheNote:
             object.__setattr__(self, "kind", NoteKind(self.kind))
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class PersistentCache:
     """The persistent cache's settings and what it did while the report was open."""
 
@@ -91,7 +92,7 @@ class PersistentCache:
     longest_compile_seconds: float | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class RunInfo:
     """Everything outside the program that the persistent-cache key depends on."""
 

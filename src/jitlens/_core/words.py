@@ -11,9 +11,9 @@ reason keeps them. Words read back from a report are kept as they were written
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._record import record
 from .code import words_unless_code
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Template(str):
         return Words(self, tuple(params.items()), capped=False)
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Words:
     """What a message or a fix is made of: a template and its parameters, or text as given.
 

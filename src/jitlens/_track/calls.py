@@ -9,7 +9,6 @@ flattened or published per call.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
@@ -17,6 +16,7 @@ import weakref
 from typing import Any
 
 from .. import _compat
+from .._record import record
 from . import advisor
 from .records import SETTLED_CALLS, Record
 from .state import (
@@ -338,7 +338,7 @@ def forget_failed_trace(rec: Record, n: int | None) -> None:
     tls.last_built = None
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class CountedCall:
     """A counted call in progress, as a trace that belongs to it finds it."""
 

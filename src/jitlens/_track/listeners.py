@@ -10,13 +10,13 @@ guard's own error (a compile budget exceeded) is raised, on purpose.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
 from .. import _compat
 from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
+from .._record import record
 from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
 from .calls import CountedCall, find_call, note_miss
 from .describe import describe_and_explain
@@ -302,7 +302,7 @@ def _unreadable_trace(frame: Any) -> None:
     selfcheck.runtime_problem(FRAME_PROBLEM.format(name=_compat.TRACE_FRAME_NAME))
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class FrontendTrace:
     """A library front-end's trace mapped back to the user's call."""
 

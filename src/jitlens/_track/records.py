@@ -8,7 +8,6 @@ functions and wrappers, and keys that hold no arrays.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import sys
 import threading
@@ -26,6 +25,7 @@ from .._core.report import (
     Reason,
     StaleHit,
 )
+from .._record import record
 from .state import weak
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class EventBuilder:
         )
 
 
-@dataclasses.dataclass
+@record(frozen=False)
 class Counts:
     """A record's counters at one moment."""
 

@@ -27,7 +27,6 @@ in JSON, ``?`` in text) and compile budgets raise instead of passing.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -46,6 +45,7 @@ from .._compat.probe import (
     tested_range,
 )
 from .._errors import JitlensCompatWarning
+from .._record import record
 from . import sink
 from .state import log
 
@@ -73,7 +73,7 @@ VERDICT_LIMIT = 64 * 1024
 BUDGETS_OPEN = [0]
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class SelfCheck:
     """What the self-check found: the probe, the canary's verdict, the program's own events."""
 
