@@ -11,10 +11,12 @@ it writes its own files as without ``--gather``.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the launcher of jitlens run parses with argparse only when given options
+    import argparse
 
 GATHER_HELP = (
     "multi-host runs: every process writes its own --json report, then sends it to process 0 "

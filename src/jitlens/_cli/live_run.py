@@ -26,10 +26,10 @@ after the program's last frame and before the exit hooks.
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import argparse
     import logging
 
 #: Options of this module that take a value (for ``run.split_argv``).
@@ -61,6 +61,8 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
 
 
 def _budget(text: str) -> int:
+    import argparse
+
     try:
         value = int(text)
     except ValueError:

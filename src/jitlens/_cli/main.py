@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Mapping, Sequence
@@ -65,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _demo_main(argv: list[str]) -> int:
+    import argparse
+
     argparse.ArgumentParser(
         prog="jitlens demo",
         description="Run the CNN of the Flax discussion 'When does recreating a model trigger "
@@ -87,6 +88,8 @@ def _demo_main(argv: list[str]) -> int:
 
 
 def _report_main(argv: list[str]) -> int:
+    import argparse
+
     from .outputs import add_output_options
 
     p = argparse.ArgumentParser(
@@ -138,6 +141,8 @@ SELFCHECK_FAILED = (
 
 
 def _selfcheck_main(argv: list[str]) -> int:
+    import argparse
+
     argparse.ArgumentParser(
         prog="jitlens selfcheck",
         description="Run jitlens' canary (a jax.jit, an nnx.jit and an eqx.filter_jit function "

@@ -22,13 +22,12 @@ output.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import site
-import subprocess
 import sys
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from .._render.color import CHOICES as COLOR_CHOICES
 from .._render.color import add_color_option
@@ -37,6 +36,9 @@ from .gather import GATHER_HELP, check_options  # issue 23
 from .outputs import add_output_options as add_output_options
 from .outputs import anchor_outputs as anchor_outputs
 from .outputs import output_problem
+
+if TYPE_CHECKING:  # the launcher imports argparse only to parse options it was given
+    import argparse
 
 #: jitlens' own directory (its frames are hidden from the program's tracebacks).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +63,8 @@ NOT_FOUND = "jitlens run: cannot open {path!r}: {why}"
 
 def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
     """jitlens' own options; the program and its arguments are split off by :func:`split_argv`."""
+    import argparse
+
     p = argparse.ArgumentParser(
         prog=prog,
         usage=USAGE,
@@ -91,6 +95,20 @@ def build_parser(prog: str = "jitlens run") -> argparse.ArgumentParser:
     )
     return p
 
+
+#: What ``build_parser().parse_args([])`` gives: ``jitlens run prog.py`` starts without argparse.
+DEFAULTS: dict[str, Any] = {
+    "json": None,
+    "html": None,
+    "trace": None,
+    "fail_on_retrace": False,
+    "max_traces": None,
+    "include_internal": False,
+    "quiet": False,
+    "color": "auto",
+    "gather": None,
+    "module": None,
+}
 
 #: jitlens run's options that take a value (``--json PATH`` or ``--json=PATH``).
 _VALUE_OPTIONS = ("--json", "--html", "--trace", "--gather", *live_run.VALUE_OPTIONS)
@@ -142,16 +160,19 @@ def _module_split(own: list[str], rest: list[str]) -> tuple[list[str], str | Non
 def main(argv: list[str]) -> int:
     """``jitlens run``: check the options, then become ``python PROGRAM`` with jitlens active."""
     own, module, program = split_argv(list(argv))
-    p = build_parser()
-    args = p.parse_args(own)
+    # `jitlens run prog.py`: nothing to parse, and the launcher's start-up is the program's
+    # (issue 35): argparse is imported only for options (test_run pins the defaults equal).
+    p = build_parser() if own else None
+    args = p.parse_args(own) if p is not None else SimpleNamespace(**DEFAULTS)
     args.module = module if module is not None else args.module
     args.target = program
     if args.module is None and not args.target:
-        p.error("give a SCRIPT.py to run, or -m MODULE")
+        (p or build_parser()).error("give a SCRIPT.py to run, or -m MODULE")
     if args.target == ["-c"]:
-        p.error("argument -c: expected one argument")
+        (p or build_parser()).error("argument -c: expected one argument")
     anchor_outputs(args)
-    check_options(p, args)  # issue 23: --gather
+    if p is not None:  # no options given: no --gather to check
+        check_options(p, args)  # issue 23: --gather
     script = args.target[0] if args.module is None else None
     if script in ("-", "-c"):  # python -c COMMAND, python - (stdin): no script file
         script = None
@@ -184,7 +205,7 @@ def interpreter_flags() -> list[str]:
     written, and kept when the program is killed), ``-i`` (the prompt after the program, for
     ``pdb.pm()``), and the ``-X`` options (``warn_default_encoding``, ``pycache_prefix``,
     ``no_debug_ranges``, ``perf``, ``int_max_str_digits``, ...: every one Python keeps)."""
-    flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    flags: list[str] = _subprocess_flags()
     if sys.flags.interactive:  # -i (PYTHONINSPECT alone reaches the program in its environment)
         flags.append("-i")
     if any(getattr(s, "write_through", False) for s in (sys.__stdout__, sys.__stderr__)):
@@ -194,6 +215,23 @@ def interpreter_flags() -> list[str]:
         if key not in given:
             flags += ["-X", key if value is True else f"{key}={value}"]
     return flags
+
+
+#: ``sys.flags`` whose value is not 0 in a plain ``python`` (none of them a flag subprocess gives).
+_SET_BY_DEFAULT = ("hash_randomization", "int_max_str_digits", "utf8_mode", "gil")
+
+
+def _subprocess_flags() -> list[str]:
+    """``subprocess._args_from_interpreter_flags()``: the flags a child python needs to run as
+    this one, read from ``sys.flags``, ``sys.warnoptions`` and ``sys._xoptions``. When all of
+    those are unset it is ``[]``, and the launcher does not import subprocess (issue 35)."""
+    given = zip(sys.flags.__match_args__, sys.flags, strict=True)
+    if not sys.warnoptions and not getattr(sys, "_xoptions", {}):
+        if not any(value for name, value in given if name not in _SET_BY_DEFAULT):
+            return []
+    import subprocess
+
+    return subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
 
 
 def program_env(args: argparse.Namespace) -> dict[str, str]:
@@ -284,6 +322,8 @@ def _owns_the_process() -> bool:
 
 def _run_child(command: list[str], env: dict[str, str]) -> int:
     """Inside another program: run the command as a child, relay its output, return its status."""
+    import subprocess
+
     done = subprocess.run(command, env=env, capture_output=True)
     for data, stream in ((done.stdout, sys.stdout), (done.stderr, sys.stderr)):
         _relay(data, stream)

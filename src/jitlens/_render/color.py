@@ -7,10 +7,12 @@ is not set, as ruff and pytest do. A bare ``--color`` means ``always`` and
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    import argparse
 
 CHOICES = ("auto", "always", "never")
 HELP = "colour the output: auto (a terminal without NO_COLOR), always, never (default: auto)"
@@ -18,6 +20,8 @@ HELP = "colour the output: auto (a terminal without NO_COLOR), always, never (de
 
 def add_color_option(parser: argparse.ArgumentParser) -> None:
     """``--color [WHEN]`` and its old spelling ``--no-color``, both into ``args.color``."""
+    import argparse
+
     parser.add_argument(
         "--color",
         nargs="?",
