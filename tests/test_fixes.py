@@ -34,7 +34,8 @@ import jitlens
 from jitlens._compat import cache_keys
 from jitlens._core import reasons as M
 from jitlens._core import report as R
-from jitlens._core.kinds import Fact, FixKind, ReasonKind
+from jitlens._core.kinds import Fact, ReasonKind
+from jitlens._core.template_kinds import FixKind
 from jitlens._track import stale
 from jitlens._track.frontends.equinox import words as F
 
@@ -1826,7 +1827,7 @@ def test_every_fix_kind_belongs_to_one_kind_s_templates() -> None:
     """Each ``FixKind`` is one ``*_FIX`` template of one kind's module, or a library's words
     for a reason of one kind (``kinds.REWORDED``: ``_core/reasons/pmap.py``, ``linen.py``, the
     equinox front-end's words); each kind's module declares every template it holds."""
-    from jitlens._core.kinds import REWORDED
+    from jitlens._core.template_kinds import REWORDED
 
     owners: dict[FixKind, list[str]] = {}
     for name, module in _kind_modules().items():
@@ -1888,7 +1889,7 @@ def test_every_message_template_is_one_message_kind() -> None:
     """Each template of a kind's module is named as its id (``SHAPE_MSG``: ``MessageKind.SHAPE``,
     ``SHAPE_FIX``: ``FixKind.SHAPE``), and every ``MessageKind`` is one template of one kind or
     of the equinox front-end's words (``MODE_MSG`` there: ``MessageKind.EQX_MODE``)."""
-    from jitlens._core.kinds import MessageKind
+    from jitlens._core.template_kinds import MessageKind
     from jitlens._core.words import Template
 
     ids = []
@@ -1912,7 +1913,7 @@ def test_a_reason_carries_the_makings_of_its_words_until_it_is_printed() -> None
     once, the first time they are read, by one function (``reasons.words``), and a copy of the
     reason made before that carries the makings, not words."""
     from jitlens._core import reasons
-    from jitlens._core.kinds import FixKind, MessageKind
+    from jitlens._core.template_kinds import FixKind, MessageKind
 
     r = reasons.dtype("x", "x", "f32[3]", "i32[3]", "i32", "f32")
     message, fix = r.said

@@ -22,8 +22,9 @@ from .._core.key import (
     render_path,
     short_repr,
 )
-from .._core.kinds import EntryKind, Fact, FixKind, ReasonKind, WordsKind
+from .._core.kinds import EntryKind, Fact, ReasonKind, WordsKind
 from .._core.report import Reason
+from .._core.template_kinds import FixKind
 from .._core.words import Template, Words
 from .model import AuditFinding, Evidence
 from .target import _exc_text

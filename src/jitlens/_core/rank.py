@@ -16,8 +16,9 @@ from typing import Any
 from .._compat.libraries import layer_prefix
 from . import reasons as W
 from .key import Entry, Key, Path, render_path
-from .kinds import EntryKind, Fact, FixKind, ReasonKind, SubjectKind, reason_order
+from .kinds import EntryKind, Fact, ReasonKind, SubjectKind, reason_order
 from .report import Reason
+from .template_kinds import FixKind
 
 #: Kinds whose change a library may make (their ``KindSpec.structure``): optax, a layer.
 _STRUCTURE_KINDS = frozenset(k for k, spec in W.SPECS.items() if spec.structure)

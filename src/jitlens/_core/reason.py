@@ -14,11 +14,14 @@ first time they are read (``_core.words.words``). ``report`` re-exports it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._record import record
-from .kinds import FIX_QUOTES_VALUE, Fact, FixKind, ReasonKind, SubjectKind
+from .kinds import FIX_QUOTES_VALUE, Fact, ReasonKind, SubjectKind
 from .words import Words, as_words, words
+
+if TYPE_CHECKING:
+    from .template_kinds import FixKind
 
 REASON_BY_NAME: dict[str, ReasonKind] = {str(k): k for k in ReasonKind}
 
@@ -69,8 +72,9 @@ class Reason:
     #: What kind of object the value is (``kinds.SubjectKind``: a partial, a lambda, an optax
     #: transform, an array ...); "" when the reason is about no one value.
     subject: SubjectKind | str = SubjectKind.UNSET
-    #: Which fix template made ``fix`` (``kinds.FixKind``); "" in a report from before it.
-    fix_kind: FixKind | str = FixKind.UNSET
+    #: Which fix template made ``fix`` (``kinds.FixKind``); "" (``FixKind.UNSET``) in a report
+    #: from before it. The default is the string: the fix kinds load with the first reason.
+    fix_kind: FixKind | str = ""
     #: What else is known of the difference (``kinds.Fact``: an equal key, state a library
     #: makes, a trace inside another transformation ...), in the enum's order.
     facts: tuple[Fact | str, ...] = ()
@@ -90,6 +94,8 @@ class Reason:
         object.__setattr__(self, "kind", REASON_BY_NAME.get(self.kind, self.kind))
         # a value naming no member (written by a newer jitlens) stays a string, as kinds do
         object.__setattr__(self, "subject", _member(SubjectKind, self.subject))
+        from .template_kinds import FixKind
+
         object.__setattr__(self, "fix_kind", _member(FixKind, self.fix_kind))
         facts = {_member(Fact, f) for f in self.facts}
         order = sorted(facts, key=lambda f: (_FACT_ORDER.get(f, len(_FACT_ORDER)), str(f)))
@@ -120,7 +126,7 @@ class Reason:
         """What makes two reasons the same when many retraces are folded into one line: kind,
         argument, path and fix (``before``/``after`` may differ: a counter 3 -> 4, then 4 -> 5);
         the fix's template where the fix quotes the new value (a placement)."""
-        quotes = self.kind in FIX_QUOTES_VALUE and self.fix_kind is not FixKind.UNSET
+        quotes = self.kind in FIX_QUOTES_VALUE and self.fix_kind != ""  # FixKind.UNSET
         return (self.kind, self.argument, self.path, self.fix_kind if quotes else self.fix)
 
 

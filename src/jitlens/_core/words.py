@@ -17,7 +17,8 @@ from .._record import record
 from .code import words_unless_code
 
 if TYPE_CHECKING:
-    from .kinds import FixKind, MessageKind, WordsKind
+    from .kinds import WordsKind
+    from .template_kinds import FixKind, MessageKind
 
 #: A message or a fix is at most this many characters.
 LIMIT = 240

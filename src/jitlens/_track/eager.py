@@ -18,16 +18,19 @@ from __future__ import annotations
 import time
 import weakref
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _compat
 from .._compat import transforms_api
-from .._core.kinds import EventKind, Fact, FixKind, RowKind, SubjectKind
+from .._core.kinds import EventKind, Fact, RowKind, SubjectKind
 from . import calls
 from .frontend import frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
 from .state import tls
+
+if TYPE_CHECKING:
+    pass
 
 #: Control-flow transformations run outside jit -> the primitive JAX compiles for each call.
 EAGER_PRIMITIVES = {
@@ -168,6 +171,7 @@ TRIP_COUNT_FIX = (
 def _length_reason(outer: str, before: int, after: int, caller: FrameType) -> Any:
     """Why a scan compiled again with no trace of its body: its length changed."""
     from .._core import reasons as W  # the words load at the first recompile
+    from .._core.template_kinds import FixKind
 
     if outer != "lax.fori_loop":  # the leading axis of `xs` sets the scan's length
         return W.shape("xs", "xs", f"({before}, ...)", f"({after}, ...)")
@@ -231,6 +235,8 @@ def _weak(fn: Any) -> Any:
 
 def describe(rec: Record, b: EventBuilder, frame: FrameType | None) -> None:
     """The trace ``b`` of an eager row: the primitive's compile next is its; a retrace's reason."""
+    from .._core.template_kinds import FixKind
+
     outer = transforms_api.outer_transformation(frame)
     primitive = EAGER_PRIMITIVES.get(outer or "")
     if primitive is None:
@@ -299,6 +305,7 @@ def _library_retrace(
     """A library's eager primitive traced the user's function again: the call is the culprit."""
     from .._core import reasons as W
     from .._core.reasons import library as L
+    from .._core.template_kinds import FixKind
 
     short = entry.entry.removesuffix(".__call__")
     msg = L.LIBRARY_EAGER_MSG.words(library=entry.library, entry=short, outer=outer, name=name)

@@ -24,16 +24,19 @@ just made.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _compat
 from .._core.explain import closest
 from .._core.key import Key, is_number, render_path
-from .._core.kinds import EntryKind, FixKind, ReasonKind
+from .._core.kinds import EntryKind, ReasonKind
 from .._core.words import Words
 from .frontend import of_kind
 from .records import EventBuilder
 from .state import STATE, tls
+
+if TYPE_CHECKING:
+    from .._core.template_kinds import FixKind
 
 
 def wants_program(key: Key | None) -> bool:

@@ -18,12 +18,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._core.kinds import FixKind, ReasonKind, RowKind
+from .._core.kinds import ReasonKind, RowKind
 from .._core.words import Words
 
 if TYPE_CHECKING:
     from .._core.key import Key
     from .._core.report import Reason
+    from .._core.template_kinds import FixKind
     from .records import Record
 
 #: ``set_attr(owner, name, value)``: patch an attribute, undone by ``uninstall``.

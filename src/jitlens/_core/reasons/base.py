@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..kinds import Fact, FixKind, SubjectKind
+from ..kinds import Fact, SubjectKind
 from ..reason import Reason
+from ..template_kinds import FixKind
 from ..words import LIMIT, Template, Words, as_words
 from ..words import cap as _cap
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 
 from ..kinds import Fact, ReasonKind
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..reason import Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import (
     Template,
     _reason,

@@ -8,9 +8,9 @@ optimizer builds (``optax_state``) or what a flax/equinox layer makes from its a
 from __future__ import annotations
 
 from ..kinds import Fact, ReasonKind
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..reason import Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import (
     Template,
     _reason,

@@ -18,9 +18,9 @@ from ..._compat import optax_api
 from ..builds import same_build
 from ..key import StaticVal, short_repr
 from ..kinds import Fact, ReasonKind, SubjectKind
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..reason import Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import (
     LIMIT,
     Template,

@@ -10,8 +10,8 @@ templates' parameters; the words are made when printed.
 
 from __future__ import annotations
 
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import Template
 
 EAGER_CLOSURE_MSG = Template(

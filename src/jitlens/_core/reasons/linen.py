@@ -8,10 +8,10 @@ The kinds these fixes belong to are ``kinds.REWORDED``'s; the linen front-end
 
 from __future__ import annotations
 
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..kinds import ReasonKind
 from ..reason import EXPECTED_FIX, Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import Template, _equal, with_fix
 
 LINEN_NEW_CLASS_MSG = Template(

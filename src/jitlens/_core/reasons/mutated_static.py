@@ -7,10 +7,10 @@ Which one holds on the installed version is ``jitlens._compat.cache_keys``.
 
 from __future__ import annotations
 
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..kinds import ReasonKind
 from ..reason import Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import (
     Template,
     _reason,

@@ -14,10 +14,11 @@ from typing import Any
 
 from ..._compat.library_jits import LibraryJit
 from ..code import callable_expr, identifier
-from ..kinds import Fact, FixKind, ReasonKind, SubjectKind
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
+from ..kinds import Fact, ReasonKind, SubjectKind
 from ..reason import Reason
+from ..template_kinds import FixKind
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import (
     Template,
     _equal,

@@ -8,9 +8,9 @@ pmap front-end (``_track/frontends/pmap/words.py``) applies them.
 
 from __future__ import annotations
 
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..reason import Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import Template, _equal, _free, with_fix
 
 PMAP_NEW_FUNCTION_MSG = Template(

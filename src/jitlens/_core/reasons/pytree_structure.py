@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..key import Path, render_path
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..kinds import ReasonKind
 from ..reason import Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import (
     Template,
     _reason,

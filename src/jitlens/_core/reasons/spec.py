@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from ..kinds import REWORDED, FixKind, ReasonKind, reason_order
+from ..kinds import ReasonKind, reason_order
+from ..template_kinds import REWORDED, FixKind
 
 
 @dataclasses.dataclass(frozen=True)

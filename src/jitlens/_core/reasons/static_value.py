@@ -17,9 +17,9 @@ from typing import Any
 from ..key import Entry, Path, StaticVal, diff_texts
 from ..key import is_number as is_number
 from ..kinds import Fact, ReasonKind, SubjectKind
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..reason import Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from ..words import Words
 from .base import (
     Template,

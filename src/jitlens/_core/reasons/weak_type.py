@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..kinds import FixKind as K
-from ..kinds import MessageKind as M
 from ..kinds import ReasonKind, SubjectKind
 from ..reason import Reason
+from ..template_kinds import FixKind as K
+from ..template_kinds import MessageKind as M
 from .base import (
     Template,
     _jnp_dtype,

@@ -14,11 +14,11 @@ one package here, one entry there, one ``RowKind`` member and its tests.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._compat import imports
 from ..._core.key import Key
-from ..._core.kinds import FixKind, RowKind
+from ..._core.kinds import RowKind
 from ..._core.report import Reason
 from ..._core.words import Words
 from ..frontend import Frontend, SetAttr, register
@@ -26,6 +26,9 @@ from ..records import Record
 from ..registry import REGISTRY
 from ..state import internal_failure
 from . import equinox, jax_jit, keras, library_rows, linen, nnx, numpyro, pmap
+
+if TYPE_CHECKING:
+    from ..._core.template_kinds import FixKind
 
 
 class JaxJitFrontend(Frontend):
@@ -40,6 +43,7 @@ class JaxJitFrontend(Frontend):
 
     def data_fix(self, kind: str, r: Reason, unstatic: Words) -> tuple[FixKind, Words] | None:
         from ..._core.reasons import STATIC_ARG_FIX  # the words load at the first retrace
+        from ..._core.template_kinds import FixKind
 
         return FixKind.STATIC_ARG, STATIC_ARG_FIX.words(arg=r.argument or r.path, unstatic=unstatic)
 

@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import _compat
 from ..._compat import keras_api
 from ..._core.key import Key
-from ..._core.kinds import Fact, FixKind, ReasonKind, RowKind
+from ..._core.kinds import Fact, ReasonKind, RowKind
 from ..._core.lazy import OnFirstUse
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
 from ..registry import REGISTRY
 from .library_rows import library_record
+
+if TYPE_CHECKING:
+    from ..._core.template_kinds import FixKind
 
 #: The row kind.
 KIND = RowKind.KERAS
@@ -98,6 +101,8 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
 
 #: The array fixes whose code reads ``x`` as one array -> their form for a dict ``x``.
 def _dict_fixes() -> dict[FixKind, tuple[FixKind, Any]]:
+    from ..._core.template_kinds import FixKind
+
     return {
         FixKind.KERAS_RAGGED: (FixKind.KERAS_RAGGED_DICT, L.KERAS_RAGGED_DICT_FIX),
         FixKind.KERAS_RAGGED_PREDICT: (
@@ -124,6 +129,8 @@ def _dict_x(step: _compat.LibraryJit, r: Reason) -> Reason:
 
 def _recompiled(rec: Record, step: _compat.LibraryJit, model: Any, r: Reason) -> Reason | None:
     """A new step of the same model: ``compile`` ran again and dropped the jitted steps."""
+    from ..._core.template_kinds import FixKind
+
     if r.kind is not ReasonKind.NEW_FUNCTION or r.expected or model is None:
         return None
     name = keras_api.user_name(model, _compat.caller(1))
@@ -136,6 +143,8 @@ def _recompiled(rec: Record, step: _compat.LibraryJit, model: Any, r: Reason) ->
 
 def _mixed(step: _compat.LibraryJit, then: str, r: Reason) -> Reason | None:
     """The batch's container changed because another of keras' methods ran the step."""
+    from ..._core.template_kinds import FixKind
+
     now = step.entry
     pair = {now.removesuffix("_on_batch"), then.removesuffix("_on_batch")}
     if r.kind is not ReasonKind.PYTREE_STRUCTURE or now == then or len(pair) != 1:

@@ -14,13 +14,16 @@ the closure's inner names (the words: ``_core/reasons/library.py``).
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import _compat
-from ..._core.kinds import Fact, FixKind, ReasonKind
+from ..._core.kinds import Fact, ReasonKind
 from ..._core.report import Reason
 from ..records import Record
 from ..registry import REGISTRY, options_of
+
+if TYPE_CHECKING:
+    pass
 
 #: The values when none of them is a variable of the user's (made inline in the call).
 NO_NAME = "the values you build it with"
@@ -72,6 +75,8 @@ def library_closure_reasons(rec: Record, reasons: list[Reason]) -> list[Reason]:
 def _bound_method_reasons(rec: Record, fn: Any, reasons: list[Reason]) -> list[Reason]:
     """``jax.jit(svi.update)`` made anew per call: its fix in the user's spelling, not the
     row's name (once ``numpyro_SVI_update_jit = jax.jit(numpyro: SVI.update)``)."""
+    from ..._core.template_kinds import FixKind
+
     owner, method = getattr(fn, "__self__", None), getattr(fn, "__name__", None)
     if owner is None or isinstance(owner, type) or not isinstance(method, str):
         return reasons
@@ -96,6 +101,8 @@ def _bound_method_reasons(rec: Record, fn: Any, reasons: list[Reason]) -> list[R
 
 
 def _reworded(r: Reason, rec: Record, c: _compat.LibraryClosure) -> Reason:
+    from ..._core.template_kinds import FixKind
+
     if r.expected:
         return r
     from ..._core import reasons as W  # the words load at the first retrace
@@ -131,6 +138,8 @@ def library_static_reasons(reasons: list[Reason], fn_name: str) -> list[Reason]:
     """A library-built function passed as a static argument, built anew per call
     (blackjax's ``inference_loop(key, nuts.step, ...)`` per step size): in the terms of the
     user and the library."""
+    from ..._core.template_kinds import FixKind
+
     out = []
     for r in reasons:
         value = _static_value(r) if r.kind is ReasonKind.IDENTITY_STATIC else None
@@ -171,6 +180,8 @@ def _static_value(r: Reason) -> Any:
 
 def _library_call(r: Reason, rec: Record, call: _compat.LibraryEntry) -> Reason:
     """A jit the library made inside the call the user made, new on every call."""
+    from ..._core.template_kinds import FixKind
+
     if r.kind is not ReasonKind.NEW_FUNCTION or r.expected:
         return r
     from ..._core import reasons as W  # the words load at the first retrace

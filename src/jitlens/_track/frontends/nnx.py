@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import _compat
-from ..._core.kinds import FixKind, RowKind
+from ..._core.kinds import RowKind
 from ..._core.report import Reason
 from ..._core.words import Words
 from .. import stale
@@ -23,6 +23,9 @@ from ..frontend import Frontend, SetAttr, registered
 from ..records import Record
 from ..registry import REGISTRY
 from ..state import EVENTS, STATE, PassThrough, internal_failure, tls
+
+if TYPE_CHECKING:
+    from ..._core.template_kinds import FixKind
 
 KIND = RowKind.NNX_JIT
 #: The module whose import means the program uses nnx.
@@ -169,6 +172,8 @@ class NnxFrontend(Frontend):
 
     def data_fix(self, kind: str, r: Reason, unstatic: Words) -> tuple[FixKind, Words] | None:
         """``static_argnums`` as ``jax.jit``'s for the default mode (others keep their words)."""
+        from ..._core.template_kinds import FixKind
+
         if kind != KIND:
             return None
         from ..._core.reasons import STATIC_ARG_FIX  # the words load at the first retrace

@@ -9,18 +9,21 @@ a plain ``jax.jit`` row made at the user's line (``numpyro: SVI.update``).
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import _compat
 from ..._compat import numpyro_api
 from ..._core.key import Key
-from ..._core.kinds import FixKind, ReasonKind, RowKind
+from ..._core.kinds import ReasonKind, RowKind
 from ..._core.lazy import OnFirstUse
 from ..._core.report import Reason
 from ..frontend import Frontend
 from ..records import Record
 from ..registry import REGISTRY
 from .library_rows import library_record
+
+if TYPE_CHECKING:
+    pass
 
 #: The row kind.
 KIND = RowKind.NUMPYRO
@@ -62,6 +65,8 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
 
 def _state_type(r: Reason) -> Reason:
     """A weak type flip in numpyro's own loop state (``val``) of its stepped sample step."""
+    from ..._core.template_kinds import FixKind
+
     if r.kind is not ReasonKind.WEAK_TYPE or r.argument != numpyro_api.STEP_STATE:
         return r
     message = L.NUMPYRO_STATE_TYPE_MSG.words(path=r.path, before=r.before, after=r.after)
@@ -72,6 +77,8 @@ def _state_type(r: Reason) -> Reason:
 def _model_args(r: Reason) -> Reason:
     """The stepped sample step (a progress bar) rebuilt by a ``run`` over new model arguments:
     ``jit_model_args=True`` makes it one compile for every run on data of the same shapes."""
+    from ..._core.template_kinds import FixKind
+
     if r.fix_kind is not FixKind.NUMPYRO_REBUILT:
         return r
     message = L.NUMPYRO_MODEL_ARGS_MSG.words(before=r.before, after=r.after)
@@ -83,6 +90,8 @@ def _model_args(r: Reason) -> Reason:
 def _evidence(step: _compat.LibraryJit, r: Reason) -> Reason:
     """numpyro's rebuilt loop body as the user knows it: the ``run`` that rebuilt it, its
     builds without the addresses of numpyro's closures (once ``_body_fn`` and ``at 0x...``)."""
+    from ..._core.template_kinds import FixKind
+
     if r.fix_kind is not FixKind.NUMPYRO_REBUILT or r.argument != numpyro_api.LOOP_BODY:
         return r
     before, after = "an earlier build", "a new build"
@@ -94,6 +103,8 @@ def _evidence(step: _compat.LibraryJit, r: Reason) -> Reason:
 
 def _sequential(r: Reason, chains: int) -> Reason:
     """A sample loop rebuilt by a sequential ``MCMC.run``: per chain, not only per run."""
+    from ..._core.template_kinds import FixKind
+
     if r.fix_kind is not FixKind.NUMPYRO_REBUILT:
         return r
     message = L.NUMPYRO_SEQUENTIAL_MSG.words(chains=chains)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .... import _compat
 from ...._compat import equinox_api as api
 from ...._core.key import Key
-from ...._core.kinds import FixKind, RowKind
+from ...._core.kinds import RowKind
 from ...._core.report import Reason
 from ...._core.words import Words
 from ...calls import call_detailed, failed_call, register_counting_frame
@@ -27,6 +27,9 @@ from ...frontend import Frontend, SetAttr
 from ...records import Record
 from ...registry import REGISTRY
 from ...state import EVENTS, STATE, PassThrough, finalize, internal_failure, tls, weak
+
+if TYPE_CHECKING:
+    from ...._core.template_kinds import FixKind
 
 
 def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[..., Any]:
@@ -164,6 +167,7 @@ class EquinoxFrontend(Frontend):
         return words.frontend_words(reasons, key, rec.defined_at)
 
     def data_fix(self, kind: str, r: Reason, unstatic: Words) -> tuple[FixKind, Words] | None:
+        from ...._core.template_kinds import FixKind
         from . import words
 
         return FixKind.EQX_SCALAR, words.SCALAR_FIX.words(expr=r.path)

@@ -19,10 +19,11 @@ from typing import Any
 
 from ...._compat.equinox_api import is_eqx_module_class
 from ...._core.key import Entry, Key, Path, render_path
-from ...._core.kinds import EntryKind, FixKind, ReasonKind, SubjectKind
-from ...._core.kinds import MessageKind as M
+from ...._core.kinds import EntryKind, ReasonKind, SubjectKind
 from ...._core.reasons import LAYER_FIX, LAYER_MSG, PARAM_SHAPE_FIX, Template, Words, _reason
 from ...._core.report import Reason
+from ...._core.template_kinds import FixKind
+from ...._core.template_kinds import MessageKind as M
 
 NEW_FUNCTION_MSG = Template(
     M.EQX_NEW_FUNCTION,

@@ -15,9 +15,10 @@ from typing import Any
 
 from ...._compat import linen_api
 from ...._core.key import Key
-from ...._core.kinds import FixKind, ReasonKind
+from ...._core.kinds import ReasonKind
 from ...._core.reasons import linen as W
 from ...._core.report import Reason
+from ...._core.template_kinds import FixKind
 from ...records import Record
 from ...registry import REGISTRY
 from .adapter import LIFTED_NAMES, LinenTarget, target_of
