@@ -104,3 +104,18 @@ def module_fields(module: Any) -> dict[str, str]:
         except Exception:
             continue
     return out
+
+
+def module_field_values(module: Any) -> dict[str, Any]:
+    """``{field: value}`` of a linen module's constructor fields (not ``parent`` / ``name``),
+    read from its own ``__dict__`` (no property or ``__getattr__`` runs)."""
+    try:
+        fields = dataclasses.fields(module)
+        own = object.__getattribute__(module, "__dict__")
+    except (TypeError, AttributeError):
+        return {}
+    return {
+        f.name: own[f.name]
+        for f in fields
+        if f.init and f.name not in ("parent", "name") and f.name in own
+    }

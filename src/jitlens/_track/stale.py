@@ -193,7 +193,10 @@ def _alive(w: _Watch) -> bool:
 # the jit compares it with itself, finds it equal, and serves the old compile. The same
 # holds for nnx.jit (a dict or object attribute of a Module), jax.jit (a static_argnums /
 # static_argnames object compared by identity, or whose __hash__ ignores the change) and
-# eqx.filter_jit (a non-array field: every non-array leaf is static). A static whose hash
+# eqx.filter_jit (a non-array field: every non-array leaf is static) and linen's nn.jit (a
+# module field flax hashes as it is, by identity unless its class hashes its state: the
+# key holds only the hash, so the linen front-end keeps the fields of each compile,
+# ``Frontend.held_statics``). A static whose hash
 # follows the change misses instead (a retrace, a right result): only a call that hit the
 # cache is checked. Whether the jitted code reads it is not known (a log list kept on a
 # model is never read), so the words say "if": copying a log on every change would make
@@ -201,10 +204,14 @@ def _alive(w: _Watch) -> bool:
 
 INPLACE_MSG = Template(
     WordsKind.STALE_IN_PLACE,
-    "`{path}` was changed in place after its compile (noticed at call #{call}); {kind} "
-    "compares it with itself (the same object), so no retrace: jitted code that reads it "
-    "still sees {before} (stale), not {after}.",
+    "`{path}` was changed in place after its compile (noticed at call #{call}); {compares}, "
+    "so no retrace: jitted code that reads it still sees {before} (stale), not {after}.",
 )
+#: How the jit found the changed object equal, per front-end (default: the key holds it).
+_COMPARES = {
+    RowKind.NN_JIT: "{kind} keys on a hash of the module's fields, the same for this object",
+}
+_COMPARES_KEY = "{kind} compares it with itself (the same object)"
 INPLACE_FIX = Template(
     WordsKind.STALE_IN_PLACE_FIX,
     "If the jitted code reads it, assign a new object ({example}): the jit then compiles for "
@@ -218,6 +225,8 @@ _TRACED = {
     "(`jnp.asarray(...)`) instead of a Python value.",
     RowKind.JAX_JIT: "A number that changes often is better traced: pass it as an array "
     "argument (`jnp.asarray(...)`), not inside a static.",
+    RowKind.NN_JIT: "A number that changes often is better traced: pass it to the method as an "
+    "array (`jnp.asarray(...)`), not in a module field.",
 }
 _TRACED_NNX = (
     "A number that changes often is better traced: an array "
@@ -239,6 +248,7 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
     names the call that noticed it."""
     from .._core.key import snapshot_text
     from .._core.signature import arg_names
+    from .frontend import of_kind
     from .registry import REGISTRY
 
     try:
@@ -266,6 +276,20 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                 site = _compat.user_call_site(_compat.caller(2))
                 held = _held_as(path, names, args, kwargs, frame)
                 found.append(_inplace_hit(rec, n, site, path, sv.snapshot, now, value, held))
+        own = of_kind(rec.kind)
+        held = own.held_statics(rec, args, _compat.user_frame(_compat.caller(2))) if own else []
+        for shown, root, sv, value in held:  # statics its library keyed by a hash (nn.jit)
+            if isinstance(value, _IMMUTABLE) or sv.snapshot is None or sv.value() is not value:
+                continue
+            if (shown, sv.addr) in rec.stale_seen:
+                continue
+            now = snapshot_text(value)
+            if now is None or now == sv.snapshot:
+                continue
+            rec.stale_seen.add((shown, sv.addr))
+            site = _compat.user_call_site(_compat.caller(2))
+            path = (("arg", root), *(("attr", a) for a in shown.split(".")[1:]))
+            found.append(_inplace_hit(rec, n, site, path, sv.snapshot, now, value))
         if found:
             rec.stale_hits.extend(found)
             for cb in list(REGISTRY.on_stale):
@@ -330,7 +354,7 @@ def _inplace_hit(
             path=shown,
             after=after,
             before=before,
-            kind=rec.kind,
+            compares=_COMPARES.get(rec.kind, _COMPARES_KEY).format(kind=rec.kind),
             call=n + 1,  # counted from 1
         ),
         fix=Words(  # the closing remark is left out when the fix would be too long
@@ -367,6 +391,8 @@ def _assign(kind: Any, shown: str, root: str, new: str) -> str:
     """``shown = new`` as the front-end allows: an Equinox module is frozen (``eqx.tree_at``)."""
     if kind == RowKind.EQX_FILTER_JIT and shown != root:
         return f"{root} = eqx.tree_at(lambda {root}: {shown}, {root}, {new})"
+    if kind == RowKind.NN_JIT and shown.count(".") == 1:  # a frozen dataclass: a clone
+        return f"{root} = {root}.clone({shown.partition('.')[2]}={new})"
     return f"{shown} = {new}"
 
 

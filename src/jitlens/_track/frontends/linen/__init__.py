@@ -31,5 +31,17 @@ class LinenFrontend(Frontend):
 
         return words.reword(rec, reasons, key)
 
+    def compiled(self, rec: Record, key: Key, args: tuple[Any, ...]) -> None:
+        from . import held  # loaded at the first trace of an nn.jit row
+
+        held.compiled(rec, args)
+
+    def held_statics(
+        self, rec: Record, args: tuple[Any, ...], frame: Any
+    ) -> list[tuple[str, str, Any, Any]]:
+        from . import held
+
+        return held.held_statics(rec, args, frame)
+
 
 FRONTEND = LinenFrontend()
