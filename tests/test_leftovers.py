@@ -65,3 +65,73 @@ def test_a_linen_field_changed_in_place_is_a_stale_hit_and_its_fix_gives_the_new
     jitted, eager, traces, report = _linen_epochs(fix=True)  # the fix, applied above
     assert jitted == eager and traces == 1 + 4 + 4  # one compile per new object, each right
     assert not [h for f in report.functions for h in f.stale_hits]
+
+
+class Wide:
+    """A plain object whose attribute the jitted code reads is its eighth: past the six a
+    static's text shows (and once compared)."""
+
+    def __init__(self, scale):
+        for i in range(7):
+            setattr(self, f"unused{i}", i)
+        self.scale = scale
+
+
+class OwnRepr(Box):
+    def __repr__(self):  # the user's: jitlens never calls it, and so once never compared
+        return "OwnRepr()"
+
+
+def _jax_jit_epochs(make, fix: bool, epochs: int = 3):
+    traces = counted()
+
+    def step(x, cfg):
+        traces.tick()
+        return x * cfg.scale
+
+    cfg, x = make(1.0), jnp.ones(2)
+    jitted, eager = [], []
+    with jitlens.track() as t:
+        g = jax.jit(step, static_argnums=1)
+        for epoch in range(epochs):
+            if fix:  # the printed fix: a new object, then the change
+                cfg = copy.copy(cfg)
+            cfg.scale = 1.0 + epoch
+            jitted.append(float(g(x, cfg)[0]))
+            eager.append(float(x[0] * cfg.scale))
+    return jitted, eager, traces.n, t.report()
+
+
+@pytest.mark.parametrize("make", [Wide, OwnRepr], ids=["eighth-attribute", "own-repr"])
+def test_a_change_past_what_a_static_shows_is_a_stale_hit(make):
+    with pytest.warns(jitlens.StaleCacheWarning, match="noticed at call #2"):
+        jitted, eager, traces, report = _jax_jit_epochs(make, fix=False)
+    assert traces == 1 and jitted[1:] != eager[1:]  # the bug under plain JAX
+    (hit,) = [h for f in report.functions for h in f.stale_hits]
+    assert hit.path == "cfg" and "scale=1.0" in hit.before and "scale=2.0" in hit.after
+    assert "`cfg = copy.copy(cfg)` before `cfg.scale = 2.0`" in hit.fix
+    jitted, eager, traces, report = _jax_jit_epochs(make, fix=True)
+    assert jitted == eager and traces == 3
+    assert not [h for f in report.functions for h in f.stale_hits]
+
+
+class Big(Wide):
+    """Holds more than a check reads, the change past what its text shows."""
+
+    def __init__(self, scale):
+        self.vocab = {f"w{i}": i for i in range(3_000)}
+        super().__init__(scale)
+
+
+def test_a_static_too_big_to_check_is_said_so_not_claimed_unchanged():
+    """The walk is bounded (its cost does not grow with the object): past the bound the
+    check says it could not tell, once, and reports no stale hit it has not seen."""
+    with pytest.warns(UserWarning, match="could not check `cfg` for a change in place") as said:
+        jitted, eager, traces, report = _jax_jit_epochs(Big, fix=False)
+    assert traces == 1 and jitted[1:] != eager[1:]
+    assert [str(w.message) for w in said].count(str(said[0].message)) == 1
+    assert not any(issubclass(w.category, jitlens.StaleCacheWarning) for w in said)
+    assert not [h for f in report.functions for h in f.stale_hits]
+    assert "assign a new object instead of changing it" in str(said[0].message)
+    jitted, eager, traces, report = _jax_jit_epochs(Big, fix=True)  # that advice, applied
+    assert jitted == eager and traces == 3
