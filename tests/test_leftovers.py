@@ -135,3 +135,59 @@ def test_a_static_too_big_to_check_is_said_so_not_claimed_unchanged():
     assert "assign a new object instead of changing it" in str(said[0].message)
     jitted, eager, traces, report = _jax_jit_epochs(Big, fix=True)  # that advice, applied
     assert jitted == eager and traces == 3
+
+
+def test_a_log_handler_waiting_on_a_thread_that_retraces_does_not_deadlock():
+    """A handler of the ``jitlens`` logger (one forwarding retraces to a dashboard) waits for
+    a worker thread whose jitted function retraces at the same time. The worker's retrace is
+    folded to DEBUG, which no handler takes: it should pass through. Before, the worker waited
+    for the lock the handler's thread held while writing its line: a deadlock (here, the
+    handler's wait timing out). The lines still come out numbered in order."""
+    import logging
+    import threading
+
+    worker_done = threading.Event()
+    waited: list[bool] = []
+    lines: list[tuple[str, int]] = []
+    body = {"f": 0, "g": 0}
+
+    def f(x):
+        body["f"] += 1
+        return x + 1
+
+    def g(x):
+        body["g"] += 1
+        return x * 2
+
+    with jitlens.track() as t:
+        jf, jg = jax.jit(f), jax.jit(g)
+
+        def worker():
+            jg(jnp.ones(6)).block_until_ready()  # g's retrace #5: a DEBUG line
+            worker_done.set()
+
+        class Forward(logging.Handler):
+            def emit(self, record):
+                data = record.jitlens
+                name = data["function"].rpartition(".")[2]
+                lines.append((name, data.get("retrace")))
+                if name == "f" and not waited:
+                    threading.Thread(target=worker, daemon=True).start()
+                    waited.append(worker_done.wait(timeout=20))
+
+        handler = Forward(level=logging.INFO)
+        logger = logging.getLogger("jitlens")
+        old_level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:
+            for n in range(1, 6):  # g: a first trace and 4 retraces (#4 at INFO)
+                jg(jnp.ones(n))
+            jf(jnp.ones(1))
+            jf(jnp.ones(2))  # f's retrace #1: its line reaches the handler
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(old_level)
+    assert waited == [True]  # the worker finished while the handler waited: no deadlock
+    assert body == {"f": 2, "g": 6} and t.stats(jg).traces == 6
+    assert lines == [("g", 1), ("g", 2), ("g", 3), ("g", 4), ("f", 1)]
