@@ -191,3 +191,41 @@ def test_a_log_handler_waiting_on_a_thread_that_retraces_does_not_deadlock():
     assert waited == [True]  # the worker finished while the handler waited: no deadlock
     assert body == {"f": 2, "g": 6} and t.stats(jg).traces == 6
     assert lines == [("g", 1), ("g", 2), ("g", 3), ("g", 4), ("f", 1)]
+
+
+def test_a_model_grown_on_purpose_is_told_both_cases_and_compiles_once_per_structure():
+    """Progressive growing (a layer appended between stages) changes the graph on purpose:
+    the fix must not claim it is a mistake. What it says of that case, "one compile per new
+    structure", is checked against the body's counter: 3 stages, 2 calls each, 3 traces."""
+    from flax import nnx
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.layers = nnx.List([nnx.Linear(2, 2, rngs=rngs)])
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    traces = counted()
+
+    @nnx.jit
+    def step(m, x):
+        traces.tick()
+        return m(x)
+
+    rngs, x = nnx.Rngs(0), jnp.ones((1, 2))
+    m = Net(rngs)
+    with jitlens.track() as t:
+        for stage in range(3):
+            if stage:
+                m.layers.append(nnx.Linear(2, 2, rngs=rngs))
+            for _ in range(2):
+                assert float(jnp.abs(step(m, x) - m(x)).max()) == 0.0
+    s = t.stats(step)
+    assert traces.n == s.traces == 3 and s.cache_hits == 3
+    (r,) = s.events[1].reasons
+    assert (r.kind, r.path) == ("graph_structure", "m.layers[1]")
+    assert r.fix.startswith("If the model is grown or pruned on purpose (in stages), this is ")
+    assert "expected: one compile per new structure. If not, create `m.layers[1]` in" in r.fix
