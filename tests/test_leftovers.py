@@ -229,3 +229,48 @@ def test_a_model_grown_on_purpose_is_told_both_cases_and_compiles_once_per_struc
     assert (r.kind, r.path) == ("graph_structure", "m.layers[1]")
     assert r.fix.startswith("If the model is grown or pruned on purpose (in stages), this is ")
     assert "expected: one compile per new structure. If not, create `m.layers[1]` in" in r.fix
+
+
+def test_the_html_row_of_hits_no_entry_can_be_tied_to_says_what_they_are():
+    """A model's static changed (a retrace), then calls hit: jitlens files a hit by argument
+    shapes, static numbers and model objects, alike for both entries, so the hits go to a
+    row of their own. It says they are cache hits of one of the entries above and why the
+    entry is not known; its calls are the hits the body's counter did not see traced."""
+    from flax import nnx
+
+    import html_dom
+
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+            self.scale = 1.0
+
+        def __call__(self, x):
+            return self.w * x * self.scale
+
+    traces = counted()
+
+    @nnx.jit
+    def step(m, x):
+        traces.tick()
+        return m(x)
+
+    m, x = M(), jnp.ones(2)
+    with jitlens.track(timeline=True) as t:
+        for scale in (1.0, 1.0, 2.0, 2.0, 2.0, 1.0, 1.0):
+            m.scale = scale
+            assert float(step(m, x)[0]) == scale  # (a float attribute: a retrace, no stale hit)
+    report = t.report()
+    assert traces.n == t.stats(step).traces == 2
+    dom = html_dom.parse(report.to_html())
+    (table,) = [
+        tb for tb in dom.find_all("table", "entries") if tb.attrs["data-function"].endswith("step")
+    ]
+    rows = {r.attrs["data-entry"]: r for r in table.find_all("tr", "entry")}
+    assert set(rows) == {"0", "1", "-1"}
+    dots = {k: len(r.find_all("circle", "dot")) for k, r in rows.items()}
+    assert sum(dots.values()) == 7 and dots["-1"] == 7 - 3  # not traced, not tied: hits
+    assert len(rows["-1"].find_all("circle", "dot hit")) == dots["-1"]
+    words = rows["-1"].find("td", "unknown").text()
+    assert words.startswith("cache hits served by one of the entries above; jitlens could not")
+    assert "a model's static attribute" in words and "?" not in words
