@@ -53,11 +53,15 @@ def contents(value: Any, leaf: Any) -> str:
         >>> contents(Box(), repr)
         'Box(a=1, b=[2, 3])'
     """
-    reader = _Reader(leaf)
-    try:
-        text = reader.read(value, 0)
-    except (_TooBig, RecursionError):
-        return TOO_BIG
+    for attempt in range(2):
+        try:
+            text = _Reader(leaf).read(value, 0)
+            break
+        except (_TooBig, RecursionError):
+            return TOO_BIG
+        except Exception:  # another thread changed a dict or set while it was read: again
+            if attempt:
+                return TOO_BIG
     if len(text) <= MAX_KEPT:
         return text
     digest = hashlib.blake2b(text.encode(errors="replace"), digest_size=12).hexdigest()
