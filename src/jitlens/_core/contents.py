@@ -31,6 +31,8 @@ TOO_BIG = "<too big to check>"
 MAX_KEPT = 2_000
 DIGEST = "<digest of "
 
+#: Values that cannot change in place: no state to keep.
+IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type, frozenset)
 #: Where the array types read by shape and dtype live (NumPy's, JAX's).
 _ARRAY_MODULES = frozenset({"numpy", "jax", "jaxlib"})
 _SCALARS = (bool, int, float, complex, type(None))
@@ -41,21 +43,21 @@ class _TooBig(Exception):
     pass
 
 
-def contents(value: Any, leaf: Any) -> str:
-    """The full state of ``value`` as text, or :data:`TOO_BIG`.
-
-    ``leaf``: the text of a value with no state to read (a function, a class, an enum
-    member; ``key.short_repr`` without the user's ``__repr__``).
+def contents(value: Any) -> str | None:
+    """The full state of ``value`` as text, :data:`TOO_BIG`, or None for a value that
+    cannot change in place (nothing to keep).
 
     Example:
         >>> class Box:
         ...     def __init__(self): self.a, self.b = 1, [2, 3]
-        >>> contents(Box(), repr)
+        >>> contents(Box())
         'Box(a=1, b=[2, 3])'
     """
+    if isinstance(value, IMMUTABLE):
+        return None
     for attempt in range(2):
         try:
-            text = _Reader(leaf).read(value, 0)
+            text = _Reader().read(value, 0)
             break
         except (_TooBig, RecursionError):
             return TOO_BIG
@@ -68,14 +70,31 @@ def contents(value: Any, leaf: Any) -> str:
     return f"{DIGEST}{len(text)} characters #{digest}>"
 
 
+def known(state: str | None) -> bool:
+    """A state read in full (not None, not too big to read)."""
+    return state is not None and state != TOO_BIG
+
+
 def readable(state: str) -> bool:
     """Is ``state`` the text itself (not a digest of a long one, nor too big)?"""
     return state != TOO_BIG and not state.startswith(DIGEST)
 
 
+def _leaf(value: Any) -> str:
+    """A value with no state to read (a function, a class, a C object) by its name and
+    identity: replaced by another, it reads differently (no ``__repr__`` of the user's runs)."""
+    t = type(value)
+    if issubclass(t, enum.Enum):
+        return f"{t.__qualname__}.{value.name}"
+    if issubclass(t, types.ModuleType):
+        return f"<module {value.__name__}>"
+    name = getattr(value, "__qualname__", None) if issubclass(t, _LEAVES) else None
+    shown = f" {name}" if isinstance(name, str) else ""
+    return f"<{t.__qualname__}{shown} at {hex(id(value))}>"
+
+
 class _Reader:
-    def __init__(self, leaf: Any) -> None:
-        self.leaf = leaf
+    def __init__(self) -> None:
         self.left = MAX_VALUES
         self.path: set[int] = set()  # objects being read: a cycle is written, not followed
 
@@ -93,7 +112,7 @@ class _Reader:
             self.spend(len(value) // 64)
             return repr(value)
         if issubclass(t, _LEAVES):
-            return self.leaf(value)
+            return _leaf(value)
         if depth >= MAX_DEPTH:
             raise _TooBig
         if id(value) in self.path:
@@ -115,7 +134,8 @@ class _Reader:
         if issubclass(t, (tuple, list)):
             base = tuple if issubclass(t, tuple) else list
             inner = ", ".join(self.read(v, depth) for v in base.__iter__(value))
-            parts.append(f"({inner})" if base is tuple else f"[{inner}]")
+            comma = "," if base is tuple and len(value) == 1 else ""
+            parts.append(f"({inner}{comma})" if base is tuple else f"[{inner}]")
         elif issubclass(t, (set, frozenset)):
             base = set if issubclass(t, set) else frozenset
             inner = ", ".join(sorted(self.read(v, depth) for v in base.__iter__(value)))
@@ -132,7 +152,7 @@ class _Reader:
             parts.append(base.__repr__(value))
         fields = _own_fields(value, t)
         if fields is None and not parts:
-            return self.leaf(value)  # no state of its own to read (a C object, a builtin)
+            return _leaf(value)  # no state of its own to read (a C object, a builtin)
         if fields:
             parts.append("(" + ", ".join(f"{k}={self.read(v, depth)}" for k, v in fields) + ")")
         text = "".join(parts)

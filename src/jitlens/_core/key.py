@@ -119,11 +119,9 @@ def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
             text = repr(value)
             if " object at 0x" in text and isinstance(getattr(value, "__dict__", None), dict):
                 # the default repr says nothing: show the attributes that make the value
-                # (shown, not compared: a change in place is found by ``contents``)
                 public = [(k, v) for k, v in vars(value).items() if not k.startswith("_")]
                 fields = ", ".join(f"{k}={short_repr(v, 30, user=user)}" for k, v in public[:6])
-                more = ", ..." if len(public) > 6 else ""
-                text = f"{type(value).__qualname__}({fields}{more})"
+                text = f"{type(value).__qualname__}({fields}{', ...' * (len(public) > 6)})"
     except Exception:
         text = f"<{type(value).__name__} object>"
     text = " ".join(text.split())
@@ -255,9 +253,9 @@ class StaticVal:
         #: called then): compared later with :func:`snapshot_text` of the object, it shows a
         #: static changed in place after its compile.
         self.snapshot = self._text if self._text is not None else _fields_text(value)
-        #: Everything it holds (:func:`contents`), for an object that can change in place
-        #: (None for one that cannot): the snapshot shows, this compares.
-        self.state = None if isinstance(value, _IMMUTABLE) else contents(value)
+        from .contents import contents  # what it holds (None if immutable): compared, not shown
+
+        self.state = contents(value)
         self.addr = id(value)
         self._ref: Any = None
         self._strong: Any = None
@@ -332,25 +330,9 @@ def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
         return False
     if a.snapshot is not None and b.snapshot is not None and a.snapshot != b.snapshot:
         return True
-    return known_state(a.state) and known_state(b.state) and a.state != b.state
+    from .contents import known
 
-
-#: Values that cannot change in place: no state to keep.
-_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type, frozenset)
-
-
-def contents(value: Any) -> str:
-    """Everything ``value`` holds, as text, or ``contents.TOO_BIG`` (:mod:`.contents`)."""
-    from .contents import contents as read
-
-    return read(value, lambda v: short_repr(v, 80, user=False))
-
-
-def known_state(state: str | None) -> bool:
-    """A state read in full (not None, not too big to read)."""
-    from .contents import TOO_BIG
-
-    return state is not None and state != TOO_BIG
+    return known(a.state) and known(b.state) and a.state != b.state
 
 
 def snapshot_text(value: Any) -> str | None:

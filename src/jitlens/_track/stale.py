@@ -218,6 +218,15 @@ INPLACE_FIX = Template(
     "the new value. If only code outside the jit uses it (a log), keep it out of the call's "
     "arguments. {traced}",
 )
+#: nn.jit: flax hashes the module's fields, walking dataclasses, and keeps only the hash (no
+#: reference), so a copy is no fix: a new object may take a freed one's address, and its
+#: identity hash, and run that one's compile.
+INPLACE_LINEN_FIX = Template(
+    WordsKind.STALE_IN_PLACE_FIX,
+    "If the jitted code reads it, make `{cls}` a dataclass (`@dataclasses.dataclass`): nn.jit "
+    "hashes a dataclass by its fields, so each new value compiles once. (A copy is no fix: "
+    "flax keeps only the hash, and a new object may reuse a freed one's.) {traced}",
+)
 #: The closing remark of the fix, per front-end: how to make a value that changes often
 #: traced instead of static (one compile for every value).
 _TRACED = {
@@ -318,8 +327,8 @@ def _change(sv: Any, value: Any) -> tuple[str, str, str, str] | None:
     ``_UNCHECKED`` when it is too big to read, None when unchanged. What its text shows is
     compared first (a change shown as the user sees the value), then all it holds
     (``_core.contents``: a change past the text, shown where it differs)."""
-    from .._core.contents import TOO_BIG, readable
-    from .._core.key import contents, diff_texts, snapshot_text
+    from .._core.contents import TOO_BIG, contents, readable
+    from .._core.key import diff_texts, snapshot_text
 
     if sv.snapshot is not None:
         now = snapshot_text(value)
@@ -411,20 +420,20 @@ def _inplace_hit(
             compares=_COMPARES.get(rec.kind, _COMPARES_KEY).format(kind=rec.kind),
             call=n + 1,  # counted from 1
         ),
-        fix=Words(  # the closing remark is left out when the fix would be too long
-            INPLACE_FIX,
-            (
-                (
-                    "example",
-                    _example(rec.kind, spelled, spelled_root, full_before, full_after, value),
-                ),
-                ("traced", _TRACED.get(rec.kind, _TRACED_NNX)),
-            ),
-            optional="traced",
-        ),
+        fix=_inplace_fix(rec.kind, spelled, spelled_root, full_before, full_after, value),
     )
     sink.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, _compat.user_stacklevel())
     return hit
+
+
+def _inplace_fix(kind: Any, shown: str, root: str, before: str, after: str, value: Any) -> Words:
+    traced = ("traced", _TRACED.get(kind, _TRACED_NNX))
+    # (the closing remark is left out when the fix would be too long)
+    if kind == RowKind.NN_JIT:
+        cls = ("cls", type(value).__qualname__)
+        return Words(INPLACE_LINEN_FIX, (cls, traced), optional="traced")
+    example = ("example", _example(kind, shown, root, before, after, value))
+    return Words(INPLACE_FIX, (example, traced), optional="traced")
 
 
 def _example(kind: Any, shown: str, root: str, before: str, after: str, value: Any) -> str:
@@ -448,8 +457,6 @@ def _assign(kind: Any, shown: str, root: str, new: str) -> str:
     """``shown = new`` as the front-end allows: an Equinox module is frozen (``eqx.tree_at``)."""
     if kind == RowKind.EQX_FILTER_JIT and shown != root:
         return f"{root} = eqx.tree_at(lambda {root}: {shown}, {root}, {new})"
-    if kind == RowKind.NN_JIT and shown.count(".") == 1:  # a frozen dataclass: a clone
-        return f"{root} = {root}.clone({shown.partition('.')[2]}={new})"
     return f"{shown} = {new}"
 
 
