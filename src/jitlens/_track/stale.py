@@ -224,8 +224,8 @@ INPLACE_FIX = Template(
 INPLACE_LINEN_FIX = Template(
     WordsKind.STALE_IN_PLACE_FIX,
     "If the jitted code reads it, make `{cls}` a dataclass (`@dataclasses.dataclass`): nn.jit "
-    "hashes a dataclass by its fields, so each new value compiles once. (A copy is no fix: "
-    "flax keeps only the hash, and a new object may reuse a freed one's.) {traced}",
+    "hashes its fields, so each new value compiles once (a copy is no fix: flax keeps only a "
+    "hash, which a new object may share). {traced}",
 )
 #: The closing remark of the fix, per front-end: how to make a value that changes often
 #: traced instead of static (one compile for every value).
