@@ -52,7 +52,8 @@ def compiled(rec: Record, args: tuple[Any, ...]) -> None:
     if found is None or found[1] is None:
         return
     index, module = found
-    fields = {name: StaticVal(v) for name, v in linen_api.module_field_values(module).items()}
+    values = linen_api.module_field_values(module).items()
+    fields = {name: StaticVal(v) for name, v in values if linen_api.hashed_as_is(v)}
     held = _COMPILED.setdefault(rec, {})
     held.pop(index, None)
     held[index] = fields
