@@ -130,6 +130,8 @@ FIXES: dict[str, str] = {
     "stale.STALE_FIX": "test_off_path.py::test_stale_cached_partial_fix_gives_the_new_result",
     "stale.INPLACE_FIX": "test_off_path.py::"
     "test_a_static_changed_in_place_is_a_stale_hit_and_its_fix_gives_the_new_result",
+    "stale.INPLACE_LINEN_FIX": "test_leftovers.py::"
+    "test_a_linen_field_changed_in_place_is_a_stale_hit_and_its_fix_gives_the_new_result",
 }
 
 #: Words that make a template an option with its condition.

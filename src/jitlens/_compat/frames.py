@@ -281,6 +281,18 @@ def loaded(module: str) -> bool:
     return module in sys.modules
 
 
+def name_in_frame_matching(match: Any, frame: FrameType | None) -> str:
+    """The first name the code at ``frame`` holds a value by for which ``match(value)`` is
+    true (its locals, then its globals), or ""."""
+    if frame is None:
+        return ""
+    for scope in (frame.f_locals, frame.f_globals):
+        for k, v in list(scope.items()):
+            if isinstance(k, str) and k.isidentifier() and not k.startswith("_") and match(v):
+                return k
+    return ""
+
+
 def name_in_frame(obj: Any, frame: FrameType | None) -> str:
     """The name the code at ``frame`` holds ``obj`` by (its locals, then its globals), or ""."""
     if frame is None:

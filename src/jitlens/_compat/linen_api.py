@@ -104,3 +104,29 @@ def module_fields(module: Any) -> dict[str, str]:
         except Exception:
             continue
     return out
+
+
+def module_field_values(module: Any) -> dict[str, Any]:
+    """``{field: value}`` of a linen module's constructor fields (not ``parent`` / ``name``),
+    read from its own ``__dict__`` (no property or ``__getattr__`` runs)."""
+    try:
+        fields = dataclasses.fields(module)
+        own = object.__getattribute__(module, "__dict__")
+    except (TypeError, AttributeError):
+        return {}
+    return {
+        f.name: own[f.name]
+        for f in fields
+        if f.init and f.name not in ("parent", "name") and f.name in own
+    }
+
+
+def hashed_as_is(value: Any) -> bool:
+    """Does flax's nn.jit fingerprint hash ``value`` itself (so a change in place may keep
+    the hash), rather than walk it (a module, a dataclass, a mapping, an iterable, a
+    string: a change there changes the hash, a miss)?"""
+    from collections.abc import Iterable, Mapping
+
+    if isinstance(value, (str, Mapping, Iterable)) or dataclasses.is_dataclass(value):
+        return False
+    return not hasattr(type(value), "__fn_or_cls__")

@@ -120,12 +120,9 @@ def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
             text = repr(value)
             if " object at 0x" in text and isinstance(getattr(value, "__dict__", None), dict):
                 # the default repr says nothing: show the attributes that make the value
-                fields = ", ".join(
-                    f"{k}={short_repr(v, 30, user=user)}"
-                    for k, v in list(vars(value).items())[:6]
-                    if not k.startswith("_")
-                )
-                text = f"{type(value).__qualname__}({fields})"
+                public = [(k, v) for k, v in vars(value).items() if not k.startswith("_")]
+                fields = ", ".join(f"{k}={short_repr(v, 30, user=user)}" for k, v in public[:6])
+                text = f"{type(value).__qualname__}({fields}{', ...' * (len(public) > 6)})"
     except Exception:
         text = f"<{type(value).__name__} object>"
     text = " ".join(text.split())
@@ -238,6 +235,7 @@ class StaticVal:
         "identity",
         "key_text",
         "snapshot",
+        "state",
         "type_name",
     )
 
@@ -256,6 +254,9 @@ class StaticVal:
         #: called then): compared later with :func:`snapshot_text` of the object, it shows a
         #: static changed in place after its compile.
         self.snapshot = self._text if self._text is not None else _fields_text(value)
+        from .contents import contents  # what it holds (None if immutable): compared, not shown
+
+        self.state = contents(value)
         self.addr = id(value)
         self._ref: Any = None
         self._strong: Any = None
@@ -324,10 +325,15 @@ def looks_alike(a: StaticVal, b: StaticVal) -> bool:
 
 
 def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
-    """Is ``b`` the very object ``a`` was described from, changed since (its text differs)?"""
-    if a.identity or a.snapshot is None or b.snapshot is None:
+    """Is ``b`` the very object ``a`` was described from, changed since (what it holds
+    differs; an object too big to read counts as unchanged: not known)?"""
+    if a.identity or a.value() is not b.value():
         return False
-    return a.value() is b.value() and a.snapshot != b.snapshot
+    if a.snapshot is not None and b.snapshot is not None and a.snapshot != b.snapshot:
+        return True
+    from .contents import known
+
+    return known(a.state) and known(b.state) and a.state != b.state
 
 
 def snapshot_text(value: Any) -> str | None:

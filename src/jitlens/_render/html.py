@@ -111,7 +111,8 @@ fill:var(--mute);font-size:10px;text-anchor:middle}.lane-label{fill:var(--mute);
 display:inline-block;width:14px;height:8px;margin-left:8px}
 table.entries td,table.entries th{padding:2px 8px;text-align:left;vertical-align:middle;
 border-bottom:1px solid var(--line)}table.entries th{color:var(--mute);font-weight:500;
-font-size:12px}td.num{text-align:right}.lane{stroke:var(--line)}
+font-size:12px}td.num{text-align:right}td.unknown{color:var(--mute);max-width:36em;
+font-size:12px}.lane{stroke:var(--line)}
 .dot.hit{fill:var(--hit)}.dot.trace{fill:var(--trace)}.dot.retrace{fill:var(--retrace)}
 .dot.compile{fill:var(--compile)}
 article.retrace{border-left:3px solid var(--retrace);padding:6px 12px;margin:10px 0;

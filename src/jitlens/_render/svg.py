@@ -29,7 +29,19 @@ EVENT_TIP = (
 )
 BAR_TIP = "{phase} {seconds} s (from {start} s)"
 ENTRY_SUFFIX = " → entry #{entry}"
-UNKNOWN_ENTRY = "(calls jitlens could not tie to a compiled entry)"
+#: The row of calls no compiled entry can be tied to, in words: with two or more entries seen,
+#: the hits went to one of them (their per-call signatures were alike: jitlens files a hit by
+#: argument shapes, static numbers and model objects, not by what only a compile reads)...
+UNKNOWN_AMONG = (
+    "cache hits served by one of the entries above; jitlens could not tie them to one: those "
+    "entries take the same argument shapes, static numbers and model objects, and differ in what "
+    "only a compile reads (a model's static attribute, an object's contents)"
+)
+#: ... else by an entry it did not see compiled.
+UNKNOWN_UNSEEN = (
+    "cache hits jitlens could not tie to an entry it saw compiled (one compiled before tracking "
+    "began, or by another wrapper of the same function, or alike to the entry above)"
+)
 NO_CALL_TIMES = "call times were not recorded for this function"
 AXIS_LABEL = "{t:g} s"
 CALL_AXIS = "calls #{first} … #{last} in order →"
@@ -201,8 +213,10 @@ def _entry_signatures(fn: FunctionReport, went_to: list[int]) -> dict[int, str]:
     signatures: dict[int, str] = {}
     for event in fn.events:
         signatures.setdefault(event.entry, event.signature)
+    seen = sum(1 for entry in signatures if entry >= 0)
     for entry in went_to:
-        signatures.setdefault(entry, UNKNOWN_ENTRY if entry < 0 else "?")
+        unknown = UNKNOWN_AMONG if seen > 1 else UNKNOWN_UNSEEN
+        signatures.setdefault(entry, unknown if entry < 0 else "?")
     return dict(sorted(signatures.items(), key=lambda item: (item[0] < 0, item[0])))
 
 
@@ -246,9 +260,14 @@ def entries_table(fn: FunctionReport) -> str:
             + "".join(dots)
             + "</svg>"
         )
+        shown = (
+            f'<td><code class="signature">{escape(signature) or "?"}</code></td>'
+            if entry >= 0
+            else f'<td class="unknown">{escape(signature)}</td>'  # words, not a signature
+        )
         rows.append(
             f'<tr class="entry" data-entry="{entry}"><td class="num">{f"#{entry}" if entry >= 0 else "?"}</td>'
-            f'<td><code class="signature">{escape(signature) or "?"}</code></td>'
+            f"{shown}"
             f'<td class="num">{calls if n else "?"}</td><td class="num">{traces[entry]}</td>'
             f"{_strip_cell(strip, n, len(signatures), entry == next(iter(signatures)))}</tr>"
         )

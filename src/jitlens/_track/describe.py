@@ -113,6 +113,9 @@ def describe_and_explain(
                 b.reasons = tuple(reasons)
         b.entry = rec.add_key(key)
         tls.last_built = b
+        own = of_kind(rec.kind)
+        if own is not None:  # what a later stale check compares (nn.jit's module fields)
+            own.compiled(rec, key, args)
     finally:
         tls.busy = False
         b.explain_seconds = time.perf_counter() - t

@@ -127,6 +127,21 @@ class Frontend:
         steps under ``nnx.jit``), the library's user row; True if it did."""
         return False
 
+    # ---------------------------------------------------------------- statics it hashes
+
+    def compiled(self, rec: Record, key: Key, args: tuple[Any, ...]) -> None:
+        """A trace of one of its rows filed ``key`` (``args``: the traced call's): keep what
+        :meth:`held_statics` compares later, when its library keys on statics the key does
+        not hold (a hash of them)."""
+
+    def held_statics(
+        self, rec: Record, args: tuple[Any, ...], frame: Any
+    ) -> list[tuple[str, str, Any, Any]]:
+        """Statics this call (a cache hit of ``rec``) passed that its library keyed by a hash
+        computed at the compile: ``(path shown, its root, StaticVal at the compile, value
+        now)``; ``frame``: the caller's, for the names it holds them by (``stale``)."""
+        return []
+
     # ---------------------------------------------------------------- its words
 
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:

@@ -68,8 +68,13 @@ PROFILER_NAME = "jitlens: retrace {name} ({reasons})"
 CHANGE = "{before} -> {after}"
 
 _LOCK = threading.Lock()
-#: Held from a retrace's number to its logged line (re-entrant: a handler may compile).
+#: Held from a retrace's number to its line made and queued (re-entrant, to be safe), never
+#: while the program's handlers run: a handler may wait for a thread that retraces.
 _LOG_LOCK = threading.RLock()
+#: Records made, in the order of their numbers, waiting for the thread that writes them.
+_PENDING: collections.deque[logging.LogRecord] = collections.deque()
+#: Held by the one thread handing the queued records to the handlers (never waited for).
+_WRITING = threading.Lock()
 #: a function (:func:`_function_key`) -> retraces logged so far.
 _LOGGED: dict[Any, int] = {}
 #: functions (:func:`_function_key`) already warned about (one runaway warning per function).
@@ -212,8 +217,31 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
                 )
                 if number == LIVE_FULL + 1:
                     text += FOLDED_NOTE.format(name=rec.qualname)
-            log.log(level, "%s", text, extra={"jitlens": event_data(rec, b, "retrace", number)})
+            _queue(level, text, event_data(rec, b, "retrace", number))
+    _write()
     check_runaway(rec, b)
+
+
+def _queue(level: int, text: str, data: dict[str, Any]) -> None:
+    """Make the record in this thread (its thread and time are this one's) and queue it."""
+    record = log.makeRecord(
+        log.name, level, __file__, 0, "%s", (text,), None, "log_retrace", {"jitlens": data}
+    )
+    _PENDING.append(record)
+
+
+def _write() -> None:
+    """Hand the queued records to the handlers, in order, unless another thread is doing so
+    (it writes this thread's too, after its own: never waited for, so a handler that waits
+    for a thread retracing at the same time cannot deadlock it; the lines keep their order)."""
+    while _PENDING:
+        if not _WRITING.acquire(blocking=False):
+            return  # the thread writing takes ours before it lets go
+        try:
+            while _PENDING:
+                log.handle(_PENDING.popleft())
+        finally:
+            _WRITING.release()
 
 
 def _function_key(rec: Record) -> Any:
@@ -348,7 +376,10 @@ def check_runaway(rec: Record, b: EventBuilder) -> None:
         _WARNED.add(key)
     text = runaway_text(rec, recompiles, limit, group)
     data = event_data(rec, b, "runaway", _LOGGED.get(key))
-    log.debug("%s", text, extra={"jitlens": data})
+    if log.isEnabledFor(logging.DEBUG):
+        with _LOG_LOCK:  # after the retrace lines queued before it
+            _queue(logging.DEBUG, text, data)
+        _write()
     # from outside the program: on the terminal, never in its warning records or handlers
     sink.warn(text, RunawayRecompileWarning, stacklevel=_compat.user_stacklevel())
 

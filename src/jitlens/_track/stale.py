@@ -193,7 +193,10 @@ def _alive(w: _Watch) -> bool:
 # the jit compares it with itself, finds it equal, and serves the old compile. The same
 # holds for nnx.jit (a dict or object attribute of a Module), jax.jit (a static_argnums /
 # static_argnames object compared by identity, or whose __hash__ ignores the change) and
-# eqx.filter_jit (a non-array field: every non-array leaf is static). A static whose hash
+# eqx.filter_jit (a non-array field: every non-array leaf is static) and linen's nn.jit (a
+# module field flax hashes as it is, by identity unless its class hashes its state: the
+# key holds only the hash, so the linen front-end keeps the fields of each compile,
+# ``Frontend.held_statics``). A static whose hash
 # follows the change misses instead (a retrace, a right result): only a call that hit the
 # cache is checked. Whether the jitted code reads it is not known (a log list kept on a
 # model is never read), so the words say "if": copying a log on every change would make
@@ -201,15 +204,28 @@ def _alive(w: _Watch) -> bool:
 
 INPLACE_MSG = Template(
     WordsKind.STALE_IN_PLACE,
-    "`{path}` was changed in place after its compile (noticed at call #{call}); {kind} "
-    "compares it with itself (the same object), so no retrace: jitted code that reads it "
-    "still sees {before} (stale), not {after}.",
+    "`{path}` was changed in place after its compile (noticed at call #{call}); {compares}, "
+    "so no retrace: jitted code that reads it still sees {before} (stale), not {after}.",
 )
+#: How the jit found the changed object equal, per front-end (default: the key holds it).
+_COMPARES = {
+    RowKind.NN_JIT: "{kind} keys on a hash of the module's fields, the same for this object",
+}
+_COMPARES_KEY = "{kind} compares it with itself (the same object)"
 INPLACE_FIX = Template(
     WordsKind.STALE_IN_PLACE_FIX,
     "If the jitted code reads it, assign a new object ({example}): the jit then compiles for "
     "the new value. If only code outside the jit uses it (a log), keep it out of the call's "
     "arguments. {traced}",
+)
+#: nn.jit: flax hashes the module's fields, walking dataclasses, and keeps only the hash (no
+#: reference), so a copy is no fix: a new object may take a freed one's address, and its
+#: identity hash, and run that one's compile.
+INPLACE_LINEN_FIX = Template(
+    WordsKind.STALE_IN_PLACE_FIX,
+    "If the jitted code reads it, make `{cls}` a dataclass (`@dataclasses.dataclass`): nn.jit "
+    "hashes its fields, so each new value compiles once (a copy is no fix: flax keeps only a "
+    "hash, which a new object may share). {traced}",
 )
 #: The closing remark of the fix, per front-end: how to make a value that changes often
 #: traced instead of static (one compile for every value).
@@ -218,6 +234,8 @@ _TRACED = {
     "(`jnp.asarray(...)`) instead of a Python value.",
     RowKind.JAX_JIT: "A number that changes often is better traced: pass it as an array "
     "argument (`jnp.asarray(...)`), not inside a static.",
+    RowKind.NN_JIT: "A number that changes often is better traced: pass it to the method as an "
+    "array (`jnp.asarray(...)`), not in a module field.",
 }
 _TRACED_NNX = (
     "A number that changes often is better traced: an array "
@@ -237,8 +255,8 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
     call, up to k calls later (before call #6 at call #9, before call #1000 at call #1025),
     and one made after the last scheduled call of a run is not noticed at all. The warning
     names the call that noticed it."""
-    from .._core.key import snapshot_text
     from .._core.signature import arg_names
+    from .frontend import of_kind
     from .registry import REGISTRY
 
     try:
@@ -249,13 +267,13 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                 continue
             for path, entry in key.entries.items():
                 sv = entry.static
-                if sv is None or sv.snapshot is None:
+                if sv is None or (sv.snapshot is None and sv.state is None):
                     continue
                 value = sv.value()
                 if isinstance(value, _IMMUTABLE) or (path, sv.addr) in rec.stale_seen:
                     continue
-                now = snapshot_text(value)
-                if now is None or now == sv.snapshot:
+                change = _change(sv, value)
+                if change is None:
                     continue
                 if names is None:
                     names = arg_names(rec.user_fn(), len(args))
@@ -263,15 +281,82 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                     continue  # this call did not pass it
                 rec.stale_seen.add((path, sv.addr))
                 frame = _compat.user_frame(_compat.caller(2))
-                site = _compat.user_call_site(_compat.caller(2))
                 held = _held_as(path, names, args, kwargs, frame)
-                found.append(_inplace_hit(rec, n, site, path, sv.snapshot, now, value, held))
+                if change is _UNCHECKED:
+                    _unchecked(rec, n, path, held)
+                    continue
+                site = _compat.user_call_site(_compat.caller(2))
+                found.append(_inplace_hit(rec, n, site, path, change, value, held))
+        own = of_kind(rec.kind)
+        held = own.held_statics(rec, args, _compat.user_frame(_compat.caller(2))) if own else []
+        for shown, root, sv, value in held:  # statics its library keyed by a hash (nn.jit)
+            if isinstance(value, _IMMUTABLE) or sv.value() is not value:
+                continue
+            if (shown, sv.addr) in rec.stale_seen:
+                continue
+            change = _change(sv, value)
+            if change is None:
+                continue
+            rec.stale_seen.add((shown, sv.addr))
+            path = (("arg", root), *(("attr", a) for a in shown.split(".")[1:]))
+            if change is _UNCHECKED:
+                _unchecked(rec, n, path)
+                continue
+            site = _compat.user_call_site(_compat.caller(2))
+            found.append(_inplace_hit(rec, n, site, path, change, value))
         if found:
             rec.stale_hits.extend(found)
             for cb in list(REGISTRY.on_stale):
                 cb(rec, found)
     except Exception as exc:
         internal_failure("checking statics changed in place", exc)
+
+
+#: :func:`_change` of an object too big to read in full: not known, never "unchanged".
+_UNCHECKED = ("?", "?", "?", "?")
+UNCHECKED_MSG = (
+    "jitlens could not check `{path}` for a change in place (call #{call}): it holds more "
+    "than {limit} values, more than a check reads. If it is changed in place after its "
+    "compile, {kind} serves the old compile with no retrace (a stale result): assign a new "
+    "object instead of changing it."
+)
+
+
+def _change(sv: Any, value: Any) -> tuple[str, str, str, str] | None:
+    """``(then, now)`` as shown, then in full, of a static changed in place since ``sv`` was taken at its compile,
+    ``_UNCHECKED`` when it is too big to read, None when unchanged. What its text shows is
+    compared first (a change shown as the user sees the value), then all it holds
+    (``_core.contents``: a change past the text, shown where it differs)."""
+    from .._core.contents import TOO_BIG, contents, readable
+    from .._core.key import diff_texts, snapshot_text
+
+    if sv.snapshot is not None:
+        now = snapshot_text(value)
+        if now is not None and now != sv.snapshot:
+            return sv.snapshot, now, sv.snapshot, now
+    if sv.state is None:
+        return None
+    state = TOO_BIG if sv.state == TOO_BIG else contents(value)
+    if state == TOO_BIG:
+        return _UNCHECKED
+    if state == sv.state:
+        return None
+    if readable(sv.state) and readable(state):
+        return (*diff_texts(sv.state, state), sv.state, state)
+    then = sv.snapshot or sv.text
+    return then, f"{then} changed past what its text shows", then, then
+
+
+def _unchecked(rec: Any, n: int, path: Any, held: str = "") -> None:
+    """Say, once per static, that a hit passed an object too big to check (not unchanged)."""
+    from .._core.contents import MAX_VALUES
+
+    shown = render_path(path)
+    root = str(path[0][1])
+    if held:
+        shown = held + shown[len(root) :]
+    text = UNCHECKED_MSG.format(path=shown, call=n + 1, limit=MAX_VALUES, kind=rec.kind)
+    sink.warn(text, UserWarning, _compat.user_stacklevel())
 
 
 _MISSING = object()
@@ -313,8 +398,10 @@ def _resolve(path: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[st
 
 
 def _inplace_hit(
-    rec: Any, n: int, site: str, path: Any, before: str, after: str, value: Any, held: str = ""
+    rec: Any, n: int, site: str, path: Any, change: Any, value: Any, held: str = ""
 ) -> StaleHit:
+    """``change``: :func:`_change`'s texts, as shown and in full (the fix reads the full)."""
+    before, after, full_before, full_after = change
     shown = render_path(path)
     root = str(path[0][1])
     # the fix in the caller's names: `c = copy.copy(c)`, not `self = copy.copy(self)`
@@ -330,20 +417,23 @@ def _inplace_hit(
             path=shown,
             after=after,
             before=before,
-            kind=rec.kind,
+            compares=_COMPARES.get(rec.kind, _COMPARES_KEY).format(kind=rec.kind),
             call=n + 1,  # counted from 1
         ),
-        fix=Words(  # the closing remark is left out when the fix would be too long
-            INPLACE_FIX,
-            (
-                ("example", _example(rec.kind, spelled, spelled_root, before, after, value)),
-                ("traced", _TRACED.get(rec.kind, _TRACED_NNX)),
-            ),
-            optional="traced",
-        ),
+        fix=_inplace_fix(rec.kind, spelled, spelled_root, full_before, full_after, value),
     )
     sink.warn(f"{hit.message} Fix: {hit.fix}", StaleCacheWarning, _compat.user_stacklevel())
     return hit
+
+
+def _inplace_fix(kind: Any, shown: str, root: str, before: str, after: str, value: Any) -> Words:
+    traced = ("traced", _TRACED.get(kind, _TRACED_NNX))
+    # (the closing remark is left out when the fix would be too long)
+    if kind == RowKind.NN_JIT:
+        cls = ("cls", type(value).__qualname__)
+        return Words(INPLACE_LINEN_FIX, (cls, traced), optional="traced")
+    example = ("example", _example(kind, shown, root, before, after, value))
+    return Words(INPLACE_FIX, (example, traced), optional="traced")
 
 
 def _example(kind: Any, shown: str, root: str, before: str, after: str, value: Any) -> str:

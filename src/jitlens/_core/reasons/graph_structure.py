@@ -11,6 +11,7 @@ from ..kinds import Fact, ReasonKind
 from ..reason import Reason
 from ..template_kinds import FixKind as K
 from ..template_kinds import MessageKind as M
+from ..words import Words
 from .base import (
     Template,
     _reason,
@@ -31,11 +32,20 @@ SOW_FIX = Template(
 )
 
 
+# Said without knowing why the graph changed: a layer added late by mistake, or a model grown
+# on purpose (progressive growing), which compiles once per new structure and should.
 GRAPH_FIX = Template(
     K.GRAPH,
-    "Create `{path}` in `__init__` as what it will hold later (the module or Variable itself, "
-    "not None: nnx rejects that swap) and only update its values; each structure compiles once.",
+    "If the model is grown or pruned on purpose (in stages), this is expected: one compile per new "
+    "structure. If not, create `{path}` in `__init__` as what it will hold later{swap} and only "
+    "update its values.",
 )
+#: Left out when the fix would be too long.
+GRAPH_FIX_SWAP = " (not None: nnx rejects that swap)"
+
+
+def _graph_fix(path: str) -> Words:
+    return Words(GRAPH_FIX, (("path", path), ("swap", GRAPH_FIX_SWAP)), optional="swap")
 
 
 GRAPH_KIND_MSG = Template(
@@ -81,7 +91,7 @@ def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: st
     if var_type == "Intermediate" or "Intermediate" in what:
         fk, fix = K.SOW, SOW_FIX.words(arg=arg)
     else:
-        fk, fix = K.GRAPH, GRAPH_FIX.words(path=path)
+        fk, fix = K.GRAPH, _graph_fix(path)
     return _reason(
         ReasonKind.GRAPH_STRUCTURE, arg, path, "absent" if added else what,
         what if added else "absent",
@@ -143,7 +153,7 @@ def variable_value_structure(arg: str, path: str, var: str, before: str, after: 
     if var == "Intermediate":
         fk, fix = K.SOW, SOW_FIX.words(arg=arg)
     else:
-        fk, fix = K.GRAPH, GRAPH_FIX.words(path=path)
+        fk, fix = K.GRAPH, _graph_fix(path)
     return _reason(
         ReasonKind.GRAPH_STRUCTURE, arg, path, before, after,
         VAR_VALUE_MSG.words(path=f"`{path}`", var=var, before=before, after=after), fix,

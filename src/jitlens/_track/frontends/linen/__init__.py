@@ -31,5 +31,21 @@ class LinenFrontend(Frontend):
 
         return words.reword(rec, reasons, key)
 
+    def compiled(self, rec: Record, key: Key, args: tuple[Any, ...]) -> None:
+        from ...state import internal_failure
+        from . import held  # loaded at the first trace of an nn.jit row
+
+        try:
+            held.compiled(rec, args)
+        except Exception as exc:
+            internal_failure("keeping an nn.jit module's fields", exc)
+
+    def held_statics(
+        self, rec: Record, args: tuple[Any, ...], frame: Any
+    ) -> list[tuple[str, str, Any, Any]]:
+        from . import held
+
+        return held.held_statics(rec, args, frame)
+
 
 FRONTEND = LinenFrontend()
