@@ -150,6 +150,22 @@ def _unroll(eqn: Any) -> int:
         return 1
 
 
+Stack = tuple[tuple[str, int, str, int, bool], ...]
+
+
+def _under(above: Stack, stack: Stack) -> Stack:
+    """The frames of an equation inside a ``cond`` / ``scan`` / ``while`` body, from the top.
+
+    JAX records a body's tracebacks from where it started tracing the body: a
+    ``lax.cond`` branch's equations name the branch's lines but not the user's
+    line that called ``lax.cond`` (nor the loop around it). The container's own
+    frames (``above``) are put back in front, unless the body's already begin with them.
+    """
+    if not above or stack[: len(above)] == above:
+        return stack
+    return above + stack
+
+
 def flatten(
     closed: Any, outer: tuple[CodeType, ...], keep: Callable[[str], bool | None]
 ) -> tuple[list[FlatEqn], list[Any], list[UnrolledScan]]:
@@ -166,24 +182,25 @@ def flatten(
     consts: list[Any] = list(closed.consts)
     scans: list[UnrolledScan] = []
 
-    def walk(jaxpr: Any, weight: int, depth: int) -> None:
+    def walk(jaxpr: Any, weight: int, depth: int, above: Stack) -> None:
         for eqn in jaxpr.eqns:
             subs = _subjaxprs(eqn) if depth < MAX_DEPTH else []
             if not subs:
                 stack = _stack(eqn, outer, keep) if len(eqns) < MAX_STACKS else ()
-                eqns.append(FlatEqn(eqn.primitive.name, weight, stack))
+                eqns.append(FlatEqn(eqn.primitive.name, weight, _under(above, stack)))
                 continue
             u = _unroll(eqn)
             start = len(eqns)
+            here = _under(above, _stack(eqn, outer, keep)) if len(eqns) < MAX_STACKS else ()
             for sub, sub_consts in subs:
                 consts.extend(sub_consts)
-                walk(sub, weight * u, depth + 1)
+                walk(sub, weight * u, depth + 1, here)
             if u > 1:
                 body = sum(e.weight for e in eqns[start:]) // (weight * u)
                 length = int(eqn.params.get("length", u))
-                scans.append(UnrolledScan(_stack(eqn, outer, keep), length, u, body))
+                scans.append(UnrolledScan(here, length, u, body))
 
-    walk(closed.jaxpr, 1, 0)
+    walk(closed.jaxpr, 1, 0, ())
     return eqns, consts, scans
 
 

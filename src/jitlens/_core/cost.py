@@ -176,25 +176,36 @@ def enclosing_loop(loops: Sequence[SourceLoop], line: int, first_line: int) -> S
 
 
 def period(seq: Sequence[object]) -> int:
-    """The shortest repeating unit of ``seq`` (allowing ``PERIOD_MISMATCH``), else its length."""
+    """The shortest repeating unit of ``seq`` (allowing ``PERIOD_MISMATCH``), else its length.
+
+    A candidate is a distance at which an anchor equation recurs. The anchors are the
+    first equation and the middle one: a first iteration often differs from the rest
+    (a carry that starts as a Python float and becomes an array, or unbatched under
+    ``vmap``; a first layer of another shape), so its first equation may never recur.
+    """
     n = len(seq)
-    tried = 0
-    for p in range(1, n // 2 + 1):
-        if seq[p] != seq[0]:
-            continue
-        tried += 1
-        if tried > PERIOD_CANDIDATES:
-            break
-        allowed = PERIOD_MISMATCH * n
-        bad = 0
-        for j in range(n - p):
-            if seq[j] != seq[j + p]:
-                bad += 1
-                if bad > allowed:
-                    break
-        if bad <= allowed:
-            return p
-    return n
+    best = n
+    for anchor in (0, n // 2):
+        tried = 0
+        for p in range(1, min(best, n - anchor)):
+            if p > n // 2:
+                break
+            if seq[anchor + p] != seq[anchor]:
+                continue
+            tried += 1
+            if tried > PERIOD_CANDIDATES:
+                break
+            allowed = PERIOD_MISMATCH * n
+            bad = 0
+            for j in range(n - p):
+                if seq[j] != seq[j + p]:
+                    bad += 1
+                    if bad > allowed:
+                        break
+            if bad <= allowed:
+                best = p
+                break
+    return best
 
 
 def find_loops(
