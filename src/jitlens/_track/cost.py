@@ -211,15 +211,24 @@ def _name_of(obj: Any, shape: tuple[int, ...], dtype: str, names: list[tuple[str
     ptr = _data_pointer(obj)
     if ptr is not None:
         for name, value in names:
-            if _data_pointer(value) == ptr and tuple(getattr(value, "shape", ())) == shape:
+            if _data_pointer(value) == ptr and _shape(value) == shape:
                 return name
     alike = [
         name
         for name, value in names
-        if tuple(getattr(value, "shape", (None,))) == shape
-        and str(getattr(value, "dtype", "")) == dtype
+        if _shape(value) == shape and str(getattr(value, "dtype", "")) == dtype
     ]
     return alike[0] if len(alike) == 1 else ""
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    """An array's shape; None for anything else reachable by name (``np.shape`` is a function)."""
+    if isinstance(value, (type, types.ModuleType)):
+        return None
+    try:
+        return tuple(int(d) for d in value.shape)
+    except Exception:
+        return None
 
 
 def _data_pointer(x: Any) -> int | None:

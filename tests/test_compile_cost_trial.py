@@ -1,0 +1,170 @@
+"""Where compile time goes, on programs written after public code nobody here had seen
+(``tests/trial_programs/g_*.py``): each names the line that makes its program big, the
+advice applied to a copy of the program shrinks it as predicted with the same results,
+and the negative controls get nothing.
+
+One subprocess runs every program (``trial_g_driver.py``: sizes just above the advice's
+thresholds, every compile read): the assertions are on lines, trip counts, equation
+counts and advice kinds, never on seconds; the seconds are in
+``benchmarks/compile_cost_trial.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import jitlens
+from conftest import TRIAL_PROGRAMS, run_python
+from jitlens._core.advice import Environment, advise
+from jitlens._core.advice_cost import LOOP_MIN_ITERATIONS, SCAN_BODY_FACTOR, compile_cost
+from jitlens._core.cost import Eqn, find_loops, period
+from jitlens._core.kinds import AdviceKind
+from jitlens._core.report import FunctionReport
+
+pytestmark = pytest.mark.xdist_group("compile_cost_trial")  # one driver run for the module
+
+#: Program -> (the text of the line its unrolled loop starts on, the trip count the driver sets).
+LOOPS = {
+    "g_transformer_layers_loop": ('for blk in params["blocks"]:', 8),
+    "g_ode_rk4_unrolled": ("for _ in range(STEPS):", 10),
+    "g_stack_small_ops": ("cols = jnp.stack([feature(x, k) for k in range(K)]", 12),
+    "g_cond_ladder": ("for k in range(REGIMES):", 10),
+    "g_vmap_newton_inner_loop": ("for _ in range(ITERS):", 10),
+}
+#: Program -> the name each captured constant is found under.
+CONSTS = {
+    "g_numpy_table_closure": ["basis"],
+    "g_params_closed_over": [f"weights[{i}][0]" for i in range(4)],
+    "g_literal_table_in_body": [""],  # made inside the function: no variable holds it
+}
+NEGATIVE = ("g_neg_scanned_layers", "g_neg_small_closure")
+OTHER = ("g_pytree_many_leaves",)
+#: A compile long enough for the advice, whatever this machine's speed (the rules then
+#: decide on the program's make-up alone).
+SECONDS = 3.0
+CACHE_OFF = Environment(run_seconds=60.0, cache_dir=None, cache_enabled=True, min_compile_seconds=1)
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict:
+    names = [*LOOPS, *CONSTS, *NEGATIVE, *OTHER]
+    proc = run_python([str(TRIAL_PROGRAMS / "trial_g_driver.py"), *names], cwd=TRIAL_PROGRAMS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "JitlensInternalWarning" not in proc.stderr, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
+    return {
+        name: {ver: (jitlens.Report.from_dict(rep), out) for ver, (rep, out) in versions.items()}
+        for name, versions in got.items()
+    }
+
+
+def _fn(report: jitlens.Report) -> FunctionReport:
+    (fn,) = [f for f in report.functions if not f.internal]
+    return fn
+
+
+def _line_of(name: str, text: str) -> int:
+    lines = (TRIAL_PROGRAMS / f"{name}.py").read_text().splitlines()
+    return next(i for i, s in enumerate(lines, 1) if text in s)
+
+
+def _as_if(fn: FunctionReport, seconds: float) -> FunctionReport:
+    """``fn`` with its compiles taking ``seconds``: the rules on the program's make-up alone."""
+    events = tuple(
+        dataclasses.replace(e, trace_seconds=0.0, lower_seconds=0.0, compile_seconds=seconds)
+        for e in fn.events
+    )
+    return dataclasses.replace(fn, events=events)
+
+
+@pytest.mark.parametrize("name", list(LOOPS))
+def test_the_unrolled_loop_is_named_at_its_line_with_its_trip_count(runs, name):
+    text, n = LOOPS[name]
+    cost = _fn(runs[name]["before"][0]).events[0].cost
+    assert cost is not None
+    loop = cost.loops[0]
+    assert (pathlib.Path(loop.file).name, loop.line) == (f"{name}.py", _line_of(name, text))
+    assert loop.iterations == n
+    # the whole body is under the loop: a cond's branches, a vmapped function's own loop
+    assert loop.eqns >= 0.9 * cost.eqns
+
+
+@pytest.mark.parametrize("name", list(LOOPS))
+def test_the_loop_advice_comes_first_and_names_the_line(runs, name):
+    fn = _as_if(_fn(runs[name]["before"][0]), SECONDS)
+    top = advise(fn, None, CACHE_OFF)[0]
+    assert top.kind == AdviceKind.UNROLLED_LOOP  # before the cache that saves the same seconds
+    assert f"{name}.py:{_line_of(name, LOOPS[name][0])}" in top.fix
+
+
+@pytest.mark.parametrize("name", list(LOOPS))
+def test_the_advised_program_is_as_small_as_predicted_with_the_same_results(runs, name):
+    (before, out_before), (after, out_after) = runs[name]["before"], runs[name]["after"]
+    cost_before, cost_after = _fn(before).events[0].cost, _fn(after).events[0].cost
+    loop = cost_before.loops[0]
+    predicted = cost_before.eqns - loop.eqns + SCAN_BODY_FACTOR * loop.body_eqns
+    assert cost_after.eqns <= predicted
+    assert not [x for x in cost_after.loops if x.iterations >= LOOP_MIN_ITERATIONS]
+    assert not compile_cost(_as_if(_fn(after), SECONDS))
+    a, b = np.asarray(out_before), np.asarray(out_after)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * np.abs(a).max())
+
+
+@pytest.mark.parametrize("name", list(CONSTS))
+def test_captured_constants_are_read_and_named(runs, name):
+    cost = _fn(runs[name]["before"][0]).events[0].cost
+    assert cost is not None  # np.shape (a function) is no array: reading must not fail on it
+    assert sorted(c.name for c in cost.consts) == sorted(CONSTS[name])
+    assert all(c.nbytes >= 2**20 for c in cost.consts)
+
+
+@pytest.mark.parametrize("name", NEGATIVE)
+def test_negative_controls_get_no_compile_advice(runs, name):
+    report = runs[name]["before"][0]
+    for fn in report.functions:
+        assert not fn.advice  # as measured: short compiles, nothing to say
+        sized = [a.kind for a in compile_cost(_as_if(fn, SECONDS))]
+        assert AdviceKind.UNROLLED_LOOP not in sized and AdviceKind.CAPTURED_CONSTANT not in sized
+
+
+def test_a_tree_map_over_many_leaves_is_named_at_the_user_line(runs):
+    cost = _fn(runs["g_pytree_many_leaves"]["before"][0]).events[0].cost
+    top = cost.lines[0]
+    line = _line_of("g_pytree_many_leaves", "out = jax.tree.map(sgd_momentum")
+    assert (top.line, top.eqns) == (line, cost.eqns)
+
+
+def test_period_survives_a_first_iteration_of_another_shape():
+    body = ["a", "b", "c", "d", "e"]
+    first = ["z", "a", "b", "c", "d", "e", "f"]  # e.g. a carry that starts as a Python float
+    seq = first + body * 20
+    assert len(seq) // period(seq) == 21
+
+
+def test_a_cond_branch_counts_under_the_loop_that_called_it():
+    """JAX records a branch's traceback from where it traced the branch; flatten puts the
+    caller's frames back, so the loop around ``lax.cond`` sees its branches' equations."""
+    import jax
+    from jax import lax
+
+    from jitlens._compat import jaxpr_api
+
+    def ladder(x):
+        for k in range(LOOP_MIN_ITERATIONS):
+            x = lax.cond(x.sum() > k, lambda v: jax.numpy.sin(v) * 2.0, lambda v: v, x)
+        return x
+
+    closed = jax.make_jaxpr(ladder)(jax.numpy.ones(3))
+    flat, _, _ = jaxpr_api.flatten(closed, (), lambda f: True if f == __file__ else None)
+    branch = [e for e in flat if e.primitive == "sin"]
+    assert len(branch) == LOOP_MIN_ITERATIONS
+    assert all(e.stack and e.stack[0][2].endswith("ladder") for e in branch)
+    from jitlens._track.cost import _loop_at
+
+    (loop,) = find_loops([Eqn(e.primitive, e.weight, e.stack) for e in flat], _loop_at)
+    assert loop.iterations == LOOP_MIN_ITERATIONS and loop.eqns == len(flat)
