@@ -29,7 +29,9 @@ SMALL = {
     "g_cond_ladder": {"REGIMES": 10},
     "g_vmap_newton_inner_loop": {"ITERS": 10},
     "g_pytree_many_leaves": {"LEAVES": 100},
-    "g_numpy_table_closure": {"GRID": 512, "MODES": 512},
+    "g_numpy_table_closure": {"GRID": 1024, "MODES": 1024},
+    "g_literal_table_in_body": {"N": 1024},
+    "g_params_closed_over": {"SIZES": [512] * 5},
 }
 
 
@@ -47,6 +49,8 @@ def main(names: list[str]) -> None:
         module = importlib.import_module(name)
         for k, v in SMALL.get(name, {}).items():
             setattr(module, k, v)
+        if hasattr(module, "load_weights"):  # weights loaded at import, at the size set
+            module.weights = module.load_weights()
         got = {"before": _tracked(module.main)}
         if hasattr(module, "main_fixed"):
             got["after"] = _tracked(module.main_fixed)

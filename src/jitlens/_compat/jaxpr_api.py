@@ -168,7 +168,7 @@ def _under(above: Stack, stack: Stack) -> Stack:
 
 def flatten(
     closed: Any, outer: tuple[CodeType, ...], keep: Callable[[str], bool | None]
-) -> tuple[list[FlatEqn], list[Any], list[UnrolledScan]]:
+) -> tuple[list[FlatEqn], list[tuple[Any, Stack]], list[UnrolledScan]]:
     """Every equation (sub-jaxprs followed), every captured constant, every unrolled scan.
 
     ``keep(file)`` says which frames to keep: True for the user's, False for a
@@ -176,32 +176,45 @@ def flatten(
 
     A container's own equation (pjit, scan, cond, custom_jvp) is not counted,
     its body is: once for a rolled loop (XLA compiles a loop body once),
-    ``unroll`` times for an unrolled one.
+    ``unroll`` times for an unrolled one. Each constant comes with the frames of
+    the first equation that reads it (``()`` if none does): where a constant
+    made in the function's body, which no variable names, is used.
     """
     eqns: list[FlatEqn] = []
-    consts: list[Any] = list(closed.consts)
+    consts: list[list[Any]] = []
     scans: list[UnrolledScan] = []
 
-    def walk(jaxpr: Any, weight: int, depth: int, above: Stack) -> None:
+    def walk(jaxpr: Any, values: Any, weight: int, depth: int, above: Stack) -> None:
+        unread: dict[int, list[Any]] = {}
+        constvars = list(getattr(jaxpr, "constvars", ()))
+        for i, value in enumerate(values):
+            slot = [value, ()]
+            consts.append(slot)
+            if i < len(constvars):
+                unread[id(constvars[i])] = slot
         for eqn in jaxpr.eqns:
             subs = _subjaxprs(eqn) if depth < MAX_DEPTH else []
+            stack: Stack = ()
+            if len(eqns) < MAX_STACKS:
+                stack = _under(above, _stack(eqn, outer, keep))
+            for var in eqn.invars if unread else ():
+                slot = unread.pop(id(var), None)
+                if slot is not None:
+                    slot[1] = stack
             if not subs:
-                stack = _stack(eqn, outer, keep) if len(eqns) < MAX_STACKS else ()
-                eqns.append(FlatEqn(eqn.primitive.name, weight, _under(above, stack)))
+                eqns.append(FlatEqn(eqn.primitive.name, weight, stack))
                 continue
             u = _unroll(eqn)
             start = len(eqns)
-            here = _under(above, _stack(eqn, outer, keep)) if len(eqns) < MAX_STACKS else ()
             for sub, sub_consts in subs:
-                consts.extend(sub_consts)
-                walk(sub, weight * u, depth + 1, here)
+                walk(sub, sub_consts, weight * u, depth + 1, stack)
             if u > 1:
                 body = sum(e.weight for e in eqns[start:]) // (weight * u)
                 length = int(eqn.params.get("length", u))
-                scans.append(UnrolledScan(here, length, u, body))
+                scans.append(UnrolledScan(stack, length, u, body))
 
-    walk(closed.jaxpr, 1, 0, ())
-    return eqns, consts, scans
+    walk(closed.jaxpr, closed.consts, 1, 0, ())
+    return eqns, [(value, stack) for value, stack in consts], scans
 
 
 def array_facts(x: Any) -> tuple[tuple[int, ...], str, int, Any] | None:

@@ -16,6 +16,7 @@ See also:
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from .kinds import STACKED_LAYERS_FIXES, AdviceKind
@@ -96,6 +97,17 @@ CONSTANT_MESSAGE = (
     "{what} ({shape} {dtype}, {size}) is captured from Python and compiled into the "
     "program as a constant: lowering and compiling it cost ~{saving:.2f} s"
 )
+#: ... several arrays reached through one container (``weights[0][0]``, ``weights[1][0]``).
+CONSTANTS_MESSAGE = (
+    "`{what}` holds {n} arrays captured from Python ({shapes}; {size} in all), compiled "
+    "into the program as constants: lowering and compiling them cost ~{saving:.2f} s"
+)
+#: ... an array no variable holds, e.g. made from NumPy in the function's body.
+CONSTANT_MADE_MESSAGE = (
+    "an array read at {where} ({shape} {dtype}, {size}) is compiled into the program as a "
+    "constant (no variable the function reaches holds it: made in its body?): lowering "
+    "and compiling it cost ~{saving:.2f} s"
+)
 CONSTANT_FIX = (
     "pass `{name}` to {function} as an argument instead of closing over it ({call}mark "
     "nothing static): it becomes an input buffer, not part of the program"
@@ -105,6 +117,11 @@ CONSTANT_CALL = "add a parameter and call `{function}(..., {arg})`; "
 CONSTANT_FIX_UNNAMED = (
     "pass the {shape} array to {function} as an argument instead of closing over it: "
     "it becomes an input buffer, not part of the program"
+)
+CONSTANT_FIX_MADE = (
+    "build the {shape} array read at {where} once, outside {function}, and pass it as an "
+    "argument (NumPy computed in a jitted body runs at trace time and is compiled in): it "
+    "becomes an input buffer, not part of the program"
 )
 COMPILE_BOUND_MESSAGE = (
     "compiled {compiles}x for {seconds:.2f} s and served no cache hit in {calls} "
@@ -214,31 +231,55 @@ def _size(nbytes: int) -> str:
     return f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 1024:.0f} KiB"
 
 
+def _root(name: str) -> str:
+    """The variable a constant was reached through: ``weights`` of ``weights[2][0]``."""
+    return name.partition("[")[0]
+
+
 def _constants(fn: FunctionReport) -> list[Advice]:
-    """``captured_constant`` advice: one per captured array, summed over the compiles."""
-    found: dict[tuple[str, tuple[int, ...], str], list[Any]] = {}
+    """``captured_constant`` advice: one per variable holding captured arrays, summed over
+    the compiles (the arrays of one list or dict are passed together)."""
+    found: dict[tuple[Any, ...], list[Any]] = {}
     for e, cost in _costed(fn):
         for c in cost.consts:
-            slot = found.setdefault((c.name, c.shape, c.dtype), [c, 0.0])
+            key = (_root(c.name),) if c.name else ("", c.shape, c.dtype, c.file, c.line)
+            slot = found.setdefault(key, [{}, 0.0])
+            slot[0].setdefault((c.name, c.shape, c.dtype), c)
             slot[1] += constant_saving(c.nbytes, cost, e.seconds)
+    name = _callable_name(fn)
+    function = f"`{name}`" if name else "the jitted function"
     out = []
-    for c, saving in found.values():
+    for key, (arrays, saving) in found.items():
         if saving < COST_MIN_SAVING_SECONDS:
             continue
+        cs = list(arrays.values())
+        c = cs[0]
         shape = "x".join(map(str, c.shape)) or "scalar"
-        message = CONSTANT_MESSAGE.format(
-            what=f"`{c.name}`" if c.name else "an array",
-            shape=shape,
-            dtype=c.dtype,
-            size=_size(c.nbytes),
-            saving=saving,
-        )
-        name = _callable_name(fn)
-        function = f"`{name}`" if name else "the jitted function"
-        if c.name:
-            arg = c.name.rpartition(".")[2]
+        size = _size(sum(x.nbytes for x in cs))
+        root = key[0]
+        if len(cs) > 1:
+            kinds = Counter(f"{'x'.join(map(str, x.shape))} {x.dtype}" for x in cs)
+            shapes = ", ".join(f"{k}x {what}" if k > 1 else what for what, k in kinds.items())
+            message = CONSTANTS_MESSAGE.format(
+                what=root, n=len(cs), shapes=shapes, size=size, saving=saving
+            )
+        elif c.name or not c.line:
+            what = f"`{c.name}`" if c.name else "an array"
+            message = CONSTANT_MESSAGE.format(
+                what=what, shape=shape, dtype=c.dtype, size=size, saving=saving
+            )
+        else:
+            message = CONSTANT_MADE_MESSAGE.format(
+                where=_where(c.file, c.line), shape=shape, dtype=c.dtype, size=size, saving=saving
+            )
+        if root:
+            arg = root.rpartition(".")[2]
             call = CONSTANT_CALL.format(function=name, arg=arg) if name else ""
-            fix = CONSTANT_FIX.format(name=c.name, function=function, call=call)
+            fix = CONSTANT_FIX.format(name=root, function=function, call=call)
+        elif c.line:
+            fix = CONSTANT_FIX_MADE.format(
+                shape=shape, where=_where(c.file, c.line), function=function
+            )
         else:
             fix = CONSTANT_FIX_UNNAMED.format(shape=shape, function=function)
         out.append(Advice(AdviceKind.CAPTURED_CONSTANT, message, fix, round(saving, 6)))

@@ -100,6 +100,10 @@ class ConstCost:
     shape: tuple[int, ...]
     dtype: str
     nbytes: int
+    #: The user's line that first reads it (where an array made in the function's body,
+    #: which no variable names, is used); "" / 0 when unknown.
+    file: str = ""
+    line: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
