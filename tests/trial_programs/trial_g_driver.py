@@ -32,6 +32,7 @@ SMALL = {
     "g_numpy_table_closure": {"GRID": 1024, "MODES": 1024},
     "g_literal_table_in_body": {"N": 1024},
     "g_params_closed_over": {"SIZES": [512] * 5},
+    "g_big_static_table": {"ROWS": 600_000},
 }
 
 

@@ -16,7 +16,6 @@ See also:
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from .kinds import STACKED_LAYERS_FIXES, AdviceKind
@@ -105,8 +104,9 @@ CONSTANTS_MESSAGE = (
 #: ... an array no variable holds, e.g. made from NumPy in the function's body.
 CONSTANT_MADE_MESSAGE = (
     "an array read at {where} ({shape} {dtype}, {size}) is compiled into the program as a "
-    "constant (no variable the function reaches holds it: made in its body?): lowering "
-    "and compiling it cost ~{saving:.2f} s"
+    "constant (no variable the function reaches holds it: it was built while tracing, e.g. "
+    "from NumPy in the body or from a static argument): lowering and compiling it cost "
+    "~{saving:.2f} s"
 )
 CONSTANT_FIX = (
     "pass `{name}` to {function} as an argument instead of closing over it ({call}mark "
@@ -120,8 +120,8 @@ CONSTANT_FIX_UNNAMED = (
 )
 CONSTANT_FIX_MADE = (
     "build the {shape} array read at {where} once, outside {function}, and pass it as an "
-    "argument (NumPy computed in a jitted body runs at trace time and is compiled in): it "
-    "becomes an input buffer, not part of the program"
+    "argument, not static (NumPy computed in a jitted body runs at trace time and is "
+    "compiled in): it becomes an input buffer, not part of the program"
 )
 COMPILE_BOUND_MESSAGE = (
     "compiled {compiles}x for {seconds:.2f} s and served no cache hit in {calls} "
@@ -258,6 +258,8 @@ def _constants(fn: FunctionReport) -> list[Advice]:
         size = _size(sum(x.nbytes for x in cs))
         root = key[0]
         if len(cs) > 1:
+            from collections import Counter  # this module loads at start; this rarely runs
+
             kinds = Counter(f"{'x'.join(map(str, x.shape))} {x.dtype}" for x in cs)
             shapes = ", ".join(f"{k}x {what}" if k > 1 else what for what, k in kinds.items())
             message = CONSTANTS_MESSAGE.format(
