@@ -186,3 +186,29 @@ def test_a_cond_branch_counts_under_the_loop_that_called_it():
 
     (loop,) = find_loops([Eqn(e.primitive, e.weight, e.stack) for e in flat], _loop_at)
     assert loop.iterations == LOOP_MIN_ITERATIONS and loop.eqns == len(flat)
+
+
+def test_an_array_built_while_tracing_counts_the_trace_it_took_a_captured_one_does_not():
+    from jitlens._core.advice_cost import TRACE_SECONDS_PER_EQN, built_saving
+    from jitlens._core.cost import CompileCost, ConstCost
+    from jitlens._core.report import Event
+
+    def fn(const: ConstCost) -> FunctionReport:
+        cost = CompileCost(28, consts=(const,), const_bytes=const.nbytes)
+        event = Event(
+            0, "trace", "m.py:20", "(x)", trace_seconds=12.0, lower_seconds=0.5,
+            compile_seconds=0.5, compiled=True, cost=cost,
+        )  # fmt: skip
+        return FunctionReport(
+            "f", "f", "jax.jit", "m.py:1", "m.py:20", 5, 1, 1, 4, 0, 12.0, 0.0, 1.0, events=(event,)
+        )
+
+    made = ConstCost("", (4_000_000,), "float32", 16_000_000, "m.py", 23)
+    (a,) = compile_cost(fn(made))
+    excess = 12.0 - TRACE_SECONDS_PER_EQN * 28
+    assert built_saving(made.nbytes, fn(made).events[0].cost, 12.0) == pytest.approx(excess)
+    assert excess < a.estimated_saving_seconds <= 13.0  # never more than the event's seconds
+    assert "m.py:23" in a.message and "building it while tracing" in a.message
+    captured = dataclasses.replace(made, name="table")
+    (b,) = compile_cost(fn(captured))
+    assert b.estimated_saving_seconds < 3.0  # its trace was someone else's Python

@@ -59,6 +59,12 @@ EQN_SECONDS = 4e-3
 CONST_FLOOR_SECONDS = 0.3
 #: ... and a constant costs at most this multiple of ``CONST_SECONDS_PER_MIB`` per MiB.
 CONST_MAX_FACTOR = 2.0
+#: What tracing one equation costs at most (measured 0.04-0.25 ms per equation for the
+#: programs of ``benchmarks/compile_cost_trial.py``, grads included, loaded 2-core machine):
+#: a trace longer than this per equation spent the rest in the user's Python. When an array
+#: was built while tracing (no variable holds it), that rest is counted as building it:
+#: a 4M-value static tuple turned into an array spent 17 s of a 17.2 s trace on it.
+TRACE_SECONDS_PER_EQN = 1e-3
 #: What running one equation op by op costs on the host (jax 0.10.2 CPU dispatch,
 #: measured 25-55 us for sin / add / matmul of an 8x8 array on a loaded 2-core machine):
 #: what jit saves per equation per call, before fusion.
@@ -105,8 +111,8 @@ CONSTANTS_MESSAGE = (
 CONSTANT_MADE_MESSAGE = (
     "an array read at {where} ({shape} {dtype}, {size}) is compiled into the program as a "
     "constant (no variable the function reaches holds it: it was built while tracing, e.g. "
-    "from NumPy in the body or from a static argument): lowering and compiling it cost "
-    "~{saving:.2f} s"
+    "from NumPy in the body or from a static argument): building it while tracing, "
+    "lowering and compiling it cost ~{saving:.2f} s"
 )
 CONSTANT_FIX = (
     "pass `{name}` to {function} as an argument instead of closing over it ({call}mark "
@@ -170,6 +176,18 @@ def constant_saving(nbytes: int, cost: CompileCost, seconds: float) -> float:
     share = mine / (everything + EQN_SECONDS * cost.eqns)
     # the share of a small program is large; its constant still costs no more than ~2x the rate
     return min(max(0.0, seconds - CONST_FLOOR_SECONDS) * share, CONST_MAX_FACTOR * mine)
+
+
+def built_saving(nbytes: int, cost: CompileCost, trace_seconds: float) -> float:
+    """Trace seconds spent building an array no variable holds (made while tracing).
+
+    The trace's time beyond ``TRACE_SECONDS_PER_EQN`` per equation went to the
+    user's Python; with unnamed constants in the program, it is counted as
+    building them, shared by their bytes. Built once outside, it is not paid per trace.
+    """
+    unnamed = sum(c.nbytes for c in cost.consts if not c.name and c.line) or nbytes
+    excess = trace_seconds - TRACE_SECONDS_PER_EQN * cost.eqns
+    return max(0.0, excess) * nbytes / max(unnamed, nbytes)
 
 
 def _costed(fn: FunctionReport) -> list[tuple[Event, CompileCost]]:
@@ -245,7 +263,10 @@ def _constants(fn: FunctionReport) -> list[Advice]:
             key = (_root(c.name),) if c.name else ("", c.shape, c.dtype, c.file, c.line)
             slot = found.setdefault(key, [{}, 0.0])
             slot[0].setdefault((c.name, c.shape, c.dtype), c)
-            slot[1] += constant_saving(c.nbytes, cost, e.seconds)
+            built = 0.0
+            if not c.name and c.line:  # built while tracing: the trace's excess too
+                built = built_saving(c.nbytes, cost, e.trace_seconds)
+            slot[1] += built + constant_saving(c.nbytes, cost, e.seconds - built)
     name = _callable_name(fn)
     function = f"`{name}`" if name else "the jitted function"
     out = []
