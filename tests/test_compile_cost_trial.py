@@ -164,26 +164,32 @@ def test_period_survives_a_first_iteration_of_another_shape():
     assert len(seq) // period(seq) == 21
 
 
-def test_a_cond_branch_counts_under_the_loop_that_called_it():
-    """JAX records a branch's traceback from where it traced the branch; flatten puts the
-    caller's frames back, so the loop around ``lax.cond`` sees its branches' equations."""
+@pytest.mark.parametrize("via", ["cond", "jit"])
+def test_a_body_traced_apart_counts_under_the_loop_that_called_it(via):
+    """JAX records a ``lax.cond`` branch's (or a nested jit's) traceback from where it traced
+    the body; flatten puts the caller's frames back, so the loop around the call sees the
+    body's equations."""
     import jax
     from jax import lax
 
     from jitlens._compat import jaxpr_api
+    from jitlens._track.cost import _loop_at
+
+    inner = jax.jit(lambda v: jax.numpy.sin(v) * 2.0)
 
     def ladder(x):
         for k in range(LOOP_MIN_ITERATIONS):
-            x = lax.cond(x.sum() > k, lambda v: jax.numpy.sin(v) * 2.0, lambda v: v, x)
+            if via == "cond":
+                x = lax.cond(x.sum() > k, lambda v: jax.numpy.sin(v) * 2.0, lambda v: v, x)
+            else:
+                x = inner(x) + k
         return x
 
     closed = jax.make_jaxpr(ladder)(jax.numpy.ones(3))
     flat, _, _ = jaxpr_api.flatten(closed, (), lambda f: True if f == __file__ else None)
-    branch = [e for e in flat if e.primitive == "sin"]
-    assert len(branch) == LOOP_MIN_ITERATIONS
-    assert all(e.stack and e.stack[0][2].endswith("ladder") for e in branch)
-    from jitlens._track.cost import _loop_at
-
+    body = [e for e in flat if e.primitive == "sin"]
+    assert len(body) == LOOP_MIN_ITERATIONS
+    assert all(e.stack and e.stack[0][2].endswith("ladder") for e in body)
     (loop,) = find_loops([Eqn(e.primitive, e.weight, e.stack) for e in flat], _loop_at)
     assert loop.iterations == LOOP_MIN_ITERATIONS and loop.eqns == len(flat)
 
