@@ -134,6 +134,10 @@ def test_one_constant_advice_per_variable_or_at_the_line_that_reads_it(runs, nam
     else:
         line = _line_of(name, "return bank @ signal" if "literal" in name else "return t[i]")
         assert f"{name}.py:{line}" in advice.fix and "once, outside `" in advice.fix
+        from jitlens._render.svg import program_size_html
+
+        html = program_size_html(_fn(runs[name]["before"][0]).events[0])
+        assert f"(read at {name}.py:{line})" in html
     (_, out_before), (after, out_after) = runs[name]["before"], runs[name]["after"]
     assert not _fn(after).events[0].cost.consts
     np.testing.assert_allclose(np.asarray(out_before), np.asarray(out_after), rtol=1e-5)
