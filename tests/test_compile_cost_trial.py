@@ -222,3 +222,15 @@ def test_an_array_built_while_tracing_counts_the_trace_it_took_a_captured_one_do
     captured = dataclasses.replace(made, name="table")
     (b,) = compile_cost(fn(captured))
     assert b.estimated_saving_seconds < 3.0  # its trace was someone else's Python
+
+
+def test_the_trip_count_leaves_out_what_follows_the_loop_on_its_line():
+    from jitlens._core.cost import trip_count
+
+    body = ["sin", "mul", "add"]
+    stacked = ["expand"] * 5 + ["concat"]  # jnp.stack([f(k) for k in range(5)]) on one line
+    assert trip_count(body * 5 + stacked) == 5
+    # a tail as long as the iterations: jax 0.9.2 expands each of K stacked columns
+    assert trip_count(list(range(10)) * 8 + ["expand"] * 8 + ["concat"]) == 8
+    assert trip_count(body * 48 + ["sin", "mul"]) == 49  # the last one short of its add
+    assert trip_count(body * 48) == 48 and trip_count(list("abcdefgh")) == 1
