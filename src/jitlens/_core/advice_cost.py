@@ -59,6 +59,12 @@ EQN_SECONDS = 4e-3
 CONST_FLOOR_SECONDS = 0.3
 #: ... and a constant costs at most this multiple of ``CONST_SECONDS_PER_MIB`` per MiB.
 CONST_MAX_FACTOR = 2.0
+#: What tracing one equation costs at most (measured 0.04-0.25 ms per equation for the
+#: programs of ``benchmarks/compile_cost_trial.py``, grads included, loaded 2-core machine):
+#: a trace longer than this per equation spent the rest in the user's Python. When an array
+#: was built while tracing (no variable holds it), that rest is counted as building it:
+#: a 4M-value static tuple turned into an array spent 17 s of a 17.2 s trace on it.
+TRACE_SECONDS_PER_EQN = 1e-3
 #: What running one equation op by op costs on the host (jax 0.10.2 CPU dispatch,
 #: measured 25-55 us for sin / add / matmul of an 8x8 array on a loaded 2-core machine):
 #: what jit saves per equation per call, before fusion.
@@ -96,6 +102,18 @@ CONSTANT_MESSAGE = (
     "{what} ({shape} {dtype}, {size}) is captured from Python and compiled into the "
     "program as a constant: lowering and compiling it cost ~{saving:.2f} s"
 )
+#: ... several arrays reached through one container (``weights[0][0]``, ``weights[1][0]``).
+CONSTANTS_MESSAGE = (
+    "`{what}` holds {n} arrays captured from Python ({shapes}; {size} in all), compiled "
+    "into the program as constants: lowering and compiling them cost ~{saving:.2f} s"
+)
+#: ... an array no variable holds, e.g. made from NumPy in the function's body.
+CONSTANT_MADE_MESSAGE = (
+    "an array read at {where} ({shape} {dtype}, {size}) is compiled into the program as a "
+    "constant (no variable the function reaches holds it: it was built while tracing, e.g. "
+    "from NumPy in the body or from a static argument): building it while tracing, "
+    "lowering and compiling it cost ~{saving:.2f} s"
+)
 CONSTANT_FIX = (
     "pass `{name}` to {function} as an argument instead of closing over it ({call}mark "
     "nothing static): it becomes an input buffer, not part of the program"
@@ -105,6 +123,11 @@ CONSTANT_CALL = "add a parameter and call `{function}(..., {arg})`; "
 CONSTANT_FIX_UNNAMED = (
     "pass the {shape} array to {function} as an argument instead of closing over it: "
     "it becomes an input buffer, not part of the program"
+)
+CONSTANT_FIX_MADE = (
+    "build the {shape} array read at {where} once, outside {function}, and pass it as an "
+    "argument, not static (NumPy computed in a jitted body runs at trace time and is "
+    "compiled in): it becomes an input buffer, not part of the program"
 )
 COMPILE_BOUND_MESSAGE = (
     "compiled {compiles}x for {seconds:.2f} s and served no cache hit in {calls} "
@@ -153,6 +176,18 @@ def constant_saving(nbytes: int, cost: CompileCost, seconds: float) -> float:
     share = mine / (everything + EQN_SECONDS * cost.eqns)
     # the share of a small program is large; its constant still costs no more than ~2x the rate
     return min(max(0.0, seconds - CONST_FLOOR_SECONDS) * share, CONST_MAX_FACTOR * mine)
+
+
+def built_saving(nbytes: int, cost: CompileCost, trace_seconds: float) -> float:
+    """Trace seconds spent building an array no variable holds (made while tracing).
+
+    The trace's time beyond ``TRACE_SECONDS_PER_EQN`` per equation went to the
+    user's Python; with unnamed constants in the program, it is counted as
+    building them, shared by their bytes. Built once outside, it is not paid per trace.
+    """
+    unnamed = sum(c.nbytes for c in cost.consts if not c.name and c.line) or nbytes
+    excess = trace_seconds - TRACE_SECONDS_PER_EQN * cost.eqns
+    return max(0.0, excess) * nbytes / max(unnamed, nbytes)
 
 
 def _costed(fn: FunctionReport) -> list[tuple[Event, CompileCost]]:
@@ -214,31 +249,60 @@ def _size(nbytes: int) -> str:
     return f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 1024:.0f} KiB"
 
 
+def _root(name: str) -> str:
+    """The variable a constant was reached through: ``weights`` of ``weights[2][0]``."""
+    return name.partition("[")[0]
+
+
 def _constants(fn: FunctionReport) -> list[Advice]:
-    """``captured_constant`` advice: one per captured array, summed over the compiles."""
-    found: dict[tuple[str, tuple[int, ...], str], list[Any]] = {}
+    """``captured_constant`` advice: one per variable holding captured arrays, summed over
+    the compiles (the arrays of one list or dict are passed together)."""
+    found: dict[tuple[Any, ...], list[Any]] = {}
     for e, cost in _costed(fn):
         for c in cost.consts:
-            slot = found.setdefault((c.name, c.shape, c.dtype), [c, 0.0])
-            slot[1] += constant_saving(c.nbytes, cost, e.seconds)
+            key = (_root(c.name),) if c.name else ("", c.shape, c.dtype, c.file, c.line)
+            slot = found.setdefault(key, [{}, 0.0])
+            slot[0].setdefault((c.name, c.shape, c.dtype), c)
+            built = 0.0
+            if not c.name and c.line:  # built while tracing: the trace's excess too
+                built = built_saving(c.nbytes, cost, e.trace_seconds)
+            slot[1] += built + constant_saving(c.nbytes, cost, e.seconds - built)
+    name = _callable_name(fn)
+    function = f"`{name}`" if name else "the jitted function"
     out = []
-    for c, saving in found.values():
+    for key, (arrays, saving) in found.items():
         if saving < COST_MIN_SAVING_SECONDS:
             continue
+        cs = list(arrays.values())
+        c = cs[0]
         shape = "x".join(map(str, c.shape)) or "scalar"
-        message = CONSTANT_MESSAGE.format(
-            what=f"`{c.name}`" if c.name else "an array",
-            shape=shape,
-            dtype=c.dtype,
-            size=_size(c.nbytes),
-            saving=saving,
-        )
-        name = _callable_name(fn)
-        function = f"`{name}`" if name else "the jitted function"
-        if c.name:
-            arg = c.name.rpartition(".")[2]
+        size = _size(sum(x.nbytes for x in cs))
+        root = key[0]
+        if len(cs) > 1:
+            from collections import Counter  # this module loads at start; this rarely runs
+
+            kinds = Counter(f"{'x'.join(map(str, x.shape))} {x.dtype}" for x in cs)
+            shapes = ", ".join(f"{k}x {what}" if k > 1 else what for what, k in kinds.items())
+            message = CONSTANTS_MESSAGE.format(
+                what=root, n=len(cs), shapes=shapes, size=size, saving=saving
+            )
+        elif c.name or not c.line:
+            what = f"`{c.name}`" if c.name else "an array"
+            message = CONSTANT_MESSAGE.format(
+                what=what, shape=shape, dtype=c.dtype, size=size, saving=saving
+            )
+        else:
+            message = CONSTANT_MADE_MESSAGE.format(
+                where=_where(c.file, c.line), shape=shape, dtype=c.dtype, size=size, saving=saving
+            )
+        if root:
+            arg = root.rpartition(".")[2]
             call = CONSTANT_CALL.format(function=name, arg=arg) if name else ""
-            fix = CONSTANT_FIX.format(name=c.name, function=function, call=call)
+            fix = CONSTANT_FIX.format(name=root, function=function, call=call)
+        elif c.line:
+            fix = CONSTANT_FIX_MADE.format(
+                shape=shape, where=_where(c.file, c.line), function=function
+            )
         else:
             fix = CONSTANT_FIX_UNNAMED.format(shape=shape, function=function)
         out.append(Advice(AdviceKind.CAPTURED_CONSTANT, message, fix, round(saving, 6)))

@@ -100,6 +100,10 @@ class ConstCost:
     shape: tuple[int, ...]
     dtype: str
     nbytes: int
+    #: The user's line that first reads it (where an array made in the function's body,
+    #: which no variable names, is used); "" / 0 when unknown.
+    file: str = ""
+    line: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,26 +179,62 @@ def enclosing_loop(loops: Sequence[SourceLoop], line: int, first_line: int) -> S
     return None
 
 
+def _repeats_until(seq: Sequence[object], p: int) -> int:
+    """Where the repetition of period ``p`` ends: a tail unlike the iteration in the middle
+    of ``seq`` is left out (``jnp.stack([... for ...])`` stacks after the loop, on its line)."""
+    mid = len(seq) // 2
+    end = len(seq)
+    while end > mid + p and seq[end - 1] != seq[mid + (end - 1 - mid) % p]:
+        end -= 1
+    return end
+
+
 def period(seq: Sequence[object]) -> int:
-    """The shortest repeating unit of ``seq`` (allowing ``PERIOD_MISMATCH``), else its length."""
+    """The shortest repeating unit of ``seq`` (allowing ``PERIOD_MISMATCH``), else its length.
+
+    A candidate is a distance at which an anchor equation recurs. The anchors are the
+    first equation and the middle one: a first iteration often differs from the rest
+    (a carry that starts as a Python float and becomes an array, or unbatched under
+    ``vmap``; a first layer of another shape), so its first equation may never recur.
+    A tail after the repeats (at most half the equations) is left out of the comparison.
+    """
     n = len(seq)
-    tried = 0
-    for p in range(1, n // 2 + 1):
-        if seq[p] != seq[0]:
-            continue
-        tried += 1
-        if tried > PERIOD_CANDIDATES:
-            break
-        allowed = PERIOD_MISMATCH * n
-        bad = 0
-        for j in range(n - p):
-            if seq[j] != seq[j + p]:
-                bad += 1
-                if bad > allowed:
-                    break
-        if bad <= allowed:
-            return p
-    return n
+    best = n
+    for anchor in (0, n // 2):
+        tried = 0
+        for p in range(1, min(best, n - anchor)):
+            if p > n // 2:
+                break
+            if seq[anchor + p] != seq[anchor]:
+                continue
+            tried += 1
+            if tried > PERIOD_CANDIDATES:
+                break
+            end = _repeats_until(seq, p)
+            if end < max(2 * p, n / 2):
+                continue
+            allowed = PERIOD_MISMATCH * end
+            bad = 0
+            for j in range(end - p):
+                if seq[j] != seq[j + p]:
+                    bad += 1
+                    if bad > allowed:
+                        break
+            if bad <= allowed:
+                best = p
+                break
+    return best
+
+
+def trip_count(seq: Sequence[object]) -> int:
+    """How many times the loop whose equations are ``seq`` ran: its repeats over the period.
+
+    The tail after the last repeat is not an iteration (``_repeats_until``); a last
+    iteration a few equations short (a last layer without its activation) still
+    counts (the quotient is rounded).
+    """
+    p = period(seq)
+    return int(_repeats_until(seq, p) / p + 0.5)
 
 
 def find_loops(
@@ -228,7 +268,7 @@ def find_loops(
     found = []
     for loop, shown, via, members, seq in groups.values():
         total = sum(e.weight for e in members)
-        iterations = len(seq) // period(seq)
+        iterations = trip_count(seq)
         if iterations < 2:
             continue
         line = loop.line if not via else shown[1]

@@ -325,6 +325,8 @@ PROGRAM_META = (
     "{seconds:.2f} s to trace, lower and compile {eqns:,} equations (read in {read:.0f} ms){consts}"
 )
 PROGRAM_CONST = "{name} {shape} {dtype}, {size:.1f} MiB"
+#: ... an array no variable holds (built while tracing), by the line that reads it.
+PROGRAM_CONST_AT = "(read at {where})"
 PROGRAM_LOOP = "{where}{via}: {kind} x{n}, {eqns:,} equations"
 
 
@@ -335,7 +337,8 @@ def program_size_html(e: Event | None) -> str:
     cost = e.cost
     consts = "; ".join(
         PROGRAM_CONST.format(
-            name=c.name or "(unnamed)",
+            name=c.name
+            or (PROGRAM_CONST_AT.format(where=f"{c.file}:{c.line}") if c.line else "(unnamed)"),
             shape="x".join(map(str, c.shape)),
             dtype=c.dtype,
             size=c.nbytes / 2**20,

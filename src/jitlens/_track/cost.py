@@ -99,14 +99,17 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
         )
     loops.sort(key=lambda x: -x.eqns)
     total = sum(e.weight for e in eqns)
-    facts = [f for c in consts if (f := jaxpr_api.array_facts(c)) is not None]
+    facts = [(f, s) for c, s in consts if (f := jaxpr_api.array_facts(c)) is not None]
     short = _compat.short_path
     return CompileCost(
         eqns=total,
         lines=tuple(dataclasses.replace(x, file=short(x.file)) for x in line_costs(eqns)),
         loops=tuple(dataclasses.replace(x, file=short(x.file)) for x in loops),
-        consts=_consts(rec, facts),
-        const_bytes=sum(f[2] for f in facts),
+        consts=tuple(
+            dataclasses.replace(x, file=short(x.file) if x.file else "")
+            for x in _consts(rec, facts)
+        ),
+        const_bytes=sum(f[2] for f, _ in facts),
     )
 
 
@@ -133,19 +136,22 @@ def _loop_at(file: str, line: int, first_line: int) -> SourceLoop | None:
     return enclosing_loop(cached[1], line, first_line)
 
 
-def _consts(rec: Record | None, facts: list[tuple[Any, ...]]) -> tuple[ConstCost, ...]:
+def _consts(rec: Record | None, facts: list[tuple[Any, Any]]) -> tuple[ConstCost, ...]:
     """The captured arrays of at least ``CONST_MIN_BYTES``, largest first, each named."""
     from .._core.cost import CONSTS_MAX, ConstCost
 
-    big = [f for f in facts if f[2] >= CONST_MIN_BYTES]
+    big = [f for f in facts if f[0][2] >= CONST_MIN_BYTES]
     if not big:
         return ()
-    big.sort(key=lambda f: -f[2])
+    big.sort(key=lambda f: -f[0][2])
     big = big[:CONSTS_MAX]
     names = _names(rec.user_fn() if rec is not None else None)
     found = []
-    for shape, dtype, nbytes, obj in big:
-        found.append(ConstCost(_name_of(obj, shape, dtype, names), shape, dtype, nbytes))
+    for (shape, dtype, nbytes, obj), stack in big:
+        users = [f for f in stack if f[4]]
+        file, line = (users[-1][0], users[-1][1]) if users else ("", 0)
+        name = _name_of(obj, shape, dtype, names)
+        found.append(ConstCost(name, shape, dtype, nbytes, file, line))
     return tuple(found)
 
 
@@ -211,15 +217,24 @@ def _name_of(obj: Any, shape: tuple[int, ...], dtype: str, names: list[tuple[str
     ptr = _data_pointer(obj)
     if ptr is not None:
         for name, value in names:
-            if _data_pointer(value) == ptr and tuple(getattr(value, "shape", ())) == shape:
+            if _data_pointer(value) == ptr and _shape(value) == shape:
                 return name
     alike = [
         name
         for name, value in names
-        if tuple(getattr(value, "shape", (None,))) == shape
-        and str(getattr(value, "dtype", "")) == dtype
+        if _shape(value) == shape and str(getattr(value, "dtype", "")) == dtype
     ]
     return alike[0] if len(alike) == 1 else ""
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    """An array's shape; None for anything else reachable by name (``np.shape`` is a function)."""
+    if isinstance(value, (type, types.ModuleType)):
+        return None
+    try:
+        return tuple(int(d) for d in value.shape)
+    except Exception:
+        return None
 
 
 def _data_pointer(x: Any) -> int | None:
