@@ -11,8 +11,9 @@ which colour it got.
 
 from __future__ import annotations
 
-import dataclasses
 from enum import StrEnum
+
+from .._record import record
 
 
 class Role(StrEnum):
@@ -48,7 +49,7 @@ class Role(StrEnum):
     TEXT = "text"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Line:
     """One logical line: wrapped and styled by the renderer, printed as is in a log.
 
