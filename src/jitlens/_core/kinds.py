@@ -300,6 +300,7 @@ class FixKind(_Kind):
     EQX_OPTAX = "eqx_optax"
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_PREDICT = "keras_ragged_predict"
+    KERAS_RAGGED_EVALUATE = "keras_ragged_evaluate"
     KERAS_VALIDATION = "keras_validation"
     KERAS_SMALL = "keras_small"
     KERAS_ON_BATCH = "keras_on_batch"
