@@ -71,3 +71,16 @@ def test_a_run_on_a_second_data_set_is_a_compile_the_program_needs(trial: dict) 
     assert r["message"].startswith("`MCMC.run` ran on new data (`y` f32[8] -> f32[12])"), r
     assert r["fix"].startswith("Expected once per data set: nothing to fix."), r["fix"]
     assert r["expected"] and run["rows"]["NUTS"]["lost"] == 0.0, r
+
+
+def test_a_variable_the_model_sets_and_one_step_pops_gets_the_pop_fix(trial: dict) -> None:
+    # flax's NNX VAE: the encoder sets `self.kl_loss = Loss(...)`, train_step pops it, forward
+    # leaves it. Once: "Create `model.encoder.kl_loss` in `__init__` ... and only update its
+    # values": applied, the call after train_step's pop raised AttributeError
+    (r,) = _reasons(trial["before"]["e_nnx_vae_sown_loss"], "train_step")
+    assert (r["path"], r["kind"], r["before"], r["after"]) == (
+        "model.encoder.kl_loss", "graph_structure", "absent", "Loss"
+    )  # fmt: skip
+    assert r["fix"].startswith("Pop `model.encoder.kl_loss` before each jitted function"), r
+    assert "`nnx.pop(model, Loss)`" in r["fix"], r["fix"]
+    assert trial["after"]["e_nnx_vae_sown_loss"]["truth"] == {"train_step": 1, "forward": 1}

@@ -219,6 +219,7 @@ class FixKind(_Kind):
     STATIC_AUX = "static_aux"
     CLASS = "class"
     SOW = "sow"
+    OWN_VARIABLE = "own_variable"
     GRAPH = "graph"
     GRAPH_KIND = "graph_kind"
     VAR_REPLACED = "var_replaced"
