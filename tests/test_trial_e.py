@@ -10,7 +10,10 @@ printed fix applied in another: the fix must remove the retraces and keep the ou
 
 from __future__ import annotations
 
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -84,3 +87,24 @@ def test_a_variable_the_model_sets_and_one_step_pops_gets_the_pop_fix(trial: dic
     assert r["fix"].startswith("Pop `model.encoder.kl_loss` before each jitted function"), r
     assert "`nnx.pop(model, Loss)`" in r["fix"], r["fix"]
     assert trial["after"]["e_nnx_vae_sown_loss"]["truth"] == {"train_step": 1, "forward": 1}
+
+
+def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None:
+    """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
+    stdout and exit status; jitlens' words on stderr, the pop fix in the program's names."""
+    prog = str(PROGRAMS / "e_nnx_vae_sown_loss.py")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("JITLENS", None)
+    plain = subprocess.run([sys.executable, prog], capture_output=True, text=True, env=env)
+    cli = [sys.executable, "-m", "jitlens", "run", prog]
+    under = subprocess.run(cli, capture_output=True, text=True, env=env)
+    auto = subprocess.run(
+        [sys.executable, prog], capture_output=True, text=True, env={**env, "JITLENS": "1"}
+    )
+    assert plain.returncode == under.returncode == auto.returncode == 0, under.stderr[-2000:]
+    assert plain.stdout == under.stdout == auto.stdout
+    for proc in (under, auto):
+        text = " ".join(proc.stderr.split())
+        assert "train_step retraced 1x" in text, text
+        assert "model.encoder.kl_loss graph_structure" in text, text
+        assert "(`nnx.pop(model, Loss)`" in text, text

@@ -100,7 +100,7 @@ def run(fixed: bool = False) -> dict:
     model = VAE(16, 8, 2, (4, 4), rngs=nnx.Rngs(0, noise=1))
     optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
     out = []
-    for _epoch in range(3):
+    for _epoch in range(2):
         losses = []
         for _ in range(3):
             x_batch = X_train[rng.randint(0, len(X_train), size=(4,))]
