@@ -74,10 +74,13 @@ def _data(owner: Any, run: FrameType) -> list[tuple[str, str, Any]]:
             text = ShapedArray(tuple(shape), dtype).str_short(short_dtypes=True)
         else:
             text = repr(value) if isinstance(value, (int, float, str, type(None))) else ""
-        try:
-            ref = weakref.ref(value)
-        except TypeError:
-            ref = None
+        if isinstance(value, (int, float, str, type(None))):
+            ref: Any = text  # a number compares by value
+        else:
+            try:
+                ref = weakref.ref(value)
+            except TypeError:  # a list: the same object keeps its id while it lives
+                ref = id(value)
         out.append((name, text, ref))
     return out
 
@@ -101,7 +104,8 @@ def _new_data(owner: Any, run: FrameType | None) -> str | None:
         if before != after and before and after:
             return f"`{name}` {before} -> {after}"
     for (name, _, old), (_, _, new) in zip(then, now, strict=True):
-        if old is None or new is None or old() is not new():
+        alive = callable(old) and callable(new)
+        if (old() is not new()) if alive else old != new:
             return f"`{name}` holds new values"
     return None
 
