@@ -92,7 +92,8 @@ TRIAL_PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 def trial_runs(names: list[str], libraries: tuple[str, ...]) -> dict:
     """Every trial program ``names`` run by ``trial_c_driver.py`` as written ("before") and
     with jitlens' printed fix applied ("after"), each scenario in a fresh process: its
-    rows, its own trace counters and outputs. Skips when a library it needs is missing."""
+    rows, its own trace counters and outputs. Skips when a library it needs is missing. A
+    program with nothing to fix (``NO_FIX = True``) runs once: its "after" is its "before"."""
     import importlib.util
     import json
 
@@ -105,4 +106,6 @@ def trial_runs(names: list[str], libraries: tuple[str, ...]) -> dict:
         proc = run_python([driver, scenario, *names], cwd=TRIAL_PROGRAMS)
         assert proc.returncode == 0, proc.stderr[-3000:]
         out[scenario] = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
+    for name in names:  # a program with nothing to fix ran once (``NO_FIX``)
+        out["after"].setdefault(name, out["before"][name])
     return out

@@ -2,7 +2,8 @@
 all with jitlens' fix applied (``after``): one scenario per process, so that the fixed
 program is measured as a user runs it, with no wrapper of the broken one in the process.
 Prints one ``TRUTH`` JSON line: per program, its own counts and outputs beside jitlens' rows
-and reasons.
+and reasons. A program with ``NO_FIX = True`` (a negative control, or a compile the program
+needs) runs in ``before`` only.
 """
 
 import importlib.util
@@ -30,7 +31,7 @@ def _scenario(module, fixed: bool) -> dict:
     with jitlens.track() as t:
         got = module.run(fixed)
     report = t.report()
-    names = got.get("functions") or [got["function"]]
+    names = got["functions"] if "functions" in got else [got["function"]]
     truth = got["truth"] if isinstance(got["truth"], dict) else {names[0]: got["truth"]}
     rows = {}
     for name in names:
@@ -67,6 +68,8 @@ def main(scenario: str, programs: list[str]) -> None:
         spec = importlib.util.spec_from_file_location(program, HERE / f"{program}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        if scenario == "after" and getattr(module, "NO_FIX", False):
+            continue  # nothing to apply: its "after" is its "before" (``trial_runs``)
         result[program] = _scenario(module, scenario == "after")
     print("TRUTH " + json.dumps(result))
 

@@ -127,8 +127,11 @@ def entry_at(model: Any, frame: FrameType | None) -> tuple[str, tuple[tuple[str,
             if bs is None and not entry.endswith("_on_batch") and _is_array(f.f_locals.get("x")):
                 bs = DEFAULT_BATCH_SIZE  # keras' documented default for arrays
             facts = (("batch_size", bs),) if isinstance(bs, int) else ()
-            if isinstance(f.f_locals.get("x"), dict):  # named inputs: one array per input
+            x = f.f_locals.get("x")
+            if isinstance(x, dict):  # named inputs: one array per input
                 facts += (("x_is_dict", True),)
+            elif _is_array(x) and len(x.shape) > 0:  # evaluate's fix divides it into batches
+                facts += (("samples", int(x.shape[0])),)
             split = f.f_locals.get("validation_split")
             if isinstance(split, float) and 0.0 < split < 1.0:  # fit's own split of x and y
                 facts += (("validation_split", split),)

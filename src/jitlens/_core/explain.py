@@ -165,8 +165,9 @@ def _structure(
     what = e.type_name if e.kind in (EntryKind.NODE, EntryKind.VAR) else _short(e)
     if in_graph:
         var_type = e.type_name if e.kind == EntryKind.VAR else ""
+        own = bool(var_type) and not _flax_layer(e)  # the program's own Variable class: a Loss
         return W.graph_attribute(
-            _arg(p), render_path(p), what, added=before is None, var_type=var_type
+            _arg(p), render_path(p), what, added=before is None, var_type=var_type, own=own
         )
     return W.pytree_key(_arg(p), render_path(p), what, added=before is None)
 

@@ -37,6 +37,7 @@ class FixKind(_Kind):
     STATIC_AUX = "static_aux"
     CLASS = "class"
     SOW = "sow"
+    OWN_VARIABLE = "own_variable"
     GRAPH = "graph"
     GRAPH_KIND = "graph_kind"
     VAR_REPLACED = "var_replaced"
@@ -118,6 +119,7 @@ class FixKind(_Kind):
     EQX_OPTAX = "eqx_optax"
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_PREDICT = "keras_ragged_predict"
+    KERAS_RAGGED_EVALUATE = "keras_ragged_evaluate"
     KERAS_VALIDATION = "keras_validation"
     KERAS_SMALL = "keras_small"
     KERAS_ON_BATCH = "keras_on_batch"
@@ -138,6 +140,7 @@ class FixKind(_Kind):
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
     NUMPYRO_STATE_TYPE = "numpyro_state_type"
+    NUMPYRO_NEW_DATA = "numpyro_new_data"
     # _track/frontends/keras.py (a step run by predict and predict_on_batch; idem)
     KERAS_MIXED = "keras_mixed"
     # _track/frontends/keras.py (a step jitted anew after `compile` ran again; a dict `x`; idem)
@@ -182,6 +185,7 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_MODEL_ARGS: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_STATE_TYPE: ReasonKind.WEAK_TYPE,
+    FixKind.NUMPYRO_NEW_DATA: ReasonKind.NEW_FUNCTION,
     FixKind.KERAS_MIXED: ReasonKind.PYTREE_STRUCTURE,
     FixKind.KERAS_RECOMPILE: ReasonKind.NEW_FUNCTION,
     FixKind.KERAS_RAGGED_DICT: ReasonKind.SHAPE,
@@ -293,6 +297,7 @@ class MessageKind(_Kind):
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
     NUMPYRO_STATE_TYPE = "numpyro_state_type"
+    NUMPYRO_NEW_DATA = "numpyro_new_data"
     KERAS_MIXED = "keras_mixed"
     KERAS_RECOMPILE = "keras_recompile"
     # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)

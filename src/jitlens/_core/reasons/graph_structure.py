@@ -32,6 +32,19 @@ SOW_FIX = Template(
 )
 
 
+#: A Variable of the program's own class (``class Loss(nnx.Variable)``) set in ``__call__``:
+#: a loss or metric kept on the model, popped by one jitted function and left on it by
+#: another (flax's NNX VAE example: ``train_step`` pops, ``forward`` does not). GRAPH_FIX's
+#: "create it in `__init__`" then fails at the next call: the pop removed it.
+OWN_VARIABLE_FIX = Template(
+    K.OWN_VARIABLE,
+    "Pop `{path}` before each jitted function that calls the model returns "
+    "(`nnx.pop({arg}, {var})`, also where it is only read, as in an evaluation step): the model "
+    "then leaves every call with one graph. (Creating it in `__init__` and only updating its "
+    "value also works, if no code pops it.)",
+)
+
+
 # Said without knowing why the graph changed: a layer added late by mistake, or a model grown
 # on purpose (progressive growing), which compiles once per new structure and should.
 GRAPH_FIX = Template(
@@ -86,10 +99,16 @@ def variable_replaced(arg: str, path: str, var: str, before: str, after: str) ->
     )  # fmt: skip
 
 
-def graph_attribute(arg: str, path: str, what: str, *, added: bool, var_type: str = "") -> Reason:
+def graph_attribute(
+    arg: str, path: str, what: str, *, added: bool, var_type: str = "", own: bool = False
+) -> Reason:
+    """A node added to or removed from an NNX graph; ``own``: a Variable of the program's own
+    class (not flax's), set when the model is called."""
     verb = "added to" if added else "removed from"
     if var_type == "Intermediate" or "Intermediate" in what:
         fk, fix = K.SOW, SOW_FIX.words(arg=arg)
+    elif own:
+        fk, fix = K.OWN_VARIABLE, OWN_VARIABLE_FIX.words(path=path, arg=arg, var=var_type)
     else:
         fk, fix = K.GRAPH, _graph_fix(path)
     return _reason(
@@ -192,6 +211,7 @@ SPEC = KindSpec(
     example="absent -> Intermediate",
     fixes={
         K.SOW: SOW_FIX,
+        K.OWN_VARIABLE: OWN_VARIABLE_FIX,
         K.GRAPH: GRAPH_FIX,
         K.GRAPH_KIND: GRAPH_KIND_FIX,
         K.VAR_REPLACED: VAR_REPLACED_FIX,

@@ -141,6 +141,22 @@ NUMPYRO_MODEL_ARGS_FIX = Template(
 )
 
 
+#: ``MCMC.run`` again on other data (a second data set, the same model): the sample loop's
+#: compile is one the program needs; "draw what you need in one `run`" cannot apply.
+NUMPYRO_NEW_DATA_MSG = Template(
+    M.NUMPYRO_NEW_DATA,
+    "`MCMC.run` ran on new data ({change}): numpyro compiles its sample loop once per `run`, "
+    "so a run on another data set compiles it again.",
+)
+
+
+NUMPYRO_NEW_DATA_FIX = Template(
+    K.NUMPYRO_NEW_DATA,
+    "Expected once per data set: nothing to fix. (Only more samples from the same data avoid "
+    "it: ask for them in one `run`, a larger `num_samples` or `num_chains`.)",
+)
+
+
 #: The stepped sample step's own state (``val``, numpyro's loop carry) changed weak type
 #: between steps: HMC with a fixed ``num_steps`` returns it as a Python number.
 NUMPYRO_STATE_TYPE_MSG = Template(

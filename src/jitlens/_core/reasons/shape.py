@@ -175,6 +175,29 @@ KERAS_RAGGED_PREDICT_FIX = Template(
 )
 
 
+#: ``evaluate``'s ragged last batch: padding ``x`` and ``y`` with ``sample_weight`` 0 (the
+#: fit's fix) changes the loss and metrics keras reports (mse 0.6213 -> 0.3883 over 20
+#: samples padded to 32: keras divides by the padded count), dropping the remainder
+#: evaluates fewer samples; a batch size that divides the set keeps every figure.
+KERAS_RAGGED_EVALUATE_FIX = Template(
+    K.KERAS_RAGGED_EVALUATE,
+    "Evaluate with a `batch_size` that divides the number of samples ({n}): "
+    "`{entry}(x, y, batch_size={d})`{whole}: every batch one shape, the same loss and metrics. "
+    "Padding `x` and `y`, even with `sample_weight` 0, changes what keras reports (it divides "
+    "by the padded count).",
+)
+
+
+def _divisor(n: int, bs: int) -> int | None:
+    """The batch size to evaluate ``n`` samples with in batches of one shape: the largest
+    divisor of ``n`` up to ``bs`` when it is at least half of it, else ``n`` (one batch)
+    when that is not much more than ``bs``; None when neither fits."""
+    d = max(d for d in range(1, min(n, bs) + 1) if n % d == 0)
+    if 2 * d >= bs:
+        return d
+    return n if n <= 8 * bs else None
+
+
 KERAS_SMALL_FIX = Template(
     K.KERAS_SMALL,
     "Give every set that `{entry}` and the validation see one size: the same number of "
@@ -272,8 +295,15 @@ def library_reason(step: LibraryJit, r: Reason) -> Reason:
     small = bool(bs) and max(before[0], after[0]) < bs
     why = (KERAS_SMALL_WHY if small else KERAS_RAGGED_WHY).as_written(bs=bs_text)
     split = step.fact("validation_split")
+    n = step.fact("samples")
+    d = _divisor(n, bs) if isinstance(n, int) and bs and n > 0 else None
     if step.role == "predict":
         fk, fix = FixKind.KERAS_RAGGED_PREDICT, KERAS_RAGGED_PREDICT_FIX
+    elif step.entry == "evaluate" and d is not None and not small and not step.fact("x_is_dict"):
+        whole = " (the whole set in one batch)" if d == n else ""
+        fix_text = KERAS_RAGGED_EVALUATE_FIX.words(entry=step.entry, n=n, d=d, whole=whole)
+        message = KERAS_RAGGED_MSG.words(**fields, why=why)
+        return _with_fix(out, FixKind.KERAS_RAGGED_EVALUATE, fix_text, message=message)
     elif split and step.role == "test" and step.entry == "fit":  # the set fit split off
         fk, fix = FixKind.KERAS_VALIDATION, KERAS_VALIDATION_FIX
     elif small:
@@ -299,6 +329,7 @@ SPEC = KindSpec(
         K.KERAS_RAGGED: KERAS_RAGGED_FIX,
         K.KERAS_VALIDATION: KERAS_VALIDATION_FIX,
         K.KERAS_RAGGED_PREDICT: KERAS_RAGGED_PREDICT_FIX,
+        K.KERAS_RAGGED_EVALUATE: KERAS_RAGGED_EVALUATE_FIX,
         K.KERAS_SMALL: KERAS_SMALL_FIX,
         K.KERAS_ON_BATCH: KERAS_ON_BATCH_FIX,
         K.KERAS_LENGTH: KERAS_LENGTH_FIX,

@@ -53,6 +53,11 @@ def reword(rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
     if step is None:
         return reasons
     reasons = [_evidence(step, r) for r in W.numpyro_reasons(step, reasons)]
+    changed = step.fact("new_data")
+    if isinstance(changed, str) and not (step.fact("stepped") and "new values" in changed):
+        # a run on another data set: its compile is needed (values alone, a progress bar and no
+        # `jit_model_args=True`: that fix below holds)
+        return [_new_data(r, changed) for r in reasons]
     chains = step.fact("num_chains")
     if step.fact("chain_method") == "sequential" and isinstance(chains, int) and chains > 1:
         return [_sequential(r, chains) for r in reasons]
@@ -85,6 +90,15 @@ def _model_args(r: Reason) -> Reason:
     return W.with_fix(
         r, FixKind.NUMPYRO_MODEL_ARGS, L.NUMPYRO_MODEL_ARGS_FIX.words(), message=message
     )
+
+
+def _new_data(r: Reason, change: str) -> Reason:
+    """The sample loop compiled again for a ``run`` on other data: needed, nothing to fix."""
+    if r.fix_kind not in (FixKind.NUMPYRO_REBUILT, FixKind.NUMPYRO_SEQUENTIAL):
+        return r
+    message = L.NUMPYRO_NEW_DATA_MSG.words(change=change)
+    fix = L.NUMPYRO_NEW_DATA_FIX.words()
+    return W.with_fix(r, FixKind.NUMPYRO_NEW_DATA, fix, message=message).replace(expected=True)
 
 
 def _evidence(step: _compat.LibraryJit, r: Reason) -> Reason:

@@ -1,0 +1,110 @@
+"""Trial E: public example programs of many libraries (Flax NNX, Equinox, optax, jax's
+examples, numpyro, keras 3, blackjax) nobody on the team had run jitlens on, shrunk to CPU toys
+that keep their structure and the recompile they hit, or none (negative controls). Sources in
+each program's docstring, ``tests/trial_programs/e_*``.
+
+Each program counts its own traces (the truth jitlens' counts must equal) and returns its
+outputs; ``trial_runs`` runs them all as written in one fresh process and all with jitlens'
+printed fix applied in another: the fix must remove the retraces and keep the outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conftest import trial_runs
+
+PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
+NAMES = sorted(p.stem for p in PROGRAMS.glob("e_*.py"))
+
+#: One worker runs the module: its drivers run once.
+pytestmark = pytest.mark.xdist_group("trial_e")
+
+
+@pytest.fixture(scope="module")
+def trial() -> dict:
+    return trial_runs(NAMES, ("equinox", "optax", "flax", "keras", "numpyro", "blackjax"))
+
+
+def _reasons(run: dict, fn: str) -> list[dict]:
+    return run["rows"][fn]["reasons"]
+
+
+@pytest.mark.parametrize("program", NAMES)
+def test_counts_equal_the_programs_own_and_the_fix_keeps_its_outputs(
+    trial: dict, program: str
+) -> None:
+    for scenario in ("before", "after"):
+        run = trial[scenario][program]
+        for fn, truth in run["truth"].items():
+            assert run["rows"][fn]["traces"] == truth, (scenario, fn, run["rows"][fn])
+            if truth == 1:  # a negative control, or the fix applied: no reason at all
+                assert run["rows"][fn]["reasons"] == [], (scenario, fn, run["rows"][fn])
+    before, after = trial["before"][program], trial["after"][program]
+    if before["same_out"]:
+        assert after["out"] == before["out"]
+    for fn, row in after["rows"].items():  # applied, the fix leaves no avoidable retrace
+        assert row["lost"] == 0.0, (fn, row)
+        assert all(r["expected"] for r in row["reasons"]), (fn, row["reasons"])
+
+
+def test_evaluate_s_ragged_batch_gets_a_fix_that_keeps_the_reported_loss(trial: dict) -> None:
+    # once fit's fix: "pad `x` and `y` up to a multiple (with `sample_weight` 0 on the
+    # padding)": applied, evaluate's mse went 0.6213 -> 0.3883 (keras divides by the padded
+    # count); run(fixed) applies the divisor batch size printed now: the same loss
+    run = trial["before"]["e_keras_predict_batch_sizes"]
+    (r, _) = _reasons(run, "evaluate test step")
+    assert (r["path"], r["before"], r["after"]) == ("x", "f32[16,4]", "f32[4,4]")
+    assert "`evaluate(x, y, batch_size=10)`" in r["fix"], r["fix"]
+    assert "the number of samples (20)" in r["fix"], r["fix"]
+    assert "with `sample_weight` 0 on the padding" not in r["fix"], r["fix"]
+    assert trial["after"]["e_keras_predict_batch_sizes"]["out"][0] == run["out"][0]
+
+
+def test_a_run_on_a_second_data_set_is_a_compile_the_program_needs(trial: dict) -> None:
+    # once: "Draw what you need in one `run` (a larger `num_samples`, or `num_chains`) instead
+    # of calling `run` again": no draw from the first data set serves the second
+    run = trial["before"]["e_numpyro_nuts_new_data"]
+    (r,) = _reasons(run, "NUTS")
+    assert r["message"].startswith("`MCMC.run` ran on new data (`y` f32[8] -> f32[12])"), r
+    assert r["fix"].startswith("Expected once per data set: nothing to fix."), r["fix"]
+    assert r["expected"] and run["rows"]["NUTS"]["lost"] == 0.0, r
+
+
+def test_a_variable_the_model_sets_and_one_step_pops_gets_the_pop_fix(trial: dict) -> None:
+    # flax's NNX VAE: the encoder sets `self.kl_loss = Loss(...)`, train_step pops it, forward
+    # leaves it. Once: "Create `model.encoder.kl_loss` in `__init__` ... and only update its
+    # values": applied, the call after train_step's pop raised AttributeError
+    (r,) = _reasons(trial["before"]["e_nnx_vae_sown_loss"], "train_step")
+    assert (r["path"], r["kind"], r["before"], r["after"]) == (
+        "model.encoder.kl_loss", "graph_structure", "absent", "Loss"
+    )  # fmt: skip
+    assert r["fix"].startswith("Pop `model.encoder.kl_loss` before each jitted function"), r
+    assert "`nnx.pop(model, Loss)`" in r["fix"], r["fix"]
+    assert trial["after"]["e_nnx_vae_sown_loss"]["truth"] == {"train_step": 1, "forward": 1}
+
+
+def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None:
+    """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
+    stdout and exit status; jitlens' words on stderr, the pop fix in the program's names."""
+    prog = str(PROGRAMS / "e_nnx_vae_sown_loss.py")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("JITLENS", None)
+    plain = subprocess.run([sys.executable, prog], capture_output=True, text=True, env=env)
+    cli = [sys.executable, "-m", "jitlens", "run", prog]
+    under = subprocess.run(cli, capture_output=True, text=True, env=env)
+    auto = subprocess.run(
+        [sys.executable, prog], capture_output=True, text=True, env={**env, "JITLENS": "1"}
+    )
+    assert plain.returncode == under.returncode == auto.returncode == 0, under.stderr[-2000:]
+    assert plain.stdout == under.stdout == auto.stdout
+    for proc in (under, auto):
+        text = " ".join(proc.stderr.split())
+        assert "train_step retraced 1x" in text, text
+        assert "model.encoder.kl_loss graph_structure" in text, text
+        assert "(`nnx.pop(model, Loss)`" in text, text
