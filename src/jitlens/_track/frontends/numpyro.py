@@ -94,6 +94,8 @@ def _model_args(r: Reason) -> Reason:
 
 def _new_data(r: Reason, change: str) -> Reason:
     """The sample loop compiled again for a ``run`` on other data: needed, nothing to fix."""
+    from ..._core.template_kinds import FixKind
+
     if r.fix_kind not in (FixKind.NUMPYRO_REBUILT, FixKind.NUMPYRO_SEQUENTIAL):
         return r
     message = L.NUMPYRO_NEW_DATA_MSG.words(change=change)
