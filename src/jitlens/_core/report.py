@@ -513,7 +513,7 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     :data:`MAX_FUNCTIONS` functions are read: a FIFO, a device or a hostile
     file is refused with one line, never hangs or exhausts memory.
     """
-    from .files import read_regular
+    from .files import inert_pairs, read_regular
 
     try:
         text = read_regular(path, MAX_REPORT_BYTES, "a report").decode("utf-8")
@@ -524,7 +524,7 @@ def load_report(path: str | os.PathLike[str]) -> Report:
             f"{path}: not a jitlens report (not UTF-8 text: byte {exc.start})"
         ) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=inert_pairs)
     except json.JSONDecodeError as exc:
         raise ReportError(
             f"{path}: not valid JSON (truncated or edited?): {exc.msg} at line {exc.lineno}"

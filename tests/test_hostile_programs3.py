@@ -1,0 +1,191 @@
+"""Programs written to break jitlens, third round (the first two: ``test_hostile_programs.py``
+and ``test_hostile_programs2.py``), each compared with plain ``python`` as ground truth.
+
+Stdout, exit status and the program's own files must be what ``python`` gives, and
+jitlens' counts must equal the counters in the jitted bodies. JAX's start-up costs
+seconds, so one program holds several moves and runs once per mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from jitlens import main
+from report_samples import sample_report
+
+pytestmark = pytest.mark.xdist_group("hostile_programs")
+
+#: Starts ``python ARGS`` with the environment ``ENV`` (JSON) in the working folder ``FOLDER``,
+#: removed before the interpreter starts: ``python -c IN_A_REMOVED_FOLDER FOLDER ENV ARGS``.
+IN_A_REMOVED_FOLDER = (
+    "import json, os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+    "os.execve(sys.executable, [sys.executable, *sys.argv[3:]], json.loads(sys.argv[2]))"
+)
+
+
+def _python(args: list[str], tmp_path, removed: str, **env: str) -> subprocess.CompletedProcess:
+    """``python ARGS`` started in the folder ``tmp_path / removed``, removed before it starts."""
+    folder = tmp_path / removed
+    folder.mkdir()
+    full = {**os.environ, "JAX_PLATFORMS": "cpu", **env}
+    full = {k: v for k, v in full.items() if not k.startswith("PYTEST_XDIST")}
+    launcher = {k: v for k, v in full.items() if not k.startswith("JITLENS")}
+    return subprocess.run(
+        [sys.executable, "-c", IN_A_REMOVED_FOLDER, str(folder), json.dumps(full), *args],
+        env=launcher,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+#: Started in a removed folder, removes the next one it works in; starts a Python child that
+#: imports jax (tracked too under JITLENS_CHILDREN=1); puts a folder where jitlens writes its HTML
+#: report; and replaces sys.stderr with its own log file before it exits.
+PROGRAM = """
+import os, subprocess, sys, tempfile
+import jax, jax.numpy as jnp
+html, log, report = sys.argv[1:]
+T = [0]
+
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+f(jnp.ones(1))
+gone = tempfile.mkdtemp()
+os.chdir(gone)
+os.rmdir(gone)
+f(jnp.ones(2)); f(jnp.ones(2))
+done = subprocess.run([sys.executable, "-c", "import jax"], capture_output=True, text=True)
+print("child", done.returncode, repr(done.stdout), "report there", os.path.exists(report))
+os.makedirs(html)
+sys.stderr = open(log, "w")
+print("TRUTH", T[0])
+"""
+
+
+@pytest.mark.slow
+def test_a_removed_working_folder_a_tracked_child_and_the_programs_own_stderr(tmp_path):
+    """Three breaks of one program. (1) Started in a working folder since removed, or removing
+    the one it works in (``os.chdir(tmp); os.rmdir(tmp)``): ``os.getcwd()`` raised in
+    jitlens' path words at each trace, it "stepped aside" and counted 1 trace of 2, and
+    ``jitlens run`` died of a FileNotFoundError traceback before the program ran. (2) A
+    child tracked by ``JITLENS_CHILDREN=1`` wrote its own report over ``JITLENS_REPORT``, the
+    parent's file. (3) A report file jitlens could not write was said on ``sys.stderr`` at
+    exit: the program's own log file by then."""
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    prog = str(tmp_path / "prog.py")
+    out = {}
+    for mode in ("python", "run", "env"):
+        html, log, report = (str(tmp_path / f"{mode}.{ext}") for ext in ("html", "log", "json"))
+        args = [prog, html, log, report]
+        if mode == "python":
+            out[mode] = _python(args, tmp_path, mode)
+        elif mode == "run":
+            jitlens = ["-m", "jitlens", "run", "--json", report, "--html", html]
+            out[mode] = _python([*jitlens, *args], tmp_path, mode)
+        else:
+            paths = {"JITLENS_REPORT": report, "JITLENS_HTML": html}
+            out[mode] = _python(args, tmp_path, mode, JITLENS="1", JITLENS_CHILDREN="1", **paths)
+    plain = out["python"]
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.endswith("report there False\nTRUTH 2\n"), plain.stdout
+    for mode in ("run", "env"):
+        proc = out[mode]
+        assert (proc.returncode, proc.stdout) == (0, plain.stdout), (mode, proc.stderr[-3000:])
+        assert "stepped aside" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        (row,) = json.loads((tmp_path / f"{mode}.json").read_text())["functions"]
+        assert (row["calls"], row["traces"], row["cache_hits"]) == (3, 2, 1), (mode, row)
+        assert f"jitlens: cannot write {tmp_path / mode}.html: Is a directory" in proc.stderr
+        assert (tmp_path / f"{mode}.log").read_text() == "", mode  # the program's own file
+        assert f"jitlens: wrote {tmp_path / mode}.json" in proc.stderr, proc.stderr
+
+
+NO_JAX = "print('ran')\n"
+
+
+def test_a_relative_report_path_in_a_removed_folder_and_bad_settings_are_named(tmp_path):
+    """A relative report path where the working folder was removed names no folder: said in
+    one line before the program runs, as any report path that cannot be written (``jitlens
+    run`` died of a traceback; ``JITLENS=1`` said ``JITLENS_RUN is not jitlens run's``, a
+    variable nobody set). A bad ``JITLENS_INCLUDE_INTERNAL`` under ``JITLENS=1`` was worded
+    the same wrong way; now its own words, and the program runs untracked."""
+    (tmp_path / "prog.py").write_text(NO_JAX)
+    prog = str(tmp_path / "prog.py")
+    run = _python(["-m", "jitlens", "run", "--json", "r.json", prog], tmp_path, "a")
+    env = _python([prog], tmp_path, "b", JITLENS="1", JITLENS_REPORT="r.json")
+    said = "r.json is a relative path and the working folder was removed"
+    for proc, who in ((run, "jitlens run: --json "), (env, "jitlens: JITLENS_REPORT=")):
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert proc.stderr.startswith(who + said) and proc.stderr.count("\n") == 1, proc.stderr
+    bad = _python([prog], tmp_path, "c", JITLENS="1", JITLENS_INCLUDE_INTERNAL="maybe")
+    assert (bad.returncode, bad.stdout) == (0, "ran\n"), bad.stderr
+    assert bad.stderr == (
+        "jitlens: JITLENS_INCLUDE_INTERNAL='maybe' is not valid; use one of: 1, 0, true, "
+        "false, yes, no, on, off; not tracking\n"
+    )
+
+
+#: Characters that act on a terminal instead of being shown: clear the screen, set the
+#: window title, write over the line, reverse the text that follows.
+ACTING = ("\x1b[2J", "\x1b]0;pwned\x07", "\r", "\u202e")
+
+
+def test_a_report_from_elsewhere_cannot_drive_the_terminal(tmp_path, capsys):
+    """``jitlens report|merge|diff`` print a report that came from another machine: its host,
+    retrace reasons, fixes and warnings reached the terminal raw, escape sequences and all."""
+    data = sample_report().to_dict()
+    evil = "".join(ACTING)
+    data.update(host=f"node{evil}7", process_index=1, process_count=2)
+    data["warnings"] = [f"warned{evil}"]
+    event = next(e for f in data["functions"] for e in f["events"] if e["reasons"])
+    event["reasons"][0].update(path=f"x{evil}", message=f"said{evil}", fix=f"fixed{evil}")
+    (tmp_path / "evil.json").write_text(json.dumps(data))
+    (tmp_path / "good.json").write_text(
+        json.dumps({**sample_report().to_dict(), "process_count": 2})
+    )
+    evil_path, good = str(tmp_path / "evil.json"), str(tmp_path / "good.json")
+    for argv in (
+        ["report", evil_path, "--color", "never"],
+        ["merge", good, evil_path, "--color", "never"],
+        ["diff", good, evil_path],
+    ):
+        assert main(argv) in (0, 1), argv
+        text = "".join(capsys.readouterr())
+        assert not any(c in text for c in ("\x1b", "\x07", "\r", "\u202e")), (argv, text)
+    main(["report", evil_path, "--color", "never"])
+    shown = capsys.readouterr().out
+    assert "node\\x1b[2J\\x1b]0;pwned\\x07\\x0d\\u202e7" in shown, shown  # readable, inert
+
+
+def test_a_selfcheck_verdict_that_could_not_be_kept_is_not_said_kept(tmp_path, monkeypatch):
+    """``JITLENS_CACHE_DIR=/dev/null jitlens selfcheck`` said "verdict kept in
+    /dev/null/selfcheck-....json", a file that cannot exist."""
+    from jitlens._cli import main as cli
+    from jitlens._track import selfcheck
+
+    monkeypatch.setenv("JITLENS_CACHE_DIR", os.devnull)
+    why = selfcheck.write_verdict(())
+    assert why is not None and why.startswith(os.devnull), why
+    canary_says = {"problems": [], "versions": {"jax": "0"}, "path": None, "not_kept": why}
+    done = subprocess.CompletedProcess([], 0, json.dumps(canary_says) + "\n", "")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: done)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli._selfcheck_main([]) == 0
+    assert out.getvalue() == (
+        f"jitlens selfcheck: passed on jax 0; verdict not kept ({why}): "
+        "tracked runs will not read it\n"
+    )
+    monkeypatch.setenv("JITLENS_CACHE_DIR", str(tmp_path / "cache"))
+    assert selfcheck.write_verdict(()) is None
+    assert list((tmp_path / "cache").glob("selfcheck-*.json"))
