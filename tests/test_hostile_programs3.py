@@ -189,3 +189,24 @@ def test_a_selfcheck_verdict_that_could_not_be_kept_is_not_said_kept(tmp_path, m
     monkeypatch.setenv("JITLENS_CACHE_DIR", str(tmp_path / "cache"))
     assert selfcheck.write_verdict(()) is None
     assert list((tmp_path / "cache").glob("selfcheck-*.json"))
+
+
+def test_the_pytest_plugin_does_not_say_it_wrote_a_report_it_could_not_write(tmp_path):
+    """A test put a folder where ``--jitlens-report`` writes: the plugin said ``jitlens:
+    cannot write r.json: Is a directory`` glued to pytest's progress line, then ``jitlens:
+    wrote the report to r.json``."""
+    (tmp_path / "test_folder.py").write_text("import os\n\ndef test_a():\n    os.mkdir('r.json')\n")
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--jitlens-report", "r.json"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    proc = subprocess.run(
+        [sys.executable, *args, "test_folder.py"],
+        cwd=tmp_path,
+        env={**env, "JAX_PLATFORMS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "jitlens: cannot write r.json: Is a directory" in lines, proc.stdout
+    assert "wrote" not in proc.stdout + proc.stderr, proc.stdout
