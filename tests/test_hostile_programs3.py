@@ -210,3 +210,25 @@ def test_the_pytest_plugin_does_not_say_it_wrote_a_report_it_could_not_write(tmp
     lines = proc.stdout.splitlines()
     assert "jitlens: cannot write r.json: Is a directory" in lines, proc.stdout
     assert "wrote" not in proc.stdout + proc.stderr, proc.stdout
+
+
+def test_merge_of_a_job_of_a_billion_processes_is_refused_and_missing_ones_are_runs(
+    tmp_path, capsys
+):
+    """Two reports claiming ``process_count`` 1,000,000,000: ``jitlens merge`` listed every
+    process missing, one by one, and was killed out of memory (it took the machine with it).
+    A real job's missing processes are one run of numbers, not thousands of them."""
+    data = sample_report().to_dict()
+    for count, name in ((10**9, "forged"), (4096, "pod")):
+        for index in (0, count - 1):
+            part = {**data, "process_index": index, "process_count": count}
+            (tmp_path / f"{name}{index}.json").write_text(json.dumps(part))
+    forged = [str(tmp_path / "forged0.json"), str(tmp_path / f"forged{10**9 - 1}.json")]
+    assert main(["merge", *forged]) == 2
+    err = capsys.readouterr().err
+    assert "process_count 1,000,000,000, above the 1,000,000 of any job" in err, err
+    assert err.count("\n") == 1, err
+    pod = [str(tmp_path / "pod0.json"), str(tmp_path / "pod4095.json")]
+    assert main(["merge", *pod, "--color", "never"]) == 1
+    out = capsys.readouterr().out
+    assert "no report from processes 1-4094: divergences" in out.replace("\n", " "), out

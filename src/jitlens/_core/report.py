@@ -492,7 +492,14 @@ def report_from_dict(data: Any) -> Report:
     if not 0 <= kw["process_index"] < kw["process_count"]:
         what = f"process_index {kw['process_index']} of process_count {kw['process_count']}"
         raise ReportError(IMPOSSIBLE.format(where="report", what=what))
+    if kw["process_count"] > MAX_PROCESSES:  # `jitlens merge` lists the processes missing
+        what = f"process_count {kw['process_count']:,}, above the {MAX_PROCESSES:,} of any job"
+        raise ReportError(IMPOSSIBLE.format(where="report", what=what))
     return Report(**kw)
+
+
+#: The most processes a report's job may have (the largest multi-host jobs run thousands).
+MAX_PROCESSES = 1_000_000
 
 
 #: The largest report file read (``jitlens report`` / ``merge``): a real one is a few MiB.
