@@ -232,3 +232,57 @@ def test_merge_of_a_job_of_a_billion_processes_is_refused_and_missing_ones_are_r
     assert main(["merge", *pod, "--color", "never"]) == 1
     out = capsys.readouterr().out
     assert "no report from processes 1-4094: divergences" in out.replace("\n", " "), out
+
+
+#: Uses jitlens' own API before it imports jax: that import of jitlens imports jax.
+API_FIRST = """
+from jitlens import max_traces
+import jax, jax.numpy as jnp
+T = [0]
+
+@max_traces(5)
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+f(jnp.ones(1)); f(jnp.ones(2)); f(jnp.ones(2))
+print("TRUTH", T[0])
+"""
+
+
+@pytest.mark.slow
+def test_a_program_that_uses_jitlens_api_before_importing_jax_is_tracked(tmp_path):
+    """``from jitlens import max_traces`` before ``import jax`` (or ``--jitlens-report`` with
+    ``JITLENS=1 pytest``): jitlens' own modules imported jax, the start-up hook started
+    tracking in the middle of that import, failed on its own half-imported modules, and said
+    ``jitlens: could not start tracking (ImportError: ... partially initialized module ...)``:
+    no summary, no report."""
+    (tmp_path / "api.py").write_text(API_FIRST)
+    plain = subprocess.run(
+        [sys.executable, "api.py"],
+        cwd=tmp_path,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert (plain.returncode, plain.stdout) == (0, "TRUTH 2\n"), plain.stderr
+    modes = {
+        "run": ([sys.executable, "-m", "jitlens", "run", "--json", "run.json", "api.py"], {}),
+        "env": ([sys.executable, "api.py"], {"JITLENS": "1", "JITLENS_REPORT": "env.json"}),
+    }
+    for mode, (command, env) in modes.items():
+        proc = subprocess.run(
+            command,
+            cwd=tmp_path,
+            env={**os.environ, "JAX_PLATFORMS": "cpu", **env},
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert (proc.returncode, proc.stdout) == (0, plain.stdout), (mode, proc.stderr)
+        assert "could not start" not in proc.stderr, proc.stderr
+        assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, proc.stderr
+        (row,) = json.loads((tmp_path / f"{mode}.json").read_text())["functions"]
+        assert (row["calls"], row["traces"], row["cache_hits"]) == (3, 2, 1), (mode, row)

@@ -124,6 +124,12 @@ class _JaxWatcher:
             except AttributeError:
                 pass
             loader.exec_module(module)
+            if _jitlens_importing():
+                # jitlens' own import of jax (the program used jitlens' API, track() or
+                # max_traces, before it imported jax): tracking needs jitlens whole, so it
+                # starts at the next import once jitlens' modules are in (see _audit)
+                _PENDING[0] = True
+                return
             _start()
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
@@ -152,13 +158,47 @@ def _remove_watcher() -> None:
         pass
 
 
+#: jax was imported by jitlens' own modules while they were being imported: tracking starts
+#: at the first import after they are all in.
+_PENDING = [False]
+
+
+def resume() -> None:
+    """Start tracking put off while jitlens' own modules imported jax, once they are all in
+    (called by ``jitlens.__getattr__`` after it imports a piece of jitlens' API, and at the
+    next import of the process); never raises."""
+    try:
+        if _PENDING[0] and not _jitlens_importing():
+            _PENDING[0] = False
+            _start()
+    except BaseException:
+        pass
+
+
+def _jitlens_importing() -> bool:
+    """Is one of jitlens' modules (other than this one) being imported right now?"""
+    try:
+        for name, module in list(sys.modules.items()):
+            if name.startswith("jitlens.") and name != __name__:
+                if getattr(getattr(module, "__spec__", None), "_initializing", False):
+                    return True
+    except Exception:
+        pass
+    return False
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """An audit hook: before Python searches ``sys.meta_path`` for ``jax``, the watcher is first.
+    """An audit hook: before Python searches ``sys.meta_path`` for ``jax``, the watcher is first;
+    and the start jitlens' own import of jax put off (:data:`_PENDING`) happens at the first
+    import after jitlens' modules are in.
 
     Runs for every audited event of the process (hooks cannot be removed), so it
     returns at the first test; it never raises (an audit hook's exception aborts
     the operation it audits)."""
     if event != "import" or _STARTED[0]:
+        return
+    if _PENDING[0]:
+        resume()
         return
     try:
         if args[0] == "jax" and sys.meta_path[0] is not _WATCHER:
