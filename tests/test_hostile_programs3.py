@@ -163,6 +163,11 @@ def test_a_report_from_elsewhere_cannot_drive_the_terminal(tmp_path, capsys):
     main(["report", evil_path, "--color", "never"])
     shown = capsys.readouterr().out
     assert "node\\x1b[2J\\x1b]0;pwned\\x07\\x0d\\u202e7" in shown, shown  # readable, inert
+    # ... and one saved again by an editor that marks its UTF-8 (Notepad, PowerShell) is read
+    (tmp_path / "bom.json").write_text(sample_report().to_json(), encoding="utf-8-sig")
+    assert main(["report", str(tmp_path / "bom.json"), "--color", "never"]) == 0
+    bom = capsys.readouterr()
+    assert bom.err == "" and f"cpu on {sample_report().host}," in bom.out, bom
 
 
 def test_a_selfcheck_verdict_that_could_not_be_kept_is_not_said_kept(monkeypatch, capsys):

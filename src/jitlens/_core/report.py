@@ -523,7 +523,8 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     from .files import inert_pairs, read_regular
 
     try:
-        text = read_regular(path, MAX_REPORT_BYTES, "a report").decode("utf-8")
+        # utf-8-sig: a report saved again by an editor that marks UTF-8 (Notepad, PowerShell)
+        text = read_regular(path, MAX_REPORT_BYTES, "a report").decode("utf-8-sig")
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
