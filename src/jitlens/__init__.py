@@ -117,6 +117,11 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'jitlens' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
+    import sys
+
+    autostart = sys.modules.get(f"{__name__}._cli.autostart")
+    if autostart is not None:  # JITLENS=1 / jitlens run: jax imported by this import of ours
+        autostart.resume()
     return value
 
 

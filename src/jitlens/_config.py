@@ -54,7 +54,9 @@ SETTING_DOCS: dict[str, str] = {
 #: or without, importing this module), and what they do.
 OTHER_VARIABLES: dict[str, str] = {
     "JITLENS_CHILDREN": "with `JITLENS=1`: also track the Python processes the program starts "
-    "(`multiprocessing` spawn workers, `subprocess` Pythons); default: the main program only",
+    "(`multiprocessing` spawn workers, `subprocess` Pythons); default: the main program only. "
+    "A child writes `JITLENS_REPORT` / `JITLENS_HTML` only where the path holds `{pid}` (one "
+    "file per process): never over the program's own report",
     "JITLENS_SELF_CHECK": "`0` ignores a verdict `jitlens selfcheck` kept (the canary that checks "
     "once per set of installed versions that jitlens counts right on them",
 }

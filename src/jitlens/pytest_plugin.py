@@ -149,6 +149,9 @@ class _Session:
     _tracker: Any = None
     problem: str | None = None  # why the session's budget cannot vouch for the tests
     _scope: Any = None
+    #: Whether the report file was written (``None``: not yet), and why not (one line).
+    written: bool | None = None
+    write_failures: list[str] = dataclasses.field(default_factory=list)
     _worker_reports: list[Report] = dataclasses.field(default_factory=list)
 
     @classmethod
@@ -228,7 +231,9 @@ class _Session:
         if self.path is not None and self.report is not None:
             from ._render.outputs import write_outputs
 
-            write_outputs(self.report, [_report_output(self.config, self.path)])
+            output = _report_output(self.config, self.path)
+            done = write_outputs(self.report, [output], problem=self.write_failures.append)
+            self.written = bool(done)
 
     def _stop(self) -> Report:
         if self._scope is not None:
@@ -252,7 +257,10 @@ class _Session:
             terminalreporter.write_sep("=", SECTION)
             terminalreporter.write(_summary(self.report, terminalreporter.hasmarkup))
         if self.path is not None:
-            terminalreporter.write_line(WROTE.format(path=self.path))
+            for line in self.write_failures:  # not "wrote": the file is not there
+                terminalreporter.write_line(line, red=True)
+            if self.written:
+                terminalreporter.write_line(WROTE.format(path=self.path))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._tracker is not None and self.report is None:

@@ -84,6 +84,8 @@ class _Session:
         self.finish: Any = None
         self.exit_code: int | None = None  # jitlens run's own verdict on the program (budgets)
         self.exit_message: str | None = None
+        #: The environment's report paths a tracked child leaves to its parent (their names).
+        self.parents_paths: list[str] = []
 
 
 SESSION: list[_Session | None] = [None]
@@ -122,6 +124,12 @@ class _JaxWatcher:
             except AttributeError:
                 pass
             loader.exec_module(module)
+            if _jitlens_importing():
+                # jitlens' own import of jax (the program used jitlens' API, track() or
+                # max_traces, before it imported jax): tracking needs jitlens whole, so it
+                # starts at the next import once jitlens' modules are in (see _audit)
+                _PENDING[0] = True
+                return
             _start()
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
@@ -150,13 +158,47 @@ def _remove_watcher() -> None:
         pass
 
 
+#: jax was imported by jitlens' own modules while they were being imported: tracking starts
+#: at the first import after they are all in.
+_PENDING = [False]
+
+
+def resume() -> None:
+    """Start tracking put off while jitlens' own modules imported jax, once they are all in
+    (called by ``jitlens.__getattr__`` after it imports a piece of jitlens' API, and at the
+    next import of the process); never raises."""
+    try:
+        if _PENDING[0] and not _jitlens_importing():
+            _PENDING[0] = False
+            _start()
+    except BaseException:
+        pass
+
+
+def _jitlens_importing() -> bool:
+    """Is one of jitlens' modules (other than this one) being imported right now?"""
+    try:
+        for name, module in list(sys.modules.items()):
+            if name.startswith("jitlens.") and name != __name__:
+                if getattr(getattr(module, "__spec__", None), "_initializing", False):
+                    return True
+    except Exception:
+        pass
+    return False
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """An audit hook: before Python searches ``sys.meta_path`` for ``jax``, the watcher is first.
+    """An audit hook: before Python searches ``sys.meta_path`` for ``jax``, the watcher is first;
+    and the start jitlens' own import of jax put off (:data:`_PENDING`) happens at the first
+    import after jitlens' modules are in.
 
     Runs for every audited event of the process (hooks cannot be removed), so it
     returns at the first test; it never raises (an audit hook's exception aborts
     the operation it audits)."""
     if event != "import" or _STARTED[0]:
+        return
+    if _PENDING[0]:
+        resume()
         return
     try:
         if args[0] == "jax" and sys.meta_path[0] is not _WATCHER:
@@ -188,10 +230,19 @@ def _arm() -> None:
     try:  # a child tracked by JITLENS_CHILDREN=1 never writes over its parent's report files
         mine = not owner or owner == pid
         run = _json_loads(os.environ[RUN]) if os.environ.get(RUN) and mine else None
-        args = _run_args(run) if run is not None else _Args()
+        args = _run_args(run) if run is not None else None
     except Exception as exc:
         _warn(f"{RUN} is not jitlens run's ({type(exc).__name__}: {exc}); not tracking")
         return
+    parents: list[str] = []
+    if args is None:
+        try:
+            args = _Args()
+        except Exception as exc:  # a bad JITLENS_INCLUDE_INTERNAL
+            _warn(f"{exc}; not tracking")
+            return
+        if not mine:
+            parents = _leave_the_parents_paths(args)
     os.environ[MAIN_PID] = pid
     reexecuted = os.environ.get(IMAGE) == pid
     os.environ[IMAGE] = pid
@@ -203,6 +254,7 @@ def _arm() -> None:
     if run is None:
         _check_report_paths(args)
     SESSION[0] = _Session(os.getpid(), run, args)
+    SESSION[0].parents_paths = parents
     atexit.register(_at_exit)  # before the program's own hooks: it runs after them
     if "jax" in sys.modules:
         _start()
@@ -248,6 +300,23 @@ class _Args:
 
 #: How the environment's report paths are named in messages.
 _ENV_NAMES = {"json": "JITLENS_REPORT", "html": "JITLENS_HTML"}
+PARENTS_PATH = (
+    "jitlens: this process (pid {pid}, a child of the tracked program) wrote no {names}: "
+    "the program's own report is written there; put {{pid}} in the path for one per process\n"
+)
+
+
+def _leave_the_parents_paths(args: Any) -> list[str]:
+    """A child tracked by ``JITLENS_CHILDREN=1`` inherits ``JITLENS_REPORT`` / ``JITLENS_HTML``:
+    it writes only the paths holding ``{pid}`` (one file per process), never over the file
+    its parent writes at its own exit. Returns how the paths left are named."""
+    left = []
+    for kind, env in _ENV_NAMES.items():
+        given = args.given_outputs.get(kind)
+        if given and "{pid" not in given:
+            setattr(args, kind, None)
+            left.append(f"{env}={given}")
+    return left
 
 
 def _check_report_paths(args: Any) -> None:
@@ -260,6 +329,9 @@ def _check_report_paths(args: Any) -> None:
     from .outputs import outputs_of
 
     try:
+        unanchored = getattr(args, "unanchored", None)
+        if unanchored is not None:
+            raise OutputError(f"{_ENV_NAMES[unanchored[0]]}={unanchored[1]}")
         outputs = outputs_of(args)
         script = (getattr(sys, "argv", None) or [""])[0]
         inputs = [(script, f"the script {script}")] if os.path.isfile(script) else []
@@ -452,6 +524,9 @@ def _finish(session: _Session) -> None:
     if not args.quiet:
         _summary(session, report, failed)
         sink.write("".join(f"jitlens: wrote {path}\n" for path in written))
+        if session.parents_paths and report.functions:
+            names = " or ".join(session.parents_paths)
+            sink.write(PARENTS_PATH.format(pid=session.pid, names=names))
     if session.exit_message:
         sink.write(session.exit_message + "\n")
 

@@ -37,8 +37,13 @@ def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     a --json path without ``{process_index}``, which would write N reports to one file."""
     if not args.gather:
         return
-    start = getattr(args, "launch_cwd", None) or os.getcwd()
-    args.gather = os.path.join(start, os.path.expanduser(args.gather))  # no template: as given
+    start = getattr(args, "launch_cwd", None)
+    path = os.path.expanduser(args.gather)
+    if start is None and not os.path.isabs(path):
+        from .._track.process import NO_WORKING_DIR
+
+        parser.error("--gather " + NO_WORKING_DIR.format(path=args.gather))
+    args.gather = os.path.join(start or os.sep, path)  # no template: as given
     if args.json and "{process_index" not in args.json:
         parser.error(NEEDS_INDEX.format(path=args.json))
 

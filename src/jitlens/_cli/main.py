@@ -134,10 +134,11 @@ def _report_main(argv: list[str]) -> int:
     return 0
 
 
-SELFCHECK_PASSED = "jitlens selfcheck: passed on {versions}; verdict kept in {path}"
-SELFCHECK_FAILED = (
-    "jitlens selfcheck: {n} problem(s) on {versions}:\n{lines}\nverdict kept in {path}"
-)
+SELFCHECK_PASSED = "jitlens selfcheck: passed on {versions}; {kept}"
+SELFCHECK_FAILED = "jitlens selfcheck: {n} problem(s) on {versions}:\n{lines}\n{kept}"
+KEPT = "verdict kept in {path}"
+#: The cache folder took no file (``JITLENS_CACHE_DIR`` a device, a read-only home).
+NOT_KEPT = "verdict not kept ({why}): tracked runs will not read it"
 
 
 def _selfcheck_main(argv: list[str]) -> int:
@@ -167,16 +168,17 @@ def _selfcheck_main(argv: list[str]) -> int:
     try:
         result = json.loads(done.stdout.strip().splitlines()[-1])
         problems, versions, path = result["problems"], result["versions"], result["path"]
+        kept = KEPT.format(path=path) if path else NOT_KEPT.format(why=result.get("not_kept"))
     except Exception:
         print(f"jitlens selfcheck: the canary failed (exit {done.returncode})", file=sys.stderr)
         print(done.stderr[-2000:], file=sys.stderr)
         return 1
     shown = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v)
     if not problems:
-        print(SELFCHECK_PASSED.format(versions=shown, path=path))
+        print(SELFCHECK_PASSED.format(versions=shown, kept=kept))
         return 0
     lines = "\n".join(f"  - {p}" for p in problems)
-    print(SELFCHECK_FAILED.format(n=len(problems), versions=shown, lines=lines, path=path))
+    print(SELFCHECK_FAILED.format(n=len(problems), versions=shown, lines=lines, kept=kept))
     return 1
 
 

@@ -33,18 +33,31 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
 
 
 def anchor_outputs(args: Any, cwd: str | None = None) -> None:
-    """Make the report paths absolute now: the program may ``os.chdir`` before they are written."""
-    args.launch_cwd = cwd or os.getcwd()
+    """Make the report paths absolute now: the program may ``os.chdir`` before they are written.
+
+    A relative path where the working folder was removed names no folder: it stays as
+    given, and :func:`output_problem` says why (``args.unanchored``: the kind and why).
+    """
+    if cwd is None:
+        try:
+            cwd = os.getcwd()
+        except OSError:  # started in a folder since removed: a relative path names nothing
+            cwd = None
+    args.launch_cwd = cwd
     given = {}
     for name in KINDS:
         value = getattr(args, name, None)
         if value:
+            from .._errors import ConfigError
             from .._render.outputs import is_url
             from .._track.process import anchor_path
 
             given[name] = value
             if not is_url(value):
-                setattr(args, name, anchor_path(value, cwd))
+                try:
+                    setattr(args, name, anchor_path(value, cwd))
+                except ConfigError as exc:
+                    args.unanchored = (name, str(exc))
     args.given_outputs = given
 
 
@@ -63,7 +76,11 @@ def output_problem(args: Any, inputs: Iterable[tuple[str, str]] = ()) -> str | N
     """Why one of the report paths cannot be written (one line), or ``None``."""
     if not any(getattr(args, name, None) for name in KINDS):
         return None
-    from .._render.outputs import OutputError, check_outputs
+    from .._render.outputs import OPTION_NAMES, OutputError, check_outputs
+
+    unanchored = getattr(args, "unanchored", None)
+    if unanchored is not None:
+        return f"{OPTION_NAMES[unanchored[0]]} {unanchored[1]}"
 
     try:
         check_outputs(outputs_of(args), inputs)
@@ -86,5 +103,10 @@ def write_outputs(report: Any, args: Any) -> list[str]:
     if not any(getattr(args, name, None) for name in KINDS):
         return []  # nothing asked for (and the writers are not imported)
     from .._render.outputs import write_outputs as write
+    from .._track import sink
 
-    return write(report, outputs_of(args), lambda p: shown(p, args))
+    # a failure's line goes where jitlens' words go: never into the program's own
+    # sys.stderr replacement (a log file it opened), which is all sys.stderr is at exit
+    return write(
+        report, outputs_of(args), lambda p: shown(p, args), lambda line: sink.write(line + "\n")
+    )

@@ -126,8 +126,9 @@ def _quietly(finish: Callable[[], None]) -> None:
     try:
         finish()
     except Exception as exc:  # the process may be dying of its signal whatever happens here
-        with contextlib.suppress(Exception):
-            sys.stderr.write(f"jitlens: could not write the report ({type(exc).__name__}: {exc})\n")
+        from .._track import sink
+
+        sink.write(f"jitlens: could not write the report ({type(exc).__name__}: {exc})\n")
 
 
 def die_of(signum: int) -> None:

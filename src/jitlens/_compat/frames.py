@@ -148,7 +148,7 @@ def is_user_file(filename: str) -> bool:
     if filename.startswith("<frozen") or filename.startswith("<built-in"):
         result = False
     else:
-        path = os.path.abspath(filename) if not filename.startswith("<") else filename
+        path = _absolute(filename) if not filename.startswith("<") else filename
         site = os.sep + "site-packages" + os.sep
         in_framework_pkg = site in path and any((site + p + os.sep) in path for p in frameworks)
         result = not (path.startswith(_ROOTS) or in_framework_pkg) or path in _USER_CODE_IN_JITLENS
@@ -170,7 +170,7 @@ def is_model_library_file(filename: str) -> bool:
             f = getattr(sys.modules.get(name), "__file__", None)
             if f:
                 roots.append(os.path.dirname(os.path.abspath(f)) + os.sep)
-        hit = bool(roots) and os.path.abspath(filename).startswith(tuple(roots))
+        hit = bool(roots) and _absolute(filename).startswith(tuple(roots))
         if len(_MODEL_CACHE) > 10_000:
             _MODEL_CACHE.clear()
         _MODEL_CACHE[filename] = hit
@@ -188,8 +188,11 @@ def short_path(filename: str) -> str:
     folders above; package-relative for installed code; else absolute."""
     if filename.startswith("<"):
         return filename
+    here = working_dir()
+    if here is None:
+        return _absolute(filename)
     try:
-        rel = os.path.relpath(filename)
+        rel = os.path.relpath(filename, here)
     except ValueError:  # another drive
         return os.path.normpath(filename)
     up = 0
@@ -197,13 +200,35 @@ def short_path(filename: str) -> str:
         up += 1
     if up == 0:
         return rel
-    full = os.path.abspath(filename)
+    full = _absolute(filename)
     if full.startswith(PACKAGE_DIR + os.sep):
         return "jitlens" + full[len(PACKAGE_DIR) :]
     site = os.sep + "site-packages" + os.sep
     if site in full:
         return full.split(site, 1)[1]
     return rel if up <= MAX_UP else full
+
+
+#: The working folder as last read: the program may remove it (``os.chdir(d); os.rmdir(d)``),
+#: after which ``os.getcwd()`` raises, and a path is shown from where it was.
+_LAST_CWD: list[str | None] = [None]
+
+
+def working_dir() -> str | None:
+    """The working folder, never raising: the last one read once the program removed it
+    (``None``: removed before jitlens ever read it)."""
+    try:
+        _LAST_CWD[0] = os.getcwd()
+    except OSError:
+        pass
+    return _LAST_CWD[0]
+
+
+def _absolute(path: str) -> str:
+    """``os.path.abspath`` that never raises (a relative path is taken from :func:`working_dir`)."""
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    return os.path.normpath(os.path.join(working_dir() or os.sep, path))
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:

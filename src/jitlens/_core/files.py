@@ -102,3 +102,32 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+#: Characters a report from elsewhere may hold that would act on a terminal rather than be
+#: read on it (ESC sequences that clear it or set its title, a carriage return that writes
+#: over a line, bidirectional overrides that reorder what is shown): written as escapes.
+_ACTING = {
+    **{c: f"\\x{c:02x}" for c in range(0x20) if chr(c) not in "\t\n"},
+    **{c: f"\\x{c:02x}" for c in range(0x7F, 0xA0)},
+    **{c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+}
+
+
+def inert(value: str) -> str:
+    """``value`` with the characters that would act on a terminal written as escapes."""
+    return value.translate(_ACTING)
+
+
+def inert_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """``json.loads``' ``object_pairs_hook`` for untrusted reports: every string of the object,
+    its keys and those in its lists included, made :func:`inert` (a report read from another
+    machine is printed on this terminal by ``jitlens report``, ``merge`` and ``diff``)."""
+    return {
+        inert(key): inert(value)
+        if isinstance(value, str)
+        else [inert(v) if isinstance(v, str) else v for v in value]
+        if isinstance(value, list)
+        else value
+        for key, value in pairs
+    }

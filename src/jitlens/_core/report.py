@@ -493,7 +493,14 @@ def report_from_dict(data: Any) -> Report:
     if not 0 <= kw["process_index"] < kw["process_count"]:
         what = f"process_index {kw['process_index']} of process_count {kw['process_count']}"
         raise ReportError(IMPOSSIBLE.format(where="report", what=what))
+    if kw["process_count"] > MAX_PROCESSES:  # `jitlens merge` lists the processes missing
+        what = f"process_count {kw['process_count']:,}, above the {MAX_PROCESSES:,} of any job"
+        raise ReportError(IMPOSSIBLE.format(where="report", what=what))
     return Report(**kw)
+
+
+#: The most processes a report's job may have (the largest multi-host jobs run thousands).
+MAX_PROCESSES = 1_000_000
 
 
 #: The largest report file read (``jitlens report`` / ``merge``): a real one is a few MiB.
@@ -514,10 +521,11 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     :data:`MAX_FUNCTIONS` functions are read: a FIFO, a device or a hostile
     file is refused with one line, never hangs or exhausts memory.
     """
-    from .files import read_regular
+    from .files import inert_pairs, read_regular
 
     try:
-        text = read_regular(path, MAX_REPORT_BYTES, "a report").decode("utf-8")
+        # utf-8-sig: a report saved again by an editor that marks UTF-8 (Notepad, PowerShell)
+        text = read_regular(path, MAX_REPORT_BYTES, "a report").decode("utf-8-sig")
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -525,7 +533,7 @@ def load_report(path: str | os.PathLike[str]) -> Report:
             f"{path}: not a jitlens report (not UTF-8 text: byte {exc.start})"
         ) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=inert_pairs)
     except json.JSONDecodeError as exc:
         raise ReportError(
             f"{path}: not valid JSON (truncated or edited?): {exc.msg} at line {exc.lineno}"

@@ -183,7 +183,7 @@ class MergedReport:
     @property
     def complete(self) -> bool:
         """Every process of the job gave its report."""
-        return not self.missing_processes
+        return len(set(self.process_indices)) >= self.process_count
 
     @property
     def consistent(self) -> bool:
@@ -236,6 +236,24 @@ class MergedReport:
 
     def __str__(self) -> str:
         return self.to_text()
+
+
+def process_runs(ps: Sequence[int]) -> str:
+    """``0, 2, 5-4095``: process indices in order, a run of three or more as its ends (a job
+    of thousands with most reports missing is one line, not a screenful of numbers)."""
+    out: list[str] = []
+    ordered = sorted(set(ps))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append(f"{ordered[i]}-{ordered[j]}")
+        else:
+            out.extend(map(str, ordered[i : j + 1]))
+        i = j + 1
+    return ", ".join(out)
 
 
 def _process_dict(report: Report, source: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from .._core.kinds import NoteKind
 from .._core.report import FunctionReport, Report
-from .model import CacheDifference, CacheDifferenceKind, MergedFunction
+from .model import CacheDifference, CacheDifferenceKind, MergedFunction, process_runs
 
 SETTING_MSG = "{what} differs between processes: {groups}"
 SETTING_FIX = "give every process the same persistent-cache settings, XLA flags and jax/jaxlib"
@@ -54,7 +54,7 @@ IGNORED_NOTES = (NoteKind.NOT_PROCESS_0,)
 
 
 def _procs(ps: Sequence[int]) -> str:
-    return ("process " if len(ps) == 1 else "processes ") + ", ".join(map(str, ps))
+    return ("process " if len(ps) == 1 else "processes ") + process_runs(ps)
 
 
 def _group(values: dict[int, Any]) -> list[tuple[tuple[int, ...], Any]]:

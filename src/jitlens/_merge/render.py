@@ -16,7 +16,7 @@ from .._core.retrace_text import shorten
 from .._render.color import want_color
 from .._render.text import make_console, styled, terminal_width
 from . import model as _model
-from .model import Branch, BranchKind, Divergence, MergedFunction, MergedReport
+from .model import Branch, BranchKind, Divergence, MergedFunction, MergedReport, process_runs
 
 LOG = logging.getLogger("jitlens")
 
@@ -71,7 +71,7 @@ def _count(n: int, noun: str, plural: str = "") -> str:
 
 
 def _procs(ps: Sequence[int]) -> str:
-    return ("process " if len(ps) == 1 else "processes ") + ", ".join(map(str, ps))
+    return ("process " if len(ps) == 1 else "processes ") + process_runs(ps)
 
 
 def _branch_lines(branch: Branch) -> list[Line]:

@@ -9,13 +9,13 @@ flattened or published per call.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import weakref
 from typing import Any
 
 from .. import _compat
+from .._compat.frames import working_dir
 from .._record import record
 from . import advisor
 from .records import SETTLED_CALLS, Record
@@ -43,7 +43,7 @@ def _first_call(rec: Record) -> None:
     if f is None:
         rec.first_call_site = "?"
         return
-    filename, cwd = f.f_code.co_filename, os.getcwd()
+    filename, cwd = f.f_code.co_filename, working_dir()
     known = _SHOWN_PATHS.get(filename)
     if known is None or known[0] != cwd:
         if len(_SHOWN_PATHS) > 1000:

@@ -86,16 +86,16 @@ def run() -> list[str]:
     return problems
 
 
-def check_now() -> tuple[str, ...]:
-    """Run the canary in this process and keep its verdict (``jitlens selfcheck``)."""
+def check_now() -> tuple[tuple[str, ...], str | None]:
+    """Run the canary in this process and keep its verdict (``jitlens selfcheck``): the
+    problems found, and why the verdict could not be kept (``None``: kept)."""
     from .selfcheck import write_verdict
 
     try:
         problems = tuple(run())
     except Exception as exc:
         problems = (f"the canary failed ({type(exc).__name__}: {exc})",)
-    write_verdict(problems)
-    return problems
+    return problems, write_verdict(problems)
 
 
 def main() -> int:
@@ -103,9 +103,10 @@ def main() -> int:
     from .._compat.probe import installed_versions
     from .selfcheck import verdict_file
 
-    problems = check_now()
-    kept = str(verdict_file())
-    print(json.dumps({"problems": list(problems), "versions": installed_versions(), "path": kept}))
+    problems, not_kept = check_now()
+    kept = str(verdict_file()) if not_kept is None else None
+    out = {"problems": list(problems), "versions": installed_versions(), "path": kept}
+    print(json.dumps({**out, "not_kept": not_kept}))
     return 1 if problems else 0
 
 

@@ -77,8 +77,19 @@ def anchor_path(path: str, cwd: str | None = None) -> str:
     path = os.path.expanduser(path)
     if os.path.isabs(path):
         return path
-    here = (cwd or os.getcwd()).replace("{", "{{").replace("}", "}}")  # not template fields
+    if cwd is None:
+        try:
+            cwd = os.getcwd()
+        except OSError:  # the program was started in a folder since removed
+            raise ConfigError(NO_WORKING_DIR.format(path=path)) from None
+    here = cwd.replace("{", "{{").replace("}", "}}")  # not template fields
     return os.path.join(here, path)
+
+
+NO_WORKING_DIR = (
+    "{path} is a relative path and the working folder was removed, so it names no folder; "
+    "give an absolute path"
+)
 
 
 def expand_path_template(path: str, info: ProcessInfo | None = None) -> str:

@@ -197,10 +197,11 @@ def _any_verdict() -> bool:
         return False
 
 
-def write_verdict(problems: tuple[str, ...]) -> None:
+def write_verdict(problems: tuple[str, ...]) -> str | None:
+    """Keep the verdict in the cache folder; returns why it could not be kept (``None``: kept)."""
     path = _verdict_path()
     if path is None:
-        return
+        return "no cache folder"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".selfcheck-", suffix=".tmp")
@@ -209,6 +210,8 @@ def write_verdict(problems: tuple[str, ...]) -> None:
         os.replace(tmp, path)
     except Exception as exc:  # a read-only home: the check runs again next time
         log.debug("jitlens: cannot keep the self-check's verdict: %s", exc)
+        return f"{path.parent}: {getattr(exc, 'strerror', None) or type(exc).__name__}"
+    return None
 
 
 def _skip_canary() -> bool:
