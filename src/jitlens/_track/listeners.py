@@ -380,10 +380,18 @@ def uncount_trace(b: EventBuilder | None) -> None:
     if b is None:
         return
     rec = b.record
+    taken: object = True
     with rec.lock:
         if b in rec.events:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
+        miss = rec.last_miss_frame
+        if miss is not None and b.call_index is not None and miss[1] == b.call_index:
+            # the call's miss goes too: served from the trace cache (a static whose hash
+            # changed but that compares equal, jax#28418), it is a hit unless a compile follows
+            rec.miss_calls = max(0, rec.miss_calls - 1)
+            rec.last_miss_frame = None
+            taken = miss
     b.kind = EventKind.COMPILE
     # an equal key served from the trace cache: neither a clear nor an unknown cause
     b.reasons = tuple(
@@ -391,7 +399,7 @@ def uncount_trace(b: EventBuilder | None) -> None:
         for r in b.reasons
         if r.kind is not ReasonKind.CACHE_CLEARED and Fact.EQUAL_KEY not in r.facts
     )
-    b.detached = True
+    b.detached = taken  # the miss taken back (its call's frame), or True
 
 
 def nested_trace(fun: Any, frame: Any) -> None:
@@ -475,6 +483,8 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
             b.compiled = True
             cost.note_compiled(b)  # issue 34: what a long compile was made of
             if b.detached:  # a cached trace after all: the event is this compile
+                if b.detached is not True:  # its call compiled after all: a miss again
+                    note_miss(b.record, b.detached)
                 b.detached = False
                 with b.record.lock:
                     first = _first_compile_of_a_nested_trace(b.record)
