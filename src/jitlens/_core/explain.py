@@ -558,6 +558,8 @@ class Wrapper:
     callees: tuple[Any, ...] = ()
     #: ``(class, method)`` when it jits a method of an instance (``jax.jit(self.loss)``).
     method: tuple[str, str] | None = None
+    #: The jit's static options as code (``", static_argnums=1"``): the fix's jit keeps them.
+    options: str = ""
 
 
 def explain_first_trace(
@@ -594,5 +596,8 @@ def explain_first_trace(
         head = W.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
         at, free, m = wrapper.defined_at, wrapper.free_vars, wrapper.method
-        head = W.new_function(name, kind, at, len(others), not diffs, is_lambda, free, method=m)
+        head = W.new_function(
+            name, kind, at, len(others), not diffs, is_lambda, free, method=m,
+            options=wrapper.options,
+        )  # fmt: skip
     return [*diffs, head]

@@ -36,7 +36,20 @@ def _as_wrapper(rec: Record) -> _explain.Wrapper:
         free_vars=_explain.data_free_vars(bound),
         callees=rec.callees or (),
         method=_compat.bound_method(bound),
+        options=_static_options(rec.static_argnums, rec.static_argnames),
     )
+
+
+def _static_options(nums: tuple[int, ...], names: tuple[str, ...]) -> str:
+    """A jit's static options as the code that passes them: ``", static_argnums=1"``."""
+    out = ""
+    if nums:
+        out += f", static_argnums={nums[0] if len(nums) == 1 else nums}"
+    if names:
+        out += (
+            f", static_argnames={names[0]!r}" if len(names) == 1 else f", static_argnames={names}"
+        )
+    return out
 
 
 def _first_trace_reasons(rec: Record, key: Key) -> list[Any]:
