@@ -289,6 +289,7 @@ class FixKind(_Kind):
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"
     EQX_SCALAR_FIELD = "eqx_scalar_field"
+    EQX_SCALAR_DATACLASS = "eqx_scalar_dataclass"
     EQX_STATIC = "eqx_static"
     EQX_FIELD_NUMBER = "eqx_field_number"
     EQX_FIELD = "eqx_field"
@@ -336,6 +337,7 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.EQX_NEW_FUNCTION: ReasonKind.NEW_FUNCTION,
     FixKind.EQX_SCALAR: ReasonKind.STATIC_VALUE,
     FixKind.EQX_SCALAR_FIELD: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_SCALAR_DATACLASS: ReasonKind.STATIC_VALUE,
     FixKind.EQX_STATIC: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD_NUMBER: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD: ReasonKind.STATIC_VALUE,
