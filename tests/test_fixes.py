@@ -124,6 +124,7 @@ FIXES: dict[str, str] = {
     "eqx.MODE_FIX": OPTION,
     "eqx.MODE_ARGUMENT_FIX": OPTION,
     "eqx.SCALAR_FIELD_FIX": "test_equinox.py::test_a_number_field_set_per_step_gets_a_field_fix_that_works",
+    "eqx.SCALAR_DATACLASS_FIX": "test_trial_f.py::test_a_number_in_a_flax_dataclass_state_gets_a_replace_fix_that_works",
     "eqx.OPTAX_FIX": "test_equinox.py::test_new_optax_optimizer_per_run_and_both_fixes",
     # a stale nnx.cached_partial (jitlens._track.stale): no retrace, a stale result
     "stale.STALE_FIX": "test_off_path.py::test_stale_cached_partial_fix_gives_the_new_result",

@@ -49,6 +49,7 @@ def _scenario(module, fixed: bool) -> dict:
                     "message": r.message,
                     "fix": r.fix,
                     "expected": r.expected,
+                    "fix_kind": str(r.fix_kind) if r.fix_kind is not None else None,
                 }
                 for r in reasons
             ],
