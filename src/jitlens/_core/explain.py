@@ -540,6 +540,38 @@ def data_free_vars(fn: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def free_values(fn: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The objects the closure ``fn`` holds for ``names`` (of :func:`data_free_vars`)."""
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+    if code is None or not cells or not names:
+        return ()
+    held = dict(zip(code.co_freevars, cells, strict=False))
+    try:
+        return tuple(held[n].cell_contents for n in names)
+    except (KeyError, ValueError):
+        return ()
+
+
+def _changing(wrapper: Wrapper, others: Sequence[Wrapper]) -> tuple[str, ...]:
+    """The free variables of ``wrapper`` whose objects differ from an earlier wrapper's.
+
+    A closure over one object that every wrapper shares (a counter list, a config built
+    once) keeps it when jitted once: only values built anew per call would freeze. Without
+    a live earlier wrapper to compare with, every free variable counts as changing."""
+    if len(wrapper.free_values) != len(wrapper.free_vars):
+        return wrapper.free_vars
+    out = []
+    for name, mine in zip(wrapper.free_vars, wrapper.free_values, strict=True):
+        seen = [
+            o.free_values[o.free_vars.index(name)]
+            for o in others
+            if name in o.free_vars and len(o.free_values) == len(o.free_vars)
+        ]
+        if not seen or any(v is not mine for v in seen):
+            out.append(name)
+    return tuple(out)
+
+
 @dataclasses.dataclass(frozen=True)
 class Wrapper:
     """What the first-trace policy needs of a jitted callable (a record, as plain data)."""
@@ -560,6 +592,8 @@ class Wrapper:
     method: tuple[str, str] | None = None
     #: The jit's static options as code (``", static_argnums=1"``): the fix's jit keeps them.
     options: str = ""
+    #: The objects the closure holds for ``free_vars`` (compared by identity with siblings').
+    free_values: tuple[Any, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
 
 def explain_first_trace(
@@ -595,7 +629,7 @@ def explain_first_trace(
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = W.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
-        at, free, m = wrapper.defined_at, wrapper.free_vars, wrapper.method
+        at, free, m = wrapper.defined_at, _changing(wrapper, others), wrapper.method
         head = W.new_function(
             name, kind, at, len(others), not diffs, is_lambda, free, method=m,
             options=wrapper.options,

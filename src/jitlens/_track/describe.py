@@ -25,6 +25,7 @@ from .state import deref, tls
 
 def _as_wrapper(rec: Record) -> _explain.Wrapper:
     bound = rec.user_fn()
+    free = _explain.data_free_vars(bound)
     return _explain.Wrapper(
         name=rec.name,
         qualname=rec.qualname,
@@ -33,7 +34,8 @@ def _as_wrapper(rec: Record) -> _explain.Wrapper:
         calls=rec.calls,
         keys=tuple(rec.keys),
         partial=bound if isinstance(bound, functools.partial) else None,
-        free_vars=_explain.data_free_vars(bound),
+        free_vars=free,
+        free_values=_explain.free_values(bound, free),
         callees=rec.callees or (),
         method=_compat.bound_method(bound),
         options=_static_options(rec.static_argnums, rec.static_argnames),
