@@ -230,7 +230,8 @@ def _entry_reasons(
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)
             weak = (a.short(), b.short(), a.dtype, b.weak, variable, code, b.dtype)
-            out.append(W.weak_type(arg, path, *weak))
+            lib = None if variable else _library_node(p, entries)
+            out.append(W.weak_type(arg, path, *weak, library=lib))
         if a.sharding != b.sharding:
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)
@@ -521,6 +522,23 @@ def _compared(key: Key) -> str:
     n = sum(1 for p in key.entries if p[-1][0] != "passed")
     sig = key.signature if len(key.signature) <= 80 else key.signature[:77] + "..."
     return f"{n} key position(s) ({sig or 'no arguments'}) and the JAX config"
+
+
+def _library_node(p: Path, entries: Entries | None) -> tuple[str, str] | None:
+    """(library, class) of the outermost node on ``p`` below the argument that a library's
+    class made (an optax state inside the user's tuple), or None."""
+    from .._compat import framework_packages  # at the first weak-type reason, not at start
+
+    if entries is None:
+        return None
+    packages = framework_packages()
+    for k in range(2, len(p)):
+        e = entries.get(p[:k])
+        cls = e.type_ref() if e is not None and e.type_ref is not None else None
+        owner = getattr(cls, "__module__", "").split(".")[0]
+        if cls is not None and owner in packages and owner not in ("builtins", "jax"):
+            return owner, cls.__name__
+    return None
 
 
 def data_free_vars(fn: Any) -> tuple[str, ...]:

@@ -211,6 +211,7 @@ class FixKind(_Kind):
     DTYPE = "dtype"
     WEAK = "weak"
     WEAK_VALUE = "weak_value"
+    WEAK_LIBRARY = "weak_library"
     VAR_WEAK = "var_weak"
     VAR_ASSIGN = "var_assign"
     SHARDING = "sharding"

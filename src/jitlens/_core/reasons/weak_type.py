@@ -37,6 +37,17 @@ WEAK_VALUE_FIX = Template(
 )
 
 
+#: A weak leaf inside a state a library built (optax's linesearch state, optax#1171): the
+#: Python number is made in the library's code, out of the user's reach; the user types the
+#: whole tree once, where it is created (numpyro#959's fix of its own SVI state).
+WEAK_LIBRARY_FIX = Template(
+    K.WEAK_LIBRARY,
+    "{library} made it from a Python number (in a `{cls}`): type `{arg}` once after creating "
+    "it: `{arg} = jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, 'weak_type', "
+    "False) else x, {arg})`.",
+)
+
+
 VAR_WEAK_FIX = Template(
     K.VAR_WEAK,
     "Create `{attr}` typed where `__init__` makes it, `self.{attr} = {var}(jnp.asarray(value, "
@@ -62,13 +73,15 @@ def weak_type(
     variable: str = "",
     code: str | None = None,
     new_dtype: str = "",
+    library: tuple[str, str] | None = None,
 ) -> Reason:
     """``variable``: the Variable's class (``nnx.Variable``) when the value is one's: the fix
     keeps it a Variable instead of replacing it with an array. ``now_weak``: the direction;
     a typed Variable that became weak had a Python number assigned after its compile, and the
     fix goes to that assignment (``code``: the path as the user writes it, "" when it cannot
     be assigned, e.g. an item of a tuple), not to its creation. ``new_dtype``: the new
-    call's dtype; when the dtype changed too (a carry started from the Python ``0`` and fed a
+    call's dtype; ``library``: (library, class) of a library-made node holding the value
+    when the argument ``arg`` is a name the user can assign. When the dtype changed too (a carry started from the Python ``0`` and fed a
     float output back), the value is typed with the wider one, as the dtype reason's fix
     does: typed ``int32`` it would still miss the float output's key.
     """
@@ -80,6 +93,11 @@ def weak_type(
         fk, fix = (
             K.VAR_WEAK,
             VAR_WEAK_FIX.words(attr=path.rsplit(".", 1)[-1], var=variable, dtype=_jnp_dtype(dtype)),
+        )
+    elif library is not None and arg.isidentifier():
+        fk, fix = (
+            K.WEAK_LIBRARY,
+            WEAK_LIBRARY_FIX.words(arg=arg, library=library[0], cls=library[1]),
         )
     elif code is None or code:
         fk, fix = K.WEAK, WEAK_FIX.words(arg=path, dtype=_jnp_dtype(dtype))
@@ -99,6 +117,7 @@ SPEC = KindSpec(
     fixes={
         K.WEAK: WEAK_FIX,
         K.WEAK_VALUE: WEAK_VALUE_FIX,
+        K.WEAK_LIBRARY: WEAK_LIBRARY_FIX,
         K.VAR_WEAK: VAR_WEAK_FIX,
         K.VAR_ASSIGN: VAR_ASSIGN_FIX,
     },
