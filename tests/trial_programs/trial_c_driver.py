@@ -39,6 +39,8 @@ def _scenario(module, fixed: bool) -> dict:
         rows[name] = {
             "traces": sum(f.traces for f in found),
             "compiles": sum(f.compiles for f in found),
+            "calls": sum(f.calls or 0 for f in found),
+            "hits": sum(f.cache_hits or 0 for f in found),
             "lost": sum(f.seconds_lost for f in found),
             "reasons": [
                 {
