@@ -230,8 +230,7 @@ def _entry_reasons(
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)
             weak = (a.short(), b.short(), a.dtype, b.weak, variable, code, b.dtype)
-            lib = None if variable else _library_node(p, entries)
-            out.append(W.weak_type(arg, path, *weak, library=lib))
+            out.append(W.weak_type(arg, path, *weak, nodes=(p, entries)))
         if a.sharding != b.sharding:
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)
@@ -524,23 +523,6 @@ def _compared(key: Key) -> str:
     return f"{n} key position(s) ({sig or 'no arguments'}) and the JAX config"
 
 
-def _library_node(p: Path, entries: Entries | None) -> tuple[str, str] | None:
-    """(library, class) of the outermost node on ``p`` below the argument that a library's
-    class made (an optax state inside the user's tuple), or None."""
-    from .._compat import framework_packages  # at the first weak-type reason, not at start
-
-    if entries is None:
-        return None
-    packages = framework_packages()
-    for k in range(2, len(p)):
-        e = entries.get(p[:k])
-        cls = e.type_ref() if e is not None and e.type_ref is not None else None
-        owner = getattr(cls, "__module__", "").split(".")[0]
-        if cls is not None and owner in packages and owner not in ("builtins", "jax"):
-            return owner, cls.__name__
-    return None
-
-
 def data_free_vars(fn: Any) -> tuple[str, ...]:
     """Names a closure reads from its enclosing function that hold data (not functions or modules)."""
     code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
@@ -555,38 +537,6 @@ def data_free_vars(fn: Any) -> tuple[str, ...]:
         if callable(v) or isinstance(v, type) or type(v).__name__ == "module" or _closure_bundle(v):
             continue  # an optax transform is not data: it cannot be passed as an argument
         out.append(name)
-    return tuple(out)
-
-
-def free_values(fn: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """The objects the closure ``fn`` holds for ``names`` (of :func:`data_free_vars`)."""
-    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
-    if code is None or not cells or not names:
-        return ()
-    held = dict(zip(code.co_freevars, cells, strict=False))
-    try:
-        return tuple(held[n].cell_contents for n in names)
-    except (KeyError, ValueError):
-        return ()
-
-
-def _changing(wrapper: Wrapper, others: Sequence[Wrapper]) -> tuple[str, ...]:
-    """The free variables of ``wrapper`` whose objects differ from an earlier wrapper's.
-
-    A closure over one object that every wrapper shares (a counter list, a config built
-    once) keeps it when jitted once: only values built anew per call would freeze. Without
-    a live earlier wrapper to compare with, every free variable counts as changing."""
-    if len(wrapper.free_values) != len(wrapper.free_vars):
-        return wrapper.free_vars
-    out = []
-    for name, mine in zip(wrapper.free_vars, wrapper.free_values, strict=True):
-        seen = [
-            o.free_values[o.free_vars.index(name)]
-            for o in others
-            if name in o.free_vars and len(o.free_values) == len(o.free_vars)
-        ]
-        if not seen or any(v is not mine for v in seen):
-            out.append(name)
     return tuple(out)
 
 
@@ -608,10 +558,7 @@ class Wrapper:
     callees: tuple[Any, ...] = ()
     #: ``(class, method)`` when it jits a method of an instance (``jax.jit(self.loss)``).
     method: tuple[str, str] | None = None
-    #: The jit's static options as code (``", static_argnums=1"``): the fix's jit keeps them.
-    options: str = ""
-    #: The objects the closure holds for ``free_vars`` (compared by identity with siblings').
-    free_values: tuple[Any, ...] = dataclasses.field(default=(), compare=False, repr=False)
+    options: str = ""  #: the jit's static options as code (", static_argnums=1"), kept in fixes
 
 
 def explain_first_trace(
@@ -647,9 +594,7 @@ def explain_first_trace(
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = W.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
-        at, free, m = wrapper.defined_at, _changing(wrapper, others), wrapper.method
-        head = W.new_function(
-            name, kind, at, len(others), not diffs, is_lambda, free, method=m,
-            options=wrapper.options,
-        )  # fmt: skip
+        at, free, m, o = wrapper.defined_at, wrapper.free_vars, wrapper.method, wrapper.options
+        n = len(others)
+        head = W.new_function(name, kind, at, n, not diffs, is_lambda, free, method=m, options=o)
     return [*diffs, head]

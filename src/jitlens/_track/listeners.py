@@ -18,7 +18,7 @@ from .. import _compat
 from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
-from .calls import CountedCall, find_call, note_miss
+from .calls import CountedCall, find_call, note_miss, take_back_miss
 from .describe import describe_and_explain
 from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -380,18 +380,11 @@ def uncount_trace(b: EventBuilder | None) -> None:
     if b is None:
         return
     rec = b.record
-    taken: object = True
     with rec.lock:
         if b in rec.events:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
-        miss = rec.last_miss_frame
-        if miss is not None and b.call_index is not None and miss[1] == b.call_index:
-            # the call's miss goes too: served from the trace cache (a static whose hash
-            # changed but that compares equal, jax#28418), it is a hit unless a compile follows
-            rec.miss_calls = max(0, rec.miss_calls - 1)
-            rec.last_miss_frame = None
-            taken = miss
+        taken = take_back_miss(rec, b.call_index)  # a hit, unless a compile follows
     b.kind = EventKind.COMPILE
     # an equal key served from the trace cache: neither a clear nor an unknown cause
     b.reasons = tuple(
@@ -399,7 +392,7 @@ def uncount_trace(b: EventBuilder | None) -> None:
         for r in b.reasons
         if r.kind is not ReasonKind.CACHE_CLEARED and Fact.EQUAL_KEY not in r.facts
     )
-    b.detached = taken  # the miss taken back (its call's frame), or True
+    b.detached = taken or True  # the miss taken back (its call's frame), or True
 
 
 def nested_trace(fun: Any, frame: Any) -> None:

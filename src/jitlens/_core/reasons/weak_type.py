@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..kinds import FixKind as K
 from ..kinds import MessageKind as M
 from ..kinds import ReasonKind, SubjectKind
+from ..paths import library_node
 from ..reason import Reason
 from .base import (
     Template,
@@ -73,20 +76,21 @@ def weak_type(
     variable: str = "",
     code: str | None = None,
     new_dtype: str = "",
-    library: tuple[str, str] | None = None,
+    nodes: tuple[Any, Any] | None = None,
 ) -> Reason:
     """``variable``: the Variable's class (``nnx.Variable``) when the value is one's: the fix
     keeps it a Variable instead of replacing it with an array. ``now_weak``: the direction;
     a typed Variable that became weak had a Python number assigned after its compile, and the
     fix goes to that assignment (``code``: the path as the user writes it, "" when it cannot
     be assigned, e.g. an item of a tuple), not to its creation. ``new_dtype``: the new
-    call's dtype; ``library``: (library, class) of a library-made node holding the value
-    when the argument ``arg`` is a name the user can assign. When the dtype changed too (a carry started from the Python ``0`` and fed a
+    call's dtype; ``nodes``: the value's path and the key's entries, which tell whether a
+    library's class made the tree holding it (optax's state). When the dtype changed too (a carry started from the Python ``0`` and fed a
     float output back), the value is typed with the wider one, as the dtype reason's fix
     does: typed ``int32`` it would still miss the float output's key.
     """
     if new_dtype and new_dtype != dtype:
         dtype = _wider(dtype, new_dtype)
+    library = library_node(*nodes) if nodes is not None and not variable else None
     if variable and now_weak:
         fk, fix = K.VAR_ASSIGN, VAR_ASSIGN_FIX.words(code=code or path, dtype=_jnp_dtype(dtype))
     elif variable and "." in path:
