@@ -67,6 +67,7 @@ FIXES: dict[str, str] = {
     "VAR_ASSIGN_FIX": "test_var_assign_fix",
     "STATIC_RULE_FIX": "test_static_rule_fix",
     "WEAK_VALUE_FIX": "test_weak_value_fix",
+    "WEAK_LIBRARY_FIX": "test_weak_library_fix",
     "STATIC_AUX_FIX": "test_static_aux_fix",
     "STATIC_FIELD_FIX": "test_static_field_fix",
     "STATIC_CHOICE_FIX": OPTION,
@@ -125,6 +126,7 @@ FIXES: dict[str, str] = {
     "eqx.MODE_FIX": OPTION,
     "eqx.MODE_ARGUMENT_FIX": OPTION,
     "eqx.SCALAR_FIELD_FIX": "test_equinox.py::test_a_number_field_set_per_step_gets_a_field_fix_that_works",
+    "eqx.SCALAR_DATACLASS_FIX": "test_trial_f.py::test_a_number_in_a_flax_dataclass_state_gets_a_replace_fix_that_works",
     "eqx.OPTAX_FIX": "test_equinox.py::test_new_optax_optimizer_per_run_and_both_fixes",
     # a stale nnx.cached_partial (jitlens._track.stale): no retrace, a stale result
     "stale.STALE_FIX": "test_off_path.py::test_stale_cached_partial_fix_gives_the_new_result",
@@ -493,6 +495,36 @@ def test_weak_fix() -> None:
         return f, acc
 
     prove("WEAK_FIX", broken, fixed)
+
+
+def test_weak_library_fix() -> None:
+    """optax#1171: a linesearch's state made by optax's ``init`` holds a Python int (weak), its
+    ``update`` returns a typed one: the jitted step compiles twice. The number is made in
+    optax's code; the state is typed once after ``init``."""
+
+    def value(x):
+        return jnp.sum((x - 1.0) ** 2)
+
+    opt = optax.chain(optax.sgd(1.0), optax.scale_by_backtracking_linesearch(3))
+
+    def program(typed: bool):
+        @jax.jit
+        def step(params, state):
+            v, g = jax.value_and_grad(value)(params)
+            updates, state = opt.update(g, state, params, value=v, grad=g, value_fn=value)
+            return optax.apply_updates(params, updates), state
+
+        params = jnp.zeros(2)
+        state = opt.init(params)
+        if typed:  # the fix, as printed
+            state = jax.tree.map(
+                lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, state
+            )
+        for _ in range(2):
+            params, state = step(params, state)
+        return step, params
+
+    prove("WEAK_LIBRARY_FIX", lambda: program(False), lambda: program(True))
 
 
 def test_a_python_int_that_becomes_float32_is_one_reason_with_one_fix() -> None:

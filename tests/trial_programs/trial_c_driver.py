@@ -40,6 +40,8 @@ def _scenario(module, fixed: bool) -> dict:
         rows[name] = {
             "traces": sum(f.traces for f in found),
             "compiles": sum(f.compiles for f in found),
+            "calls": sum(f.calls or 0 for f in found),
+            "hits": sum(f.cache_hits or 0 for f in found),
             "lost": sum(f.seconds_lost for f in found),
             "reasons": [
                 {
@@ -50,6 +52,7 @@ def _scenario(module, fixed: bool) -> dict:
                     "message": r.message,
                     "fix": r.fix,
                     "expected": r.expected,
+                    "fix_kind": str(r.fix_kind) if r.fix_kind is not None else None,
                 }
                 for r in reasons
             ],

@@ -37,3 +37,36 @@ def different_function(
     if not new or not earlier or any(_codes(e) == _codes(new) for e in earlier):
         return None
     return callee_change(earlier[-1], new)
+
+
+def free_values(fn: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The objects the closure ``fn`` holds for ``names`` (``explain.data_free_vars``)."""
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+    if code is None or not cells or not names:
+        return ()
+    held = dict(zip(code.co_freevars, cells, strict=False))
+    try:
+        return tuple(held[n].cell_contents for n in names)
+    except (KeyError, ValueError):
+        return ()
+
+
+def changing(
+    names: tuple[str, ...],
+    values: tuple[Any, ...],
+    others: Sequence[tuple[tuple[str, ...], tuple[Any, ...]]],
+) -> tuple[str, ...]:
+    """The free variables ``names`` (holding ``values``) of a wrapper whose objects differ
+    from an earlier wrapper's (``others``: their names and values).
+
+    A closure over one object that every wrapper shares (a counter list, a config built
+    once) keeps it when jitted once: only values built anew per call would freeze. Without
+    a live earlier wrapper to compare with, every free variable counts as changing."""
+    if len(values) != len(names):
+        return names
+    out = []
+    for name, mine in zip(names, values, strict=True):
+        seen = [vs[ns.index(name)] for ns, vs in others if name in ns and len(vs) == len(ns)]
+        if not seen or any(v is not mine for v in seen):
+            out.append(name)
+    return tuple(out)

@@ -232,7 +232,7 @@ def _entry_reasons(
         if a.weak != b.weak:
             code = code_path(p[:-1] if variable else p, entries)
             weak = (a.short(), b.short(), a.dtype, b.weak, variable, code, b.dtype)
-            out.append(W.weak_type(arg, path, *weak))
+            out.append(W.weak_type(arg, path, *weak, nodes=(p, entries)))
         if a.sharding != b.sharding:
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)
@@ -560,6 +560,7 @@ class Wrapper:
     callees: tuple[Any, ...] = ()
     #: ``(class, method)`` when it jits a method of an instance (``jax.jit(self.loss)``).
     method: tuple[str, str] | None = None
+    options: str = ""  #: the jit's static options as code (", static_argnums=1"), kept in fixes
 
 
 def explain_first_trace(
@@ -567,13 +568,11 @@ def explain_first_trace(
 ) -> list[Reason]:
     """Reasons for the *first* trace of a wrapper: a retrace when another wrapper compiled.
 
-    ``shared`` are keys of other records sharing this wrapper's cache
-    (``nnx.cached_partial`` of one ``nnx.jit``): the trace is explained against
-    them as an ordinary retrace. ``siblings`` are earlier wrappers of the same
-    code: a new wrapper is the cause when one of them compiled this very key,
-    or when every earlier wrapper was used for one call only (the
-    jit-in-a-loop pattern). Otherwise a new key seen by a new wrapper is
-    simply a first trace.
+    ``shared`` are keys of other records sharing this wrapper's cache (``nnx.cached_partial``
+    of one ``nnx.jit``): the trace is explained against them as an ordinary retrace.
+    ``siblings`` are earlier wrappers of the same code: a new wrapper is the cause when one of
+    them compiled this very key, or when every earlier wrapper was used for one call only (the
+    jit-in-a-loop pattern). Otherwise a new key seen by a new wrapper is simply a first trace.
     """
     if shared:
         return explain(new, [k for k in shared if not k.cleared], [k for k in shared if k.cleared])
@@ -595,6 +594,7 @@ def explain_first_trace(
     if wrapper.partial is not None:  # a partial rebuilt per call: name what it binds
         head = W.new_partial(name, wrapper.defined_at, len(others), wrapper.partial)
     else:
-        at, free, m = wrapper.defined_at, wrapper.free_vars, wrapper.method
-        head = W.new_function(name, kind, at, len(others), not diffs, is_lambda, free, method=m)
+        at, free, m, o = wrapper.defined_at, wrapper.free_vars, wrapper.method, wrapper.options
+        n = len(others)
+        head = W.new_function(name, kind, at, n, not diffs, is_lambda, free, method=m, options=o)
     return [*diffs, head]

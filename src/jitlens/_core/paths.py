@@ -64,3 +64,20 @@ def parent_in(path: Path, paths: set[Path]) -> bool:
 def under(p: Path, roots: set[Path]) -> bool:
     """Is ``p`` one of ``roots`` or below one?"""
     return any(p[: len(r)] == r for r in roots)
+
+
+def library_node(p: Path, entries: Entries | None) -> tuple[str, str] | None:
+    """(library, class) of the outermost node on ``p`` below the argument that a library's
+    class made (an optax state inside the user's tuple), or None."""
+    from .._compat import framework_packages  # at the first weak-type reason, not at start
+
+    if entries is None:
+        return None
+    packages = framework_packages()
+    for k in range(2, len(p)):
+        e = entries.get(p[:k])
+        cls = e.type_ref() if e is not None and e.type_ref is not None else None
+        owner = getattr(cls, "__module__", "").split(".")[0]
+        if cls is not None and owner in packages and owner not in ("builtins", "jax"):
+            return owner, cls.__name__
+    return None

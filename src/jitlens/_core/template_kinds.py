@@ -29,6 +29,7 @@ class FixKind(_Kind):
     DTYPE = "dtype"
     WEAK = "weak"
     WEAK_VALUE = "weak_value"
+    WEAK_LIBRARY = "weak_library"
     VAR_WEAK = "var_weak"
     VAR_ASSIGN = "var_assign"
     SHARDING = "sharding"
@@ -108,6 +109,7 @@ class FixKind(_Kind):
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"
     EQX_SCALAR_FIELD = "eqx_scalar_field"
+    EQX_SCALAR_DATACLASS = "eqx_scalar_dataclass"
     EQX_STATIC = "eqx_static"
     EQX_FIELD_NUMBER = "eqx_field_number"
     EQX_FIELD = "eqx_field"
@@ -157,6 +159,7 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.EQX_NEW_FUNCTION: ReasonKind.NEW_FUNCTION,
     FixKind.EQX_SCALAR: ReasonKind.STATIC_VALUE,
     FixKind.EQX_SCALAR_FIELD: ReasonKind.STATIC_VALUE,
+    FixKind.EQX_SCALAR_DATACLASS: ReasonKind.STATIC_VALUE,
     FixKind.EQX_STATIC: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD_NUMBER: ReasonKind.STATIC_VALUE,
     FixKind.EQX_FIELD: ReasonKind.STATIC_VALUE,

@@ -367,6 +367,18 @@ def find_call(frame: Any) -> CountedCall | None:
     return CountedCall(rec, n, loc.get(args_name, ()), loc.get(kwargs_name, {}), (frame_id, n))
 
 
+def take_back_miss(rec: Record, call_index: int | None) -> Any:
+    """Take back the miss counted for call ``call_index`` (record's lock held): JAX announced
+    a trace and served it from its trace cache (a static whose hash changed but that compares
+    equal, jax#28418). Returns the call's frame id (None: no miss counted for it)."""
+    miss = rec.last_miss_frame
+    if miss is None or call_index is None or miss[1] != call_index:
+        return None
+    rec.miss_calls = max(0, rec.miss_calls - 1)
+    rec.last_miss_frame = None
+    return miss
+
+
 def note_miss(rec: Record, frame_id: Any) -> None:
     """Count one call as a miss, however many trace/compile events it had."""
     with rec.lock:

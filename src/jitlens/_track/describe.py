@@ -8,11 +8,13 @@ trace, against other wrappers of the same code) and files the key.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from typing import Any
 
 from .. import _compat
+from .._core import callees
 from .._core import explain as _explain
 from .._core.key import Key
 from .._core.kinds import EventKind
@@ -36,7 +38,20 @@ def _as_wrapper(rec: Record) -> _explain.Wrapper:
         free_vars=_explain.data_free_vars(bound),
         callees=rec.callees or (),
         method=_compat.bound_method(bound),
+        options=_static_options(rec.static_argnums, rec.static_argnames),
     )
+
+
+def _static_options(nums: tuple[int, ...], names: tuple[str, ...]) -> str:
+    """A jit's static options as the code that passes them: ``", static_argnums=1"``."""
+    out = ""
+    if nums:
+        out += f", static_argnums={nums[0] if len(nums) == 1 else nums}"
+    if names:
+        out += (
+            f", static_argnames={names[0]!r}" if len(names) == 1 else f", static_argnames={names}"
+        )
+    return out
 
 
 def _first_trace_reasons(rec: Record, key: Key) -> list[Any]:
@@ -52,8 +67,18 @@ def _first_trace_reasons(rec: Record, key: Key) -> list[Any]:
     ]
     if shared:
         return _explain.explain_first_trace(key, _as_wrapper(rec), shared, ())
-    others = [_as_wrapper(r) for r in siblings if r is not rec and r.keys]
-    return _explain.explain_first_trace(key, _as_wrapper(rec), (), others)
+    others = [r for r in siblings if r is not rec and r.keys]
+    me = _as_wrapper(rec)  # its free variables: those whose objects differ from an earlier one's
+    free = callees.changing(*_held(rec), [_held(r) for r in others])
+    me = dataclasses.replace(me, free_vars=free)
+    return _explain.explain_first_trace(key, me, (), [_as_wrapper(r) for r in others])
+
+
+def _held(rec: Record) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """The data free variables of ``rec``'s function and the objects its closure holds."""
+    bound = rec.user_fn()
+    names = _explain.data_free_vars(bound)
+    return names, callees.free_values(bound, names)
 
 
 def describe_and_explain(

@@ -18,7 +18,7 @@ from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from .._record import record
 from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
-from .calls import CountedCall, find_call, note_miss
+from .calls import CountedCall, find_call, note_miss, take_back_miss
 from .describe import describe_and_explain
 from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -384,6 +384,7 @@ def uncount_trace(b: EventBuilder | None) -> None:
         if b in rec.events:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
+        taken = take_back_miss(rec, b.call_index)  # a hit, unless a compile follows
     b.kind = EventKind.COMPILE
     # an equal key served from the trace cache: neither a clear nor an unknown cause
     b.reasons = tuple(
@@ -391,7 +392,7 @@ def uncount_trace(b: EventBuilder | None) -> None:
         for r in b.reasons
         if r.kind is not ReasonKind.CACHE_CLEARED and Fact.EQUAL_KEY not in r.facts
     )
-    b.detached = True
+    b.detached = taken or True  # the miss taken back (its call's frame), or True
 
 
 def nested_trace(fun: Any, frame: Any) -> None:
@@ -475,6 +476,8 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
             b.compiled = True
             cost.note_compiled(b)  # issue 34: what a long compile was made of
             if b.detached:  # a cached trace after all: the event is this compile
+                if b.detached is not True:  # its call compiled after all: a miss again
+                    note_miss(b.record, b.detached)
                 b.detached = False
                 with b.record.lock:
                     first = _first_compile_of_a_nested_trace(b.record)

@@ -104,7 +104,9 @@ class EventBuilder:
         self.key: Key | None = None
         self.jax_name = ""
         self.thread = threading.current_thread().name
-        self.detached = False  # announced as a trace, but served from JAX's trace cache
+        #: Announced as a trace but served from JAX's trace cache: True, or the frame of
+        #: the call whose miss was taken back with it (counted again if it compiles).
+        self.detached: object = False
         self.nondiff: tuple[Any, ...] = ()
         self.traced: Any = None
         self.cost: CompileCost | None = None

@@ -88,7 +88,10 @@ def new_function(
     free: tuple[str, ...] = (),
     *,
     method: tuple[str, str] | None = None,
+    options: str = "",
 ) -> Reason:
+    """``options``: the jit's static options as code (``", static_argnums=1"``), kept in the
+    fix's jit: a static shape or flag passed traced would fail."""
     msg = NEW_FUNCTION_MSG.words(
         name=f"`{name}`",
         kind=kind,
@@ -96,7 +99,15 @@ def new_function(
         defined_at=defined_at,
         equal=" this very key" if equal else "",
     )
-    if free:  # it reads values of the function that builds it: they become arguments
+    if method is not None:  # a bound method jitted anew (jax#9672): once per object; what
+        # its function reads from an enclosing scope is the same for every object of a class
+        cls, meth = method
+        expr = re.sub(
+            rf"(?<![\w.]){re.escape(meth)}\b", f"self.{meth}", callable_expr(name), count=1
+        )
+        fk = K.METHOD
+        fix = METHOD_FIX.words(cls=cls, name=identifier(name), kind=kind, expr=expr + options)
+    elif free:  # it reads values of the function that builds it: they become arguments
         fk, fix = (
             K.CLOSURE,
             CLOSURE_FIX.words(
@@ -106,16 +117,10 @@ def new_function(
         )
     elif is_lambda:  # a lambda has no name of its own; a nested def keeps the user's
         fk, fix = K.NEW_LAMBDA, NEW_LAMBDA_FIX.words(name=_def_name(name))
-    elif method is not None:
-        cls, meth = method
-        expr = re.sub(
-            rf"(?<![\w.]){re.escape(meth)}\b", f"self.{meth}", callable_expr(name), count=1
-        )
-        fk = K.METHOD
-        fix = METHOD_FIX.words(cls=cls, name=identifier(name), kind=kind, expr=expr)
     else:
         fk = K.NEW_FUNCTION
-        fix = NEW_FUNCTION_FIX.words(name=identifier(name), expr=callable_expr(name), kind=kind)
+        expr = callable_expr(name) + options
+        fix = NEW_FUNCTION_FIX.words(name=identifier(name), expr=expr, kind=kind)
     subject = SubjectKind.LAMBDA if is_lambda else SubjectKind.WRAPPER
     return _reason(
         ReasonKind.NEW_FUNCTION, "", name, f"{count} earlier wrapper(s)", "new wrapper", msg, fix,

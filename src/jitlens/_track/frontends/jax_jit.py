@@ -308,7 +308,7 @@ def _scheduled(self: TrackedJit, n: int, args: tuple[Any, ...], kwargs: dict[str
     old compile for. log2 of the calls are checked, all told: the hit path pays one test."""
     __tracebackhide__ = True
     rec = self._record
-    e = EVENTS[0]
+    e, misses = EVENTS[0], rec.miss_calls
     detailed = n < STATE[1]  # the window's calls are made (and counted) by call_detailed
     try:
         if detailed:
@@ -327,7 +327,10 @@ def _scheduled(self: TrackedJit, n: int, args: tuple[Any, ...], kwargs: dict[str
             failed_call(rec, n)
         _compat.without_hidden_frames(exc)
         raise
-    if EVENTS[0] == e and not tls.depth and rec.keys:  # a hit: was a changed static served?
+    # a hit: was a changed static served? (A trace JAX announced and then served from its
+    # trace cache is one too: a static whose hash changed with it, compared by identity.)
+    hit = EVENTS[0] == e or rec.miss_calls == misses
+    if hit and not tls.depth and rec.keys:
         from .. import stale  # (loaded at the first check, not at start)
 
         stale.check_statics(rec, n, args, kwargs)

@@ -53,6 +53,15 @@ SCALAR_FIELD_FIX = Template(
     "one compile for every value. Gradients and optax then reach it too: read it as "
     "`jax.lax.stop_gradient(self.{attr})` if it must not be trained.",
 )
+#: A number in a dataclass pytree that is no eqx.Module (a ``flax.struct.dataclass``
+#: ``TrainState``, equinox#792): no ``eqx.tree_at`` in the user's words, and "at the call"
+#: cannot reach a field; the state is rebuilt with the field an array.
+SCALAR_DATACLASS_FIX = Template(
+    FixKind.EQX_SCALAR_DATACLASS,
+    "Store it as an array so it is traced: create the {cls} with `{attr}=jnp.asarray(...)` "
+    "(or `{root} = {replace}` before the call): one compile for every value; the jitted code "
+    "then returns it as an array too.",
+)
 STATIC_MSG = Template(
     M.EQX_STATIC,
     "`{path}` changed value {before} -> {after}: eqx.filter_jit keeps every non-array value "
@@ -216,6 +225,25 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
             fk, fix = (  # a Module's field, set where the model is built or updated
                 FixKind.EQX_SCALAR_FIELD,
                 SCALAR_FIELD_FIX.as_written(root=root, rest=render_path(p[1:]), attr=attr),
+            )
+        elif (
+            owner is not None
+            and dataclasses.is_dataclass(owner)
+            and isinstance(root, str)
+            and len(p) == 2
+            and attr.isidentifier()
+        ):  # a field of a dataclass argument (a flax.struct.dataclass state): rebuilt
+            new = f"jnp.asarray({r.path})"
+            replace = (
+                f"{root}.replace({attr}={new})"
+                if callable(getattr(owner, "replace", None))
+                else f"dataclasses.replace({root}, {attr}={new})"
+            )
+            fk, fix = (
+                FixKind.EQX_SCALAR_DATACLASS,
+                SCALAR_DATACLASS_FIX.as_written(
+                    cls=owner.__name__, attr=attr, root=root, replace=replace
+                ),
             )
         else:
             fk, fix = FixKind.EQX_SCALAR, SCALAR_FIX.as_written(expr=r.path)
