@@ -78,6 +78,7 @@ FIXES: dict[str, str] = {
     "CLASS_FIX": "test_class_fix",
     "NODE_TYPE_FIX": OPTION,
     "SOW_FIX": "test_sow_fix",
+    "OWN_VARIABLE_FIX": "test_trial_e.py::test_a_variable_the_model_sets_and_one_step_pops_gets_the_pop_fix",
     "GRAPH_FIX": "test_graph_fix",
     "GRAPH_KIND_FIX": "test_graph_kind_fix",
     "VAR_REPLACED_FIX": "test_var_replaced_fix",
@@ -1961,3 +1962,15 @@ def test_a_reason_carries_the_makings_of_its_words_until_it_is_printed() -> None
     assert again.said[1].id is FixKind.KEY and again.said[0] is message
     back = pickle.loads(pickle.dumps(moved))
     assert back == r and back.said == r.said
+
+
+# jax#9672 / #15338 (tests/test_trial_f.py runs the programs)
+def test_a_method_that_reads_an_enclosing_scope_still_gets_the_per_object_fix() -> None:
+    # once: a method of a class made inside a function (reading that function's `traces`)
+    # was told "Define `f` once at module level with `traces` as parameters": a bound method
+    # jitted per call is jitted once per object, whatever its code reads
+    r = M.new_function("f", "jax.jit", "p.py:3", 2, True, False, ("traces",), method=("S", "f"))
+    assert r.fix_kind is FixKind.METHOD
+    assert "`self.f_jit = jax.jit(self.f)`" in r.fix and "traces" not in r.fix, r.fix
+    r = M.new_function("step", "jax.jit", "p.py:3", 1, True, False, options=", static_argnums=1")
+    assert "`step_jit = jax.jit(step, static_argnums=1)`" in r.fix, r.fix

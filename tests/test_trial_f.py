@@ -99,20 +99,6 @@ def test_a_bound_method_jitted_per_call_is_jitted_once_per_object_with_its_stati
     assert "`self.f_jit = jax.jit(self.f)`" in r["fix"], r["fix"]
 
 
-def test_a_method_that_reads_an_enclosing_scope_still_gets_the_per_object_fix() -> None:
-    # once: a method of a class made inside a function (reading that function's `traces`)
-    # was told "Define `f` once at module level with `traces` as parameters": a bound method
-    # jitted per call is jitted once per object, whatever its code reads
-    from jitlens._core.reasons import new_function
-    from jitlens._core.template_kinds import FixKind
-
-    r = new_function("f", "jax.jit", "p.py:3", 2, True, False, ("traces",), method=("S", "f"))
-    assert r.fix_kind is FixKind.METHOD
-    assert "`self.f_jit = jax.jit(self.f)`" in r.fix and "traces" not in r.fix, r.fix
-    r = new_function("step", "jax.jit", "p.py:3", 1, True, False, options=", static_argnums=1")
-    assert "`step_jit = jax.jit(step, static_argnums=1)`" in r.fix, r.fix
-
-
 def test_a_closure_over_one_shared_object_is_jitted_once_not_given_as_parameters(
     trial: dict,
 ) -> None:

@@ -294,7 +294,7 @@ def _vocabulary() -> dict[tuple[str, str], str]:
 
 
 def schema() -> str:
-    from jitlens._core import cost, reason, report, runinfo
+    from jitlens._core import cost, reason, report, runinfo, template_kinds
 
     seen: list[type] = [report.Report]
     vocab = _vocabulary()
@@ -305,18 +305,18 @@ def schema() -> str:
         "`null` means *unknown*, never 0.",
         "",
     ]
+    # the modules whose names the annotations use (FixKind: only for type checkers in reason)
+    names = vars(cost) | vars(reason) | vars(report) | vars(runinfo) | vars(template_kinds)
     classes: list[type] = []
     i = 0
     while i < len(seen):  # every dataclass reachable from Report, breadth first
         cls = seen[i]
         i += 1
         classes.append(cls)
-        for hint in typing.get_type_hints(
-            cls, vars(cost) | vars(reason) | vars(report) | vars(runinfo)
-        ).values():
+        for hint in typing.get_type_hints(cls, names).values():
             _json_type(hint, seen)
     for cls in classes:
-        hints = typing.get_type_hints(cls, vars(cost) | vars(reason) | vars(report) | vars(runinfo))
+        hints = typing.get_type_hints(cls, names)
         comments = _field_comments(cls)
         rows = []
         for f in report.json_fields(cls):

@@ -105,7 +105,7 @@ class FixKind(_Kind):
     LINEN_FIELD = "linen_field"
     LINEN_FIELDS = "linen_fields"
     NESTED_NEW_FUNCTION = "nested_new_function"
-    # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
+    # eqx.filter_jit's front-end words (``EQX_`` + the template's name)
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"
     EQX_SCALAR_FIELD = "eqx_scalar_field"
@@ -152,7 +152,7 @@ class FixKind(_Kind):
 
 
 #: The fix kinds a library's own words give a reason, by the kind of that reason: their
-#: templates live with that library's words (``_track/frontends/equinox/words.py``,
+#: templates live with that library's words (its front-end's ``words.py``,
 #: ``_core/reasons/pmap.py``, ``_core/reasons/linen.py``), so that the modules of the kinds name
 #: no library. Every other fix kind is one template of its kind's module (``KindSpec.fixes``).
 REWORDED: dict[FixKind, ReasonKind] = {
@@ -303,7 +303,7 @@ class MessageKind(_Kind):
     NUMPYRO_NEW_DATA = "numpyro_new_data"
     KERAS_MIXED = "keras_mixed"
     KERAS_RECOMPILE = "keras_recompile"
-    # _track/frontends/equinox/words.py (eqx.filter_jit's words: ``EQX_`` + the template's name)
+    # eqx.filter_jit's front-end words (``EQX_`` + the template's name)
     EQX_NEW_FUNCTION = "eqx_new_function"
     EQX_SCALAR = "eqx_scalar"
     EQX_STATIC = "eqx_static"

@@ -144,6 +144,15 @@ class Frontend:
 
     # ---------------------------------------------------------------- its words
 
+    #: The end of a stale hit's fix (``stale``): how a number that changes often is traced in
+    #: its terms instead of held static (None: said as for nnx, an array or an nnx.Variable).
+    stale_traced: ClassVar[str | None] = None
+
+    def stale_assign(self, shown: str, root: str, new: str) -> str:
+        """Code that puts ``new`` at ``shown`` (reached from the call's argument ``root``), as
+        this library's objects allow (a stale hit's fix)."""
+        return f"{shown} = {new}"
+
     def reword(self, rec: Record, reasons: list[Reason], key: Key) -> list[Reason]:
         """``reasons`` of a retrace of one of its rows, in the library's terms."""
         return reasons

@@ -227,16 +227,8 @@ INPLACE_LINEN_FIX = Template(
     "hashes its fields, so each new value compiles once (a copy is no fix: flax keeps only a "
     "hash, which a new object may share). {traced}",
 )
-#: The closing remark of the fix, per front-end: how to make a value that changes often
-#: traced instead of static (one compile for every value).
-_TRACED = {
-    RowKind.EQX_FILTER_JIT: "A number that changes often is better traced: a JAX array field "
-    "(`jnp.asarray(...)`) instead of a Python value.",
-    RowKind.JAX_JIT: "A number that changes often is better traced: pass it as an array "
-    "argument (`jnp.asarray(...)`), not inside a static.",
-    RowKind.NN_JIT: "A number that changes often is better traced: pass it to the method as an "
-    "array (`jnp.asarray(...)`), not in a module field.",
-}
+#: The closing remark of the fix where the front-end has none of its own (``Frontend.stale_traced``):
+#: how to make a value that changes often traced instead of static (one compile for every value).
 _TRACED_NNX = (
     "A number that changes often is better traced: an array "
     "(`jnp.asarray(...)`, an nnx.Variable) instead of a static."
@@ -427,7 +419,10 @@ def _inplace_hit(
 
 
 def _inplace_fix(kind: Any, shown: str, root: str, before: str, after: str, value: Any) -> Words:
-    traced = ("traced", _TRACED.get(kind, _TRACED_NNX))
+    from .frontend import of_kind
+
+    fe = of_kind(kind)
+    traced = ("traced", (fe.stale_traced if fe is not None else None) or _TRACED_NNX)
     # (the closing remark is left out when the fix would be too long)
     if kind == RowKind.NN_JIT:
         cls = ("cls", type(value).__qualname__)
@@ -454,10 +449,11 @@ def _example(kind: Any, shown: str, root: str, before: str, after: str, value: A
 
 
 def _assign(kind: Any, shown: str, root: str, new: str) -> str:
-    """``shown = new`` as the front-end allows: an Equinox module is frozen (``eqx.tree_at``)."""
-    if kind == RowKind.EQX_FILTER_JIT and shown != root:
-        return f"{root} = eqx.tree_at(lambda {root}: {shown}, {root}, {new})"
-    return f"{shown} = {new}"
+    """``shown = new`` as the front-end allows (``Frontend.stale_assign``)."""
+    from .frontend import of_kind
+
+    fe = of_kind(kind)
+    return fe.stale_assign(shown, root, new) if fe is not None else f"{shown} = {new}"
 
 
 def _changed_fields(before: str, after: str) -> list[tuple[str, str]]:

@@ -36,6 +36,10 @@ class JaxJitFrontend(Frontend):
     JAX's control-flow primitives run outside jit (``RowKind.LAX``, ``_track/nested``)."""
 
     kinds = (RowKind.JAX_JIT, RowKind.LAX)
+    stale_traced = (
+        "A number that changes often is better traced: pass it as an array argument "
+        "(`jnp.asarray(...)`), not inside a static."
+    )
     module = "jax"
 
     def install(self, set_attr: SetAttr) -> None:

@@ -126,6 +126,17 @@ class EquinoxFrontend(Frontend):
     kinds = (RowKind.EQX_FILTER_JIT,)
     module = api.JIT_MODULE
     static_leaves = True  # every non-array leaf is static, Python numbers too
+    stale_traced = (
+        "A number that changes often is better traced: a JAX array field (`jnp.asarray(...)`) "
+        "instead of a Python value."
+    )
+
+    def stale_assign(self, shown: str, root: str, new: str) -> str:
+        """A module is frozen: a field is replaced with ``eqx.tree_at``."""
+        if shown == root:
+            return f"{shown} = {new}"
+        return f"{root} = eqx.tree_at(lambda {root}: {shown}, {root}, {new})"
+
     canary_requires = "equinox"
 
     def install(self, set_attr: SetAttr) -> None:

@@ -17,6 +17,10 @@ class LinenFrontend(Frontend):
     """``nn.jit``: nothing to patch; its rows come from ``jax.jit`` (``record_for_jit``)."""
 
     kinds = (RowKind.NN_JIT,)
+    stale_traced = (
+        "A number that changes often is better traced: pass it to the method as an array "
+        "(`jnp.asarray(...)`), not in a module field."
+    )
     module = linen_api.LINEN_MODULE
 
     def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
