@@ -57,12 +57,14 @@ def test_processes_that_never_import_jax_pay_nothing_and_print_nothing():
 
 
 #: What tracking leaves out of a program's start (issue 35: jitlens' start-up cost): what
-#: words a retrace (``reasons``, ``rank``), reads a long compile (``_core.cost``), lays out
-#: text (rich, the renderers), and the libraries jitlens never imports itself.
+#: words a retrace (``reasons``, ``rank``, the ids of its templates: ``template_kinds``), reads a
+#: long compile (``_core.cost``), lays out text (rich, the renderers), and the libraries jitlens
+#: never imports itself.
 NOT_AT_START = (
     "rich",
     "jitlens._core.reasons",
     "jitlens._core.rank",
+    "jitlens._core.template_kinds",
     "jitlens._core.cost",
     "jitlens._render.text",
     "jitlens._render.html",
