@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import pkgutil
 
 import pytest
@@ -63,6 +64,10 @@ def test_record_behaves_as_its_dataclass(cls: type) -> None:
     for i in range(n):  # each field changed alone: equal exactly when the dataclass says so
         other = [*values[:i], ("changed",), *values[i + 1 :]]
         assert (a == _instance(cls, other)) == (ra == _instance(ref, other))
+    nan = [math.nan, *values[1:]]  # one NaN object in two instances: equal up to Python 3.12
+    assert (_instance(cls, nan) == _instance(cls, nan)) == (
+        _instance(ref, nan) == _instance(ref, nan)
+    )
     assert a.__eq__(object()) is NotImplemented
     assert a.__eq__(ra) is NotImplemented  # another class with the same fields
     if ref.__hash__ is None:

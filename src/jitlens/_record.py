@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import reprlib
+import sys
 from typing import Any, TypeVar
 
 T = TypeVar("T", bound=type)
 
+#: dataclasses' ``__eq__`` compares field by field from Python 3.13 (a tuple of the fields
+#: before, whose ``==`` takes an object as equal to itself first).
+_FIELD_BY_FIELD = sys.version_info >= (3, 13)
 #: Class -> (repr field names, compare field names, hash field names).
 _NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
 
@@ -50,6 +54,8 @@ def _eq(self: Any, other: Any) -> Any:
     if other.__class__ is not self.__class__:
         return NotImplemented
     names = _names(type(self))[1]
+    if _FIELD_BY_FIELD:  # Python 3.13: `self.a == other.a and ...`, no `is` first (a NaN field)
+        return self is other or all(getattr(self, n) == getattr(other, n) for n in names)
     return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
 
 

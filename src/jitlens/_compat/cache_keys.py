@@ -24,12 +24,12 @@ piece degrades to ``None`` (unknown) when the private name is gone.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import threading
 from typing import Any
 
-from .._record import record
 from . import probe
 
 #: jax releases from which a static changed in place misses instead of serving stale code.
@@ -48,7 +48,7 @@ def _jax_version() -> str:
     return jax_api.jax_version()
 
 
-@record
+@dataclasses.dataclass(frozen=True)  # dataclasses' own ==, not a record's: it is the question
 class _Field:
     """One field, to ask how this Python's dataclass ``==`` compares it."""
 
