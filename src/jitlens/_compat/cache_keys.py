@@ -48,19 +48,18 @@ def _jax_version() -> str:
     return jax_api.jax_version()
 
 
-@dataclasses.dataclass(frozen=True)  # dataclasses' own ==, not a record's: it is the question
-class _Field:
-    """One field, to ask how this Python's dataclass ``==`` compares it."""
-
-    value: Any
-
-
 @functools.cache
 def dataclass_fields_skip_identity() -> bool:
     """Does a dataclass ``==`` compare fields without ``is`` first (Python 3.13), so that a
-    NaN field never equals itself?"""
+    NaN field never equals itself? Asked of ``dataclasses`` itself (not a record's ``==``), at
+    the first NaN to explain: the class is not built at a tracked program's start."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Field:
+        value: Any
+
     nan = math.nan
-    return _Field(nan) != _Field(nan)
+    return Field(nan) != Field(nan)
 
 
 class _ClearWitness:
