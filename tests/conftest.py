@@ -109,3 +109,22 @@ def trial_runs(names: list[str], libraries: tuple[str, ...]) -> dict:
     for name in names:  # a program with nothing to fix ran once (``NO_FIX``)
         out["after"].setdefault(name, out["before"][name])
     return out
+
+
+def check_trial_counts(trial: dict, program: str, *, clean_after: bool = True) -> None:
+    """A trial program's ground truth: jitlens' traces equal the counters in its jitted bodies,
+    before and after its printed fixes are applied, with the same outputs; ``clean_after``: a
+    function traced once has no reason, and the fixed program loses no time to a retrace."""
+    for scenario in ("before", "after"):
+        run = trial[scenario][program]
+        for fn, truth in run["truth"].items():
+            assert run["rows"][fn]["traces"] == truth, (scenario, fn, run["rows"][fn])
+            if clean_after and truth == 1:  # a negative control, or the fix applied
+                assert run["rows"][fn]["reasons"] == [], (scenario, fn, run["rows"][fn])
+    before, after = trial["before"][program], trial["after"][program]
+    if before["same_out"]:
+        assert after["out"] == before["out"]
+    if clean_after:
+        for fn, row in after["rows"].items():  # applied, the fix leaves no avoidable retrace
+            assert row["lost"] == 0.0, (fn, row)
+            assert all(r["expected"] for r in row["reasons"]), (fn, row["reasons"])

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import trial_runs
+from conftest import check_trial_counts, trial_runs
 
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("e_*.py"))
@@ -39,18 +39,7 @@ def _reasons(run: dict, fn: str) -> list[dict]:
 def test_counts_equal_the_programs_own_and_the_fix_keeps_its_outputs(
     trial: dict, program: str
 ) -> None:
-    for scenario in ("before", "after"):
-        run = trial[scenario][program]
-        for fn, truth in run["truth"].items():
-            assert run["rows"][fn]["traces"] == truth, (scenario, fn, run["rows"][fn])
-            if truth == 1:  # a negative control, or the fix applied: no reason at all
-                assert run["rows"][fn]["reasons"] == [], (scenario, fn, run["rows"][fn])
-    before, after = trial["before"][program], trial["after"][program]
-    if before["same_out"]:
-        assert after["out"] == before["out"]
-    for fn, row in after["rows"].items():  # applied, the fix leaves no avoidable retrace
-        assert row["lost"] == 0.0, (fn, row)
-        assert all(r["expected"] for r in row["reasons"]), (fn, row["reasons"])
+    check_trial_counts(trial, program)
 
 
 def test_evaluate_s_ragged_batch_gets_a_fix_that_keeps_the_reported_loss(trial: dict) -> None:

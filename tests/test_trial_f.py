@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from conftest import trial_runs
+from conftest import check_trial_counts, trial_runs
 
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("f_*.py"))
@@ -66,13 +66,9 @@ def test_every_program_has_its_culprit_listed() -> None:
 def test_counts_equal_the_programs_own_and_the_fix_keeps_its_outputs(
     trial: dict, program: str
 ) -> None:
-    for scenario in ("before", "after"):
-        run = trial[scenario][program]
-        for fn, truth in run["truth"].items():
-            assert run["rows"][fn]["traces"] == truth, (scenario, fn, run["rows"][fn])
-    before, after = trial["before"][program], trial["after"][program]
-    if before["same_out"]:
-        assert after["out"] == before["out"]
+    # jax#28418's applied fix keeps one compile by design: counts and outputs only
+    check_trial_counts(trial, program, clean_after=False)
+    after = trial["after"][program]
     for fn, row in after["rows"].items():
         if after["truth"][fn] == 1:  # applied, the fix leaves no retrace and no reason
             assert row["reasons"] == [] and row["lost"] == 0.0, (fn, row)
