@@ -205,6 +205,7 @@ class WordsKind(_Kind):
     STALE_FIX = "stale_fix"
     STALE_IN_PLACE = "stale_in_place"
     STALE_IN_PLACE_FIX = "stale_in_place_fix"
+    STALE_REUSED = "stale_reused"
     # _audit/checks.py
     AUDIT_HOLDING = "audit_holding"
     AUDIT_SHARED = "audit_shared"

@@ -233,6 +233,15 @@ _TRACED_NNX = (
     "A number that changes often is better traced: an array "
     "(`jnp.asarray(...)`, an nnx.Variable) instead of a static."
 )
+#: A hit whose static is another object than its compile's, at an equal hash: flax keeps
+#: only the hash, so a new object may take a freed one's address, and its identity hash.
+REUSED_MSG = Template(
+    WordsKind.STALE_REUSED,
+    "`{path}` is {other}, so {kind}'s key is unchanged (call #{call}, no retrace): the jitted "
+    "code runs with {before} (stale), not {after}.",
+)
+_OTHER_FREED = "a new object at the address of the freed one its compile saw (the same id)"
+_OTHER_LIVE = "another object than its compile saw, with the same hash"
 #: Values that cannot change in place: nothing to check.
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), type, frozenset)
 
@@ -282,20 +291,25 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
         own = of_kind(rec.kind)
         held = own.held_statics(rec, args, _compat.user_frame(_compat.caller(2))) if own else []
         for shown, root, sv, value in held:  # statics its library keyed by a hash (nn.jit)
-            if isinstance(value, _IMMUTABLE) or sv.value() is not value:
+            if isinstance(value, _IMMUTABLE):
                 continue
-            if (shown, sv.addr) in rec.stale_seen:
+            then = sv.value()
+            # not the object compiled for, at an equal hash (a freed one's address reused):
+            # said once per field and compile, whichever objects come after
+            seen = (shown, sv.addr) if then is value else (shown, "other", id(sv))
+            if seen in rec.stale_seen:
                 continue
             change = _change(sv, value)
             if change is None:
-                continue
-            rec.stale_seen.add((shown, sv.addr))
+                continue  # (another object, holding the same: the compile is right for it)
+            rec.stale_seen.add(seen)
             path = (("arg", root), *(("attr", a) for a in shown.split(".")[1:]))
             if change is _UNCHECKED:
                 _unchecked(rec, n, path)
                 continue
             site = _compat.user_call_site(_compat.caller(2))
-            found.append(_inplace_hit(rec, n, site, path, change, value))
+            other = None if then is value else _OTHER_FREED if then is None else _OTHER_LIVE
+            found.append(_inplace_hit(rec, n, site, path, change, value, other=other))
         if found:
             rec.stale_hits.extend(found)
             for cb in list(REGISTRY.on_stale):
@@ -390,9 +404,17 @@ def _resolve(path: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[st
 
 
 def _inplace_hit(
-    rec: Any, n: int, site: str, path: Any, change: Any, value: Any, held: str = ""
+    rec: Any,
+    n: int,
+    site: str,
+    path: Any,
+    change: Any,
+    value: Any,
+    held: str = "",
+    other: str | None = None,
 ) -> StaleHit:
-    """``change``: :func:`_change`'s texts, as shown and in full (the fix reads the full)."""
+    """``change``: :func:`_change`'s texts, as shown and in full (the fix reads the full);
+    ``other``: what the hit's object is when it is not the compile's (``REUSED_MSG``)."""
     before, after, full_before, full_after = change
     shown = render_path(path)
     root = str(path[0][1])
@@ -405,12 +427,13 @@ def _inplace_hit(
         path=shown,
         before=before,
         after=after,
-        message=INPLACE_MSG.words(
+        message=(INPLACE_MSG if other is None else REUSED_MSG).words(
             path=shown,
             after=after,
             before=before,
             compares=_COMPARES.get(rec.kind, _COMPARES_KEY).format(kind=rec.kind),
             call=n + 1,  # counted from 1
+            **({} if other is None else {"other": other, "kind": rec.kind}),
         ),
         fix=_inplace_fix(rec.kind, spelled, spelled_root, full_before, full_after, value),
     )
