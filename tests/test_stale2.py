@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 
 import jax.numpy as jnp
 import pytest
@@ -132,3 +133,130 @@ def test_an_equal_object_at_a_reused_address_is_no_stale_hit():
     assert addrs[1] == addrs[0] and jitted == eager == [1.0] * 4
     assert traces == len(set(addrs)) + 4
     assert not [h for f in report.functions for h in f.stale_hits]
+
+
+# ---------------------------------------------------------------- what jitlens could not check
+
+
+class Big:
+    """More values than a check reads; the attribute the jitted code reads is past what its
+    text shows (a change there is seen by reading it all, which a check does not)."""
+
+    def __init__(self, scale):
+        self.vocab = {f"w{i}": i for i in range(3_000)}
+        for i in range(7):
+            setattr(self, f"unused{i}", i)
+        self.scale = scale
+
+
+@dataclasses.dataclass
+class DataBig:
+    """The remedy printed for nn.jit: a dataclass, whose fields flax's hash walks."""
+
+    vocab: dict
+    scale: float
+
+
+def _big_epochs(jit: str, fix: bool):
+    """A static too big to check, changed in place between calls of a jax.jit or nn.jit."""
+    traces = counted()
+    x, jitted, eager = jnp.ones(2), [], []
+
+    def make_run():  # (a jax.jit made before track() opened is not counted)
+        if jit == "jax.jit":
+            import jax
+
+            def step(x, cfg):
+                traces.tick()
+                return x * cfg.scale
+
+            g = jax.jit(step, static_argnums=1)
+            return lambda cfg: g(x, cfg)
+
+        class Scaled(nn.Module):
+            cfg: object
+
+            @nn.compact
+            def __call__(self, x):
+                traces.tick()
+                return x * self.cfg.scale
+
+        jit_scaled = nn.jit(Scaled)
+        return lambda cfg: jit_scaled(cfg).apply({}, x)
+
+    cfg = Big(1.0)
+    with jitlens.track() as t:
+        run = make_run()
+        for epoch in range(3):
+            if fix:  # the remedy printed: a new object (jax.jit) / a dataclass (nn.jit)
+                cfg = Big(1.0 + epoch) if jit == "jax.jit" else DataBig(cfg.vocab, 1.0 + epoch)
+            cfg.scale = 1.0 + epoch
+            jitted.append(float(run(cfg)[0]))
+            eager.append(float(x[0] * cfg.scale))
+    return jitted, eager, traces.n, t.report()
+
+
+@pytest.mark.parametrize(
+    ("jit", "remedy"),
+    [
+        ("jax.jit", "assign a new object instead of changing it"),
+        ("nn.jit", "make its class a dataclass (`@dataclasses.dataclass`)"),
+    ],
+)
+def test_a_static_jitlens_could_not_check_is_in_the_report_and_its_remedy_works(
+    jit, remedy, tmp_path, capsys
+):
+    """Said at the call (a warning), kept as data (``FunctionReport.unchecked``) and
+    rendered from it in text, JSON and HTML; the remedy applied gives the eager results."""
+    with pytest.warns(UserWarning, match="could not check") as said:
+        jitted, eager, traces, report = _big_epochs(jit, fix=False)
+    assert traces == 1 and jitted == [1.0, 1.0, 1.0] and eager == [1.0, 2.0, 3.0]  # the bug
+    notices = [w for w in said if "could not check" in str(w.message)]
+    assert len(notices) == 1 and remedy in str(notices[0].message)
+    (fn,) = [f for f in report.functions if f.unchecked]
+    (u,) = fn.unchecked
+    assert isinstance(u, jitlens.Unchecked) and not fn.stale_hits  # not known stale either
+    path = "cfg" if jit == "jax.jit" else "module.cfg"
+    assert (u.call_index, u.path, u.why, u.limit) == (1, path, "too_big", 2000)
+    caller = "lambda cfg: g(x, cfg)" if jit == "jax.jit" else "lambda cfg: jit_scaled(cfg)"
+    assert u.call_site.endswith(f"test_stale2.py:{_line_of(caller)}")  # the jit's caller
+    data = json.loads(report.to_json())
+    (row,) = [f for f in data["functions"] if f["unchecked"]]
+    assert row["unchecked"] == [dataclasses.asdict(u)]
+    text = report.to_text(width=100)
+    assert f"warning: not checked at {u.call_site} (call #2): `{path}`" in text
+    assert "1 static(s) not checked" in text and remedy in " ".join(text.split())
+    assert 'class="retrace unchecked"' in report.to_html() and "2,000 values" in report.to_html()
+    jitted, eager, traces, report = _big_epochs(jit, fix=True)  # the remedy, applied
+    assert jitted == eager and traces == 3
+    assert not [u for f in report.functions for u in f.unchecked]
+
+
+def _line_of(code: str) -> int:
+    import inspect
+
+    lines = inspect.getsource(_big_epochs).splitlines()
+    start = _big_epochs.__code__.co_firstlineno
+    return start + next(i for i, line in enumerate(lines) if code in line)
+
+
+def test_reports_written_before_the_field_read_as_not_known(tmp_path, capsys):
+    """``jitlens report`` and ``jitlens diff`` (in process, as the command runs) read a report
+    without ``unchecked``: it is null (not known), never an empty list (none)."""
+    with pytest.warns(UserWarning, match="could not check"):
+        *_, report = _big_epochs("jax.jit", fix=False)
+    new, old, again = tmp_path / "new.json", tmp_path / "old.json", tmp_path / "again.json"
+    new.write_text(report.to_json())
+    data = json.loads(new.read_text())
+    for f in data["functions"]:
+        del f["unchecked"]
+    old.write_text(json.dumps(data))
+    assert jitlens.main(["report", str(old), "--json", str(again), "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    assert "not checked" not in out and "step" in out
+    assert {f["unchecked"] is None for f in json.loads(again.read_text())["functions"]} == {True}
+    assert jitlens.load_report(old).functions[0].unchecked is None
+    assert jitlens.main(["report", str(new), "--color", "never"]) == 0
+    assert "warning: not checked at" in capsys.readouterr().out
+    assert jitlens.main(["diff", str(old), str(new)]) == 0
+    assert "nothing got worse" in capsys.readouterr().out

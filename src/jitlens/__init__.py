@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ._core.report import Reason as Reason
     from ._core.report import Report as Report
     from ._core.report import StaleHit as StaleHit
+    from ._core.report import Unchecked as Unchecked
     from ._core.report import load_report as load_report
     from ._diff.diff import diff as diff
     from ._diff.model import ReportDiff as ReportDiff
@@ -79,6 +80,7 @@ _LAZY = {
     "ReasonKind": "_core.kinds",
     "Advice": "_core.report",
     "StaleHit": "_core.report",
+    "Unchecked": "_core.report",
     "Event": "_core.report",
     "FunctionReport": "_core.report",
     "Reason": "_core.report",
@@ -177,6 +179,7 @@ __all__ = [
     "StaleCacheWarning",
     "StaleHit",
     "Tracker",
+    "Unchecked",
     "__version__",
     "audit",
     "check_jit_forward",

@@ -91,6 +91,9 @@ def _fold(members: list[FunctionReport]) -> tuple[FunctionReport, dict[int, Even
         compile_seconds=sum(m.compile_seconds for m in members),
         events=events,
         stale_hits=tuple(h for m in members for h in m.stale_hits),
+        unchecked=None
+        if any(m.unchecked is None for m in members)
+        else tuple(u for m in members for u in m.unchecked or ()),
         stopped=tuple(e for m in members for e in m.stopped),
         call_times=call_times,
         call_entries=call_entries,

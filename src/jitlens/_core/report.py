@@ -126,6 +126,19 @@ class StaleHit:
 
 
 @record
+class Unchecked:
+    """A static a cache hit passed that jitlens could not check: not known unchanged, nor stale."""
+
+    #: The cached call (from 0), its ``file:line``, the static (as in ``StaleHit``), and why:
+    #: ``too_big``, it holds more than ``limit`` values, more than a check reads.
+    call_index: int
+    call_site: str
+    path: str
+    why: str
+    limit: int | None = None
+
+
+@record
 class Advice:
     """One change worth making to a function, with the time it would save.
 
@@ -182,6 +195,8 @@ class FunctionReport:
     events: tuple[Event, ...] = ()
     #: ``nnx.cached_partial`` calls that ignored a later change of a static (stale results).
     stale_hits: tuple[StaleHit, ...] = ()
+    #: Statics hits passed that jitlens could not check; None in a report from before it said.
+    unchecked: tuple[Unchecked, ...] | None = ()
     #: One of JAX's or Flax's own jitted helpers (hidden unless asked for).
     internal: bool = False
     #: A number unique to the jitted object within the report.
@@ -445,6 +460,12 @@ def _function(d: Any, where: str) -> FunctionReport:
         StaleHit(**_build(StaleHit, s, f"{where}.stale_hits[{i}]"))
         for i, s in enumerate(_list(kw.get("stale_hits", ()), where))
     )
+    if kw.get("unchecked") is not None:  # absent or null: not known (a report from before)
+        kw["unchecked"] = tuple(
+            Unchecked(**_build(Unchecked, u, f"{where}.unchecked[{i}]"))
+            for i, u in enumerate(_list(kw["unchecked"], where))
+        )
+    kw.setdefault("unchecked", None)
     kw["advice"] = tuple(
         _advice(a, f"{where}.advice[{i}]") for i, a in enumerate(_list(kw.get("advice", ()), where))
     )

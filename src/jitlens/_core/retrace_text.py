@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from . import buckets
 from .kinds import EventKind
 from .lines import Line, Role
-from .report import Event, FunctionReport, Reason, StaleHit
+from .report import Event, FunctionReport, Reason, StaleHit, Unchecked
 
 LOG = logging.getLogger("jitlens")
 #: Lines one retrace may take (header included), however many reasons it has.
@@ -281,6 +281,46 @@ def stale_lines(fn: FunctionReport, stale: StaleHit) -> list[Line]:
     if stale.fix:
         lines.append(Line(4, FIX_LINE.format(fix=stale.fix), Role.FIX))
     return lines
+
+
+#: A static a hit passed that jitlens could not check (``Unchecked``): every output's words.
+UNCHECKED_HEADER = "warning: not checked at {call_site} (call #{index}): `{path}`"
+UNCHECKED_TEXT = {
+    "too_big": (
+        "jitlens could not check `{path}` for a change in place (call #{index}): it holds more "
+        "than {limit} values, more than a check reads. If it is changed in place after its "
+        "compile, {kind} serves the old compile with no retrace (a stale result): {remedy}."
+    ),
+}
+#: ... for a ``why`` this jitlens has no words for (a report from a later one).
+UNCHECKED_OTHER = "jitlens could not check `{path}` (call #{index}): {why}."
+UNCHECKED_REMEDY = "assign a new object instead of changing it"
+#: nn.jit keeps only a hash of the fields: a new object may take a freed one's address (and
+#: its identity hash), so only a class whose fields the hash reads is a fix.
+UNCHECKED_REMEDY_LINEN = (
+    "make its class a dataclass (`@dataclasses.dataclass`), whose fields nn.jit hashes"
+)
+
+
+def unchecked_text(kind: str, u: Unchecked) -> str:
+    """What a static jitlens could not check means, and the remedy, for a ``kind`` of jit."""
+    remedy = UNCHECKED_REMEDY_LINEN if kind == "nn.jit" else UNCHECKED_REMEDY
+    limit = UNKNOWN if u.limit is None else f"{u.limit:,}"
+    return UNCHECKED_TEXT.get(u.why, UNCHECKED_OTHER).format(
+        path=u.path,
+        index=call_number(u.call_index),
+        limit=limit,
+        kind=kind,
+        why=u.why,
+        remedy=remedy,
+    )
+
+
+def unchecked_lines(fn: FunctionReport, u: Unchecked) -> list[Line]:
+    header = UNCHECKED_HEADER.format(
+        call_site=u.call_site or fn.first_call_site, index=call_number(u.call_index), path=u.path
+    )
+    return [Line(0, header, Role.ALERT), Line(4, unchecked_text(fn.kind, u), Role.CAUSE)]
 
 
 def fallback(report: object) -> str:

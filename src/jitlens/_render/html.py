@@ -17,10 +17,11 @@ from .._core.report import (
     Reason,
     Report,
     StaleHit,
+    Unchecked,
     fold_reasons,
     total_traces,
 )
-from .._core.retrace_text import fold_key
+from .._core.retrace_text import UNCHECKED_HEADER, call_number, fold_key, unchecked_text
 from .heading import NOT_INCLUDED
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
 from .text import bucketed_text, costliest, percent, sorted_functions
@@ -408,6 +409,16 @@ def _stale_html(fn: FunctionReport, stale: StaleHit) -> str:
     )
 
 
+def _unchecked_html(fn: FunctionReport, u: Unchecked) -> str:
+    head = UNCHECKED_HEADER.removeprefix("warning: ").format(
+        call_site=u.call_site or fn.first_call_site, index=call_number(u.call_index), path=u.path
+    )
+    return (
+        f'<article class="retrace unchecked"><h4>? {escape(head)}</h4>'
+        f'<p class="message">{_highlight(unchecked_text(fn.kind, u), u.path)}</p></article>'
+    )
+
+
 def _cells(fn: FunctionReport) -> list[str]:
     rate = fn.hit_rate
     return [
@@ -447,6 +458,7 @@ def _table(functions: Sequence[FunctionReport], ids: dict[int, str]) -> str:
 def _section(report: Report, fi: int, fn: FunctionReport, span: float, origin: float) -> str:
     articles, anchors = _explanations(fi, fn)
     stale = "".join(_stale_html(fn, s) for s in fn.stale_hits)
+    stale += "".join(_unchecked_html(fn, u) for u in fn.unchecked or ())
     meta = FUNCTION_META.format(
         kind=fn.kind, defined_at=fn.defined_at, call_site=fn.first_call_site
     )

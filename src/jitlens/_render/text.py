@@ -109,6 +109,7 @@ COMPILED_AGAIN = "compiled {m}x more from a cached trace, no retrace, {lost:.2f}
 #: a static length's second value is no mode (jax's examples/hmm_em.py `sample`).
 EXPECTED_COUNT = "{n} expected (a first compile the program needs, not counted)"
 STALE_COUNT = "{n} stale cache hit(s)"
+UNCHECKED_COUNT = "{n} static(s) not checked"
 STOPPED_COUNT = "{n} trace(s) stopped by a compile budget"
 #: At most this many lines when a line budget is given (``jitlens run`` at exit).
 TABLE_ROWS = 20
@@ -174,7 +175,7 @@ def styled(line: Line, *, glue: bool = False) -> Padding:
 def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     """Folded retraces, traces a budget stopped and stale hits of one function, as indented lines."""
     retraces = [e for e in fn.events if e.kind is not EventKind.TRACE]
-    if not retraces and not fn.stale_hits and not fn.stopped:
+    if not retraces and not fn.stale_hits and not fn.stopped and not fn.unchecked:
         return []
     compiles = sum(1 for e in retraces if e.kind == "compile")
     template = (
@@ -185,6 +186,7 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     parts += [EXPECTED_COUNT.format(n=expected)] if expected and not fn.bucketed else []
     parts += [STOPPED_COUNT.format(n=len(fn.stopped))] if fn.stopped else []
     parts += [STALE_COUNT.format(n=len(fn.stale_hits))] if fn.stale_hits else []
+    parts += [UNCHECKED_COUNT.format(n=len(fn.unchecked))] if fn.unchecked else []
     folded = fn.wrappers > 1 and fn.wrapped_qualname
     header = (FOLDED_HEADER if folded else FUNCTION_HEADER).format(
         qualname=fn.qualname, summary=", ".join(parts), defined_at=fn.defined_at
@@ -222,6 +224,8 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
             lines.append(Line(4, RT.no_reason(kind, len(unexplained)), Role.NOTE))
     for stale in fn.stale_hits:
         lines += _indented(RT.stale_lines(fn, stale), 2)
+    for u in fn.unchecked or ():
+        lines += _indented(RT.unchecked_lines(fn, u), 2)
     return lines
 
 

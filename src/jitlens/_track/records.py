@@ -30,6 +30,7 @@ from .state import weak
 
 if TYPE_CHECKING:
     from .._core.cost import CompileCost
+    from .._core.report import Unchecked
 
 #: Keys remembered per record (oldest dropped first): bounds memory and the
 #: cost of finding the closest key on a miss.
@@ -148,6 +149,7 @@ class Counts:
     events: int = 0
     call_times: int = 0
     stale: int = 0
+    unchecked: int = 0
     eager: int = 0
     stopped: int = 0
 
@@ -197,6 +199,8 @@ class Record:
         self.events: list[EventBuilder] = []
         self.keys: list[Key] = []
         self.stale_hits: list[StaleHit] = []
+        #: Statics a hit passed that were too big to check (``stale.check_statics``).
+        self.unchecked: list[Unchecked] = []
         #: (path, address) of the statics found changed in place (``stale.check_statics``).
         self.stale_seen: set[tuple[Any, int]] = set()
         #: Traces a compile budget stopped (``listeners.abort_trace``), capped.
@@ -315,6 +319,7 @@ class Record:
             events=len(self.events),
             call_times=timed,
             stale=len(self.stale_hits),
+            unchecked=len(self.unchecked),
             eager=self.eager_calls,
             stopped=len(self.stopped),
         )
@@ -358,6 +363,7 @@ class Record:
             compile_seconds=sum(e.compile_seconds for e in events),
             events=events,
             stale_hits=tuple(self.stale_hits[base.stale : top.stale]),
+            unchecked=tuple(self.unchecked[base.unchecked : top.unchecked]),
             internal=self.internal,
             id=self.id,
             call_times=tuple(round(max(0.0, t - t0), 6) for t in times),

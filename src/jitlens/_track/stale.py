@@ -320,12 +320,8 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
 
 #: :func:`_change` of an object too big to read in full: not known, never "unchanged".
 _UNCHECKED = ("?", "?", "?", "?")
-UNCHECKED_MSG = (
-    "jitlens could not check `{path}` for a change in place (call #{call}): it holds more "
-    "than {limit} values, more than a check reads. If it is changed in place after its "
-    "compile, {kind} serves the old compile with no retrace (a stale result): assign a new "
-    "object instead of changing it."
-)
+#: ``Unchecked.why`` of a static holding more values than a check reads.
+TOO_BIG = "too_big"
 
 
 def _change(sv: Any, value: Any) -> tuple[str, str, str, str] | None:
@@ -354,15 +350,20 @@ def _change(sv: Any, value: Any) -> tuple[str, str, str, str] | None:
 
 
 def _unchecked(rec: Any, n: int, path: Any, held: str = "") -> None:
-    """Say, once per static, that a hit passed an object too big to check (not unchanged)."""
+    """Keep, and say once per static, that a hit passed an object too big to check: not
+    known unchanged (``Report``: ``FunctionReport.unchecked``)."""
     from .._core.contents import MAX_VALUES
+    from .._core.report import Unchecked
+    from .._core.retrace_text import unchecked_text
 
     shown = render_path(path)
     root = str(path[0][1])
     if held:
         shown = held + shown[len(root) :]
-    text = UNCHECKED_MSG.format(path=shown, call=n + 1, limit=MAX_VALUES, kind=rec.kind)
-    sink.warn(text, UserWarning, _compat.user_stacklevel())
+    site = _compat.user_call_site(_compat.caller(3))
+    u = Unchecked(call_index=n, call_site=site, path=shown, why=TOO_BIG, limit=MAX_VALUES)
+    rec.unchecked.append(u)
+    sink.warn(unchecked_text(rec.kind, u), UserWarning, _compat.user_stacklevel())
 
 
 _MISSING = object()
