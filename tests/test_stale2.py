@@ -260,3 +260,32 @@ def test_reports_written_before_the_field_read_as_not_known(tmp_path, capsys):
     assert "warning: not checked at" in capsys.readouterr().out
     assert jitlens.main(["diff", str(old), str(new)]) == 0
     assert "nothing got worse" in capsys.readouterr().out
+
+
+def test_versions_jitlens_does_not_vouch_for_are_in_the_report(tmp_path, capsys):
+    """The start-up notice on versions outside the tested range is data (``run``'s
+    ``untested_versions`` and ``self_checked``), shown by ``jitlens report`` in text and HTML;
+    an older report without them reads as not known and shows nothing."""
+    with jitlens.track() as t:
+        import jax
+
+        jax.jit(lambda x: x + 1)(jnp.ones(2))
+    data = json.loads(t.report().to_json())
+    assert data["run"]["untested_versions"] == ""  # this machine's pair is a tested one
+    assert isinstance(data["run"]["self_checked"], bool)
+    why = "jax 0.13.0 is newer than the newest tested (0.12.0.1)"
+    data["run"].update(untested_versions=why, self_checked=False)
+    saved, page = tmp_path / "untested.json", tmp_path / "untested.html"
+    saved.write_text(json.dumps(data))
+    assert jitlens.main(["report", str(saved), "--html", str(page), "--color", "never"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"warning: {why}, and no self-check has run on them: run `jitlens selfcheck`" in said
+    assert f'<section class="notices"><h3>Warnings</h3><p class="message">{why}' in (
+        page.read_text()
+    )
+    for key in ("untested_versions", "self_checked"):
+        del data["run"][key]
+    saved.write_text(json.dumps(data))
+    assert jitlens.load_report(saved).run.untested_versions is None
+    assert jitlens.main(["report", str(saved), "--color", "never"]) == 0
+    assert "tested" not in capsys.readouterr().out

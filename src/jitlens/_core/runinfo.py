@@ -119,6 +119,11 @@ class RunInfo:
     persistent_cache: PersistentCache = dataclasses.field(default_factory=PersistentCache)
     #: Why the cache could not help (``_core.pcache.diagnose``); empty when it could.
     notes: tuple[CacheNote, ...] = ()
+    #: Why jitlens does not vouch for its figures on these versions (outside its tested range,
+    #: ``_compat.probe``); "" when they are tested; None when not known (an older report).
+    untested_versions: str | None = None
+    #: Its self-check has run on these versions (``jitlens selfcheck``); None when not known.
+    self_checked: bool | None = None
 
 
 def _fields(cls: type, data: Any, where: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from .._core.report import (
 from .._core.retrace_text import UNCHECKED_HEADER, call_number, fold_key, unchecked_text
 from .heading import NOT_INCLUDED
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
-from .text import bucketed_text, costliest, percent, sorted_functions
+from .text import bucketed_text, costliest, notices, percent, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -517,6 +517,8 @@ def _page(report: Report) -> str:
         else ""
     )
     argv = f'<p class="argv mono">$ {escape(" ".join(report.argv))}</p>' if report.argv else ""
+    said = "".join(f'<p class="message">{_highlight(str(t), "")}</p>' for t in notices(report))
+    argv += f'<section class="notices"><h3>Warnings</h3>{said}</section>' if said else ""
     sections = "".join(_section(report, i, fn, span, origin) for i, fn in enumerate(users))
     at = f" ({origin:.1f} s after tracking began)" if origin >= 0.05 else ""
     note = f'<p class="legend">{escape(AXIS_NOTE.format(at=at))}</p>' if users else ""

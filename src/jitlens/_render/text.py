@@ -91,6 +91,15 @@ NO_FUNCTIONS_SEEN = (
     "see everything on these versions:"
 )
 WARNING_LINE = "warning: {text}"
+#: Versions outside jitlens' tested range (``RunInfo.untested_versions``), by whether its
+#: self-check ran on them (``RunInfo.self_checked``; None: not known).
+UNTESTED = {
+    True: "{why}; jitlens' self-check passed, but figures on untested versions deserve a "
+    "second look (docs/reference/versions.md).",
+    False: "{why}, and no self-check has run on them: run `jitlens selfcheck` once to check "
+    "that jitlens counts right here (docs/reference/versions.md).",
+    None: "{why}; whether jitlens' self-check ran on them is not known.",
+}
 NO_FUNCTIONS = (
     "jitlens: no jitted function was called ({backend} on {host}, {duration:.1f} s tracked)."
 )
@@ -489,9 +498,18 @@ def _pieces(
     for note in report.run.notes if report.run is not None else ():  # issue 23
         out.append(("line", Line(0, CACHE_NOTE.format(message=note.message), Role.WARNING), False))
         out.append(("line", Line(2, CACHE_FIX.format(fix=note.fix), Role.FIX), False))
-    for warning in report.warnings:
+    for warning in notices(report):
         out.append(("line", Line(0, WARNING_LINE.format(text=warning), Role.WARNING), False))
     return out
+
+
+def notices(report: Report) -> list[str]:
+    """What jitlens could not measure or vouch for in this run, as sentences (text and HTML)."""
+    run = report.run
+    why = run.untested_versions if run is not None else None
+    checked = run.self_checked if run is not None else None
+    untested = [UNTESTED.get(checked, UNTESTED[None]).format(why=why)] if why else []
+    return [*report.warnings, *untested]
 
 
 def _render(

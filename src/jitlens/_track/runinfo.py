@@ -126,8 +126,20 @@ def collect(
         key_flags=pcache_api.key_flags(),
         config=pcache_api.key_config(),
         persistent_cache=cache,
+        **_versions(),
     )
     return dataclasses.replace(info, notes=diagnose(info, process_index))
+
+
+def _versions() -> dict[str, Any]:
+    """Whether jitlens vouches for its figures here: the self-check's notice, kept as data."""
+    from . import selfcheck
+
+    check = selfcheck.result(wait=True)
+    if check is None:
+        return {}  # no self-check in this process: not known
+    untested = check.capabilities.untested
+    return {"untested_versions": untested or "", "self_checked": check.canary_ran}
 
 
 def run_section(
