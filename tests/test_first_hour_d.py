@@ -1,0 +1,117 @@
+"""The first hour, fourth trial: a demanding JAX/Flax user off the happy path.
+
+Found by running every command on programs of one's own (a jit built per loop iteration, a
+static config dict, keras ``fit`` with ``validation_split``, numpyro run twice, sharded
+inputs, linen ``nn.jit``) and checking what jitlens said against the programs' own counters.
+Each test stands for one place where that user got a wrong figure or a fix that did not work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import jitlens
+
+#: A newcomer's loop: a new ``jax.jit`` of a lambda per iteration (3 traces, one per wrapper).
+PER_ITERATION = """\
+import jax
+import jax.numpy as jnp
+
+TRACES = [0]
+
+
+def body(x):
+    TRACES[0] += 1
+    return x + 1
+
+
+def run(fixed):
+    out = []
+    step = jax.jit(lambda x: body(x))
+    for _ in range(3):
+        if not fixed:
+            step = jax.jit(lambda x: body(x))
+        out.append(float(step(jnp.ones(2)).sum()))
+    return out
+"""
+
+
+def _tracked_run(tmp_path: Path, fixed: bool) -> tuple[str, list[float], int]:
+    """The program above run with ``fixed`` under ``jitlens.track()``: its saved JSON report,
+    its outputs, and its own count of traces."""
+    import importlib.util
+
+    path = tmp_path / f"per_iteration_{fixed}.py"
+    path.write_text(PER_ITERATION)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with jitlens.track() as t:
+        out = module.run(fixed)
+    report = tmp_path / f"run_{fixed}.json"
+    report.write_text(t.report().to_json())
+    return str(report), out, module.TRACES[0]
+
+
+def test_diff_compares_a_jit_made_per_iteration_as_one_function(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jitlens diff` of the run with a `jax.jit(lambda ...)` per iteration and the run with
+    `jitlens run`'s fix applied (jit once, before the loop) printed "gone <lambda>" twice and
+    "2 function(s) unchanged": 3 traces -> 1 was not said; the other way round, two "new
+    <lambda>" blocks. The wrappers of one code are one function, as `jitlens run` folds them."""
+    broken, out_broken, truth_broken = _tracked_run(tmp_path, fixed=False)
+    fixed, out_fixed, truth_fixed = _tracked_run(tmp_path, fixed=True)
+    assert (truth_broken, truth_fixed) == (3, 1) and out_fixed == out_broken
+    assert jitlens.main(["diff", broken, fixed]) == 0
+    text = capsys.readouterr().out
+    assert "gone" not in text and "new " not in text, text
+    assert "better  run.<locals>.<lambda>" in text and "traces 3 -> 1" in text, text
+    assert jitlens.main(["diff", fixed, broken]) == 1
+    text = capsys.readouterr().out
+    assert "WORSE  run.<locals>.<lambda>" in text and "traces 1 -> 3" in text, text
+    assert "new " not in text and "gone" not in text, text
+    # the fix `jitlens run` printed for the same retraces, not "see `jitlens report`"
+    assert "fix: Define the function once" in text and "jitlens report" not in text, text
+
+
+STATIC_CONFIG = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+TRACES = [0]
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def scale(x, cfg):
+    TRACES[0] += 1
+    return x * cfg["a"] + cfg["b"]
+
+
+out = [float(scale(jnp.ones(2), cfg={"a": 2.0, "b": 1.0}).sum()) for _ in range(3)]
+"""
+
+
+def test_lint_fix_for_a_static_dict_keeps_the_body_working() -> None:
+    """`jitlens lint` on a dict passed as a static argument said "pass a tuple instead":
+    done as said (`cfg=tuple(...)`), the body's `cfg["a"]` fails. The printed fix is applied
+    here as written: the items as a tuple, read back as a dict in the body: one trace for
+    three calls, and the values the dict meant."""
+    (finding,) = [f for f in jitlens.lint_source(STATIC_CONFIG, "cfg.py") if f.code == "JL005"]
+    assert "a dict" in finding.message
+    assert "`tuple(sorted(cfg.items()))`" in finding.fix, finding.fix
+    assert "`cfg = dict(cfg)`" in finding.fix and "`scale`" in finding.fix, finding.fix
+    fixed = STATIC_CONFIG.replace(
+        'cfg={"a": 2.0, "b": 1.0}', 'cfg=tuple(sorted({"a": 2.0, "b": 1.0}.items()))'
+    ).replace("    TRACES[0] += 1\n", "    TRACES[0] += 1\n    cfg = dict(cfg)\n")
+    assert jitlens.lint_source(fixed, "cfg.py") == []
+    scope: dict = {}
+    with jitlens.track() as t:
+        exec(compile(fixed, "cfg.py", "exec"), scope)
+    assert scope["out"] == [6.0, 6.0, 6.0]
+    assert scope["TRACES"] == [1] and t.stats(scope["scale"]).traces == 1
