@@ -9,6 +9,7 @@ Each test stands for one place where that user got a wrong figure or a fix that 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,64 @@ def test_lint_fix_for_a_static_dict_keeps_the_body_working() -> None:
         exec(compile(fixed, "cfg.py", "exec"), scope)
     assert scope["out"] == [6.0, 6.0, 6.0]
     assert scope["TRACES"] == [1] and t.stats(scope["scale"]).traces == 1
+
+
+def test_an_annealed_equinox_field_fix_works_in_a_training_step() -> None:
+    """A float field of an eqx.Module annealed per step (`eqx.tree_at`) in an optax training
+    step: the fix said `jnp.asarray(value)` in `eqx.tree_at` "or in `__init__`". Done at the
+    `tree_at` only, optax failed (the state `opt.init` made while it was a number has no slot
+    for it: "unsupported operand type(s) for *: 'float' and 'NoneType'"); done in both, the
+    weakly typed array made adam's state flip weak type: a retrace again. The printed fix is
+    applied as written: one trace, the same losses."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    traces = [0]
+
+    class Scaled(eqx.Module):
+        lin: eqx.nn.Linear
+        scale: Any
+
+        def __init__(self, scale: Any) -> None:
+            self.lin = eqx.nn.Linear(3, 1, key=jax.random.key(0))
+            self.scale = scale
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            scale = self.scale
+            if not isinstance(scale, float):  # as printed: not trained
+                scale = jax.lax.stop_gradient(scale)
+            return self.lin(x) * scale
+
+    opt = optax.adam(1e-2)
+
+    @eqx.filter_jit
+    def step(model, opt_state, x):
+        traces[0] += 1
+        loss, grads = eqx.filter_value_and_grad(lambda m: jnp.mean(jax.vmap(m)(x) ** 2))(model)
+        updates, opt_state = opt.update(grads, opt_state, model)
+        return eqx.apply_updates(model, updates), opt_state, loss
+
+    def train(model, wrap):
+        opt_state = opt.init(eqx.filter(model, eqx.is_array))
+        losses = []
+        for i in range(3):
+            model = eqx.tree_at(lambda m: m.scale, model, wrap(1.0 + 0.5 * i))
+            model, opt_state, loss = step(model, opt_state, jnp.ones((2, 3)))
+            losses.append(float(loss))
+        return losses
+
+    with jitlens.track() as t:
+        before = train(Scaled(1.0), float)
+    assert traces[0] == t.stats(step).traces == 3
+    (fix,) = {r.fix for e in t.stats(step).events for r in e.reasons}
+    written = "jnp.asarray(value, jnp.float32)"
+    assert f"`model = eqx.tree_at(lambda m: m.scale, model, {written})`" in fix, fix
+    assert "in `__init__`, before `opt.init`" in fix and "stop_gradient(self.scale)" in fix, fix
+    traces[0] = 0
+    with jitlens.track() as t:
+        after = train(Scaled(jnp.asarray(1.0, jnp.float32)), lambda v: jnp.asarray(v, jnp.float32))
+    assert traces[0] == t.stats(step).traces == 1
+    np.testing.assert_allclose(after, before, rtol=1e-6)
