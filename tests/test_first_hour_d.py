@@ -268,3 +268,52 @@ def test_keras_fit_with_validation_split_gets_a_fix_that_keeps_one_train_shape(
     done = run_python([str(script), "fixed", statements])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["traces"] == 1
+
+
+LIBRARY_JITS = """\
+import jax, jax.numpy as jnp, optax
+import flax.linen as nn
+
+m = nn.Dense(2)
+variables = m.init(jax.random.key(0), jnp.ones((1, 3)))
+apply = jax.jit(m.apply)
+y = [apply(variables, jnp.ones((4, 3))).tolist() for _ in range(2)]
+
+opt = optax.adam(1e-2)
+params = {"w": jnp.ones(3)}
+state = opt.init(params)
+update = jax.jit(opt.update)
+sin = jax.jit(jnp.sin)
+out = [float(sin(jnp.ones(n)).sum()) for n in (2, 2, 3)]
+for i in range(3):
+    u, state = update({"w": jnp.ones(3)}, state, params)
+    params = optax.apply_updates(params, u)
+print(out, params["w"].tolist())
+print("CACHE", sin._cache_size(), update._cache_size(), apply._cache_size(), y[0])
+"""
+
+
+def test_a_jit_the_user_makes_of_a_library_function_is_the_users_row(tmp_path: Path) -> None:
+    """`update = jax.jit(opt.update)` (optax's own README loop), `apply = jax.jit(m.apply)`
+    (a linen model, Flax's own examples) and `jax.jit(jnp.sin)`, called in the program's loop:
+    `jitlens run` said "no jitted function was called", though `sin` compiled twice. A jit the user's own line makes is the user's function,
+    whoever wrote the function inside; JAX's own cache sizes are the ground truth."""
+    import json
+
+    from conftest import run_python
+
+    script = tmp_path / "library_jits.py"
+    script.write_text(LIBRARY_JITS)
+    plain = run_python([str(script)])
+    report = tmp_path / "r.json"
+    done = run_python(["-m", "jitlens", "run", "--json", str(report), str(script)])
+    assert done.returncode == plain.returncode == 0, done.stderr
+    assert done.stdout == plain.stdout
+    sizes = [int(n) for n in plain.stdout.split("CACHE")[1].split()[:3]]
+    assert "no jitted function was called" not in done.stderr, done.stderr
+    rows = {f["name"]: f for f in json.loads(report.read_text())["functions"] if not f["internal"]}
+    assert sorted(rows) == ["m.apply", "opt.update", "sin"], sorted(rows)
+    traces = [rows[n]["traces"] for n in ("sin", "opt.update", "m.apply")]
+    assert traces == sizes == [2, 1, 1]
+    assert [rows[n]["calls"] for n in ("sin", "opt.update", "m.apply")] == [3, 3, 2]
+    assert "`x` changed shape f32[2] -> f32[3]" in done.stderr, done.stderr
