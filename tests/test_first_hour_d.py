@@ -251,6 +251,7 @@ def test_keras_fit_with_validation_split_gets_a_fix_that_keeps_one_train_shape(
 
     from conftest import run_python
 
+    pytest.importorskip("keras")
     script = tmp_path / "fit.py"
     script.write_text(KERAS_FIT)
     done = run_python([str(script), "broken"])
