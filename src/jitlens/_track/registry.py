@@ -176,7 +176,9 @@ class Registry:
             if _compat.is_user_file(made_at.f_code.co_filename):
                 # a library's callable the user jitted (`jax.jit(opt.update)`, `jax.jit(jnp.sin)`)
                 # is the user's function: their line made the jit, their loop calls it
-                name = _compat.library_name(fun) or _users_spelling(fun, made_at)
+                from .._compat.frames import users_spelling
+
+                name = _compat.library_name(fun) or users_spelling(fun, made_at)
                 rec.internal = False
             else:
                 name = _compat.built_by_library(fun, made_at)
@@ -380,31 +382,3 @@ def _frontend_index(frontend: Frontend, key: Any, user_fn: Any) -> tuple[str, st
 
 
 REGISTRY = Registry()
-
-
-def _users_spelling(fun: Any, frame: Any) -> str | None:
-    """A library's callable as the code at ``frame`` reaches it: ``model.apply`` for a bound
-    method of its ``model``, ``opt.update`` for optax's ``update_fn`` closure held in a field of
-    its NamedTuple ``opt``; None when the function's own name reads well (``sin``)."""
-    owner = getattr(fun, "__self__", None)
-    if owner is not None and not isinstance(owner, (type, types.ModuleType)):
-        name = _compat.name_in_frame(owner, frame)
-        method = getattr(fun, "__name__", None)
-        return f"{name}.{method}" if name and isinstance(method, str) else None
-    if "<locals>" not in getattr(fun, "__qualname__", ""):
-        return None
-
-    def holds(value: Any) -> bool:
-        fields = getattr(value, "_fields", None)
-        return isinstance(fields, tuple) and any(
-            isinstance(f, str) and getattr(value, f, None) is fun for f in fields
-        )
-
-    from .._compat.frames import name_in_frame_matching
-
-    owner = name_in_frame_matching(holds, frame)
-    if not owner:
-        return getattr(fun, "__name__", None)
-    value = frame.f_locals.get(owner, frame.f_globals.get(owner))
-    field = next(f for f in value._fields if getattr(value, f, None) is fun)
-    return f"{owner}.{field}"
