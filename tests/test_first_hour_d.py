@@ -69,14 +69,19 @@ def test_diff_compares_a_jit_made_per_iteration_as_one_function(
     assert (truth_broken, truth_fixed) == (3, 1) and out_fixed == out_broken
     assert jitlens.main(["diff", broken, fixed]) == 0
     text = capsys.readouterr().out
-    assert "gone" not in text and "new " not in text, text
+    assert not _status_lines(text, "gone", "new"), text
     assert "better  run.<locals>.<lambda>" in text and "traces 3 -> 1" in text, text
     assert jitlens.main(["diff", fixed, broken]) == 1
     text = capsys.readouterr().out
     assert "WORSE  run.<locals>.<lambda>" in text and "traces 1 -> 3" in text, text
-    assert "new " not in text and "gone" not in text, text
+    assert not _status_lines(text, "gone", "new"), text
     # the fix `jitlens run` printed for the same retraces, not "see `jitlens report`"
     assert "fix: Define the function once" in text and "jitlens report" not in text, text
+
+
+def _status_lines(text: str, *statuses: str) -> list[str]:
+    """The lines of `jitlens diff` that open a function's block with one of ``statuses``."""
+    return [line for line in text.splitlines() if line.split("  ")[0] in statuses]
 
 
 STATIC_CONFIG = """\
