@@ -15,6 +15,8 @@ import pytest
 
 import jitlens
 
+pytest_plugins = ["pytester"]
+
 #: A newcomer's loop: a new ``jax.jit`` of a lambda per iteration (3 traces, one per wrapper).
 PER_ITERATION = """\
 import jax
@@ -225,6 +227,8 @@ os.environ["KERAS_BACKEND"] = "jax"
 import keras, numpy as np
 import jitlens
 
+pytest_plugins = ["pytester"]
+
 x = np.random.default_rng(0).random((50, 4)).astype("float32")
 y = x.sum(1, keepdims=True)
 if sys.argv[1] == "fixed":
@@ -323,3 +327,37 @@ def test_a_jit_the_user_makes_of_a_library_function_is_the_users_row(tmp_path: P
     assert traces == sizes == [2, 1, 1]
     assert [rows[n]["calls"] for n in ("sin", "opt.update", "m.apply")] == [3, 3, 2]
     assert "`x` changed shape f32[2] -> f32[3]" in done.stderr, done.stderr
+
+
+#: A test whose loop jits anew per iteration: 3 compiles of one function.
+JIT_PER_ITERATION_TEST = """\
+import jax, jax.numpy as jnp, pytest
+
+TRACES = [0]
+
+
+def body(x):
+    TRACES[0] += 1
+    return x + 1
+
+
+@pytest.mark.max_traces(1)
+def test_loop():
+    for _ in range(3):
+        jax.jit(lambda x: body(x))(jnp.ones(2))
+    assert TRACES[0] == 3
+"""
+
+
+def test_a_compile_budget_counts_a_jit_made_anew_per_iteration(pytester: pytest.Pytester) -> None:
+    """`@pytest.mark.max_traces(1)` on a test whose loop wraps `jax.jit(lambda ...)` anew per
+    iteration passed: 3 compiles of one function, counted 1 per wrapper. The summary folds
+    the wrappers into one function ("retraced 2x"); the budget counts them as one too, and
+    its error carries the fix for the new wrapper."""
+    pytester.makepyfile(test_loop=JIT_PER_ITERATION_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*`test_loop.<locals>.<lambda>` was traced 2 times, over its budget of 1*"]
+    )
+    result.stdout.fnmatch_lines(["*fix: Define the function once*"])
