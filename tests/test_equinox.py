@@ -235,10 +235,11 @@ def test_a_number_field_set_per_step_gets_a_field_fix_that_works():
     assert row.traces == count.n == 3
     r = _reasons(row)[0]
     assert (r.path, r.kind) == ("model.temperature", "static_value")
-    fix = "`model = eqx.tree_at(lambda m: m.temperature, model, jnp.asarray(value))`"
+    written = "jnp.asarray(value, jnp.float32)"
+    fix = f"`model = eqx.tree_at(lambda m: m.temperature, model, {written})`"
     assert fix in r.fix and "stop_gradient(self.temperature)" in r.fix
     count.n = 0
-    fixed = anneal(model, jnp.asarray)  # the fix as printed
+    fixed = anneal(model, lambda v: jnp.asarray(v, jnp.float32))  # the fix as printed
     assert count.n == 1
     for a, b in zip(outs, fixed, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)

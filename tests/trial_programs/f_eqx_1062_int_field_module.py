@@ -4,7 +4,7 @@ jitted step changes (``MyModule(x=0)`` -> ``MyModule(x=1)`` ...). ``eqx.filter_j
 every non-array leaf static, so each new value compiles the step again. The reporters' fix,
 confirmed in the thread: make the changing field an array.
 
-``run(fixed=True)`` applies jitlens' fix: ``jnp.asarray`` for the int field.
+``run(fixed=True)`` applies jitlens' fix as printed: ``jnp.asarray(value, jnp.int32)`` for the int field.
 """
 
 import equinox as eqx
@@ -24,7 +24,7 @@ def run(fixed: bool) -> dict:
         traces[0] += 1
         return MyModule(m.x + 1, m.w * 2.0)
 
-    m = MyModule(jnp.asarray(0) if fixed else 0, jnp.ones(2))
+    m = MyModule(jnp.asarray(0, jnp.int32) if fixed else 0, jnp.ones(2))
     out = []
     for _ in range(4):
         m = _step(m)

@@ -327,3 +327,31 @@ def name_in_frame(obj: Any, frame: FrameType | None) -> str:
             if v is obj and k.isidentifier() and not k.startswith("_"):
                 return k
     return ""
+
+
+def users_spelling(fun: Any, frame: Any) -> str | None:
+    """A library's callable as the code at ``frame`` reaches it: ``model.apply`` for a bound
+    method of its ``model``, ``opt.update`` for optax's ``update_fn`` closure held in a field of
+    its NamedTuple ``opt``; None when the function's own name reads well (``sin``)."""
+    import types
+
+    owner = getattr(fun, "__self__", None)
+    if owner is not None and not isinstance(owner, (type, types.ModuleType)):
+        name = name_in_frame(owner, frame)
+        method = getattr(fun, "__name__", None)
+        return f"{name}.{method}" if name and isinstance(method, str) else None
+    if "<locals>" not in getattr(fun, "__qualname__", ""):
+        return None
+
+    def holds(value: Any) -> bool:
+        fields = getattr(value, "_fields", None)
+        return isinstance(fields, tuple) and any(
+            isinstance(f, str) and getattr(value, f, None) is fun for f in fields
+        )
+
+    owner = name_in_frame_matching(holds, frame)
+    if not owner:
+        return getattr(fun, "__name__", None)
+    value = frame.f_locals.get(owner, frame.f_globals.get(owner))
+    field = next(f for f in value._fields if getattr(value, f, None) is fun)
+    return f"{owner}.{field}"

@@ -59,7 +59,8 @@ class LibraryJit:
 def library_name(fn: Any) -> str | None:
     """``numpyro: SVI.update``: a library callable the user jitted, in the library's terms.
 
-    Only for :data:`LIBRARIES`: a user's ``jax.jit(jnp.cos)`` stays JAX's (hidden).
+    Only for :data:`LIBRARIES`: a user's ``jax.jit(jnp.cos)`` or ``jax.jit(opt.update)`` is
+    named by the registry as the user reaches it (``cos``, ``opt.update``).
 
     A bound method names its object's class (``svi.update`` -> ``SVI.update``);
     a closure the library's factory built (blackjax's ``step_fn`` inside

@@ -21,9 +21,11 @@ compiles.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
+from .._core.fold import fold_wrappers
 from .._core.kinds import EventKind, ReasonKind
 from .._core.report import Event, FunctionReport, Report, load_report
 from .._core.runinfo import RunInfo
@@ -230,7 +232,7 @@ def _function(
     if gained and not causes:
         sigs = ", ".join(sorted({normalise(e.signature) for e in after.events})[:3])
         causes.append(CAUSE_SAME.format(signatures=sigs))
-        fix = FIX_SAME
+        fix = _run_fix(after) or FIX_SAME
     if gained:
         status = "worse"
         head = GAINED.format(name=after.qualname, what=", ".join(gained))
@@ -280,6 +282,20 @@ def _own_fix(after: FunctionReport, change: EntryChange) -> str:
     return (named or own)[0].fix if own else ""
 
 
+def _run_fix(after: FunctionReport) -> str:
+    """The first fix AFTER's own run printed for this function's retraces (a jit made anew
+    per iteration: "define the function once"), or "" when it printed none."""
+    return next(
+        (
+            r.fix
+            for e in after.events
+            for r in e.reasons
+            if r.fix and not r.expected and r.kind is not ReasonKind.UNKNOWN
+        ),
+        "",
+    )
+
+
 def _unknown(b: Counts, a: Counts) -> str:
     for side, c in (("BEFORE", b), ("AFTER", a)):
         missing = [w for w in ("traces", "compiles") if getattr(c, w) is None]
@@ -319,7 +335,14 @@ def diff_reports(
     names = list(sources) if len(sources) == 2 else ["BEFORE", "AFTER"]
 
     def rows(r: Report) -> list[FunctionReport]:
-        return [f for f in r.functions if include_internal or not f.internal]
+        # a jit made anew per iteration is one function of the program, many wrappers of it:
+        # folded as `jitlens run` shows it, under its own name, so that each run's wrappers
+        # compare as one (3 traces -> 1), not one by one with the rest "gone" or "new"
+        shown = [f for f in r.functions if include_internal or not f.internal]
+        return [
+            dataclasses.replace(f, qualname=f.wrapped_qualname) if f.wrappers > 1 else f
+            for f in fold_wrappers(shown)
+        ]
 
     unknowns = [
         f"{name} has no run section (written by an older jitlens): environments not compared"

@@ -81,6 +81,13 @@ JL005_FIX_CLASS = (
     "(e.g. `@dataclasses.dataclass(frozen=True)`)"
 )
 JL005_FIX_UNHASHABLE = "pass a tuple instead (hashable, compared by value)"
+#: A dict passed as a tuple breaks the body's ``cfg["a"]``: its items go in, a dict comes out.
+JL005_FIX_UNHASHABLE_DICT = (
+    "pass its items as a tuple, `tuple(sorted({param}.items()))` (hashable, compared by value), "
+    "and read them back with `{param} = dict({param})` first thing in `{fn}`"
+)
+#: A set's order is not its value: a frozenset compares as the set did.
+JL005_FIX_UNHASHABLE_SET = "pass a frozenset instead (hashable, compared by value)"
 
 #: Calls that keep a callable for later instead of using it now.
 _STORING = frozenset({"append", "add", "extend", "insert", "setdefault", "update", "appendleft"})
@@ -436,7 +443,9 @@ def check_static_arguments(index: FileIndex) -> Iterator[Hit]:
                 elif template in (JL005_CHANGING, JL005_ARRAY):
                     fix = JL005_FIX_TRACED.format(param=param, how=how)
                 elif template == JL005_UNHASHABLE:
-                    fix = JL005_FIX_UNHASHABLE
+                    fix = {"dict": JL005_FIX_UNHASHABLE_DICT, "set": JL005_FIX_UNHASHABLE_SET}.get(
+                        detail, JL005_FIX_UNHASHABLE
+                    ).format(param=param, fn=spec.name)
                 elif cls := _identity_class(index, value):
                     fix = JL005_FIX_CLASS.format(cls=cls)
                 else:

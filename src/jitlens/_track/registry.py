@@ -174,7 +174,12 @@ class Registry:
         rec = self.record_for_jax_jit(fun, options)
         if rec.internal and made_at is not None:
             if _compat.is_user_file(made_at.f_code.co_filename):
-                name = _compat.library_name(fun)  # a library's callable the user jitted
+                # a library's callable the user jitted (`jax.jit(opt.update)`, `jax.jit(jnp.sin)`)
+                # is the user's function: their line made the jit, their loop calls it
+                from .._compat.frames import users_spelling
+
+                name = _compat.library_name(fun) or users_spelling(fun, made_at)
+                rec.internal = False
             else:
                 name = _compat.built_by_library(fun, made_at)
             if name is not None:

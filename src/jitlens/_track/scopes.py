@@ -6,7 +6,7 @@ import abc
 import contextlib
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 
 from .. import _compat
 from .._core.kinds import EventKind
@@ -66,20 +66,25 @@ class _Scope(abc.ABC):
 
 
 class BudgetScope(_Scope):
-    """At most ``budget`` traces per function while open (the pytest marker and option)."""
+    """At most ``budget`` traces per function while open (the pytest marker and option).
+
+    A function is its code, as the summary folds it: a jit made anew per iteration
+    (``jax.jit(lambda ...)`` in the loop) is one function of many wrappers, each
+    compiling once, and its budget counts them together.
+    """
 
     def __init__(self, budget: int, source: str, on_exceed: OnExceed) -> None:
         super().__init__(on_exceed, None)
         self.budget = budget
         self.source = source
-        self.counts: dict[int, int] = {}
+        self.counts: dict[Hashable, int] = {}
         self._lock = threading.Lock()
 
     def check(self, rec: Record, b: EventBuilder) -> str | None:
         with self._lock:
-            count = self.counts.get(rec.id, 0) + 1
+            count = self.counts.get(rec.code_key, 0) + 1
             if count <= self.budget or self.on_exceed == "warn":
-                self.counts[rec.id] = count
+                self.counts[rec.code_key] = count
         if count <= self.budget:
             return None
         head = OVER_BUDGET.format(
@@ -243,19 +248,20 @@ class ProgramScope(_Scope):
 
     Like torch's ``set_stance("fail_on_recompile")``, but the error names the
     attribute path that changed and a fix. First traces are allowed; the
-    budget counts every trace of one function (its first included).
+    budget counts every trace of one function (its first included), the
+    wrappers of one code together (:class:`BudgetScope`).
     """
 
     def __init__(self, fail_on_retrace: bool, max_traces: int | None) -> None:
         super().__init__("raise", None)
         self.fail_on_retrace = fail_on_retrace
         self.max_traces = max_traces
-        self.counts: dict[int, int] = {}
+        self.counts: dict[Hashable, int] = {}
         self._lock = threading.Lock()
 
     def check(self, rec: Record, b: EventBuilder) -> str | None:
         with self._lock:
-            count = self.counts[rec.id] = self.counts.get(rec.id, 0) + 1
+            count = self.counts[rec.code_key] = self.counts.get(rec.code_key, 0) + 1
         if self.max_traces is not None and count > self.max_traces:
             head = OVER_RUN_BUDGET.format(name=rec.qualname, count=count, budget=self.max_traces)
             return message(head, rec, b)

@@ -46,12 +46,16 @@ SCALAR_FIX = Template(
     "Pass it as an array so it is traced: `jnp.asarray({expr})` at the call (one compile for "
     "every value); keep a Python number only for a few fixed values.",
 )
+#: Typed (a weakly typed ``jnp.asarray(0.5)`` flips adam's state to strong after one update:
+#: a retrace again) and set in ``__init__`` too: a state ``opt.init`` made while the field was
+#: a number has no slot for it (optax: "unsupported operand type(s) for *: 'float' and
+#: 'NoneType'" once the gradient reaches it).
 SCALAR_FIELD_FIX = Template(
     FixKind.EQX_SCALAR_FIELD,
-    "Store it as an array so it is traced: set it with `jnp.asarray(...)` "
-    "(`{root} = eqx.tree_at(lambda m: m{rest}, {root}, jnp.asarray(value))`, or in `__init__`): "
-    "one compile for every value. Gradients and optax then reach it too: read it as "
-    "`jax.lax.stop_gradient(self.{attr})` if it must not be trained.",
+    "Store it as an array so it is traced: set it with `jnp.asarray(value, {dtype})` "
+    "(`{root} = eqx.tree_at(lambda m: m{rest}, {root}, jnp.asarray(value, {dtype}))`, and in "
+    "`__init__`, before `opt.init`): one compile for every value. Gradients and optax then "
+    "reach it too: read it as `jax.lax.stop_gradient(self.{attr})` if it must not be trained.",
 )
 #: A number in a dataclass pytree that is no eqx.Module (a ``flax.struct.dataclass``
 #: ``TrainState``, equinox#792): no ``eqx.tree_at`` in the user's words, and "at the call"
@@ -224,7 +228,12 @@ def _eqx(r: Reason, p: Path, entries: dict[Path, Entry], seen_optax: set[Path]) 
         if owner is not None and is_eqx_module_class(owner) and isinstance(root, str):
             fk, fix = (  # a Module's field, set where the model is built or updated
                 FixKind.EQX_SCALAR_FIELD,
-                SCALAR_FIELD_FIX.as_written(root=root, rest=render_path(p[1:]), attr=attr),
+                SCALAR_FIELD_FIX.as_written(
+                    root=root,
+                    rest=render_path(p[1:]),
+                    attr=attr,
+                    dtype="jnp.int32" if isinstance(value, int) else "jnp.float32",
+                ),
             )
         elif (
             owner is not None
