@@ -70,6 +70,26 @@ def run_py():
     return run_python
 
 
+#: The group of every test reading ``recompiles_run`` (one worker runs the program once).
+RECOMPILES_GROUP = "recompiles_run"
+
+
+@pytest.fixture(scope="session")
+def recompiles_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], pathlib.Path, pathlib.Path]:
+    """``jitlens run --json J --html H examples/recompiles.py`` at 100 columns, once for the
+    session, as a user runs it: its process (the summary on stderr), its JSON and its HTML.
+    The README's example is read by test_run, test_first_hour and test_render_browser; each
+    ran it on its own (about 6 CPU seconds each). Mark the tests ``RECOMPILES_GROUP``."""
+    out = tmp_path_factory.mktemp("recompiles")
+    json_path, html_path = out / "r.json", out / "r.html"
+    command = ["--json", str(json_path), "--html", str(html_path), "examples/recompiles.py"]
+    proc = run_python(["-m", "jitlens", "run", *command], cwd=ROOT, env={"COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc, json_path, html_path
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _self_check_done() -> None:
     """Run jitlens' once-per-process self-check before any test patches jitlens' internals.

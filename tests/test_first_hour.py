@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_python
+from conftest import RECOMPILES_GROUP, ROOT, run_python
 
 PYPROJECT = ROOT / "pyproject.toml"
 
@@ -166,7 +166,8 @@ def _normalised(line: str) -> str:
     return " ".join(line.split())
 
 
-def test_the_tutorials_summary_is_what_jitlens_run_prints() -> None:
+@pytest.mark.xdist_group(RECOMPILES_GROUP)  # its session fixture runs once
+def test_the_tutorials_summary_is_what_jitlens_run_prints(recompiles_run) -> None:
     """tutorials/first-steps.md, step 2: the summary shown had drifted from a real run (a
     "process 0/1, 14.9 s" line that now says what it covers, reasons laid out otherwise, an
     older fix): a newcomer compared line by line and found it different. Every line shown
@@ -177,8 +178,7 @@ def test_the_tutorials_summary_is_what_jitlens_run_prints() -> None:
     assert f"```bash\n{command}\n```" in page
     shown = page.split(f"```bash\n{command}\n```", 1)[1].split("```text\n", 1)[1]
     shown = shown.split("```", 1)[0]
-    proc = run_python(["-m", "jitlens", *command.split()[1:]], cwd=ROOT, env={"COLUMNS": "100"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc, _, _ = recompiles_run  # that command at 100 columns (with --json and --html)
     printed = {_normalised(line) for line in proc.stderr.splitlines()}
     missing = [
         line

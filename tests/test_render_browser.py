@@ -12,6 +12,7 @@ import pytest
 
 import html_dom
 import report_samples
+from conftest import RECOMPILES_GROUP
 
 CHROMIUM = "/usr/bin/chromium"
 TIMEOUT_SECONDS = 120
@@ -104,16 +105,12 @@ def test_an_error_in_the_page_would_be_seen(tmp_path: Path) -> None:
     assert "Uncaught ReferenceError" in done.stderr
 
 
-def test_screenshot(tmp_path: Path) -> None:
+@pytest.mark.xdist_group(RECOMPILES_GROUP)  # its session fixture runs once
+def test_screenshot(tmp_path: Path, recompiles_run) -> None:
     """The README's picture is a real run of examples/recompiles.py; ``JITLENS_UPDATE_DOCS=1``
     saves it as docs/report.png."""
-    from conftest import ROOT, run_python
-
-    page, png = tmp_path / "report.html", tmp_path / "report.png"
-    proc = run_python(
-        ["-m", "jitlens", "run", "-q", "--html", str(page), "examples/recompiles.py"], cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stderr
+    _, _, page = recompiles_run
+    png = tmp_path / "report.png"
     size = f"--window-size={WINDOW[0]},{WINDOW[1]}"
     _chromium(page, tmp_path / "profile", f"--screenshot={png}", size)
     data = png.read_bytes()

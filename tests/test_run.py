@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, run_python
+from conftest import RECOMPILES_GROUP, ROOT, run_python
 
 PROGRAM = """
 import sys
@@ -136,15 +136,10 @@ def test_report_command_validates_input(tmp_path):
     assert proc.returncode == 2 and "schema_version 99 is not supported" in proc.stderr
 
 
-def test_example_script_under_jitlens_run(tmp_path):
+@pytest.mark.xdist_group(RECOMPILES_GROUP)  # its session fixture runs once
+def test_example_script_under_jitlens_run(recompiles_run):
     """examples/recompiles.py: the three recompiles it shows are counted and explained."""
-    from conftest import ROOT
-
-    report = tmp_path / "r.json"
-    proc = run_python(
-        ["-m", "jitlens", "run", "-q", "--json", str(report), "examples/recompiles.py"], cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stderr
+    _, report, _ = recompiles_run
     fns = {f["name"]: f for f in json.loads(report.read_text())["functions"]}
     assert {k: (f["calls"], f["traces"]) for k, f in fns.items()} == {
         "predict": (3, 3),
