@@ -45,6 +45,9 @@ class Finish:
         self.owner: int | None = None  # the thread writing
         self.deferred: int | None = None  # a signal that came while the main thread wrote
         self.handler: Any = None  # the signal handler :func:`install` put in place
+        #: What ended the program before it reached its exit (``"SIGTERM"``, ``"os._exit(3)"``),
+        #: for the report to say so; ``None``: Python's own exit.
+        self.ending: str | None = None
 
     def __call__(self) -> None:
         # No lock: the handler runs on the main thread, between these bytecodes if need be
@@ -86,6 +89,7 @@ def install(finish: Finish) -> list[int]:
             finish.deferred = signum  # the main thread is writing: let it finish, then die
             return
         if not finish.started:
+            finish.ending = signal.Signals(signum).name
             threading.Thread(target=finish, daemon=True).start()
         finish.wait(FINISH_TIMEOUT)
         die_of(signum)
@@ -99,6 +103,44 @@ def install(finish: Finish) -> list[int]:
     if installed and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=lambda: _forget(handler, installed))
     return installed
+
+
+def watch_os_exit(finish: Finish, pid: int) -> None:
+    """From now on, ``os._exit`` in this process writes the report before it ends the process.
+
+    ``os._exit`` ends the process without Python's exit: no ``atexit`` hooks run,
+    jitlens' among them, whether the program calls it in its main code, a thread, or
+    an ``atexit`` hook of its own (those run before jitlens', which is registered
+    first). Python offers no later hook (``threading``'s exit hooks and the audit
+    events of finalisation come before or after ``atexit``, never after an
+    ``os._exit``), so ``os._exit`` is the program's own function behind a step that
+    writes the report first. A forked child (``multiprocessing``'s fork workers end
+    with ``os._exit``) writes none; a status ``os._exit`` refuses (a string, a number
+    out of range) raises as before, with nothing written.
+    """
+    real = os._exit
+
+    def _exit(status: int) -> None:
+        try:
+            if os.getpid() == pid and not finish.done and _exit_status_ok(status):
+                if not finish.started:
+                    finish.ending = f"os._exit({status!r})"
+                    finish()
+                elif finish.owner != threading.get_ident():  # another thread writes
+                    finish.wait(FINISH_TIMEOUT)
+        except BaseException:  # a Ctrl-C while writing: the program's exit goes on
+            pass
+        real(status)
+
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        with contextlib.suppress(Exception):
+            setattr(_exit, attr, getattr(real, attr))
+    os._exit = _exit  # type: ignore[assignment]
+
+
+def _exit_status_ok(status: object) -> bool:
+    """Does ``os._exit`` take ``status`` (a C ``int``), or will it raise and the program go on?"""
+    return isinstance(status, int) and -(2**31) <= status < 2**31
 
 
 def _forget(handler: Any, installed: list[int]) -> None:
