@@ -17,7 +17,13 @@ that file is not processed). Python itself then runs the program; jitlens
   thread-pool hooks and thread joins: calls made there are in the report, and
   jitlens never waits on a thread Python would have stopped. JAX's own exit
   hooks (clear the backends, shut ``jax.distributed`` down) run right after
-  the report, as a ``--gather`` needs the processes connected.
+  the report, as a ``--gather`` needs the processes connected;
+* writes the report before the endings that run no ``atexit`` hook: SIGTERM and
+  SIGHUP, ``os._exit``, ``os.exec*``, a signal the program sends itself with its
+  default action (:mod:`.signals`, :func:`_ending`). Python has no hook after
+  ``atexit`` (``threading``'s exit hooks run before the program's ``atexit``
+  hooks, the finalisation audit events after), so an ``atexit`` hook of the
+  program's calling ``os._exit`` is caught at the ``os._exit``.
 
 Only the main program is tracked: processes it starts (``multiprocessing``
 spawn workers, ``subprocess`` Pythons) inherit the environment but see another

@@ -1,4 +1,4 @@
-"""Signals under ``jitlens run``: write the report, then die of the signal as the program would.
+"""Signals and ``os._exit`` under ``jitlens run`` and ``JITLENS=1``: the report, then the same end.
 
 A program killed by SIGTERM (cluster pre-emption, ``timeout``, ``kill``)
 dies at once, without running ``finally`` blocks; under ``jitlens run`` it
