@@ -83,6 +83,12 @@ def install(finish: Finish) -> list[int]:
     pid = os.getpid()
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if signal.getsignal(signum) is not handler:
+            # called by the program's own handler, which replaced this one and chains to it
+            # (``if callable(previous): previous(signum, frame)``): under python the one it
+            # replaced was SIG_DFL, never called; its own shutdown goes on, and the report
+            # is written at Python's exit
+            return
         if finish.done or os.getpid() != pid:  # a forked child has no report to write
             die_of(signum)
         if finish.started and finish.owner == threading.get_ident():
