@@ -247,8 +247,7 @@ def _ending(event: str, args: tuple[Any, ...]) -> None:
             how = _self_kill(event, args[0], args[-1])
             if how is None:
                 return
-        finish.ending = how
-        finish()
+        finish.within(how)
     except BaseException:
         pass
 

@@ -63,6 +63,25 @@ class Finish:
         if self.deferred is not None and self.owner == threading.main_thread().ident:
             die_of(self.deferred)
 
+    def within(self, ending: str, timeout: float = 0.0) -> None:
+        """Write the report (``ending`` says what ends the program) from a helper thread, and
+        wait for it at most ``timeout`` seconds (:data:`FINISH_TIMEOUT` by default): the
+        calling thread may hold one of jitlens' locks (a signal handler's code runs between
+        any two bytecodes), and the program's end must not wait on it. Writing already begun
+        by another thread is waited for; by this one, not (it is the caller)."""
+        timeout = timeout or FINISH_TIMEOUT
+        if self.started:
+            if self.owner != threading.get_ident():
+                self.wait(timeout)
+            return
+        self.ending = ending
+        try:
+            threading.Thread(target=self, daemon=True).start()
+        except Exception:  # no new thread (the interpreter refuses one): write from here
+            self()
+            return
+        self.wait(timeout)
+
     def wait(self, timeout: float) -> None:
         self._done.wait(timeout)
 
@@ -129,12 +148,8 @@ def watch_os_exit(finish: Finish, pid: int) -> None:
     def _exit(status: int) -> None:
         try:
             if os.getpid() == pid and not finish.done and _exit_status_ok(status):
-                if not finish.started:
-                    finish.ending = f"os._exit({status!r})"
-                    finish()
-                elif finish.owner != threading.get_ident():  # another thread writes
-                    finish.wait(FINISH_TIMEOUT)
-        except BaseException:  # a Ctrl-C while writing: the program's exit goes on
+                finish.within(f"os._exit({status!r})")
+        except BaseException:  # a Ctrl-C while waiting: the program's exit goes on
             pass
         real(status)
 
