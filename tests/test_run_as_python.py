@@ -244,8 +244,11 @@ def test_a_program_that_re_executes_itself_ends_with_a_report_and_a_clear_line(t
     proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "prog.py"], cwd=tmp_path)
     assert proc.returncode == plain.returncode == 0, proc.stderr
     assert proc.stdout == plain.stdout == "TRUTH 2\n"
-    assert "re-executed itself" in proc.stderr  # the first image's calls are not in it
-    assert proc.stderr.count("jitlens: 1 jitted function") == 1  # the new image's report
+    assert "re-executed itself" in proc.stderr
+    # the first image's report, written at its exec, then the new image's, replacing it
+    assert proc.stderr.count("jitlens: 1 jitted function, 1 trace,") == 1
+    assert proc.stderr.count("jitlens: 1 jitted function, 2 traces,") == 1
+    assert proc.stderr.count("ended by an os.exec* call") == 1
     (row,) = [r for r in json.loads((tmp_path / "r.json").read_text())["functions"]]
     assert (row["calls"], row["traces"]) == (3, 2)
 

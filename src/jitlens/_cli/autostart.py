@@ -17,7 +17,13 @@ that file is not processed). Python itself then runs the program; jitlens
   thread-pool hooks and thread joins: calls made there are in the report, and
   jitlens never waits on a thread Python would have stopped. JAX's own exit
   hooks (clear the backends, shut ``jax.distributed`` down) run right after
-  the report, as a ``--gather`` needs the processes connected.
+  the report, as a ``--gather`` needs the processes connected;
+* writes the report before the endings that run no ``atexit`` hook: SIGTERM and
+  SIGHUP, ``os._exit``, ``os.exec*``, a signal the program sends itself with its
+  default action (:mod:`.signals`, :func:`_ending`). Python has no hook after
+  ``atexit`` (``threading``'s exit hooks run before the program's ``atexit``
+  hooks, the finalisation audit events after), so an ``atexit`` hook of the
+  program's calling ``os._exit`` is caught at the ``os._exit``.
 
 Only the main program is tracked: processes it starts (``multiprocessing``
 spawn workers, ``subprocess`` Pythons) inherit the environment but see another
@@ -56,12 +62,18 @@ EXIT_LINES = 56
 
 REEXECUTED = (
     "jitlens: the program re-executed itself (os.exec*, same process): tracking starts again "
-    "from here; jitted calls made before the exec are not in the report\n"
+    "from here; the calls made before the exec are in the report written then, which this "
+    "image's report replaces\n"
 )
 NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
 UNSEEN = (
     "jitlens: the program imported jax where jitlens could not see it (an import hook of its "
     "own, with importlib.import_module): nothing was tracked, no report file written\n"
+)
+#: In the report (its warnings) when the program did not reach Python's exit.
+ENDED = (
+    "the program was ended by {how} before Python's exit was done: this report holds the calls "
+    "made until then"
 )
 INTERRUPTED = "jitlens: interrupted (Ctrl-C) while writing the report; the rest was not written\n"
 
@@ -196,6 +208,10 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     returns at the first test; it never raises (an audit hook's exception aborts
     the operation it audits)."""
     if event != "import" or _STARTED[0]:
+        # equality, not a set: the hook runs at every id() call (an audit event), and a hash
+        # of the event's name (a new string each time) costs more than three length checks
+        if event == "os.kill" or event == "os.exec" or event == "os.killpg":
+            _ending(event, args)
         return
     if _PENDING[0]:
         resume()
@@ -206,6 +222,62 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             sys.meta_path.insert(0, _WATCHER)
     except Exception:
         pass
+
+
+def _ending(event: str, args: tuple[Any, ...]) -> None:
+    """The program is about to end its process without Python's exit: write the report first.
+
+    ``os.execv`` (and the other ``os.exec*``) replaces the process with another program,
+    and a signal the program sends itself whose action is the default one (a handler that
+    puts ``SIG_DFL`` back and kills the process again, as checkpointing code does; SIGKILL)
+    ends it at once: no ``atexit`` hook runs. Their audit events come before the call; an
+    exec that will fail (no such executable) or a signal the process ignores, blocks or
+    handles ends nothing, and writes nothing. Never raises (that would abort the call).
+    """
+    try:
+        session = SESSION[0]
+        finish = session.finish if session is not None else None
+        if finish is None or finish.started or os.getpid() != session.pid:  # type: ignore[union-attr]
+            return
+        if event == "os.exec":
+            if not os.access(args[0], os.X_OK):
+                return
+            how = "an os.exec* call (the process became another program)"
+        else:
+            how = _self_kill(event, args[0], args[-1])
+            if how is None:
+                return
+        finish.within(how)
+    except BaseException:
+        pass
+
+
+def _self_kill(event: str, target: int, signum: int) -> str | None:
+    """The signal's name when ``os.kill(target, signum)`` / ``os.killpg`` kills this process now."""
+    import signal
+
+    me = os.getpid()
+    group = os.getpgrp()
+    if event == "os.kill":
+        mine = target in (me, 0, -group)
+    else:
+        mine = target in (0, group)
+    if not mine or signum == 0:
+        return None
+    name = signal.Signals(signum).name
+    if name == "SIGKILL" or (
+        name not in _HARMLESS
+        and signal.getsignal(signum) is signal.SIG_DFL
+        and signum not in signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    ):
+        return name
+    return None
+
+
+#: Signals whose default action does not end the process (nothing to write for them).
+_HARMLESS = frozenset(
+    {"SIGCHLD", "SIGCONT", "SIGURG", "SIGWINCH", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU"}
+)
 
 
 def _arm() -> None:
@@ -370,7 +442,7 @@ def _start() -> None:
         from .. import _compat, _config
         from .._track.tracker import Tracker
         from . import live_run
-        from .signals import Finish, install
+        from .signals import Finish, install, watch_os_exit
 
         run = session.run or {}
         session.live = live_run.LiveRun(
@@ -397,8 +469,8 @@ def _start() -> None:
         for hook in session.jax_hooks:  # run right after the report (see _at_exit)
             atexit.unregister(hook)
         session.finish = Finish(lambda: _finish(session))
-        if session.run is not None:
-            install(session.finish)  # SIGTERM / SIGHUP: the report, then the signal's death
+        install(session.finish)  # SIGTERM / SIGHUP: the report, then the signal's death
+        watch_os_exit(session.finish, session.pid)  # os._exit skips atexit: the report first
     except Exception as exc:  # never break the program that imported jax
         _warn(f"could not start tracking ({type(exc).__name__}: {exc}); your program is unaffected")
 
@@ -434,8 +506,7 @@ def _at_exit() -> None:
             sink.write(NO_JAX)
         return
     try:
-        with _importable():
-            session.finish()
+        session.finish()
     except KeyboardInterrupt:  # Ctrl-C while jitlens writes: stop writing, keep the status
         from .._track import sink
 
@@ -494,15 +565,27 @@ def _failed() -> bool:
 
 def _finish(session: _Session) -> None:
     """Write the report files and the summary (once: see ``signals.Finish``)."""
+    with _importable():
+        _write_report(session)
+
+
+def _write_report(session: _Session) -> None:
     from .._track import sink
 
     failed = _failed()
+    # a signal or os._exit ends the program with its own status: no verdict of jitlens' stands
+    ending = session.finish.ending if session.finish is not None else None
     verdict = session.live.stop(failed) if session.live is not None else None
-    if verdict is not None and session.run is not None:
+    if verdict is not None and session.run is not None and ending is None:
         session.exit_code, session.exit_message = verdict
     try:
         session.tracker.stop()
         report = session.tracker.report()
+        if ending is not None:
+            import dataclasses
+
+            said = (*report.warnings, ENDED.format(how=ending))
+            report = dataclasses.replace(report, warnings=said)
     except Exception as exc:  # never turn a program's result into a jitlens failure
         _warn(f"could not take the report ({type(exc).__name__}: {exc})")
         return

@@ -45,6 +45,20 @@ OWN_STATUS = (
 )
 
 
+def exit_status(code: object) -> int:
+    """The status a process exits with after ``sys.exit(code)``, as Python's runner computes it
+    (``_Py_HandleSystemExit`` in 3.11 to 3.13): ``None`` is 0; an integer is taken as a C
+    ``long long`` (one out of that range is -1) and cut to an ``int``, of which the parent sees
+    the low 8 bits (``sys.exit(256)`` and ``sys.exit(2**40)`` exit 0, ``sys.exit(-1)`` and
+    ``sys.exit(2**70)`` exit 255); anything else is printed and exits 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        value = int.__index__(code)  # an int subclass's own operators are not Python's exit's
+        return value & 0xFF if -(2**63) <= value < 2**63 else 255
+    return 1
+
+
 def add_live_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-retrace",
@@ -195,10 +209,7 @@ class LiveRun:
         self.exits = []
         if not self.requested:
             return None
-        status = self.requested[0]
-        if status is None:
-            return 0
-        return status if isinstance(status, int) else 1  # python prints a non-int, exits 1
+        return exit_status(self.requested[0])
 
     def stop(self, failed: bool) -> tuple[int | None, str] | None:
         """Close the budget; ``(exit status, why)`` when jitlens must fail a program that did not
@@ -225,7 +236,7 @@ class LiveRun:
         violations = self.scope.violations
         if not violations or failed:  # an uncaught exception: python's traceback and status
             return None
-        if status is not None and status & 0xFF:  # python exits with it: the program's own choice
+        if status:  # python exits with it: the program's own choice
             return None, OWN_STATUS.format(n=len(violations), status=status)
         flag = "--fail-on-retrace" if self.fail_on_retrace else "--max-traces"
         return 1, SWALLOWED.format(flag=flag, n=len(violations))
