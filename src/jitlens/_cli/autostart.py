@@ -51,7 +51,7 @@ from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
 _BEFORE = frozenset(sys.modules) - {"__future__"}
 
 if TYPE_CHECKING:
-    from types import ModuleType, SimpleNamespace
+    from types import ModuleType
 
 # Imported by every Python process of a tracked program's environment (its children
 # too, which leave at once): nothing heavy here, and nothing JAX itself does not
@@ -299,22 +299,24 @@ def _arm() -> None:
     except ConfigError as exc:
         _warn(f"{exc}; not tracking")
         return
+    from .outputs import EnvArgs, check_report_paths, leave_the_parents_paths, run_args
+
     try:  # a child tracked by JITLENS_CHILDREN=1 never writes over its parent's report files
         mine = not owner or owner == pid
         run = _json_loads(os.environ[RUN]) if os.environ.get(RUN) and mine else None
-        args = _run_args(run) if run is not None else None
+        args = run_args(run) if run is not None else None
     except Exception as exc:
         _warn(f"{RUN} is not jitlens run's ({type(exc).__name__}: {exc}); not tracking")
         return
     parents: list[str] = []
     if args is None:
         try:
-            args = _Args()
+            args = EnvArgs()
         except Exception as exc:  # a bad JITLENS_INCLUDE_INTERNAL
             _warn(f"{exc}; not tracking")
             return
         if not mine:
-            parents = _leave_the_parents_paths(args)
+            parents = leave_the_parents_paths(args)
     os.environ[MAIN_PID] = pid
     reexecuted = os.environ.get(IMAGE) == pid
     os.environ[IMAGE] = pid
@@ -324,7 +326,7 @@ def _arm() -> None:
     if reexecuted:
         sink.write(REEXECUTED)
     if run is None:
-        _check_report_paths(args)
+        check_report_paths(args)
     SESSION[0] = _Session(os.getpid(), run, args)
     SESSION[0].parents_paths = parents
     atexit.register(_at_exit)  # before the program's own hooks: it runs after them
@@ -342,83 +344,6 @@ def _json_loads(text: str) -> Any:
     import json
 
     return json.loads(text)
-
-
-def _run_args(run: dict[str, Any]) -> SimpleNamespace:
-    from types import SimpleNamespace
-
-    keys = ("json", "html", "trace", "given_outputs", "launch_cwd", "gather", "quiet")
-    args = SimpleNamespace(**{k: run.get(k) for k in keys})
-    args.given_outputs = args.given_outputs or {}
-    args.include_internal = bool(run.get("include_internal"))
-    return args
-
-
-class _Args:
-    """The report paths of the environment, shaped like ``jitlens run``'s options."""
-
-    def __init__(self, cwd: str | None = None) -> None:
-        from .. import _config
-        from .outputs import anchor_outputs
-
-        self.json = _config.get("report") or None
-        self.html = _config.get("html") or None
-        self.trace = None
-        self.gather = None
-        self.quiet = False
-        self.include_internal = bool(_config.get("include_internal"))
-        anchor_outputs(self, cwd)  # relative paths: where the program started
-
-
-#: How the environment's report paths are named in messages.
-_ENV_NAMES = {"json": "JITLENS_REPORT", "html": "JITLENS_HTML"}
-PARENTS_PATH = (
-    "jitlens: this process (pid {pid}, a child of the tracked program) wrote no {names}: "
-    "the program's own report is written there; put {{pid}} in the path for one per process\n"
-)
-
-
-def _leave_the_parents_paths(args: Any) -> list[str]:
-    """A child tracked by ``JITLENS_CHILDREN=1`` inherits ``JITLENS_REPORT`` / ``JITLENS_HTML``:
-    it writes only the paths holding ``{pid}`` (one file per process), never over the file
-    its parent writes at its own exit. Returns how the paths left are named."""
-    left = []
-    for kind, env in _ENV_NAMES.items():
-        given = args.given_outputs.get(kind)
-        if given and "{pid" not in given:
-            setattr(args, kind, None)
-            left.append(f"{env}={given}")
-    return left
-
-
-def _check_report_paths(args: Any) -> None:
-    """A bad ``JITLENS_REPORT`` / ``JITLENS_HTML`` stops the program before it runs (exit 2)."""
-    if not (args.json or args.html):
-        return  # nothing to check (and nothing to import)
-    import dataclasses
-
-    from .._render.outputs import OutputError, check_outputs
-    from .outputs import outputs_of
-
-    try:
-        unanchored = getattr(args, "unanchored", None)
-        if unanchored is not None:
-            raise OutputError(f"{_ENV_NAMES[unanchored[0]]}={unanchored[1]}")
-        outputs = outputs_of(args)
-        script = (getattr(sys, "argv", None) or [""])[0]
-        inputs = [(script, f"the script {script}")] if os.path.isfile(script) else []
-        named = [dataclasses.replace(o, label=f"{_ENV_NAMES[o.kind]}={o.given}") for o in outputs]
-        check_outputs(named, inputs)
-    except OutputError as exc:
-        _warn(str(exc))
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(2)
-    except Exception as exc:  # never break the program over a check
-        _warn(f"could not check the report paths ({type(exc).__name__}: {exc})")
 
 
 def _warn(text: str) -> None:
@@ -608,6 +533,8 @@ def _write_report(session: _Session) -> None:
         _summary(session, report, failed)
         sink.write("".join(f"jitlens: wrote {path}\n" for path in written))
         if session.parents_paths and report.functions:
+            from .outputs import PARENTS_PATH
+
             names = " or ".join(session.parents_paths)
             sink.write(PARENTS_PATH.format(pid=session.pid, names=names))
     if session.exit_message:

@@ -9,11 +9,13 @@ shown relative to it.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
+    from types import SimpleNamespace
 
     from .._render.outputs import Output
 
@@ -110,3 +112,83 @@ def write_outputs(report: Any, args: Any) -> list[str]:
     return write(
         report, outputs_of(args), lambda p: shown(p, args), lambda line: sink.write(line + "\n")
     )
+
+
+# ------------------------------------------------ the report paths of a tracked program
+
+
+def run_args(run: dict[str, Any]) -> SimpleNamespace:
+    """``jitlens run``'s options, as the launcher hands them to the program (``JITLENS_RUN``)."""
+    from types import SimpleNamespace
+
+    keys = ("json", "html", "trace", "given_outputs", "launch_cwd", "gather", "quiet")
+    args = SimpleNamespace(**{k: run.get(k) for k in keys})
+    args.given_outputs = args.given_outputs or {}
+    args.include_internal = bool(run.get("include_internal"))
+    return args
+
+
+class EnvArgs:
+    """The report paths of the environment, shaped like ``jitlens run``'s options."""
+
+    def __init__(self, cwd: str | None = None) -> None:
+        from .. import _config
+
+        self.json = _config.get("report") or None
+        self.html = _config.get("html") or None
+        self.trace = None
+        self.gather = None
+        self.quiet = False
+        self.include_internal = bool(_config.get("include_internal"))
+        anchor_outputs(self, cwd)  # relative paths: where the program started
+
+
+#: How the environment's report paths are named in messages.
+ENV_NAMES = {"json": "JITLENS_REPORT", "html": "JITLENS_HTML"}
+PARENTS_PATH = (
+    "jitlens: this process (pid {pid}, a child of the tracked program) wrote no {names}: "
+    "the program's own report is written there; put {{pid}} in the path for one per process\n"
+)
+
+
+def leave_the_parents_paths(args: Any) -> list[str]:
+    """A child tracked by ``JITLENS_CHILDREN=1`` inherits ``JITLENS_REPORT`` / ``JITLENS_HTML``:
+    it writes only the paths holding ``{pid}`` (one file per process), never over the file
+    its parent writes at its own exit. Returns how the paths left are named."""
+    left = []
+    for kind, env in ENV_NAMES.items():
+        given = args.given_outputs.get(kind)
+        if given and "{pid" not in given:
+            setattr(args, kind, None)
+            left.append(f"{env}={given}")
+    return left
+
+
+def check_report_paths(args: Any) -> None:
+    """A bad ``JITLENS_REPORT`` / ``JITLENS_HTML`` stops the program before it runs (exit 2)."""
+    if not (args.json or args.html):
+        return  # nothing to check (and nothing to import)
+    import dataclasses
+
+    from .._render.outputs import OutputError, check_outputs
+    from .._track import sink
+
+    try:
+        unanchored = getattr(args, "unanchored", None)
+        if unanchored is not None:
+            raise OutputError(f"{ENV_NAMES[unanchored[0]]}={unanchored[1]}")
+        outputs = outputs_of(args)
+        script = (getattr(sys, "argv", None) or [""])[0]
+        inputs = [(script, f"the script {script}")] if os.path.isfile(script) else []
+        named = [dataclasses.replace(o, label=f"{ENV_NAMES[o.kind]}={o.given}") for o in outputs]
+        check_outputs(named, inputs)
+    except OutputError as exc:
+        sink.write(f"jitlens: {exc}\n")
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(2)
+    except Exception as exc:  # never break the program over a check
+        sink.write(f"jitlens: could not check the report paths ({type(exc).__name__}: {exc})")

@@ -111,17 +111,12 @@ class StaleHit:
     call_index: int
     #: ``file:line`` of that call.
     call_site: str
-    #: As in ``Reason``.
+    #: The rest as in ``Reason``.
     argument: str
-    #: As in ``Reason``.
     path: str
-    #: As in ``Reason``.
     before: str
-    #: As in ``Reason``.
     after: str
-    #: As in ``Reason``.
     message: str
-    #: As in ``Reason``.
     fix: str
 
 
@@ -129,13 +124,14 @@ class StaleHit:
 class Unchecked:
     """A static a cache hit passed that jitlens could not check: not known unchanged, nor stale."""
 
-    #: The cached call (from 0), its ``file:line``, the static (as in ``StaleHit``), and why:
-    #: ``too_big``, it holds more than ``limit`` values, more than a check reads.
+    #: The cached call (from 0), its ``file:line``, the static (as in ``StaleHit``), why (``too_big``:
+    #: over ``limit`` values, more than a check reads), the remedy in its jit's terms ("": unkept).
     call_index: int
     call_site: str
     path: str
     why: str
     limit: int | None = None
+    remedy: str = ""
 
 
 @record

@@ -294,17 +294,13 @@ UNCHECKED_TEXT = {
 }
 #: ... for a ``why`` this jitlens has no words for (a report from a later one).
 UNCHECKED_OTHER = "jitlens could not check `{path}` (call #{index}): {why}."
+#: ... when the report keeps no remedy (written before it did).
 UNCHECKED_REMEDY = "assign a new object instead of changing it"
-#: nn.jit keeps only a hash of the fields: a new object may take a freed one's address (and
-#: its identity hash), so only a class whose fields the hash reads is a fix.
-UNCHECKED_REMEDY_LINEN = (
-    "make its class a dataclass (`@dataclasses.dataclass`), whose fields nn.jit hashes"
-)
 
 
 def unchecked_text(kind: str, u: Unchecked) -> str:
     """What a static jitlens could not check means, and the remedy, for a ``kind`` of jit."""
-    remedy = UNCHECKED_REMEDY_LINEN if kind == "nn.jit" else UNCHECKED_REMEDY
+    remedy = u.remedy or UNCHECKED_REMEDY
     limit = UNKNOWN if u.limit is None else f"{u.limit:,}"
     return UNCHECKED_TEXT.get(u.why, UNCHECKED_OTHER).format(
         path=u.path,

@@ -147,6 +147,8 @@ class Frontend:
     #: The end of a stale hit's fix (``stale``): how a number that changes often is traced in
     #: its terms instead of held static (None: said as for nnx, an array or an nnx.Variable).
     stale_traced: ClassVar[str | None] = None
+    #: The remedy for a static too big to check (``Unchecked.remedy``), in this jit's terms.
+    unchecked_remedy: ClassVar[str] = "assign a new object instead of changing it"
 
     def stale_assign(self, shown: str, root: str, new: str) -> str:
         """Code that puts ``new`` at ``shown`` (reached from the call's argument ``root``), as

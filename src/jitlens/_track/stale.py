@@ -355,13 +355,16 @@ def _unchecked(rec: Any, n: int, path: Any, held: str = "") -> None:
     from .._core.contents import MAX_VALUES
     from .._core.report import Unchecked
     from .._core.retrace_text import unchecked_text
+    from .frontend import of_kind
 
     shown = render_path(path)
     root = str(path[0][1])
     if held:
         shown = held + shown[len(root) :]
     site = _compat.user_call_site(_compat.caller(3))
-    u = Unchecked(call_index=n, call_site=site, path=shown, why=TOO_BIG, limit=MAX_VALUES)
+    fe = of_kind(rec.kind)
+    remedy = fe.unchecked_remedy if fe is not None else ""
+    u = Unchecked(n, site, shown, TOO_BIG, MAX_VALUES, remedy)
     rec.unchecked.append(u)
     sink.warn(unchecked_text(rec.kind, u), UserWarning, _compat.user_stacklevel())
 

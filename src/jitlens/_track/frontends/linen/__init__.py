@@ -21,6 +21,11 @@ class LinenFrontend(Frontend):
         "A number that changes often is better traced: pass it to the method as an array "
         "(`jnp.asarray(...)`), not in a module field."
     )
+    #: nn.jit keeps only a hash of the fields: a new object may take a freed one's address
+    #: (and its identity hash), so only a class whose fields the hash reads is a fix.
+    unchecked_remedy = (
+        "make its class a dataclass (`@dataclasses.dataclass`), whose fields nn.jit hashes"
+    )
     module = linen_api.LINEN_MODULE
 
     def record_for_jit(self, fun: Any, options: dict[str, Any]) -> Record | None:
