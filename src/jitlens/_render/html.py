@@ -23,7 +23,7 @@ from .._core.report import (
 from .._core.retrace_text import fold_key
 from .heading import NOT_INCLUDED
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
-from .text import bucketed_text, costliest, percent, sorted_functions
+from .text import bucketed_text, costliest, percent, reused_text, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -392,6 +392,8 @@ def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
     note = "".join(
         f'<p class="legend">{escape(bucketed_text(b))}</p>' for b in buckets.bucketed(fn.events)
     )
+    shared = buckets.reused_shapes(fn)
+    note += f'<p class="legend">{escape(reused_text(shared))}</p>' if shared else ""
     return note + "".join(articles), anchors
 
 

@@ -28,6 +28,16 @@ from .base import (
     _reason,
     with_fix,
 )
+from .instance import (
+    ARRAYS_PYTREE_CALL,
+    ARRAYS_PYTREE_DECORATOR,
+    ARRAYS_PYTREE_FIX,
+    ARRAYS_PYTREE_METHODS,
+    NO_EQ_FIX,
+    NO_EQ_TRACED_FIX,
+    NO_EQ_VALUES_FIX,
+    instance_fix,
+)
 from .spec import KindSpec
 from .static_value import unstatic as _unstatic
 
@@ -212,36 +222,6 @@ OPTAX_BUILD_ANY = Template(
 )
 
 
-NO_EQ_FIX = Template(
-    K.NO_EQ,
-    "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal "
-    "configurations compare equal, or reuse one instance.",
-)
-
-
-#: An instance without ``__eq__`` that holds arrays: a frozen dataclass of it cannot be hashed
-#: (jit raises TypeError on a static holding a jax Array); a pytree whose arrays are data and
-#: the rest meta is traced instead, and one compile serves every rebuilt instance.
-ARRAYS_PYTREE_FIX = Template(
-    K.ARRAYS_PYTREE,
-    "`{type}` holds arrays ({data}), which cannot be hashed as a static: make it a pytree whose "
-    "arrays are traced and the rest static, then {unstatic}. {code}",
-)
-
-
-#: The shortest registration that works for the class, the last part of ``ARRAYS_PYTREE_FIX``:
-#: a dataclass whose fields are all arrays takes the decorator alone; one with other fields
-#: names them (data and meta) in one call after the class; any other class gets
-#: ``register_pytree_node_class`` and its two methods, one short line each (``{methods}``).
-ARRAYS_PYTREE_DECORATOR = Template(M.ARRAYS_PYTREE_DECORATOR, "Above the class: `{code}`.")
-ARRAYS_PYTREE_CALL = Template(M.ARRAYS_PYTREE_CALL, "After the class: `{code}`.")
-ARRAYS_PYTREE_METHODS = Template(
-    M.ARRAYS_PYTREE_METHODS,
-    "Put `@jax.tree_util.register_pytree_node_class` above `class {type}` and these in it:\n"
-    "{methods}",
-)
-
-
 #: The whole fixes ``PARTIAL_GRAPH_FIX`` makes: alone, or followed by ``PARTIAL_DATA_FIX``'s
 #: ``nnx.data`` alternative.
 _PARTIAL_GRAPH_WHOLE = Template(K.PARTIAL_GRAPH, PARTIAL_GRAPH_FIX + ".")
@@ -379,88 +359,10 @@ def _identity_fix(
             make(value=setter, state=where, build=build),
         )
     tn = tname.rsplit(".", 1)[-1]
-    fields = None if in_graph else array_fields(value)
-    if fields is not None:
-        data, meta = fields
-        return IdentityFix(
-            SubjectKind.INSTANCE,
-            f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
-            K.ARRAYS_PYTREE,
-            ARRAYS_PYTREE_FIX.as_written(
-                type=tn,
-                data=", ".join(f"`{d}`" for d in data),
-                code=pytree_code(value, tn, data, meta),
-                unstatic=unstatic or _unstatic(None, arg),
-            ),
-        )
+    fix_kind, words = instance_fix(value, old, tn, in_graph, unstatic or _unstatic(None, arg))
     return IdentityFix(
-        SubjectKind.INSTANCE,
-        f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
-        K.NO_EQ,
-        NO_EQ_FIX.words(type=tn),
+        SubjectKind.INSTANCE, f"a `{tn}` instance, and `{tn}` defines no `__eq__`", fix_kind, words
     )
-
-
-def array_fields(value: Any) -> tuple[list[str], list[str]] | None:
-    """The instance attributes of ``value`` that hold arrays (jax or NumPy: data of a pytree)
-    and the others (its meta), or ``None``: no array among them, or not plain attributes."""
-    import numpy as np
-
-    jax = sys.modules.get("jax")
-    kinds: tuple[type, ...] = (np.ndarray,) + ((jax.Array,) if jax is not None else ())
-    try:
-        attrs = dict(vars(value))
-    except TypeError:
-        return None  # __slots__ or a builtin: no attributes to name
-    if not attrs or not all(isinstance(k, str) and k.isidentifier() for k in attrs):
-        return None
-    data = [k for k, v in attrs.items() if isinstance(v, kinds)]
-    if not data:
-        return None
-    return data, [k for k in attrs if k not in data]
-
-
-def _keyword_init(cls: type, names: list[str]) -> bool:
-    """Does ``cls(**{name: ...})`` rebuild an instance from exactly its attributes ``names``?"""
-    if dataclasses.is_dataclass(cls):
-        return {f.name for f in dataclasses.fields(cls) if f.init} == set(names)
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        return False
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    named = {n for n, p in params.items() if p.kind in kinds}
-    required = {n for n, p in params.items() if p.default is p.empty and p.kind in kinds}
-    return set(names) <= named and required <= set(names)
-
-
-def pytree_code(value: Any, tn: str, data: list[str], meta: list[str]) -> Words:
-    """The shortest registration that makes ``value``'s class a pytree with ``data`` traced and
-    ``meta`` static: a dataclass built from exactly those fields is registered with
-    ``register_dataclass`` (its decorator alone when every field is data); any other class
-    gets ``register_pytree_node_class`` with ``tree_flatten`` / ``tree_unflatten``, which
-    rebuild the instance through its constructor when it takes exactly those names, else
-    without calling it."""
-    cls = type(value)
-    if dataclasses.is_dataclass(cls) and _keyword_init(cls, data + meta):
-        if not meta:
-            return ARRAYS_PYTREE_DECORATOR.words(code="@jax.tree_util.register_dataclass")
-        code = f"jax.tree_util.register_dataclass({tn}, data_fields={data!r}, meta_fields={meta!r})"
-        return ARRAYS_PYTREE_CALL.words(code=code)
-    kids, aux = (_tuple_code([f"self.{n}" for n in names]) for names in (data, meta))
-    if _keyword_init(cls, data + meta):
-        given = [f"{n}=meta[{i}]" for i, n in enumerate(meta)]
-        given += [f"{n}=data[{i}]" for i, n in enumerate(data)]
-        rebuilt = [f"def tree_unflatten(cls, meta, data): return cls({', '.join(given)})"]
-    else:  # not through its constructor: its attributes set back as they were
-        sets = [f"{_tuple_code([f'o.{n}' for n in names])[1:-1]} = {side}" for names, side in
-                ((meta, "meta"), (data, "data")) if names]  # fmt: skip
-        rebuilt = [
-            "def tree_unflatten(cls, meta, data):",
-            f"    o = cls.__new__(cls); {'; '.join(sets)}; return o",
-        ]
-    methods = "\n".join((f"def tree_flatten(self): return {kids}, {aux}", "@classmethod", *rebuilt))
-    return ARRAYS_PYTREE_METHODS.as_written(type=tn, methods=methods)
 
 
 def optax_build(tx: Any, name: str = "TX") -> Words:
@@ -470,11 +372,6 @@ def optax_build(tx: Any, name: str = "TX") -> Words:
     if factory is None:
         return OPTAX_BUILD_ANY.words()
     return OPTAX_BUILD_NAMED.words(factory=factory, name=name)
-
-
-def _tuple_code(items: list[str]) -> str:
-    """Python for the tuple of ``items``: ``()``, ``(a,)``, ``(a, b)``."""
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _qualified(func: Any) -> str:
@@ -556,6 +453,8 @@ SPEC = KindSpec(
         K.OPTAX: OPTAX_FIX,
         K.OPTAX_REBUILT: OPTAX_REBUILT_FIX,
         K.NO_EQ: NO_EQ_FIX,
+        K.NO_EQ_TRACED: NO_EQ_TRACED_FIX,
+        K.NO_EQ_VALUES: NO_EQ_VALUES_FIX,
         K.ARRAYS_PYTREE: ARRAYS_PYTREE_FIX,
         K.OPTAX_KIND: OPTAX_KIND_FIX,
         K.NAN_FIELD: NAN_FIELD_FIX,
