@@ -22,13 +22,10 @@ estimate stays on the safe side of an elementwise update, which gets faster), so
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .kinds import AdviceKind
 from .report import Advice, FunctionReport
-
-if TYPE_CHECKING:
-    from .advice import DispatchSample, Environment
 
 #: Advise from this many leaves in one call's arguments (and sample such a jax.jit's hits).
 MANY_LEAVES_MIN = 256
@@ -38,6 +35,12 @@ RAVELED_HOST_SECONDS = 30e-6
 #: What the compiled program adds per leaf to slice the one array into the leaves and join
 #: them again (CPU, jax 0.10.2: ~0.2 us per leaf of 4 floats; the benchmark checks it).
 UNRAVEL_SECONDS_PER_LEAF = 0.2e-6
+#: Advise only when the run saves at least this many seconds, this share of the run, and
+#: this share of each call's time: ``advice.dispatch``'s thresholds (kept equal by a test;
+#: ``advice`` imports this module, so it cannot import them from there).
+MIN_SECONDS = 0.05
+MIN_RUN_SHARE = 0.02
+MIN_CALL_SHARE = 0.10
 
 MANY_LEAVES_MESSAGE = (
     "{leaves} pytree leaves in every call ({args}): {host} on the host per cache hit vs "
@@ -57,7 +60,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.0f} us"
 
 
-def raveled_saving(sample: DispatchSample) -> float:
+def raveled_saving(sample: Any) -> float:
     """Seconds per call that one array instead of ``sample``'s leaves saves (the module's
     docstring has the model); with asynchronous dispatch a loop runs at ``max(host, device)``."""
     leaves = sum(n for _, n in sample.leaves)
@@ -66,13 +69,10 @@ def raveled_saving(sample: DispatchSample) -> float:
     return max(0.0, max(h, d) - after)
 
 
-def many_leaves(
-    fn: FunctionReport, sample: DispatchSample | None, env: Environment
-) -> Advice | None:
+def many_leaves(fn: FunctionReport, sample: Any, env: Any) -> Advice | None:
     """``many_leaves`` advice for a function whose sampled hits carried at least
-    ``MANY_LEAVES_MIN`` leaves, when the saving passes ``dispatch``'s thresholds."""
-    from .advice import DISPATCH_MIN_CALL_SHARE, DISPATCH_MIN_RUN_SHARE, DISPATCH_MIN_SECONDS
-
+    ``MANY_LEAVES_MIN`` leaves, when the saving passes the thresholds. ``sample`` and ``env``
+    are ``advice.DispatchSample`` / ``advice.Environment`` (``sample`` may be None)."""
     if sample is None or not sample.samples or not fn.cache_hits or not sample.leaves:
         return None
     leaves = sum(n for _, n in sample.leaves)
@@ -82,9 +82,9 @@ def many_leaves(
     total = per_call * fn.cache_hits
     call_time = max(sample.host_seconds, sample.device_seconds)
     if (
-        total < DISPATCH_MIN_SECONDS
-        or total < DISPATCH_MIN_RUN_SHARE * env.run_seconds
-        or per_call < DISPATCH_MIN_CALL_SHARE * call_time
+        total < MIN_SECONDS
+        or total < MIN_RUN_SHARE * env.run_seconds
+        or per_call < MIN_CALL_SHARE * call_time
     ):
         return None
     ranked = sorted(sample.leaves, key=lambda a: -a[1])

@@ -4,6 +4,14 @@
 functions, optax transforms, instances without ``__eq__``, a class defined again, a NaN:
 ``_identity_fix`` says what the object is and offers a fix checked to work
 (``tests/test_fixes.py``).
+
+An instance of a class without ``__eq__`` gets the fix its attributes call for
+(``instance_fix``, reading ``_core/instances.py``): the same values (a rebuild) may reuse one
+instance or freeze the class (``NO_EQ_FIX``); arrays make it a pytree (``ARRAYS_PYTREE_FIX``);
+other numbers that changed (jax#28418 made to work: a copy changed each step, or a new
+instance each step) are traced, never "reuse one instance", which is the stale hit jax#28418
+reported (``NO_EQ_TRACED_FIX``, with the registration code); other values, or values
+jitlens cannot read, freeze the class, one compile per configuration (``NO_EQ_VALUES_FIX``).
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ from typing import Any
 
 from ..._compat import optax_api
 from ..builds import same_build
-from ..key import StaticVal, short_repr
+from ..instances import array_fields, changed_attributes, pytree_registration
+from ..key import StaticVal, is_number, short_repr
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..reason import Reason
 from ..template_kinds import FixKind as K
@@ -27,16 +36,6 @@ from .base import (
     Words,
     _reason,
     with_fix,
-)
-from .instance import (
-    ARRAYS_PYTREE_CALL,
-    ARRAYS_PYTREE_DECORATOR,
-    ARRAYS_PYTREE_FIX,
-    ARRAYS_PYTREE_METHODS,
-    NO_EQ_FIX,
-    NO_EQ_TRACED_FIX,
-    NO_EQ_VALUES_FIX,
-    instance_fix,
 )
 from .spec import KindSpec
 from .static_value import unstatic as _unstatic
@@ -222,6 +221,55 @@ OPTAX_BUILD_ANY = Template(
 )
 
 
+NO_EQ_FIX = Template(
+    K.NO_EQ,
+    "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`) so equal "
+    "configurations compare equal, or reuse one instance.",
+)
+
+
+#: An instance without ``__eq__`` that holds arrays: a frozen dataclass of it cannot be hashed
+#: (jit raises TypeError on a static holding a jax Array); a pytree whose arrays are data and
+#: the rest meta is traced instead, and one compile serves every rebuilt instance.
+ARRAYS_PYTREE_FIX = Template(
+    K.ARRAYS_PYTREE,
+    "`{type}` holds arrays ({data}), which cannot be hashed as a static: make it a pytree whose "
+    "arrays are traced and the rest static, then {unstatic}. {code}",
+)
+
+
+#: The shortest registration that works for the class, the last part of ``ARRAYS_PYTREE_FIX``:
+#: a dataclass whose fields are all arrays takes the decorator alone; one with other fields
+#: names them (data and meta) in one call after the class; any other class gets
+#: ``register_pytree_node_class`` and its two methods, one short line each (``{methods}``).
+ARRAYS_PYTREE_DECORATOR = Template(M.ARRAYS_PYTREE_DECORATOR, "Above the class: `{code}`.")
+ARRAYS_PYTREE_CALL = Template(M.ARRAYS_PYTREE_CALL, "After the class: `{code}`.")
+ARRAYS_PYTREE_METHODS = Template(
+    M.ARRAYS_PYTREE_METHODS,
+    "Put `@jax.tree_util.register_pytree_node_class` above `class {type}` and these in it:\n"
+    "{methods}",
+)
+
+
+#: Two instances of a class without ``__eq__`` whose numbers differ: either way the user got
+#: there (a copy changed each step, a new instance each step), reusing one instance is wrong.
+NO_EQ_TRACED_FIX = Template(
+    K.NO_EQ_TRACED,
+    "`{type}` instances differ in {changed}: reusing one instance would run the old "
+    "compile (stale results). If {changed} sets a shape, a loop count or a branch, make "
+    "`{type}` a frozen dataclass (one compile per value); else trace it, then {unstatic}: one "
+    "compile serves every value. {code}",
+)
+
+
+NO_EQ_VALUES_FIX = Template(
+    K.NO_EQ_VALUES,
+    "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`, changed with "
+    "`dataclasses.replace`) so equal configurations compare equal: one compile per distinct "
+    "{changed}. Do not reuse one instance changed in place: it would run the old compile.",
+)
+
+
 #: The whole fixes ``PARTIAL_GRAPH_FIX`` makes: alone, or followed by ``PARTIAL_DATA_FIX``'s
 #: ``nnx.data`` alternative.
 _PARTIAL_GRAPH_WHOLE = Template(K.PARTIAL_GRAPH, PARTIAL_GRAPH_FIX + ".")
@@ -363,6 +411,46 @@ def _identity_fix(
     return IdentityFix(
         SubjectKind.INSTANCE, f"a `{tn}` instance, and `{tn}` defines no `__eq__`", fix_kind, words
     )
+
+
+def instance_fix(value: Any, old: Any, tn: str, in_graph: bool, unstatic: Words) -> tuple[K, Words]:
+    """The fix for ``value``, an instance of ``tn`` compared by identity, that missed where
+    ``old`` was compiled (the cases: the module's docstring)."""
+    fields = None if in_graph else array_fields(value)
+    if fields is not None:
+        data, meta = fields
+        code = pytree_code(value, tn, data, meta)
+        named = ", ".join(f"`{d}`" for d in data)
+        return K.ARRAYS_PYTREE, ARRAYS_PYTREE_FIX.as_written(
+            type=tn, data=named, code=code, unstatic=unstatic
+        )
+    changed = changed_attributes(old, value)
+    if changed == []:
+        return K.NO_EQ, NO_EQ_FIX.words(type=tn)
+    numbers = changed is not None and all(
+        is_number(getattr(old, a)) and is_number(getattr(value, a)) for a in changed
+    )
+    named = ", ".join(f"`{a}`" for a in changed or ())
+    if numbers and not in_graph and changed is not None:
+        meta = [a for a in vars(value) if a not in changed]
+        return K.NO_EQ_TRACED, NO_EQ_TRACED_FIX.as_written(
+            type=tn,
+            changed=named,
+            unstatic=unstatic,
+            code=pytree_code(value, tn, changed, meta),
+        )
+    return K.NO_EQ_VALUES, NO_EQ_VALUES_FIX.words(type=tn, changed=named or "configuration")
+
+
+def pytree_code(value: Any, tn: str, data: list[str], meta: list[str]) -> Words:
+    """The registration that makes ``value``'s class a pytree with ``data`` traced and ``meta``
+    static (``instances.pytree_registration``), as the closing part of a fix."""
+    form, code = pytree_registration(value, tn, data, meta)
+    if form == "decorator":
+        return ARRAYS_PYTREE_DECORATOR.words(code=code)
+    if form == "call":
+        return ARRAYS_PYTREE_CALL.words(code=code)
+    return ARRAYS_PYTREE_METHODS.as_written(type=tn, methods=code)
 
 
 def optax_build(tx: Any, name: str = "TX") -> Words:
