@@ -425,7 +425,7 @@ def instance_fix(value: Any, old: Any, tn: str, in_graph: bool, unstatic: Words)
             type=tn, data=named, code=code, unstatic=unstatic
         )
     changed = changed_attributes(old, value)
-    if changed == []:
+    if changed == [] or old is None:  # a rebuild, or no earlier instance to compare (the audit)
         return K.NO_EQ, NO_EQ_FIX.words(type=tn)
     numbers = changed is not None and all(
         is_number(getattr(old, a)) and is_number(getattr(value, a)) for a in changed
