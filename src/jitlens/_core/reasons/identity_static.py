@@ -255,8 +255,8 @@ ARRAYS_PYTREE_METHODS = Template(
 #: there (a copy changed each step, a new instance each step), reusing one instance is wrong.
 NO_EQ_TRACED_FIX = Template(
     K.NO_EQ_TRACED,
-    "`{type}` instances differ in {changed}: reusing one instance would run the old "
-    "compile (stale results). If {changed} sets a shape, a loop count or a branch, make "
+    "`{type}` instances differ in {changed}: one instance changed in place would keep "
+    "running the compile made for its old values. If {changed} sets a shape, a loop count or a branch, make "
     "`{type}` a frozen dataclass (one compile per value); else trace it, then {unstatic}: one "
     "compile serves every value. {code}",
 )
