@@ -7,7 +7,8 @@ host and device is lopsided by orders of magnitude. ``benchmarks/advisor.py`` an
 
 The one test module that calls the rules themselves (tests/test_public_api.py lists why):
 no program gives chosen timings, cache states or compile costs, so each rule is pinned
-on figures made up here: dispatch, the compile cache, entries, bucket sets, the fast path,
+on figures made up here: dispatch, the compile cache, entries, bucket sets (and shapes each
+reused from a line of its own), the fast path, many leaves per call,
 the persistent cache's notes, and the compile cost (issue 34: the data collected from a long
 compile, with ``COST_MIN_SECONDS`` lowered so that tiny real programs are read).
 """
@@ -1005,3 +1006,59 @@ def test_the_trip_count_leaves_out_what_follows_the_loop_on_its_line():
     assert trip_count(list(range(10)) * 8 + ["expand"] * 8 + ["concat"]) == 8
     assert trip_count(body * 48 + ["sin", "mul"]) == 49  # the last one short of its add
     assert trip_count(body * 48) == 48 and trip_count(list("abcdefgh")) == 1
+
+
+# ---------------------------------------------------------------- many_leaves (leftovers 2)
+
+
+def _leafy(host: float, device: float, leaves: int) -> rules.DispatchSample:
+    return rules.DispatchSample(7, host, device, None, (), ("params", "lr"),
+                                leaves=(("params", leaves), ("lr", 1)))  # fmt: skip
+
+
+def test_many_leaves_predicts_what_one_array_saves_and_stays_quiet_below_its_bars() -> None:
+    from jitlens._core import advice_leaves as L
+
+    fn = _fn(calls=200, hits=199)
+    sample = _leafy(host=6e-3, device=0.4e-3, leaves=2000)
+    (a,) = [a for a in advise(fn, sample, ENV) if a.kind == "many_leaves"]
+    after = max(L.RAVELED_HOST_SECONDS, 0.4e-3 + 2001 * L.UNRAVEL_SECONDS_PER_LEAF)
+    assert a.estimated_saving_seconds == pytest.approx((6e-3 - after) * 199, rel=1e-4)
+    assert a.message.startswith("2,001 pytree leaves in every call (`params` 2,000, `lr` 1)")
+    assert "ravel_pytree(params)" in a.fix
+    assert L.many_leaves(fn, _leafy(6e-3, 0.4e-3, L.MANY_LEAVES_MIN - 2), ENV) is None  # few
+    assert L.many_leaves(fn, _leafy(0.1e-3, 0.05e-3, 2000), ENV) is None  # a cheap call
+    assert L.many_leaves(fn, _leafy(6e-3, 50e-3, 2000), ENV) is None  # the device's time
+    assert L.many_leaves(fn, None, ENV) is None
+    # its bars are the dispatch advice's (advice imports it: the numbers are kept equal here)
+    bars = (L.MIN_SECONDS, L.MIN_RUN_SHARE, L.MIN_CALL_SHARE)
+    assert bars == (
+        rules.DISPATCH_MIN_SECONDS, rules.DISPATCH_MIN_RUN_SHARE, rules.DISPATCH_MIN_CALL_SHARE
+    )  # fmt: skip
+
+
+def _shape_event(call: int, site: str, entry: int, before: str, after: str) -> Event:
+    r = jitlens.Reason("shape", "batch", "batch[0]", before, after, "m", "f", fix_kind="shape")
+    return Event(call, "retrace", site, "", (r,), entry=entry, compiled=True)
+
+
+@pytest.mark.parametrize(
+    ("sites", "entries", "reused"),
+    [
+        (("a.py:5", "a.py:6"), (0, 1, 0, 1, 0, 1), True),  # train and test sets, every epoch
+        (("a.py:5", "a.py:5"), (0, 0, 1, 0, 0, 1), False),  # a ragged last batch, one line
+        (("a.py:5", "a.py:6"), (0, 1, 0, 0), False),  # the second shape used once
+        (("a.py:5", "a.py:6"), (), False),  # no call timeline: unknown, not excused
+    ],
+)
+def test_a_few_shapes_each_from_its_own_line_and_reused_are_expected(
+    sites: tuple[str, str], entries: tuple[int, ...], reused: bool
+) -> None:
+    first = Event(0, "trace", sites[0], "", entry=0, compiled=True)
+    retrace = _shape_event(1, sites[1], 1, "f32[24,3]", "f32[10,3]")
+    fn = dataclasses.replace(_fn(6, 4), events=(first, retrace), call_entries=entries)
+    shared = buckets.reused_shapes(fn)
+    assert bool(shared) is reused and fn.bucketed is reused
+    if reused:
+        assert [(s.shape, s.calls) for s in shared] == [("f32[24,3]", 3), ("f32[10,3]", 3)]
+        assert fn.seconds_lost == 0.0

@@ -111,6 +111,8 @@ FIXES: dict[str, str] = {
     "OPTAX_KIND_FIX": OPTION,
     "LIBRARY_MADE_FIX": OPTION,  # worded by test_explain.py::test_a_layer_s_own_state_is_the_layer_s
     "NO_EQ_FIX": "test_no_eq_fix",
+    "NO_EQ_TRACED_FIX": "test_leftovers2.py::test_a_new_instance_per_step_is_never_told_to_reuse_one",
+    "NO_EQ_VALUES_FIX": "test_leftovers2.py::test_a_new_configuration_per_call_is_frozen_not_reused",
     "ARRAYS_PYTREE_FIX": "test_trial_programs.py::test_a_static_self_holding_arrays_gets_the_pytree_fix",
     "NAN_FIX": "test_nan_fix_static_argument",
     "MUTATED_FIX": "test_mutated_fix",

@@ -141,6 +141,7 @@ def test_kinds_are_str_enums_in_their_documented_order() -> None:
         "unrolled_loop",
         "captured_constant",
         "compile_bound",
+        "many_leaves",
     ]
     for kinds in (jitlens.ReasonKind, jitlens.EventKind, jitlens.AdviceKind):
         assert issubclass(kinds, enum.StrEnum)

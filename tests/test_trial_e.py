@@ -97,3 +97,11 @@ def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None
         assert "train_step retraced 1x" in text, text
         assert "model.encoder.kl_loss graph_structure" in text, text
         assert "(`nnx.pop(model, Loss)`" in text, text
+
+
+def test_blackjax_s_kernel_fix_is_printed_whole(trial: dict) -> None:
+    # once cut at 240 characters on the terminal and in the JSON: "... does what `nuts.step`
+    # does (blackjax/base.py:203) with them …" (run(fixed) applies it whole)
+    (r,) = _reasons(trial["before"]["e_blackjax_nuts_loop"], "step_fn")
+    assert r["fix"].endswith("pass `inverse_mass_matrix`, `step_size` on every call."), r
+    assert "…" not in r["fix"], r["fix"]

@@ -148,6 +148,8 @@ def test_a_static_whose_hash_follows_a_change_in_place_is_a_stale_hit(trial: dic
     assert [row[k] for k in ("calls", "traces", "compiles", "hits")] == [2, 1, 1, 1], row
     after = trial["after"]["f_jax_28418_hash_mutated_static"]  # the fix: a new object
     assert after["out"] == [2, 3] and "stale" not in after["text"], after["text"]
+    # its second compile (a new object) is told to trace `a`, never to reuse the instance
+    assert "reuse" not in after["text"] and "drop `static_argnums=0`" in after["text"]
 
 
 def test_as_a_user_runs_it_the_stale_hit_is_on_stderr_and_the_output_is_the_programs() -> None:

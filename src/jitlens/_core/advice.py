@@ -17,6 +17,8 @@ plain data (no JAX here, so every rule is tested with made-up figures):
   (jax#19654).
 * ``buckets``: many sizes of one axis, each compiled once: the buckets the
   recorded sizes call for (``buckets.propose``).
+* ``many_leaves``: cache hits whose host time goes to thousands of pytree leaves
+  (``advice_leaves.py``): one array (``ravel_pytree``) or stacked leaves instead.
 * ``fast_path``: cache hits served by JAX's Python dispatch instead of its
   C++ fast path (a host callback in the function, jax#31319): hundreds of
   us per call instead of a few.
@@ -172,6 +174,8 @@ class DispatchSample:
     cached_graph_seconds: float | None
     cached_args: tuple[str, ...]
     rest_args: tuple[str, ...]
+    #: Leaves of the call's key per argument name, for ``many_leaves`` (``advice_leaves``).
+    leaves: tuple[tuple[str, int], ...] = ()
 
 
 @record
@@ -382,6 +386,8 @@ def advise(
       >>> advise(fn, None, Environment(1.0, None, True, 1.0))
       ()
     """
+    from .advice_leaves import many_leaves  # loaded when a report is advised on, not at start
+
     found = [
         disable_jit(eager_calls),
         dispatch(fn, sample, env),
@@ -390,6 +396,7 @@ def advise(
         bucketing(fn),
         fast_path(fn, fast_path_timed),  # issue 24
         *compile_cost(fn),  # issue 34
+        many_leaves(fn, sample, env),
     ]
     chosen = [a for a in found if a is not None]
     # The compile cache and a smaller program save the same compile seconds; the program

@@ -164,3 +164,58 @@ def propose(size_set: SizeSet) -> Proposal | None:
     if best is None:
         return None
     return Proposal(size_set.path, size_set.axis, best[2], len(distinct), best[1])
+
+
+#: A program's own few shapes (a train set and a test set, each evaluated every epoch): at
+#: most this many compiled entries ...
+REUSED_MAX_SHAPES = 4
+#: ... each one served at least this many calls (its compile, then hits).
+REUSED_MIN_CALLS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedShape:
+    """One compiled entry of a :func:`reused_shapes` set: where it was first called, with
+    what shape of ``path``, and how many calls it served."""
+
+    call_site: str
+    path: str
+    shape: str
+    calls: int
+
+
+def reused_shapes(fn: Any) -> tuple[SharedShape, ...]:
+    """The entries of ``fn`` (a ``FunctionReport``) when its compiles are a few shapes the
+    program needs, each compiled once and reused; else empty (nothing is excused).
+
+    The evidence, all from the report: every retrace is a change of an argument's shape
+    (the plain ``SHAPE`` fix: not a prefix growing by one, not a library's batches), at
+    most ``REUSED_MAX_SHAPES`` entries, each first called from a line of its own (the
+    program calls the function on two data sets where it means to: ``accuracy(params,
+    train)``, ``accuracy(params, test)``) and each serving at least ``REUSED_MIN_CALLS``
+    calls (``call_entries``). One loop that meets a ragged last batch calls from one line,
+    and a growing length is never reused: both keep the pad / bucket fix."""
+    compiles = list(fn.events)
+    retraces = compiles[1:]
+    if not retraces or len(compiles) > REUSED_MAX_SHAPES or compiles[0].kind is not EventKind.TRACE:
+        return ()
+    for e in retraces:
+        if e.kind is not EventKind.RETRACE or not e.reasons:
+            return ()  # a compile without a trace, a retrace jitlens could not explain
+        if not all(r.kind is ReasonKind.SHAPE and str(r.fix_kind) == "shape" for r in e.reasons):
+            return ()
+    sites = [e.call_site for e in compiles]
+    entries = [e.entry for e in compiles]
+    if not all(sites) or len(set(sites)) != len(sites) or len(set(entries)) != len(entries):
+        return ()
+    served = {n: fn.call_entries.count(n) for n in entries}
+    if any(n < REUSED_MIN_CALLS for n in served.values()):
+        return ()  # unknown (no call timeline) or used once: a shape that keeps changing
+    first = retraces[0].reasons[0]
+    shapes = [first.before] + [
+        next((r.after for r in e.reasons if r.path == first.path), "?") for e in retraces
+    ]
+    return tuple(
+        SharedShape(e.call_site, first.path, shape, served[e.entry])
+        for e, shape in zip(compiles, shapes, strict=True)
+    )

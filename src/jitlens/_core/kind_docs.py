@@ -34,4 +34,7 @@ ADVICE_KIND_DOCS: dict[AdviceKind, str] = {
     "compile, by the name it was captured under: pass it as an argument",
     AdviceKind.COMPILE_BOUND: "a compile of a second or more never reused by a cache hit: the "
     "compile may cost more than jit saves on this workload",
+    AdviceKind.MANY_LEAVES: "a `jax.jit` whose cache hits carry 256 or more pytree leaves and "
+    "spend most of their time on the host handling them; fix: one array (`ravel_pytree`) or "
+    "stacked leaves",
 }

@@ -76,8 +76,9 @@ class EventKind(_Kind):
 class AdviceKind(_Kind):
     """What ``FunctionReport.advice`` looked at beyond retraces (``Advice.kind``): host time per
     call, compile time a persistent cache would save, too many entries, eager calls, sizes
-    to bucket, cache hits off JAX's fast path, what makes a long compile big. The rules live in
-    ``_core/advice.py`` and ``_core/advice_cost.py``."""
+    to bucket, cache hits off JAX's fast path, what makes a long compile big, thousands of leaves
+    per call. The rules live in ``_core/advice.py``, ``_core/advice_cost.py`` and
+    ``_core/advice_leaves.py``."""
 
     DISPATCH = "dispatch"
     COMPILE_CACHE = "compile_cache"
@@ -88,6 +89,7 @@ class AdviceKind(_Kind):
     UNROLLED_LOOP = "unrolled_loop"
     CAPTURED_CONSTANT = "captured_constant"
     COMPILE_BOUND = "compile_bound"
+    MANY_LEAVES = "many_leaves"
 
 
 class SubjectKind(_Kind):

@@ -250,12 +250,14 @@ class FunctionReport:
 
     @property
     def bucketed(self) -> bool:
-        """Every retrace is a shape of a deliberate bucket set, each compiled once."""
+        """Every retrace is a shape of a deliberate bucket set, each compiled once, or of a
+        few shapes the program needs, each passed from a line of its own and reused (a
+        training set and a test set: ``buckets.reused_shapes``)."""
         if not any(e.reasons for e in self.events):
             return False  # no retrace reasons, no sizes (and buckets' module stays unloaded)
         from . import buckets
 
-        return bool(buckets.bucketed(self.events))
+        return bool(buckets.bucketed(self.events) or buckets.reused_shapes(self))
 
     @property
     def hit_rate(self) -> float | None:

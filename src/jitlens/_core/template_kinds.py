@@ -89,6 +89,8 @@ class FixKind(_Kind):
     OPTAX = "optax"
     OPTAX_REBUILT = "optax_rebuilt"
     NO_EQ = "no_eq"
+    NO_EQ_TRACED = "no_eq_traced"
+    NO_EQ_VALUES = "no_eq_values"
     ARRAYS_PYTREE = "arrays_pytree"
     STATIC_TYPE = "static_type"
     NAN_FIELD = "nan_field"
@@ -260,6 +262,7 @@ class MessageKind(_Kind):
     # reasons/shape.py
     SHAPE = "shape"
     BUCKETED = "bucketed"
+    REUSED_SHAPES = "reused_shapes"
     VMAP_SHAPE = "vmap_shape"
     KERAS_RAGGED = "keras_ragged"
     KERAS_RAGGED_WHY = "keras_ragged_why"

@@ -24,7 +24,7 @@ from .._core.report import (
 from .._core.retrace_text import UNCHECKED_HEADER, call_number, fold_key, unchecked_text
 from .heading import NOT_INCLUDED
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
-from .text import bucketed_text, costliest, notices, percent, sorted_functions
+from .text import bucketed_text, costliest, notices, percent, reused_text, sorted_functions
 
 LOG = logging.getLogger("jitlens")
 
@@ -393,6 +393,8 @@ def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
     note = "".join(
         f'<p class="legend">{escape(bucketed_text(b))}</p>' for b in buckets.bucketed(fn.events)
     )
+    shared = buckets.reused_shapes(fn)
+    note += f'<p class="legend">{escape(reused_text(shared))}</p>' if shared else ""
     return note + "".join(articles), anchors
 
 

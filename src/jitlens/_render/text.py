@@ -208,6 +208,10 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     if chosen:  # a deliberate bounded set of shapes: said so, not explained as a problem
         lines += [Line(2, bucketed_text(s), Role.OK) for s in chosen]
         return lines
+    shared = B.reused_shapes(fn)
+    if shared:  # a few shapes the program needs, each reused: said so, no pad fix
+        lines.append(Line(2, reused_text(shared), Role.OK))
+        return lines
     every = [r for e in retraces for r in e.reasons]
     by_event: dict[int, list[Folded]] = {}
     for reason, count, first in fold_reasons(retraces):
@@ -236,6 +240,14 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
     for u in fn.unchecked or ():
         lines += _indented(RT.unchecked_lines(fn, u), 2)
     return lines
+
+
+def reused_text(shared: Sequence[buckets.SharedShape]) -> str:
+    """What a few shapes the program needs are, in one sentence (text and HTML: the words of
+    ``_core/reasons/shape.py``'s ``REUSED_SHAPES_MSG``)."""
+    from .._core.reasons import reused_shapes  # only a report with such a set needs the words
+
+    return reused_shapes(shared).make()
 
 
 def bucketed_text(b: buckets.SizeSet) -> str:

@@ -36,7 +36,7 @@ import jax
 
 from .. import _compat
 from .._core.advice import DispatchSample, Environment, advise
-from .._core.kinds import RowKind
+from .._core.kinds import EntryKind, RowKind
 from .._core.report import Advice, FunctionReport
 from . import fastpath
 from .records import Record
@@ -63,8 +63,29 @@ def wants_sample(rec: Record, n: int) -> bool:
             rec.kind == RowKind.NNX_JIT
             and wrapper is not None
             and _compat.nnx_kind(wrapper) == RowKind.NNX_JIT
-        )
+        ) or _many_leaves(rec)
     return bool(mode)
+
+
+def _many_leaves(rec: Record) -> bool:
+    """A ``jax.jit`` whose last key holds enough leaves for ``many_leaves`` advice."""
+    if rec.kind != RowKind.JAX_JIT:
+        return False
+    from .._core.advice_leaves import MANY_LEAVES_MIN  # only a jax.jit called 4 times asks
+
+    return sum(n for _, n in _leaves(rec)) >= MANY_LEAVES_MIN
+
+
+def _leaves(rec: Record) -> tuple[tuple[str, int], ...]:
+    """The arrays of ``rec``'s last key per argument name, in the order of the arguments."""
+    with rec.lock:
+        key = rec.keys[-1] if rec.keys else None
+    counts: dict[str, int] = {}
+    for path, entry in key.entries.items() if key is not None else ():
+        if path and path[0][0] == "arg" and entry.kind == EntryKind.AVAL:
+            name = str(path[0][1])
+            counts[name] = counts.get(name, 0) + 1
+    return tuple(counts.items())
 
 
 def sampled_call(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -161,6 +182,7 @@ def dispatch_sample(rec: Record) -> DispatchSample | None:
         cached_graph_seconds=graph[0],
         cached_args=graph[1],
         rest_args=graph[2],
+        leaves=_leaves(rec) if rec.kind == RowKind.JAX_JIT else (),
     )
 
 

@@ -5,6 +5,11 @@ makes no words: it gives the reason the makings of them (``Template.words(**para
 template and its parameters), and ``_core.words.words`` makes them when the reason is printed.
 Here are the helpers every kind uses: ``_reason`` (a new reason), ``with_fix`` (the same reason
 with another fix template and its parameters), and the cap (``LIMIT``, ``_cap``).
+
+The cap shortens a message only: a fix is printed whole, however long (a fix cut mid-sentence,
+"... does what `nuts.step` does (blackjax/base.py:203) with them …", cannot be applied); a
+template that offers a shorter form where a long one would not read well still says so
+(``Words.optional``, the checks against ``LIMIT``), and the terminal wraps what is left.
 """
 
 from __future__ import annotations
@@ -39,10 +44,10 @@ def _reason(
     subject: SubjectKind = SubjectKind.UNSET,
     facts: tuple[Fact, ...] = (),
 ) -> Reason:
-    """A reason with the makings of its words (capped when made; a string is words as given,
-    capped too); ``fix_kind`` names the template ``fix`` is made from."""
+    """A reason with the makings of its words (the message capped when made, a string is words
+    as given, capped too; the fix whole); ``fix_kind`` names the template ``fix`` is made from."""
     return Reason(
-        kind, arg, path, before, after, as_words(message), as_words(fix),
+        kind, arg, path, before, after, as_words(message), _whole(fix),
         subject=subject, fix_kind=fix_kind, facts=facts,
     )  # fmt: skip
 
@@ -52,7 +57,7 @@ def with_fix(r: Reason, fix_kind: FixKind, fix: Words | str, **changes: Any) -> 
     other ``changes`` (a new ``message`` likewise): the makings and the template travel together."""
     if "message" in changes:
         changes["message"] = as_words(changes["message"])
-    return r.replace(fix=as_words(fix), fix_kind=fix_kind, **changes)
+    return r.replace(fix=_whole(fix), fix_kind=fix_kind, **changes)
 
 
 def _arg_or_path(arg: str, path: str) -> str:

@@ -4,6 +4,14 @@
 functions, optax transforms, instances without ``__eq__``, a class defined again, a NaN:
 ``_identity_fix`` says what the object is and offers a fix checked to work
 (``tests/test_fixes.py``).
+
+An instance of a class without ``__eq__`` gets the fix its attributes call for
+(``instance_fix``, reading ``_core/instances.py``): the same values (a rebuild) may reuse one
+instance or freeze the class (``NO_EQ_FIX``); arrays make it a pytree (``ARRAYS_PYTREE_FIX``);
+other numbers that changed (jax#28418 made to work: a copy changed each step, or a new
+instance each step) are traced, never "reuse one instance", which is the stale hit jax#28418
+reported (``NO_EQ_TRACED_FIX``, with the registration code); other values, or values
+jitlens cannot read, freeze the class, one compile per configuration (``NO_EQ_VALUES_FIX``).
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ from typing import Any
 
 from ..._compat import optax_api
 from ..builds import same_build
-from ..key import StaticVal, short_repr
+from ..instances import array_fields, changed_attributes, pytree_registration
+from ..key import StaticVal, is_number, short_repr
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..reason import Reason
 from ..template_kinds import FixKind as K
@@ -242,6 +251,25 @@ ARRAYS_PYTREE_METHODS = Template(
 )
 
 
+#: Two instances of a class without ``__eq__`` whose numbers differ: either way the user got
+#: there (a copy changed each step, a new instance each step), reusing one instance is wrong.
+NO_EQ_TRACED_FIX = Template(
+    K.NO_EQ_TRACED,
+    "`{type}` instances differ in {changed}: one instance changed in place would keep "
+    "running the compile made for its old values. If {changed} sets a shape, a loop count or a branch, make "
+    "`{type}` a frozen dataclass (one compile per value); else trace it, then {unstatic}: one "
+    "compile serves every value. {code}",
+)
+
+
+NO_EQ_VALUES_FIX = Template(
+    K.NO_EQ_VALUES,
+    "Make `{type}` a frozen dataclass (`@dataclasses.dataclass(frozen=True)`, changed with "
+    "`dataclasses.replace`) so equal configurations compare equal: one compile per distinct "
+    "{changed}. Do not reuse one instance changed in place: it would run the old compile.",
+)
+
+
 #: The whole fixes ``PARTIAL_GRAPH_FIX`` makes: alone, or followed by ``PARTIAL_DATA_FIX``'s
 #: ``nnx.data`` alternative.
 _PARTIAL_GRAPH_WHOLE = Template(K.PARTIAL_GRAPH, PARTIAL_GRAPH_FIX + ".")
@@ -379,88 +407,50 @@ def _identity_fix(
             make(value=setter, state=where, build=build),
         )
     tn = tname.rsplit(".", 1)[-1]
-    fields = None if in_graph else array_fields(value)
-    if fields is not None:
-        data, meta = fields
-        return IdentityFix(
-            SubjectKind.INSTANCE,
-            f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
-            K.ARRAYS_PYTREE,
-            ARRAYS_PYTREE_FIX.as_written(
-                type=tn,
-                data=", ".join(f"`{d}`" for d in data),
-                code=pytree_code(value, tn, data, meta),
-                unstatic=unstatic or _unstatic(None, arg),
-            ),
-        )
+    fix_kind, words = instance_fix(value, old, tn, in_graph, unstatic or _unstatic(None, arg))
     return IdentityFix(
-        SubjectKind.INSTANCE,
-        f"a `{tn}` instance, and `{tn}` defines no `__eq__`",
-        K.NO_EQ,
-        NO_EQ_FIX.words(type=tn),
+        SubjectKind.INSTANCE, f"a `{tn}` instance, and `{tn}` defines no `__eq__`", fix_kind, words
     )
 
 
-def array_fields(value: Any) -> tuple[list[str], list[str]] | None:
-    """The instance attributes of ``value`` that hold arrays (jax or NumPy: data of a pytree)
-    and the others (its meta), or ``None``: no array among them, or not plain attributes."""
-    import numpy as np
-
-    jax = sys.modules.get("jax")
-    kinds: tuple[type, ...] = (np.ndarray,) + ((jax.Array,) if jax is not None else ())
-    try:
-        attrs = dict(vars(value))
-    except TypeError:
-        return None  # __slots__ or a builtin: no attributes to name
-    if not attrs or not all(isinstance(k, str) and k.isidentifier() for k in attrs):
-        return None
-    data = [k for k, v in attrs.items() if isinstance(v, kinds)]
-    if not data:
-        return None
-    return data, [k for k in attrs if k not in data]
-
-
-def _keyword_init(cls: type, names: list[str]) -> bool:
-    """Does ``cls(**{name: ...})`` rebuild an instance from exactly its attributes ``names``?"""
-    if dataclasses.is_dataclass(cls):
-        return {f.name for f in dataclasses.fields(cls) if f.init} == set(names)
-    try:
-        params = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        return False
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    named = {n for n, p in params.items() if p.kind in kinds}
-    required = {n for n, p in params.items() if p.default is p.empty and p.kind in kinds}
-    return set(names) <= named and required <= set(names)
+def instance_fix(value: Any, old: Any, tn: str, in_graph: bool, unstatic: Words) -> tuple[K, Words]:
+    """The fix for ``value``, an instance of ``tn`` compared by identity, that missed where
+    ``old`` was compiled (the cases: the module's docstring)."""
+    fields = None if in_graph else array_fields(value)
+    if fields is not None:
+        data, meta = fields
+        code = pytree_code(value, tn, data, meta)
+        named = ", ".join(f"`{d}`" for d in data)
+        return K.ARRAYS_PYTREE, ARRAYS_PYTREE_FIX.as_written(
+            type=tn, data=named, code=code, unstatic=unstatic
+        )
+    changed = changed_attributes(old, value)
+    if changed == [] or old is None:  # a rebuild, or no earlier instance to compare (the audit)
+        return K.NO_EQ, NO_EQ_FIX.words(type=tn)
+    numbers = changed is not None and all(
+        is_number(getattr(old, a)) and is_number(getattr(value, a)) for a in changed
+    )
+    named = ", ".join(f"`{a}`" for a in changed or ())
+    if numbers and not in_graph and changed is not None:
+        meta = [a for a in vars(value) if a not in changed]
+        return K.NO_EQ_TRACED, NO_EQ_TRACED_FIX.as_written(
+            type=tn,
+            changed=named,
+            unstatic=unstatic,
+            code=pytree_code(value, tn, changed, meta),
+        )
+    return K.NO_EQ_VALUES, NO_EQ_VALUES_FIX.words(type=tn, changed=named or "configuration")
 
 
 def pytree_code(value: Any, tn: str, data: list[str], meta: list[str]) -> Words:
-    """The shortest registration that makes ``value``'s class a pytree with ``data`` traced and
-    ``meta`` static: a dataclass built from exactly those fields is registered with
-    ``register_dataclass`` (its decorator alone when every field is data); any other class
-    gets ``register_pytree_node_class`` with ``tree_flatten`` / ``tree_unflatten``, which
-    rebuild the instance through its constructor when it takes exactly those names, else
-    without calling it."""
-    cls = type(value)
-    if dataclasses.is_dataclass(cls) and _keyword_init(cls, data + meta):
-        if not meta:
-            return ARRAYS_PYTREE_DECORATOR.words(code="@jax.tree_util.register_dataclass")
-        code = f"jax.tree_util.register_dataclass({tn}, data_fields={data!r}, meta_fields={meta!r})"
+    """The registration that makes ``value``'s class a pytree with ``data`` traced and ``meta``
+    static (``instances.pytree_registration``), as the closing part of a fix."""
+    form, code = pytree_registration(value, tn, data, meta)
+    if form == "decorator":
+        return ARRAYS_PYTREE_DECORATOR.words(code=code)
+    if form == "call":
         return ARRAYS_PYTREE_CALL.words(code=code)
-    kids, aux = (_tuple_code([f"self.{n}" for n in names]) for names in (data, meta))
-    if _keyword_init(cls, data + meta):
-        given = [f"{n}=meta[{i}]" for i, n in enumerate(meta)]
-        given += [f"{n}=data[{i}]" for i, n in enumerate(data)]
-        rebuilt = [f"def tree_unflatten(cls, meta, data): return cls({', '.join(given)})"]
-    else:  # not through its constructor: its attributes set back as they were
-        sets = [f"{_tuple_code([f'o.{n}' for n in names])[1:-1]} = {side}" for names, side in
-                ((meta, "meta"), (data, "data")) if names]  # fmt: skip
-        rebuilt = [
-            "def tree_unflatten(cls, meta, data):",
-            f"    o = cls.__new__(cls); {'; '.join(sets)}; return o",
-        ]
-    methods = "\n".join((f"def tree_flatten(self): return {kids}, {aux}", "@classmethod", *rebuilt))
-    return ARRAYS_PYTREE_METHODS.as_written(type=tn, methods=methods)
+    return ARRAYS_PYTREE_METHODS.as_written(type=tn, methods=code)
 
 
 def optax_build(tx: Any, name: str = "TX") -> Words:
@@ -470,11 +460,6 @@ def optax_build(tx: Any, name: str = "TX") -> Words:
     if factory is None:
         return OPTAX_BUILD_ANY.words()
     return OPTAX_BUILD_NAMED.words(factory=factory, name=name)
-
-
-def _tuple_code(items: list[str]) -> str:
-    """Python for the tuple of ``items``: ``()``, ``(a,)``, ``(a, b)``."""
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _qualified(func: Any) -> str:
@@ -556,6 +541,8 @@ SPEC = KindSpec(
         K.OPTAX: OPTAX_FIX,
         K.OPTAX_REBUILT: OPTAX_REBUILT_FIX,
         K.NO_EQ: NO_EQ_FIX,
+        K.NO_EQ_TRACED: NO_EQ_TRACED_FIX,
+        K.NO_EQ_VALUES: NO_EQ_VALUES_FIX,
         K.ARRAYS_PYTREE: ARRAYS_PYTREE_FIX,
         K.OPTAX_KIND: OPTAX_KIND_FIX,
         K.NAN_FIELD: NAN_FIELD_FIX,

@@ -8,10 +8,11 @@ said with the user's names (``x`` of ``fit``) and a fix in keras' terms.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..._compat.library_jits import LibraryJit
-from ..buckets import SizeSet, bucket_step
+from ..buckets import SharedShape, SizeSet, bucket_step
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..reason import Reason
 from ..template_kinds import FixKind
@@ -82,6 +83,24 @@ def bucketed(size_set: SizeSet) -> Words:
     sizes = ", ".join(map(str, size_set.distinct))
     step = bucket_step(size_set.sizes)
     return BUCKETED_MSG.words(path=size_set.path, axis=size_set.axis, sizes=sizes, step=step)
+
+
+#: A few shapes the program needs (``_core/buckets.py``'s ``reused_shapes``: each first passed
+#: from a line of its own, each compiled once and reused): said instead of the pad fix, which
+#: would compute the largest shape on every call (jax's mnist_classifier: the accuracy of the
+#: training set and of the test set, every epoch).
+REUSED_SHAPES_MSG = Template(
+    M.REUSED_SHAPES,
+    "`{path}` took {n} shapes, each passed from a line of its own and reused ({shapes}): "
+    "shapes the program needs (a training set and a test set, say), each compiled once; "
+    "expected, not lost. Padding them to one shape would compute the largest on every call.",
+)
+
+
+def reused_shapes(shared: Sequence[SharedShape]) -> Words:
+    """The makings of what a set of shapes the program needs is (``REUSED_SHAPES_MSG``)."""
+    shapes = "; ".join(f"{s.shape} at {s.call_site}, {s.calls} calls" for s in shared)
+    return REUSED_SHAPES_MSG.as_written(path=shared[0].path, n=len(shared), shapes=shapes)
 
 
 VMAP_SHAPE_MSG = Template(
@@ -337,6 +356,7 @@ SPEC = KindSpec(
     messages=(
         SHAPE_MSG,
         BUCKETED_MSG,
+        REUSED_SHAPES_MSG,
         VMAP_SHAPE_MSG,
         KERAS_RAGGED_MSG,
         KERAS_RAGGED_WHY,
