@@ -29,8 +29,10 @@ import jax
 PORT = int(os.environ["JITLENS_MP_PORT"])
 PROCESS_ID = int(os.environ["JITLENS_MP_PROCESS_ID"])
 MODE = os.environ.get("JITLENS_MP_MODE", "same")
-#: ``dead``: process 1 ends with ``os._exit(7)`` before the gather; ``hung``: it sleeps
-#: past it (until the watchdog); the program of process 0 ends normally in both.
+#: ``dead``: process 1 is killed from outside (SIGKILL, as by the OOM killer) before the
+#: gather; ``exited``: it ends with ``os._exit(7)`` there (jitlens writes and publishes its
+#: report first); ``hung``: it sleeps past it (until the watchdog); the program of process 0
+#: ends normally in each.
 PEER = os.environ.get("JITLENS_MP_PEER", "")
 WATCHDOG_SECONDS = float(os.environ.get("JITLENS_MP_WATCHDOG", "40"))
 STEPS = 3
@@ -103,6 +105,8 @@ if MODE == "gather":
 
 if PEER and PROCESS_ID == 1:
     sys.stdout.flush()
-    if PEER == "dead":
+    if PEER == "dead":  # a shell kills it: no audit event of this process says so
+        os.system(f"kill -9 {os.getpid()}")
+    if PEER in ("dead", "exited"):
         os._exit(7)
     time.sleep(WATCHDOG_SECONDS + 60)  # hung: the watchdog ends it

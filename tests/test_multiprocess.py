@@ -56,6 +56,7 @@ def _free_port() -> int:
 #: jitlens run)``; the plain-python pair is the exit status process 0 must keep.
 PEER_RUNS: dict[str, tuple[str, bool]] = {
     "dead": ("dead", True),
+    "exited": ("exited", True),
     "hung": ("hung", True),
     "dead-plain": ("dead", False),
 }
@@ -289,6 +290,18 @@ def test_a_dead_or_hung_peer_costs_the_merged_view_its_report_not_process_0s(
     # wrapped at the terminal's width (COLUMNS=80 under pytest-xdist): read as one text
     assert "INCOMPLETE, no report from process 1" in " ".join(run.log.split()), run.log
     assert run.log.index("wrote report-0.json") < run.log.index("wrote merged.json"), run.log
+
+
+def test_a_peer_that_ends_by_os_exit_writes_and_publishes_its_report_first(
+    runs: dict[str, Any],
+) -> None:
+    """``os._exit`` runs no ``atexit`` hook: jitlens writes the report before it, and gathers."""
+    run = runs["exited"]
+    peers = load_report(run.workdir / REPORT_TEMPLATE.format(process_index=1))
+    assert "ended by os._exit(7)" in " ".join(peers.warnings), peers.warnings
+    assert peers.function("normalize").calls == 4, run.log
+    view = json.loads((run.workdir / MERGED).read_text())
+    assert (view["complete"], view["missing_processes"]) == (True, []), run.log
 
 
 def test_process_0_exits_as_it_would_under_plain_python(runs: dict[str, Any]) -> None:

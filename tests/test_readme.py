@@ -56,6 +56,7 @@ def test_public_names_are_pinned():
             "JitlensCompatWarning",
             "JitlensInternalWarning",
             "Tracker",
+            "Unchecked",
             "__version__",
             "audit",
             "check_jit_forward",
