@@ -29,10 +29,8 @@ import jax
 PORT = int(os.environ["JITLENS_MP_PORT"])
 PROCESS_ID = int(os.environ["JITLENS_MP_PROCESS_ID"])
 MODE = os.environ.get("JITLENS_MP_MODE", "same")
-#: ``dead``: process 1 is killed from outside (SIGKILL, as by the OOM killer) before the
-#: gather; ``exited``: it ends with ``os._exit(7)`` there (jitlens writes and publishes its
-#: report first); ``hung``: it sleeps past it (until the watchdog); the program of process 0
-#: ends normally in each.
+#: Process 1 before the gather: ``dead`` killed by SIGKILL from outside, ``exited`` ends by ``os._exit(7)``,
+#: ``hung`` sleeps past it (until the watchdog); the program of process 0 ends normally in each.
 PEER = os.environ.get("JITLENS_MP_PEER", "")
 WATCHDOG_SECONDS = float(os.environ.get("JITLENS_MP_WATCHDOG", "40"))
 STEPS = 3
