@@ -201,15 +201,7 @@ def _big_epochs(jit: str, fix: bool):
             g = jax.jit(step, static_argnums=1)
             return lambda cfg: g(x, cfg)
 
-        class Scaled(nn.Module):
-            cfg: object
-
-            @nn.compact
-            def __call__(self, x):
-                traces.tick()
-                return x * self.cfg.scale
-
-        jit_scaled = nn.jit(Scaled)
+        jit_scaled = nn.jit(_scaled(traces))
         return lambda cfg: jit_scaled(cfg).apply({}, x)
 
     cfg = Big(1.0)
