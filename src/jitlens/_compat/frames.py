@@ -177,6 +177,28 @@ def is_model_library_file(filename: str) -> bool:
     return hit
 
 
+_API_CACHE: dict[str, str] = {}
+
+
+def model_api(filename: str) -> str:
+    """The model API a library file belongs to (``Library.model_apis``: ``nnx``, ``linen``,
+    ``haiku``, ``eqx``), as imported by the program; "" for any other file. A loop whose
+    body runs such a file's modules is fixed in that API's terms."""
+    hit = _API_CACHE.get(filename)
+    if hit is None:
+        path = _absolute(filename)
+        hit = ""
+        for module, api in libraries.model_apis():
+            f = getattr(sys.modules.get(module), "__file__", None)
+            if f and path.startswith(os.path.dirname(os.path.abspath(f)) + os.sep):
+                hit = api
+                break
+        if len(_API_CACHE) > 10_000:
+            _API_CACHE.clear()
+        _API_CACHE[filename] = hit
+    return hit
+
+
 #: A file this many folders above the working one at most is shown relative to it
 #: (``../prog.py``, as pytest shows it); one further away by its normalised absolute path.
 MAX_UP = 2

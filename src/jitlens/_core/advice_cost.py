@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .kinds import STACKED_LAYERS_FIXES, AdviceKind
+from .kinds import LOOP_FIXES, ROW_KIND_API, STACKED_LAYERS_FIXES, AdviceKind
 from .report import Advice, Event, FunctionReport
 
 if TYPE_CHECKING:  # .cost loads with the first long compile
@@ -237,12 +237,24 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             message, fix = UNROLLED_SCAN_MESSAGE.format(**fields), UNROLLED_FIXES["unroll"]
         else:
             message = UNROLLED_MESSAGE.format(**fields)
-            # layers of a library stacked its way (``STACKED_LAYERS_FIXES``), else JAX's scan
-            fix = STACKED_LAYERS_FIXES.get(fn.kind, UNROLLED_FIXES["jax"])
+            fix = _loop_fix(fn, loop)
         out.append(
             Advice(AdviceKind.UNROLLED_LOOP, message, fix.format(**fields), round(saving, 6))
         )
     return out
+
+
+def _loop_fix(fn: FunctionReport, loop: LoopCost) -> str:
+    """The fix of a loop by what it walks over, in the terms of the library its body runs.
+
+    Layers whose body ran no library file take the API of the function's jit (an NNX
+    module reading its ``nnx.Param``s with plain JAX); a loop whose walk is unknown (an
+    older report) gets the layers fix of the jit's library, else JAX's scan.
+    """
+    if not loop.walk:
+        return STACKED_LAYERS_FIXES.get(fn.kind, UNROLLED_FIXES["jax"])
+    api = loop.api or (ROW_KIND_API.get(fn.kind, "") if loop.walk == "layers" else "")
+    return LOOP_FIXES.get((str(loop.walk), api)) or LOOP_FIXES[(str(loop.walk), "")]
 
 
 def _size(nbytes: int) -> str:

@@ -49,6 +49,40 @@ class LoopKind(enum.StrEnum):
 
 LOOP_KINDS: tuple[LoopKind, ...] = tuple(LoopKind)
 
+
+class LoopWalk(enum.StrEnum):
+    """``LoopCost.walk``: what the loop walks over, read from the program's data flow.
+
+    The fix follows from it, whichever library's jit wraps the function: layers are
+    stacked and scanned, a state carried through time is a ``scan``'s carry, independent
+    iterations are a ``vmap``.
+    """
+
+    __repr__ = str.__repr__
+
+    #: Each iteration reads arrays of its own (a layer's parameters) and passes on a value.
+    LAYERS = "layers"
+    #: Each iteration reads a slice of the same stacked arrays (``ws[i]``) and passes on a value.
+    STACKED = "stacked"
+    #: A state carried from one step to the next, the same arrays read at every step, and a
+    #: smaller per-step input (``xs[:, t]``: a recurrent cell over time).
+    STEPS = "steps"
+    #: A state carried from one step to the next and nothing of its own per step (an integrator).
+    CARRY = "carry"
+    #: No iteration reads what an earlier one computed (besides adding it up): a batch, heads.
+    INDEPENDENT = "independent"
+    #: Not read (no data flow known, or a report written before this field).
+    UNKNOWN = ""
+
+
+#: Primitives that read one iteration's slice of an array the loop walks (``ws[i]``, ``xs[:, t]``).
+SLICE_PRIMITIVES = frozenset({"slice", "dynamic_slice", "gather", "squeeze", "index_in_dim"})
+#: Primitives through which iterations may meet and still be independent: a sum, an
+#: output buffer written slice by slice, a concatenation.
+GATHERING_PRIMITIVES = frozenset(
+    {"add", "add_any", "max", "min", "concatenate", "dynamic_update_slice", "scatter"}
+)
+
 #: ``(file, line, function, the function's first line, the user's?)``, outermost first;
 #: frames of a model library (flax, equinox) are kept, marked False, for their loops.
 Frame = tuple[str, int, str, int, bool]
@@ -56,11 +90,19 @@ Frame = tuple[str, int, str, int, bool]
 
 @dataclasses.dataclass(frozen=True)
 class Eqn:
-    """One equation: its primitive, how many copies XLA compiles, the user's frames."""
+    """One equation: its primitive, how many copies XLA compiles, the user's frames, and
+    (where known) its pass, its outputs' shapes and the values it reads and writes."""
 
     primitive: str
     weight: int
     stack: tuple[Frame, ...]
+    #: Recorded by a backward pass (``jax.grad``'s transpose): repeats of a loop there are
+    #: searched apart from the forward pass's.
+    backward: bool = False
+    shapes: tuple[tuple[int, ...], ...] = ()
+    #: ``(value id, elements)`` of what it reads; the ids of what it writes.
+    reads: tuple[tuple[int, int], ...] = ()
+    writes: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +131,12 @@ class LoopCost:
     via: str = ""
     #: An unrolled scan's trip count (``iterations`` is its unroll); 0 when not one or unknown.
     length: int = 0
+    #: What the loop walks over (a ``LoopWalk``): layers, a stacked array, steps through time,
+    #: independent iterations; "" when unknown.
+    walk: LoopWalk | str = ""
+    #: The model library whose modules run in the loop's body (``nnx``, ``linen``, ``haiku``,
+    #: ``eqx``); "" when the body is plain JAX or unknown.
+    api: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,28 +274,53 @@ def period(seq: Sequence[object]) -> int:
     return best
 
 
-def trip_count(seq: Sequence[object]) -> int:
-    """How many times the loop whose equations are ``seq`` ran: its repeats over the period.
+def repetition(seq: Sequence[object]) -> tuple[int, int, int]:
+    """``(period, end of the repeats, iterations)`` of the loop whose equations are ``seq``.
 
     The tail after the last repeat is not an iteration (``_repeats_until``); a last
     iteration a few equations short (a last layer without its activation) still
     counts (the quotient is rounded).
     """
     p = period(seq)
-    return int(_repeats_until(seq, p) / p + 0.5)
+    end = _repeats_until(seq, p)
+    return p, end, int(end / p + 0.5)
+
+
+def trip_count(seq: Sequence[object]) -> int:
+    """How many times the loop whose equations are ``seq`` ran: its repeats over the period."""
+    return repetition(seq)[2]
+
+
+def _most_common(names: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for name in names:
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    return max(counts, key=lambda k: counts[k]) if counts else ""
 
 
 def find_loops(
-    eqns: Sequence[Eqn], loop_at: Callable[[str, int, int], SourceLoop | None]
+    eqns: Sequence[Eqn],
+    loop_at: Callable[[str, int, int], SourceLoop | None],
+    api_of: Callable[[str], str] | None = None,
 ) -> tuple[LoopCost, ...]:
     """Python loops the trace unrolled: equations under a loop line, and its trip count.
 
     ``loop_at(file, line, first_line)`` names the outermost loop spanning a
     frame's line inside the function starting at ``first_line``. An equation belongs to the first (outermost) frame of its
     stack that is inside a loop; the trip count is the number of times the
-    loop's sequence of (frames below the loop, primitive) repeats.
+    loop's sequence of (frames below the loop, primitive, output shapes) repeats:
+    iterations of other shapes (an image pyramid's halving levels) are no repeats.
+    Under ``jax.grad`` the backward pass records the loop's lines again, in reverse and
+    with other primitives: the repeats are searched in the forward pass (else the
+    backward), and the loop's equations are both passes' (a rolled loop's transpose is
+    rolled too). ``api_of(file)`` names the model library of a file (``nnx``, ``linen``,
+    ``haiku``, ``eqx``; "" for none), read from the frames that run in the loop's body.
     """
+    from .loop_walk import classify
+
     groups: dict[tuple[str, int], tuple[SourceLoop, Frame, str, list[Eqn], list[object]]] = {}
+    apis: dict[tuple[str, int], list[str]] = {}
     cache: dict[tuple[str, int, int], SourceLoop | None] = {}
     for e in eqns:
         for i, frame in enumerate(e.stack):
@@ -263,17 +336,34 @@ def find_loops(
             via = "" if user or shown is frame else fn
             g = groups.setdefault((file, loop.line), (loop, shown, via, [], []))
             g[3].append(e)
-            g[4].append((e.primitive, e.stack[i:]))
+            g[4].append((e.primitive, e.stack[i:], e.shapes))
+            if api_of is not None and not e.backward:
+                library = next((f[0] for f in e.stack[i:] if not f[4]), "")
+                apis.setdefault((file, loop.line), []).append(api_of(library) if library else "")
             break
     found = []
-    for loop, shown, via, members, seq in groups.values():
+    for key, (loop, shown, via, members, seq) in groups.items():
         total = sum(e.weight for e in members)
-        iterations = trip_count(seq)
+        forward = [j for j, e in enumerate(members) if not e.backward]
+        backward = [j for j, e in enumerate(members) if e.backward]
+        iterations, walk = 0, LoopWalk.UNKNOWN
+        for part in (forward, backward):
+            p, end, n = repetition([seq[j] for j in part]) if len(part) > 1 else (1, 0, 0)
+            if n >= 2:
+                iterations = n
+                if part is forward:
+                    walk = classify([members[j] for j in part], [seq[j] for j in part], p, end)
+                break
         if iterations < 2:
             continue
         line = loop.line if not via else shown[1]
         body = -(-total // iterations)
-        found.append(LoopCost(shown[0], line, shown[2], loop.kind, iterations, total, body, via))
+        api = _most_common(apis.get(key, ()))
+        found.append(
+            LoopCost(
+                shown[0], line, shown[2], loop.kind, iterations, total, body, via, 0, walk, api
+            )
+        )
     found.sort(key=lambda x: -x.eqns)
     return tuple(found[:LOOPS_MAX])
 

@@ -23,15 +23,8 @@ from .describe import describe_and_explain
 from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
-from .state import (
-    DEPTH_KNOWN,
-    TRACING,
-    PassThrough,
-    internal_failure,
-    note_event,
-    tls,
-    update_threshold,
-)
+from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, note_event, tls
+from .state import update_threshold
 
 #: Has any trace-start event reached jitlens in this process?
 TRACES_SEEN = [False]
@@ -474,7 +467,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         if _same_fun(b, fun_name):
             b.compile_seconds += secs
             b.compiled = True
-            cost.note_compiled(b)  # issue 34: what a long compile was made of
+            cost.note_compiled(b, _compat.caller(2))  # issues 34, 45: what a long compile was made of
             if b.detached:  # a cached trace after all: the event is this compile
                 if b.detached is not True:  # its call compiled after all: a miss again
                     note_miss(b.record, b.detached)
@@ -551,7 +544,9 @@ def compile_only(fun_name: str, secs: float) -> None:
             first.compiled = True
             first.compile_seconds += secs
             rec.compiles += 1
-            return
+    if first is not None:
+        cost.note_compiled(first, frame)  # issue 45: a library's own jit, compiled now
+        return
     b = EventBuilder(
         rec,
         EventKind.COMPILE,
@@ -577,6 +572,7 @@ def compile_only(fun_name: str, secs: float) -> None:
             )
         except Exception as exc:
             internal_failure("explaining a compile", exc)
+    cost.note_compiled(b, frame)  # issue 45: a compile with no trace of its own
     with rec.lock:
         rec.compiles += 1
         rec.events.append(b)
