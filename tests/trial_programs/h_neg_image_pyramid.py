@@ -30,7 +30,9 @@ def pyramid_features(img):
 
 
 def main():
-    return pyramid_features(jnp.sin(jnp.arange(SIZE * SIZE, dtype=jnp.float32).reshape(SIZE, SIZE) / 97.0))
+    return pyramid_features(
+        jnp.sin(jnp.arange(SIZE * SIZE, dtype=jnp.float32).reshape(SIZE, SIZE) / 97.0)
+    )
 
 
 if __name__ == "__main__":

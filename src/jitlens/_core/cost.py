@@ -23,6 +23,7 @@ from typing import Any
 
 from .._pyast import parse
 from .fields import NUM, as_list, build_fields, check_type
+from .loop_walk import LoopWalk, classify
 
 #: Lines kept per program (the largest first).
 LINES_MAX = 12
@@ -49,39 +50,6 @@ class LoopKind(enum.StrEnum):
 
 LOOP_KINDS: tuple[LoopKind, ...] = tuple(LoopKind)
 
-
-class LoopWalk(enum.StrEnum):
-    """``LoopCost.walk``: what the loop walks over, read from the program's data flow.
-
-    The fix follows from it, whichever library's jit wraps the function: layers are
-    stacked and scanned, a state carried through time is a ``scan``'s carry, independent
-    iterations are a ``vmap``.
-    """
-
-    __repr__ = str.__repr__
-
-    #: Each iteration reads arrays of its own (a layer's parameters) and passes on a value.
-    LAYERS = "layers"
-    #: Each iteration reads a slice of the same stacked arrays (``ws[i]``) and passes on a value.
-    STACKED = "stacked"
-    #: A state carried from one step to the next, the same arrays read at every step, and a
-    #: smaller per-step input (``xs[:, t]``: a recurrent cell over time).
-    STEPS = "steps"
-    #: A state carried from one step to the next and nothing of its own per step (an integrator).
-    CARRY = "carry"
-    #: No iteration reads what an earlier one computed (besides adding it up): a batch, heads.
-    INDEPENDENT = "independent"
-    #: Not read (no data flow known, or a report written before this field).
-    UNKNOWN = ""
-
-
-#: Primitives that read one iteration's slice of an array the loop walks (``ws[i]``, ``xs[:, t]``).
-SLICE_PRIMITIVES = frozenset({"slice", "dynamic_slice", "gather", "squeeze", "index_in_dim"})
-#: Primitives through which iterations may meet and still be independent: a sum, an
-#: output buffer written slice by slice, a concatenation.
-GATHERING_PRIMITIVES = frozenset(
-    {"add", "add_any", "max", "min", "concatenate", "dynamic_update_slice", "scatter"}
-)
 
 #: ``(file, line, function, the function's first line, the user's?)``, outermost first;
 #: frames of a model library (flax, equinox) are kept, marked False, for their loops.
@@ -317,8 +285,6 @@ def find_loops(
     rolled too). ``api_of(file)`` names the model library of a file (``nnx``, ``linen``,
     ``haiku``, ``eqx``; "" for none), read from the frames that run in the loop's body.
     """
-    from .loop_walk import classify
-
     groups: dict[tuple[str, int], tuple[SourceLoop, Frame, str, list[Eqn], list[object]]] = {}
     apis: dict[tuple[str, int], list[str]] = {}
     cache: dict[tuple[str, int, int], SourceLoop | None] = {}

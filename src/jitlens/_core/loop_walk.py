@@ -21,13 +21,52 @@ it owns steps through time with a per-step input; one that owns nothing carries 
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from .cost import GATHERING_PRIMITIVES, SLICE_PRIMITIVES, LoopWalk
 
-if TYPE_CHECKING:
-    from .cost import Eqn
+class LoopWalk(enum.StrEnum):
+    """``LoopCost.walk``: what the loop walks over, read from the program's data flow.
+
+    The fix follows from it, whichever library's jit wraps the function: layers are
+    stacked and scanned, a state carried through time is a ``scan``'s carry, independent
+    iterations are a ``vmap``.
+    """
+
+    __repr__ = str.__repr__
+
+    #: Each iteration reads arrays of its own (a layer's parameters) and passes on a value.
+    LAYERS = "layers"
+    #: Each iteration reads a slice of the same stacked arrays (``ws[i]``) and passes on a value.
+    STACKED = "stacked"
+    #: A state carried from one step to the next, the same arrays read at every step, and a
+    #: smaller per-step input (``xs[:, t]``: a recurrent cell over time).
+    STEPS = "steps"
+    #: A state carried from one step to the next and nothing of its own per step (an integrator).
+    CARRY = "carry"
+    #: No iteration reads what an earlier one computed (besides adding it up): a batch, heads.
+    INDEPENDENT = "independent"
+    #: Not read (no data flow known, or a report written before this field).
+    UNKNOWN = ""
+
+
+#: Primitives that read one iteration's slice of an array the loop walks (``ws[i]``, ``xs[:, t]``).
+SLICE_PRIMITIVES = frozenset({"slice", "dynamic_slice", "gather", "squeeze", "index_in_dim"})
+#: Primitives through which iterations may meet and still be independent: a sum, an
+#: output buffer written slice by slice, a concatenation.
+GATHERING_PRIMITIVES = frozenset(
+    {"add", "add_any", "max", "min", "concatenate", "dynamic_update_slice", "scatter"}
+)
+
+
+class Flow(Protocol):
+    """What this module reads of an equation (``_core.cost.Eqn``)."""
+
+    primitive: str
+    shapes: tuple[tuple[int, ...], ...]
+    reads: tuple[tuple[int, int], ...]
+    writes: tuple[int, ...]
 
 
 def _start(seq: Sequence[object], p: int, end: int) -> int:
@@ -49,7 +88,7 @@ def _elements(shapes: tuple[tuple[int, ...], ...]) -> int:
     return total
 
 
-def classify(eqns: Sequence[Eqn], seq: Sequence[object], p: int, end: int) -> LoopWalk:
+def classify(eqns: Sequence[Flow], seq: Sequence[object], p: int, end: int) -> LoopWalk:
     """What the loop whose forward equations are ``eqns`` walks over (see the module doc).
 
     ``seq`` is their repeat signature, ``p`` its period and ``end`` where the repeats

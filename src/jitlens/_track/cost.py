@@ -87,7 +87,9 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
 
     """Flatten a ``ClosedJaxpr`` and attribute it to the user's source."""
     flat, consts, scans = jaxpr_api.flatten(closed, outer, _keep)
-    eqns = [Eqn(e.primitive, e.weight, e.stack, e.backward, e.shapes, e.reads, e.writes) for e in flat]
+    eqns = [
+        Eqn(e.primitive, e.weight, e.stack, e.backward, e.shapes, e.reads, e.writes) for e in flat
+    ]
     loops = list(find_loops(eqns, _loop_at, _compat.model_api))
     for s in scans:
         users = [f for f in s.stack if f[4]]

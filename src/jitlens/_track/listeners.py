@@ -23,8 +23,15 @@ from .describe import describe_and_explain
 from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
 from .registry import REGISTRY
-from .state import DEPTH_KNOWN, TRACING, PassThrough, internal_failure, note_event, tls
-from .state import update_threshold
+from .state import (
+    DEPTH_KNOWN,
+    TRACING,
+    PassThrough,
+    internal_failure,
+    note_event,
+    tls,
+    update_threshold,
+)
 
 #: Has any trace-start event reached jitlens in this process?
 TRACES_SEEN = [False]
@@ -467,13 +474,15 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         if _same_fun(b, fun_name):
             b.compile_seconds += secs
             b.compiled = True
-            cost.note_compiled(b, _compat.caller(2))  # issues 34, 45: what a long compile was made of
+            cost.note_compiled(
+                b, _compat.caller(2)
+            )  # issues 34, 45: what a long compile was made of
             if b.detached:  # a cached trace after all: the event is this compile
                 if b.detached is not True:  # its call compiled after all: a miss again
                     note_miss(b.record, b.detached)
                 b.detached = False
                 with b.record.lock:
-                    first = _first_compile_of_a_nested_trace(b.record)
+                    first = b.record.uncompiled_nested_trace()
                     if first is not None:  # traced inside another jit, compiled now: one event
                         first.compiled = True
                         first.lower_seconds += b.lower_seconds
@@ -492,16 +501,6 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     internal_failure("logging a retrace", exc)
         else:
             compile_only(fun_name, secs)
-
-
-def _first_compile_of_a_nested_trace(rec: Record) -> EventBuilder | None:
-    """The function's only trace, made inside another jit's trace (which compiles none of
-    it), when nothing of it compiled yet: the compile now served from that trace is its
-    first, not a compile "again"."""
-    if rec.compiles or any(e.compiled for e in rec.events):
-        return None
-    traces = [e for e in rec.events if e.kind is EventKind.TRACE]
-    return traces[0] if len(traces) == 1 and len(rec.events) == 1 else None
 
 
 def _stale_builder(b: EventBuilder) -> bool:
@@ -539,14 +538,13 @@ def compile_only(fun_name: str, secs: float) -> None:
         if not TRACES_SEEN[0]:  # every first compile follows a trace JAX announces
             selfcheck.runtime_problem(SILENT_TRACE_PROBLEM.format(name=name))
     with rec.lock:
-        first = _first_compile_of_a_nested_trace(rec)
+        first = rec.uncompiled_nested_trace()
         if first is not None:  # traced inside another jit, compiled now from that trace
             first.compiled = True
             first.compile_seconds += secs
             rec.compiles += 1
-    if first is not None:
-        cost.note_compiled(first, frame)  # issue 45: a library's own jit, compiled now
-        return
+            cost.note_compiled(first, frame)  # issue 45: e.g. a library's own jit
+            return
     b = EventBuilder(
         rec,
         EventKind.COMPILE,

@@ -270,6 +270,15 @@ class Record:
         cleared = [k for k in self.keys if k.cleared]
         return live, cleared
 
+    def uncompiled_nested_trace(self) -> EventBuilder | None:
+        """The function's only trace, made inside another jit's trace (which compiles none of
+        it), when nothing of it compiled yet: the compile now served from that trace is its
+        first, not a compile "again" (the lock held)."""
+        if self.compiles or any(e.compiled for e in self.events):
+            return None
+        traces = [e for e in self.events if e.kind is EventKind.TRACE]
+        return traces[0] if len(traces) == 1 and len(self.events) == 1 else None
+
     def add_key(self, key: Key) -> int:
         """Remember ``key``; return its entry index (equal keys share an entry)."""
         from .._core.explain import diff_keys
