@@ -83,7 +83,8 @@ def _measure(
     return statistics.median(ta), statistics.median(ta) - statistics.median(tb)
 
 
-def program(name: str, model: nnx.Module, x: jax.Array, calls: int, rounds: int) -> None:
+def program(name: str, model: nnx.Module, x: jax.Array, calls: int, rounds: int) -> float | None:
+    """Print one program's row; its predicted/measured ratio (None: no advice)."""
     step = nnx.jit(fwd)  # noqa: JL001 - one fresh wrapper per program, on purpose
     with jitlens.track() as t:
         for _ in range(calls):
@@ -101,7 +102,7 @@ def program(name: str, model: nnx.Module, x: jax.Array, calls: int, rounds: int)
             f"{name:14s} no dispatch advice            measured cached_partial saving "
             f"{measured * 1e6:7.1f} us/call ({measured * hits:.3f} s over {hits} hits)"
         )
-        return
+        return None
     est = advice[0].estimated_saving_seconds or 0.0
     predicted = est / hits if hits else 0.0
     ratio = predicted / measured if measured > 0 else float("inf")
@@ -116,13 +117,15 @@ def program(name: str, model: nnx.Module, x: jax.Array, calls: int, rounds: int)
         f"({measured * hits:.3f} s, {measured / per_call:.0%} of a call)   "
         f"predicted/measured {ratio:.2f}x"
     )
+    return ratio
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--calls", type=int, default=3000)
     p.add_argument("--rounds", type=int, default=15)
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    print(f"jax {jax.__version__}, {jax.default_backend()}")
     rngs = nnx.Rngs(0)
     programs = [
         ("Linear(3, 4)", nnx.Linear(3, 4, rngs=rngs), jnp.ones((1, 3))),

@@ -1,0 +1,63 @@
+"""What the advice assumes of the platform a program runs on, as measured there: plain data.
+
+A prediction of the advisor is a measured figure of the run (compile seconds, a sampled
+call) turned into a saving by a few rates that depend on the machine: what a program with
+a rolled loop still costs to compile, what a captured constant costs per MiB, how long a
+finished program takes to report its outputs ready. Each :class:`Calibration` holds those
+rates as ``benchmarks/run_all.py`` measured them on one platform (``jax.default_backend()``:
+``cpu``, ``tpu``); a platform not measured takes the CPU's, which the report says
+(``Environment.platform``). ``benchmarks/run_all.py --platform`` prints each prediction
+next to the saving measured by applying the advice, on the platform it runs on.
+
+Measured (jax 0.10.2; ``docs/explanation/performance.md`` has the runs):
+
+* cpu, a shared 2-core VM: rolled programs compiled in 0.3-1.9 s; captured tables cost
+  0.04-0.09 s/MiB; a tiny program's outputs are ready a few us after its call returns.
+* tpu, one v5e chip: rolled programs compiled in 0.1-0.3 s; a captured table cost
+  0.00-0.01 s/MiB more than the same table passed as an argument (23.8 MiB: 0.84 s less,
+  46.7 MiB: 0.41 s more), so a constant is advised only when large; a tiny program's
+  outputs were ready ~0.3 ms after its call returned, which a loop of calls never waits
+  for (the next call is dispatched meanwhile): 544 -> 392 us per call with
+  ``nnx.cached_partial`` where the sampled "device" part was 390 us.
+"""
+
+from __future__ import annotations
+
+from .._record import record
+
+
+@record
+class Calibration:
+    """The rates the advice's predictions use on one platform (see the module doc)."""
+
+    platform: str
+    #: What a program whose loop was rolled (``lax.scan``, ``fori_loop``) still costs to
+    #: trace and compile, at least (``advice_cost.loop_saving``).
+    scan_floor_seconds: float
+    #: What a captured constant costs to lower and compile, per MiB, and at most this
+    #: multiple of it (``advice_cost.constant_saving``).
+    const_seconds_per_mib: float
+    const_max_factor: float
+    #: What a program without its constants costs at least.
+    const_floor_seconds: float
+    #: Return -> outputs ready of a program that does nearly nothing: the part of a sampled
+    #: call's "device" time that is the platform reporting back, not work a loop waits for.
+    ready_latency_seconds: float
+
+
+CALIBRATIONS: dict[str, Calibration] = {
+    "cpu": Calibration("cpu", 0.4, 0.06, 2.0, 0.3, 0.0),
+    "tpu": Calibration("tpu", 0.2, 0.012, 1.0, 0.3, 250e-6),
+}
+#: The calibration of a platform nobody measured: the CPU's.
+DEFAULT = "cpu"
+
+
+def calibration(platform: str | None) -> Calibration:
+    """The calibration measured on ``platform``, else the CPU's."""
+    return CALIBRATIONS.get(platform or DEFAULT, CALIBRATIONS[DEFAULT])
+
+
+def measured(platform: str | None) -> bool:
+    """Were the advice's rates measured on ``platform``?"""
+    return (platform or "") in CALIBRATIONS
