@@ -454,6 +454,65 @@ def test_period_and_loops_from_source():
     ]
 
 
+# What a loop walks over, on made-up data flow (issue 45): value ids stand for arrays.
+AT = ("m.py", 4, "f", 1, True)
+
+
+def _walk(iteration, n=8, backward=()):
+    """The loop found in ``n`` iterations made by ``iteration(i)`` (a list of Eqns)."""
+    eqns = [e for i in range(n) for e in iteration(i)] + list(backward)
+    (loop,) = find_loops(eqns, lambda file, line, first: SourceLoop(3, 5, "for"))
+    return loop
+
+
+def _eq(prim, reads, writes, shape=(8, 8), backward=False):
+    return Eqn(prim, 1, (AT,), backward, (shape,), tuple((r, 64) for r in reads), writes)
+
+
+def test_what_a_loop_walks_over_is_read_from_its_data_flow():
+    carry = lambda i: 1000 + i  # noqa: E731 - the value iteration i hands to the next
+    # layers: each iteration reads parameters of its own and the previous output
+    layers = _walk(lambda i: [_eq("dot_general", (carry(i), 10 + i), (carry(i + 1),))])
+    assert layers.walk == "layers"
+    # stacked: each iteration slices the same array (``ws[i]``)
+    stacked = _walk(
+        lambda i: [
+            _eq("slice", (5,), (200 + i,)),
+            _eq("dot_general", (carry(i), 200 + i), (carry(i + 1),)),
+        ]
+    )
+    assert stacked.walk == "stacked"
+    # steps: the same weight every step, a small slice of the input per step
+    steps = _walk(
+        lambda i: [
+            _eq("slice", (6,), (300 + i,), shape=(1, 2)),
+            _eq("dot_general", (carry(i), 7, 300 + i), (carry(i + 1),)),
+        ]
+    )
+    assert steps.walk == "steps"
+    # carry: nothing per step (an integrator)
+    assert _walk(lambda i: [_eq("mul", (carry(i), 7), (carry(i + 1),))]).walk == "carry"
+    # independent: heads summed up; a sum is no dependence
+    heads = _walk(
+        lambda i: [
+            _eq("slice", (6,), (300 + i,)),
+            _eq("tanh", (300 + i,), (400 + i,)),
+            _eq("add", (carry(i), 400 + i), (carry(i + 1),)),
+        ]
+    )
+    assert heads.walk == "independent"
+
+
+def test_repeats_of_another_shape_are_no_loop_and_a_backward_pass_is_searched_apart():
+    halving = [_eq("tanh", (i,), (i + 1,), shape=(256 >> i, 256 >> i)) for i in range(8)]
+    assert find_loops(halving, lambda file, line, first: SourceLoop(3, 5, "for")) == ()
+    # the backward pass records the loop's line again, with its own primitives and more
+    # of them: the repeats are the forward pass's, the equations both passes'
+    back = [_eq(p, (), (), backward=True) for _ in range(8) for p in ("mul", "add_any", "dot")]
+    loop = _walk(lambda i: [_eq("dot_general", (1000 + i, 10 + i), (1001 + i,))], backward=back)
+    assert (loop.iterations, loop.eqns, loop.walk) == (8, 32, "layers")
+
+
 def test_unrolled_loop_rule_names_the_loop_and_predicts_from_equations():
     (a,) = cost_rules.compile_cost(_costed(LOOP_COST, 10.0))
     assert a.kind == "unrolled_loop"
@@ -500,20 +559,21 @@ def test_a_captured_table_is_advised_on_cpu_but_not_where_it_saves_nothing():
         "captured_constant"
     ]
     assert cost_rules.compile_cost(fn, calibration("tpu")) == []
-    # 34 MiB compiled in 1.37 s on the TPU, 1.00 s passed: ~0.34 s predicted (measured 0.37)
+    # 34 MiB compiled in 1.37 s on the TPU, 0.95 s passed: ~0.41 s predicted (measured 0.42)
     big = CompileCost(3, consts=(ConstCost("table", (3000, 3000), "float32", 36_000_000),))
     (a,) = cost_rules.compile_cost(_costed(big, 1.37), calibration("tpu"))
-    assert a.estimated_saving_seconds == pytest.approx(0.01 * 36e6 / 2**20, rel=0.01)
+    assert a.estimated_saving_seconds == pytest.approx(0.012 * 36e6 / 2**20, rel=0.01)
 
 
 def test_the_rolled_loop_floor_is_the_platforms():
-    """A rolled program cost 0.3-1.9 s to compile on the CPU, 0.1-0.3 s on the TPU: the
-    same unrolled loop saves more there than the CPU's floor would say."""
+    """A rolled program cost 0.3-1.9 s to compile on the CPU, 0.1-0.3 s on the TPU (a
+    16-layer scan: 0.21 s): the same unrolled loop saves more there than the CPU's floor
+    would say."""
     fn = _costed(LOOP_COST, 1.0)
     (cpu,) = [a for a in cost_rules.compile_cost(fn, calibration("cpu"))]
     (tpu,) = [a for a in cost_rules.compile_cost(fn, calibration("tpu"))]
     assert cpu.estimated_saving_seconds == pytest.approx(1.0 - 0.4)
-    assert tpu.estimated_saving_seconds == pytest.approx(1.0 - 0.15)
+    assert tpu.estimated_saving_seconds == pytest.approx(1.0 - 0.2)
     assert calibration("gpu") == calibration("cpu")  # not measured: the CPU's
 
 
@@ -525,7 +585,7 @@ def test_dispatch_on_an_accelerator_discounts_its_ready_latency():
     a program busy for 390 us of each call, and little to save."""
     sample = _sample(472e-6, 390e-6, 72e-6)
     fn = _fn(calls=3000, hits=2999)
-    tpu = dispatch(fn, sample, dataclasses.replace(ENV, platform="tpu"))
+    tpu = dispatch(fn, sample, dataclasses.replace(ENV, platform="tpu", run_seconds=3000 * 544e-6))
     assert tpu is not None and tpu.estimated_saving_seconds == pytest.approx(
         2999 * 1.7 * 72e-6, rel=0.01
     )

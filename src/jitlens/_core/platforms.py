@@ -9,16 +9,16 @@ rates as ``benchmarks/run_all.py`` measured them on one platform (``jax.default_
 (``Environment.platform``). ``benchmarks/run_all.py --platform`` prints each prediction
 next to the saving measured by applying the advice, on the platform it runs on.
 
-Measured (jax 0.10.2; ``docs/explanation/performance.md`` has the runs):
+Measured (jax 0.10.2, ``benchmarks/run_all.py --platform``; ``docs/explanation/performance.md``):
 
 * cpu, a shared 2-core VM: rolled programs compiled in 0.3-1.9 s; captured tables cost
-  0.04-0.09 s/MiB; a tiny program's outputs are ready a few us after its call returns.
-* tpu, one v5e chip: rolled programs compiled in 0.1-0.3 s; a captured table cost
-  0.00-0.01 s/MiB more than the same table passed as an argument (23.8 MiB: 0.84 s less,
-  46.7 MiB: 0.41 s more), so a constant is advised only when large; a tiny program's
-  outputs were ready ~0.3 ms after its call returned, which a loop of calls never waits
-  for (the next call is dispatched meanwhile): 544 -> 392 us per call with
-  ``nnx.cached_partial`` where the sampled "device" part was 390 us.
+  0.04-0.09 s/MiB; a tiny program's outputs are ready 2-3 us after its call returns.
+* tpu, one v5e chip: a 16-layer ``lax.scan`` compiled in 0.21 s (rolled programs:
+  0.1-0.3 s); a captured table cost 0.013 s/MiB over the same table passed as an
+  argument (1500x1500: none, 2500x2500: 0.8 s less); a tiny program's outputs were ready
+  252 us after its call returned, which a loop of calls never waits for (the next call is
+  dispatched meanwhile): 544 -> 392 us per call with ``nnx.cached_partial`` where the
+  sampled "device" part was 390 us.
 """
 
 from __future__ import annotations
