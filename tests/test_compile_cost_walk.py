@@ -42,8 +42,8 @@ CASES = {
 }
 #: The loops under a gradient: the forward pass, then the backward pass, both unrolled.
 UNDER_GRAD = ("h_maml_inner_steps", "h_nnx_lstm_over_time", "h_attention_per_head")
-OPTIONAL = {"h_haiku_blocks_loop": "haiku"}
-NAMES = [*CASES, "h_neg_image_pyramid", "h_library_jit_nested"]
+OPTIONAL = {"h_haiku_blocks_loop": "haiku", "h_diffrax_solve": "diffrax"}
+NAMES = [*CASES, "h_neg_image_pyramid", "h_library_jit_nested", "h_diffrax_solve"]
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +127,12 @@ def test_a_compile_with_no_trace_of_its_own_is_read(runs):
     (event,) = [e for e in solve.events if e.compiled]
     assert event.cost is not None
     assert event.cost.loops[0].line == _line_of("h_library_jit_nested", "for _ in range")
+
+
+def test_a_diffrax_solve_in_the_users_filter_jit_is_read(runs):
+    """``diffeqsolve``'s own ``eqx.filter_jit``, traced inside the user's: the issue's
+    3.6 s compile that showed ``cost: null``."""
+    report, _ = _program(runs, "h_diffrax_solve")["before"]
+    (solve,) = [f for f in report.functions if f.name == "solve"]
+    (event,) = [e for e in solve.events if e.compiled]
+    assert event.cost is not None and event.cost.eqns > 0

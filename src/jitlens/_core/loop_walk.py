@@ -69,10 +69,15 @@ class Flow(Protocol):
     writes: tuple[int, ...]
 
 
+#: Where the regular iterations may begin, at most: a first iteration this much longer than
+#: the others is taken as regular (its data flow read a few equations off).
+START_SEARCH = 64
+
+
 def _start(seq: Sequence[object], p: int, end: int) -> int:
     """Where the regular iterations begin: a first iteration longer or shorter than the
     others (a carry that starts as a Python float) is everything before that."""
-    for s in range(min(p, max(0, end - 2 * p)) + 1):
+    for s in range(min(p, max(0, end - 2 * p), START_SEARCH) + 1):
         if all(seq[s + j] == seq[s + p + j] for j in range(p)):
             return s
     return 0
