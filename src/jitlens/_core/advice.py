@@ -45,7 +45,6 @@ from __future__ import annotations
 from .._record import record
 from .advice_cost import compile_cost
 from .kinds import AdviceKind
-from .platforms import calibration
 from .report import Advice, FunctionReport
 
 #: ``dispatch``: advise only when the estimated saving of the whole run is at
@@ -217,6 +216,8 @@ def dispatch(fn: FunctionReport, sample: DispatchSample | None, env: Environment
     """``dispatch`` advice for a default-mode ``nnx.jit`` function, or None."""
     if sample is None or sample.samples == 0 or not fn.cache_hits or not sample.cached_args:
         return None
+    from .platforms import calibration  # with the first report, not at a program's start
+
     latency = calibration(env.platform).ready_latency_seconds
     per_call = cached_partial_saving(sample, latency)
     total = per_call * fn.cache_hits
@@ -393,6 +394,7 @@ def advise(
       ()
     """
     from .advice_leaves import many_leaves  # loaded when a report is advised on, not at start
+    from .platforms import calibration
 
     found = [
         disable_jit(eager_calls),

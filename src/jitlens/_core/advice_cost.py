@@ -19,11 +19,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .kinds import LOOP_FIXES, ROW_KIND_API, STACKED_LAYERS_FIXES, AdviceKind
-from .platforms import Calibration, calibration
 from .report import Advice, Event, FunctionReport
 
-if TYPE_CHECKING:  # .cost loads with the first long compile
+if TYPE_CHECKING:  # .cost loads with the first long compile, .platforms with a report
     from .cost import CompileCost, LoopCost
+    from .platforms import Calibration
 
 #: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
 #: trace + lowering + compile took at least this long ("well under a second": nothing).
@@ -156,7 +156,7 @@ def loop_saving(
     """
     if cost.eqns <= 0:
         return 0.0
-    floor = (cal or calibration(None)).scan_floor_seconds
+    floor = (cal or _cpu()).scan_floor_seconds
     after = cost.eqns - loop.eqns + min(loop.eqns, SCAN_BODY_FACTOR * loop.body_eqns)
     return max(0.0, seconds - max(floor, seconds * after / cost.eqns))
 
@@ -171,7 +171,7 @@ def constant_saving(
     ``EQN_SECONDS``) of the measured seconds above its ``const_floor_seconds``,
     at most ``const_max_factor`` times its own rate.
     """
-    cal = cal or calibration(None)
+    cal = cal or _cpu()
     if cal.const_seconds_per_mib <= 0:
         return 0.0
     mine = cal.const_seconds_per_mib * nbytes / 2**20
@@ -349,5 +349,11 @@ def compile_cost(fn: FunctionReport, cal: Calibration | None = None) -> list[Adv
     """The compile-cost rules on one function (nothing when it compiled in under
     ``COST_MIN_SECONDS``), with the rates measured on its platform (``cal``; the CPU's
     when None)."""
-    cal = cal or calibration(None)
+    cal = cal or _cpu()
     return [*_unrolled(fn, cal), *_constants(fn, cal), *_compile_bound(fn)]
+
+
+def _cpu() -> Calibration:
+    from .platforms import calibration  # with the first report, not at a program's start
+
+    return calibration(None)
