@@ -24,6 +24,9 @@ import pytest
 import jitlens
 from conftest import TRIAL_PROGRAMS, run_python
 
+#: One worker runs the module: its fixture's subprocess compiles every program once.
+pytestmark = pytest.mark.xdist_group("compile_cost_walk")
+
 #: program -> (the loop's line, its iterations, what it walks over, what the fix must name,
 #: what it must not name)
 CASES = {
