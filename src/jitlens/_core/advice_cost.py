@@ -169,10 +169,11 @@ def constant_saving(
     The constant's share of the program (its bytes against all constants' and
     the equations, weighed by the platform's ``const_seconds_per_mib`` and
     ``EQN_SECONDS``) of the measured seconds above its ``const_floor_seconds``,
-    at most ``const_max_factor`` times its own rate.
+    at most ``const_max_factor`` times its own rate; nothing for an array smaller than
+    the platform's ``const_min_mib`` (whose passing saved nothing measurable there).
     """
     cal = cal or _cpu()
-    if cal.const_seconds_per_mib <= 0:
+    if cal.const_seconds_per_mib <= 0 or nbytes < cal.const_min_mib * 2**20:
         return 0.0
     mine = cal.const_seconds_per_mib * nbytes / 2**20
     everything = cal.const_seconds_per_mib * max(cost.const_bytes, nbytes) / 2**20
