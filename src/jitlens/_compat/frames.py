@@ -177,15 +177,12 @@ def is_model_library_file(filename: str) -> bool:
     return hit
 
 
-#: A file this many folders above the working one at most is shown relative to it
-#: (``../prog.py``, as pytest shows it); one further away by its normalised absolute path.
-MAX_UP = 2
-
-
 def short_path(filename: str) -> str:
-    """A path as tracebacks and pytest show it, normalised (``sub/../prog.py`` is
-    ``prog.py``): relative to the working directory when below it or at most ``MAX_UP``
-    folders above; package-relative for installed code; else absolute."""
+    """A path as Python's tracebacks and pytest show it, normalised (``sub/../prog.py`` is
+    ``prog.py``): relative to the working directory when below it (as pytest shows a test);
+    package-relative for installed code; else absolute, as a traceback names a script run
+    from another folder (``python ../../x/y.py`` fails "in /home/me/x/y.py", never in
+    ``../../x/y.py``, which reads wrong as soon as the reader is in another folder)."""
     if filename.startswith("<"):
         return filename
     here = working_dir()
@@ -195,10 +192,7 @@ def short_path(filename: str) -> str:
         rel = os.path.relpath(filename, here)
     except ValueError:  # another drive
         return os.path.normpath(filename)
-    up = 0
-    while rel.startswith(".." + os.sep, up * 3):
-        up += 1
-    if up == 0:
+    if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
         return rel
     full = _absolute(filename)
     if full.startswith(PACKAGE_DIR + os.sep):
@@ -206,7 +200,7 @@ def short_path(filename: str) -> str:
     site = os.sep + "site-packages" + os.sep
     if site in full:
         return full.split(site, 1)[1]
-    return rel if up <= MAX_UP else full
+    return full
 
 
 #: The working folder as last read: the program may remove it (``os.chdir(d); os.rmdir(d)``),

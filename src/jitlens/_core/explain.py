@@ -236,8 +236,10 @@ def _entry_reasons(
         if a.sharding != b.sharding:
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)
-            target = f"{code_path(p[:-1], entries)}[...]" if variable else ""  # placed in place
-            out.append(W.sharding(arg, path, *placed, target=target))
+            held = code_path(p[:-1], entries) if variable else ""  # placed in place
+            out.append(W.sharding(arg, path, *placed, variable=held))
+        elif a.devices != b.devices:  # one placement over the same devices in another order
+            out.append(W.mesh_devices(arg, path, a.devices, b.devices, b.sharding))
         return out
     if eo.kind == EntryKind.STATIC:
         assert eo.static is not None and en.static is not None

@@ -384,6 +384,10 @@ class Aval:
     #: The class of the array's sharding (``NamedSharding``, ``SingleDeviceSharding``), ""
     #: when not placed; ``sharding`` says where, in words.
     sharding_type: str = dataclasses.field(default="", compare=False)
+    #: The ids of the devices a mesh placed it on, in the mesh's order: part of JAX's key (a
+    #: mesh of the same devices in another order is another device assignment, compiled
+    #: again from the same trace); () when not placed on a mesh.
+    devices: tuple[int, ...] = ()
 
     def short(self) -> str:
         s = f"{self.dtype}[{','.join(map(str, self.shape))}]"

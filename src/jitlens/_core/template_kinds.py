@@ -33,6 +33,7 @@ class FixKind(_Kind):
     VAR_WEAK = "var_weak"
     VAR_ASSIGN = "var_assign"
     SHARDING = "sharding"
+    MESH_DEVICES = "mesh_devices"
     STATIC_GRAPH = "static_graph"
     STATIC_ARG = "static_arg"
     STATIC_AUX = "static_aux"
@@ -279,6 +280,7 @@ class MessageKind(_Kind):
     SHARDING = "sharding"
     SHARDING_WHY = "sharding_why"
     SHARDING_LEAVES = "sharding_leaves"
+    MESH_DEVICES = "mesh_devices"
     # reasons/cache_cleared.py
     CLEARED = "cleared"
     EVICTED = "evicted"
