@@ -277,6 +277,26 @@ def package_of(fn: Any) -> str | None:
     return library_of_file(filename, framework_packages())
 
 
+def holds_user_code(obj: Any) -> bool:
+    """Does ``obj``, a library's object (a keras model), hold code of the user's: a method of
+    its class (or a base of it) defined in a user file (``class CustomModel(keras.Model)`` with
+    its own ``train_step``)? A model built of the library's parts alone holds none."""
+    if obj is None:
+        return False
+    try:
+        mro = type(obj).__mro__
+    except Exception:
+        return False
+    for cls in mro[:-1]:
+        for value in list(vars(cls).values())[:256]:
+            func = getattr(value, "__func__", value)
+            code = getattr(func, "__code__", None)
+            filename = getattr(code, "co_filename", None)
+            if isinstance(filename, str) and is_user_file(filename):
+                return True
+    return False
+
+
 def library_of_file(filename: str, names: tuple[str, ...]) -> str | None:
     """Which of the loaded packages ``names`` holds ``filename`` (site-, dist-packages, editable)."""
     for name in names:

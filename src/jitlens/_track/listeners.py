@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from .. import _compat
+from .._compat import jaxpr_api
 from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from .._record import record
@@ -241,6 +242,9 @@ def trace_start(fun_name: str) -> bool:
         rec.traces += 1
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
+        if rec.library_made:  # inside another function's trace, a library's jit is part of it
+            rec.nested_traces += tls.depth > 1
+            rec.library_visibility()
     opened = tls.open_trace
     if opened is not None and opened[1] is None:
         opened[1] = b  # counted before its body runs: dropped if the trace stops first
@@ -415,6 +419,12 @@ def nested_trace(fun: Any, frame: Any) -> None:
     if rec is None or (rec.internal and not rec.counts_calls):
         # JAX's own helpers made before tracking: no calls counted, no row to keep right
         return
+    if rec.library_made:  # a library's jit inside another trace: part of that trace
+        with rec.lock:
+            rec.nested_traces += 1
+            rec.traces += 1
+            rec.library_visibility()
+            rec.traces -= 1
     call = find_call(frame)
     if call is not None and call.record is rec and tls.depth == 0:
         note_miss(rec, call.frame_id)  # e.g. under jax.checkpoint / lax.scan at top level
@@ -467,6 +477,11 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         if b.key is not None and flows.wants_program(b.key):
             flows.note_program(b, frame)
         cost.note_trace_end(b, frame)
+        if b.record.user_code_only and not b.record.ran_user_code:
+            ran = jaxpr_api.runs_user_code(frame, _compat.is_user_file)
+            if ran is not None:
+                b.record.ran_user_code = ran
+                b.record.library_visibility()
     elif event == _compat.LOWER_EVENT:
         if _same_fun(b, fun_name):
             b.lower_seconds += secs
