@@ -130,11 +130,19 @@ def _framework_roots() -> tuple[str, ...]:
     return tuple(dict.fromkeys(roots))
 
 
-def is_user_file(filename: str) -> bool:
-    """False for JAX, Flax, optax, Equinox, jitlens, the standard library and friends.
+#: Folders pip installs packages into: every file under one is a library's (dm-haiku,
+#: diffrax, optimistix... whichever), never the user's to edit. A project installed editable
+#: (``pip install -e .``) stays in its own folder, the user's.
+INSTALLED_FOLDERS = tuple(os.sep + name + os.sep for name in ("site-packages", "dist-packages"))
 
-    Decided by the folders the loaded packages live in, never by a name in the
-    path: a project cloned into ``jitlens/`` or named ``jax-experiments`` is the user's.
+
+def is_user_file(filename: str) -> bool:
+    """False for JAX, Flax, optax, Equinox, jitlens, the standard library, any installed
+    package (a file under ``site-packages``: :data:`INSTALLED_FOLDERS`) and friends.
+
+    Decided by the folders the loaded packages live in and the folders pip installs into,
+    never by a name in the path: a project cloned into ``jitlens/`` or named
+    ``jax-experiments`` is the user's.
     """
     hit = _USER_CACHE.get(filename)
     if hit is not None:
@@ -149,9 +157,8 @@ def is_user_file(filename: str) -> bool:
         result = False
     else:
         path = _absolute(filename) if not filename.startswith("<") else filename
-        site = os.sep + "site-packages" + os.sep
-        in_framework_pkg = site in path and any((site + p + os.sep) in path for p in frameworks)
-        result = not (path.startswith(_ROOTS) or in_framework_pkg) or path in _USER_CODE_IN_JITLENS
+        installed = any(folder in path for folder in INSTALLED_FOLDERS)
+        result = not (path.startswith(_ROOTS) or installed) or path in _USER_CODE_IN_JITLENS
     _USER_CACHE[filename] = result
     return result
 

@@ -141,6 +141,10 @@ class FixKind(_Kind):
     LIBRARY_BUILD = "library_build"
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
+    # _track/owned.py (a library's code or object built per call: the user's line that builds it)
+    LIBRARY_OWNED_JIT = "library_owned_jit"
+    LIBRARY_OWNED_OBJECT = "library_owned_object"
+    LIBRARY_REBUILT = "library_rebuilt"
     # _track/frontends/numpyro.py (sequential chains; a step closed over the model's arguments)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
@@ -188,6 +192,9 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LIBRARY_BUILD: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_STATIC: ReasonKind.IDENTITY_STATIC,
     FixKind.LIBRARY_CALL: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_OWNED_JIT: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_OWNED_OBJECT: ReasonKind.IDENTITY_STATIC,
+    FixKind.LIBRARY_REBUILT: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_MODEL_ARGS: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_STATE_TYPE: ReasonKind.WEAK_TYPE,
@@ -302,6 +309,9 @@ class MessageKind(_Kind):
     LIBRARY_CLOSURE = "library_closure"
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
+    BUILT_AT = "built_at"
+    BUILT_SOMEWHERE = "built_somewhere"
+    LIBRARY_REBUILT = "library_rebuilt"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
     NUMPYRO_STATE_TYPE = "numpyro_state_type"

@@ -228,3 +228,27 @@ KERAS_RAGGED_PREDICT_DICT_FIX = Template(
     "`x = {{k: np.pad(v, [(0, n)] + [(0, 0)] * (v.ndim - 1)) for k, v in x.items()}}`, and "
     "drop the last `n` rows of the output.",
 )
+
+
+#: A jitted function whose code is a library's (``jax.jit(f.apply)``, ``f = hk.transform(...)``
+#: built per call): the user cannot redefine it; their line that builds it moves, with the jit.
+LIBRARY_OWNED_JIT_FIX = Template(
+    K.LIBRARY_OWNED_JIT,
+    "`{spelled}` is {library}'s code (defined at {defined_at}), not yours to edit: {built}. "
+    "Build it once, at module level, and jit it once there: {hoist}; then call `{jit}(...)` "
+    "instead of jitting it on every call.",
+)
+
+
+#: An object of a library's class that compares by identity (a ``diffrax.Event`` holding a
+#: new ``cond_fn``), built per call: the user's line that builds it moves to module level.
+LIBRARY_OWNED_OBJECT_FIX = Template(
+    K.LIBRARY_OWNED_OBJECT,
+    "`{root}` is a `{cls}`, {library}'s class, not yours to edit: {built}. Build it once, at "
+    "module level, and pass that same object on every call: {hoist}{closure}.",
+)
+
+
+#: Where the user's line that builds a library's object was found (``LIBRARY_OWNED_*_FIX``).
+BUILT_AT = Template(M.BUILT_AT, "your line {site} builds it anew on every call{of}: `{statement}`")
+BUILT_SOMEWHERE = Template(M.BUILT_SOMEWHERE, "your code builds it anew on every call")
