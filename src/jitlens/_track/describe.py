@@ -136,6 +136,7 @@ def describe_and_explain(
                 reasons = own.reword(rec, list(reasons), key)
             if reasons and not rec.internal:  # a fix edits only code in the user's files
                 reasons = owned.in_users_code(rec, list(reasons), key, names_fn, args, kwargs)
+                reasons = [owned.rebuilt_kernel(rec, r, rec.user_fn()) for r in reasons]
             if reasons:
                 b.kind = EventKind.RETRACE
                 b.reasons = tuple(reasons)

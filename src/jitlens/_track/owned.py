@@ -26,6 +26,7 @@ from .. import _compat
 from .._core.assigned import assignment
 from .._core.kinds import Fact
 from .._core.report import Reason
+from .registry import REGISTRY
 
 #: User frames searched, from the call up, for the one that builds the object.
 FRAMES_UP = 8
@@ -277,3 +278,153 @@ def _closure_note(value: Any, library: str) -> str:
         them = "them" if len(free) > 1 else "it"
         note += f" (it reads {listed}: pass {them} in the data {library} hands it instead)"
     return note
+
+
+def rebuilt_kernel(rec: Any, r: Reason, user_fn: Any, outer: str = "") -> Reason:
+    """``r`` (a new wrapper of the user's function) when that function calls a kernel a library
+    rebuilt around new values: what changed is those values, and the library's own builder
+    (``blackjax.mcmc.nuts.build_kernel()``) takes them as arguments. ``outer``: the
+    transformation the trace ran inside (``lax.scan``), run by the user's function the jit
+    moves to."""
+    from .._core.kinds import ReasonKind
+
+    if r.kind is not ReasonKind.NEW_FUNCTION or r.expected:
+        return r
+    func = getattr(user_fn, "__func__", user_fn)
+    code, cells = getattr(func, "__code__", None), getattr(func, "__closure__", None)
+    if code is None or not cells:
+        return r
+    frame = _compat.user_frame(_compat.caller(1))
+    names = _names_up(frame)
+    for var, cell in zip(code.co_freevars, cells, strict=False):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if not callable(value):
+            continue
+        # spelled as the code that built it has it (`nuts.step`), not as this function's name
+        found = _compat.library_closure(value, None, {k: v for k, v in names.items() if k != var})
+        if found is None or found.part is None or not found.params:
+            continue
+        return _rebuilt(rec, r, func.__name__, var, value, found, names, frame, outer)
+    return r
+
+
+def _names_up(frame: FrameType | None) -> dict[str, Any]:
+    """The variables of the user's frames from ``frame`` up, the innermost first, then the
+    globals of the outermost: what names the values a library's closure holds."""
+    out: dict[str, Any] = {}
+    f, seen, last = frame, 0, None
+    while f is not None and seen < FRAMES_UP:
+        if _compat.is_user_file(f.f_code.co_filename):
+            seen += 1
+            last = f
+            for k, v in list(f.f_locals.items()):
+                out.setdefault(k, v)
+        f = f.f_back
+    if last is not None:
+        for k, v in list(last.f_globals.items()):
+            out.setdefault(k, v)
+    return {k: v for k, v in out.items() if isinstance(k, str) and not k.startswith("_")}
+
+
+def _rebuilt(
+    rec: Any,
+    r: Reason,
+    name: str,
+    var: str,
+    value: Any,
+    found: Any,
+    names: dict[str, Any],
+    frame: FrameType | None,
+    outer: str,
+) -> Reason:
+    from .._core import reasons as W
+    from .._core.reasons import library as L
+    from .._core.template_kinds import FixKind
+
+    params = ", ".join(f"`{p}`" for p in found.params)
+    part, factory = found.part
+    call = _kernel_call(value, part, names, found.params)
+    runner = frame.f_code.co_name if frame is not None and outer else ""
+    if runner and runner != "<module>":
+        statics = _int_params(frame)
+        option = f", static_argnames={statics!r}" if statics else ""
+        deco = f"@functools.partial(jax.jit{option})" if option else "@jax.jit"
+        jit_once = f"jit `{runner}` once (`{deco}` on it), taking {params} in place of `{var}`"
+    else:
+        jit_once = f"define `{name}` once at module level taking {params} too, and jit it once"
+    message = L.LIBRARY_REBUILT_MSG.words(
+        name=name,
+        var=var,
+        spelled=found.spelled if found.spelled != var else var,
+        library=found.library,
+        params=params,
+        count=REGISTRY.earlier_wrappers(rec),
+        defined_at=rec.defined_at,
+    )
+    fix = L.LIBRARY_REBUILT_FIX.words(
+        part=part,
+        factory=factory,
+        params=params,
+        spelled=found.spelled,
+        jit_once=jit_once,
+        name=name,
+        call=call,
+        var=var,
+    )
+    out = W.with_fix(r, FixKind.LIBRARY_REBUILT, fix, message=message, path=name)
+    return out.with_facts(Fact.LIBRARY_MADE)
+
+
+def _kernel_call(step: Any, part: str, names: dict[str, Any], users: tuple[str, ...]) -> str:
+    """``kernel(rng_key, state, logdensity, step_size, imm)``: the library's kernel called with
+    what ``step`` (the closure it built) passes it, each value by the user's name for it."""
+    func = getattr(step, "__func__", step)
+    code, cells = func.__code__, func.__closure__ or ()
+    free: dict[str, Any] = {}
+    for n, cell in zip(code.co_freevars, cells, strict=False):
+        try:
+            free[n] = cell.cell_contents
+        except ValueError:
+            continue
+    kernel = free.get(part)
+    try:
+        params = [
+            p
+            for p in inspect.signature(kernel).parameters.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return f"{part}(...)"
+    own = code.co_varnames[: code.co_argcount]
+    spread = [x for v in free.values() if isinstance(v, tuple) for x in v]
+
+    def spell(v: Any, fallback: str) -> str:
+        found = next((k for k, x in names.items() if x is v), None)
+        if found is None:  # a value the library made from the user's (a metric from an array)
+            unused = [u for u in users if u not in args]
+            found = unused[0] if unused else fallback
+        return found
+
+    args = []
+    for p in params:
+        if p.name in own:
+            args.append(p.name)
+        elif p.name in free:
+            args.append(spell(free[p.name], p.name))
+        else:
+            args.append(spell(spread.pop(0), p.name) if spread else p.name)
+    return f"{part}({', '.join(args)})"
+
+
+def _int_params(frame: FrameType) -> tuple[str, ...]:
+    """The parameters of the function at ``frame`` holding a Python int now: static under a
+    jit of it (they set lengths)."""
+    code = frame.f_code
+    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    local = frame.f_locals
+    return tuple(
+        p for p in params if isinstance(local.get(p), int) and not isinstance(local.get(p), bool)
+    )

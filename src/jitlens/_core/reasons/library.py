@@ -252,3 +252,22 @@ LIBRARY_OWNED_OBJECT_FIX = Template(
 #: Where the user's line that builds a library's object was found (``LIBRARY_OWNED_*_FIX``).
 BUILT_AT = Template(M.BUILT_AT, "your line {site} builds it anew on every call{of}: `{statement}`")
 BUILT_SOMEWHERE = Template(M.BUILT_SOMEWHERE, "your code builds it anew on every call")
+
+
+#: A function of the user's, jitted anew per call, that calls a kernel a library rebuilt around
+#: new values (blackjax's ``nuts.step`` closed over an adapted ``step_size``): hoisting the jit
+#: as it is would freeze the first kernel; the library's own builder takes them as arguments.
+LIBRARY_REBUILT_MSG = Template(
+    M.LIBRARY_REBUILT,
+    "`{name}` calls `{var}`, which is `{spelled}`: a function {library} builds anew around the "
+    "values passed to it (here {params}), so each build makes `{name}` a new function, "
+    "compiled again ({count} earlier wrapper(s) of the same code, defined at {defined_at}).",
+)
+
+
+LIBRARY_REBUILT_FIX = Template(
+    K.LIBRARY_REBUILT,
+    "Build `{part} = {factory}` once at module level and pass {params} as arguments instead "
+    "of building `{spelled}` with them: {jit_once}; in `{name}`, call `{call}` in place of "
+    "`{var}(...)`. One compile then serves every value.",
+)
