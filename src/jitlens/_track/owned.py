@@ -43,7 +43,7 @@ def _kinds() -> tuple[frozenset[Any], frozenset[Any], frozenset[Any]]:
         {K.FUNCTION, K.BOUND_METHOD, K.PARTIAL_GRAPH, K.PARTIAL_DATA, K.NAN_FIELD}
         | {K.EQX_MODULE_FUNCTION, K.EQX_MODULE_PARTIAL}
     )
-    value = frozenset({K.NO_EQ, K.CLASS})
+    value = frozenset({K.NO_EQ, K.NO_EQ_VALUES, K.NO_EQ_TRACED, K.ARRAYS_PYTREE, K.CLASS})
     return definition, owner, value
 
 
@@ -148,9 +148,14 @@ def _owned_object(
     from .._core.reasons import library as L
     from .._core.template_kinds import FixKind
 
+    inline = _inline_call(frame, cls) if found is None else None
     if found is not None:
         built = L.BUILT_AT.words(site=found[0], of=found[1], statement=found[2])
         hoist = f"move `{found[2]}` there"
+    elif inline is not None:  # built in the call itself: `step(key, NUTS(model), y)`
+        built = L.BUILT_AT.words(site=inline[0], of=inline[1], statement=inline[2])
+        name = root if root.isidentifier() else "obj"
+        hoist = f"`{name} = {inline[2]}` there, passed where you wrote `{inline[2]}`"
     else:
         built, hoist = L.BUILT_SOMEWHERE.words(), f"move what builds `{root}` there"
     fix = L.LIBRARY_OWNED_OBJECT_FIX.words(
@@ -159,9 +164,18 @@ def _owned_object(
         library=_library(cls),
         built=built,
         hoist=hoist,
-        closure="" if of_value else _closure_note(value, _library(cls)),
+        closure=_per_configuration(r) if of_value else _closure_note(value, _library(cls)),
     )
     return W.with_fix(r, FixKind.LIBRARY_OWNED_OBJECT, fix).with_facts(Fact.LIBRARY_MADE)
+
+
+def _per_configuration(r: Reason) -> str:
+    """Objects that hold other values: one per configuration, each built once."""
+    from .._core.template_kinds import FixKind
+
+    if r.fix_kind is FixKind.NO_EQ:
+        return ""
+    return "; where they must differ, build one per configuration, once, and keep them by their settings"
 
 
 def _root_name(path: str, where: tuple) -> str:
@@ -232,14 +246,52 @@ def _built_at(frame: FrameType | None, match: Any, hint: str) -> tuple[str, str,
             found = assignment(source, code.co_filename, first, name, f.f_lineno) if source else None
             if found is not None and found.statement:
                 site = f"{_compat.short_path(code.co_filename)}:{found.line}"
-                of = "" if code.co_name == "<module>" else f" of `{code.co_name}`"
                 if code.co_name == "<module>" and not found.in_loop:
                     return None  # built once already: not the cause
-                return site, of, found.statement
+                return site, _of(code), found.statement
         if not any(n in params for n in names):
             return None
         f = f.f_back
     return None
+
+
+def _inline_call(frame: FrameType | None, cls: type) -> tuple[str, str, str] | None:
+    """``(file:line, " of `func`", call)``: a call building ``cls`` written in the user's line
+    at ``frame`` (``NUTS(model)`` passed straight to the jitted function)."""
+    import ast
+
+    from .._pyast import parse
+
+    if frame is None:
+        return None
+    code = frame.f_code
+    source = "".join(linecache.getlines(code.co_filename))
+    try:
+        tree = parse(source, code.co_filename)
+    except (SyntaxError, ValueError):
+        return None
+    scopes = (frame.f_locals, frame.f_globals, vars(__import__("builtins")))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or node.lineno != frame.f_lineno:
+            continue
+        value: Any = None
+        parts = ast.unparse(node.func).split(".")
+        if not all(p.isidentifier() for p in parts):
+            continue
+        value = next((s[parts[0]] for s in scopes if parts[0] in s), None)
+        for p in parts[1:]:
+            value = getattr(value, p, None)
+        if value is cls:
+            text = " ".join((ast.get_source_segment(source, node) or "").split())
+            if text and len(text) <= 80:
+                return f"{_compat.short_path(code.co_filename)}:{node.lineno}", _of(code), text
+    return None
+
+
+def _of(code: Any) -> str:
+    """`` of `solve` ``: the function whose every call runs the line ("" for a module's code
+    or a comprehension's)."""
+    return "" if code.co_name.startswith("<") else f" of `{code.co_name}`"
 
 
 def _safe(match: Any, value: Any) -> bool:
@@ -312,19 +364,19 @@ def rebuilt_kernel(rec: Any, r: Reason, user_fn: Any, outer: str = "") -> Reason
 
 
 def _names_up(frame: FrameType | None) -> dict[str, Any]:
-    """The variables of the user's frames from ``frame`` up, the innermost first, then the
-    globals of the outermost: what names the values a library's closure holds."""
+    """The variables of the user's frames from ``frame`` up, the innermost first, then their
+    modules' globals: what names the values a library's closure holds."""
     out: dict[str, Any] = {}
-    f, seen, last = frame, 0, None
+    f, seen, scopes = frame, 0, []
     while f is not None and seen < FRAMES_UP:
         if _compat.is_user_file(f.f_code.co_filename):
             seen += 1
-            last = f
+            scopes.append(f.f_globals)
             for k, v in list(f.f_locals.items()):
                 out.setdefault(k, v)
         f = f.f_back
-    if last is not None:
-        for k, v in list(last.f_globals.items()):
+    for scope in scopes:
+        for k, v in list(scope.items()):
             out.setdefault(k, v)
     return {k: v for k, v in out.items() if isinstance(k, str) and not k.startswith("_")}
 
@@ -403,7 +455,7 @@ def _kernel_call(step: Any, part: str, names: dict[str, Any], users: tuple[str, 
 
     def spell(v: Any, fallback: str) -> str:
         found = next((k for k, x in names.items() if x is v), None)
-        if found is None:  # a value the library made from the user's (a metric from an array)
+        if found is None and not callable(v):  # a value the library made from the user's
             unused = [u for u in users if u not in args]
             found = unused[0] if unused else fallback
         return found
