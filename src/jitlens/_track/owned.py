@@ -81,7 +81,13 @@ def _library(obj: Any) -> str:
     """The top-level package that defines ``obj`` (``haiku``, ``diffrax``)."""
     func = getattr(obj, "__func__", obj)
     module = getattr(func, "__module__", None) or getattr(type(obj), "__module__", "") or ""
-    return module.split(".", 1)[0] or "a library"
+    return module.split(".", 1)[0] or "the library"
+
+
+def _libraries(obj: Any) -> str:
+    """:func:`_library`, possessive (``haiku's``, ``keras'``)."""
+    top = _library(obj)
+    return top + ("'" if top.endswith("s") else "'s")
 
 
 def _owned_jit(rec: Any, r: Reason, frame: FrameType | None) -> Reason | None:
@@ -89,7 +95,8 @@ def _owned_jit(rec: Any, r: Reason, frame: FrameType | None) -> Reason | None:
     from .._core.template_kinds import FixKind
 
     fn = rec.user_fn()
-    target = getattr(fn, "__self__", None) if r.fix_kind is FixKind.METHOD else fn
+    inner = _compat.unwrap(fn) if fn is not None else None  # through grad, partial, vmap...
+    target = getattr(inner, "__self__", None) if r.fix_kind is FixKind.METHOD else inner
     target = type(target) if target is not None and not callable(target) else target
     if fn is None or target is None or _is_users(target):
         return None
@@ -111,7 +118,7 @@ def _owned_jit(rec: Any, r: Reason, frame: FrameType | None) -> Reason | None:
         built, hoist = L.BUILT_SOMEWHERE.words(), f"`{made}`, with what builds `{root}`"
     fix = L.LIBRARY_OWNED_JIT_FIX.words(
         spelled=spelled,
-        library=_library(fn),
+        library=_libraries(fn),
         defined_at=rec.defined_at,
         built=built,
         hoist=hoist,
@@ -161,7 +168,7 @@ def _owned_object(
     fix = L.LIBRARY_OWNED_OBJECT_FIX.words(
         root=root,
         cls=_spelled_class(cls, frame),
-        library=_library(cls),
+        library=_libraries(cls),
         built=built,
         hoist=hoist,
         closure=_per_configuration(r) if of_value else _closure_note(value, _library(cls)),
@@ -305,12 +312,18 @@ def _spelled_class(cls: type, frame: FrameType | None) -> str:
     """``cls`` as the user's file reaches it: ``diffrax.Event`` through the module they
     imported, the bare name they imported, else its qualified name."""
     scope = frame.f_globals if frame is not None else {}
+    modules = [(k, v) for k, v in list(scope.items()) if isinstance(v, types.ModuleType)]
     for name, v in list(scope.items()):
-        if isinstance(v, types.ModuleType) and getattr(v, cls.__name__, None) is cls:
-            return f"{name}.{cls.__name__}"
         if v is cls:
             return name
-    return f"{cls.__module__.split('.', 1)[0]}.{cls.__qualname__}"
+    for name, module in modules:
+        if getattr(module, cls.__name__, None) is cls:
+            return f"{name}.{cls.__name__}"
+    for name, module in modules:  # one level down: `keras.losses.MeanSquaredError`
+        for sub, inner in list(vars(module).items())[:512]:
+            if isinstance(inner, types.ModuleType) and getattr(inner, cls.__name__, None) is cls:
+                return f"{name}.{sub}.{cls.__name__}"
+    return cls.__qualname__
 
 
 def _closure_note(value: Any, library: str) -> str:

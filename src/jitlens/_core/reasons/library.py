@@ -234,7 +234,7 @@ KERAS_RAGGED_PREDICT_DICT_FIX = Template(
 #: built per call): the user cannot redefine it; their line that builds it moves, with the jit.
 LIBRARY_OWNED_JIT_FIX = Template(
     K.LIBRARY_OWNED_JIT,
-    "`{spelled}` is {library}'s code (defined at {defined_at}), not yours to edit: {built}. "
+    "`{spelled}` is {library} code (defined at {defined_at}), not yours to edit: {built}. "
     "Build it once, at module level, and jit it once there: {hoist}; then call `{jit}(...)` "
     "instead of jitting it on every call.",
 )
@@ -244,7 +244,7 @@ LIBRARY_OWNED_JIT_FIX = Template(
 #: new ``cond_fn``), built per call: the user's line that builds it moves to module level.
 LIBRARY_OWNED_OBJECT_FIX = Template(
     K.LIBRARY_OWNED_OBJECT,
-    "`{root}` is a `{cls}`, {library}'s class, not yours to edit: {built}. Build it once, at "
+    "`{root}` is a `{cls}`, {library} class, not yours to edit: {built}. Build it once, at "
     "module level, and pass that same object on every call: {hoist}{closure}.",
 )
 
