@@ -1843,7 +1843,9 @@ def test_a_fix_that_edits_a_librarys_function_or_class_is_told_apart() -> None:
     """The check the corpus runs on every fix, on the fixes jitlens once printed for issue 46's
     reports: Haiku's ``apply_fn`` redefined, ``diffrax.Event.__init__`` given a field."""
     foreign = _fix_rate().foreign_edits
-    haiku = "def forward(x):\n    return x\n\ndef predict(params, x):\n    f = hk.transform(forward)\n"
+    haiku = (
+        "def forward(x):\n    return x\n\ndef predict(params, x):\n    f = hk.transform(forward)\n"
+    )
     once = (
         "Define `f.apply` once at module level with `f` as parameters, jit it once, and pass "
         "`f` on every call; jitting the inner function once as it is would freeze their first values."
@@ -1851,7 +1853,9 @@ def test_a_fix_that_edits_a_librarys_function_or_class_is_told_apart() -> None:
     assert foreign(once, haiku) == ("f.apply",)
     now = "Build it once, at module level, and jit it once there: `f = hk.transform(forward)`"
     assert foreign(now, haiku) == ()
-    diffrax = "def solve(y0):\n    def cond_fn(t, y, args):\n        return y\n    event = E(cond_fn)\n"
+    diffrax = (
+        "def solve(y0):\n    def cond_fn(t, y, args):\n        return y\n    event = E(cond_fn)\n"
+    )
     once = (
         "Define it once at module level (`def cond_fn(...)`) and store that one object: "
         "`self.cond_fn = cond_fn` in `__init__`; every instance then shares it."

@@ -13,9 +13,9 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "fixtures" / "site-packages"))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import jl_fakelib  # noqa: E402
+import jax
+import jax.numpy as jnp
+import jl_fakelib
 
 T = [0]
 

@@ -11,9 +11,9 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
-import jax  # noqa: E402
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import keras
+import numpy as np
 
 LIBRARIES = ("keras",)
 NO_FIX = True

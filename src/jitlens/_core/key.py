@@ -381,12 +381,9 @@ class Aval:
     sharding: str
     #: The ``jax.vmap`` batch axis when the shape is the batched value's.
     batch_axis: int | None = None
-    #: The class of the array's sharding (``NamedSharding``, ``SingleDeviceSharding``), ""
-    #: when not placed; ``sharding`` says where, in words.
+    #: Its sharding's class (``NamedSharding``...), "" unplaced; ``sharding`` says where.
     sharding_type: str = dataclasses.field(default="", compare=False)
-    #: The ids of the devices a mesh placed it on, in the mesh's order: part of JAX's key (a
-    #: mesh of the same devices in another order is another device assignment, compiled
-    #: again from the same trace); () when not placed on a mesh.
+    #: Its mesh's device ids in order (JAX keys the device assignment); () off a mesh.
     devices: tuple[int, ...] = ()
 
     def short(self) -> str:

@@ -14,7 +14,6 @@ import time
 from typing import Any
 
 from .. import _compat
-from .._compat import jaxpr_api
 from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from .._record import record
@@ -179,8 +178,7 @@ def trace_start(fun_name: str) -> bool:
         _unreadable_trace(frame)
     fun = info.fun if info is not None else None
     if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
-        # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
-        # function's own trace, if its body runs, is counted as a nested trace.
+        # make_jaxpr / grad of a jitted object: transparent; its body's trace counts as nested
         return False
     call = find_call(frame) if frame is not None else None
     if call is None and _compat.shape_only_trace(frame) and REGISTRY.find_by_fun(fun) is None:
@@ -242,9 +240,7 @@ def trace_start(fun_name: str) -> bool:
         rec.traces += 1
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
-        if rec.library_made:  # inside another function's trace, a library's jit is part of it
-            rec.nested_traces += tls.depth > 1
-            rec.library_visibility()
+        rec.note_library_trace(nested=tls.depth > 1)
     opened = tls.open_trace
     if opened is not None and opened[1] is None:
         opened[1] = b  # counted before its body runs: dropped if the trace stops first
@@ -416,15 +412,9 @@ def nested_trace(fun: Any, frame: Any) -> None:
         rec = nested.untracked_record(fun, frame)
     if rec is None:  # a user's body under lax.map / scan / cond / while outside jit
         rec = nested.eager_record(fun, frame)
-    if rec is None or (rec.internal and not rec.counts_calls):
-        # JAX's own helpers made before tracking: no calls counted, no row to keep right
-        return
-    if rec.library_made:  # a library's jit inside another trace: part of that trace
-        with rec.lock:
-            rec.nested_traces += 1
-            rec.traces += 1
-            rec.library_visibility()
-            rec.traces -= 1
+    if rec is None or (rec.internal and not rec.counts_calls):  # JAX's helpers made before
+        return  # tracking: no calls counted, no row to keep right
+    rec.note_library_trace(nested=True, counted=False)  # inside another trace: part of it
     call = find_call(frame)
     if call is not None and call.record is rec and tls.depth == 0:
         note_miss(rec, call.frame_id)  # e.g. under jax.checkpoint / lax.scan at top level
@@ -477,11 +467,6 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         if b.key is not None and flows.wants_program(b.key):
             flows.note_program(b, frame)
         cost.note_trace_end(b, frame)
-        if b.record.user_code_only and not b.record.ran_user_code:
-            ran = jaxpr_api.runs_user_code(frame, _compat.is_user_file)
-            if ran is not None:
-                b.record.ran_user_code = ran
-                b.record.library_visibility()
     elif event == _compat.LOWER_EVENT:
         if _same_fun(b, fun_name):
             b.lower_seconds += secs

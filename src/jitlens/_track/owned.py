@@ -16,20 +16,15 @@ module level, and the jit with it. The words are ``_core/reasons/library.py``'s.
 from __future__ import annotations
 
 import inspect
-import linecache
 import sys
-import types
 from types import FrameType
 from typing import Any
 
 from .. import _compat
-from .._core.assigned import assignment
+from .._compat import builders
 from .._core.kinds import Fact
 from .._core.report import Reason
 from .registry import REGISTRY
-
-#: User frames searched, from the call up, for the one that builds the object.
-FRAMES_UP = 8
 
 
 def _kinds() -> tuple[frozenset[Any], frozenset[Any], frozenset[Any]]:
@@ -110,7 +105,7 @@ def _owned_jit(rec: Any, r: Reason, frame: FrameType | None) -> Reason | None:
     kind = "jax.jit" if str(rec.kind) == "jax.jit" else str(rec.kind)
     jit = f"{identifier(spelled.rsplit('.', 1)[-1])}_jit"
     made = f"{jit} = {kind}({spelled})"
-    found = _built_at(frame, lambda v: v is fn or _holds(v, fn), root)
+    found = builders.built_at(frame, lambda v: v is fn or _holds(v, fn), root)
     if found is not None:
         built = L.BUILT_AT.words(site=found[0], of=found[1], statement=found[2])
         hoist = f"`{found[2]}` and `{made}`"
@@ -148,14 +143,16 @@ def _owned_object(
         return None
     obj = _walk(names_fn, args, kwargs, holder)
     # the object itself, or (a front-end handing JAX a rebuilt copy: eqx.filter_jit) its class
-    match = (lambda v: v is obj or type(v) is cls) if obj is not None else (lambda v: type(v) is cls)
+    match = (
+        (lambda v: v is obj or type(v) is cls) if obj is not None else (lambda v: type(v) is cls)
+    )
     root = r.path if of_value else _root_name(r.path, where)
-    found = _built_at(frame, match, root.split(".", 1)[0] if root.isidentifier() else "")
+    found = builders.built_at(frame, match, root.split(".", 1)[0] if root.isidentifier() else "")
     from .._core import reasons as W
     from .._core.reasons import library as L
     from .._core.template_kinds import FixKind
 
-    inline = _inline_call(frame, cls) if found is None else None
+    inline = builders.inline_call(frame, cls) if found is None else None
     if found is not None:
         built = L.BUILT_AT.words(site=found[0], of=found[1], statement=found[2])
         hoist = f"move `{found[2]}` there"
@@ -167,7 +164,7 @@ def _owned_object(
         built, hoist = L.BUILT_SOMEWHERE.words(), f"move what builds `{root}` there"
     fix = L.LIBRARY_OWNED_OBJECT_FIX.words(
         root=root,
-        cls=_spelled_class(cls, frame),
+        cls=builders.spelled_class(cls, frame),
         library=_libraries(cls),
         built=built,
         hoist=hoist,
@@ -233,99 +230,6 @@ def _holds(value: Any, fn: Any) -> bool:
         return False
 
 
-def _built_at(frame: FrameType | None, match: Any, hint: str) -> tuple[str, str, str] | None:
-    """``(file:line, " of `func`", statement)``: the user's assignment that built the object
-    ``match`` recognises, found from ``frame`` up (a parameter sends the search to the caller)."""
-    f, seen = frame, 0
-    while f is not None and seen < FRAMES_UP:
-        if not _compat.is_user_file(f.f_code.co_filename):
-            f = f.f_back
-            continue
-        seen += 1
-        scope = f.f_locals if f.f_code.co_name != "<module>" else f.f_globals
-        names = [k for k, v in list(scope.items()) if isinstance(k, str) and _safe(match, v)]
-        names.sort(key=lambda k: k != hint)
-        code = f.f_code
-        params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        for name in names:
-            source = "".join(linecache.getlines(code.co_filename))
-            first = 0 if code.co_name == "<module>" else code.co_firstlineno
-            found = assignment(source, code.co_filename, first, name, f.f_lineno) if source else None
-            if found is not None and found.statement:
-                site = f"{_compat.short_path(code.co_filename)}:{found.line}"
-                if code.co_name == "<module>" and not found.in_loop:
-                    return None  # built once already: not the cause
-                return site, _of(code), found.statement
-        if not any(n in params for n in names):
-            return None
-        f = f.f_back
-    return None
-
-
-def _inline_call(frame: FrameType | None, cls: type) -> tuple[str, str, str] | None:
-    """``(file:line, " of `func`", call)``: a call building ``cls`` written in the user's line
-    at ``frame`` (``NUTS(model)`` passed straight to the jitted function)."""
-    import ast
-
-    from .._pyast import parse
-
-    if frame is None:
-        return None
-    code = frame.f_code
-    source = "".join(linecache.getlines(code.co_filename))
-    try:
-        tree = parse(source, code.co_filename)
-    except (SyntaxError, ValueError):
-        return None
-    scopes = (frame.f_locals, frame.f_globals, vars(__import__("builtins")))
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or node.lineno != frame.f_lineno:
-            continue
-        value: Any = None
-        parts = ast.unparse(node.func).split(".")
-        if not all(p.isidentifier() for p in parts):
-            continue
-        value = next((s[parts[0]] for s in scopes if parts[0] in s), None)
-        for p in parts[1:]:
-            value = getattr(value, p, None)
-        if value is cls:
-            text = " ".join((ast.get_source_segment(source, node) or "").split())
-            if text and len(text) <= 80:
-                return f"{_compat.short_path(code.co_filename)}:{node.lineno}", _of(code), text
-    return None
-
-
-def _of(code: Any) -> str:
-    """`` of `solve` ``: the function whose every call runs the line ("" for a module's code
-    or a comprehension's)."""
-    return "" if code.co_name.startswith("<") else f" of `{code.co_name}`"
-
-
-def _safe(match: Any, value: Any) -> bool:
-    try:
-        return bool(match(value))
-    except Exception:
-        return False
-
-
-def _spelled_class(cls: type, frame: FrameType | None) -> str:
-    """``cls`` as the user's file reaches it: ``diffrax.Event`` through the module they
-    imported, the bare name they imported, else its qualified name."""
-    scope = frame.f_globals if frame is not None else {}
-    modules = [(k, v) for k, v in list(scope.items()) if isinstance(v, types.ModuleType)]
-    for name, v in list(scope.items()):
-        if v is cls:
-            return name
-    for name, module in modules:
-        if getattr(module, cls.__name__, None) is cls:
-            return f"{name}.{cls.__name__}"
-    for name, module in modules:  # one level down: `keras.losses.MeanSquaredError`
-        for sub, inner in list(vars(module).items())[:512]:
-            if isinstance(inner, types.ModuleType) and getattr(inner, cls.__name__, None) is cls:
-                return f"{name}.{sub}.{cls.__name__}"
-    return cls.__qualname__
-
-
 def _closure_note(value: Any, library: str) -> str:
     """A nested function of the user's held by the object moves to module level with it;
     what it reads from its function must then reach it as data."""
@@ -360,7 +264,7 @@ def rebuilt_kernel(rec: Any, r: Reason, user_fn: Any, outer: str = "") -> Reason
     if code is None or not cells:
         return r
     frame = _compat.user_frame(_compat.caller(1))
-    names = _names_up(frame)
+    names = builders.names_up(frame)
     for var, cell in zip(code.co_freevars, cells, strict=False):
         try:
             value = cell.cell_contents
@@ -374,24 +278,6 @@ def rebuilt_kernel(rec: Any, r: Reason, user_fn: Any, outer: str = "") -> Reason
             continue
         return _rebuilt(rec, r, func.__name__, var, value, found, names, frame, outer)
     return r
-
-
-def _names_up(frame: FrameType | None) -> dict[str, Any]:
-    """The variables of the user's frames from ``frame`` up, the innermost first, then their
-    modules' globals: what names the values a library's closure holds."""
-    out: dict[str, Any] = {}
-    f, seen, scopes = frame, 0, []
-    while f is not None and seen < FRAMES_UP:
-        if _compat.is_user_file(f.f_code.co_filename):
-            seen += 1
-            scopes.append(f.f_globals)
-            for k, v in list(f.f_locals.items()):
-                out.setdefault(k, v)
-        f = f.f_back
-    for scope in scopes:
-        for k, v in list(scope.items()):
-            out.setdefault(k, v)
-    return {k: v for k, v in out.items() if isinstance(k, str) and not k.startswith("_")}
 
 
 def _rebuilt(
@@ -414,7 +300,7 @@ def _rebuilt(
     call = _kernel_call(value, part, names, found.params)
     runner = frame.f_code.co_name if frame is not None and outer else ""
     if runner and runner != "<module>":
-        statics = _int_params(frame)
+        statics = builders.int_params(frame)
         option = f", static_argnames={statics!r}" if statics else ""
         deco = f"@functools.partial(jax.jit{option})" if option else "@jax.jit"
         jit_once = f"jit `{runner}` once (`{deco}` on it), taking {params} in place of `{var}`"
@@ -482,14 +368,3 @@ def _kernel_call(step: Any, part: str, names: dict[str, Any], users: tuple[str, 
         else:
             args.append(spell(spread.pop(0), p.name) if spread else p.name)
     return f"{part}({', '.join(args)})"
-
-
-def _int_params(frame: FrameType) -> tuple[str, ...]:
-    """The parameters of the function at ``frame`` holding a Python int now: static under a
-    jit of it (they set lengths)."""
-    code = frame.f_code
-    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-    local = frame.f_locals
-    return tuple(
-        p for p in params if isinstance(local.get(p), int) and not isinstance(local.get(p), bool)
-    )

@@ -8,6 +8,7 @@ functions and wrappers, and keys that hold no arrays.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sys
 import threading
@@ -253,6 +254,23 @@ class Record:
         self.user_code_only = False
         #: Did a trace of it run the user's code? None: not known (yet).
         self.ran_user_code: bool | None = None
+
+    def note_library_trace(self, nested: bool, counted: bool = True) -> None:
+        """A trace of this record began (``counted``: already in ``traces``), inside another
+        function's trace or not: a library's jit decides again whether it is the user's row."""
+        if not self.library_made:
+            return
+        with contextlib.nullcontext() if counted else self.lock:  # counted: the caller holds it
+            self.nested_traces += nested
+            self.traces += not counted
+            self.library_visibility()
+            self.traces -= not counted
+
+    def note_user_code(self, ran: bool | None) -> None:
+        """Whether a trace of this library step ran the user's code (None: not known)."""
+        if ran is not None:
+            self.ran_user_code = ran
+            self.library_visibility()
 
     def library_visibility(self) -> None:
         """A library's jit is the user's row unless every trace of it ran inside another

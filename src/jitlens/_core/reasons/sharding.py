@@ -63,9 +63,19 @@ def _placement(before: str, after: str) -> tuple[str, str]:
 
 
 def sharding(
-    arg: str, path: str, before: str, after: str, after_type: str = "", variable: str = ""
+    arg: str,
+    path: str,
+    before: str,
+    after: str,
+    after_type: str = "",
+    variable: str = "",
+    devices: tuple[tuple[int, ...], tuple[int, ...]] = ((), ()),
 ) -> Reason:
-    """``variable``: the placed value is an nnx Variable's, whose path as code this is."""
+    """``variable``: the placed value is an nnx Variable's, whose path as code this is;
+    ``devices``: the ids of the devices of the mesh it was placed on, before and after (one
+    placement on the same devices in another order is :func:`mesh_devices`)."""
+    if before == after and devices[0] != devices[1]:
+        return mesh_devices(arg, path, devices[0], devices[1], after)
     placement, note = _placement(before, after)
     code = _placed(path, placement, variable)
     fix = SHARDING_FIX.words(arg=path, code=code, placement=placement, note=note, why=SHARDING_WHY)
