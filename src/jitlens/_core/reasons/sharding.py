@@ -166,7 +166,8 @@ def whole_argument(leaves: list[Reason], path: str) -> Reason:
 
 SPEC = KindSpec(
     ReasonKind.SHARDING,
-    what="input sharding / placement, mesh shape, `in_shardings` of a re-created wrapper",
+    what="input sharding / placement, mesh shape, the order of a mesh's devices, "
+    "`in_shardings` of a re-created wrapper",
     example="uncommitted (default device) -> committed to cpu:1",
     fixes={K.SHARDING: SHARDING_FIX, K.MESH_DEVICES: MESH_DEVICES_FIX},
     messages=(SHARDING_MSG, SHARDING_WHY, SHARDING_LEAVES_MSG, MESH_DEVICES_MSG),
