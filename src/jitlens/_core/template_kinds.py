@@ -311,6 +311,7 @@ class MessageKind(_Kind):
     LIBRARY_CALL = "library_call"
     BUILT_AT = "built_at"
     BUILT_SOMEWHERE = "built_somewhere"
+    JITTED_ANEW = "jitted_anew"
     LIBRARY_REBUILT = "library_rebuilt"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"

@@ -235,12 +235,12 @@ def trace_start(fun_name: str) -> bool:
     b.jax_name = fun_name
     if user is not None and fe is not None and info is not None:
         b.frontend_key = fe.cache_key(info.args)
+    rec.note_library_trace(tls.building if tls.depth > 1 else None)  # the trace it is inside
     tls.building = b
     with rec.lock:
         rec.traces += 1
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
-        rec.note_library_trace(nested=tls.depth > 1)
     opened = tls.open_trace
     if opened is not None and opened[1] is None:
         opened[1] = b  # counted before its body runs: dropped if the trace stops first
@@ -414,7 +414,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
         rec = nested.eager_record(fun, frame)
     if rec is None or (rec.internal and not rec.counts_calls):  # JAX's helpers made before
         return  # tracking: no calls counted, no row to keep right
-    rec.note_library_trace(nested=True, counted=False)  # inside another trace: part of it
+    rec.note_library_trace(tls.building)  # inside another function's trace
     call = find_call(frame)
     if call is not None and call.record is rec and tls.depth == 0:
         note_miss(rec, call.frame_id)  # e.g. under jax.checkpoint / lax.scan at top level

@@ -106,11 +106,13 @@ def _owned_jit(rec: Any, r: Reason, frame: FrameType | None) -> Reason | None:
     jit = f"{identifier(spelled.rsplit('.', 1)[-1])}_jit"
     made = f"{jit} = {kind}({spelled})"
     found = builders.built_at(frame, lambda v: v is fn or _holds(v, fn), root)
+    if found is None and r.fix_kind is FixKind.NEW_FUNCTION:
+        return None  # only the jit is made per call: "create it once" edits the user's line
     if found is not None:
         built = L.BUILT_AT.words(site=found[0], of=found[1], statement=found[2])
         hoist = f"`{found[2]}` and `{made}`"
     else:
-        built, hoist = L.BUILT_SOMEWHERE.words(), f"`{made}`, with what builds `{root}`"
+        built, hoist = L.JITTED_ANEW.words(), f"`{made}`"
     fix = L.LIBRARY_OWNED_JIT_FIX.words(
         spelled=spelled,
         library=_libraries(fn),

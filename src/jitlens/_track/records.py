@@ -8,7 +8,6 @@ functions and wrappers, and keys that hold no arrays.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import sys
 import threading
@@ -255,16 +254,19 @@ class Record:
         #: Did a trace of it run the user's code? None: not known (yet).
         self.ran_user_code: bool | None = None
 
-    def note_library_trace(self, nested: bool, counted: bool = True) -> None:
-        """A trace of this record began (``counted``: already in ``traces``), inside another
-        function's trace or not: a library's jit decides again whether it is the user's row."""
+    def note_library_trace(self, outer: EventBuilder | None) -> None:
+        """A trace of this record begins (not yet counted) inside the trace ``outer`` is
+        building, or at top level (None): a library's jit decides again whether it is the
+        user's row. Inside the user's trace it is part of it; inside a library's own
+        transformation (numpyro's pmap over chains) it is not."""
         if not self.library_made:
             return
-        with contextlib.nullcontext() if counted else self.lock:  # counted: the caller holds it
-            self.nested_traces += nested
-            self.traces += not counted
+        inside = outer is not None and outer.record is not self and not outer.record.internal
+        with self.lock:
+            self.nested_traces += inside
+            self.traces += 1
             self.library_visibility()
-            self.traces -= not counted
+            self.traces -= 1
 
     def note_user_code(self, ran: bool | None) -> None:
         """Whether a trace of this library step ran the user's code (None: not known)."""

@@ -252,6 +252,7 @@ LIBRARY_OWNED_OBJECT_FIX = Template(
 #: Where the user's line that builds a library's object was found (``LIBRARY_OWNED_*_FIX``).
 BUILT_AT = Template(M.BUILT_AT, "your line {site} builds it anew on every call{of}: `{statement}`")
 BUILT_SOMEWHERE = Template(M.BUILT_SOMEWHERE, "your code builds it anew on every call")
+JITTED_ANEW = Template(M.JITTED_ANEW, "your code jits it anew on every call")
 
 
 #: A function of the user's, jitted anew per call, that calls a kernel a library rebuilt around
