@@ -91,7 +91,7 @@ FIXES: dict[str, str] = {
     "SIGNATURE_FIX": "test_signature_fix",
     "CONFIG_FIX": "test_config_fix",
     "MESH_FIX": "test_mesh_fix",
-    "MESH_DEVICES_FIX": "test_trial_h.py::test_a_mesh_of_the_same_devices_in_another_order_is_named_with_its_fix",
+    "MESH_DEVICES_FIX": "test_trial_o.py::test_a_mesh_of_the_same_devices_in_another_order_is_named_with_its_fix",
     "EVICTED_FIX": OPTION,
     "CLEARED_FIX": "test_cleared_fix",
     "UNKNOWN_FIX": OPTION,

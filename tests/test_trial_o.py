@@ -1,5 +1,5 @@
-"""Trial H (issue 46): fixes in the code the user owns, the devices of a mesh, and only the jits
-around user code counted, on held-out reports' patterns (``tests/trial_programs/h_*``: dm-haiku,
+"""Trial O (issue 46: the code the user Owns): fixes in the code the user owns, the devices of a mesh, and only the jits
+around user code counted, on held-out reports' patterns (``tests/trial_programs/o_*``: dm-haiku,
 diffrax, optimistix, blackjax, numpyro, Keras, meshes, NNX sharding; and ``jl_fakelib``, a
 package of the tests' own under ``tests/fixtures/site-packages``, so that the library rule is
 tested where none of those libraries is installed).
@@ -23,10 +23,10 @@ from conftest import check_trial_counts, run_python
 from test_sharding_subprocess import device_env
 
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
-NAMES = sorted(p.stem for p in PROGRAMS.glob("h_*.py"))
+NAMES = sorted(p.stem for p in PROGRAMS.glob("o_*.py"))
 
 #: One worker runs the module: its drivers run once.
-pytestmark = pytest.mark.xdist_group("trial_h")
+pytestmark = pytest.mark.xdist_group("trial_o")
 
 
 def _libraries(name: str) -> tuple[str, ...]:
@@ -75,7 +75,7 @@ def _flat(text: str) -> str:
 
 #: Programs whose retrace is a compile of the one trace (a device order): their function's one
 #: trace has a reason before the fix.
-COMPILE_ONLY = ("h_mesh_device_order",)
+COMPILE_ONLY = ("o_mesh_device_order",)
 
 
 @pytest.mark.parametrize("program", NAMES)
@@ -94,8 +94,8 @@ def test_counts_equal_the_programs_own_and_the_fix_keeps_its_outputs(
 @pytest.mark.parametrize(
     ("program", "built"),
     [
-        ("h_fakelib_transform_per_call", "f = jl_fakelib.transform(forward)"),
-        ("h_haiku_transform_per_call", "f = hk.transform(forward)"),
+        ("o_fakelib_transform_per_call", "f = jl_fakelib.transform(forward)"),
+        ("o_haiku_transform_per_call", "f = hk.transform(forward)"),
     ],
 )
 def test_a_library_transform_jitted_per_call_moves_the_users_lines_not_the_librarys(
@@ -116,10 +116,10 @@ def test_a_library_transform_jitted_per_call_moves_the_users_lines_not_the_libra
 @pytest.mark.parametrize(
     ("program", "fn", "built"),
     [
-        ("h_fakelib_event_per_call", "_step", "event = jl_fakelib.Event(cond_fn)"),
-        ("h_diffrax_event_per_call", "_solve", "event = diffrax.Event(cond_fn)"),
+        ("o_fakelib_event_per_call", "_step", "event = jl_fakelib.Event(cond_fn)"),
+        ("o_diffrax_event_per_call", "_solve", "event = diffrax.Event(cond_fn)"),
         (
-            "h_optimistix_solver_per_call",
+            "o_optimistix_solver_per_call",
             "solve",
             "solver = optx.Newton(rtol=1e-6, atol=1e-6, norm=lambda x: jnp.max(jnp.abs(x)))",
         ),
@@ -143,8 +143,8 @@ def test_a_library_class_built_in_the_call_is_built_once_not_made_a_dataclass(
 ) -> None:
     # once "Make `Solver` (or `NUTS`) a frozen dataclass": the library's class
     for program, fn, call in (
-        ("h_fakelib_solver_static", "descend", "jl_fakelib.Solver(0.1)"),
-        ("h_numpyro_kernel_static", "potential", "NUTS(model)"),
+        ("o_fakelib_solver_static", "descend", "jl_fakelib.Solver(0.1)"),
+        ("o_numpyro_kernel_static", "potential", "NUTS(model)"),
     ):
         if program not in trial["before"]:
             continue
@@ -160,7 +160,7 @@ def test_a_library_class_built_in_the_call_is_built_once_not_made_a_dataclass(
 
 
 def test_a_mesh_of_the_same_devices_in_another_order_is_named_with_its_fix(trial: dict) -> None:
-    before, after = _run(trial, "h_mesh_device_order")
+    before, after = _run(trial, "o_mesh_device_order")
     row = before["rows"]["total"]
     assert (row["traces"], row["compiles"], before["extra"]["compiles"]) == (1, 2, 2), row
     r = _reason(before, "total")
@@ -182,7 +182,7 @@ def test_a_mesh_of_the_same_devices_in_another_order_is_named_with_its_fix(trial
 
 
 def test_a_library_jit_inside_the_users_jit_is_part_of_its_trace(trial: dict) -> None:
-    before, _ = _run(trial, "h_numpyro_mcmc_in_jit")
+    before, _ = _run(trial, "o_numpyro_mcmc_in_jit")
     assert before["truth"] == {"run_chain": 1}
     assert before["user_traces"] == 1, before["text"]  # it read 2 for 1
     assert "1 jitted function, 1 trace" in _flat(before["text"]), before["text"]
@@ -192,7 +192,7 @@ def test_a_library_jit_inside_the_users_jit_is_part_of_its_trace(trial: dict) ->
 def test_a_library_step_that_runs_none_of_the_users_code_is_not_the_users_row(
     trial: dict,
 ) -> None:
-    before, _ = _run(trial, "h_keras_custom_train_evaluate")
+    before, _ = _run(trial, "o_keras_custom_train_evaluate")
     assert before["truth"] == {"fit train step": 1}
     assert before["user_traces"] == 1, before["text"]  # evaluate's test step was counted
     assert before["functions"] == ["keras: CustomModel.fit train step"], before["functions"]
@@ -206,7 +206,7 @@ def test_a_kernel_rebuilt_with_new_values_names_them_and_the_librarys_builder(
 ) -> None:
     # once "Create `one_step` once, outside the function that runs lax.scan": it would freeze
     # the first kernel. Applied as printed: one trace for both step sizes, the same samples
-    before, after = _run(trial, "h_blackjax_adapted_kernel_scan")
+    before, after = _run(trial, "o_blackjax_adapted_kernel_scan")
     r = _reason(before, "one_step")
     assert r["fix_kind"] == "library_rebuilt", r
     message, fix = _flat(r["message"]), _flat(r["fix"])
@@ -224,7 +224,7 @@ def test_a_kernel_rebuilt_with_new_values_names_them_and_the_librarys_builder(
 def test_an_nnx_parameter_resharded_gets_a_fix_that_works_when_its_type_changes(
     trial: dict,
 ) -> None:
-    before, after = _run(trial, "h_nnx_sharding_explicit")
+    before, after = _run(trial, "o_nnx_sharding_explicit")
     r = _reason(before, "forward")
     assert (r["kind"], r["path"]) == ("sharding", "m.w"), r
     code = "m.w.set_value(jax.device_put(m.w.get_value(), NamedSharding(mesh, P(None, 'model'))))"
