@@ -361,6 +361,56 @@ def flatten(
     return eqns, [(value, stack) for value, stack in consts], scans
 
 
+#: Equations :func:`runs_user_code` reads at most before it says "not known".
+USER_CODE_EQNS = 20_000
+
+
+def runs_user_code(frame: FrameType | None, keep: Callable[[str], bool]) -> bool | None:
+    """Did the trace that just ended in ``frame`` (a ``_trace_for_jit`` frame) run code of a
+    file ``keep`` calls the user's? Read from its equations' tracebacks, the frames the trace
+    shares with its caller left out (the user's line that called the library is not code the
+    trace ran). None when the jaxpr or its tracebacks cannot be read, or past
+    ``USER_CODE_EQNS`` equations without an answer."""
+    closed = traced_jaxpr(frame)
+    if closed is None:
+        return None
+    outer = outer_codes(frame)
+    seen: dict[int, bool] = {}
+    read = [0]
+
+    def user(code: CodeType) -> bool:
+        hit = seen.get(id(code))
+        if hit is None:
+            hit = seen[id(code)] = bool(keep(code.co_filename))
+        return hit
+
+    def walk(jaxpr: Any, depth: int) -> bool | None:
+        for eqn in jaxpr.eqns:
+            read[0] += 1
+            if read[0] > USER_CODE_EQNS:
+                return None
+            tb = getattr(getattr(eqn, "source_info", None), "traceback", None)
+            raw = getattr(tb, "raw_frames", None)
+            if raw is None:
+                return None
+            codes = raw()[0]
+            n, k = len(codes), 0
+            while k < n and k < len(outer) and codes[n - 1 - k] is outer[len(outer) - 1 - k]:
+                k += 1
+            if any(user(codes[i]) for i in range(n - k)):
+                return True
+            for sub, _consts in _subjaxprs(eqn) if depth < MAX_DEPTH else ():
+                found = walk(sub, depth + 1)
+                if found is not False:
+                    return found
+        return False
+
+    try:
+        return walk(closed.jaxpr, 0)
+    except Exception:
+        return None
+
+
 def array_facts(x: Any) -> tuple[tuple[int, ...], str, int, Any] | None:
     """``(shape, dtype, nbytes, identity)`` of a captured constant; None if not an array.
 

@@ -38,7 +38,9 @@ NAME_SEARCH_MAX = 5_000
 
 
 def note_trace_end(b: EventBuilder, frame: Any) -> None:
-    """Keep a weak reference to the jaxpr JAX traced for ``b`` until its compile ends.
+    """Keep a weak reference to the jaxpr JAX traced for ``b`` until its compile ends (and,
+    for a library's step around an object holding the user's code, read whether it ran any:
+    ``Record.library_visibility``).
 
     Weak: JAX's own trace cache keeps the jaxpr alive through lowering and
     compiling; a trace that never compiles (``.trace()``, ``eval_shape``) must
@@ -50,6 +52,9 @@ def note_trace_end(b: EventBuilder, frame: Any) -> None:
     except TypeError:
         ref = None
     b.traced = (ref, jaxpr_api.outer_codes(frame)) if ref is not None else None
+    rec = b.record
+    if rec.user_code_only and not rec.ran_user_code:  # a library's step: whose code it ran
+        rec.note_user_code(jaxpr_api.runs_user_code(frame, _compat.is_user_file))
 
 
 def note_compiled(b: EventBuilder, frame: Any = None) -> None:

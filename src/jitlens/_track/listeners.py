@@ -178,8 +178,7 @@ def trace_start(fun_name: str) -> bool:
         _unreadable_trace(frame)
     fun = info.fun if info is not None else None
     if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
-        # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
-        # function's own trace, if its body runs, is counted as a nested trace.
+        # make_jaxpr / grad of a jitted object: transparent; its body's trace counts as nested
         return False
     call = find_call(frame) if frame is not None else None
     if call is None and _compat.shape_only_trace(frame) and REGISTRY.find_by_fun(fun) is None:
@@ -236,6 +235,7 @@ def trace_start(fun_name: str) -> bool:
     b.jax_name = fun_name
     if user is not None and fe is not None and info is not None:
         b.frontend_key = fe.cache_key(info.args)
+    rec.note_library_trace(tls.building if tls.depth > 1 else None)  # the trace it is inside
     tls.building = b
     with rec.lock:
         rec.traces += 1
@@ -412,9 +412,9 @@ def nested_trace(fun: Any, frame: Any) -> None:
         rec = nested.untracked_record(fun, frame)
     if rec is None:  # a user's body under lax.map / scan / cond / while outside jit
         rec = nested.eager_record(fun, frame)
-    if rec is None or (rec.internal and not rec.counts_calls):
-        # JAX's own helpers made before tracking: no calls counted, no row to keep right
-        return
+    if rec is None or (rec.internal and not rec.counts_calls):  # JAX's helpers made before
+        return  # tracking: no calls counted, no row to keep right
+    rec.note_library_trace(tls.building)  # inside another function's trace
     call = find_call(frame)
     if call is not None and call.record is rec and tls.depth == 0:
         note_miss(rec, call.frame_id)  # e.g. under jax.checkpoint / lax.scan at top level
