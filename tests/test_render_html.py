@@ -132,17 +132,19 @@ def test_reasons_fixes_and_paths(dom: html_dom.Node) -> None:
     assert reason.find("code", "before").find("del").text() == "e8b8"  # 0x7f3a1d2e8b80
     step = dom.find("section", "function", data_function="step")
     more = step.find("article", id="fn1-ev2")
-    assert len(more.find_all("li", "reason")) == 5
+    (alike,) = more.find_all("li", "reason")  # five leaves of one change: one item naming them
+    assert [m.text() for m in alike.find_all("mark", "path")][:2] == ["batch['tokens']", "batch['mask']"]
+    assert len(alike.find_all("mark", "path")) == 5
     assert more.text().count("pad the batch") == 1  # one fix for five alike reasons
 
 
 def test_many_reasons_fold_into_details() -> None:
     report = report_samples.sample_report()
     step = report.function("step")
-    reasons = tuple(
-        dataclasses.replace(r, path=f"{r.path}[{i}]")
+    reasons = tuple(  # fifteen leaves, each of its own new shape: fifteen changes
+        dataclasses.replace(r, path=f"{r.path}[{i}]", after=f"f32[{i},{j}]")
         for i in range(3)
-        for r in step.events[2].reasons
+        for j, r in enumerate(step.events[2].reasons)
     )
     many = dataclasses.replace(step.events[2], reasons=reasons)
     step = dataclasses.replace(step, events=(*step.events[:2], many))

@@ -33,6 +33,7 @@ class FixKind(_Kind):
     VAR_WEAK = "var_weak"
     VAR_ASSIGN = "var_assign"
     SHARDING = "sharding"
+    SHARDING_GROUP = "sharding_group"
     STATIC_GRAPH = "static_graph"
     STATIC_ARG = "static_arg"
     STATIC_AUX = "static_aux"

@@ -175,9 +175,11 @@ from .shape import SPEC as _SHAPE
 from .sharding import (
     NAMED_SHARDING,
     SHARDING_FIX,
+    SHARDING_GROUP_FIX,
     SHARDING_LEAVES_MSG,
     SHARDING_MSG,
     SHARDING_WHY,
+    placed_together,
     sharding,
     whole_argument,
 )
@@ -384,6 +386,7 @@ __all__ = [
     "SHAPE_FIX",
     "SHAPE_MSG",
     "SHARDING_FIX",
+    "SHARDING_GROUP_FIX",
     "SHARDING_LEAVES_MSG",
     "SHARDING_MSG",
     "SHARDING_WHY",
@@ -469,6 +472,7 @@ __all__ = [
     "numpyro_reasons",
     "optax_kind",
     "optax_state",
+    "placed_together",
     "pytree_key",
     "pytree_kind_change",
     "reused_shapes",
