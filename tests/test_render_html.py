@@ -43,7 +43,7 @@ def test_the_duration_says_what_it_covers(page: str) -> None:
 
 def test_user_strings_are_escaped(page: str, dom: html_dom.Node) -> None:
     assert report_samples.XSS not in page
-    assert page.count(XSS_ESCAPED) == 2  # argv and the reason's before value
+    assert page.count(XSS_ESCAPED) == 3  # argv, the reason's before value, the entry it made
     assert len(dom.find_all("script")) == 1
     assert report_samples.XSS in dom.find("article", "retrace", id="fn1-ev1").text()
 
@@ -94,7 +94,7 @@ def test_retrace_marks_link_to_their_explanation(dom: html_dom.Node) -> None:
 def test_shape_specialization_matrix(dom: html_dom.Node) -> None:
     table = dom.find("table", "entries", data_function="Trainer.loss")
     rows = table.find_all("tr", "entry")
-    assert [r.find("code").text() for r in rows] == [
+    assert [r.find("code", "signature").text() for r in rows] == [
         "x: f32[4,4]", "x: f32[2,4]", "x: f32[5,4]", "x: f32[6,4]", "x: bf16[4,4]",
     ]  # fmt: skip
     calls = [[int(d.attrs["data-call"]) for d in r.find_all("circle", "dot")] for r in rows]

@@ -68,6 +68,12 @@ def _aval_of(x: Any) -> Aval | None:
     return Aval(shape, dtype, bool(getattr(a, "weak_type", False)), sharding, sharding_type=placed)
 
 
+def aval_of(x: Any) -> Aval | None:
+    """``x`` as the key describes an array there: shape, dtype, weak type, placement (None when
+    it is no array)."""
+    return _aval_of(x)
+
+
 def _sharding_of(x: Any) -> str:
     """Where an input lives, in the words of the sharding part of the key."""
     sh = getattr(x, "sharding", None)

@@ -9,7 +9,7 @@ from html import escape
 from .._core.cost import CompileCost
 from .._core.kinds import EventKind
 from .._core.report import Event, FunctionReport
-from .._core.retrace_text import changes
+from .._core.retrace_text import changes, values_text
 
 #: Drawing size of a timeline in SVG user units; the page scales it to its width.
 WIDTH = 960
@@ -231,7 +231,7 @@ def _what_made(fn: FunctionReport) -> dict[int, str]:
     for event in fn.events:
         if event.entry < 0 or event.entry in made or not event.reasons:
             continue
-        folded = [(r, 1, f"{r.before} -> {r.after}") for r in event.reasons]
+        folded = [(r, 1, values_text(r)) for r in event.reasons]  # each side cut at 70
         items = "".join(
             f'<li><span class="kind">{escape(c.reasons[0].kind)}</span> '
             + ", ".join(

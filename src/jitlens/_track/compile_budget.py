@@ -35,9 +35,7 @@ SOURCE = "max_compiles"
 OVER_COMPILES = (
     "jitlens: `{name}` was compiled {count} times, over its budget of {budget} ({source})."
 )
-NO_BUDGET = (
-    "max_compiles({name}) needs a budget: write max_compiles({name}, n) or @max_compiles(n)"
-)
+NO_BUDGET = "max_compiles({name}) needs a budget: write max_compiles({name}, n) or @max_compiles(n)"
 CANNOT_COUNT = (
     "max_compiles cannot count the compiles of {name}: it is {what}, which never compiles "
     "again; guard the jitted function it came from, f = jitlens.max_compiles(jax.jit(fn), {n})"
