@@ -264,6 +264,12 @@ def test_the_compile_cost_line_says_what_its_share_is_of() -> None:
     forward["events"][0]["cost"] = {"eqns": 104, "lines": [line]}
     data["functions"] = [forward]
     text = jitlens.Report.from_dict(data).to_text(width=200)
+    # issue 47: no section without something to do: what the program is made of is said only
+    # where an advice makes it smaller (a loop the trace unrolled, a captured constant)
+    assert "compile cost:" not in text
+    loop = {"kind": "unrolled_loop", "message": "a loop", "fix": "use lax.scan"}
+    forward["advice"] = [{**loop, "estimated_saving_seconds": 0.5}]
+    text = jitlens.Report.from_dict(data).to_text(width=200)
     assert "compile 104 equations; 70% of them from train.py:16 (train_step)" in text, text
 
 

@@ -191,3 +191,23 @@ def test_entries_told_apart_by_no_array_leave_their_hits_unknown() -> None:
             step(model, jnp.ones(2))
     got = t.report().function("<lambda>").call_entries
     assert got[:2] == (0, 1) and set(got[2:]) == {-1}, got
+
+
+def test_an_eager_scan_says_it_ran_outside_any_jit() -> None:
+    """Its row's traces read "traced inside another function's trace": no jit was around it."""
+    from jax import lax
+
+    def run(xs, scale):
+        def body(c, x):
+            return c + x * scale, c
+
+        return lax.scan(body, 0.0, xs)
+
+    with jitlens.track() as t:
+        for scale in (1.0, 2.0):
+            run(jnp.arange(3.0), scale)
+    (row,) = [f for f in t.report().functions if f.kind == "lax"]
+    assert row.qualname == "lax.scan(body)" and row.traces == 2
+    assert {e.signature for e in row.events} == {
+        "(run eagerly, outside any jit: lax.scan traced its body for this call)"
+    }

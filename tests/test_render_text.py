@@ -314,7 +314,9 @@ def test_the_cause_and_its_fix_come_before_the_advice() -> None:
     )
     others = tuple(f for f in report.functions if f is not loss)
     text = dataclasses.replace(report, functions=(advised, *others)).to_text()
-    assert text.index(loss.events[1].reasons[0].fix[:40]) < text.index("compile_cache, saves")
+    assert text.index(loss.events[1].reasons[0].fix[:40]) < text.index(
+        "the whole run  persistent compilation cache, saves"
+    )
 
 
 def _one(qualname: str, kind: str = "jax.jit", reasons: tuple[Reason, ...] = ()) -> object:

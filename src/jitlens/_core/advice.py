@@ -300,9 +300,10 @@ def _names(names: Sequence[str]) -> str:
 def run_advice(
     functions: Sequence[FunctionReport], cache: PersistentCache | None
 ) -> tuple[Advice, tuple[str, ...]] | None:
-    """The run's one compile-cache hint, and the functions it covers: every function's compiles
-    the persistent cache would keep, summed (one setting serves them all; said once per function
-    it was the same fix over and over). ``cache``: the run's cache settings
+    """The run's one compile-cache hint, and the functions whose compiles it counts: every
+    function's compiles the persistent cache would keep, summed (one setting serves them all;
+    said once per function it was the same fix over and over), none when some function has no
+    ``compile_cache`` advice of its own to give. ``cache``: the run's cache settings
     (``Report.run.persistent_cache``); unknown (an older report), the functions' own
     ``compile_cache`` advice is summed as it was written."""
     own = [(fn, a) for fn in functions for a in fn.advice if a.kind is AdviceKind.COMPILE_CACHE]
@@ -315,6 +316,7 @@ def run_advice(
         return Advice(top.kind, top.message, top.fix, round(total, 6)), names
     env = Environment(0.0, cache.dir, cache.enabled, cache.min_compile_time_secs or 1.0)
     found = _compile_cache(functions, env, COMPILE_CACHE_MIN_SECONDS)
+    names = tuple(fn.qualname for fn in functions if _missed(fn, env))
     return (found, names) if found is not None else None
 
 

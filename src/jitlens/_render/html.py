@@ -35,7 +35,7 @@ from .advice import advice_title, costliest, made_smaller, ranked
 from .heading import NOT_INCLUDED
 from .html_assets import ADVICE_CSS, CSS, JS, LEGEND
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
-from .text import bucketed_text, notices, percent, reused_text, sorted_functions
+from .text import bucketed_text, notices, percent, reused_text, sorted_functions, table_name
 
 LOG = logging.getLogger("jitlens")
 
@@ -329,7 +329,7 @@ def _unchecked_html(fn: FunctionReport, u: Unchecked) -> str:
 def _cells(fn: FunctionReport) -> list[str]:
     rate = fn.hit_rate
     return [
-        fn.qualname,
+        table_name(fn),
         fn.kind,
         "?" if fn.calls is None else str(fn.calls),
         "?" if fn.traces is None else str(fn.traces),

@@ -85,6 +85,8 @@ CAPTION_STYLE = "dim italic"
 DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 #: The function column gets at least this many characters before others are dropped.
 MIN_NAME_WIDTH = 24
+#: A name up to this long stays on one line: a column that matters less gives way first.
+WHOLE_NAME = 32
 #: A name's longest word is never broken below this width (``build_update_fn.<locals>.update``).
 MAX_WORD_WIDTH = 48
 NO_FUNCTIONS_SEEN = (
@@ -251,11 +253,26 @@ def _less(width: int | None, indent: int) -> int | None:
     return None if width is None else width - indent
 
 
-def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
+def _rows(
+    functions: Sequence[FunctionReport], include_internal: bool, width: int
+) -> tuple[list[list[str]], list[int]]:
+    """The table's rows and the columns that fit ``width``: a row's name without its kind's
+    prefix while the kind column is shown, with it when the kind column gave way."""
+    rows = [_row(fn, include_internal) for fn in functions]
+    keep = _columns(rows, width)
+    if 1 not in keep:
+        rows = [_row(fn, include_internal, kind_shown=False) for fn in functions]
+        keep = _columns(rows, width)
+    return rows, keep
+
+
+def _row(fn: FunctionReport, include_internal: bool, kind_shown: bool = True) -> list[str]:
     rate = fn.hit_rate
     name = (
         TABLE_FOLDED.format(qualname=fn.wrapped_qualname, n=fn.wrappers)
         if fn.wrappers > 1 and fn.wrapped_qualname
+        else table_name(fn)
+        if kind_shown
         else fn.qualname
     )
     name += " (internal)" if fn.internal and include_internal else ""
@@ -273,6 +290,13 @@ def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
     ]
 
 
+def table_name(fn: FunctionReport) -> str:
+    """A row's name in a table that has a kind column: ``Sequential.evaluate test step``, not
+    ``keras: Sequential.evaluate test step`` beside the kind ``keras`` (the row wrapped)."""
+    prefix = f"{fn.kind}: "
+    return fn.qualname.removeprefix(prefix) if fn.qualname != prefix else fn.qualname
+
+
 def sorted_functions(report: Report, include_internal: bool = False) -> list[FunctionReport]:
     """Functions worth a look first: most seconds lost to recompiles, then most traces.
 
@@ -288,13 +312,21 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
     natural = [
         max(len(name), *(len(row[i]) for row in rows)) + 2 for i, (name, _) in enumerate(COLUMNS)
     ]
-    natural[0] = min(natural[0], max(MIN_NAME_WIDTH, _longest_word(rows)) + 2)
+    natural[0] = min(natural[0], _name_floor(rows) + 2)
     keep = list(range(len(COLUMNS)))
     for name in DROPPABLE:
         if sum(natural[i] for i in keep) <= width:
             break
         keep.remove([n for n, _ in COLUMNS].index(name))
     return keep
+
+
+def _name_floor(rows: Sequence[Sequence[str]]) -> int:
+    """The width the function column keeps before other columns give way: a name up to
+    ``WHOLE_NAME`` whole (a row of 2-3 lines at 100 columns read badly), a longer one at least
+    ``MIN_NAME_WIDTH``, never breaking its longest word."""
+    longest = max(len(row[0]) for row in rows)
+    return max(MIN_NAME_WIDTH, _longest_word(rows), min(longest, WHOLE_NAME))
 
 
 def _longest_word(rows: Sequence[Sequence[str]]) -> int:
@@ -331,13 +363,12 @@ def _table(functions: Sequence[FunctionReport], include_internal: bool, width: i
     from rich.text import Text
 
     table = Table(box=box.SIMPLE_HEAD, collapse_padding=True, show_edge=False)
-    rows = [_row(fn, include_internal) for fn in functions]
-    keep = _columns(rows, width)
+    rows, keep = _rows(functions, include_internal, width)
     longest = max(len(row[0]) for row in rows)
     for i in keep:
         name, justify = COLUMNS[i]
         if i == 0:
-            floor = max(min(longest, MIN_NAME_WIDTH), _longest_word(rows))
+            floor = min(_name_floor(rows), longest)
             table.add_column(name, min_width=min(floor, width // 2), overflow="fold")
         else:
             table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
@@ -409,8 +440,7 @@ def _pieces(
     else:
         title, caption = _heading(report, include_internal)
         out.append(("text", title, TITLE_STYLE))
-        rows = [_row(fn, include_internal) for fn in functions]
-        keep = _columns(rows, width)
+        rows, keep = _rows(functions, include_internal, width)
         cells = [[COLUMNS[i][0] for i in keep], *([row[i] for i in keep] for row in rows)]
         right = [COLUMNS[i][1] == "right" for i in keep]
         out.append(("table", functions, include_internal, cells, right))
