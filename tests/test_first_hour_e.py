@@ -211,3 +211,28 @@ def test_an_eager_scan_says_it_ran_outside_any_jit() -> None:
     assert {e.signature for e in row.events} == {
         "(run eagerly, outside any jit: lax.scan traced its body for this call)"
     }
+
+
+def test_long_library_row_names_keep_one_line_at_100_columns() -> None:
+    """`keras: Sequential.evaluate test step` wrapped over 2-3 lines, `keras` said twice."""
+    import dataclasses
+
+    import report_samples
+
+    report = report_samples.sample_report()
+    names = ("Sequential.evaluate test step", "Sequential.fit train step", "Sequential.predict predict step")
+    rows = tuple(
+        dataclasses.replace(f, qualname=f"keras: {n}", kind="keras", events=f.events[:1])
+        for f, n in zip(report.functions, names, strict=False)
+    )
+    report = dataclasses.replace(report, functions=rows)
+    table = report.to_text(width=100).split("\n\n")[0].splitlines()
+    rows_shown = table[3 : 3 + len([f for f in report.user_functions()])]
+    # one line per row: its name whole, without the kind's prefix, the kind column beside it
+    assert sorted(r.split("  ")[0].strip() for r in rows_shown) == sorted(
+        f.qualname.removeprefix("keras: ") for f in report.user_functions()
+    ), table
+    assert all(" keras " in r for r in rows_shown) and all(len(line) <= 100 for line in table)
+    # narrower, the kind column gives way first among these, and the names say their library
+    narrow = report.to_text(width=80).split("\n\n")[0]
+    assert " kind " not in narrow and "keras: Sequential.fit train step" in narrow
