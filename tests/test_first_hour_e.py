@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import textwrap
 from typing import Any
 
 import jax
@@ -236,3 +237,70 @@ def test_long_library_row_names_keep_one_line_at_100_columns() -> None:
     # narrower, the kind column gives way first among these, and the names say their library
     narrow = report.to_text(width=80).split("\n\n")[0]
     assert " kind " not in narrow and "keras: Sequential.fit train step" in narrow
+
+
+# ------------------------------------------------------------------ jitlens audit
+
+
+#: An example written top to bottom, as Flax's FSDP one is: no main guard, the factory called
+#: inside the mesh it needs, then training (here: a file it writes).
+SCRIPT = """\
+import pathlib
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+mesh = jax.make_mesh((1, 1), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.w = nnx.Param(jnp.ones((2, 4)), sharding_names=(None, "model"))
+
+    def __call__(self, x):
+        return x @ self.w
+
+
+@nnx.jit
+def create_model():
+    return MLP(nnx.Rngs(0))
+
+
+with jax.set_mesh(mesh):
+    model = create_model()
+
+for step in range(3):
+    pathlib.Path("trained").write_text(str(step))
+print(model(jnp.ones((1, 2))))
+"""
+
+
+def test_audit_builds_a_scripts_factory_without_training_inside_the_mesh_it_needs(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "example.py").write_text(SCRIPT)
+    assert jitlens.main(["audit", "example.py:create_model", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "trained").exists()  # the training loop did not run
+    assert "lines 23, 26, 28: a with block, a for loop, a call" in " ".join(out.split())
+    assert "`if __name__ == \"__main__\":`" in out
+    assert "built inside `with jax.set_mesh(mesh):`, as example.py:24 calls create_model()" in out
+
+
+def test_a_factory_that_needs_a_mesh_is_told_how_to_audit_it_and_that_works(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its error was cut mid-URL (`see https://fl at ...`) and said nothing of the mesh."""
+    monkeypatch.chdir(tmp_path)
+    bare = SCRIPT.split("with jax.set_mesh")[0]  # no program calling it inside the mesh
+    (tmp_path / "bare.py").write_text(bare)
+    assert jitlens.main(["audit", "bare.py:create_model"]) == 2
+    err = capsys.readouterr().err
+    assert "create_model() raised at bare.py:" in err
+    assert re.search(r"https://\S+\.html\.?\n", err), err  # the URL whole, nothing after it
+    code = err.split("then `jitlens audit FILE.py:make`:\n", 1)[1]
+    assert code.splitlines()[0] == "    def make():", err
+    (tmp_path / "bare.py").write_text(bare + "\n\n" + textwrap.dedent(code))  # the fix as printed
+    assert jitlens.main(["audit", "bare.py:make"]) == 0, capsys.readouterr()
