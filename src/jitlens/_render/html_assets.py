@@ -47,7 +47,8 @@ table.entries td,table.entries th{padding:2px 8px;text-align:left;vertical-align
 border-bottom:1px solid var(--line)}table.entries th{color:var(--mute);font-weight:500;
 font-size:12px}td.num{text-align:right}td.unknown{color:var(--mute);max-width:36em;
 font-size:12px}.lane{stroke:var(--line)}ul.made{margin:2px 0 0;padding-left:16px;font-size:12px;
-color:var(--mute)}
+color:var(--mute)}table.entries{max-width:100%}td.strip{width:45%}svg.dots{width:100%;
+max-width:560px;height:auto;display:block}
 .dot.hit{fill:var(--hit)}.dot.trace{fill:var(--trace)}.dot.retrace{fill:var(--retrace)}
 .dot.compile{fill:var(--compile)}
 article.retrace{border-left:3px solid var(--retrace);padding:6px 12px;margin:10px 0;
