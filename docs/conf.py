@@ -65,8 +65,7 @@ html_sidebars = {
 (HERE / "_generated" / "versions.md").write_text(
     "| version | documentation |\n| --- | --- |\n"
     + "".join(
-        f"| {v['version']}{' (' + v['label'] + ')' if v.get('label') else ''} | "
-        f"`{v['url']}` |\n"
+        f"| {v['version']}{' (' + v['label'] + ')' if v.get('label') else ''} | `{v['url']}` |\n"
         for v in VERSIONS
     )
 )

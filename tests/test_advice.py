@@ -418,7 +418,10 @@ def test_the_seconds_figures_say_what_they_add_up() -> None:
     report = jitlens.Report(2, "0", "0", "0", "cpu", 0, 1, "box", 0.0, 1.0, (fn,))
     text = " ".join(report.to_text(width=100).split())
     assert "compile s = lowering + compiling; lost s = seconds spent compiling again" in text
-    assert "persistent compilation cache, saves ~0.40 s of compiling in the next run: compiled 1x" in text
+    assert (
+        "persistent compilation cache, saves ~0.40 s of compiling in the next run: compiled 1x"
+        in text
+    )
     page = report.to_html()
     assert "saves ~0.40 s of compiling in the next run" in page
     assert '<th title="compiling again: the retraces&#x27; and the recompiles&#x27; tracing' in page

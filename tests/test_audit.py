@@ -626,7 +626,9 @@ def test_factory_errors() -> None:
         audit(lambda: 3)
     with pytest.raises(AuditError, match=r"returned 'x' \(a str\)"):
         audit(lambda: (nnx.Linear(1, 1, rngs=rngs()), "x"))
-    with pytest.raises(AuditError, match=r"boom\(\) raised at \S*test_audit.py:\d+: KeyError: 'x'$"):
+    with pytest.raises(
+        AuditError, match=r"boom\(\) raised at \S*test_audit.py:\d+: KeyError: 'x'$"
+    ):
 
         def boom() -> None:
             raise KeyError("x")

@@ -88,7 +88,9 @@ def test_the_legend_of_a_narrow_table_uses_the_terminal_width() -> None:
 
     lines = report_samples.sample_report().to_text(width=80).splitlines()
     assert max(len(line) for line in lines[2:7]) < 70, lines  # a table narrower than 80
-    assert lines[0] == "jitlens: 4 jitted functions, 12 traces, 1.13 s lost to recompiles (1 internal"
+    assert (
+        lines[0] == "jitlens: 4 jitted functions, 12 traces, 1.13 s lost to recompiles (1 internal"
+    )
     start = lines.index(
         "cpu on devbox, process 0/1, 4.2 s tracked (Python and jax start-up not included)"
     )

@@ -69,7 +69,10 @@ def test_both_leaves_before_after_and_one_fix_live_and_in_the_summary(fsdp: dict
     """The live line (as it happens) and the summary at exit show both leaves, ``before ->
     after`` whole, and one fix placing both: the second leaf was cut to its after value."""
     err = fsdp["proc"].stderr
-    live, summary = err.split("jitlens: train_step (nnx.jit) ", 1)[1], err.split("lost to recompiles")[1]
+    live, summary = (
+        err.split("jitlens: train_step (nnx.jit) ", 1)[1],
+        err.split("lost to recompiles")[1],
+    )
     for text in (live.split("\n\n")[0], summary):
         assert "model.w2, optimizer.momentum['w2']  sharding" in text, text
         assert "NamedSharding(mesh('data': 2, 'model': 4), P())\n" in text, text
@@ -77,7 +80,9 @@ def test_both_leaves_before_after_and_one_fix_live_and_in_the_summary(fsdp: dict
         assert "fix: Place `model.w2` and `optimizer.momentum['w2']` one way" in text
         assert all(code in text for code in CODE), text
     # the live block comes as it happens, before the program's own last line
-    assert err.index("jitlens: train_step (nnx.jit)") < fsdp["proc"].stderr.index("lost to recompiles")
+    assert err.index("jitlens: train_step (nnx.jit)") < fsdp["proc"].stderr.index(
+        "lost to recompiles"
+    )
     # no line runs on unwrapped (stderr is a pipe: 100 columns), but a line of code to copy
     assert all(len(line) <= 100 for line in err.splitlines() if line.strip() not in CODE)
 
@@ -87,7 +92,9 @@ def test_the_figures_say_what_they_are(fsdp: dict) -> None:
     fn = fsdp["report"].function("train_step")
     assert (fn.traces, fn.compiles, fn.retraces, fn.recompiles) == (1, 2, 0, 1)
     assert fsdp["truth"]["traces"] == fn.traces  # the program's own counter
-    assert re.search(r"2 jitted functions, 2 traces, \d+\.\d\d s lost to recompiles", fsdp["proc"].stderr)
+    assert re.search(
+        r"2 jitted functions, 2 traces, \d+\.\d\d s lost to recompiles", fsdp["proc"].stderr
+    )
     dom = html_dom.parse(fsdp["html"])
     cards = {c.find("span").text(): c.find("b").text() for c in dom.find_all("div", "card")}
     assert cards["retraces"] == "0" and cards["recompile without a retrace"] == "1"
@@ -121,7 +128,10 @@ def test_the_html_ties_every_hit_and_says_what_each_entry_was_compiled_for(fsdp:
     cells = [[td.text() for td in r.find_all("td", "num")] for r in rows]
     assert cells == [["#0", "1", "1", "1"], ["#1", "11", "0", "1"]]  # calls, traces, compiles
     made = rows[1].find("ul", "made")
-    assert [m.text() for m in made.find_all("mark", "path")] == ["model.w2", "optimizer.momentum['w2']"]
+    assert [m.text() for m in made.find_all("mark", "path")] == [
+        "model.w2",
+        "optimizer.momentum['w2']",
+    ]
     assert "P('model')" in made.text()
     report = fsdp["report"].function("train_step")
     assert report.call_entries == (0,) + (1,) * 11
@@ -221,7 +231,11 @@ def test_long_library_row_names_keep_one_line_at_100_columns() -> None:
     import report_samples
 
     report = report_samples.sample_report()
-    names = ("Sequential.evaluate test step", "Sequential.fit train step", "Sequential.predict predict step")
+    names = (
+        "Sequential.evaluate test step",
+        "Sequential.fit train step",
+        "Sequential.predict predict step",
+    )
     rows = tuple(
         dataclasses.replace(f, qualname=f"keras: {n}", kind="keras", events=f.events[:1])
         for f, n in zip(report.functions, names, strict=False)
@@ -285,7 +299,7 @@ def test_audit_builds_a_scripts_factory_without_training_inside_the_mesh_it_need
     out = capsys.readouterr().out
     assert not (tmp_path / "trained").exists()  # the training loop did not run
     assert "lines 23, 26, 28: a with block, a for loop, a call" in " ".join(out.split())
-    assert "`if __name__ == \"__main__\":`" in out
+    assert '`if __name__ == "__main__":`' in out
     assert "built inside `with jax.set_mesh(mesh):`, as example.py:24 calls create_model()" in out
 
 

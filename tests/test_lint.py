@@ -601,7 +601,9 @@ def test_a_clean_result_says_how_many_findings_noqa_silenced(tmp_path: Path) -> 
         "No recompile traps found in 1 file.",
         "1 finding silenced by `# noqa` (JL001: quiet.py:3).",
     ]
-    proc = run_python(["-m", "jitlens", "lint", "--ignore", "JL001", "quiet.py", "loud.py"], cwd=tmp_path)
+    proc = run_python(
+        ["-m", "jitlens", "lint", "--ignore", "JL001", "quiet.py", "loud.py"], cwd=tmp_path
+    )
     assert proc.stdout.splitlines() == ["No recompile traps found in 2 files."]  # none selected
 
 

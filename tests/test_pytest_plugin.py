@@ -419,4 +419,3 @@ def test_the_compile_marker_and_option_count_a_recompile_without_a_retrace(
             "@pytest.mark.max_compiles needs a budget*",
         ]
     )
-

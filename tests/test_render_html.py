@@ -133,7 +133,10 @@ def test_reasons_fixes_and_paths(dom: html_dom.Node) -> None:
     step = dom.find("section", "function", data_function="step")
     more = step.find("article", id="fn1-ev2")
     (alike,) = more.find_all("li", "reason")  # five leaves of one change: one item naming them
-    assert [m.text() for m in alike.find_all("mark", "path")][:2] == ["batch['tokens']", "batch['mask']"]
+    assert [m.text() for m in alike.find_all("mark", "path")][:2] == [
+        "batch['tokens']",
+        "batch['mask']",
+    ]
     assert len(alike.find_all("mark", "path")) == 5
     assert more.text().count("pad the batch") == 1  # one fix for five alike reasons
 

@@ -100,7 +100,9 @@ def test_golden_retrace_names_every_leaf_that_changed_alike() -> None:
 
 def _reason_values(i: int) -> Reason:
     """A leaf of its own values and its own fix: no two of them are one change."""
-    return Reason("shape", "batch", f"batch[{i}]", f"f32[{i + 8}]", "f32[3]", "new shape.", f"fix {i}")
+    return Reason(
+        "shape", "batch", f"batch[{i}]", f"f32[{i + 8}]", "f32[3]", "new shape.", f"fix {i}"
+    )
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 9, MAX_CHANGES_SHOWN, MAX_CHANGES_SHOWN + 1, 40])
@@ -136,7 +138,11 @@ def test_long_values_put_the_after_value_under_the_before_with_its_arrow() -> No
     start = next(i for i, line in enumerate(lines) if "retrace #2" in line)
     block = lines[start:]
     for i in range(3):
-        at = next(j for j, line in enumerate(block) if line.strip() == f"model.block{i}.pool  identity_static")
+        at = next(
+            j
+            for j, line in enumerate(block)
+            if line.strip() == f"model.block{i}.pool  identity_static"
+        )
         assert block[at + 1].strip() == "partial " * 6 + f"partial {i}", block
         assert block[at + 2].strip() == "-> " + "partial " * 7 + "new", block
         assert any(line.strip().startswith(f"fix: fix {i}: do this") for line in block[at:])

@@ -64,8 +64,8 @@ if TYPE_CHECKING:
     from ._merge.merge import MergedReport as MergedReport
     from ._merge.merge import find_divergence as find_divergence
     from ._merge.merge import merge_reports as merge_reports
-    from ._track.guards import get_num_traces as get_num_traces
     from ._track.compile_budget import max_compiles as max_compiles
+    from ._track.guards import get_num_traces as get_num_traces
     from ._track.guards import max_traces as max_traces
     from ._track.guards import reset as reset
     from ._track.scopes import no_retrace as no_retrace
