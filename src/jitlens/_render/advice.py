@@ -72,12 +72,17 @@ def ranked(
     cache = run_advice(functions, run.persistent_cache if run is not None else None)
     if cache is not None and not (run is not None and run.notes):
         items.append((RUN_SUBJECT, None, cache[0]))
-    items.sort(
-        key=lambda p: (
-            p[2].kind is not AdviceKind.DISABLE_JIT,
-            -(p[2].estimated_saving_seconds or 0),
-        )
+    # the cache and a smaller program save the same compile seconds: the cache ranks by what
+    # it would still save once the programs are made smaller, so the cause comes first
+    shrunk = sum(
+        a.estimated_saving_seconds or 0.0 for _, _, a in items if a.kind in COMPILE_SIZE_KINDS
     )
+
+    def value(a: Advice) -> float:
+        saving = a.estimated_saving_seconds or 0.0
+        return max(0.0, saving - shrunk) if a.kind is AdviceKind.COMPILE_CACHE else saving
+
+    items.sort(key=lambda p: (p[2].kind is not AdviceKind.DISABLE_JIT, -value(p[2])))
     return items
 
 

@@ -79,10 +79,14 @@ class CompileScope:
     function of many wrappers, each compiling once, and its budget counts them together.
     """
 
-    def __init__(self, budget: int | None, source: str, on_exceed: OnExceed = "raise") -> None:
+    def __init__(
+        self, budget: int | None, source: str, on_exceed: OnExceed = "raise", head: str = ""
+    ) -> None:
         self.budget = budget
         self.source = source
         self.on_exceed = on_exceed
+        #: The error's first line (``OVER_COMPILES`` unless a command words its own).
+        self.head = head or OVER_COMPILES
         self.counts: dict[Hashable, int] = {}
         self.violations: list[str] = []
         self._lock = threading.Lock()
@@ -96,7 +100,7 @@ class CompileScope:
                 self.counts[rec.code_key] = count
         if not over:
             return
-        head = OVER_COMPILES.format(
+        head = self.head.format(
             name=rec.qualname, count=count, budget=self.budget, source=self.source
         )
         text = message(head, rec, b)
@@ -281,15 +285,25 @@ def max_compiles(fn_or_n: Any, n: Any = _UNSET, /, *, on_exceed: OnExceed = "rai
     return _guard(fn_or_n, check_budget(n, SOURCE), on_exceed)
 
 
+#: ``jitlens run --fail-on-recompile``'s error: a function's second compile, whatever it is.
+RECOMPILE_IN_RUN = (
+    "jitlens: `{name}` was compiled again, and `jitlens run --fail-on-recompile` forbids it."
+)
+
+
 @contextlib.contextmanager
 def compile_scope(
-    budget: int, *, source: str, on_exceed: OnExceed = "raise"
+    budget: int, *, source: str, on_exceed: OnExceed = "raise", head: str = ""
 ) -> Iterator[CompileScope]:
-    """At most ``budget`` compiles per user function while the block is open, in any thread
-    (the pytest marker and option; ``jitlens run --max-compiles N``: ``budget=N``,
-    ``--fail-on-recompile``: ``budget=1``)."""
+    """At most ``budget`` compiles per user function while the block is open, in any thread:
+    the pytest marker and option; ``jitlens run --max-compiles N`` is
+    ``compile_scope(N, source="jitlens run --max-compiles")``, ``--fail-on-recompile`` is
+    ``compile_scope(1, source="jitlens run --fail-on-recompile", head=RECOMPILE_IN_RUN)``.
+    Raises ``JitlensError`` at once when jitlens cannot count compiles here, and at the
+    block's end when it found it could not (a budget that cannot count does not pass)."""
     checked = check_budget(budget, source)
     if checked is None:
         raise ConfigError(BAD_BUDGET.format(what=source, value=budget))
-    with CompileScope(checked, source, check_on_exceed(on_exceed, source)).open() as scope:
+    scope = CompileScope(checked, source, check_on_exceed(on_exceed, source), head)
+    with scope.open():
         yield scope
