@@ -235,8 +235,8 @@ def test_the_summary_shows_the_function_whose_budget_failed(pytester: pytest.Pyt
             "only they are listed (every function: --jitlens-report PATH).",
             "jitlens: 2 jitted functions, 3 traces, * s lost to recompiles",
             "other  retraced 1x*",
-            "forward  1 trace(s) stopped by a compile budget   (defined at test_only.py:*)",
-            "  test_only.py:*  trace stopped by a compile budget (call #2)",
+            "forward  1 stopped by a compile budget   (defined at test_only.py:*)",
+            "  test_only.py:*  stopped by a compile budget (call #2)",
             "    x  shape",
             "      f32[2] -> f32[3]",
         ]

@@ -36,7 +36,7 @@ RETRACE_LABELS = {
     "trace": "first trace",
     "retrace": "retrace #{number}",
     "compile": "recompile",
-    "stopped": "trace stopped by a compile budget",
+    "stopped": "stopped by a compile budget",
 }
 #: Calls are numbered from 1, as retraces are: call #6 is the sixth call (``call_index`` 5).
 CALL_SUFFIX = " (call #{index})"

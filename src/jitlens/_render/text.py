@@ -122,7 +122,7 @@ COMPILED_AGAIN = "compiled {m}x more from a cached trace, no retrace, {lost:.2f}
 EXPECTED_COUNT = "{n} expected (a first compile the program needs, not counted)"
 STALE_COUNT = "{n} stale cache hit(s)"
 UNCHECKED_COUNT = "{n} static(s) not checked"
-STOPPED_COUNT = "{n} trace(s) stopped by a compile budget"
+STOPPED_COUNT = "{n} stopped by a compile budget"
 #: At most this many lines when a line budget is given (``jitlens run`` at exit).
 TABLE_ROWS = 20
 MORE_FUNCTIONS = "... {n:,} more function(s): see `--json` or `--html` for all."
