@@ -110,8 +110,9 @@ def placed_together(leaves: list[Reason]) -> list[Reason]:
     code, note = [], ""
     for r in leaves:
         params = dict(r.said[1].params)
-        code.append(
-            f"{params['target']} = jax.device_put({params['target']}, {params['placement']})"
+        target = params.get("target", "")
+        code.append(  # the statement each leaf's own fix would have shown
+            params.get("code") or f"{target} = jax.device_put({target}, {params['placement']})"
         )
         note = note or params.get("note", "")
     names = [f"`{r.path or r.argument}`" for r in leaves]
