@@ -1,7 +1,7 @@
 """The first hour, fourth trial (issue 47): a sharding recompile with two leaves, a compile
 budget, figures that add up.
 
-Found on Flax's FSDP toy example shrunk for CPU (``trial_programs/h_nnx_fsdp_momentum.py``):
+Found on Flax's FSDP toy example shrunk for CPU (``trial_programs/first_hour_fsdp_momentum.py``):
 the step hands a parameter and its momentum back placed otherwise, and JAX compiles it again
 from the trace it has. The summary showed the second leaf as a cut after-value with no fix; the
 user applied the one fix shown and the step still compiled twice; no trace budget saw it; the
@@ -28,7 +28,7 @@ import jitlens
 from conftest import run_python
 from test_sharding_subprocess import device_env
 
-PROGRAM = pathlib.Path(__file__).parent / "trial_programs" / "h_nnx_fsdp_momentum.py"
+PROGRAM = pathlib.Path(__file__).parent / "trial_programs" / "first_hour_fsdp_momentum.py"
 PLACED = "-> NamedSharding(mesh('data': 2, 'model': 4), P('model'))"
 CODE = (
     "model.w2[...] = jax.device_put(model.w2[...], NamedSharding(mesh, P('model')))",
@@ -70,7 +70,7 @@ def test_both_leaves_before_after_and_one_fix_live_and_in_the_summary(fsdp: dict
     after`` whole, and one fix placing both: the second leaf was cut to its after value."""
     err = fsdp["proc"].stderr
     live, summary = (
-        err.split("jitlens: train_step (nnx.jit) ", 1)[1],
+        err.split("jitlens: train_step (nnx.jit)", 1)[1],
         err.split("lost to recompiles")[1],
     )
     for text in (live.split("\n\n")[0], summary):

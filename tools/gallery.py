@@ -35,7 +35,7 @@ PROGRAMS: dict[str, tuple[str, str, Path, dict[str, str]]] = {
         "Flax's `10_fsdp_and_optimizer.py` shrunk to a CPU with 8 host devices: the train step "
         "hands `w2` and its momentum back sharded otherwise, and JAX compiles it again from the "
         "trace it has (no retrace). One fix places both.",
-        TRIALS / "h_nnx_fsdp_momentum.py",
+        TRIALS / "first_hour_fsdp_momentum.py",
         {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"},
     ),
     "meta_learning": (

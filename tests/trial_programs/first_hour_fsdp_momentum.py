@@ -4,7 +4,7 @@ that copies their metadata, both built under ``nnx.jit`` inside ``jax.set_mesh``
 step called in a loop. The step hands ``w2`` and its momentum back placed ``P('model')`` where
 they came in ``P()``: JAX compiles the step again from the trace it has (no retrace), once.
 
-``python h_nnx_fsdp_momentum.py [FIX] [guard]``: ``FIX`` a file of lines of code run after the
+``python first_hour_fsdp_momentum.py [FIX] [guard]``: ``FIX`` a file of lines of code run after the
 model is built (the fix jitlens printed), ``guard`` the step under ``jitlens.max_compiles(1)``.
 Prints ``TRUTH {json}``: the step's own trace count and the losses.
 """
