@@ -81,6 +81,12 @@ def _mesh_devices(x: Any) -> tuple[int, ...]:
         return ()
 
 
+def aval_of(x: Any) -> Aval | None:
+    """``x`` as the key describes an array there: shape, dtype, weak type, placement (None when
+    it is no array)."""
+    return _aval_of(x)
+
+
 def _sharding_of(x: Any) -> str:
     """Where an input lives, in the words of the sharding part of the key."""
     sh = getattr(x, "sharding", None)
