@@ -138,13 +138,15 @@ def _stack(
 
 
 def _subjaxprs(eqn: Any) -> list[Any]:
+    """The jaxprs an equation holds (a scan's body, a cond's branches), found by their type:
+    a parameter may be an object of the program's (a callback), never read for attributes."""
+    from jax._src import core
+
     found = []
     for val in eqn.params.values():
-        for v in val if isinstance(val, (tuple, list)) else (val,):
-            if hasattr(v, "eqns"):
+        for v in val if type(val) in (tuple, list) else (val,):
+            if issubclass(type(v), (core.Jaxpr, core.ClosedJaxpr)):
                 found.append((v, ()))
-            elif hasattr(v, "jaxpr") and hasattr(v, "consts") and hasattr(v.jaxpr, "eqns"):
-                found.append((v.jaxpr, tuple(v.consts)))
     return found
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 
 from .. import _compat
+from .._peek import dataclass_fields, is_a, static_attr
 from .key import (
     _ADDR,
     Aval,
@@ -46,18 +47,27 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------
 
 
+#: Where the array and scalar types whose aval JAX computes live (``jax.typeof``).
+_ARRAY_MODULES = frozenset({"numpy", "jax", "jaxlib", "ml_dtypes"})
+_SCALARS = (bool, int, float, complex)
+
+
 def _aval_of(x: Any) -> Aval | None:
-    batched = _compat.batched_value(x) if isinstance(x, jax.core.Tracer) else None
+    t = type(x)
+    tracer = issubclass(t, jax.core.Tracer)
+    batched = _compat.batched_value(x) if tracer else None
     if batched is not None:  # under vmap: the batch size is part of the compiled key
         inner = _aval_of(batched[0])
         return None if inner is None else dataclasses.replace(inner, batch_axis=batched[1])
-    if isinstance(x, jax.core.Tracer):
+    if tracer:
         a = x.aval
-    else:
+    elif t in _SCALARS or t.__module__.partition(".")[0] in _ARRAY_MODULES:
         try:
             a = jax.typeof(x)
         except Exception:
             return None
+    else:
+        return None  # an object of the program's: JAX's typeof would run its code
     shape = tuple(int(d) if isinstance(d, int) else d for d in getattr(a, "shape", ()))
     try:
         dtype = a.str_short(short_dtypes=True).split("[")[0]
@@ -70,8 +80,10 @@ def _aval_of(x: Any) -> Aval | None:
 
 def _sharding_of(x: Any) -> str:
     """Where an input lives, in the words of the sharding part of the key."""
+    if is_a(x, jax.core.Tracer) or type(x) in _SCALARS:
+        return ""
     sh = getattr(x, "sharding", None)
-    if sh is None or isinstance(x, jax.core.Tracer):
+    if sh is None:
         return ""
     committed = bool(getattr(x, "committed", getattr(x, "_committed", False)))
     name = type(sh).__name__
@@ -99,14 +111,14 @@ def _sharding_of(x: Any) -> str:
 
 
 def _is_array_like(x: Any) -> bool:
-    return isinstance(x, (jax.Array, jax.core.Tracer, bool, int, float, complex)) or (
+    return is_a(x, (jax.Array, jax.core.Tracer, bool, int, float, complex)) or (
         hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     )
 
 
 def _leaf_value(v: Any) -> Any:
-    if isinstance(v, jax.Array) or isinstance(v, jax.core.Tracer):
-        return v
+    if is_a(v, (jax.Array, jax.core.Tracer)) or not _compat.is_graph_node(v):
+        return v  # (a value of the program's: no method of its class is called)
     for getter in ("get_raw_value", "get_value"):
         g = getattr(v, getter, None)
         if callable(g):
@@ -203,14 +215,14 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
         item = tname in _MAPPING_NODES or tname in _SEQUENCE_NODES
         for _ in range(nd.num_attributes):
             k, v = next(attrs)
-            if isinstance(k, str) and (
+            if type(k) is str and (
                 k.startswith("_pytree__") or (k.startswith("_") and _is_flax_type(nd.type))
             ):
                 # nnx bookkeeping: its changes show up as the attribute they describe.
                 if type(v).__name__ == "NodeAttr":
                     _skip(next(nodes))
                 continue
-            child = (*path, ("item" if item or not isinstance(k, str) else "attr", k))
+            child = (*path, ("item" if item or type(k) is not str else "attr", k))
             vk = type(v).__name__
             if vk == "Static":
                 out[child] = Entry(EntryKind.STATIC, static=StaticVal(v.value), in_graph=True)
@@ -307,7 +319,7 @@ def _describe_one(
     if x is None:
         out[path] = Entry(EntryKind.NONE)
         return []
-    if _compat.NODE_STATES is not None and isinstance(x, _compat.NODE_STATES):
+    if _compat.NODE_STATES is not None and is_a(x, _compat.NODE_STATES):
         leaves = [leaf for st in x.states for leaf in _state_leaves(st)]
         walk_graphdef(x._graphdef, leaves, path, out)
         return []
@@ -319,7 +331,7 @@ def _describe_one(
         if flat is not None:
             walk_graphdef(flat[0], flat[1], path, out)
             return []
-    if isinstance(x, (jax.Array, jax.core.Tracer)) or (
+    if is_a(x, (jax.Array, jax.core.Tracer)) or (
         hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     ):
         a = _aval_of(x)
@@ -327,7 +339,7 @@ def _describe_one(
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
         )
         return []
-    if isinstance(x, (bool, int, float, complex)):
+    if is_a(x, _SCALARS):
         if static_leaves:
             out[path] = Entry(EntryKind.STATIC, static=StaticVal(x))
             return []
@@ -383,10 +395,10 @@ def _describe_node(
         # a dataclass pytree (flax.struct, equinox): name each static field
         for name in static_fields:
             out[(*path, ("attr", name))] = Entry(
-                EntryKind.STATIC, static=StaticVal(getattr(x, name, None))
+                EntryKind.STATIC, static=StaticVal(static_attr(x, name))
             )
     elif aux is not None and not (
-        isinstance(x, (dict, list, tuple))
+        is_a(x, (dict, list, tuple))
         if seen
         else isinstance(node_type, type) and issubclass(node_type, (dict, list, tuple))
     ):
@@ -422,28 +434,24 @@ def _is_graphdef(x: Any) -> bool:
 
 def _static_fields(x: Any) -> tuple[str, ...]:
     """Names of a dataclass pytree's static (aux-data) fields, if it declares them."""
-    if not dataclasses.is_dataclass(x) or isinstance(x, type):
-        return ()
-    try:
-        return tuple(
-            f.name
-            for f in dataclasses.fields(x)
-            if f.metadata.get("pytree_node", True) is False or f.metadata.get("static") is True
-        )
-    except TypeError:
-        return ()
+    return tuple(
+        f.name
+        for f in dataclass_fields(x) or ()
+        if f.metadata.get("pytree_node", True) is False or f.metadata.get("static") is True
+    )
 
 
 def _meta_fields(x: Any, aux: Any) -> tuple[str, ...]:
     """A ``jax.tree_util.register_dataclass`` pytree's meta fields, in their aux-data order: the
     registry keeps their names in C++, so each aux value is matched to the one field holding
     that very object (no match, or two fields holding it: unnamed, the aux tuple is shown)."""
-    if not isinstance(aux, tuple) or not aux or not dataclasses.is_dataclass(x):
+    fields = dataclass_fields(x)
+    if type(aux) is not tuple or not aux or fields is None:
         return ()
-    names = [f.name for f in dataclasses.fields(x)]
+    names = [f.name for f in fields]
     found: list[str] = []
     for value in aux:
-        holders = [n for n in names if n not in found and getattr(x, n, None) is value]
+        holders = [n for n in names if n not in found and static_attr(x, n) is value]
         if len(holders) != 1:
             return ()
         found.append(holders[0])
@@ -474,7 +482,7 @@ def _key_part(k: Any) -> PathPart:
         return ("item", k.idx)
     if hasattr(k, "name"):
         return ("attr", k.name)
-    return ("item", str(k))
+    return ("item", short_repr(k, 60))
 
 
 # --------------------------------------------------------------------------
