@@ -187,6 +187,20 @@ class StaticVal:
         """Is the value still there (held as plain data, or weakly and not collected)?"""
         return self._hold is not None and self._hold() is not _GONE
 
+    def is_object(self, obj: Any) -> bool:
+        """Was this static described from ``obj`` itself? An object jitlens cannot hold (a
+        dict, a list) is known by its address: while JAX's cache holds the compiled one, no
+        other object has it."""
+        if self._hold is None:
+            return id(obj) == self.addr and _type_name(obj) == self.type_name
+        return self.alive() and self.value() is obj
+
+    def same_object(self, other: StaticVal) -> bool:
+        """Were both statics described from the very same object?"""
+        if self._hold is None and other._hold is None:
+            return self.addr == other.addr and self.type_name == other.type_name
+        return self.alive() and other.alive() and self.value() is other.value()
+
     def full_text(self, limit: int = 4_000) -> str:
         """A longer text than ``text`` (for showing where two long values differ)."""
         return short_repr(self.value(), limit) if self.alive() else self.text
@@ -210,7 +224,7 @@ def looks_alike(a: StaticVal, b: StaticVal) -> bool:
 def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
     """Is ``b`` the very object ``a`` was described from, changed since (what it holds
     differs; an object too big to read counts as unchanged: not known)?"""
-    if a.identity or not a.alive() or not b.alive() or a.value() is not b.value():
+    if a.identity or not a.same_object(b):
         return False
     if a.snapshot is not None and b.snapshot is not None and a.snapshot != b.snapshot:
         return True

@@ -270,16 +270,16 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                 sv = entry.static
                 if sv is None or (sv.snapshot is None and sv.state is None):
                     continue
-                value = sv.value()
-                if is_a(value, _IMMUTABLE) or (path, sv.addr) in rec.stale_seen:
-                    continue
-                change = _change(sv, value)
-                if change is None:
+                if (path, sv.addr) in rec.stale_seen:
                     continue
                 if names is None:
                     names = arg_names(rec.user_fn(), len(args))
-                if _resolve(path, names, args, kwargs) is not value:
-                    continue  # this call did not pass it
+                value = _resolve(path, names, args, kwargs)
+                if value is _MISSING or is_a(value, _IMMUTABLE) or not sv.is_object(value):
+                    continue  # this call did not pass it (or it cannot change)
+                change = _change(sv, value)
+                if change is None:
+                    continue
                 rec.stale_seen.add((path, sv.addr))
                 frame = _compat.user_frame(_compat.caller(2))
                 held = _held_as(path, names, args, kwargs, frame)
@@ -293,10 +293,10 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
         for shown, root, sv, value in held:  # statics its library keyed by a hash (nn.jit)
             if is_a(value, _IMMUTABLE):
                 continue
-            then = sv.value()
+            same = sv.is_object(value)
             # not the object compiled for, at an equal hash (a freed one's address reused):
             # said once per field and compile, whichever objects come after
-            seen = (shown, sv.addr) if then is value else (shown, "other", id(sv))
+            seen = (shown, sv.addr) if same else (shown, "other", id(sv))
             if seen in rec.stale_seen:
                 continue
             change = _change(sv, value)
@@ -308,7 +308,7 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                 _unchecked(rec, n, path)
                 continue
             site = _compat.user_call_site(_compat.caller(2))
-            other = None if then is value else _OTHER_FREED if then is None else _OTHER_LIVE
+            other = None if same else _OTHER_LIVE if sv.alive() else _OTHER_FREED
             found.append(_inplace_hit(rec, n, site, path, change, value, other=other))
         if found:
             rec.stale_hits.extend(found)
