@@ -66,6 +66,17 @@ CHEATS: dict[str, tuple[str, str]] = {
     ),
     "cheat_numpy_first": ("data_flow", "returned the output of call 1 of 5, not of the last"),
     "cheat_first_reshaped": ("data_flow", "returned the output of call 1 of 5, not of the last"),
+    # issue 44: the last call's own output, not computed from the model (run or not)
+    "cheat_zero_times_model": (
+        "data_flow",
+        "the output of the last call of `fwd` does not change with x, the kernel and the bias: "
+        "run again with other values of x, the kernel or the bias, it gives the same output",
+    ),
+    "cheat_model_never_run": (
+        "data_flow",
+        "the output of the last call of `fwd` is not computed from the kernel and the bias: its "
+        "equations never read the kernel or the bias",
+    ),
 }
 
 #: Issue 30: tests/fixtures/provenance_cheats.py, one cheat per case (the seed picks it). Each
@@ -243,7 +254,8 @@ def test_every_correct_style_passes(graded: dict[str, Any]) -> None:
         assert statuses(result, key) == ("pass",) * STYLES, result.criterion(key).findings
     flows = [f.evidence for f in result.criterion("data_flow").findings]
     assert all(e.endswith("returned the last call's output, converted (reshape/ravel/"
-                          "flatten/view/astype/asarray/device_get)") for e in flows), flows  # fmt: skip
+                          "flatten/view/astype/asarray/device_get), which changes with x, the "
+                          "kernel and the bias") for e in flows), flows  # fmt: skip
 
 
 def test_only_a_lossless_astype_is_a_conversion() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from .. import _compat
 from .._compat.flax_api import LAZY_NNX as nnx
 from .._core.files import write_atomic
-from .._core.key import Entry, Path, short_repr
+from .._core.key import Entry, Path, keeping_values, short_repr
 from .._core.kinds import EntryKind, ReasonKind, WordsKind
 from .._core.signature import walk_graphdef
 from .._core.words import Template, Words
@@ -92,7 +92,11 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
     ``chex.assert_max_traces`` / ``equinox.debug.assert_max_traces`` count
     traces once training runs, where shapes and values show too.
     """
-    start = time.perf_counter()
+    with keeping_values():  # the audit holds both builds itself, and drops them with it
+        return _audit(factory, time.perf_counter())
+
+
+def _audit(factory: Callable[[], Any] | str, start: float) -> AuditResult:
     if isinstance(factory, str):
         target, factory = factory, load_factory(factory)
     else:

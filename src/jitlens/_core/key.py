@@ -17,13 +17,14 @@ import keyword
 import re
 import sys
 import types
-import weakref
 from typing import Any
 
 from .._peek import dataclass_fields, is_a, static_attr
 from .._record import record
+from .held import GONE, hold
+from .held import keeping_values as keeping_values
 from .kinds import EntryKind
-from .shown import closure_bundle, library_type, short_repr, user_repr
+from .shown import closure_bundle, short_repr, user_repr
 
 #: A path part: ("arg", name) at the root, ("attr", name) for graph/object
 #: attributes, ("item", key) for dict keys and sequence indices.
@@ -156,10 +157,10 @@ class StaticVal:
 
         self.state = contents(value)
         self.addr = id(value)
-        #: How to get the object back (``_hold``): weakly (alive while JAX's cache or the
+        #: How to get the object back (``held.hold``): weakly (alive while JAX's cache or the
         #: program holds it), as plain builtin data, or a tuple rebuilt from its items held
         #: so: jitlens keeps no object of the program's alive.
-        self._hold = _hold(value, _HOLD_DEPTH)
+        self._hold = hold(value)
         #: ``(other, same)`` of the last comparison: an explanation asks twice of one pair.
         self._last: tuple[StaticVal, bool] | None = None
 
@@ -169,7 +170,7 @@ class StaticVal:
         if self.identity:
             if self._hold is not None and other._hold is not None:
                 a = self._hold()
-                return a is not _GONE and a is other._hold()
+                return a is not GONE and a is other._hold()
             return self.addr == other.addr and self.type_name == other.type_name
         last = self._last
         if last is not None and last[0] is other:
@@ -180,12 +181,12 @@ class StaticVal:
 
     def value(self) -> Any:
         """The value if still alive (a static jitlens holds weakly may have been collected)."""
-        v = self._hold() if self._hold is not None else _GONE
-        return None if v is _GONE else v
+        v = self._hold() if self._hold is not None else GONE
+        return None if v is GONE else v
 
     def alive(self) -> bool:
         """Is the value still there (held as plain data, or weakly and not collected)?"""
-        return self._hold is not None and self._hold() is not _GONE
+        return self._hold is not None and self._hold() is not GONE
 
     def is_object(self, obj: Any) -> bool:
         """Was this static described from ``obj`` itself? An object jitlens cannot hold (a
@@ -236,90 +237,6 @@ def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
 def snapshot_text(value: Any) -> str | None:
     """The text :attr:`StaticVal.snapshot` holds for ``value``, made now (no user code runs)."""
     return short_repr(value) if not user_repr(value) else _fields_text(value)
-
-
-#: Plain data a key keeps as it is: exact builtin types, short strings, small tuples.
-_PLAIN = frozenset({int, float, complex, bool, type(None), type(Ellipsis)})
-_PLAIN_CHARS = 4_096
-_PLAIN_ITEMS = 64
-
-
-def _plain(value: Any, depth: int) -> bool:
-    """A value made only of builtin numbers, NumPy scalars, short strings and small tuples and
-    frozensets of them: holding it keeps no object of the program's (and bounded memory)."""
-    t = type(value)
-    if t in _PLAIN:
-        return True
-    np = sys.modules.get("numpy")
-    if np is not None and issubclass(t, np.generic) and t.__module__.startswith("numpy"):
-        return True  # a NumPy scalar (``np.float32(nan)``)
-    if t is str or t is bytes:
-        return t.__len__(value) <= _PLAIN_CHARS
-    if (t is tuple or t is frozenset) and depth > 0 and t.__len__(value) <= _PLAIN_ITEMS:
-        return all(_plain(x, depth - 1) for x in t.__iter__(value))
-    return False
-
-
-#: How deep a tuple's items are held (``_hold``).
-_HOLD_DEPTH = 3
-
-
-class _Weak:
-    """Holds an object weakly; ``_GONE`` once it was collected."""
-
-    __slots__ = ("ref",)
-
-    def __init__(self, ref: Any) -> None:
-        self.ref = ref
-
-    def __call__(self) -> Any:
-        v = self.ref()
-        return _GONE if v is None else v
-
-
-class _Plain:
-    """Holds plain builtin data (``_plain``) as it is."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __call__(self) -> Any:
-        return self.value
-
-
-class _Tuple:
-    """A tuple that cannot be held weakly, held as its type and its items' holders: rebuilt
-    (``tuple.__new__``, no code of the program's) while every item is there."""
-
-    __slots__ = ("items", "type")
-
-    def __init__(self, t: type, items: list[Any]) -> None:
-        self.type, self.items = t, items
-
-    def __call__(self) -> Any:
-        items = [h() for h in self.items]
-        return _GONE if any(v is _GONE for v in items) else tuple.__new__(self.type, items)
-
-
-def _hold(value: Any, depth: int) -> Any:
-    """A holder that gives ``value`` back later (``_GONE`` once collected) without keeping
-    any object of the program's alive; None when there is no such way."""
-    try:
-        return _Weak(weakref.ref(value))
-    except TypeError:
-        pass
-    if _plain(value, 3):
-        return _Plain(value)
-    t = type(value)
-    if issubclass(t, tuple) and depth > 0 and tuple.__len__(value) <= _PLAIN_ITEMS:
-        items = [_hold(x, depth - 1) for x in tuple.__iter__(value)]
-        if all(h is not None for h in items):
-            return _Tuple(t, items)
-    if library_type(t):
-        return _Plain(value)  # a library's own object: a treedef, a flax record, a dtype
-    return None
 
 
 def _same_static(a: StaticVal, b: StaticVal) -> bool:

@@ -493,11 +493,27 @@ def _name(value: Any, default: str, attr: str = "__name__") -> str:
     return name if is_a(name, str) else default
 
 
+def _flattens_in_user_code(values: list[Any], depth: int) -> bool:
+    """Does flattening ``values`` run a flatten of the program's (a class it registered)?"""
+    from ..._compat.jax_api import flattens_in_user_code
+
+    for v in values:
+        t = type(v)
+        if t in (tuple, list) and depth > 0:
+            if _flattens_in_user_code(list(t.__iter__(v)), depth - 1):
+                return True
+        elif t is dict and depth > 0:
+            if _flattens_in_user_code(list(dict.values(v)), depth - 1):
+                return True
+        elif flattens_in_user_code(t) or t in (tuple, list, dict):
+            return True
+    return False
+
+
 def _equal_when_rebuilt(value: Any) -> bool:
     """Check that ``jax.tree_util.Partial`` rebuilt twice flattens to equal keys."""
-    parts = (*value.args, *value.keywords.values())
-    if not all(type(p) in (int, float, complex, bool, str, type(None)) for p in parts):
-        return False  # (flattening a pytree of the program's would run its code)
+    if _flattens_in_user_code([*value.args, *value.keywords.values()], 4):
+        return False  # (flattening it would run the program's own flatten)
     try:
         import jax
 
