@@ -242,16 +242,20 @@ def snapshot_text(value: Any) -> str | None:
 def _same_static(a: StaticVal, b: StaticVal) -> bool:
     """Would JAX find the two statics equal, told without the program's ``__eq__``?
 
-    The values themselves when both are still there and their equality can be told
-    (``contents.same_values``: builtins, containers, dataclasses); else what was read of
-    them when described: all they held, or their text.
+    The values themselves when both are still there: their equality told as the builtins
+    would (``contents.same_values``: builtins, containers, dataclasses), else all they hold
+    now; else what was read of them when described: all they held, or their text.
     """
-    from .contents import known, same_values
+    from .contents import contents, known, same_values
 
     if a.alive() and b.alive():
-        verdict = same_values(a.value(), b.value())
+        va, vb = a.value(), b.value()
+        verdict = same_values(va, vb)
         if verdict is not None:
             return verdict
+        now = contents(va), contents(vb)  # (JAX compares the objects as they are now)
+        if known(now[0]) and known(now[1]):
+            return now[0] == now[1]
     if a.type_name != b.type_name:
         return False
     if known(a.state) and known(b.state):
@@ -402,6 +406,11 @@ def _render_parts(path: Path) -> str:
     return "".join(out)
 
 
+def _key_text(path: Path) -> str:
+    """``path`` as text for a fingerprint (a dict key of the program's is not ``repr``'d)."""
+    return _render_parts(path)
+
+
 def _entry_text(e: Entry) -> str:
     if e.kind == EntryKind.AVAL and e.aval is not None:
         return e.aval.short() + (f"@{e.aval.sharding}" if e.aval.sharding else "")
@@ -430,7 +439,7 @@ def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
             parts.append(f"{name}: None")
         elif e.in_graph or e.kind == EntryKind.VAR:
             sub = [
-                f"{p!r}{_entry_text(v)}"
+                f"{_key_text(p)}{_entry_text(v)}"
                 for p, v in entries.items()
                 if p[0] == root[0] and len(p) > 1 and p[1][0] != "passed"
             ]

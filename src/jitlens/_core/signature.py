@@ -27,6 +27,7 @@ from .key import (
     PathPart,
     StaticVal,
     _entry_text,
+    _key_text,
     _type_name,
     render_path,
     short_repr,
@@ -589,7 +590,9 @@ def describe_call(
     sig = signature_text(out, names + sorted(kwargs))
     # Entries are in walk order (deterministic), so no sorting is needed.
     fp = hashlib.blake2b(
-        _ADDR.sub("", sig + "|".join(f"{p!r}={_entry_text(e)}" for p, e in out.items())).encode(),
+        _ADDR.sub(
+            "", sig + "|".join(f"{_key_text(p)}={_entry_text(e)}" for p, e in out.items())
+        ).encode(),
         digest_size=4,
     ).hexdigest()
     return Key(entries=out, config=cfg, signature=sig, fingerprint=fp)
