@@ -230,9 +230,11 @@ def _leaves(values: list[Any], limit: int = 128) -> list[Any]:
     while queue and len(out) < limit:
         v = queue.pop(0)
         out.append(v)
-        if type(v) is tuple or type(v) is list:
-            queue.extend(v[:16])
-        elif type(v) is dict:
+        t = type(v)
+        if issubclass(t, (tuple, list)):  # (a named tuple too, read by the builtin's own methods)
+            base = tuple if issubclass(t, tuple) else list
+            queue.extend(list(base.__iter__(v))[:16])
+        elif issubclass(t, dict):
             queue.extend(list(dict.values(v))[:16])
         elif callable(v):
             cells = static_attr(static_attr(v, "__func__", v), "__closure__")

@@ -19,7 +19,9 @@ ravel, flatten, a same-dtype view, a lossless ``astype``, ``np.asarray`` / ``np.
 (``np.asarray(y).flatten()``) is seen by a profile hook on that method. Any
 other operation makes an array of unknown origin. The model applied outside
 any jitted call (a Module's ``__call__`` on concrete arrays) is noted as an
-eager forward pass. The parent judges these facts (``criteria``).
+eager forward pass. Whether the call's output is *computed from* x, the kernel and the
+bias is read from the jaxpr the call ran (``dependence``): ``model(x) * 0 + answer`` is
+the call's own output too. The parent judges these facts (``criteria``).
 
 Runs in the child only, layered over the tracker's own ``__call__`` patch of
 the nnx wrapper classes; it never changes what a call returns or raises.

@@ -174,10 +174,11 @@ def _names(fn: Any) -> list[tuple[str, Any]]:
         t = type(value)
         if depth <= 0 or _array_type(t) or issubclass(t, (type, types.ModuleType)):
             return
-        if t is list or t is tuple:
-            for i, v in enumerate(value[:256]):
+        if issubclass(t, (list, tuple)):  # (a named tuple too: the builtin's own iteration)
+            base = tuple if issubclass(t, tuple) else list
+            for i, v in enumerate(list(base.__iter__(value))[:256]):
                 add(f"{name}[{i}]", v, depth - 1)
-        elif t is dict:
+        elif issubclass(t, dict):
             for k, v in list(dict.items(value))[:256]:
                 if type(k) in (str, int):
                     add(f"{name}[{k!r}]", v, depth - 1)

@@ -398,10 +398,15 @@ def _resolve(path: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[st
     for kind, name in rest:
         if kind == "attr":
             obj = static_attr(obj, name, _MISSING)
-        elif type(obj) is dict and type(name) in (str, int):
-            obj = dict.get(obj, name, _MISSING)
-        elif type(obj) in (tuple, list) and type(name) is int and -len(obj) <= name < len(obj):
-            obj = obj[name]
+        elif issubclass(type(obj), dict) and type(name) in (str, int):
+            obj = dict.get(obj, name, _MISSING)  # (as stored: no __getitem__ of the program's)
+        elif issubclass(type(obj), (tuple, list)) and type(name) is int:
+            base = tuple if issubclass(type(obj), tuple) else list
+            obj = (
+                base.__getitem__(obj, name)
+                if -base.__len__(obj) <= name < base.__len__(obj)
+                else _MISSING
+            )
         else:
             return _MISSING  # (a container of the program's: its __getitem__ is not run)
         if obj is _MISSING:
