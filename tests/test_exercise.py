@@ -117,3 +117,45 @@ def test_tracker_proves_jit_and_hits():
     (fwd,) = [f for f in t.report().functions if f.name == "fwd"]
     assert (fwd.kind, fwd.calls, fwd.traces, fwd.cache_hits) == ("nnx.jit", 5, 1, 4)
     assert jax.default_backend() == t.report().backend
+
+
+def _forward(m, x, answer):
+    return m(x)
+
+
+def _times_zero(m, x, answer):
+    return m(x) * 0 + answer
+
+
+def _never_run(m, x, answer):
+    return answer + 0 * x.sum()
+
+
+@pytest.mark.parametrize(
+    "body, read, moves",
+    [
+        (_forward, (True, True, True), (True, True, True)),
+        (_times_zero, (True, True, True), (False, False, False)),
+        (_never_run, (True, False, False), (False, False, False)),
+    ],
+)
+def test_the_grader_reads_what_the_last_call_computed_its_output_from(body, read, moves):
+    """``jitlens check``'s facts about one nnx.jit call (issue 44), read from the jaxpr the call
+    ran: whether the output's equations reach x, the kernel and the bias (``read``), and
+    whether running that jaxpr again with each changed changes the output (``moves``). The
+    cheats return their call's own output with the right values; the facts tell them apart."""
+    from jitlens._exercise import dependence
+
+    model = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32))
+    answer = x @ model.kernel[...] + model.bias[...]
+    fwd = nnx.jit(body)
+    traces = jitlens.track()
+    with traces, dependence.capture(fwd) as inner:
+        out = fwd(model, x, answer)
+    np.testing.assert_allclose(out, answer, rtol=1e-6)  # the right values, every time
+    facts = dependence.depends(inner[0], [out], np.asarray(x), {"kernel": (3, 2), "bias": (2,)})
+    roles = ("x", "kernel", "bias")
+    assert tuple(facts[r]["read"] for r in roles) == read, facts
+    assert tuple(facts[r]["moves"] for r in roles) == moves, facts
+    assert traces.report().function(body.__name__).traces == 1  # the read traced nothing again
