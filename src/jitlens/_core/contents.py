@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 import functools
 import hashlib
+import sys
 import types
 from typing import Any
 
@@ -208,7 +209,7 @@ def _same(a: Any, b: Any, depth: int, left: list[int]) -> bool | None:
         return None
     t = type(a)
     if t is not type(b):
-        return a == b if t in _NUMBERS and type(b) in _NUMBERS else False
+        return bool(a == b) if _number(t) and _number(type(b)) else False
     if t in _SCALARS or t is str or t is bytes:
         return bool(a == b)
     if (
@@ -260,6 +261,14 @@ def _same(a: Any, b: Any, depth: int, left: list[int]) -> bool | None:
 
 
 _ABSENT = object()
+
+
+def _number(t: type) -> bool:
+    """A builtin number or a NumPy scalar (``np.int64(3) == 3``, by NumPy's own code)."""
+    if t in _NUMBERS:
+        return True
+    np = sys.modules.get("numpy")
+    return np is not None and issubclass(t, np.generic) and t.__module__.startswith("numpy")
 
 
 def _all(results: Any) -> bool | None:

@@ -13,7 +13,8 @@ program does, never by the numbers it returned:
 - ``read``: a walk back over the equations from the returned output reaches that input
   (``answer + 0 * x.sum()`` never reads the kernel);
 - ``moves``: the same jaxpr, run again with that input changed, gives another output
-  (``model(x) * 0`` reads the kernel, yet no kernel changes the result).
+  (``model(x) * 0`` reads the kernel, yet no kernel changes the result); run at a point
+  where every role was changed first, so that a zero kernel does not hide x.
 
 The jaxpr is first run on the call's own inputs: it must give the call's own output,
 else what was read is not what ran, and the facts are unknown (``error``).
@@ -106,15 +107,21 @@ def depends(
     if base is None or not all(_same(base[j], flat_out[j]) for j in outs):
         return {"error": "the call's jaxpr, run again, does not give the call's output"}
     roles = _roles(flat_in, x_values, shapes)
+    # each role is changed at a point where all of them were changed first: at the call's own
+    # point a zero kernel would hide x (x @ 0 is 0 whatever x is)
+    point = list(flat_in)
+    for i in (i for where in roles.values() for i in where):
+        point[i] = _perturbed(flat_in[i], 0)
+    at = jaxpr_api.run(closed, point)
     facts: dict[str, Any] = {}
     for role in ROLES:
         where = roles[role]
         read = any(i in jaxpr_api.inputs_read(closed, j) for j in outs for i in where)
-        changed = list(flat_in)
+        changed = list(point)
         for i in where:
-            changed[i] = _perturbed(flat_in[i])
-        again = jaxpr_api.run(closed, changed) if where else None
-        moves = again is not None and any(not _same(again[j], base[j]) for j in outs)
+            changed[i] = _perturbed(flat_in[i], 1)
+        again = jaxpr_api.run(closed, changed) if where and at is not None else None
+        moves = again is not None and any(not _same(again[j], at[j]) for j in outs)
         facts[role] = {"read": read, "moves": moves}
     return facts
 
@@ -156,10 +163,11 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _perturbed(leaf: Any) -> Any:
-    """``leaf`` with every value changed by a different amount (0.5 to 2.25), same dtype."""
+def _perturbed(leaf: Any, phase: int) -> Any:
+    """``leaf`` with every value changed by an amount of its own (0.5 to 2, drawn from a
+    generator seeded by ``phase``: no pattern a product could cancel), same dtype."""
     import jax.numpy as jnp
 
     value = np.asarray(leaf)
-    step = 0.5 + 0.25 * (np.arange(value.size) % 8).reshape(value.shape)
+    step = np.random.default_rng(phase).uniform(0.5, 2.0, size=value.shape)
     return jnp.asarray(value + step.astype(value.dtype), dtype=value.dtype)
