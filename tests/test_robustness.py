@@ -404,6 +404,7 @@ def test_copies_of_a_tracked_jit_are_what_copies_of_the_jax_jit_object_are() -> 
     holding it) used to return the very object: ``copy.copy(f) is f`` where plain JAX makes a
     new object, equal only to itself and without the original's ``__wrapped__``. Now the
     copies are what plain JAX's are, and their calls are counted in the function's row."""
+
     def added(x: Any) -> Any:  # a function of its own: JAX's trace cache is per function
         return x + 1
 
