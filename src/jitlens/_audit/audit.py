@@ -92,11 +92,7 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
     ``chex.assert_max_traces`` / ``equinox.debug.assert_max_traces`` count
     traces once training runs, where shapes and values show too.
     """
-    with keeping_values():  # the audit holds both builds itself, and drops them with it
-        return _audit(factory, time.perf_counter())
-
-
-def _audit(factory: Callable[[], Any] | str, start: float) -> AuditResult:
+    start = time.perf_counter()
     if isinstance(factory, str):
         target, factory = factory, load_factory(factory)
     else:
@@ -196,7 +192,8 @@ def _describe(
     for name, node in roots:
         flat = _compat.flatten_node(node, ref_index)
         if flat is not None:
-            walk_graphdef(flat[0], flat[1], (("arg", name),), out)
+            with keeping_values():  # the audit holds both builds itself, and drops them with it
+                walk_graphdef(flat[0], flat[1], (("arg", name),), out)
             continue
         try:
             nnx.split(node)
