@@ -11,20 +11,19 @@ import dataclasses
 import hashlib
 import inspect
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import jax
 
 from .. import _compat
-from .._peek import dataclass_fields, is_a, static_attr
+from .._peek import is_a, static_attr
 from .key import (
     _ADDR,
     Aval,
     Entry,
     Key,
     Path,
-    PathPart,
     StaticVal,
     _entry_text,
     _key_text,
@@ -34,6 +33,15 @@ from .key import (
     signature_text,
 )
 from .kinds import EntryKind
+from .tree_nodes import (
+    declared_static_fields,
+    is_graphdef,
+    key_part,
+    meta_fields,
+    node_data,
+    state_leaves,
+    weak_ref,
+)
 
 if TYPE_CHECKING:
     from .jax_flat import Shape
@@ -282,19 +290,6 @@ def describe_value(
             stack.extend(reversed(children))
 
 
-def _state_leaves(st: Any) -> list[Any]:
-    """The leaves of one of a NodeStates' states: a flat list, or a nested ``nnx.State``.
-
-    ``nnx.pmap`` / ``nnx.vmap`` split into nested States (keys sorted, as the
-    graph's attributes are), the default ``nnx.jit`` mode into flat lists.
-    """
-    if isinstance(st, (list, tuple)):
-        return list(st)
-    if isinstance(st, Mapping):
-        return jax.tree_util.tree_leaves(st, is_leaf=_compat.is_graph_node)
-    return [st]
-
-
 def _describe_one(
     x: Any,
     path: Path,
@@ -311,7 +306,7 @@ def _describe_one(
             out[path] = Entry(EntryKind.OPAQUE, target="?")
             return []
         if not _is_leaf_shape(shape):
-            node_type, aux = _node_data(shape[0])
+            node_type, aux = node_data(shape[0])
             if node_type is type(None):  # as a None seen is described
                 out[path] = Entry(EntryKind.NONE)
                 return []
@@ -321,10 +316,10 @@ def _describe_one(
         out[path] = Entry(EntryKind.NONE)
         return []
     if _compat.NODE_STATES is not None and is_a(x, _compat.NODE_STATES):
-        leaves = [leaf for st in x.states for leaf in _state_leaves(st)]
+        leaves = [leaf for st in x.states for leaf in state_leaves(st)]
         walk_graphdef(x._graphdef, leaves, path, out)
         return []
-    if _is_graphdef(x):  # the functional API's graphdef: name the attribute that changed
+    if is_graphdef(x):  # the functional API's graphdef: name the attribute that changed
         walk_graphdef(x, [], path, out)
         return []
     if _compat.is_graph_node(x):
@@ -354,7 +349,7 @@ def _describe_one(
         from .jax_flat import is_leaf as _is_leaf_shape
 
     if shape is not None and not _is_leaf_shape(shape):
-        node_type, aux = _node_data(shape[0])
+        node_type, aux = node_data(shape[0])
         if node_type is type(x) and flattens_in_user_code(node_type):
             return _describe_node(x, path, out, node_type, aux, shape, None)
     try:
@@ -368,7 +363,7 @@ def _describe_one(
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.STATIC, static=StaticVal(x))
         )
         return []
-    node_type, aux = _node_data(treedef)
+    node_type, aux = node_data(treedef)
     return _describe_node(x, path, out, node_type, aux, shape, children)
 
 
@@ -385,11 +380,11 @@ def _describe_node(
     keys) or, when ``None``, from JAX's ``shape`` (keyed by position: naming them would take
     the user's flatten)."""
     seen = x is not None
-    static_fields = (_static_fields(x) or _meta_fields(x, aux)) if seen else ()
+    static_fields = (declared_static_fields(x) or meta_fields(x, aux)) if seen else ()
     out[path] = Entry(
         EntryKind.NODE,
         type_name=getattr(node_type, "__qualname__", str(node_type)),
-        type_ref=_weak(node_type),
+        type_ref=weak_ref(node_type),
         meta=(),
     )
     if static_fields:
@@ -418,72 +413,9 @@ def _describe_node(
     if shapes is None or len(shapes) != len(children):
         shapes = [None] * len(children)
     return [
-        (child, (*path, *(_key_part(k) for k in kp)), sh)
+        (child, (*path, *(key_part(k) for k in kp)), sh)
         for (kp, child), sh in zip(children, shapes, strict=True)
     ]
-
-
-def _is_graphdef(x: Any) -> bool:
-    t = type(x)
-    return (
-        t.__name__ == "GraphDef"
-        and (t.__module__ or "").startswith("flax.")
-        and hasattr(x, "nodes")
-        and hasattr(x, "attributes")
-    )
-
-
-def _static_fields(x: Any) -> tuple[str, ...]:
-    """Names of a dataclass pytree's static (aux-data) fields, if it declares them."""
-    return tuple(
-        f.name
-        for f in dataclass_fields(x) or ()
-        if f.metadata.get("pytree_node", True) is False or f.metadata.get("static") is True
-    )
-
-
-def _meta_fields(x: Any, aux: Any) -> tuple[str, ...]:
-    """A ``jax.tree_util.register_dataclass`` pytree's meta fields, in their aux-data order: the
-    registry keeps their names in C++, so each aux value is matched to the one field holding
-    that very object (no match, or two fields holding it: unnamed, the aux tuple is shown)."""
-    fields = dataclass_fields(x)
-    if type(aux) is not tuple or not aux or fields is None:
-        return ()
-    names = [f.name for f in fields]
-    found: list[str] = []
-    for value in aux:
-        holders = [n for n in names if n not in found and static_attr(x, n) is value]
-        if len(holders) != 1:
-            return ()
-        found.append(holders[0])
-    return tuple(found)
-
-
-def _weak(t: Any) -> Any:
-    try:
-        return weakref.ref(t)
-    except TypeError:
-        return None
-
-
-def _node_data(treedef: Any) -> tuple[Any, Any]:
-    try:
-        nd = treedef.node_data()
-        if nd is None:
-            return type(None), None
-        return nd
-    except Exception:
-        return object, None
-
-
-def _key_part(k: Any) -> PathPart:
-    if hasattr(k, "key"):
-        return ("item", k.key)
-    if hasattr(k, "idx"):
-        return ("item", k.idx)
-    if hasattr(k, "name"):
-        return ("attr", k.name)
-    return ("item", short_repr(k, 60))
 
 
 # --------------------------------------------------------------------------
@@ -575,14 +507,14 @@ def describe_call(
     for i, (name, a) in enumerate(zip(names, args, strict=True)):
         p: Path = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry(EntryKind.PASSED, target="positional")
-        if i in nstatic and not _is_graphdef(a):
+        if i in nstatic and not is_graphdef(a):
             out[p] = Entry(EntryKind.STATIC, static=StaticVal(a), typed=True)
         else:
             describe_value(a, p, out, ref_index, static_leaves, arg_shapes[i])
     for name in sorted(kwargs):
         p = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry(EntryKind.PASSED, target="keyword")
-        if name in static_argnames and not _is_graphdef(kwargs[name]):
+        if name in static_argnames and not is_graphdef(kwargs[name]):
             out[p] = Entry(EntryKind.STATIC, static=StaticVal(kwargs[name]), typed=True)
         else:
             describe_value(kwargs[name], p, out, ref_index, static_leaves, kwarg_shapes.get(name))
