@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import ast
-import dataclasses
 import linecache
 import types
 from collections.abc import Iterator
@@ -24,13 +23,14 @@ from types import FrameType
 from typing import Any
 
 from .._pyast import parse
+from .._record import record
 from .frames import is_user_file, short_path
 
 #: User frames searched, from the call up, for the one that builds the object.
 FRAMES_UP = 8
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Assignment:
     """One assignment of a name, as written."""
 

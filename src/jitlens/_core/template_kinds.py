@@ -159,6 +159,23 @@ class FixKind(_Kind):
     KERAS_RAGGED_PREDICT_DICT = "keras_ragged_predict_dict"
 
 
+#: Fixes by what they edit, for ``_track/owned.py`` (a target in a library's file moves to the
+#: user's line that builds it): the jitted function's definition, the object holding a changed
+#: attribute, the class of a static value.
+EDITS_DEFINITION = frozenset(
+    {FixKind.NEW_FUNCTION, FixKind.CLOSURE, FixKind.NEW_LAMBDA, FixKind.METHOD}
+    | {FixKind.NESTED_NEW_FUNCTION, FixKind.EQX_NEW_FUNCTION}
+)
+EDITS_OWNER = frozenset(
+    {FixKind.FUNCTION, FixKind.BOUND_METHOD, FixKind.PARTIAL_GRAPH, FixKind.PARTIAL_DATA}
+    | {FixKind.NAN_FIELD, FixKind.EQX_MODULE_FUNCTION, FixKind.EQX_MODULE_PARTIAL}
+)
+EDITS_VALUE = frozenset(
+    {FixKind.NO_EQ, FixKind.NO_EQ_VALUES, FixKind.NO_EQ_TRACED, FixKind.ARRAYS_PYTREE}
+    | {FixKind.CLASS}
+)
+
+
 #: The fix kinds a library's own words give a reason, by the kind of that reason: their
 #: templates live with that library's words (its front-end's ``words.py``,
 #: ``_core/reasons/pmap.py``, ``_core/reasons/linen.py``), so that the modules of the kinds name

@@ -28,18 +28,9 @@ from .registry import REGISTRY
 
 
 def _kinds() -> tuple[frozenset[Any], frozenset[Any], frozenset[Any]]:
-    from .._core.template_kinds import FixKind as K
+    from .._core import template_kinds as T
 
-    definition = frozenset(
-        {K.NEW_FUNCTION, K.CLOSURE, K.NEW_LAMBDA, K.METHOD, K.NESTED_NEW_FUNCTION}
-        | {K.EQX_NEW_FUNCTION}
-    )
-    owner = frozenset(
-        {K.FUNCTION, K.BOUND_METHOD, K.PARTIAL_GRAPH, K.PARTIAL_DATA, K.NAN_FIELD}
-        | {K.EQX_MODULE_FUNCTION, K.EQX_MODULE_PARTIAL}
-    )
-    value = frozenset({K.NO_EQ, K.NO_EQ_VALUES, K.NO_EQ_TRACED, K.ARRAYS_PYTREE, K.CLASS})
-    return definition, owner, value
+    return T.EDITS_DEFINITION, T.EDITS_OWNER, T.EDITS_VALUE
 
 
 def in_users_code(
@@ -102,7 +93,7 @@ def _owned_jit(rec: Any, r: Reason, frame: FrameType | None) -> Reason | None:
 
     spelled = (users_spelling(fn, frame) if frame is not None else None) or rec.name
     root = spelled.split(".", 1)[0]
-    kind = "jax.jit" if str(rec.kind) == "jax.jit" else str(rec.kind)
+    kind = str(rec.kind)
     jit = f"{identifier(spelled.rsplit('.', 1)[-1])}_jit"
     made = f"{jit} = {kind}({spelled})"
     found = builders.built_at(frame, lambda v: v is fn or _holds(v, fn), root)
