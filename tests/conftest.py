@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from _cputime import pytest_addoption, pytest_configure  # noqa: F401 (pytest's hooks: --cpu-times)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "cases"
