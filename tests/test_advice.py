@@ -28,7 +28,7 @@ import pytest
 from flax import nnx
 
 import jitlens
-from conftest import TRIAL_PROGRAMS, run_python
+from conftest import TRIAL_PROGRAMS
 from jitlens import Advice, Event, FunctionReport, JitlensInternalWarning
 from jitlens._core import advice as rules
 from jitlens._core import advice_cost as cost_rules
@@ -353,12 +353,12 @@ print(t.report().to_json())
 
 
 @pytest.mark.xdist_group("subprocess")
-def test_compile_cache_advice_then_hit_with_the_advised_setting(tmp_path, run_py):
+def test_compile_cache_advice_then_hit_with_the_advised_setting(tmp_path, fork_python):
     script = tmp_path / "slow.py"
     script.write_text(SLOW)
 
-    def run(*args: str) -> FunctionReport:
-        proc = run_py([str(script), *args])
+    def run(*args: str) -> FunctionReport:  # each run a fresh process after `import jax`
+        proc = fork_python([str(script), *args])
         assert proc.returncode == 0, proc.stderr
         return jitlens.Report.from_dict(json.loads(proc.stdout)).function("slow")
 
@@ -817,9 +817,9 @@ CACHE_OFF = Environment(run_seconds=60.0, cache_dir=None, cache_enabled=True, mi
 
 
 @pytest.fixture(scope="module")
-def g_runs() -> dict:
+def g_runs(fork_python) -> dict:
     names = [*LOOPS, *CONSTS, *NEGATIVE, *OTHER]
-    proc = run_python([str(TRIAL_PROGRAMS / "trial_g_driver.py"), *names], cwd=TRIAL_PROGRAMS)
+    proc = fork_python([str(TRIAL_PROGRAMS / "trial_g_driver.py"), *names], cwd=TRIAL_PROGRAMS)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "JitlensInternalWarning" not in proc.stderr, proc.stderr[-3000:]
     got = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])

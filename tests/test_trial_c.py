@@ -27,8 +27,8 @@ NAMES = sorted(p.stem for p in PROGRAMS.glob("c_*.py"))
 
 
 @pytest.fixture(scope="module")
-def trial() -> dict:
-    return trial_runs(NAMES, ("equinox", "optax", "flax", "keras"))
+def trial(fork_python) -> dict:
+    return trial_runs(NAMES, ("equinox", "optax", "flax", "keras"), fork_python)
 
 
 def _reasons(run: dict, fn: str) -> list[dict]:

@@ -27,8 +27,10 @@ pytestmark = pytest.mark.xdist_group("trial_e")
 
 
 @pytest.fixture(scope="module")
-def trial() -> dict:
-    return trial_runs(NAMES, ("equinox", "optax", "flax", "keras", "numpyro", "blackjax"))
+def trial(fork_python) -> dict:
+    return trial_runs(
+        NAMES, ("equinox", "optax", "flax", "keras", "numpyro", "blackjax"), fork_python
+    )
 
 
 def _reasons(run: dict, fn: str) -> list[dict]:
