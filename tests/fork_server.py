@@ -30,7 +30,7 @@ import warnings
 
 #: Environment variables read when the interpreter or the preloaded modules start: a run whose
 #: environment sets them otherwise needs a fresh interpreter (``run_python``).
-STARTUP_PREFIXES = ("JAX_", "XLA_", "TF_", "PYTHON", "OPENBLAS_", "OMP_", "MKL_")
+STARTUP_PREFIXES = ("JAX_", "XLA_", "PYTHON", "OPENBLAS_", "OMP_", "MKL_")
 #: ... and these, which jitlens' start-up hook (``jitlens_autostart.pth``) reads.
 STARTUP_NAMES = ("JITLENS", "JITLENS_RUN", "JITLENS_BOOTSTRAP")
 #: ...except these, which the child applies itself.
@@ -279,9 +279,21 @@ class ForkRunner:
         self.folder = folder
         self.servers: dict[tuple[str, ...], ForkServer] = {}
 
-    def _env(self, env: dict[str, str] | None) -> dict[str, str]:
+    @staticmethod
+    def _env(env: dict[str, str] | None, server: ForkServer | None = None) -> dict[str, str]:
+        """``run_python``'s environment: this process' with ``env`` over it. A variable read at
+        start-up that ``env`` does not name is the server's (what the child's JAX was imported
+        with), whatever a test of this process set or a library left in ``os.environ`` since."""
         full = {**os.environ, **(env or {})}
         full.setdefault("JAX_PLATFORMS", "cpu")  # as run_python
+        if server is not None:
+            for key in startup_differences(full, server.env):
+                if key in (env or {}):
+                    continue  # the caller's own: submit refuses it
+                if key in server.env:
+                    full[key] = server.env[key]
+                else:
+                    del full[key]
         return full
 
     def submit(
@@ -298,7 +310,8 @@ class ForkRunner:
         if server is None:
             server = self.servers[preload] = ForkServer(preload, self._env(None))
         cwd = os.fspath(cwd) if cwd is not None else os.getcwd()
-        return server, server.submit(list(args), cwd, self._env(env), timeout, f"{self.folder}/run")
+        job_env = self._env(env, server)
+        return server, server.submit(list(args), cwd, job_env, timeout, f"{self.folder}/run")
 
     @staticmethod
     def wait(handle: tuple[ForkServer, dict]):

@@ -869,10 +869,9 @@ def test_a_budget_never_passes_when_equinox_moved_its_call_layout(fork_python):
     modes = ["none", "none late", "layout_moved", "layout_moved late"]
     # each mode in a process of its own, forked after `import jax` (jitlens and equinox not
     # yet imported: the child breaks jitlens' equinox accessor first)
-    started = {mode: fork_python.submit([str(child), *mode.split()], timeout=300) for mode in modes}
     got = {}
-    for mode, handle in started.items():
-        proc = fork_python.wait(handle)
+    for mode in modes:
+        proc = fork_python([str(child), *mode.split()], timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         got[mode] = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))
     for mode in ("none", "none late"):
