@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import jitlens
-from conftest import ROOT, run_python
+from conftest import ROOT
 
 DOCS = ROOT / "docs"
 #: Pages of the site and the README; docs/incoming/ holds proposals, not pages.
@@ -175,7 +175,7 @@ for path in sys.argv[1:]:
 """
 
 
-def test_every_python_example_runs_or_says_why_not(tmp_path: Path) -> None:
+def test_every_python_example_runs_or_says_why_not(tmp_path: Path, fork_python) -> None:
     """Each ```python block runs, unless a ``% not run: why`` line precedes it."""
     runnable = [(page, code) for page, marker, _why, code in _blocks() if marker == ""]
     skipped = [(page, why) for page, marker, why, _code in _blocks() if marker == "not run"]
@@ -186,7 +186,7 @@ def test_every_python_example_runs_or_says_why_not(tmp_path: Path) -> None:
         script = tmp_path / f"{i}_{page.replace('/', '_')}.py"
         script.write_text(code)
         scripts.append(str(script))
-    proc = run_python(["-c", RUN_EXAMPLES, *scripts], cwd=tmp_path)
+    proc = fork_python(["-c", RUN_EXAMPLES, *scripts], cwd=tmp_path)  # a process after `import jax`
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("=== ") == len(runnable)
 

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -199,13 +198,11 @@ def test_fail_on_retrace_stops_a_long_job_with_the_cause_and_the_reports(tmp_pat
         text=True,
     )
     first = proc.stdout.readline()  # the job's first step: imports (slow on a busy machine) done
-    started = time.monotonic()
     out, err = proc.communicate(timeout=240)
-    elapsed = time.monotonic() - started
     assert first == "step 0\n", err
-    assert elapsed < 15, elapsed  # the job would run 30 s more
     assert proc.returncode == 1, err
-    assert "FINISHED" not in out and "step 4" in out
+    # stopped at call 6, the retrace, before its step printed (the job would run 30 s more)
+    assert "FINISHED" not in out and out.splitlines()[-1] == "step 4", out[-300:]
     assert "jitlens.RecompileError: jitlens: `step` was traced again" in err
     assert "--fail-on-retrace" in err
     assert "x  shape" in err and "f32[3] -> f32[4]" in err and "fix: Keep shapes fixed" in err
