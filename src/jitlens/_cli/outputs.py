@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # (no ``typing``: imported at a tracked program's start-up)
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterable
     from types import SimpleNamespace
+    from typing import Any
 
     from .._render.outputs import Output
 

@@ -17,7 +17,7 @@ from .. import _compat
 from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from .._record import record
-from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
+from . import calls, cost, flows, journal, live, nested, pcache, selfcheck  # live: issue 24
 from .calls import CountedCall, find_call, note_miss, take_back_miss
 from .describe import describe_and_explain
 from .frontend import Frontend, frontend_of
@@ -123,6 +123,7 @@ def _drop_trace(b: EventBuilder) -> None:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
         _unfile_key(b)
+    journal.note(rec)
 
 
 def _unfile_key(b: EventBuilder) -> None:
@@ -277,6 +278,7 @@ def trace_start(fun_name: str) -> bool:
                 raise PassThrough(err) from None
             except Exception as exc:
                 internal_failure("checking a compile budget", exc)
+    journal.note(rec)  # the trace and its reasons, before its body runs
     return call is not None
 
 
@@ -364,6 +366,7 @@ def abort_trace(b: EventBuilder | None) -> None:
             if len(rec.stopped) < MAX_EVENTS:
                 rec.stopped.append(b)
         _unfile_key(b)
+    journal.note(rec)
 
 
 # ------------------------------------------------------------------ nested traces
@@ -393,6 +396,7 @@ def uncount_trace(b: EventBuilder | None) -> None:
         if r.kind is not ReasonKind.CACHE_CLEARED and Fact.EQUAL_KEY not in r.facts
     )
     b.detached = taken or True  # the miss taken back (its call's frame), or True
+    journal.note(rec)
 
 
 def nested_trace(fun: Any, frame: Any) -> None:
@@ -427,6 +431,7 @@ def nested_trace(fun: Any, frame: Any) -> None:
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
     nested.describe(rec, b, fun, frame)  # key and reasons, as at top level
+    journal.note(rec)
     for cb in list(REGISTRY.on_trace):
         cb(rec, b)
 
@@ -492,6 +497,7 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     b.record.compiles += 1
             nested.claim_compile(b, secs)  # jitlens-frontends: an eager lax.scan's compile
             tls.building = None
+            journal.note(b.record)  # the compile and its durations
             if b.kind == EventKind.RETRACE:
                 try:
                     _log_retrace(b.record, b)
@@ -551,7 +557,9 @@ def compile_only(fun_name: str, secs: float) -> None:
             first.compiled = True
             first.compile_seconds += secs
             rec.compiles += 1
-            return
+    if first is not None:
+        journal.note(rec)
+        return
     b = EventBuilder(
         rec,
         EventKind.COMPILE,
@@ -580,6 +588,7 @@ def compile_only(fun_name: str, secs: float) -> None:
     with rec.lock:
         rec.compiles += 1
         rec.events.append(b)
+    journal.note(rec)
     live.check_runaway(rec, b)  # issue 24: recompiles without a retrace count too
 
 

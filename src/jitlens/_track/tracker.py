@@ -75,6 +75,10 @@ class Tracker:
         self._pcache_base = pcache.snapshot()  # issue 23: persistent-cache events since start
         self._open = True
 
+    def started_at(self) -> float:
+        """When the window opened (``time.perf_counter``): event times count from there."""
+        return self._start_t
+
     def stop(self) -> None:
         if not self._open:
             return

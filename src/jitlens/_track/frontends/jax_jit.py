@@ -81,6 +81,7 @@ class TrackedJit:
         if not STATE[0]:
             return self._jitted(*args, **kwargs)
         n = next(self._counter)
+        self._record.cell[0] = n  # the journal's copy, kept if the process is killed
         if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
             try:
                 return _scheduled(self, n, args, kwargs)
@@ -215,6 +216,7 @@ class _LeanJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
+        self._record.cell[0] = n  # the journal's copy, kept if the process is killed
         if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
             try:
                 return _scheduled(self, n, args, kwargs)
@@ -280,6 +282,7 @@ class _SettledJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
+        self._record.cell[0] = n  # the journal's copy, kept if the process is killed
         if not n & (n - 1):  # calls 1, 2, 4, ...: the check of statics changed in place
             try:
                 return _scheduled(self, n, args, kwargs)
