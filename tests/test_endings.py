@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import run_python
+from jitlens import main
 
 pytestmark = pytest.mark.xdist_group("endings")
 
@@ -265,13 +266,12 @@ def _truth(stdout: str) -> list[int]:
 
 
 def _report_of(report_path, journals):
-    """The report a run left: its file, or (nobody outlived the program) its journal's."""
-    from jitlens._core import journal
-
-    if report_path.exists():
-        return json.loads(report_path.read_text())
-    (left,) = journals.iterdir()
-    return journal.report_from_journal(journal.read(str(left))).to_dict()
+    """The report a run left: its file, or (nobody outlived the program) its journal's, read as
+    a user reads it (``jitlens report JOURNAL --json PATH``)."""
+    if not report_path.exists():
+        (left,) = journals.iterdir()
+        assert main(["report", str(left), "--json", str(report_path)]) == 0
+    return json.loads(report_path.read_text())
 
 
 @pytest.mark.parametrize("mode", list(ENDINGS))

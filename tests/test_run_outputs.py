@@ -68,9 +68,7 @@ def test_a_bad_report_path_stops_jitlens_run_before_the_program(prog, capsys, ar
         (["--json", "pkg/sub/__main__.py", "-m", "pkg.sub"], ("pkg/sub/__main__.py", "__main__")),
     ],
 )
-def test_a_report_path_never_overwrites_the_module_or_folder_python_runs(
-    prog, capsys, argv, words
-):
+def test_a_report_path_never_overwrites_the_module_or_folder_python_runs(prog, capsys, argv, words):
     """``-m MODULE`` and a folder with ``__main__.py``: the files python would run (found as it
     finds them, nothing imported) are the program's, as the script is."""
     for name in ("trainmod.py", "app/__main__.py", "pkg/__init__.py", "pkg/sub/__init__.py"):

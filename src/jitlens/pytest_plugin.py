@@ -346,4 +346,3 @@ def _close_journal(session: _Session) -> None:
     journal.close(delete=True)
     if session.worker is None:
         recover(session.recovered.append, own)
-

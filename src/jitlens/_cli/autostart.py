@@ -104,16 +104,16 @@ class _JaxWatcher:
 
     A meta path finder (``find_spec`` is all ``sys.meta_path`` asks of one), placed
     right before Python's own ``PathFinder`` (what the program finds first in
-    ``sys.meta_path`` is what python put there). It stays: a program that takes jax
-    out of ``sys.modules`` and imports it again is tracked in the new jax too. It
-    leaves jax's loader as the finders after it made it: ``jax.__loader__`` is
-    Python's own (or the program's import hook's, as under ``python``).
+    ``sys.meta_path`` is what python put there). It leaves as soon as it has found
+    ``jax``, and leaves jax's loader as the finders after it made it: ``jax.__loader__``
+    is Python's own (or the program's import hook's, as under ``python``).
     """
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "jax":
+        if name != "jax" or _STARTED[0]:
             return None
         spec = _find_spec(name, path, target)
+        _remove_watcher()
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader = spec.loader
@@ -124,9 +124,6 @@ class _JaxWatcher:
             except AttributeError:
                 pass
             loader.exec_module(module)
-            if _STARTED[0]:
-                _restart()
-                return
             if _jitlens_importing():
                 # jitlens' own import of jax (the program used jitlens' API, track() or
                 # max_traces, before it imported jax): tracking needs jitlens whole, so it
@@ -154,6 +151,13 @@ def _find_spec(name: str, path: Any, target: Any) -> Any:
 
 
 _WATCHER = _JaxWatcher()
+
+
+def _remove_watcher() -> None:
+    try:
+        sys.meta_path.remove(_WATCHER)
+    except ValueError:
+        pass
 
 
 def _place_watcher() -> None:
@@ -349,17 +353,6 @@ def _start() -> None:
             atexit.unregister(hook)
     except Exception as exc:  # never break the program that imported jax
         _warn(f"could not start tracking ({type(exc).__name__}: {exc}); your program is unaffected")
-
-
-def _restart() -> None:
-    """The program imported jax again after taking it out of ``sys.modules``: install the
-    hooks on the new modules (never raises into its import)."""
-    try:
-        from .._track import hooks
-
-        hooks.reinstall()
-    except Exception as exc:
-        _warn(f"could not track the jax imported again ({type(exc).__name__}: {exc})")
 
 
 def _refuse(session: _Session) -> None:

@@ -76,6 +76,9 @@ OWN_STATUS = (
     "in the log) and chose its own exit status, {status}: it stands"
 )
 CANNOT_COUNT = "jitlens run: {why}"
+NOTHING = (
+    "jitlens: the program ended {how} before a jitted function was traced: nothing to report\n"
+)
 CANNOT_START = "jitlens run: cannot start {python}: {why}"
 NOT_TRACKED = (
     "jitlens run: the program left no journal: jitlens was not active in it "
@@ -242,6 +245,8 @@ def finish(status: int, follower: Any, args: Any) -> int:
         if not args.quiet:
             _summary(report, args, failed=bool((journal.final or {}).get("failed")))
             sys.stderr.write("".join(f"jitlens: wrote {path}\n" for path in written))
+    if report is None and journal.final is None and not journal.exited and not args.quiet:
+        sys.stderr.write(NOTHING.format(how=how_it_ended(status)))
     status = _verdict(journal, status)
     for path in (follower.path, *images):
         _unlink(path)

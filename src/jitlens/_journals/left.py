@@ -20,7 +20,6 @@ from .._core.journal import (
     UNSEEN_ENDING,
     Journal,
     JournalError,
-    is_journal,
     journal_dir,
     read,
     report_from_journal,

@@ -205,17 +205,3 @@ def deactivate(timeline: bool = False) -> None:
         REGISTRY.active = False
         STATE[0] = False
         _uninstall()
-
-
-def reinstall() -> None:
-    """The program imported jax again (after taking it out of ``sys.modules``): the hooks go
-    onto the modules it has now."""
-    with REGISTRY.lock:
-        if not REGISTRY.active:
-            return
-        _uninstall()
-        try:
-            _install()
-        except Exception as exc:
-            _uninstall()
-            internal_failure("installing jitlens' hooks on the jax imported again", exc)

@@ -33,7 +33,7 @@ TYPE_CHECKING = False  # (no ``typing``: opened at a tracked program's start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-    from .records import Record
+    Record = Any  # (a ``records.Record``: not imported, which imports this module)
 
 #: One slot for calls nobody reads: records without a slot of the journal's (none open, or
 #: past its slots), and every record in a forked child.

@@ -117,13 +117,12 @@ def abandon_open_trace() -> None:
 
 def _drop_trace(b: EventBuilder) -> None:
     """Forget a trace whose body never ran: its count, event and the key it filed."""
-    rec = b.record
-    with rec.lock:
-        if b in rec.events:  # not already taken back (a guard's abort, a cached trace)
-            rec.events.remove(b)
-            rec.traces = max(0, rec.traces - 1)
+    with b.record.lock:
+        if b in b.record.events:  # not already taken back (a guard's abort, a cached trace)
+            b.record.events.remove(b)
+            b.record.traces = max(0, b.record.traces - 1)
         _unfile_key(b)
-    journal.note(rec)
+    journal.note(b.record)
 
 
 def _unfile_key(b: EventBuilder) -> None:
@@ -163,11 +162,10 @@ def _same_flat(info: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """JAX's flattening of the traced arguments, if those are the arguments described."""
     if info is None or info.flat is None or len(args) != len(info.args):
         return None
-    if any(a is not b for a, b in zip(args, info.args, strict=True)):
-        return None
-    if kwargs.keys() != info.kwargs.keys() or any(kwargs[k] is not info.kwargs[k] for k in kwargs):
-        return None
-    return info.flat
+    same = all(a is b for a, b in zip(args, info.args, strict=True))
+    if same and kwargs.keys() == info.kwargs.keys():
+        return info.flat if all(kwargs[k] is info.kwargs[k] for k in kwargs) else None
+    return None
 
 
 def trace_start(fun_name: str) -> bool:
@@ -439,11 +437,6 @@ def nested_trace(fun: Any, frame: Any) -> None:
 # ------------------------------------------------------------------ durations
 
 
-def _log_retrace(rec: Record, b: EventBuilder) -> None:
-    """Log a retrace (logger ``jitlens``, INFO) once its compile time is known."""
-    live.log_retrace(rec, b)  # issue 24: folded, with record.jitlens, runaway warning, profiler
-
-
 def on_duration(event: str, secs: float, **kw: Any) -> None:
     try:
         if event == _compat.TRACE_EVENT:
@@ -498,9 +491,9 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
             nested.claim_compile(b, secs)  # jitlens-frontends: an eager lax.scan's compile
             tls.building = None
             journal.note(b.record)  # the compile and its durations
-            if b.kind == EventKind.RETRACE:
-                try:
-                    _log_retrace(b.record, b)
+            if b.kind == EventKind.RETRACE:  # logged once its compile time is known: folded,
+                try:  # with record.jitlens, the runaway warning, the profiler (issue 24)
+                    live.log_retrace(b.record, b)
                 except Exception as exc:
                     internal_failure("logging a retrace", exc)
         else:
@@ -554,12 +547,10 @@ def compile_only(fun_name: str, secs: float) -> None:
     with rec.lock:
         first = _first_compile_of_a_nested_trace(rec)
         if first is not None:  # traced inside another jit, compiled now from that trace
-            first.compiled = True
-            first.compile_seconds += secs
+            first.compiled, first.compile_seconds = True, first.compile_seconds + secs
             rec.compiles += 1
     if first is not None:
-        journal.note(rec)
-        return
+        return journal.note(rec)
     b = EventBuilder(
         rec,
         EventKind.COMPILE,
