@@ -45,8 +45,11 @@ def observe():
         except RecursionError:
             return n
 
+    import mmap  # the program's own mmap.py, next to it (jitlens' journal maps a file too)
+
     print("SEES", handlers, type(sys.meta_path[0]).__name__, env, "sitecustomize" in sys.modules,
-          SystemExit.__module__, type(os._exit).__name__, depth(), flush=True)
+          SystemExit.__module__, type(os._exit).__name__, depth(), mmap.__name__, mmap.OWN,
+          flush=True)
 
 
 def truth():
@@ -253,6 +256,7 @@ def _run(tmp, mode: str, runner: str):
 def endings(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("endings")
     (tmp / "prog.py").write_text(PROG)
+    (tmp / "mmap.py").write_text("OWN = True\n")
     runs = [(m, r) for m in ENDINGS for r in ("python", "run")]
     runs += [(m, "env") for m in UNDER_ENV]
     with ThreadPoolExecutor(4) as pool:  # fresh processes, waited on together
@@ -386,3 +390,45 @@ def test_a_signal_sent_to_jitlens_run_reaches_the_program_once(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 4, err
     assert out == "handled 1\n"
+
+
+DAEMON = """
+import os, sys, time
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x + 1)(jnp.ones(2))
+if os.fork() == 0:  # a daemon, as daemonizing code makes one: double fork, stdio on /dev/null
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        with open("daemon.pid", "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(120)
+        open("daemon.done", "w").close()
+    os._exit(0)
+while not os.path.exists("daemon.pid"):
+    time.sleep(0.01)
+print("started", flush=True)
+"""
+
+
+@pytest.mark.parametrize("runner", ["run", "env"])
+def test_a_daemon_the_program_leaves_does_not_hold_the_caller_s_pipes(tmp_path, runner):
+    """The caller reads the program's output to its end: a daemon that closed its stdio holds
+    no descriptor of jitlens' on that pipe (the run waited 2 minutes for it before)."""
+    import os
+    import sys
+
+    (tmp_path / "daemon.py").write_text(DAEMON)
+    command = ["-m", "jitlens", "run", "daemon.py"] if runner == "run" else ["daemon.py"]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", **({"JITLENS": "1"} if runner == "env" else {})}
+    try:
+        proc = subprocess.run(
+            [sys.executable, *command], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=100,
+        )  # fmt: skip
+        assert proc.returncode == 0 and proc.stdout == "started\n", proc.stderr
+        assert not (tmp_path / "daemon.done").exists()  # the run ended before the daemon did
+    finally:
+        os.kill(int((tmp_path / "daemon.pid").read_text()), signal.SIGKILL)

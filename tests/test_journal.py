@@ -237,3 +237,33 @@ def test_a_running_program_s_journal_is_listed_as_running(tmp_path, monkeypatch,
     assert main(["report"]) == 0
     assert "still running" in capsys.readouterr().out
     assert path.exists()
+
+
+KILLED_SESSION = """
+import os, signal
+import jax, jax.numpy as jnp
+
+def test_killed():
+    f = jax.jit(lambda x: x + 1)
+    f(jnp.ones(1)); f(jnp.ones(2))
+    os.kill(os.getpid(), signal.SIGKILL)  # a CI job's timeout, the OOM killer
+"""
+
+
+def test_a_pytest_session_killed_leaves_its_journal_and_the_next_session_reports_it(tmp_path):
+    (tmp_path / "test_killed.py").write_text(KILLED_SESSION)
+    (tmp_path / "test_fine.py").write_text("def test_fine():\n    pass\n")
+    journals = tmp_path / "journals"
+    env = {"JITLENS_JOURNAL_DIR": str(journals)}
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    killed = run_python(
+        [*args, "--jitlens-report", "r.json", "test_killed.py"], cwd=tmp_path, env=env
+    )
+    assert killed.returncode == -9 and not (tmp_path / "r.json").exists()
+    assert len(list(journals.iterdir())) == 1
+    fine = run_python([*args, "--jitlens", "test_fine.py"], cwd=tmp_path, env=env)
+    assert fine.returncode == 0, fine.stdout
+    assert "an earlier run (pid" in fine.stdout and "wrote" in fine.stdout, fine.stdout
+    (row,) = [f for f in json.loads((tmp_path / "r.json").read_text())["functions"]]
+    assert (row["traces"], row["calls"]) == (2, 2)
+    assert list(journals.iterdir()) == []

@@ -267,6 +267,9 @@ def _arm() -> None:
     session = SESSION[0] = _Session(os.getpid(), run, args)
     session.parents_paths = parents
     session.reexecuted = reexecuted
+    # the journal's modules now, before the script's folder is on sys.path: its mmap is
+    # Python's, not a program's own mmap.py (under JITLENS=1 it opens at `import jax`)
+    __import__("jitlens._track.journal")
     if run is not None:
         _open_journal(session)  # now: jitlens run hears of a program that never imports jax
     atexit.register(_at_exit)  # before the program's own hooks: it runs after them
@@ -318,6 +321,7 @@ def _start() -> None:
         return
     # site-packages are all on sys.path by now (a venv's system ones come after the .pth files)
     _PATH_AT_START[:] = [p for p in sys.path if isinstance(p, str)]
+    before = frozenset(sys.modules)
     try:
         from .. import _compat, _config
         from .._track import journal
@@ -353,6 +357,7 @@ def _start() -> None:
             atexit.unregister(hook)
     except Exception as exc:  # never break the program that imported jax
         _warn(f"could not start tracking ({type(exc).__name__}: {exc}); your program is unaffected")
+    _forget_start_up_imports(before)  # (the journal's mmap, which jax does not import)
 
 
 def _refuse(session: _Session) -> None:
@@ -537,14 +542,14 @@ def _summary(session: _Session, report: Any, failed: bool) -> None:
         _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
 
 
-def _forget_start_up_imports() -> None:
+def _forget_start_up_imports(before: frozenset[str] = _BEFORE) -> None:
     """Drop from ``sys.modules`` the standard modules jitlens imported while arming (``json``,
     ``mmap``, ``struct``...): the program's own ``json.py`` or ``mmap.py`` next to its script
     must be the module its ``import`` finds, as under ``python``, not the standard one
     jitlens happened to load first. jitlens keeps its references; the program's next
     ``import json`` loads the module afresh."""
     try:
-        for name in set(sys.modules) - _BEFORE:
+        for name in set(sys.modules) - before:
             if name.partition(".")[0] in _FORGOTTEN:
                 sys.modules.pop(name, None)
     except Exception:
@@ -554,7 +559,9 @@ def _forget_start_up_imports() -> None:
 #: The standard modules :func:`_forget_start_up_imports` drops: stateless ones a program may
 #: shadow with a file of its own. Not ``threading`` or ``weakref`` (the hook imports them
 #: too): a second copy of those splits the process' state (which threads exit waits for).
-_FORGOTTEN = frozenset({"json", "linecache", "tokenize", "token", "__future__", "fnmatch"})
+_FORGOTTEN = frozenset(
+    {"json", "linecache", "tokenize", "token", "__future__", "fnmatch", "mmap", "struct", "zlib"}
+)
 
 
 try:

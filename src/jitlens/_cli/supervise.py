@@ -238,10 +238,10 @@ def finish(status: int, follower: Any, args: Any) -> int:
     report = _report(journal, status, image, args, exec_ended)
     written = list((journal.final or {}).get("written") or [])
     if report is not None:
-        if not written and not getattr(args, "gather", None):
+        if not written:  # (a --gather the program finished wrote its own files)
             from .outputs import write_outputs
 
-            written = write_outputs(report, args)
+            written = write_outputs(report, args, journal.start.get("pid"))
         if not args.quiet:
             _summary(report, args, failed=bool((journal.final or {}).get("failed")))
             sys.stderr.write("".join(f"jitlens: wrote {path}\n" for path in written))

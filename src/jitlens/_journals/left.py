@@ -150,6 +150,7 @@ def _write_asked(report: Any, journal: Journal) -> list[str]:
     """The report files the run had asked for (``--json``, ``JITLENS_REPORT``...), at the paths
     it gave (relative ones where it started)."""
     from .._render.outputs import Output, is_url, write_outputs
+    from .._track.process import ProcessInfo
 
     asked = (journal.start.get("settings") or {}).get("outputs") or {}
     cwd = str(journal.start.get("cwd") or "")
@@ -158,4 +159,8 @@ def _write_asked(report: Any, journal: Journal) -> list[str]:
         if kind in ("json", "html", "trace") and isinstance(given, str) and given:
             path = given if is_url(given) or os.path.isabs(given) else os.path.join(cwd, given)
             outputs.append(Output(kind, given, path))
-    return write_outputs(report, outputs) if outputs else []
+    if not outputs:
+        return []
+    pid = journal.start.get("pid")
+    info = ProcessInfo(report.process_index, report.process_count, report.host, pid)
+    return write_outputs(report, outputs, info=info)

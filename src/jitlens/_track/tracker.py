@@ -111,7 +111,7 @@ class Tracker:
 
         settle_open_trace()  # a trace interrupted before its body, with no trace since
 
-        index, count, host = process_info()
+        index, count, host, _ = process_info()
         end = self._end_t if self._end_t is not None else time.perf_counter()
         with REGISTRY.lock:
             records = list(REGISTRY.records)
