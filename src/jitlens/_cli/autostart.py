@@ -253,7 +253,10 @@ def _arm() -> None:
             parents = leave_the_parents_paths(args)
     reexecuted = os.environ.get(IMAGE) == pid
     os.environ[MAIN_PID] = os.environ[IMAGE] = pid  # for the process: its children, an exec
-    _hide((MAIN_PID, IMAGE))  # (not for the program: python would not show them)
+    if run is not None:
+        # (not for the program, which python would not show them; under JITLENS=1 they stay,
+        # as the user's JITLENS does: a child started with a copy of os.environ is left alone)
+        _hide((MAIN_PID, IMAGE))
     from .._track import sink
 
     if run is not None:
