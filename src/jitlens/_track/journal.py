@@ -153,10 +153,9 @@ def note(rec: Record) -> None:
     if j is None or os.getpid() != j.pid or (rec.internal and not j.internal):
         return
     try:
-        frame = _frame(j, rec)
-        with j.lock:
+        with j.lock:  # (one thread's frame at a time: each continues the one before)
+            _write(j, _frame(j, rec))
             _proc(j, rec)
-            _write(j, frame)
             _warnings(j)
     except Exception as exc:
         _failed(j, exc)
