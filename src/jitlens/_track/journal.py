@@ -3,9 +3,10 @@
 Opened by ``jitlens run``'s program, ``JITLENS=1`` and the pytest plugin when
 tracking starts. From then on:
 
-* every counted call stores its index in its record's slot of a file-backed
-  ``mmap`` (``Record.cell``): one store, no system call; the kernel keeps the page
-  when the process is killed;
+* a counted call stores its index in its record's slot of a file-backed ``mmap``
+  (``Record.cell``): each of a function's first 16 calls, then every 16th (a store
+  costs a hit about 1%), and a frame says the calls at each trace and compile; the
+  kernel keeps the page when the process is killed;
 * a trace, a compile, a retrace with its reasons, a stale hit or a trace a
   budget stopped writes its function's frame when it happens (:func:`note`):
   the function's figures and its latest events, never the whole history;

@@ -81,7 +81,8 @@ class TrackedJit:
         if not STATE[0]:
             return self._jitted(*args, **kwargs)
         n = next(self._counter)
-        self._record.cell[0] = n  # the journal's copy, kept if the process is killed
+        if n < 16 or not n & 15:  # the journal's copy, kept if the process is killed
+            self._record.cell[0] = n
         if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
             try:
                 return _scheduled(self, n, args, kwargs)
@@ -216,7 +217,8 @@ class _LeanJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
-        self._record.cell[0] = n  # the journal's copy, kept if the process is killed
+        if n < 16 or not n & 15:  # the journal's copy, kept if the process is killed
+            self._record.cell[0] = n
         if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
             try:
                 return _scheduled(self, n, args, kwargs)
@@ -282,7 +284,8 @@ class _SettledJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
-        self._record.cell[0] = n  # the journal's copy, kept if the process is killed
+        if n < 16 or not n & 15:  # the journal's copy, kept if the process is killed
+            self._record.cell[0] = n
         if not n & (n - 1):  # calls 1, 2, 4, ...: the check of statics changed in place
             try:
                 return _scheduled(self, n, args, kwargs)
