@@ -87,7 +87,12 @@ def loaded() -> bool:
 #: What jitlens knows of flax (``_compat/libraries``); its private pieces are probed by
 #: ``probe`` itself. A layer is written ``nnx.Linear``.
 LIBRARY = Library(
-    distribution="flax", packages=("flax",), loaded=loaded, builds_models=True, layer_prefix="nnx."
+    distribution="flax",
+    packages=("flax",),
+    loaded=loaded,
+    builds_models=True,
+    layer_prefix="nnx.",
+    model_apis=(("flax.nnx", "nnx"), ("flax.linen", "linen")),
 )
 
 

@@ -182,10 +182,13 @@ class LibraryClosure:
 _SHARED_VALUES = (bool, int, str, bytes, type(None))
 
 
-def library_closure(fn: Any, user: FrameType | None) -> LibraryClosure | None:
+def library_closure(
+    fn: Any, user: FrameType | None, names: dict[str, Any] | None = None
+) -> LibraryClosure | None:
     """``fn`` as a :class:`LibraryClosure` when a factory of one of :data:`LIBRARIES` made
     it (a closure in the library's file holding data); ``user``: the user's frame that
-    called it, whose variables name what the user passed."""
+    called it, whose variables name what the user passed (or ``names``, the variables of
+    several frames)."""
     top = package_of(fn)
     func = getattr(fn, "__func__", fn)
     code, cells = getattr(func, "__code__", None), getattr(func, "__closure__", None)
@@ -204,7 +207,7 @@ def library_closure(fn: Any, user: FrameType | None) -> LibraryClosure | None:
             data[name] = value
     if not data:
         return None
-    local = dict(user.f_locals) if user is not None else {}
+    local = names if names is not None else dict(user.f_locals) if user is not None else {}
     held = {
         id(v)
         for v in _leaves(list(data.values()))

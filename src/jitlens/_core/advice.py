@@ -186,6 +186,8 @@ class Environment:
     cache_dir: str | None
     cache_enabled: bool
     min_compile_seconds: float
+    #: ``jax.default_backend()``: whose measured rates the predictions use (``platforms``).
+    platform: str = ""
 
 
 def _duration(seconds: float) -> str:
@@ -194,16 +196,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us"
 
 
-def cached_partial_saving(sample: DispatchSample) -> float:
+def cached_partial_saving(sample: DispatchSample, latency: float = 0.0) -> float:
     """Seconds per call that ``nnx.cached_partial`` saves, given host/device overlap.
 
     With asynchronous dispatch a loop runs at ``max(host, device)`` per call;
     removing ``s`` of host time saves ``max(h, d) - max(h - s, d)``: nothing
-    when the compiled program is the slower part.
+    when the compiled program is the slower part. ``latency``: the platform's
+    ``Calibration.ready_latency_seconds``, the part of the sampled device time that is
+    the accelerator reporting back (a loop dispatches the next call meanwhile).
     """
     if sample.cached_graph_seconds is None:
         return 0.0
-    h, d = sample.host_seconds, sample.device_seconds
+    h, d = sample.host_seconds, max(0.0, sample.device_seconds - latency)
     s = min(CACHED_PARTIAL_FACTOR * sample.cached_graph_seconds, h)
     return max(h, d) - max(h - s, d)
 
@@ -212,9 +216,12 @@ def dispatch(fn: FunctionReport, sample: DispatchSample | None, env: Environment
     """``dispatch`` advice for a default-mode ``nnx.jit`` function, or None."""
     if sample is None or sample.samples == 0 or not fn.cache_hits or not sample.cached_args:
         return None
-    per_call = cached_partial_saving(sample)
+    from .platforms import calibration  # with the first report, not at a program's start
+
+    latency = calibration(env.platform).ready_latency_seconds
+    per_call = cached_partial_saving(sample, latency)
     total = per_call * fn.cache_hits
-    call_time = max(sample.host_seconds, sample.device_seconds)
+    call_time = max(sample.host_seconds, sample.device_seconds - latency)
     if (
         total < DISPATCH_MIN_SECONDS
         or total < DISPATCH_MIN_RUN_SHARE * env.run_seconds
@@ -387,6 +394,7 @@ def advise(
       ()
     """
     from .advice_leaves import many_leaves  # loaded when a report is advised on, not at start
+    from .platforms import calibration
 
     found = [
         disable_jit(eager_calls),
@@ -395,7 +403,7 @@ def advise(
         entries(fn),
         bucketing(fn),
         fast_path(fn, fast_path_timed),  # issue 24
-        *compile_cost(fn),  # issue 34
+        *compile_cost(fn, calibration(env.platform)),  # issues 34, 45
         many_leaves(fn, sample, env),
     ]
     chosen = [a for a in found if a is not None]

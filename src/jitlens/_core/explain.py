@@ -233,11 +233,11 @@ def _entry_reasons(
             code = code_path(p[:-1] if variable else p, entries)
             weak = (a.short(), b.short(), a.dtype, b.weak, variable, code, b.dtype)
             out.append(W.weak_type(arg, path, *weak, nodes=(p, entries)))
-        if a.sharding != b.sharding:
+        if a.sharding != b.sharding or a.devices != b.devices:  # (the devices: of its mesh)
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)
-            target = f"{code_path(p[:-1], entries)}[...]" if variable else ""  # placed in place
-            out.append(W.sharding(arg, path, *placed, target=target))
+            held = code_path(p[:-1], entries) if variable else ""  # placed in place
+            out.append(W.sharding(arg, path, *placed, held, (a.devices, b.devices)))
         return out
     if eo.kind == EntryKind.STATIC:
         assert eo.static is not None and en.static is not None

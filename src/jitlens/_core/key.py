@@ -381,9 +381,10 @@ class Aval:
     sharding: str
     #: The ``jax.vmap`` batch axis when the shape is the batched value's.
     batch_axis: int | None = None
-    #: The class of the array's sharding (``NamedSharding``, ``SingleDeviceSharding``), ""
-    #: when not placed; ``sharding`` says where, in words.
+    #: Its sharding's class (``NamedSharding``...), "" unplaced; ``sharding`` says where.
     sharding_type: str = dataclasses.field(default="", compare=False)
+    #: Its mesh's device ids in order (JAX keys the device assignment); () off a mesh.
+    devices: tuple[int, ...] = ()
 
     def short(self) -> str:
         s = f"{self.dtype}[{','.join(map(str, self.shape))}]"

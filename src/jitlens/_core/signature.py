@@ -65,7 +65,20 @@ def _aval_of(x: Any) -> Aval | None:
         dtype = str(getattr(a, "dtype", "?"))
     sharding = _sharding_of(x)
     placed = type(getattr(x, "sharding", None)).__name__ if sharding else ""
-    return Aval(shape, dtype, bool(getattr(a, "weak_type", False)), sharding, sharding_type=placed)
+    devices = _mesh_devices(x) if sharding else ()
+    weak = bool(getattr(a, "weak_type", False))
+    return Aval(shape, dtype, weak, sharding, sharding_type=placed, devices=devices)
+
+
+def _mesh_devices(x: Any) -> tuple[int, ...]:
+    """The ids of the devices of the mesh ``x`` is placed on, in the mesh's order (JAX keys a
+    compile on this device assignment), or () when it is placed on no mesh."""
+    mesh = getattr(getattr(x, "sharding", None), "mesh", None)
+    devices = getattr(mesh, "devices", None)  # an AbstractMesh has none
+    try:
+        return tuple(int(d.id) for d in devices.flat) if devices is not None else ()
+    except Exception:
+        return ()
 
 
 def _sharding_of(x: Any) -> str:

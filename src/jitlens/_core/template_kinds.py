@@ -33,6 +33,7 @@ class FixKind(_Kind):
     VAR_WEAK = "var_weak"
     VAR_ASSIGN = "var_assign"
     SHARDING = "sharding"
+    MESH_DEVICES = "mesh_devices"
     STATIC_GRAPH = "static_graph"
     STATIC_ARG = "static_arg"
     STATIC_AUX = "static_aux"
@@ -140,6 +141,10 @@ class FixKind(_Kind):
     LIBRARY_BUILD = "library_build"
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
+    # _track/owned.py (a library's code or object built per call: the user's line that builds it)
+    LIBRARY_OWNED_JIT = "library_owned_jit"
+    LIBRARY_OWNED_OBJECT = "library_owned_object"
+    LIBRARY_REBUILT = "library_rebuilt"
     # _track/frontends/numpyro.py (sequential chains; a step closed over the model's arguments)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
@@ -187,6 +192,9 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LIBRARY_BUILD: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_STATIC: ReasonKind.IDENTITY_STATIC,
     FixKind.LIBRARY_CALL: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_OWNED_JIT: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_OWNED_OBJECT: ReasonKind.IDENTITY_STATIC,
+    FixKind.LIBRARY_REBUILT: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_MODEL_ARGS: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_STATE_TYPE: ReasonKind.WEAK_TYPE,
@@ -279,6 +287,7 @@ class MessageKind(_Kind):
     SHARDING = "sharding"
     SHARDING_WHY = "sharding_why"
     SHARDING_LEAVES = "sharding_leaves"
+    MESH_DEVICES = "mesh_devices"
     # reasons/cache_cleared.py
     CLEARED = "cleared"
     EVICTED = "evicted"
@@ -300,6 +309,10 @@ class MessageKind(_Kind):
     LIBRARY_CLOSURE = "library_closure"
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
+    BUILT_AT = "built_at"
+    BUILT_SOMEWHERE = "built_somewhere"
+    JITTED_ANEW = "jitted_anew"
+    LIBRARY_REBUILT = "library_rebuilt"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
     NUMPYRO_STATE_TYPE = "numpyro_state_type"

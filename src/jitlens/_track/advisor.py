@@ -170,7 +170,16 @@ def environment(run_seconds: float) -> Environment:
         cache_dir=getattr(cfg, "jax_compilation_cache_dir", None) or None,
         cache_enabled=bool(getattr(cfg, "jax_enable_compilation_cache", True)),
         min_compile_seconds=float(getattr(cfg, "jax_persistent_cache_min_compile_time_secs", 1.0)),
+        platform=_platform(),
     )
+
+
+def _platform() -> str:
+    """The platform the program ran on (its backends exist: the report reads them too)."""
+    try:
+        return str(jax.default_backend())
+    except Exception:
+        return ""
 
 
 def dispatch_sample(rec: Record) -> DispatchSample | None:

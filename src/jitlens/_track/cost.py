@@ -38,7 +38,9 @@ NAME_SEARCH_MAX = 5_000
 
 
 def note_trace_end(b: EventBuilder, frame: Any) -> None:
-    """Keep a weak reference to the jaxpr JAX traced for ``b`` until its compile ends.
+    """Keep a weak reference to the jaxpr JAX traced for ``b`` until its compile ends (and,
+    for a library's step around an object holding the user's code, read whether it ran any:
+    ``Record.library_visibility``).
 
     Weak: JAX's own trace cache keeps the jaxpr alive through lowering and
     compiling; a trace that never compiles (``.trace()``, ``eval_shape``) must
@@ -50,18 +52,31 @@ def note_trace_end(b: EventBuilder, frame: Any) -> None:
     except TypeError:
         ref = None
     b.traced = (ref, jaxpr_api.outer_codes(frame)) if ref is not None else None
+    rec = b.record
+    if rec.user_code_only and not rec.ran_user_code:  # a library's step: whose code it ran
+        rec.note_user_code(jaxpr_api.runs_user_code(frame, _compat.is_user_file))
 
 
-def note_compiled(b: EventBuilder) -> None:
-    """The compile of ``b`` ended: read its program if it took long, then let the jaxpr go."""
+def note_compiled(b: EventBuilder, frame: Any = None) -> None:
+    """The compile of ``b`` ended: read its program if it took long, then let the jaxpr go.
+
+    ``frame``: the compile event's caller, for a compile whose trace jitlens did not see
+    end as ``b``'s (a library's own jit traced inside another trace, a compile with no
+    trace before it): its program is read from JAX's compiling frame
+    (``jaxpr_api.compiling_jaxpr``), whoever's jit it is.
+    """
     traced, b.traced = b.traced, None
-    if traced is None or b.persistent_cache_hit:
-        return
-    closed = traced[0]()
-    if closed is None:
+    if b.persistent_cache_hit or b.cost is not None:
         return
     # a short compile gets no compile-cost advice: reading it would cost without use
     if b.trace_seconds + b.lower_seconds + b.compile_seconds < advice_cost.COST_MIN_SECONDS:
+        return
+    closed = traced[0]() if traced is not None else None
+    if closed is None and frame is not None:
+        found = jaxpr_api.compiling_jaxpr(frame)
+        if found is not None:
+            closed, traced = found[0], (None, jaxpr_api.outer_codes(found[1]))
+    if closed is None or traced is None:
         return
     t0 = time.perf_counter()
     try:
@@ -77,8 +92,10 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
 
     """Flatten a ``ClosedJaxpr`` and attribute it to the user's source."""
     flat, consts, scans = jaxpr_api.flatten(closed, outer, _keep)
-    eqns = [Eqn(e.primitive, e.weight, e.stack) for e in flat]
-    loops = list(find_loops(eqns, _loop_at))
+    eqns = [
+        Eqn(e.primitive, e.weight, e.stack, e.backward, e.shapes, e.reads, e.writes) for e in flat
+    ]
+    loops = list(find_loops(eqns, _loop_at, _compat.model_api))
     for s in scans:
         users = [f for f in s.stack if f[4]]
         if not users:

@@ -19,6 +19,7 @@ from .._core import explain as _explain
 from .._core.key import Key
 from .._core.kinds import EventKind
 from .._core.signature import describe_call
+from . import owned
 from .frontend import of_kind
 from .records import EventBuilder, Record
 from .registry import REGISTRY
@@ -133,6 +134,9 @@ def describe_and_explain(
             own = of_kind(rec.kind)
             if reasons and own is not None:  # in its front-end's words (eqx.filter_jit, pmap, ...)
                 reasons = own.reword(rec, list(reasons), key)
+            if reasons and not rec.internal:  # a fix edits only code in the user's files
+                reasons = owned.in_users_code(rec, list(reasons), key, names_fn, args, kwargs)
+                reasons = [owned.rebuilt_kernel(rec, r, rec.user_fn()) for r in reasons]
             if reasons:
                 b.kind = EventKind.RETRACE
                 b.reasons = tuple(reasons)

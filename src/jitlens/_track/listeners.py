@@ -177,8 +177,7 @@ def trace_start(fun_name: str) -> bool:
         _unreadable_trace(frame)
     fun = info.fun if info is not None else None
     if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
-        # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
-        # function's own trace, if its body runs, is counted as a nested trace.
+        # make_jaxpr / grad of a jitted object: transparent; its body's trace counts as nested
         return False
     call = find_call(frame) if frame is not None else None
     if call is None and _compat.shape_only_trace(frame) and REGISTRY.find_by_fun(fun) is None:
@@ -235,6 +234,7 @@ def trace_start(fun_name: str) -> bool:
     b.jax_name = fun_name
     if user is not None and fe is not None and info is not None:
         b.frontend_key = fe.cache_key(info.args)
+    rec.note_library_trace(tls.building if tls.depth > 1 else None)  # the trace it is inside
     tls.building = b
     with rec.lock:
         rec.traces += 1
@@ -414,9 +414,9 @@ def nested_trace(fun: Any, frame: Any) -> None:
         rec = nested.untracked_record(fun, frame)
     if rec is None:  # a user's body under lax.map / scan / cond / while outside jit
         rec = nested.eager_record(fun, frame)
-    if rec is None or (rec.internal and not rec.counts_calls):
-        # JAX's own helpers made before tracking: no calls counted, no row to keep right
-        return
+    if rec is None or (rec.internal and not rec.counts_calls):  # JAX's helpers made before
+        return  # tracking: no calls counted, no row to keep right
+    rec.note_library_trace(tls.building)  # inside another function's trace
     call = find_call(frame)
     if call is not None and call.record is rec and tls.depth == 0:
         note_miss(rec, call.frame_id)  # e.g. under jax.checkpoint / lax.scan at top level
@@ -472,13 +472,15 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
         if _same_fun(b, fun_name):
             b.compile_seconds += secs
             b.compiled = True
-            cost.note_compiled(b)  # issue 34: what a long compile was made of
+            cost.note_compiled(
+                b, _compat.caller(2)
+            )  # issues 34, 45: what a long compile was made of
             if b.detached:  # a cached trace after all: the event is this compile
                 if b.detached is not True:  # its call compiled after all: a miss again
                     note_miss(b.record, b.detached)
                 b.detached = False
                 with b.record.lock:
-                    first = _first_compile_of_a_nested_trace(b.record)
+                    first = b.record.uncompiled_nested_trace()
                     if first is not None:  # traced inside another jit, compiled now: one event
                         first.compiled = True
                         first.lower_seconds += b.lower_seconds
@@ -498,16 +500,6 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     internal_failure("logging a retrace", exc)
         else:
             compile_only(fun_name, secs)
-
-
-def _first_compile_of_a_nested_trace(rec: Record) -> EventBuilder | None:
-    """The function's only trace, made inside another jit's trace (which compiles none of
-    it), when nothing of it compiled yet: the compile now served from that trace is its
-    first, not a compile "again"."""
-    if rec.compiles or any(e.compiled for e in rec.events):
-        return None
-    traces = [e for e in rec.events if e.kind is EventKind.TRACE]
-    return traces[0] if len(traces) == 1 and len(rec.events) == 1 else None
 
 
 def _stale_builder(b: EventBuilder) -> bool:
@@ -545,11 +537,12 @@ def compile_only(fun_name: str, secs: float) -> None:
         if not TRACES_SEEN[0]:  # every first compile follows a trace JAX announces
             selfcheck.runtime_problem(SILENT_TRACE_PROBLEM.format(name=name))
     with rec.lock:
-        first = _first_compile_of_a_nested_trace(rec)
+        first = rec.uncompiled_nested_trace()
         if first is not None:  # traced inside another jit, compiled now from that trace
             first.compiled, first.compile_seconds = True, first.compile_seconds + secs
             rec.compiles += 1
     if first is not None:
+        cost.note_compiled(first, frame)  # issue 45: e.g. a library's own jit
         return journal.note(rec)
     b = EventBuilder(
         rec,
@@ -576,6 +569,7 @@ def compile_only(fun_name: str, secs: float) -> None:
             )
         except Exception as exc:
             internal_failure("explaining a compile", exc)
+    cost.note_compiled(b, frame)  # issue 45: a compile with no trace of its own
     with rec.lock:
         rec.compiles += 1
         rec.events.append(b)

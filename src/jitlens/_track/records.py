@@ -247,6 +247,48 @@ class Record:
         #: Are the record's statics the user's (a front-end that hands JAX its own
         #: function, e.g. a pmap), rather than the ones in JAX's trace frame?
         self.own_statics = False
+        #: A jit a library made around the user's code (a keras step, numpyro's sample loop,
+        #: blackjax's loop): the user's row only while what it traced is the user's own
+        #: (:meth:`library_visibility`).
+        self.library_made = False
+        #: Its traces that ran inside another function's trace: part of that trace.
+        self.nested_traces = 0
+        #: The library object it serves holds code of the user's (a keras model whose class
+        #: the user wrote): the row is the user's only when a trace ran some of it.
+        self.user_code_only = False
+        #: Did a trace of it run the user's code? None: not known (yet).
+        self.ran_user_code: bool | None = None
+
+    def note_library_trace(self, outer: EventBuilder | None) -> None:
+        """A trace of this record begins (not yet counted) inside the trace ``outer`` is
+        building, or at top level (None): a library's jit decides again whether it is the
+        user's row. Inside the user's trace it is part of it; inside a library's own
+        transformation (numpyro's pmap over chains) it is not."""
+        if not self.library_made:
+            return
+        inside = outer is not None and outer.record is not self and not outer.record.internal
+        with self.lock:
+            self.nested_traces += inside
+            self.traces += 1
+            self.library_visibility()
+            self.traces -= 1
+
+    def note_user_code(self, ran: bool | None) -> None:
+        """Whether a trace of this library step ran the user's code (None: not known)."""
+        if ran is not None:
+            self.ran_user_code = ran
+            self.library_visibility()
+
+    def library_visibility(self) -> None:
+        """A library's jit is the user's row unless every trace of it ran inside another
+        function's trace (numpyro's sample loop in the user's ``jax.jit``: one trace, the
+        user's) or, serving an object that holds the user's code, none of its traces ran any
+        (keras' ``evaluate`` step of a model whose own ``train_step`` is the user's): such a
+        row stays visible under ``--include-internal`` and adds nothing to the user's totals."""
+        if not self.library_made:
+            return
+        nested = self.traces > 0 and self.nested_traces >= self.traces
+        self.internal = nested or (self.user_code_only and self.ran_user_code is False)
 
     @property
     def calls(self) -> int:
@@ -274,6 +316,15 @@ class Record:
         live = [k for k in self.keys if not k.cleared]
         cleared = [k for k in self.keys if k.cleared]
         return live, cleared
+
+    def uncompiled_nested_trace(self) -> EventBuilder | None:
+        """The function's only trace, made inside another jit's trace (which compiles none of
+        it), when nothing of it compiled yet: the compile now served from that trace is its
+        first, not a compile "again" (the lock held)."""
+        if self.compiles or any(e.compiled for e in self.events):
+            return None
+        traces = [e for e in self.events if e.kind is EventKind.TRACE]
+        return traces[0] if len(traces) == 1 and len(self.events) == 1 else None
 
     def add_key(self, key: Key) -> int:
         """Remember ``key``; return its entry index (equal keys share an entry)."""

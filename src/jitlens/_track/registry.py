@@ -183,6 +183,7 @@ class Registry:
                 rec.internal = False
             else:
                 name = _compat.built_by_library(fun, made_at)
+                rec.library_made = name is not None
             if name is not None:
                 rec.internal = False
                 self.rename(rec, name)

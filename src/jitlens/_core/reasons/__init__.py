@@ -173,11 +173,14 @@ from .shape import (
 )
 from .shape import SPEC as _SHAPE
 from .sharding import (
+    MESH_DEVICES_FIX,
+    MESH_DEVICES_MSG,
     NAMED_SHARDING,
     SHARDING_FIX,
     SHARDING_LEAVES_MSG,
     SHARDING_MSG,
     SHARDING_WHY,
+    mesh_devices,
     sharding,
     whole_argument,
 )
@@ -333,6 +336,8 @@ __all__ = [
     "LENGTH_MSG",
     "LIBRARY_MADE_FIX",
     "LIMIT",
+    "MESH_DEVICES_FIX",
+    "MESH_DEVICES_MSG",
     "MESH_FIX",
     "METHOD_FIX",
     "MODE_FIX",
@@ -455,6 +460,7 @@ __all__ = [
     "layer_config",
     "library_made",
     "library_reason",
+    "mesh_devices",
     "mutated_static",
     "mutated_static_miss",
     "nan_field",
