@@ -463,3 +463,50 @@ def test_nothing_in_src_intercepts_a_program_s_ending_outside_the_documented_exc
         if INTERCEPTION.search(line.split("#", 1)[0])
     }
     assert found <= set(INTERCEPTIONS_ALLOWED), sorted(found - set(INTERCEPTIONS_ALLOWED))
+
+
+LATE_IMPORTS = """
+import sys
+import equinox as eqx
+import jax, jax.numpy as jnp
+from flax import nnx
+
+model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+T = {"nnx": 0, "eqx": 0}
+
+
+@nnx.jit
+def fwd(m, x):
+    T["nnx"] += 1
+    return m(x)
+
+
+@eqx.filter_jit
+def step(x):
+    T["eqx"] += 1
+    return x * 2
+
+
+def no_imports(event, args):  # from here on, nothing new may be imported
+    if event == "import":
+        raise RuntimeError(f"import {args[0]} refused")
+
+
+fwd(model, jnp.ones((1, 2))); step(jnp.ones(1))
+sys.addaudithook(no_imports)
+for n in (1, 2, 2, 3, 3, 3):  # retraces, hits, the stale checks at calls 1, 2, 4
+    fwd(model, jnp.ones((n, 2))); step(jnp.ones(n))
+print("TRUTH", T["nnx"], T["eqx"], flush=True)
+"""
+
+
+def test_a_program_that_refuses_late_imports_runs_as_under_python(tmp_path):
+    """jitlens' lazy imports (a retrace's words, the advice, the stale check) refused by the
+    program's own audit hook: jitlens steps aside, the program runs on and its report is out."""
+    (tmp_path / "late.py").write_text(LATE_IMPORTS)
+    plain = run_python(["late.py"], cwd=tmp_path)
+    tracked = run_python(["-m", "jitlens", "run", "--json", "r.json", "late.py"], cwd=tmp_path)
+    assert plain.returncode == tracked.returncode == 0, tracked.stderr
+    assert tracked.stdout == plain.stdout == "TRUTH 3 3\n"
+    rows = {f["name"]: f for f in json.loads((tmp_path / "r.json").read_text())["functions"]}
+    assert (rows["fwd"]["traces"], rows["step"]["traces"]) == (3, 3)
