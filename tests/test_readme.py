@@ -68,6 +68,7 @@ def test_public_names_are_pinned():
             "lint_source",
             "load_report",
             "main",
+            "max_compiles",
             "max_traces",
             "merge_reports",
             "no_retrace",

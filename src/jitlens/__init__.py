@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from ._merge.merge import MergedReport as MergedReport
     from ._merge.merge import find_divergence as find_divergence
     from ._merge.merge import merge_reports as merge_reports
+    from ._track.compile_budget import max_compiles as max_compiles
     from ._track.guards import get_num_traces as get_num_traces
     from ._track.guards import max_traces as max_traces
     from ._track.guards import reset as reset
@@ -100,6 +101,7 @@ _LAZY = {
     "jit_forward": "_exercise.forward",
     "get_num_traces": "_track.guards",
     "max_traces": "_track.guards",
+    "max_compiles": "_track.compile_budget",
     "reset": "_track.guards",
     "LintFinding": "_lint.lint",
     "LintSkipWarning": "_lint.lint",
@@ -194,6 +196,7 @@ __all__ = [
     "lint_source",
     "load_report",
     "main",
+    "max_compiles",
     "max_traces",
     "merge_reports",
     "no_retrace",

@@ -79,7 +79,14 @@ def audit_equinox(
     key_a = Key(entries=a, config=(), signature="", fingerprint="")
     key_b = Key(entries=b, config=(), signature="", fingerprint="")
     reasons = frontend_words(diff_keys(key_a, key_b), key_b)
-    findings = [AuditFinding("error", r.kind, r.path, r.before, r.after, *r.said) for r in reasons]
+    # the optax optimizer returned beside the model: Equinox passes `opt_state` to filter_jit,
+    # not the optimizer (its examples close over it, built once); rebuilt and passed, it would
+    # compile again: a warning, as an nnx.Optimizer's transform is
+    beside = {name for name, obj in roots_b if not _is_module(obj)}
+    findings = [
+        AuditFinding(_severity(r, beside), r.kind, r.path, r.before, r.after, *r.said)
+        for r in reasons
+    ]
     differing = {r.path for r in reasons}
     findings += [f for p, e in b.items() if (f := _number(p, e, b, differing)) is not None]
     return AuditResult(
@@ -90,6 +97,13 @@ def audit_equinox(
         findings=tuple(sorted(findings, key=lambda f: SEVERITIES.index(f.severity))),
         jit=RowKind.EQX_FILTER_JIT,
     )
+
+
+def _severity(r: Any, beside: set[str]) -> str:
+    """An error where a model's own key differs; a warning for what the factory returned beside
+    the models (the optimizer): a recompile only if the program passes it to the jit rebuilt."""
+    root = r.where[0][1] if r.where and r.where[0][0] == "arg" else None
+    return "warning" if root in beside else "error"
 
 
 def _number(p: Path, e: Entry, entries: dict[Path, Entry], skip: set[str]) -> AuditFinding | None:

@@ -37,19 +37,16 @@ if TYPE_CHECKING:
     from .jax_flat import Shape
 
 # --------------------------------------------------------------------------
-# Rendering paths
-# --------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------
 # Describing values
 # --------------------------------------------------------------------------
 
 
-def _aval_of(x: Any) -> Aval | None:
+def aval_of(x: Any) -> Aval | None:
+    """``x`` as the key describes an array there: shape, dtype, weak type, placement (None when
+    it is no array)."""
     batched = _compat.batched_value(x) if isinstance(x, jax.core.Tracer) else None
     if batched is not None:  # under vmap: the batch size is part of the compiled key
-        inner = _aval_of(batched[0])
+        inner = aval_of(batched[0])
         return None if inner is None else dataclasses.replace(inner, batch_axis=batched[1])
     if isinstance(x, jax.core.Tracer):
         a = x.aval
@@ -184,7 +181,7 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
         if v is None:
             out[path] = Entry(EntryKind.OPAQUE, target="", in_graph=True)
             return
-        a = _aval_of(v) if _is_array_like(v) else None
+        a = aval_of(v) if _is_array_like(v) else None
         if a is not None:
             out[path] = Entry(EntryKind.AVAL, aval=a, in_graph=True)
         else:
@@ -335,7 +332,7 @@ def _describe_one(
     if isinstance(x, (jax.Array, jax.core.Tracer)) or (
         hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     ):
-        a = _aval_of(x)
+        a = aval_of(x)
         out[path] = (
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
         )
@@ -344,7 +341,7 @@ def _describe_one(
         if static_leaves:
             out[path] = Entry(EntryKind.STATIC, static=StaticVal(x))
             return []
-        a = _aval_of(x)
+        a = aval_of(x)
         out[path] = (
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
         )
@@ -363,7 +360,7 @@ def _describe_one(
         out[path] = Entry(EntryKind.OPAQUE, target=_type_name(x))
         return []
     if treedef.num_nodes == 1 and treedef.num_leaves == 1 and not children[0][0]:
-        a = _aval_of(x)
+        a = aval_of(x)
         out[path] = (
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.STATIC, static=StaticVal(x))
         )

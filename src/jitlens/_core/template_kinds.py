@@ -34,6 +34,7 @@ class FixKind(_Kind):
     VAR_ASSIGN = "var_assign"
     SHARDING = "sharding"
     MESH_DEVICES = "mesh_devices"
+    SHARDING_GROUP = "sharding_group"
     STATIC_GRAPH = "static_graph"
     STATIC_ARG = "static_arg"
     STATIC_AUX = "static_aux"

@@ -34,7 +34,8 @@ def layout(pieces: Sequence[tuple[Any, ...]], width: int) -> str | None:
             lines.append(piece[1])
         elif piece[0] == "line":
             line = piece[1]
-            if not fits(line.text, width - line.indent):
+            # a line of code is never wrapped (``Role.CODE``): as written, at any width
+            if not fits(line.text, width - line.indent if line.role != "code" else len(line.text)):
                 return None
             lines.append(" " * line.indent + line.text)
         elif piece[0] == "table":

@@ -16,12 +16,12 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._core.advice import SAVING_SCOPE
 from .._core.fold import fold_wrappers
 from .._core.kinds import EventKind
 from .._core.lazy import OnFirstUse
 from .._core.lines import Line, Role
-from .._core.report import Event, FunctionReport, Report, fold_reasons
+from .._core.report import FunctionReport, Report, fold_reasons
+from .advice import advice_lines, compile_cost_lines
 from .heading import heading as _heading
 from .heading import plural as plural
 from .plain import layout
@@ -52,6 +52,7 @@ STYLES: dict[Role, str] = {
     Role.EVIDENCE: "",
     Role.CAUSE: "",
     Role.FIX: "green",
+    Role.CODE: "green",
     Role.OK: "green",
     Role.WARNING: "yellow",
     Role.NOTE: "dim",
@@ -84,6 +85,8 @@ CAPTION_STYLE = "dim italic"
 DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 #: The function column gets at least this many characters before others are dropped.
 MIN_NAME_WIDTH = 24
+#: A name up to this long stays on one line: a column that matters less gives way first.
+WHOLE_NAME = 32
 #: A name's longest word is never broken below this width (``build_update_fn.<locals>.update``).
 MAX_WORD_WIDTH = 48
 NO_FUNCTIONS_SEEN = (
@@ -119,23 +122,11 @@ COMPILED_AGAIN = "compiled {m}x more from a cached trace, no retrace, {lost:.2f}
 EXPECTED_COUNT = "{n} expected (a first compile the program needs, not counted)"
 STALE_COUNT = "{n} stale cache hit(s)"
 UNCHECKED_COUNT = "{n} static(s) not checked"
-STOPPED_COUNT = "{n} trace(s) stopped by a compile budget"
+STOPPED_COUNT = "{n} stopped by a compile budget"
 #: At most this many lines when a line budget is given (``jitlens run`` at exit).
 TABLE_ROWS = 20
 MORE_FUNCTIONS = "... {n:,} more function(s): see `--json` or `--html` for all."
 MORE_LINES = "... {n:,} more line(s) of explanations: see `--json` or `--html` for all."
-ADVICE_TITLE = "advice: what else costs time, most valuable first"
-ADVICE_LINE = "{qualname}  {kind}{saving}: {message}"
-ADVICE_SAVING = ", saves ~{seconds:.2f} s"
-ADVICE_FIX = "fix: {fix}"
-ADVICE_MORE = "also: {kinds}"
-COST_TITLE = "compile cost: what the longest compiles are made of"
-COST_LINE = (
-    "{qualname}  {seconds:.2f} s to trace + compile {eqns:,} equations; "
-    "{share:.0%} of them from {where} ({function}){extra}"
-)
-COST_LOOP = "; loop at {where} x{n}"
-COST_CONSTS = "; {size} of captured constants"
 #: Why the persistent cache could not help (``Report.run.notes``, issue 23).
 CACHE_NOTE = "{message}"
 CACHE_FIX = "fix: {fix}"
@@ -227,7 +218,7 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
         carried = [item for item in carried if item not in due]
         also = len(event.reasons) - len(own)
         later = frozenset(RT.fold_key(r) for e in retraces[i + 1 :] for r in e.reasons)
-        block, cut = RT.retrace_block(fn, event, own, also, _less(width, 2), later)
+        block, cut = RT.retrace_block(fn, event, own, also, _less(width, 2))
         lines += _indented(block, 2)
         carried += [item for item in cut if RT.fold_key(item[0]) in later]
     for kind in ("retrace", "compile"):
@@ -262,73 +253,26 @@ def _less(width: int | None, indent: int) -> int | None:
     return None if width is None else width - indent
 
 
-def _saving(seconds: float | None, kind: str) -> str:
-    if seconds is None:
-        return ""
-    return ADVICE_SAVING.format(seconds=seconds) + SAVING_SCOPE.get(kind, "")
+def _rows(
+    functions: Sequence[FunctionReport], include_internal: bool, width: int
+) -> tuple[list[list[str]], list[int]]:
+    """The table's rows and the columns that fit ``width``: a row's name without its kind's
+    prefix while the kind column is shown, with it when the kind column gave way."""
+    rows = [_row(fn, include_internal) for fn in functions]
+    keep = _columns(rows, width)
+    if 1 not in keep:
+        rows = [_row(fn, include_internal, kind_shown=False) for fn in functions]
+        keep = _columns(rows, width)
+    return rows, keep
 
 
-def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
-    """The advice section: at most 3 lines per function (top advice and its fix, then the rest)."""
-    advised = [f for f in functions if f.advice]
-    if not advised:
-        return []
-    advised.sort(key=lambda f: -(f.advice[0].estimated_saving_seconds or 0.0))
-    lines: list[Line] = [Line(0, ADVICE_TITLE, Role.SECTION)]
-    for fn in advised:
-        top, *rest = fn.advice
-        text = ADVICE_LINE.format(
-            qualname=fn.qualname,
-            kind=top.kind,
-            saving=_saving(top.estimated_saving_seconds, top.kind),
-            message=top.message,
-        )
-        lines.append(Line(2, text, Role.SUBJECT))
-        lines.append(Line(4, ADVICE_FIX.format(fix=top.fix), Role.FIX))
-        if rest:
-            kinds = ", ".join(a.kind + _saving(a.estimated_saving_seconds, a.kind) for a in rest)
-            lines.append(Line(4, ADVICE_MORE.format(kinds=kinds), Role.NOTE))
-    return lines
-
-
-def costliest(fn: FunctionReport) -> Event | None:
-    """The function's longest compile whose program jitlens read (``Event.cost``), or None."""
-    costed = [e for e in fn.events if e.cost is not None and e.cost.eqns > 0]
-    return max(costed, key=lambda e: e.seconds) if costed else None
-
-
-def compile_cost_lines(functions: Sequence[FunctionReport]) -> list[Line]:
-    """One line per function whose long compile was read: the line that makes it big."""
-    lines: list[Line] = []
-    for fn in functions:
-        e = costliest(fn)
-        if e is None or e.cost is None or not e.cost.lines:
-            continue
-        cost, top = e.cost, e.cost.lines[0]
-        extra = ""
-        if cost.loops:
-            loop = cost.loops[0]
-            extra += COST_LOOP.format(where=f"{loop.file}:{loop.line}", n=loop.iterations)
-        if cost.const_bytes >= 1 << 20:
-            extra += COST_CONSTS.format(size=f"{cost.const_bytes / 2**20:.1f} MiB")
-        text = COST_LINE.format(
-            qualname=fn.qualname,
-            seconds=e.seconds,
-            eqns=cost.eqns,
-            share=top.eqns / cost.eqns,
-            where=f"{top.file}:{top.line}",
-            function=top.function,
-            extra=extra,
-        )
-        lines.append(Line(2, text, Role.EVIDENCE))
-    return [Line(0, COST_TITLE, Role.SECTION), *lines] if lines else []
-
-
-def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
+def _row(fn: FunctionReport, include_internal: bool, kind_shown: bool = True) -> list[str]:
     rate = fn.hit_rate
     name = (
         TABLE_FOLDED.format(qualname=fn.wrapped_qualname, n=fn.wrappers)
         if fn.wrappers > 1 and fn.wrapped_qualname
+        else table_name(fn)
+        if kind_shown
         else fn.qualname
     )
     name += " (internal)" if fn.internal and include_internal else ""
@@ -346,8 +290,15 @@ def _row(fn: FunctionReport, include_internal: bool) -> list[str]:
     ]
 
 
+def table_name(fn: FunctionReport) -> str:
+    """A row's name in a table that has a kind column: ``Sequential.evaluate test step``, not
+    ``keras: Sequential.evaluate test step`` beside the kind ``keras`` (the row wrapped)."""
+    prefix = f"{fn.kind}: "
+    return fn.qualname.removeprefix(prefix) if fn.qualname != prefix else fn.qualname
+
+
 def sorted_functions(report: Report, include_internal: bool = False) -> list[FunctionReport]:
-    """Functions worth a look first: most seconds lost to retraces, then most traces.
+    """Functions worth a look first: most seconds lost to recompiles, then most traces.
 
     Many wrappers of the same code (a jit built per call) are folded into one row.
     """
@@ -361,13 +312,21 @@ def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
     natural = [
         max(len(name), *(len(row[i]) for row in rows)) + 2 for i, (name, _) in enumerate(COLUMNS)
     ]
-    natural[0] = min(natural[0], max(MIN_NAME_WIDTH, _longest_word(rows)) + 2)
+    natural[0] = min(natural[0], _name_floor(rows) + 2)
     keep = list(range(len(COLUMNS)))
     for name in DROPPABLE:
         if sum(natural[i] for i in keep) <= width:
             break
         keep.remove([n for n, _ in COLUMNS].index(name))
     return keep
+
+
+def _name_floor(rows: Sequence[Sequence[str]]) -> int:
+    """The width the function column keeps before other columns give way: a name up to
+    ``WHOLE_NAME`` whole (a row of 2-3 lines at 100 columns read badly), a longer one at least
+    ``MIN_NAME_WIDTH``, never breaking its longest word."""
+    longest = max(len(row[0]) for row in rows)
+    return max(MIN_NAME_WIDTH, _longest_word(rows), min(longest, WHOLE_NAME))
 
 
 def _longest_word(rows: Sequence[Sequence[str]]) -> int:
@@ -379,7 +338,7 @@ def _longest_word(rows: Sequence[Sequence[str]]) -> int:
 def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:
     """``text``'s lines no wider than ``width``, broken after a ``joint`` before a space.
 
-    A legend is a list of definitions (``lost s = the retraces' seconds`` stays whole), a
+    A legend is a list of definitions (``hits = cache hits`` stays whole), a
     summary a few sentences (``joint=". "``).
     """
     out: list[str] = []
@@ -404,18 +363,17 @@ def _table(functions: Sequence[FunctionReport], include_internal: bool, width: i
     from rich.text import Text
 
     table = Table(box=box.SIMPLE_HEAD, collapse_padding=True, show_edge=False)
-    rows = [_row(fn, include_internal) for fn in functions]
-    keep = _columns(rows, width)
+    rows, keep = _rows(functions, include_internal, width)
     longest = max(len(row[0]) for row in rows)
     for i in keep:
         name, justify = COLUMNS[i]
         if i == 0:
-            floor = max(min(longest, MIN_NAME_WIDTH), _longest_word(rows))
+            floor = min(_name_floor(rows), longest)
             table.add_column(name, min_width=min(floor, width // 2), overflow="fold")
         else:
             table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for fn, row in zip(functions, rows, strict=True):
-        lost = Role.ALERT if fn.retraces else Role.TEXT  # seconds lost to retraces
+        lost = Role.ALERT if fn.seconds_lost else Role.TEXT  # seconds lost to recompiles
         styles = {0: STYLES[Role.SUBJECT], len(COLUMNS) - 1: STYLES[lost]}
         table.add_row(*(Text(row[i], style=styles.get(i, "")) for i in keep))
     return table
@@ -482,8 +440,7 @@ def _pieces(
     else:
         title, caption = _heading(report, include_internal)
         out.append(("text", title, TITLE_STYLE))
-        rows = [_row(fn, include_internal) for fn in functions]
-        keep = _columns(rows, width)
+        rows, keep = _rows(functions, include_internal, width)
         cells = [[COLUMNS[i][0] for i in keep], *([row[i] for i in keep] for row in rows)]
         right = [COLUMNS[i][1] == "right" for i in keep]
         out.append(("table", functions, include_internal, cells, right))
@@ -503,7 +460,7 @@ def _pieces(
     if costs:
         out.append(("blank",))
     out += [("line", line, True) for line in costs]
-    advice = advice_lines(functions)
+    advice = advice_lines(functions, report.run)
     if advice:
         out.append(("blank",))
     out += [("line", line, True) for line in advice]
@@ -541,6 +498,10 @@ def _rich(pieces: Sequence[Piece], color: bool, width: int) -> Console:
     for piece in pieces:
         if piece[0] == "text":
             console.print(Text(piece[1], style=piece[2]))
+        elif piece[0] == "line" and piece[1].role is Role.CODE:  # whole, to copy
+            line = piece[1]
+            text = Text(" " * line.indent + line.text, style=STYLES[line.role])
+            console.print(text, no_wrap=True, overflow="ignore", crop=False)
         elif piece[0] == "line":
             console.print(styled(piece[1], glue=piece[2]))
         elif piece[0] == "table":

@@ -17,7 +17,7 @@ from typing import Any
 from .. import _compat
 from .._compat.frames import working_dir
 from .._record import record
-from . import advisor
+from . import advisor, ties
 from .records import SETTLED_CALLS, Record
 from .state import (
     ADVICE_CALLS,
@@ -266,13 +266,20 @@ def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed
     # an object named by identity died and another took its address: not the same signature
     reused = known is not None and any(ref() is None for ref in known[1])
     if not missed:
+        if known is not None and not reused and known[0] < 0:  # shared by two entries
+            return ties.tied_entry(rec, light, args, kwargs)
         return -1 if known is None or reused else known[0]
     b = tls.last_built
     entry = b.entry if b is not None and b.record is rec else -1
     if known is None or reused or known[0] == entry:
         rec.entry_by_light[light] = (entry, tuple(weakref.ref(o) for o in objs))
+    elif entry >= 0 and (known[0] >= 0 or rec.ties.get(light) is not None):
+        # a new entry of the same light signature: what tells them apart (``ties``)
+        ties.note_shared(rec, light, known[0], b)
+        rec.entry_by_light[light] = (-1, ())
     else:
         rec.entry_by_light[light] = (-1, ())
+        rec.ties[light] = None
     return entry
 
 

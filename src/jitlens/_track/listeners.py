@@ -19,6 +19,16 @@ from .._errors import JitlensError, RecompileWarning
 from .._record import record
 from . import calls, cost, flows, journal, live, nested, pcache, selfcheck  # live: issue 24
 from .calls import CountedCall, find_call, note_miss, take_back_miss
+from .compiling import (
+    TRACES_SEEN,
+    compile_only,
+    compile_start,
+    same_fun,
+    stale_builder,
+    take_started,
+    unfile_key,
+)
+from .compiling import ended as compile_ended
 from .describe import describe_and_explain
 from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -33,8 +43,6 @@ from .state import (
     update_threshold,
 )
 
-#: Has any trace-start event reached jitlens in this process?
-TRACES_SEEN = [False]
 #: The signature shown for a trace that ran inside another function's trace.
 NESTED_SIGNATURE = "(traced inside another function's trace)"
 #: What a compile budget raises on purpose (``RecompileWarning`` under ``-W error``).
@@ -65,11 +73,15 @@ def on_scalar(event: str, value: float, **kw: Any) -> None:
             tls.nevents = note_event()  # after TRACING: see calls._file_timed
         elif event == _compat.COMPILE_EVENT or event == _compat.LOWER_EVENT:
             tls.nevents = note_event()
+            if event == _compat.COMPILE_EVENT and REGISTRY.on_compile:
+                compile_start(kw.get("fun_name", "?"))  # a compile budget may stop it here
             return
         else:
             return
         if tls.busy:
             return
+    except (PassThrough, *GUARD_ERRORS):  # a compile budget's, at a compile's start
+        raise
     except Exception as exc:
         internal_failure("counting a trace", exc)
         return
@@ -117,26 +129,13 @@ def abandon_open_trace() -> None:
 
 def _drop_trace(b: EventBuilder) -> None:
     """Forget a trace whose body never ran: its count, event and the key it filed."""
-    with b.record.lock:
-        if b in b.record.events:  # not already taken back (a guard's abort, a cached trace)
-            b.record.events.remove(b)
-            b.record.traces = max(0, b.record.traces - 1)
-        _unfile_key(b)
-    journal.note(b.record)
-
-
-def _unfile_key(b: EventBuilder) -> None:
-    """Take back the key an uncompiled trace filed, if still the last (record's lock held),
-    and this thread's trace in progress is not ``b`` any more."""
     rec = b.record
-    if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
-        rec.keys.remove(b.key)
-        rec.n_entries -= 1
-    b.key = None
-    if tls.building is b:
-        tls.building = None
-    if tls.last_built is b:
-        tls.last_built = None
+    with rec.lock:
+        if b in rec.events:  # not already taken back (a guard's abort, a cached trace)
+            rec.events.remove(b)
+            rec.traces = max(0, rec.traces - 1)
+        unfile_key(b)
+    journal.note(rec)
 
 
 def settle_open_trace() -> None:
@@ -289,8 +288,6 @@ UNPACK_PROBLEM = (
 FRAME_PROBLEM = (
     "JAX's trace frame ({name}) cannot be read (traces cannot be attributed to functions)"
 )
-#: JAX compiled a function whose trace it never announced.
-SILENT_TRACE_PROBLEM = "JAX compiled {name} without announcing its trace (trace counts unknown)"
 
 
 def _unreadable_trace(frame: Any) -> None:
@@ -363,7 +360,7 @@ def abort_trace(b: EventBuilder | None) -> None:
             b.kind = EventKind.STOPPED
             if len(rec.stopped) < MAX_EVENTS:
                 rec.stopped.append(b)
-        _unfile_key(b)
+        unfile_key(b)
     journal.note(rec)
 
 
@@ -447,13 +444,15 @@ def on_duration(event: str, secs: float, **kw: Any) -> None:
         if not REGISTRY.active:
             return
         _duration(event, secs, kw.get("fun_name", "?"))
+    except GUARD_ERRORS:  # a compile budget's, at the end of a compile JAX announced no start of
+        raise
     except Exception as exc:
         internal_failure("timing a trace or compile", exc)
 
 
 def _duration(event: str, secs: float, fun_name: str) -> None:
     b = tls.building
-    if b is not None and event == _compat.COMPILE_EVENT and _stale_builder(b):
+    if b is not None and event == _compat.COMPILE_EVENT and stale_builder(b):
         tls.building = b = None  # its trace never compiled (lower/eval_shape/make_jaxpr)
     if b is None:
         if event == _compat.COMPILE_EVENT:
@@ -466,10 +465,11 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
             flows.note_program(b, frame)
         cost.note_trace_end(b, frame)
     elif event == _compat.LOWER_EVENT:
-        if _same_fun(b, fun_name):
+        if same_fun(b, fun_name):
             b.lower_seconds += secs
     elif event == _compat.COMPILE_EVENT:
-        if _same_fun(b, fun_name):
+        if same_fun(b, fun_name):
+            counted = take_started(fun_name)
             b.compile_seconds += secs
             b.compiled = True
             cost.note_compiled(
@@ -498,83 +498,9 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     live.log_retrace(b.record, b)
                 except Exception as exc:
                     internal_failure("logging a retrace", exc)
+            compile_ended(b.record, b, counted)
         else:
             compile_only(fun_name, secs)
-
-
-def _stale_builder(b: EventBuilder) -> bool:
-    """Is this compile happening in a tracked call other than the one that traced ``b``?"""
-    found = find_call(_compat.caller(4))
-    return found is not None and (found.record is not b.record or found.index != b.call_index)
-
-
-def _same_fun(b: EventBuilder, fun_name: str) -> bool:
-    return fun_name in (f"jit({b.jax_name})", b.jax_name, f"pjit({b.jax_name})")
-
-
-def compile_only(fun_name: str, secs: float) -> None:
-    """A compile with no trace before it (AOT ``.compile()``, a new placement, an evicted executable).
-
-    JAX's trace cache ignores some parts of the full key (e.g. which device a
-    committed input lives on): those recompile without re-running Python. When
-    the compile happens inside a tracked call, its key is described and
-    explained like a retrace's.
-    """
-    name = fun_name[4:-1] if fun_name.startswith("jit(") else fun_name
-    frame = _compat.caller(3)
-    found = find_call(frame)
-    if nested.claim_compile_only(name, secs, found):  # an eager vmap/grad's compile
-        return
-    cur = found if found is not None and found.record.jax_name == name else None
-    rec = cur.record if cur is not None else None
-    if cur is not None:
-        note_miss(cur.record, cur.frame_id)
-    if rec is None:
-        with REGISTRY.lock:
-            rec = next((r for r in reversed(REGISTRY.records) if r.jax_name == name), None)
-    if rec is None:
-        rec = REGISTRY.record_for_untracked(None, name, None)
-        if not TRACES_SEEN[0]:  # every first compile follows a trace JAX announces
-            selfcheck.runtime_problem(SILENT_TRACE_PROBLEM.format(name=name))
-    with rec.lock:
-        first = rec.uncompiled_nested_trace()
-        if first is not None:  # traced inside another jit, compiled now from that trace
-            first.compiled, first.compile_seconds = True, first.compile_seconds + secs
-            rec.compiles += 1
-    if first is not None:
-        cost.note_compiled(first, frame)  # issue 45: e.g. a library's own jit
-        return journal.note(rec)
-    b = EventBuilder(
-        rec,
-        EventKind.COMPILE,
-        cur.index if cur is not None and cur.record is rec else None,
-        _compat.user_call_site(frame),
-        time.perf_counter() - secs,
-    )
-    b.compile_seconds = secs
-    b.compiled = True
-    b.jax_name = name
-    if cur is not None and cur.record is rec and not rec.internal:
-        try:
-            describe_and_explain(
-                rec,
-                b,
-                rec.user_fn(),
-                cur.args,
-                cur.kwargs,
-                rec.static_argnums,
-                rec.static_argnames,
-                first=False,
-                compile_only=True,
-            )
-        except Exception as exc:
-            internal_failure("explaining a compile", exc)
-    cost.note_compiled(b, frame)  # issue 45: a compile with no trace of its own
-    with rec.lock:
-        rec.compiles += 1
-        rec.events.append(b)
-    journal.note(rec)
-    live.check_runaway(rec, b)  # issue 24: recompiles without a retrace count too
 
 
 # ------------------------------------------------------------------ plain events

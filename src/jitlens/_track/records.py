@@ -226,6 +226,8 @@ class Record:
         self.timed_until = sys.maxsize
         #: light signature -> (entry, weak references to the objects it names by identity)
         self.entry_by_light: dict[Any, tuple[int, tuple[Any, ...]]] = {}
+        #: light signature shared by two entries -> how its hits are tied to one (``ties``)
+        self.ties: dict[Any, Any] = {}
         self.n_entries = 0
         self.lock = threading.Lock()
         self.static_argnums: tuple[int, ...] = ()
@@ -313,6 +315,7 @@ class Record:
             k.cleared, k.clears_seen = True, None
         if gone:
             self.entry_by_light.clear()
+            self.ties.clear()
         live = [k for k in self.keys if not k.cleared]
         cleared = [k for k in self.keys if k.cleared]
         return live, cleared
@@ -472,6 +475,7 @@ class Record:
             del self.keys[:-keep]
         self.window_seq = self.early_seq = -1
         self.entry_by_light.clear()
+        self.ties.clear()
 
     def mark_cleared(self) -> None:
         self.window_seq = self.early_seq = -1
@@ -479,3 +483,4 @@ class Record:
             k.cleared = True
             k.clears_seen = None  # counted as cleared: a later jax.clear_caches() adds nothing
         self.entry_by_light.clear()
+        self.ties.clear()

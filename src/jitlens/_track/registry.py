@@ -83,6 +83,9 @@ class Registry:
         self.depth = 0
         self.include_internal_keys = False
         self.on_trace: list[Callable[[Record, EventBuilder], None]] = []
+        #: Compile budgets, called at each compile's start (``compiling.compile_start``);
+        #: empty unless one is open, so that a compile costs nothing more.
+        self.on_compile: list[Callable[[Record, EventBuilder], None]] = []
         self.on_stale: list[Callable[[Record, Any], None]] = []
         #: Front-end records by :func:`_frontend_index`, latest last.
         self.by_frontend: OrderedDict[tuple[str, str, Any], Record] = OrderedDict()

@@ -51,6 +51,16 @@ SHARDING_LEAVES_MSG = Template(
 )
 
 
+#: Leaves placed otherwise the same way that are no one argument (an nnx Variable of the model
+#: and its optimizer's momentum): one fix places them all, a line of code each; placing one
+#: leaves the others to compile again.
+SHARDING_GROUP_FIX = Template(
+    K.SHARDING_GROUP,
+    "Place {paths} one way for every call, once, before the loop, e.g. as this call has "
+    "them{note}:\n{code}",
+)
+
+
 #: ``Aval.sharding_type`` of an array placed by a mesh and a partition spec.
 NAMED_SHARDING = "NamedSharding"
 
@@ -164,11 +174,34 @@ def whole_argument(leaves: list[Reason], path: str) -> Reason:
     ).replace(where=first.where[:1])  # fmt: skip
 
 
+def placed_together(leaves: list[Reason]) -> list[Reason]:
+    """``leaves`` (sharding reasons of one diff, placed the same way before and after, each
+    with ``SHARDING_FIX``) with one fix for all of them: a line of code per leaf. Every leaf keeps
+    its own message and values; they share the fix, so that a reader applying it places them all.
+    """
+    code, note = [], ""
+    for r in leaves:
+        params = dict(r.said[1].params)
+        target = params.get("target", "")
+        code.append(  # the statement each leaf's own fix would have shown
+            params.get("code") or f"{target} = jax.device_put({target}, {params['placement']})"
+        )
+        note = note or params.get("note", "")
+    names = [f"`{r.path or r.argument}`" for r in leaves]
+    paths = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    fix = SHARDING_GROUP_FIX.as_written(paths=paths, note=note, code="\n".join(code))
+    return [r.replace(fix=fix, fix_kind=K.SHARDING_GROUP) for r in leaves]
+
+
 SPEC = KindSpec(
     ReasonKind.SHARDING,
     what="input sharding / placement, mesh shape, the order of a mesh's devices, "
     "`in_shardings` of a re-created wrapper",
     example="uncommitted (default device) -> committed to cpu:1",
-    fixes={K.SHARDING: SHARDING_FIX, K.MESH_DEVICES: MESH_DEVICES_FIX},
+    fixes={
+        K.SHARDING: SHARDING_FIX,
+        K.MESH_DEVICES: MESH_DEVICES_FIX,
+        K.SHARDING_GROUP: SHARDING_GROUP_FIX,
+    },
     messages=(SHARDING_MSG, SHARDING_WHY, SHARDING_LEAVES_MSG, MESH_DEVICES_MSG),
 )
