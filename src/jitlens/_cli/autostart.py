@@ -336,6 +336,8 @@ def _start() -> None:
             quiet=bool(run.get("quiet")),
             fail_on_retrace=bool(run.get("fail_on_retrace")),
             max_traces=run.get("max_traces"),
+            fail_on_recompile=bool(run.get("fail_on_recompile")),
+            max_compiles=run.get("max_compiles"),
         )
         include_internal = session.args.include_internal or _config.get("include_internal")
         tracker = Tracker(include_internal=include_internal, timeline=True)

@@ -28,15 +28,10 @@ if TYPE_CHECKING:
     import logging
 
 #: Options of this module that take a value (for ``run.split_argv``).
-VALUE_OPTIONS = ("--max-traces",)
-USAGE = "[--fail-on-retrace] [--max-traces N]"
-SWALLOWED = (
-    "jitlens run: the program caught jitlens' RecompileError and went on; "
-    "exiting 1 as {flag} asks ({n} violation(s), the first above in the log)"
-)
-OWN_STATUS = (
-    "jitlens run: the program caught jitlens' RecompileError ({n} violation(s), the first above "
-    "in the log) and chose its own exit status, {status}: it stands"
+VALUE_OPTIONS = ("--max-traces", "--max-compiles")
+USAGE = (
+    "[--fail-on-retrace] [--max-traces N]\n"
+    "                   [--fail-on-recompile] [--max-compiles N]"
 )
 
 
@@ -52,6 +47,18 @@ def add_live_options(p: argparse.ArgumentParser) -> None:
         type=_budget,
         metavar="N",
         help="stop the program when any one jitted function is traced more than N times",
+    )
+    p.add_argument(
+        "--fail-on-recompile",
+        action="store_true",
+        help="stop the program at the second compile of any of its jitted functions, also one "
+        "JAX makes from a trace it has (a new sharding or placement: no retrace)",
+    )
+    p.add_argument(
+        "--max-compiles",
+        type=_budget,
+        metavar="N",
+        help="stop the program when any one jitted function is compiled more than N times",
     )
 
 
@@ -88,14 +95,23 @@ def _terminal_handler() -> logging.Handler:
 class LiveRun:
     """What :meth:`start` installed; :meth:`stop` removes it and gives jitlens' verdict."""
 
-    def __init__(self, quiet: bool, fail_on_retrace: bool, max_traces: int | None) -> None:
+    def __init__(
+        self,
+        quiet: bool,
+        fail_on_retrace: bool,
+        max_traces: int | None,
+        fail_on_recompile: bool = False,
+        max_compiles: int | None = None,
+    ) -> None:
         self.quiet = quiet
         self.fail_on_retrace = fail_on_retrace
         self.max_traces = max_traces
+        self.fail_on_recompile = fail_on_recompile
+        self.max_compiles = max_compiles
         self.handler: logging.Handler | None = None
         self.saved: tuple[int, bool] | None = None
-        self.scope_cm: Any = None
-        self.scope: Any = None
+        #: (the budget's context manager, its scope, the option that opened it)
+        self.scopes: list[tuple[Any, Any, str]] = []
 
     def start(self) -> str | None:
         """Show jitlens' log on the terminal and open the budget asked for.
@@ -121,16 +137,30 @@ class LiveRun:
             log.addHandler(self.handler)
             log.setLevel(getattr(logging, level.upper()))
             log.propagate = False  # the program's root handlers would print it twice
+        for flag, cm in self._budgets():
+            try:
+                self.scopes.append((cm, cm.__enter__(), flag))
+            except JitlensError as exc:
+                return f"jitlens run: {exc}"
+        return None
+
+    def _budgets(self) -> list[tuple[str, Any]]:
+        """The budgets the options ask for: traces (``scopes.program_scope``), compiles
+        (``compile_budget.compile_scope``)."""
+        found: list[tuple[str, Any]] = []
         if self.fail_on_retrace or self.max_traces is not None:
             from .._track.scopes import program_scope
 
-            cm = program_scope(bool(self.fail_on_retrace), self.max_traces)
-            try:
-                self.scope = cm.__enter__()
-            except JitlensError as exc:
-                return f"jitlens run: {exc}"
-            self.scope_cm = cm
-        return None
+            flag = "--fail-on-retrace" if self.fail_on_retrace else "--max-traces"
+            found.append((flag, program_scope(bool(self.fail_on_retrace), self.max_traces)))
+        if self.fail_on_recompile or self.max_compiles is not None:
+            from .._track.compile_budget import RECOMPILE_IN_RUN, compile_scope
+
+            flag = "--fail-on-recompile" if self.fail_on_recompile else "--max-compiles"
+            source = f"jitlens run {flag}"
+            head = RECOMPILE_IN_RUN if self.fail_on_recompile else ""
+            found.append((flag, compile_scope(self.max_compiles or 1, source=source, head=head)))
+        return found
 
     def stop(self, failed: bool) -> tuple[int, str] | None:
         """Close the budget; ``(violations, the option that set it)``, for ``jitlens run`` to
@@ -144,14 +174,19 @@ class LiveRun:
                 log.setLevel(self.saved[0])
                 log.propagate = self.saved[1]
             self.handler = None
-        if self.scope_cm is None:
+        if not self.scopes:
             return None
         from .._errors import JitlensError
 
-        cm, self.scope_cm = self.scope_cm, None
-        flag = "--fail-on-retrace" if self.fail_on_retrace else "--max-traces"
-        try:
-            cm.__exit__(None, None, None)
-        except JitlensError as exc:  # the self-check found traces cannot be counted
-            return -1, f"{flag}: {exc}"
-        return len(self.scope.violations), flag
+        scopes, self.scopes = self.scopes, []
+        verdict: tuple[int, str] | None = None
+        for cm, _scope, flag in reversed(scopes):
+            try:
+                cm.__exit__(None, None, None)
+            except JitlensError as exc:  # the self-check found it cannot be counted
+                verdict = (-1, f"{flag}: {exc}")
+        if verdict is not None:
+            return verdict
+        n = sum(len(scope.violations) for _, scope, _ in scopes)
+        flags = [flag for _, scope, flag in scopes if scope.violations] or [scopes[0][2]]
+        return n, flags[0]
