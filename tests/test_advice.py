@@ -1202,3 +1202,47 @@ def test_a_few_shapes_each_from_its_own_line_and_reused_are_expected(
     if reused:
         assert [(s.shape, s.calls) for s in shared] == [("f32[24,3]", 3), ("f32[10,3]", 3)]
         assert fn.seconds_lost == 0.0
+
+
+class _Dataset:
+    """An object a jitted function closes over: its ``shape`` property loads a file (the
+    issue 44 report), its ``__getattribute__`` and ``__getattr__`` count every read."""
+
+    reads: dict[str, int] = {}
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "table", np.arange(300_000, dtype=np.float32))  # 1.2 MB
+
+    def __getattribute__(self, name: str) -> Any:
+        _Dataset.reads[name] = _Dataset.reads.get(name, 0) + 1
+        return object.__getattribute__(self, name)
+
+    def __getattr__(self, name: str) -> Any:
+        _Dataset.reads[f"getattr {name}"] = _Dataset.reads.get(f"getattr {name}", 0) + 1
+        raise AttributeError(name)
+
+    @property
+    def shape(self) -> tuple[int, ...]:  # (the report's program loaded its dataset here)
+        _Dataset.reads["shape property"] = _Dataset.reads.get("shape property", 0) + 1
+        return (300_000,)
+
+
+def test_a_captured_constant_is_named_without_running_the_programs_code(monkeypatch):
+    """The compile-cost reading names a captured table through the object holding it, read
+    from its ``__dict__``: its ``shape`` property never runs (it loaded a dataset file in the
+    report that found it), nor any ``__getattribute__`` / ``__getattr__`` of the object.
+    Before: the property ran, ``__array_interface__`` was asked of it and ``__class__`` read
+    4 times, and the table was left unnamed."""
+    monkeypatch.setattr(cost_rules, "COST_MIN_SECONDS", 0.0)
+    holder = _Dataset()
+
+    def sums(x):
+        return x + jnp.asarray(object.__getattribute__(holder, "table"))[:3].sum()
+
+    _Dataset.reads.clear()
+    with jitlens.track() as t:
+        out = jax.jit(sums)(jnp.ones(3))
+    assert _Dataset.reads == {}, _Dataset.reads  # (the program reads its table itself)
+    ((event,),) = [f.events for f in t.report().functions if f.name == "sums"]
+    assert event.cost is not None and [c.name for c in event.cost.consts] == ["holder.table"]
+    assert float(out[0]) == 1.0 + 3.0

@@ -31,9 +31,9 @@ from test_sharding_subprocess import device_env
 PROGRAM = pathlib.Path(__file__).parent / "trial_programs" / "first_hour_fsdp_momentum.py"
 PLACED = "-> NamedSharding(mesh('data': 2, 'model': 4), P('model'))"
 CODE = (
-    "model.w2[...] = jax.device_put(model.w2[...], NamedSharding(mesh, P('model')))",
-    "optimizer.momentum['w2'][...] = jax.device_put(optimizer.momentum['w2'][...], "
-    "NamedSharding(mesh, P('model')))",
+    "model.w2.set_value(jax.device_put(model.w2.get_value(), NamedSharding(mesh, P('model'))))",
+    "optimizer.momentum['w2'].set_value(jax.device_put(optimizer.momentum['w2'].get_value(), "
+    "NamedSharding(mesh, P('model'))))",
 )
 
 pytestmark = pytest.mark.xdist_group("first_hour_e_fsdp")  # its module fixture runs once

@@ -378,15 +378,47 @@ def test_the_tracked_jit_is_transparent() -> None:
         assert inspect.signature(tracked) == inspect.signature(plain)
         with pytest.raises(TypeError):
             jax.jit(fun=_f)
-        holder = {"step": tracked, "n": [1]}
-        clone = copy.deepcopy(holder)
-        assert clone["n"] == [1] and clone["step"] is tracked
         for attr in ("lower", "trace", "eval_shape", "clear_cache"):
             assert callable(getattr(tracked, attr))
         method = jax.jit(_Holder.scale, static_argnums=0)
         h = _Holder()
         bound = method.__get__(h, _Holder)
         assert bound.__self__ is h and float(bound(jnp.ones(1))[0]) == 2.0
+
+
+def _copies(jitted: Any) -> list[tuple[Any, ...]]:
+    """What copying ``jitted`` makes, as a program sees it: identity, equality, names, results."""
+    out = []
+    for make in (copy.copy, copy.deepcopy, lambda j: copy.deepcopy({"step": j})["step"]):
+        c = make(jitted)
+        out.append((
+            type(c).__name__, c is jitted, c == jitted, hash(c) == hash(jitted),
+            hasattr(c, "__wrapped__"), hasattr(c, "__name__"), repr(c).split(" of ")[0],
+            c(jnp.ones(2)).tolist(),
+        ))  # fmt: skip
+    return out
+
+
+def test_copies_of_a_tracked_jit_are_what_copies_of_the_jax_jit_object_are() -> None:
+    """``copy.copy`` / ``copy.deepcopy`` of a tracked ``jax.jit`` object (and of an object
+    holding it) used to return the very object: ``copy.copy(f) is f`` where plain JAX makes a
+    new object, equal only to itself and without the original's ``__wrapped__``. Now the
+    copies are what plain JAX's are, and their calls are counted in the function's row."""
+
+    def added(x: Any) -> Any:  # a function of its own: JAX's trace cache is per function
+        return x + 1
+
+    plain = jax.jit(_f)
+    plain(jnp.ones(2))
+    want = _copies(plain)
+    with jitlens.track() as t:
+        tracked = jax.jit(added)
+        tracked(jnp.ones(2))
+        got = _copies(tracked)
+    assert got == want
+    assert want[0][1:6] == (False, False, False, False, False)  # (the ground truth, as read)
+    (row,) = [f for f in t.report().functions if f.name == "added"]
+    assert (row.calls, row.traces) == (4, 1)
 
 
 def test_concurrent_first_calls_share_one_row() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from .. import _compat
 from .._compat.flax_api import LAZY_NNX as nnx
 from .._core.files import write_atomic
-from .._core.key import Entry, Path, short_repr
+from .._core.key import Entry, Path, keeping_values, short_repr
 from .._core.kinds import EntryKind, ReasonKind, WordsKind
 from .._core.signature import walk_graphdef
 from .._core.words import Template, Words
@@ -227,7 +227,8 @@ def _describe(
     for name, node in roots:
         flat = _compat.flatten_node(node, ref_index)
         if flat is not None:
-            walk_graphdef(flat[0], flat[1], (("arg", name),), out)
+            with keeping_values():  # the audit holds both builds itself, and drops them with it
+                walk_graphdef(flat[0], flat[1], (("arg", name),), out)
             continue
         try:
             nnx.split(node)

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._compat.equinox_api import is_eqx_module_class
 from .._core.explain import diff_keys
-from .._core.key import Entry, Key, Path, StaticVal, render_path
+from .._core.key import Entry, Key, Path, StaticVal, keeping_values, render_path
 from .._core.kinds import EntryKind, ReasonKind, RowKind, WordsKind
 from .._core.signature import describe_value
 from .._core.words import Template
@@ -66,8 +66,9 @@ def _role(obj: Any, i: int) -> str:
 
 def _describe(roots: list[tuple[str, Any]]) -> dict[Path, Entry]:
     out: dict[Path, Entry] = {}
-    for name, obj in roots:
-        describe_value(obj, (("arg", name),), out, None, static_leaves=True)
+    with keeping_values():  # the audit holds both builds itself, and drops them with it
+        for name, obj in roots:
+            describe_value(obj, (("arg", name),), out, None, static_leaves=True)
     return out
 
 

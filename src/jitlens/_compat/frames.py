@@ -15,9 +15,10 @@ import os
 import sys
 import sysconfig
 from collections.abc import Mapping
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
+from .._peek import is_a, static_attr
 from .._record import record
 from . import libraries
 
@@ -298,12 +299,12 @@ def find_locals(
 
 def package_of(fn: Any) -> str | None:
     """The installed library (a ``framework_packages()`` name) whose file defines ``fn``."""
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    filename = getattr(code, "co_filename", None)
-    if not isinstance(filename, str):
+    code = static_attr(
+        static_attr(fn, "__func__", fn), "__code__"
+    )  # (no code of the program's runs)
+    if not is_a(code, CodeType):
         return None
-    return library_of_file(filename, framework_packages())
+    return library_of_file(code.co_filename, framework_packages())
 
 
 def holds_user_code(obj: Any) -> bool:

@@ -173,13 +173,15 @@ def _stack(
 
 
 def _subjaxprs(eqn: Any) -> list[Any]:
+    """The jaxprs an equation holds (a scan's body, a cond's branches), found by their type:
+    a parameter may be an object of the program's (a callback), never read for attributes."""
+    from jax._src import core
+
     found = []
     for val in eqn.params.values():
-        for v in val if isinstance(val, (tuple, list)) else (val,):
-            if hasattr(v, "eqns"):
+        for v in val if type(val) in (tuple, list) else (val,):
+            if issubclass(type(v), (core.Jaxpr, core.ClosedJaxpr)):
                 found.append((v, ()))
-            elif hasattr(v, "jaxpr") and hasattr(v, "consts") and hasattr(v.jaxpr, "eqns"):
-                found.append((v.jaxpr, tuple(v.consts)))
     return found
 
 
@@ -428,3 +430,57 @@ def array_facts(x: Any) -> tuple[tuple[int, ...], str, int, Any] | None:
     while getattr(base, "base", None) is not None and hasattr(base.base, "shape"):
         base = base.base
     return tuple(int(d) for d in shape), str(dtype), nbytes, base
+
+
+def traced(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The ``ClosedJaxpr`` a ``jax.jit`` object traced for these arguments (``.trace()``:
+    from JAX's trace cache when the call traced it), or None."""
+    try:
+        return jitted.trace(*args, **kwargs).jaxpr
+    except Exception:
+        return None
+
+
+def trace_count() -> int | None:
+    """How many traces JAX's jit has made in this process (its trace cache's misses), or
+    None where the installed JAX does not say."""
+    try:
+        from jax._src import pjit
+
+        return int(pjit._infer_params_cached.cache_info().misses)
+    except Exception:
+        return None
+
+
+def in_out_vars(closed: Any) -> tuple[list[Any], list[Any]]:
+    """A closed jaxpr's input and output variables."""
+    return list(closed.jaxpr.invars), list(closed.jaxpr.outvars)
+
+
+def run(closed: Any, flat: list[Any]) -> list[Any] | None:
+    """The closed jaxpr evaluated on ``flat`` (op by op), or None if it raises."""
+    try:
+        from jax.extend.core import jaxpr_as_fun
+
+        return list(jaxpr_as_fun(closed)(*flat))
+    except Exception:
+        return None
+
+
+def inputs_read(closed: Any, out_index: int) -> set[int]:
+    """The positions of the inputs output ``out_index`` is computed from: a walk back over the
+    equations (an equation's every output depends on its every input; a literal is no input)."""
+    jaxpr = closed.jaxpr
+    producers = {id(v): e for e in jaxpr.eqns for v in e.outvars}
+    inputs = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    stack, seen, found = [jaxpr.outvars[out_index]], set(), set()
+    while stack:
+        var = stack.pop()
+        if id(var) in seen:
+            continue
+        seen.add(id(var))
+        if id(var) in inputs:
+            found.add(inputs[id(var)])
+        elif id(var) in producers:
+            stack.extend(producers[id(var)].invars)
+    return found

@@ -92,6 +92,24 @@ def _leaves(rec: Record) -> tuple[tuple[str, int], ...]:
     return tuple(counts.items())
 
 
+def _arrays(value: Any, depth: int) -> list[Any]:
+    """The JAX arrays in ``value``: in builtin containers and NNX objects (flattened by flax),
+    never through a pytree of the program's (its flatten is its code: JAX runs it at the call)."""
+    t = type(value)
+    if issubclass(t, jax.Array):
+        return [value]
+    if depth <= 0:
+        return []
+    if t is tuple or t is list:
+        return [a for v in value for a in _arrays(v, depth - 1)]
+    if t is dict:
+        return [a for v in dict.values(value) for a in _arrays(v, depth - 1)]
+    if _compat.is_graph_node(value):
+        flat = _compat.flatten_node(value)
+        return [a for v in flat[1] for a in _arrays(v, 1)] if flat is not None else []
+    return []
+
+
 def sampled_call(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run one call as the user made it, timing host and device parts (see the module doc)."""
     __tracebackhide__ = True
@@ -99,7 +117,7 @@ def sampled_call(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, 
         # Under vmap/grad the arguments are tracers: nothing to time, no sample.
         ready = _compat.trace_state_clean()
         if ready:
-            jax.block_until_ready((args, kwargs))
+            jax.block_until_ready(_arrays((args, kwargs), 4))
     except Exception:
         ready = False  # e.g. a donated input: the call itself will say so
     if not ready:

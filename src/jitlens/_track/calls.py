@@ -57,6 +57,8 @@ _ARRAYISH: dict[type, bool] = {}
 #: Module, an Optimizer), whose static structure it cannot see but which stay one
 #: object from call to call; a new model built per epoch is then a new signature.
 _BY_IDENTITY: dict[type, bool] = {}
+#: Where the array types read by shape and dtype live.
+_ARRAY_MODULES = frozenset({"numpy", "jax", "jaxlib"})
 #: Python values a static argument compares by: part of the light signature.
 _SCALARS = frozenset({bool, int, float, complex, str, type(None)})
 #: At most this many container items enter one call's light signature; a bigger
@@ -87,7 +89,12 @@ def _light_value(a: Any, static: bool, budget: list[int], objs: list[Any]) -> An
     t = type(a)
     arrayish = _ARRAYISH.get(t)
     if arrayish is None:
-        arrayish = _ARRAYISH[t] = hasattr(t, "shape") and hasattr(t, "dtype")
+        # JAX's and NumPy's arrays only: a class of the program's may compute its shape
+        arrayish = _ARRAYISH[t] = (
+            t.__module__.partition(".")[0] in _ARRAY_MODULES
+            and hasattr(t, "shape")
+            and hasattr(t, "dtype")
+        )
     if arrayish:
         return (a.shape, a.dtype)
     if t is tuple or t is list or t is dict:

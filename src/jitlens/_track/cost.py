@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _compat
 from .._compat import jaxpr_api
 from .._core import advice_cost
+from .._peek import instance_dict, is_a, static_attr
 from .records import EventBuilder, Record
 from .state import internal_failure
 
@@ -173,7 +174,12 @@ def _consts(rec: Record | None, facts: list[tuple[Any, Any]]) -> tuple[ConstCost
 
 
 def _names(fn: Any) -> list[tuple[str, Any]]:
-    """``(name, value)`` of what the traced function can reach: closure, globals, attributes."""
+    """``(name, value)`` of what the traced function can reach: closure, globals, attributes.
+
+    Read as Python stores them (``_peek``): the instance ``__dict__``, the closure's cells,
+    the globals. No property, ``__getattr__`` or ``__getattribute__`` of the program's runs
+    (a ``shape`` property may load a dataset), and only JAX's and NumPy's arrays are read
+    for a shape."""
     out: list[tuple[str, Any]] = []
     seen: set[int] = set()
 
@@ -182,41 +188,43 @@ def _names(fn: Any) -> list[tuple[str, Any]]:
             return
         seen.add(id(value))
         out.append((name, value))
-        if depth <= 0 or hasattr(value, "shape") or isinstance(value, types.ModuleType):
+        t = type(value)
+        if depth <= 0 or _array_type(t) or issubclass(t, (type, types.ModuleType)):
             return
-        if isinstance(value, (list, tuple)):
-            for i, v in enumerate(value[:256]):
+        if issubclass(t, (list, tuple)):  # (a named tuple too: the builtin's own iteration)
+            base = tuple if issubclass(t, tuple) else list
+            for i, v in enumerate(list(base.__iter__(value))[:256]):
                 add(f"{name}[{i}]", v, depth - 1)
-        elif isinstance(value, dict):
-            for k, v in list(value.items())[:256]:
-                add(f"{name}[{k!r}]", v, depth - 1)
-        elif callable(value) and hasattr(value, "__code__"):
+        elif issubclass(t, dict):
+            for k, v in list(dict.items(value))[:256]:
+                if type(k) in (str, int):
+                    add(f"{name}[{k!r}]", v, depth - 1)
+        elif issubclass(t, (types.FunctionType, types.MethodType)):
             scan_fn(value, depth - 1)
-        elif hasattr(value, "__dict__") and not isinstance(value, type):
-            try:
-                attrs = list(vars(value).items())[:256]
-            except TypeError:
-                return
-            for k, v in attrs:
-                add(f"{name}.{k}", v, depth - 1)
+        else:
+            attrs = instance_dict(value)
+            for k, v in list(attrs.items())[:256] if attrs is not None else ():
+                if type(k) is str:
+                    add(f"{name}.{k}", v, depth - 1)
 
     def scan_fn(f: Any, depth: int) -> None:
-        self_obj = getattr(f, "__self__", None)
-        if self_obj is not None and not isinstance(self_obj, types.ModuleType):
+        self_obj = static_attr(f, "__self__")
+        if self_obj is not None and not is_a(self_obj, types.ModuleType):
             add("self", self_obj, depth)
         f = _compat.unwrap(f)
-        f = getattr(f, "__func__", f)
-        code = getattr(f, "__code__", None)
-        if code is None:
+        f = static_attr(f, "__func__", f)
+        code = static_attr(f, "__code__")
+        if not is_a(code, types.CodeType):
             return
-        for name, cell in zip(
-            code.co_freevars, getattr(f, "__closure__", None) or (), strict=False
-        ):
+        cells = static_attr(f, "__closure__")
+        for name, cell in zip(code.co_freevars, cells if is_a(cells, tuple) else (), strict=False):
             try:
                 add(name, cell.cell_contents, depth)
             except ValueError:
                 continue
-        glob = getattr(f, "__globals__", {})
+        glob = static_attr(f, "__globals__")
+        if type(glob) is not dict:
+            return
         for name in code.co_names:
             if name in glob:
                 add(name, glob[name], depth)
@@ -231,23 +239,30 @@ def _name_of(obj: Any, shape: tuple[int, ...], dtype: str, names: list[tuple[str
     for name, value in names:
         if value is obj:
             return name
+    arrays = [(name, value) for name, value in names if _array_type(type(value))]
     ptr = _data_pointer(obj)
     if ptr is not None:
-        for name, value in names:
+        for name, value in arrays:
             if _data_pointer(value) == ptr and _shape(value) == shape:
                 return name
     alike = [
         name
-        for name, value in names
+        for name, value in arrays
         if _shape(value) == shape and str(getattr(value, "dtype", "")) == dtype
     ]
     return alike[0] if len(alike) == 1 else ""
 
 
+def _array_type(t: type) -> bool:
+    """JAX's and NumPy's arrays (a class of the program's may compute its ``shape``)."""
+    return t.__module__.partition(".")[0] in _ARRAY_MODULES and hasattr(t, "shape")
+
+
+_ARRAY_MODULES = frozenset({"numpy", "jax", "jaxlib"})
+
+
 def _shape(value: Any) -> tuple[int, ...] | None:
     """An array's shape; None for anything else reachable by name (``np.shape`` is a function)."""
-    if isinstance(value, (type, types.ModuleType)):
-        return None
     try:
         return tuple(int(d) for d in value.shape)
     except Exception:
