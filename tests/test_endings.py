@@ -510,3 +510,22 @@ def test_a_program_that_refuses_late_imports_runs_as_under_python(tmp_path):
     assert tracked.stdout == plain.stdout == "TRUTH 3 3\n"
     rows = {f["name"]: f for f in json.loads((tmp_path / "r.json").read_text())["functions"]}
     assert (rows["fwd"]["traces"], rows["step"]["traces"]) == (3, 3)
+
+
+def test_a_script_named_like_an_option_and_a_module_imported_again_are_run_and_counted(tmp_path):
+    """``jitlens run -- -weird.py`` runs that script, as ``python -- -weird.py`` does; a module
+    taken out of ``sys.modules`` and imported again makes new jitted functions, counted too."""
+    (tmp_path / "mymod.py").write_text("import jax\n\n@jax.jit\ndef f(x):\n    return x + 1\n")
+    (tmp_path / "-weird.py").write_text(
+        "import sys, jax.numpy as jnp\nimport mymod\nmymod.f(jnp.ones(2))\n"
+        "del sys.modules['mymod']\nimport mymod as again\n"
+        "for _ in range(3):\n    again.f(jnp.ones(2))\nprint('done')\n"
+    )
+    plain = run_python(["--", "-weird.py"], cwd=tmp_path)
+    tracked = run_python(
+        ["-m", "jitlens", "run", "--json", "r.json", "--", "-weird.py"], cwd=tmp_path
+    )
+    assert plain.returncode == tracked.returncode == 0, tracked.stderr
+    assert tracked.stdout == plain.stdout == "done\n"
+    rows = json.loads((tmp_path / "r.json").read_text())["functions"]
+    assert sorted(f["calls"] for f in rows if f["name"] == "f") == [1, 3]
