@@ -76,7 +76,7 @@ def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
                 internal_failure("recording an nnx.jit call", exc)
                 return original(self, *args, **kwargs)
             n = next(rec.calls_counter)
-            if n < 16 or not n & 15:  # the journal's copy, kept if the process is killed
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
                 rec.cell[0] = n
             detailed = n < STATE[1]  # timeline window, or another trace in progress
             try:
