@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from _cputime import pytest_addoption, pytest_configure  # noqa: F401 (pytest's hooks: --cpu-times)
@@ -163,3 +164,10 @@ def check_trial_counts(trial: dict, program: str, *, clean_after: bool = True) -
         for fn, row in after["rows"].items():  # applied, the fix leaves no avoidable retrace
             assert row["lost"] == 0.0, (fn, row)
             assert all(r["expected"] for r in row["reasons"]), (fn, row["reasons"])
+
+
+# Journals of tracked programs the suite kills on purpose stay in a folder of the session's
+# own: never in the user's cache, and never "recovered" by another test's run.
+os.environ.setdefault(
+    "JITLENS_JOURNAL_DIR", str(pathlib.Path(tempfile.mkdtemp(prefix="jitlens-journals-")))
+)

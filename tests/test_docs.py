@@ -110,7 +110,7 @@ def test_every_environment_variable_jitlens_reads_is_documented() -> None:
     documented = {env for env, *_ in _config.SETTINGS.values()} | set(_config.OTHER_VARIABLES)
     # set by `jitlens run` / the tracked program for the program's own interpreter and
     # children (`_cli/environ.py`), never by a user
-    internal = {"JITLENS_MAIN_PID", "JITLENS_RUN", "JITLENS_IMAGE", "JITLENS_BOOTSTRAP"}
+    internal = {"JITLENS_MAIN_PID", "JITLENS_RUN", "JITLENS_IMAGE"}
     read = set()
     for path in (ROOT / "src" / "jitlens").rglob("*.py"):
         read |= set(re.findall(r"[\"'](JITLENS_[A-Z_]*[A-Z])[\"']", path.read_text()))

@@ -596,15 +596,3 @@ def test_an_internal_failure_is_in_the_report_of_its_own_window_only(
         ["RuntimeError: injected jitlens failure"],
     ]
     assert said == [1, 0, 0]  # warned once per cause and process
-
-
-#: ``sys.exit(code)`` as plain python ends: (status, stderr); checked against python itself.
-EXIT_CODES = ["None", "0", "5", "-1", "256", "2**40", "2**63", "-(2**70)", "True", "'no'", "3.5"]
-
-
-def test_exit_status_is_the_one_python_computes_for_every_kind_of_code():
-    from jitlens._cli.live_run import exit_status
-
-    for code in EXIT_CODES:
-        proc = run_python(["-S", "-c", f"import sys; sys.exit({code})"])
-        assert exit_status(eval(code)) == proc.returncode, code

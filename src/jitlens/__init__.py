@@ -15,9 +15,6 @@ then stops before its first test); jitlens asserts nothing for pytest to rewrite
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from ._errors import ConfigError as ConfigError
 from ._errors import JitlensCompatWarning as JitlensCompatWarning
 from ._errors import JitlensError as JitlensError
@@ -29,10 +26,14 @@ from ._errors import RunawayRecompileWarning as RunawayRecompileWarning
 from ._errors import StaleCacheWarning as StaleCacheWarning
 from ._version import __version__ as __version__
 
+TYPE_CHECKING = False  # (not ``typing``: a tracked program's own typing.py stays its own)
+
 if __doc__ is None:  # python -OO drops the docstring, where pytest reads that marker
     __doc__ = "PYTEST_DONT_REWRITE"
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._audit.audit import AuditError as AuditError
     from ._audit.audit import AuditFinding as AuditFinding
     from ._audit.audit import AuditResult as AuditResult
@@ -119,6 +120,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'jitlens' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     import sys

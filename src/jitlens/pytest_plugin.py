@@ -189,6 +189,8 @@ class _Session:
     written: bool | None = None
     write_failures: list[str] = dataclasses.field(default_factory=list)
     _worker_reports: list[Report] = dataclasses.field(default_factory=list)
+    #: Reports of earlier runs built from the journals they left (one line each).
+    recovered: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> _Session | None:
@@ -227,6 +229,7 @@ class _Session:
         from ._track.tracker import track
 
         self._tracker = track()
+        _open_journal(self)
         self._tracker.start()
         from ._errors import JitlensError
 
@@ -280,6 +283,7 @@ class _Session:
             output = _report_output(self.config, self.path)
             done = write_outputs(self.report, [output], problem=self.write_failures.append)
             self.written = bool(done)
+        _close_journal(self)
 
     def _close_scopes(self) -> None:
         from ._errors import JitlensError
@@ -313,6 +317,8 @@ class _Session:
                 terminalreporter.write_line(line, red=True)
             if self.written:
                 terminalreporter.write_line(WROTE.format(path=self.path))
+        for line in self.recovered:  # earlier sessions that ended without their report
+            terminalreporter.write_line(line.rstrip("\n"))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._tracker is not None and self.report is None:
@@ -370,3 +376,29 @@ def _summary(report: Report, color: bool) -> str:
     table = render_text(dataclasses.replace(report, functions=retraced), color=color)
     n, m = count_functions(report.user_functions()), count_functions(retraced)
     return table if m == n else LISTED.format(m=m, n=n) + "\n" + table
+
+
+def _open_journal(session: _Session) -> None:
+    """The session's journal: a test process killed (SIGKILL, a CI timeout) leaves its figures,
+    which ``jitlens report JOURNAL`` or the next session with jitlens reads."""
+    import sys
+
+    from ._core.journal import journal_dir, new_path
+    from ._track import journal
+
+    outputs = {"json": _report_output(session.config, session.path).path} if session.path else {}
+    start = journal.start_frame(list(sys.argv), {"outputs": outputs})
+    problem = journal.open_journal(new_path(journal_dir(), os.getpid()), start, 0.0)
+    if problem is None:
+        journal.started(session._tracker.started_at())
+
+
+def _close_journal(session: _Session) -> None:
+    """The report is out: the journal goes, and those earlier runs left get their reports."""
+    from ._journals import recover
+    from ._track import journal
+
+    own = journal.current_path()
+    journal.close(delete=True)
+    if session.worker is None:
+        recover(session.recovered.append, own)

@@ -54,16 +54,20 @@ def wants_sample(rec: Record, n: int) -> bool:
     """Is call ``n`` of ``rec`` one to sample (default-mode nnx.jit, a sampling index)?"""
     if n < SAMPLE_FROM or n % SAMPLE_EVERY or n >= ADVICE_CALLS[0]:
         return False  # a few samples, even when a timeline keeps more calls detailed
-    if fastpath.is_slow(rec):  # its hits run JAX's Python dispatch: what would fixing it save?
-        return True
-    mode = rec.sample_mode
-    if mode is None:
-        wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
-        mode = rec.sample_mode = (
-            rec.kind == RowKind.NNX_JIT
-            and wrapper is not None
-            and _compat.nnx_kind(wrapper) == RowKind.NNX_JIT
-        ) or _many_leaves(rec)
+    try:  # (on a call of the program's: nothing of jitlens' may raise into it)
+        if fastpath.is_slow(rec):  # its hits run JAX's Python dispatch: what would fixing save?
+            return True
+        mode = rec.sample_mode
+        if mode is None:
+            wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
+            mode = rec.sample_mode = (
+                rec.kind == RowKind.NNX_JIT
+                and wrapper is not None
+                and _compat.nnx_kind(wrapper) == RowKind.NNX_JIT
+            ) or _many_leaves(rec)
+    except Exception as exc:  # a lazy import the program's own audit hook refuses, ...
+        internal_failure("choosing the calls to sample for advice", exc)
+        mode = rec.sample_mode = False
     return bool(mode)
 
 

@@ -17,7 +17,7 @@ from .. import _compat
 from .._core.kinds import EventKind
 from .._errors import JitlensError as _JitlensError
 from .._errors import RecompileWarning as _RecompileWarning
-from . import cost, live, nested, selfcheck
+from . import cost, journal, live, nested, selfcheck
 from .calls import find_call, note_miss
 from .describe import describe_and_explain, describe_only
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -74,6 +74,7 @@ def _stop(rec: Record, b: EventBuilder) -> None:
         if len(rec.stopped) < MAX_EVENTS:
             rec.stopped.append(b)
         unfile_key(b)
+    journal.note(rec)
 
 
 def unfile_key(b: EventBuilder) -> None:
@@ -153,6 +154,7 @@ def compile_only(fun_name: str, secs: float) -> None:
             rec.compiles += 1
     if first is not None:
         cost.note_compiled(first, frame)  # issue 45: e.g. a library's own jit
+        journal.note(rec)
         ended(rec, first, counted)
         return
     b = EventBuilder(
@@ -184,6 +186,7 @@ def compile_only(fun_name: str, secs: float) -> None:
     with rec.lock:
         rec.compiles += 1
         rec.events.append(b)
+    journal.note(rec)
     if b.reasons and not rec.internal:  # a recompile with a cause, as it happens (issue 47)
         live.log_retrace(rec, b)  # ... and the runaway warning, which counts it too
     else:

@@ -17,7 +17,7 @@ from .. import _compat
 from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from .._record import record
-from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
+from . import calls, cost, flows, journal, live, nested, pcache, selfcheck  # live: issue 24
 from .calls import CountedCall, find_call, note_miss, take_back_miss
 from .compiling import (
     TRACES_SEEN,
@@ -135,6 +135,7 @@ def _drop_trace(b: EventBuilder) -> None:
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
         unfile_key(b)
+    journal.note(rec)
 
 
 def settle_open_trace() -> None:
@@ -160,11 +161,10 @@ def _same_flat(info: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """JAX's flattening of the traced arguments, if those are the arguments described."""
     if info is None or info.flat is None or len(args) != len(info.args):
         return None
-    if any(a is not b for a, b in zip(args, info.args, strict=True)):
-        return None
-    if kwargs.keys() != info.kwargs.keys() or any(kwargs[k] is not info.kwargs[k] for k in kwargs):
-        return None
-    return info.flat
+    same = all(a is b for a, b in zip(args, info.args, strict=True))
+    if same and kwargs.keys() == info.kwargs.keys():
+        return info.flat if all(kwargs[k] is info.kwargs[k] for k in kwargs) else None
+    return None
 
 
 def trace_start(fun_name: str) -> bool:
@@ -275,6 +275,7 @@ def trace_start(fun_name: str) -> bool:
                 raise PassThrough(err) from None
             except Exception as exc:
                 internal_failure("checking a compile budget", exc)
+    journal.note(rec)  # the trace and its reasons, before its body runs
     return call is not None
 
 
@@ -360,6 +361,7 @@ def abort_trace(b: EventBuilder | None) -> None:
             if len(rec.stopped) < MAX_EVENTS:
                 rec.stopped.append(b)
         unfile_key(b)
+    journal.note(rec)
 
 
 # ------------------------------------------------------------------ nested traces
@@ -389,6 +391,7 @@ def uncount_trace(b: EventBuilder | None) -> None:
         if r.kind is not ReasonKind.CACHE_CLEARED and Fact.EQUAL_KEY not in r.facts
     )
     b.detached = taken or True  # the miss taken back (its call's frame), or True
+    journal.note(rec)
 
 
 def nested_trace(fun: Any, frame: Any) -> None:
@@ -423,16 +426,12 @@ def nested_trace(fun: Any, frame: Any) -> None:
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
     nested.describe(rec, b, fun, frame)  # key and reasons, as at top level
+    journal.note(rec)
     for cb in list(REGISTRY.on_trace):
         cb(rec, b)
 
 
 # ------------------------------------------------------------------ durations
-
-
-def _log_retrace(rec: Record, b: EventBuilder) -> None:
-    """Log a retrace (logger ``jitlens``, INFO) once its compile time is known."""
-    live.log_retrace(rec, b)  # issue 24: folded, with record.jitlens, runaway warning, profiler
 
 
 def on_duration(event: str, secs: float, **kw: Any) -> None:
@@ -493,9 +492,10 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     b.record.compiles += 1
             nested.claim_compile(b, secs)  # jitlens-frontends: an eager lax.scan's compile
             tls.building = None
-            if b.kind == EventKind.RETRACE:
-                try:
-                    _log_retrace(b.record, b)
+            journal.note(b.record)  # the compile and its durations
+            if b.kind == EventKind.RETRACE:  # logged once its compile time is known: folded,
+                try:  # with record.jitlens, the runaway warning, the profiler (issue 24)
+                    live.log_retrace(b.record, b)
                 except Exception as exc:
                     internal_failure("logging a retrace", exc)
             compile_ended(b.record, b, counted)

@@ -26,6 +26,7 @@ from .._core.report import (
     StaleHit,
 )
 from .._record import record
+from . import journal
 from .state import weak
 
 if TYPE_CHECKING:
@@ -187,6 +188,10 @@ class Record:
         self.created = time.perf_counter()
         self.first_call_site = ""
         self.calls_counter = itertools.count()
+        #: Where each counted call stores its index (``n`` from ``calls_counter``): the
+        #: record's slot of the journal's file-backed mmap (``_track/journal.py``), which a
+        #: killed process leaves behind, or a slot nobody reads.
+        self.cell = journal.cell_for(self.id)
         self.miss_calls = 0
         self.last_miss_frame: object = None
         self.inlined_calls = 0
@@ -378,12 +383,13 @@ class Record:
             stopped=len(self.stopped),
         )
 
-    def freeze(self, base: Counts, top: Counts, t0: float) -> FunctionReport:
-        """The figures between two snapshots as a FunctionReport (times relative to ``t0``)."""
+    def freeze(self, base: Counts, top: Counts, t0: float, keys: bool = True) -> FunctionReport:
+        """The figures between two snapshots as a FunctionReport (times relative to ``t0``);
+        ``keys``: the events keep their keys (``jitlens diff``; not in the journal's frames)."""
         keyed: set[str] = set()  # issue 23: one key per distinct signature, a few dozen at most
 
         def with_key(e: EventBuilder) -> bool:
-            if e.signature in keyed or len(keyed) >= KEYED_SIGNATURES_MAX:
+            if not keys or e.signature in keyed or len(keyed) >= KEYED_SIGNATURES_MAX:
                 return False
             keyed.add(e.signature)
             return True
@@ -425,6 +431,18 @@ class Record:
             first_call_index=base.calls,
             stopped=tuple(e.freeze(t0, False) for e in self.stopped[base.stopped : top.stopped]),
         )
+
+    def journal_state(self, t0: float, written: int | None, tail: int) -> tuple[Any, ...]:
+        """For the journal's frame: ``(figures with the events from tail_from on, tail_from,
+        events now, calls, calls that were not hits)``; ``written``: the events already in the
+        journal (``None``: none), of which the last ``tail`` are written again."""
+        with self.lock:
+            top = self.snapshot()
+        n = top.events
+        tail_from = min(n if written is None else written, max(0, n - tail))
+        fn = self.freeze(Counts(events=tail_from, call_times=top.call_times), top, t0, keys=False)
+        not_hits = top.miss_calls + top.inlined + top.failed - top.failed_misses + top.eager
+        return fn, tail_from, n, top.calls, not_hits
 
     def explain_retrace(
         self, b: EventBuilder, t0: float, width: int | None = None, number: int | None = None

@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import _compat
 from .._core.kinds import RowKind
+from . import journal
 from .frontend import Frontend, registered
 from .records import MAX_SIBLINGS, EventBuilder, Record
 from .state import finalize, weak
@@ -386,3 +387,17 @@ def _frontend_index(frontend: Frontend, key: Any, user_fn: Any) -> tuple[str, st
 
 
 REGISTRY = Registry()
+
+
+def _all_records() -> list[Record]:
+    with REGISTRY.lock:
+        return list(REGISTRY.records)
+
+
+def _journal_stale(rec: Record | None, hits: Any) -> None:
+    if rec is not None:
+        journal.note(rec)  # a stale hit, when it happens
+
+
+journal.RECORDS[0] = _all_records
+REGISTRY.on_stale.append(_journal_stale)

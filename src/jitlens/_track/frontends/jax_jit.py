@@ -85,12 +85,15 @@ class TrackedJit:
         if not STATE[0]:
             return self._jitted(*args, **kwargs)
         n = next(self._counter)
-        if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
-            try:
-                return _scheduled(self, n, args, kwargs)
-            except BaseException as exc:  # filtered: this frame is not the user's
-                _compat.without_hidden_frames(exc)
-                raise
+        if not n & (n - 1) & 63:  # calls 1, 2, 4, ... and every 64th (and a few more): one test
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
+                self._record.cell[0] = n
+            if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
+                try:
+                    return _scheduled(self, n, args, kwargs)
+                except BaseException as exc:  # filtered: this frame is not the user's
+                    _compat.without_hidden_frames(exc)
+                    raise
         if n < STATE[1]:  # timeline window, the advisor's first calls, or a trace in progress
             try:
                 rec = self._record
@@ -219,12 +222,15 @@ class _LeanJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
-        if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
-            try:
-                return _scheduled(self, n, args, kwargs)
-            except BaseException as exc:  # filtered: this frame is not the user's
-                _compat.without_hidden_frames(exc)
-                raise
+        if not n & (n - 1) & 63:  # calls 1, 2, 4, ... and every 64th (and a few more): one test
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
+                self._record.cell[0] = n
+            if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
+                try:
+                    return _scheduled(self, n, args, kwargs)
+                except BaseException as exc:  # filtered: this frame is not the user's
+                    _compat.without_hidden_frames(exc)
+                    raise
         if n < rec.timed_until and n < WINDOW[0]:
             t = _now()
             try:
@@ -284,12 +290,15 @@ class _SettledJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
-        if not n & (n - 1):  # calls 1, 2, 4, ...: the check of statics changed in place
-            try:
-                return _scheduled(self, n, args, kwargs)
-            except BaseException as exc:  # filtered: this frame is not the user's
-                _compat.without_hidden_frames(exc)
-                raise
+        if not n & (n - 1) & 63:  # calls 1, 2, 4, ... and every 64th (and a few more): one test
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
+                self._record.cell[0] = n
+            if not n & (n - 1):  # calls 1, 2, 4, ...: the check of statics changed in place
+                try:
+                    return _scheduled(self, n, args, kwargs)
+                except BaseException as exc:  # filtered: this frame is not the user's
+                    _compat.without_hidden_frames(exc)
+                    raise
         try:
             return self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
         except PassThrough as exc:
