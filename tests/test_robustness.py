@@ -32,7 +32,6 @@ import pytest
 from flax import nnx
 
 import jitlens
-from conftest import run_python
 from jitlens import JitlensInternalWarning, RecompileError, _compat, max_traces, no_retrace
 from jitlens._core import explain, rank, signature
 from jitlens._core.signature import describe_call
