@@ -167,7 +167,12 @@ def check_trial_counts(trial: dict, program: str, *, clean_after: bool = True) -
 
 
 # Journals of tracked programs the suite kills on purpose stay in a folder of the session's
-# own: never in the user's cache, and never "recovered" by another test's run.
-os.environ.setdefault(
-    "JITLENS_JOURNAL_DIR", str(pathlib.Path(tempfile.mkdtemp(prefix="jitlens-journals-")))
-)
+# own (never in the user's cache), and each test has one of its own below it: a run's end
+# reports the journals earlier runs left, and a test must not see another test's.
+JOURNALS = pathlib.Path(tempfile.mkdtemp(prefix="jitlens-journals-"))
+os.environ["JITLENS_JOURNAL_DIR"] = str(JOURNALS)
+
+
+@pytest.fixture(autouse=True)
+def _journals_of_the_test(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JITLENS_JOURNAL_DIR", tempfile.mkdtemp(prefix="t-", dir=JOURNALS))

@@ -146,8 +146,8 @@ def test_the_programs_own_modules_named_like_standard_ones_are_the_ones_it_impor
     # ... while the modules whose state the process shares stay one module: a second
     # `threading` (the start-up hook imports it) would split which threads exit waits for
     probe = (
-        "import threading, jitlens._track.sink as s\n"  # (the sink is imported while arming)
-        "print(s.threading is threading)\n"
+        "import threading, jax, jitlens._track.registry as r\n"  # (tracking starts with jax)
+        "print(r.threading is threading)\n"
     )
     one = run_python(["-c", probe], cwd=elsewhere, env={"JITLENS": "1"})
     assert one.stdout == "True\n", one.stderr

@@ -269,3 +269,31 @@ def test_a_pytest_session_killed_leaves_its_journal_and_the_next_session_reports
     (row,) = [f for f in json.loads((tmp_path / "r.json").read_text())["functions"]]
     assert (row["traces"], row["calls"]) == (2, 2)
     assert list(journals.iterdir()) == []
+
+
+REOPENS = """
+import os, sys
+import jax, jax.numpy as jnp
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(1))
+os.closerange(3, 4096)  # the journal's descriptors and the mapping's own go too
+logs = [open(f"{i}.log", "w") for i in range(4)]  # ... and the files take their numbers
+f(jnp.ones(2))  # a retrace: a frame to write
+for fh in logs:
+    fh.write("mine")  # flushed at Python's exit, after jitlens closed its journal
+print(sorted(os.listdir(".")))
+"""
+
+
+def test_files_the_program_opens_at_the_journal_s_old_numbers_stay_the_program_s(tmp_path):
+    """``os.closerange`` closed the journal's descriptor and the one ``mmap`` keeps; the
+    program's next files took those numbers. jitlens wrote its frames into the program's log,
+    and closing the journal at exit closed the program's file before Python flushed it."""
+    (tmp_path / "prog.py").write_text(REOPENS)
+    for args, env in ((["prog.py"], {"JITLENS": "1"}), (["-m", "jitlens", "run", "prog.py"], {})):
+        for log in tmp_path.glob("*.log"):
+            log.unlink()
+        proc = run_python(args, cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert [(tmp_path / f"{i}.log").read_bytes() for i in range(4)] == [b"mine"] * 4
+        assert "retrace #1" in proc.stderr and "could not" not in proc.stderr, proc.stderr

@@ -215,12 +215,12 @@ def _finished(status: int, follower: Any, args: Any) -> int:
     """The report of the program that ended with ``status``; a Ctrl-C while it is written
     stops the writing and keeps the program's status."""
     from .environ import INTERRUPTED
-    from .supervise import finish
+    from .supervise import finish, tell
 
     try:
         return finish(status, follower, args)
     except KeyboardInterrupt:
-        sys.stderr.write(INTERRUPTED)
+        tell(INTERRUPTED)
         return status
 
 
@@ -392,15 +392,15 @@ def _run_child(command: list[str], env: dict[str, str]) -> tuple[int, Any]:
     import subprocess
 
     from .._core.journal import Follower
-    from .supervise import env_journal
+    from .supervise import env_journal, tell
 
     follower = Follower(env_journal(env))
     done = subprocess.run(command, env=env, capture_output=True)
     for data, stream in ((done.stdout, sys.stdout), (done.stderr, sys.stderr)):
         _relay(data, stream)
     said = "".join(follower.poll())
-    if said and sys.stderr is not None:
-        sys.stderr.write(said)
+    if said:
+        tell(said)
     return done.returncode, follower
 
 

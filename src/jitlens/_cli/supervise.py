@@ -105,7 +105,7 @@ def spawn_and_wait(command: list[str], env: dict[str, str]) -> tuple[int, Any]:
         try:
             pid = os.posix_spawn(command[0], command, env, setsigmask=old)
         except OSError as exc:
-            sys.stderr.write(CANNOT_START.format(python=command[0], why=exc.strerror or exc) + "\n")
+            tell(CANNOT_START.format(python=command[0], why=exc.strerror or exc) + "\n")
             return 127, follower
         exe = _exe(pid)
         status = None
@@ -163,6 +163,22 @@ def _ended(pid: int) -> int | None:
     if done == 0:
         return None
     return os.waitstatus_to_exitcode(status)
+
+
+def tell(text: str) -> None:
+    """Words of jitlens' own on its stderr: where that is a pipe nobody reads (``2>&1 | head``)
+    or a full disk, the words are lost and nothing else: the status stays the program's."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        try:
+            sys.stderr = open(os.devnull, "w")  # (and Python's own flush at exit finds nothing)
+        except OSError:
+            pass
 
 
 def _show(lines: list[str]) -> None:
@@ -233,7 +249,7 @@ def finish(status: int, follower: Any, args: Any) -> int:
     exec_ended = exec_ended or follower.exec_seen
     if journal is None:
         if status == 0 and not args.quiet:
-            sys.stderr.write(NOT_TRACKED)
+            tell(NOT_TRACKED)
         return status
     report = _report(journal, status, image, args, exec_ended)
     written = list((journal.final or {}).get("written") or [])
@@ -244,15 +260,15 @@ def finish(status: int, follower: Any, args: Any) -> int:
             written = write_outputs(report, args, journal.start.get("pid"))
         if not args.quiet:
             _summary(report, args, failed=bool((journal.final or {}).get("failed")))
-            sys.stderr.write("".join(f"jitlens: wrote {path}\n" for path in written))
+            tell("".join(f"jitlens: wrote {path}\n" for path in written))
     if report is None and journal.final is None and not journal.exited and not args.quiet:
-        sys.stderr.write(NOTHING.format(how=how_it_ended(status)))
+        tell(NOTHING.format(how=how_it_ended(status)))
     status = _verdict(journal, status)
     for path in (follower.path, *images):
         _unlink(path)
     from .._journals import recover
 
-    recover(sys.stderr.write)  # earlier runs that ended without their report (JITLENS=1)
+    recover(tell)  # earlier runs that ended without their report (JITLENS=1)
     return status
 
 
@@ -282,12 +298,13 @@ def _report(journal: Any, status: int, reexecs: int, args: Any, exec_ended: bool
     if journal.final is None and not journal.functions:
         return None  # it never imported jax, or jitted nothing before it ended
     try:
-        how = None if journal.final is not None or journal.exited else how_it_ended(status)
+        seen = journal.final is not None or (journal.exited and status >= 0)
+        how = None if seen else how_it_ended(status)  # (a signal at the exit: said too)
         if exec_ended and journal.final is None:
             how = EXECUTED
         report = layout.report_from_journal(journal, how, bool(args.include_internal))
     except Exception as exc:
-        sys.stderr.write(f"jitlens run: cannot read the journal {journal.path} ({exc})\n")
+        tell(f"jitlens run: cannot read the journal {journal.path} ({exc})\n")
         return None
     if reexecs:
         said = (*report.warnings, REEXECUTED.format(n=reexecs))
@@ -310,9 +327,9 @@ def _summary(report: Any, args: Any, failed: bool) -> None:
             include_internal=args.include_internal,
             max_lines=EXIT_LINES,
         )
-        sys.stderr.write("\n" + text + "\n")
+        tell("\n" + text + "\n")
     except Exception as exc:
-        sys.stderr.write(f"jitlens: could not print the summary ({type(exc).__name__}: {exc})\n")
+        tell(f"jitlens: could not print the summary ({type(exc).__name__}: {exc})\n")
 
 
 def _verdict(journal: Any, status: int) -> int:
@@ -323,14 +340,14 @@ def _verdict(journal: Any, status: int) -> int:
         return status
     n, flag = int(verdict["violations"]), str(verdict.get("flag", "--max-traces"))
     if n < 0:  # the budget could not count
-        sys.stderr.write(CANNOT_COUNT.format(why=flag) + "\n")
+        tell(CANNOT_COUNT.format(why=flag) + "\n")
         return 2 if status == 0 else status
     failed = bool((journal.final or {}).get("failed"))
     if status == 0:
-        sys.stderr.write(SWALLOWED.format(flag=flag, n=n) + "\n")
+        tell(SWALLOWED.format(flag=flag, n=n) + "\n")
         return 1
     if status > 0 and not failed:
-        sys.stderr.write(OWN_STATUS.format(n=n, status=status) + "\n")
+        tell(OWN_STATUS.format(n=n, status=status) + "\n")
     return status
 
 

@@ -60,6 +60,11 @@ NOT_MADE = (
     "the program reached Python's exit, but jitlens could not make its report there: this "
     "report was built from its journal ({holds})"
 )
+#: ... when it reached Python's exit and was ended there before jitlens made the report.
+ENDED_AT_EXIT = (
+    "the program reached Python's exit and ended {how} there, before jitlens made its report: "
+    "this report was built from its journal ({holds})"
+)
 HOLDS = (
     "traces, compiles and their reasons as they happened; calls counted until call "
     "{calls}{others}; no timeline, advice or persistent-cache figures"
@@ -314,6 +319,8 @@ def report_from_journal(
     )
     if journal.exited and journal.final is None and how is None:
         ended = NOT_MADE.format(holds=holds)
+    elif journal.exited and journal.final is None:
+        ended = ENDED_AT_EXIT.format(how=how, holds=holds)
     else:
         ended = FROM_JOURNAL.format(how=how or UNSEEN_ENDING, holds=holds)
     data = {

@@ -47,10 +47,14 @@ TAIL = 4
 
 
 class _Open:
-    def __init__(self, fd: int, path: str, mm: mmap.mmap, t0: float) -> None:
+    def __init__(self, fd: int, path: str, mm: mmap.mmap, t0: float, mm_fd: int) -> None:
         self.fd = fd
         self.path = path
         self.mm = mm
+        #: The file's identity, to tell our descriptor from one the program reopened at its
+        #: number after closing ours (``os.closerange``); ``mm_fd``: the one ``mmap`` keeps.
+        self.ident = _ident(fd)
+        self.mm_fd = mm_fd
         self.view = memoryview(mm)[layout.PAGE : layout.frames_offset(layout.SLOTS)].cast("q")
         self.t0 = t0
         self.pid = os.getpid()
@@ -86,12 +90,12 @@ def open_journal(path: str, start: dict[str, Any], t0: float, internal: bool = F
         first = layout.frames_offset(layout.SLOTS)
         os.write(fd, layout.header())
         os.ftruncate(fd, first)
-        mm = mmap.mmap(fd, first)  # shared: what is stored there is the file's
+        mm, mm_fd = _map(fd, first)
     except (OSError, ValueError) as exc:
         os.close(fd)
         _unlink(path)
         return f"cannot map the journal {path} ({exc})"
-    j = _Open(fd, path, mm, t0)
+    j = _Open(fd, path, mm, t0, mm_fd)
     j.internal = internal
     JOURNAL[0] = j
     from . import sink
@@ -102,6 +106,72 @@ def open_journal(path: str, start: dict[str, Any], t0: float, internal: bool = F
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forked)
     return None
+
+
+def _map(fd: int, size: int) -> tuple[mmap.mmap, int]:
+    """A shared mapping of the journal (what is stored there is the file's) and the descriptor
+    ``mmap`` keeps of it (-1: none; Python 3.13's ``trackfd=False``). Python's ``mmap`` closes
+    that descriptor when the object goes, so its number is known, to keep it from closing a
+    file of the program's that took the number after the program closed ours."""
+    try:
+        return mmap.mmap(fd, size, trackfd=False), -1  # type: ignore[call-arg]
+    except TypeError:
+        pass
+    nxt = os.dup(fd)  # the lowest free number: the one mmap's own dup takes next
+    os.close(nxt)
+    mm = mmap.mmap(fd, size)
+    return mm, nxt if _ident(nxt) == _ident(fd) else -2
+
+
+def _ident(fd: int) -> tuple[int, int] | None:
+    """The file behind ``fd`` (device, inode); None: closed."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _ours(j: _Open) -> bool:
+    """Is ``j.fd`` still the journal? Where the program closed it (``os.closerange``) it is
+    opened again by its path, never written through a number the program now uses."""
+    if _ident(j.fd) == j.ident:
+        return True
+    try:
+        fd = os.open(j.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    if _ident(fd) != j.ident:
+        os.close(fd)
+        return False
+    j.fd = fd
+    return True
+
+
+def _let_go(j: _Open) -> None:
+    """Close what the journal holds, and nothing the program took over: a descriptor whose
+    number the program reopened is left alone, and so is the mapping that would close it."""
+    if _ident(j.fd) == j.ident:
+        os.close(j.fd)
+    if j.mm_fd == -1 or (j.mm_fd >= 0 and _ident(j.mm_fd) == j.ident):
+        j.mm.close()
+    else:  # mmap would close a number that is not its file any more: it is kept forever
+        _keep(j.mm)
+
+
+def _keep(mm: mmap.mmap) -> None:
+    """Never free ``mm``, not even when Python clears the modules at exit (freeing it closes
+    the descriptor it holds, whose number a file of the program's may have now)."""
+    try:
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(mm))
+    except Exception:  # no ctypes: kept until the modules are cleared
+        _KEPT.append(mm)
+
+
+#: Mappings kept where ``ctypes`` is missing.
+_KEPT: list[Any] = []
 
 
 def started(t0: float) -> None:
@@ -145,7 +215,9 @@ def _forked() -> None:
     try:
         for rec in RECORDS[0]():
             rec.cell = TRASH
-        os.close(j.fd)
+        if _ident(j.fd) == j.ident:
+            os.close(j.fd)
+        _KEPT.append(j.mm)  # the parent's: left mapped (no import in a fork's handler)
     except Exception:
         pass
 
@@ -280,7 +352,7 @@ def close(delete: bool) -> None:
     try:
         for rec in RECORDS[0]():
             rec.cell = TRASH
-        os.close(j.fd)
+        _let_go(j)
     except Exception:
         pass
     if delete:
@@ -288,6 +360,8 @@ def close(delete: bool) -> None:
 
 
 def _write(j: _Open, frame: dict[str, Any]) -> None:
+    if not _ours(j):
+        raise OSError("the journal's descriptor was closed and its file is gone")
     data = layout.encode(frame)
     while data:
         data = data[os.write(j.fd, data) :]
