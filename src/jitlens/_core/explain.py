@@ -25,10 +25,10 @@ from .key import (
     diff_texts,
     render_path,
     same_type,
-    snapshot_text,
 )
 from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
 from .lazy import OnFirstUse
+from .nearest import mutated_text, nearest
 from .paths import Entries, code_path, parent_in, under, written_path
 from .report import Reason
 
@@ -303,7 +303,7 @@ def _static(
     if changed_in_place(old, new):
         then, now = old.snapshot or old.key_text, new.snapshot or new.text
         return _at(_mutation(arg, path, then, now, new), p)
-    mutated = _mutated(old, new)
+    mutated = mutated_text(old, new)
     if mutated is not None:
         return _at(_mutation(arg, path, old.snapshot or old.key_text, mutated, new), p)
     boxed = in_graph  # compared as a dataclass field (flax's graph records, a user's dataclass)
@@ -355,19 +355,6 @@ def _nan(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, boxed: 
     if same_object or (boxed and cache_keys.dataclass_fields_skip_identity()):
         return W.nan_field(arg, path, attr, old, new)
     return W.nan_static(arg, path, attr, old, new)
-
-
-def _mutated(old: StaticVal, new: StaticVal) -> str | None:
-    """The compiled static's text now if changed in place since its compile into what the new
-    value looks like (so the change is why they differ); else None."""
-    then = old.snapshot
-    if then is None or old.identity or new.snapshot != then:
-        return None
-    value = old.value()
-    if value is None:
-        return None
-    now = snapshot_text(value)
-    return now if now is not None and now != then else None
 
 
 def _closure_bundle(a: Any) -> bool:
@@ -461,23 +448,11 @@ def _record_like(a: Any) -> bool:
     return mod.startswith("flax.") and bool(_record_fields(a))
 
 
-_WEIGHT = {"signature": 3, "mutated_static": 0}
-
-
 def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:
-    """The previous key with the fewest differences (ties: most recent) and the diff."""
-    best: tuple[int, int] | None = None
-    best_key: Key | None = None
-    best_reasons: list[Reason] = []
-    for i, k in enumerate(previous):
-        rs = diff_keys(k, new)
-        # an argument added or removed weighs more than a few values inside one; a static
-        # changed in place since its compile weighs nothing: the new key equals what was
-        # compiled, so that entry is the one the user expected to hit
-        score = (sum(_WEIGHT.get(r.kind, 1) for r in rs), -i)
-        if best is None or score < best:
-            best, best_key, best_reasons = score, k, rs
-    return best_key, best_reasons
+    """The previous key with the fewest differences (ties: most recent) and the diff: found by
+    :func:`.nearest.nearest` without building reasons, which are built for that key only."""
+    best = nearest(new, previous)
+    return best, (diff_keys(best, new) if best is not None else [])
 
 
 def explain(
