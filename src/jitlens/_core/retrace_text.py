@@ -9,6 +9,7 @@ messages print it as it is.
 
 from __future__ import annotations
 
+import functools
 import logging
 import textwrap
 from collections.abc import Sequence
@@ -126,9 +127,15 @@ def _height(block: Sequence[Line], width: int | None) -> int:
     """Screen lines ``block`` takes when wrapped at ``width`` (``None``: one per line)."""
     if width is None:
         return len(block)
-    return sum(
-        max(1, len(textwrap.wrap(line.text, max(width - line.indent, 20)))) for line in block
-    )
+    return sum(_screen_lines(line.text, max(width - line.indent, 20)) for line in block)
+
+
+@functools.lru_cache(maxsize=4096)  # a report's retraces share their words
+def _screen_lines(text: str, room: int) -> int:
+    """Screen lines ``text`` takes wrapped at ``room`` (a line that fits is one: no wrap)."""
+    if len(text) <= room and "\t" not in text:  # a tab may take up to 8 columns
+        return 1
+    return max(1, len(textwrap.wrap(text, room)))
 
 
 def _retrace_number(fn: FunctionReport, event: Event) -> int:
