@@ -13,9 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+import merge_samples as s
 from jitlens._core import explain, nearest
 from jitlens._core.key import Key
 from jitlens._core.signature import describe_call
+from jitlens._merge import page
+from jitlens._merge.merge import merge_reports
 
 
 def _fn(d: Any, s: Any = None) -> None:
@@ -127,3 +130,34 @@ def test_the_closest_key_is_the_one_the_full_diffs_chose() -> None:
         keys = [_key(*rng.choice(pool)) for _ in range(rng.randint(1, 6))]
         new = _key(*rng.choice(pool))
         assert nearest.nearest(new, keys) is _old_rule(new, keys)
+
+
+def test_the_merged_page_is_bounded_and_keeps_what_differs() -> None:
+    """``jitlens merge --html`` wrote every process's report (~25 KB each: 25 MB for 1,000
+    processes). Now: the processes grouped by what they ran, the reports of one process per
+    group and of the processes a divergence singles out; 40x the processes, the same size.
+    The odd processes, their hosts and the missing peer stay on the page."""
+    sizes = {}
+    for n in (100, 1_000, 4_000):
+        merged = merge_reports(s.job(n, missing=(n // 3,), odd=(7, n // 2)))
+        html = merged.to_html()
+        sizes[n] = len(html.encode())
+        assert f"no report from process {n // 3}" in html
+        assert f"processes 7, {n // 2}  retrace at call 1: batch: f32[12,3]" in html
+        assert f"host-7, host-{n // 2}" in html  # the hosts that compiled differently
+        assert html.count("<iframe") == 3  # one of the 997, and the two odd ones
+        assert len(merged.to_text(width=100)) < 2_000
+    assert sizes[1_000] <= 5_000_000
+    assert sizes[4_000] <= sizes[100] * 1.05
+    small = merge_reports(s.job(page.DETAILED, odd=(3,))).to_html()
+    assert small.count("<iframe") == page.DETAILED  # a small job: every process, as before
+
+
+def test_a_process_list_is_bounded_however_the_processes_alternate() -> None:
+    """Every other process retracing names 2,000 runs of processes: the page names the first
+    ``RUNS`` and how many processes the rest hold, in every list it shows."""
+    merged = merge_reports(s.job(4_000, odd=range(0, 4_000, 2)))
+    html = merged.to_html()
+    assert "and 1,968 more" in html  # 32 of the 2,000 odd processes named
+    assert len(html.encode()) < 1_000_000  # DETAILED reports of ~27 KB, and the rest
+    assert html.count("<iframe") == page.DETAILED
