@@ -28,11 +28,11 @@ from .key import (
 )
 from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
 from .lazy import OnFirstUse
-from .nearest import mutated_text, nearest
 from .paths import Entries, code_path, parent_in, under, written_path
 from .report import Reason
 
 R, W = OnFirstUse(".rank", __package__), OnFirstUse(".reasons", __package__)  # at a retrace
+N = OnFirstUse(".nearest", __package__)  # the closest compiled key, at a retrace
 
 
 def _arg(path: Path) -> str:
@@ -296,14 +296,17 @@ def _static(
     anything else unequal is a changed value, shown where it differs (``entries``: the jit's).
     """
     un = None if in_graph or aux else W.unstatic(entries, arg)  # how to make it not static
-    identity = functools.partial(W.identity_static, in_graph=in_graph, unstatic=un)
+
+    def identity(*found: Any) -> Reason:  # its words are read only for a fresh object
+        return W.identity_static(*found, in_graph=in_graph, unstatic=un)
+
     field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
     if not same_type(old, new) and old.same(new):
         return _at(W.static_type(arg, path, old, new), p)
     if changed_in_place(old, new):
         then, now = old.snapshot or old.key_text, new.snapshot or new.text
         return _at(_mutation(arg, path, then, now, new), p)
-    mutated = mutated_text(old, new)
+    mutated = N.mutated_text(old, new)
     if mutated is not None:
         return _at(_mutation(arg, path, old.snapshot or old.key_text, mutated, new), p)
     boxed = in_graph  # compared as a dataclass field (flax's graph records, a user's dataclass)
@@ -451,7 +454,7 @@ def _record_like(a: Any) -> bool:
 def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:
     """The previous key with the fewest differences (ties: most recent) and the diff: found by
     :func:`.nearest.nearest` without building reasons, which are built for that key only."""
-    best = nearest(new, previous)
+    best = N.nearest(new, previous)
     return best, (diff_keys(best, new) if best is not None else [])
 
 
