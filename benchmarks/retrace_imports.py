@@ -8,7 +8,8 @@ shape, or another dtype, or another static value), and only then has callgrind c
 the first retrace's explanation, then the same explanation again (the words loaded).
 Their difference is what the first one pays to load the words; the modules it imported
 are listed. Counted with ``--toggle-collect`` on ``map_next``, as ``instructions.py``
-does: nothing of the set-up or of JAX's import.
+does: nothing of the set-up or of JAX's import. Every child runs from cached bytecode, as
+an installed package does (``PYTHONPYCACHEPREFIX``, filled by a warm-up child).
 
     python benchmarks/retrace_imports.py [--kinds shape dtype static_value]
 
@@ -23,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -57,15 +59,17 @@ def child(kind: str, counted: str) -> None:
     print(json.dumps(loaded))
 
 
-def count(kind: str) -> tuple[int, list[str]]:
+def count(kind: str, env: dict[str, str]) -> tuple[int, list[str]]:
     """Instructions of the first explanation minus the second's, and the modules it loaded."""
+    warm = [sys.executable, __file__, "--child", kind]
+    subprocess.run(warm, capture_output=True, env=env, check=True)  # bytecode cached
     runs = []
     for counted in ("first", "second"):
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
              "--toggle-collect=map_next", "--callgrind-out-file=/dev/null",
              sys.executable, __file__, "--child", kind, "--counted", counted],
-            capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+            capture_output=True, text=True, env=env,
         )  # fmt: skip
         found = re.search(r"Collected : (\d+)", out.stderr)
         if found is None or not out.stdout.strip():
@@ -85,8 +89,12 @@ def main() -> None:
         child(args.child, args.counted)
         return
     print("a first retrace's words: instructions to load them, and the modules loaded")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["JAX_PLATFORMS"] = "cpu"
+    folder = tempfile.mkdtemp(prefix="jitlens-retrace-imports-")
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(folder, "pycache")
     for kind in args.kinds:
-        cost, loaded = count(kind)
+        cost, loaded = count(kind, env)
         print(f"  {kind:>12}  {cost / 1e6:8.1f}M instructions  {len(loaded)} modules")
         print("                " + ", ".join(m.removeprefix("jitlens.") for m in loaded))
 
