@@ -82,3 +82,17 @@ def test_a_first_retrace_imports_the_words_of_its_own_kind_only() -> None:
         "jitlens._core.reasons.spec",
         "jitlens._core.template_kinds",
     ]
+
+
+def test_a_job_whose_every_process_differs_keeps_a_bounded_page() -> None:
+    """Every process retracing to a shape of its own: one divergence of 2,000 branches and
+    2,000 groups of processes; the page shows the first of each and says how many more."""
+    reports = [
+        s.report(p, [s.step("f32[8,3]", f"f32[{p + 9},3]")], process_count=2_000)
+        for p in range(2_000)
+    ]
+    html = merge_reports(reports).to_html()
+    assert "1,984 more group(s) of processes that did otherwise" in html  # 16 branches shown
+    assert "1,936 more group(s): see" in html  # 64 rows of the groups table
+    assert html.count("<iframe") == DETAILED
+    assert len(html.encode()) < 1_000_000

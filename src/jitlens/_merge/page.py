@@ -7,7 +7,8 @@ and which processes took each branch, and the functions table. The processes are
 then grouped by what they ran (``model.alike``): a table with one row per group
 (its processes as runs, its hosts), and the full report of the first process of each
 group and of every process a divergence singles out, up to ``DETAILED`` of them.
-A process list names at most ``RUNS`` runs of processes, then says how many more.
+A process list names at most ``RUNS`` runs of processes, then says how many more, and a
+divergence shows its first ``BRANCHES`` groups of processes.
 A job of at most ``DETAILED`` processes shows every process's report, as before.
 """
 
@@ -53,6 +54,8 @@ DETAILED = 16
 RUNS = 32
 #: Groups of processes that ran alike listed in the processes table, at most.
 GROUPS = 64
+#: Branches of one divergence shown (each a group of processes that did one thing), at most.
+BRANCHES = 16
 #: Hosts named in a group's row, then "and N more".
 HOSTS = 4
 #: Why missing processes are missing, lines at most.
@@ -66,6 +69,9 @@ GROUPS_NOTE = (
 MORE_GROUPS = "... {n:,} more group(s): see `jitlens merge --json`."
 MORE_HOSTS = " and {n:,} more"
 MORE_WHY = "... and {n:,} more."
+MORE_BRANCHES = (
+    "... {n:,} more group(s) of processes that did otherwise: see `jitlens merge --json`."
+)
 GROUP_HEAD = ("group", "processes", "how many", "hosts", "ran like")
 
 
@@ -78,7 +84,7 @@ def _html_divergence(div: Divergence, number: int, total: int) -> str:
         number=number, total=total, qualname=div.qualname, defined_at=div.defined_at
     )
     parts = [f"<div class='div'><b>{_e(header)}</b>", f"<p>{_e(div.message)}</p><ul>"]
-    for branch in div.branches:
+    for branch in div.branches[:BRANCHES]:
         head, *reasons = branch_lines(branch, RUNS)
         items = "".join(
             f"<li class='fix'>{_e(line.text)}</li>"
@@ -87,6 +93,9 @@ def _html_divergence(div: Divergence, number: int, total: int) -> str:
             for line in reasons
         )
         parts.append(f"<li>{_e(head.text)}{'<ul>' + items + '</ul>' if items else ''}</li>")
+    if len(div.branches) > BRANCHES:
+        more = MORE_BRANCHES.format(n=len(div.branches) - BRANCHES)
+        parts.append(f"<li class='dim'>{_e(more)}</li>")
     parts.append(f"</ul><p class='fix'>{_e(FIX_LINE.format(fix=div.fix))}</p></div>")
     return "".join(parts)
 
