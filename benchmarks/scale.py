@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import itertools
 import math
 import time
 import warnings
@@ -71,11 +72,17 @@ def _cpu(run: Callable[[], Any], repeat: int) -> float:
     return best
 
 
+#: A number no earlier run's programs hold: each run compiles programs of its own (JAX keeps
+#: compiled programs in memory by their text; a plain run would otherwise pay for both).
+RUNS = itertools.count(2)
+
+
 def calls(n: int, on: bool) -> None:
     import jax
     import jax.numpy as jnp
 
-    f = jax.jit(lambda x: x + 1)  # a fresh function: one compile per run
+    run = next(RUNS)
+    f = jax.jit(lambda x: x + run)  # a fresh function: one compile per run
     x = jnp.ones(4)
     with _tracked(on):
         for _ in range(n):
@@ -87,31 +94,31 @@ def functions(n: int, on: bool) -> None:
     import jax
     import jax.numpy as jnp
 
-    x = jnp.ones(4)
+    x, run = jnp.ones(4), next(RUNS)
     with _tracked(on):
         for i in range(n):
-            f = jax.jit(lambda x, i=i: x * i)
+            f = jax.jit(lambda x, i=i: x * i + run)
             jax.block_until_ready(f(f(x)))
 
 
 def retraces(n: int, on: bool) -> None:
     import jax
-    import jax.numpy as jnp
 
-    f = jax.jit(lambda x: x * 2)
+    run = next(RUNS)
+    f = jax.jit(lambda x: x * run)
     with _tracked(on):
         for i in range(n):
-            jax.block_until_ready(f(jnp.ones(i + 1)))
+            jax.block_until_ready(f(np.ones(i + 1, np.float32)))  # no jnp.ones compile per shape
 
 
 def leaves(n: int, on: bool) -> None:
     import jax
-    import jax.numpy as jnp
 
-    f = jax.jit(lambda d: jax.tree.map(lambda v: v * 2, d))
+    run = next(RUNS)
+    f = jax.jit(lambda d: jax.tree.map(lambda v: v * run, d))
     with _tracked(on):
         for size in range(1, 5):
-            jax.block_until_ready(f({f"k{i}": jnp.ones(size) for i in range(n)}))
+            jax.block_until_ready(f({f"k{i}": np.ones(size, np.float32) for i in range(n)}))
 
 
 def _function(i: int, name: str) -> FunctionReport:
