@@ -69,12 +69,13 @@ print(reasons[0].kind, json.dumps(sorted(m for m in set(sys.modules) - before if
 def test_a_first_retrace_imports_the_words_of_its_own_kind_only() -> None:
     """A process's first retrace imported every reason kind's module, the ranking's and what
     they use (26 modules, 36-153 ms): a shape retrace now imports the words of shapes, their
-    base and the ranking, in a fresh process."""
+    base, the ranking and the closest-key search, in a fresh process."""
     out = run_python(["-c", _FIRST_RETRACE])
     assert out.returncode == 0, out.stderr
     kind, loaded = out.stdout.split(" ", 1)
     assert kind == "shape"
     assert json.loads(loaded) == [
+        "jitlens._core.nearest",
         "jitlens._core.rank",
         "jitlens._core.reasons",
         "jitlens._core.reasons.base",
