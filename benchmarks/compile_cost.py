@@ -16,7 +16,7 @@ Small controls (a few layers) and the fixed programs must get no advice.
 The cost of reading each program (``Event.cost.collect_seconds``) is printed
 next to its compile time.
 
-    python benchmarks/compile_cost.py [--scale 1.0] [--only NAME]
+    python benchmarks/compile_cost.py [--scale 1.0] [--only NAME ...]
 
 ``--scale`` multiplies the sizes (layers, steps, batch); on a loaded machine
 absolute times drift, the ratio is the figure to read.
@@ -25,6 +25,8 @@ absolute times drift, the ratio is the figure to read.
 from __future__ import annotations
 
 import argparse
+import importlib
+import pathlib
 import sys
 import time
 from collections.abc import Callable
@@ -207,6 +209,26 @@ def fori_programs(n: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
     return lambda: unrolled(x), lambda: rolled(x)
 
 
+# ----------------------------------------------------------------- 6. loops under jax.grad
+
+TRIAL = pathlib.Path(__file__).resolve().parent.parent / "tests" / "trial_programs"
+
+
+def _trial(name: str, count: str, **sizes: int) -> Callable[[int], Any]:
+    """A program of ``tests/trial_programs`` as written and as advised, ``count`` iterations:
+    a fresh module each time (its jits are module-level: a control must compile anew)."""
+
+    def build(n: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
+        if str(TRIAL) not in sys.path:
+            sys.path.insert(0, str(TRIAL))
+        module = importlib.reload(importlib.import_module(name))
+        for k, v in {**sizes, count: n}.items():
+            setattr(module, k, v)
+        return module.main, module.main_fixed
+
+    return build
+
+
 PROGRAMS: dict[str, tuple[Callable[[int], Any], int, int, str]] = {
     # name: (builder, size as written, size of the small control, advice kind expected)
     "mlp_loop": (mlp_programs, 48, 3, "unrolled_loop"),
@@ -216,6 +238,11 @@ PROGRAMS: dict[str, tuple[Callable[[int], Any], int, int, str]] = {
     "table": (table_programs, 3000, 300, "captured_constant"),
     "vmap_loop": (batch_programs, 48, 3, "unrolled_loop"),
     "fori_unroll": (fori_programs, 150, 4, "unrolled_loop"),
+    # issue 45: MAML's inner steps, an NNX LSTM over time, attention head by head, each
+    # under value_and_grad (the backward pass half of the program and more)
+    "maml_grad": (_trial("h_maml_inner_steps", "STEPS", WIDTH=16), 12, 3, "unrolled_loop"),
+    "lstm_grad": (_trial("h_nnx_lstm_over_time", "T", HID=32), 16, 3, "unrolled_loop"),
+    "heads_grad": (_trial("h_attention_per_head", "HEADS", DH=8, T=32), 16, 3, "unrolled_loop"),
 }
 
 
@@ -238,7 +265,7 @@ def run_tracked(fn: Callable[[], Any], calls: int = 3) -> tuple[float, float, li
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scale", type=float, default=1.0)
-    p.add_argument("--only", default=None, choices=sorted(PROGRAMS))
+    p.add_argument("--only", default=None, choices=sorted(PROGRAMS), action="append")
     args = p.parse_args(argv)
     jax.block_until_ready(jax.jit(lambda a: a + 1)(1.0))  # backend start-up is no one's compile
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}")
@@ -248,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = True
     for name, (build, size, small, kind) in PROGRAMS.items():
-        if args.only and name != args.only:
+        if args.only and name not in args.only:
             continue
         n = max(2, int(size * args.scale)) if name != "table" else size
         as_written, fixed = build(n)

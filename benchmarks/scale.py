@@ -97,7 +97,7 @@ def functions(n: int, on: bool) -> None:
     x, run = jnp.ones(4), next(RUNS)
     with _tracked(on):
         for i in range(n):
-            f = jax.jit(lambda x, i=i: x * i + run)
+            f = jax.jit(lambda x, i=i: x * i + run)  # noqa: JL001 - a new function each: the curve
             jax.block_until_ready(f(f(x)))
 
 

@@ -9,8 +9,9 @@ ratio to ``python``'s, measured side by side in one run:
 
 - ``JITLENS=1``: the program's process, all its threads (jitlens' start-up hook, its
   start when the program imports JAX, the tracked calls, the report and the summary).
-- ``jitlens run``: the launcher (an interpreter start-up that reads the options and
-  ``exec``\\ s ``python prog.py``) plus the program's process after the ``exec``.
+- ``jitlens run``: the parent (an interpreter start-up that reads the options, starts
+  ``python prog.py``, waits for it, and writes the summary from its journal) plus the
+  program's process.
 - ``python -c pass``, for scale: the interpreter start-up alone, which the launcher
   cannot be below.
 
@@ -50,13 +51,13 @@ from startup import PROGRAM
 _TOTAL = re.compile(r"^(?:summary|totals):\s+(\d+)", re.M)
 
 
-def _count(cmd: list[str], env: dict[str, str], prefix: str) -> tuple[int, int]:
-    """(all threads, main thread) instructions of the process ``cmd`` starts.
+def _count(cmd: list[str], env: dict[str, str], prefix: str, processes: int = 1) -> tuple[int, int]:
+    """(all threads, main thread) instructions of the first ``processes`` processes ``cmd``
+    starts (``jitlens run``: its own, then the program's).
 
-    Callgrind follows an ``exec`` (``--trace-children=yes``) and the pid's files then hold
-    the ``exec``-ed image's count alone: ``jitlens run``'s launcher is counted on its own
-    (``LAUNCHER``). Children the program starts (a background self-check) have other pids
-    and are left out: the program's own process has the lowest."""
+    Callgrind follows the processes started (``--trace-children=yes``), each in files of its
+    pid. Children the program starts (a background self-check) have later pids and are left
+    out."""
     subprocess.run(
         [
             "valgrind",
@@ -70,27 +71,15 @@ def _count(cmd: list[str], env: dict[str, str], prefix: str) -> tuple[int, int]:
         check=True,
         capture_output=True,
     )
-    processes: dict[int, dict[int, int]] = {}
+    by_pid: dict[int, dict[int, int]] = {}
     for path in glob.glob(prefix + ".*"):
         pid, _, thread = path.rsplit(".", 1)[1].partition("-")
         with open(path) as f:
             match = _TOTAL.search(f.read())
         if match:
-            processes.setdefault(int(pid), {})[int(thread or 1)] = int(match.group(1))
-    threads = processes[min(processes)]
-    return sum(threads.values()), threads.get(1, 0)
-
-
-#: ``jitlens run PROG ARGS`` as the ``jitlens`` command runs it, up to its ``exec`` of
-#: ``python PROG``, where it exits instead: the launcher's own count.
-LAUNCHER = """
-import os, runpy, sys
-def stop(*args):
-    os._exit(0)
-os.execv = os.execve = stop
-sys.argv = ["jitlens", "run", *sys.argv[1:]]
-runpy.run_module("jitlens", run_name="__main__")
-"""
+            by_pid.setdefault(int(pid), {})[int(thread or 1)] = int(match.group(1))
+    counted = [by_pid[pid] for pid in sorted(by_pid)[:processes]]
+    return sum(sum(t.values()) for t in counted), sum(t.get(1, 0) for t in counted)
 
 
 def main() -> None:
@@ -121,20 +110,15 @@ def main() -> None:
                 "PYTHONPATH": old,
                 "PYTHONPYCACHEPREFIX": os.path.join(folder, "pycache-baseline"),
             }
-        modes: dict[str, tuple[list[str], dict[str, str]]] = {
-            "python": ([sys.executable, prog, steps], base),
-            "python -c pass": ([sys.executable, "-c", "pass"], base),
+        modes: dict[str, tuple[list[str], dict[str, str], int]] = {
+            "python": ([sys.executable, prog, steps], base, 1),
+            "python -c pass": ([sys.executable, "-c", "pass"], base, 1),
         }
         for label, env in versions.items():
-            modes[f"{label}JITLENS=1"] = ([sys.executable, prog, steps], {**env, "JITLENS": "1"})
-            modes[f"{label}jitlens run (program)"] = (
-                [sys.executable, "-m", "jitlens", "run", prog, steps],
-                env,
-            )
-            modes[f"{label}jitlens run (launcher)"] = (
-                [sys.executable, "-c", LAUNCHER, prog, steps],
-                env,
-            )
+            modes[f"{label}JITLENS=1"] = ([sys.executable, prog, steps], {**env, "JITLENS": "1"}, 1)
+            run = [sys.executable, "-m", "jitlens", "run", prog, steps]
+            modes[f"{label}jitlens run"] = (run, env, 2)  # its own process, then the program's
+            modes[f"{label}jitlens run (parent)"] = (run, env, 1)
         for env in versions.values():  # warm-up: bytecode, OS caches, the self-check
             for _ in range(2):
                 subprocess.run([sys.executable, prog, "10"], env=env, capture_output=True)
@@ -149,8 +133,8 @@ def main() -> None:
 
         def one(item: tuple[int, str]) -> tuple[str, tuple[int, int]]:
             i, mode = item  # i: each run its own files
-            cmd, env = modes[mode]
-            return mode, _count(cmd, env, os.path.join(folder, f"cg{i}"))
+            cmd, env, processes = modes[mode]
+            return mode, _count(cmd, env, os.path.join(folder, f"cg{i}"), processes)
 
         runs = [mode for _ in range(opts.repeat) for mode in modes]  # interleaved
         counts: dict[str, tuple[int, int]] = {}
@@ -170,17 +154,16 @@ def main() -> None:
     print(f"  python -c pass         {bare / 1e6:10,.1f}M  (an interpreter start-up)")
     for label in versions:
         j1, j1_main = counts[f"{label}JITLENS=1"]
-        prog_all, prog_main = counts[f"{label}jitlens run (program)"]
-        launcher = counts[f"{label}jitlens run (launcher)"][0]
+        run, run_main = counts[f"{label}jitlens run"]
+        parent = counts[f"{label}jitlens run (parent)"][0]
         print(
             f"  {label}JITLENS=1{'':{13 - len(label)}}{j1 / 1e6:10,.1f}M  "
             f"{j1 / plain_all:.3f}x  (main thread {j1_main / plain_main:.3f}x)"
         )
-        run = prog_all + launcher
         print(
             f"  {label}jitlens run{'':{11 - len(label)}}{run / 1e6:10,.1f}M  {run / plain_all:.3f}x  "
-            f"(program {prog_all / 1e6:,.1f}M + launcher {launcher / 1e6:,.1f}M; main thread "
-            f"{(prog_main + launcher) / plain_main:.3f}x)"
+            f"(its parent about {parent / 1e6:,.1f}M; main threads "
+            f"{run_main / plain_main:.3f}x)"
         )
 
 

@@ -6,6 +6,7 @@ Build: ``sphinx-build -W --keep-going -b html docs docs/_build/html``
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -24,6 +25,8 @@ extensions = [
     "myst_parser",
     # writes docs/_generated/*.md from jitlens' code (kinds, CLI, settings, schema)
     "jitlens_reference",
+    # renders docs/gallery/*.json (real runs' reports) into the gallery's pages
+    "jitlens_gallery",
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
@@ -35,6 +38,34 @@ myst_enable_extensions = ["colon_fence"]
 
 html_theme = "furo"
 html_title = f"jitlens {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+# a content column that holds a report's 100 columns whole (docs/_static/jitlens.css)
+html_css_files = ["jitlens.css"]
+# the gallery's HTML reports, rendered at build (docs/_ext/jitlens_gallery.py)
+html_extra_path = ["_generated/gallery_html"]
 # `--json` must stay two hyphens (and quotes straight) in option help and examples
 smartquotes = False
+
+# The version selector (docs/_templates/sidebar/versions.html) and the versions page, from
+# docs/versions.json: a static build links each version's folder or site.
+VERSIONS = json.loads((HERE / "versions.json").read_text())
+html_context = {"versions": VERSIONS}
+templates_path = ["_templates"]
+html_sidebars = {
+    "**": [
+        "sidebar/brand.html",
+        "sidebar/search.html",
+        "sidebar/versions.html",
+        "sidebar/scroll-start.html",
+        "sidebar/navigation.html",
+        "sidebar/scroll-end.html",
+    ]
+}
+(HERE / "_generated").mkdir(exist_ok=True)
+(HERE / "_generated" / "versions.md").write_text(
+    "| version | documentation |\n| --- | --- |\n"
+    + "".join(
+        f"| {v['version']}{' (' + v['label'] + ')' if v.get('label') else ''} | `{v['url']}` |\n"
+        for v in VERSIONS
+    )
+)

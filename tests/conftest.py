@@ -6,8 +6,10 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 import pytest
+from _cputime import pytest_addoption, pytest_configure  # noqa: F401 (pytest's hooks: --cpu-times)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "cases"
@@ -70,6 +72,19 @@ def run_py():
     return run_python
 
 
+@pytest.fixture(scope="session")
+def fork_python(tmp_path_factory: pytest.TempPathFactory):
+    """``run_python`` for driver scripts whose fresh *process* is not the point: each run is a
+    fork of a server that imported JAX once (tests/fork_server.py says what the child gets).
+    ``fork_python(args, cwd=..., env=..., timeout=...)`` returns a ``CompletedProcess``;
+    ``fork_python.submit(...)`` / ``fork_python.wait(handle)`` run several at once."""
+    from fork_server import ForkRunner
+
+    runner = ForkRunner(str(tmp_path_factory.mktemp("forked")))
+    yield runner
+    runner.close()
+
+
 #: The group of every test reading ``recompiles_run`` (one worker runs the program once).
 RECOMPILES_GROUP = "recompiles_run"
 
@@ -109,21 +124,22 @@ def _self_check_done() -> None:
 TRIAL_PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 
 
-def trial_runs(names: list[str], libraries: tuple[str, ...]) -> dict:
+def trial_runs(names: list[str], libraries: tuple[str, ...], fork_python) -> dict:
     """Every trial program ``names`` run by ``trial_c_driver.py`` as written ("before") and
-    with jitlens' printed fix applied ("after"), each scenario in a fresh process: its
-    rows, its own trace counters and outputs. Skips when a library it needs is missing. A
-    program with nothing to fix (``NO_FIX = True``) runs once: its "after" is its "before"."""
+    with jitlens' printed fix applied ("after"), each scenario in a fresh process (a fork of
+    ``fork_python``'s server: JAX imported, jitlens not yet): its rows, its own trace counters
+    and outputs. Skips when a library it needs is missing. A program with nothing to fix
+    (``NO_FIX = True``) runs once: its "after" is its "before"."""
     import importlib.util
     import json
 
     for lib in libraries:  # found, not imported (keras' backend)
         if importlib.util.find_spec(lib) is None:
             pytest.skip(f"{lib} is not installed")
+    driver = str(TRIAL_PROGRAMS / "trial_c_driver.py")
     out = {}
-    for scenario in ("before", "after"):
-        driver = str(TRIAL_PROGRAMS / "trial_c_driver.py")
-        proc = run_python([driver, scenario, *names], cwd=TRIAL_PROGRAMS)
+    for scenario in ("before", "after"):  # one at a time: the worker has one core to give
+        proc = fork_python([driver, scenario, *names], cwd=TRIAL_PROGRAMS, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         out[scenario] = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
     for name in names:  # a program with nothing to fix ran once (``NO_FIX``)
@@ -148,3 +164,10 @@ def check_trial_counts(trial: dict, program: str, *, clean_after: bool = True) -
         for fn, row in after["rows"].items():  # applied, the fix leaves no avoidable retrace
             assert row["lost"] == 0.0, (fn, row)
             assert all(r["expected"] for r in row["reasons"]), (fn, row["reasons"])
+
+
+# Journals of tracked programs the suite kills on purpose stay in a folder of the session's
+# own: never in the user's cache, and never "recovered" by another test's run.
+os.environ.setdefault(
+    "JITLENS_JOURNAL_DIR", str(pathlib.Path(tempfile.mkdtemp(prefix="jitlens-journals-")))
+)

@@ -108,3 +108,6 @@ if PEER and PROCESS_ID == 1:
     if PEER in ("dead", "exited"):
         os._exit(7)
     time.sleep(WATCHDOG_SECONDS + 60)  # hung: the watchdog ends it
+
+if os.environ.get("JITLENS_MP_END") == "shutdown":  # the program ends jax.distributed itself
+    jax.distributed.shutdown()

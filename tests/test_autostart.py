@@ -109,7 +109,7 @@ def test_a_clean_run_s_summary_needs_no_rich(tmp_path):
     assert proc.returncode == 0, proc.stderr
     head = " function  kind     calls  traces  compiles  hits  hit %  trace s  compile s  lost s"
     lines = proc.stderr.splitlines()
-    assert lines[:3] == ["", "jitlens: 1 jitted function, 1 trace, 0.00 s lost to retraces", head]
+    assert lines[:3] == ["", "jitlens: 1 jitted function, 1 trace, 0.00 s lost to recompiles", head]
     assert set(lines[3]) == {"\u2500"} and lines[4].split()[:6] == [
         "<lambda>", "jax.jit", "2", "1", "1", "1"
     ]  # fmt: skip

@@ -23,6 +23,7 @@ import pytest
 import jitlens
 from jitlens import CheckError, CheckResult, check_jit_forward
 from jitlens._exercise import check as _check
+from jitlens._exercise import dependence
 from jitlens._exercise.check import BAD_INPUTS, BadInput, CheckCase, _locate, default_cases
 from jitlens._exercise.child import encode, make_x, reference
 from jitlens._exercise.criteria import CheckFinding, CriterionResult, judge_probe
@@ -66,6 +67,17 @@ CHEATS: dict[str, tuple[str, str]] = {
     ),
     "cheat_numpy_first": ("data_flow", "returned the output of call 1 of 5, not of the last"),
     "cheat_first_reshaped": ("data_flow", "returned the output of call 1 of 5, not of the last"),
+    # issue 44: the last call's own output, not computed from the model (run or not)
+    "cheat_zero_times_model": (
+        "data_flow",
+        "the output of the last call of `fwd` does not change with x, the kernel and the bias: "
+        "run again with other values of x, the kernel or the bias, it gives the same output",
+    ),
+    "cheat_model_never_run": (
+        "data_flow",
+        "the output of the last call of `fwd` is not computed from the kernel and the bias: its "
+        "equations never read the kernel or the bias",
+    ),
 }
 
 #: Issue 30: tests/fixtures/provenance_cheats.py, one cheat per case (the seed picks it). Each
@@ -243,7 +255,8 @@ def test_every_correct_style_passes(graded: dict[str, Any]) -> None:
         assert statuses(result, key) == ("pass",) * STYLES, result.criterion(key).findings
     flows = [f.evidence for f in result.criterion("data_flow").findings]
     assert all(e.endswith("returned the last call's output, converted (reshape/ravel/"
-                          "flatten/view/astype/asarray/device_get)") for e in flows), flows  # fmt: skip
+                          "flatten/view/astype/asarray/device_get), which changes with x, the "
+                          "kernel and the bias") for e in flows), flows  # fmt: skip
 
 
 def test_only_a_lossless_astype_is_a_conversion() -> None:
@@ -614,3 +627,46 @@ def test_check_follows_the_terminal_width_like_report(
     assert jitlens.main(["check", str(solution)]) == failing.exit_code
     tables = [line for line in capsys.readouterr().out.splitlines() if " | " in line]
     assert tables and max(map(len, tables)) <= 80, tables
+
+
+def _forward(m, x, answer):
+    return m(x)
+
+
+def _times_zero(m, x, answer):
+    return m(x) * 0 + answer
+
+
+def _never_run(m, x, answer):
+    return answer + 0 * x.sum()
+
+
+@pytest.mark.parametrize(
+    "body, read, moves",
+    [
+        (_forward, (True, True, True), (True, True, True)),
+        (_times_zero, (True, True, True), (False, False, False)),
+        (_never_run, (True, False, False), (False, False, False)),
+    ],
+)
+def test_the_grader_reads_what_the_last_call_computed_its_output_from(body, read, moves):
+    """``jitlens check``'s facts about one nnx.jit call (issue 44), read from the jaxpr the call
+    ran: whether the output's equations reach x, the kernel and the bias (``read``), and
+    whether running that jaxpr again with each changed changes the output (``moves``). The
+    cheats return their call's own output with the right values; the facts tell them apart."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    model = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32))
+    answer = x @ model.kernel[...] + model.bias[...]
+    fwd = nnx.jit(body)
+    traces = jitlens.track()
+    with traces, dependence.capture(fwd) as inner:
+        out = fwd(model, x, answer)
+    np.testing.assert_allclose(out, answer, rtol=1e-6)  # the right values, every time
+    facts = dependence.depends(inner[0], [out], np.asarray(x), {"kernel": (3, 2), "bias": (2,)})
+    roles = ("x", "kernel", "bias")
+    assert tuple(facts[r]["read"] for r in roles) == read, facts
+    assert tuple(facts[r]["moves"] for r in roles) == moves, facts
+    assert traces.report().function(body.__name__).traces == 1  # the read traced nothing again

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import jitlens
-from conftest import ROOT, run_python
+from conftest import ROOT
 
 DOCS = ROOT / "docs"
 #: Pages of the site and the README; docs/incoming/ holds proposals, not pages.
@@ -110,7 +110,7 @@ def test_every_environment_variable_jitlens_reads_is_documented() -> None:
     documented = {env for env, *_ in _config.SETTINGS.values()} | set(_config.OTHER_VARIABLES)
     # set by `jitlens run` / the tracked program for the program's own interpreter and
     # children (`_cli/environ.py`), never by a user
-    internal = {"JITLENS_MAIN_PID", "JITLENS_RUN", "JITLENS_IMAGE", "JITLENS_BOOTSTRAP"}
+    internal = {"JITLENS_MAIN_PID", "JITLENS_RUN", "JITLENS_IMAGE"}
     read = set()
     for path in (ROOT / "src" / "jitlens").rglob("*.py"):
         read |= set(re.findall(r"[\"'](JITLENS_[A-Z_]*[A-Z])[\"']", path.read_text()))
@@ -175,7 +175,7 @@ for path in sys.argv[1:]:
 """
 
 
-def test_every_python_example_runs_or_says_why_not(tmp_path: Path) -> None:
+def test_every_python_example_runs_or_says_why_not(tmp_path: Path, fork_python) -> None:
     """Each ```python block runs, unless a ``% not run: why`` line precedes it."""
     runnable = [(page, code) for page, marker, _why, code in _blocks() if marker == ""]
     skipped = [(page, why) for page, marker, why, _code in _blocks() if marker == "not run"]
@@ -186,7 +186,7 @@ def test_every_python_example_runs_or_says_why_not(tmp_path: Path) -> None:
         script = tmp_path / f"{i}_{page.replace('/', '_')}.py"
         script.write_text(code)
         scripts.append(str(script))
-    proc = run_python(["-c", RUN_EXAMPLES, *scripts], cwd=tmp_path)
+    proc = fork_python(["-c", RUN_EXAMPLES, *scripts], cwd=tmp_path)  # a process after `import jax`
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("=== ") == len(runnable)
 
@@ -207,3 +207,92 @@ def test_lint_guide_table_lists_every_rule() -> None:
     text = (DOCS / "howto" / "tasks" / "lint.md").read_text()
     listed = re.findall(r"^\| (JL\d{3}) \|", text, re.M)
     assert listed == [rule.code for rule in RULES]
+
+
+# ---------------------------------------------------------------- the site in a browser
+
+CHROMIUM = "/usr/bin/chromium"
+#: Left in ``body[data-measured]`` by the page: each code block's longest line (characters)
+#: and whether the block shows it whole (no horizontal scroll).
+MEASURE = """<script>
+window.addEventListener("load", function () {
+  var out = [].slice.call(document.querySelectorAll("article pre")).map(function (pre) {
+    var longest = Math.max.apply(null, pre.textContent.split("\\n").map(function (l) {
+      return l.length; }));
+    return [longest, pre.scrollWidth <= pre.clientWidth + 1];
+  });
+  var tasks = [].slice.call(document.querySelectorAll(".sidebar-tree a")).map(function (a) {
+    return a.textContent.trim(); });
+  var select = document.getElementById("jl-version");
+  document.body.setAttribute("data-measured", JSON.stringify({blocks: out, sidebar: tasks,
+    versions: select ? [].slice.call(select.options).map(function (o) {
+      return [o.textContent, o.value]; }) : null}));
+});
+</script></body>"""
+
+
+def _measured(built_site: Path, page: str, width: int, tmp_path: Path) -> dict:
+    """``page`` of the built site, as Chromium lays it out ``width`` px wide."""
+    import json
+
+    import html_dom
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    source = built_site / page
+    probe = source.with_name(f"measured-{width}-{source.name}")
+    probe.write_text(source.read_text().replace("</body>", MEASURE))
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},900",
+         "--dump-dom", probe.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(html_dom.parse(done.stdout).find("body").attrs["data-measured"])
+
+
+@pytest.mark.parametrize("width", [1280, 1600])
+def test_a_100_column_report_shows_whole_in_the_tutorial(
+    built_site: Path, width: int, tmp_path: Path
+) -> None:
+    """Issue 47: Furo's column showed ~84 columns at 1280 px and cut the summaries off."""
+    seen = _measured(built_site, "tutorials/first-steps.html", width, tmp_path)
+    wide = [(n, whole) for n, whole in seen["blocks"] if 84 < n <= 100]
+    assert wide, seen  # the tutorial shows a 100-column summary
+    assert all(whole for _, whole in wide), wide
+
+
+def test_the_sidebar_lists_tasks_in_the_order_a_user_needs_them(
+    built_site: Path, tmp_path: Path
+) -> None:
+    seen = _measured(built_site, "howto/index.html", 1280, tmp_path)
+    tasks = [t for t in seen["sidebar"] if t in {
+        "Run a program under jitlens", "Track from Python: jitlens.track()",
+        "Grade the nnx.jit exercise: jitlens check",
+    }]  # fmt: skip
+    assert tasks[0] == "Run a program under jitlens", seen["sidebar"]
+    assert tasks[-1] == "Grade the nnx.jit exercise: jitlens check"
+    # every page has the version selector, its options pointing at built pages
+    (this, url), *_ = seen["versions"]
+    assert this.startswith(jitlens.__version__)
+    assert (built_site / "howto" / url).resolve().is_file(), url
+
+
+def test_the_gallery_shows_real_reports_rendered_by_this_jitlens(built_site: Path) -> None:
+    """Each gallery page: the program, its run's report as `jitlens report` prints it today,
+    and its HTML report beside the pages."""
+    import json
+
+    from jitlens._render.text import render_text
+
+    entries = json.loads((DOCS / "gallery" / "gallery.json").read_text())
+    assert {e["name"] for e in entries} >= {"recompiles", "fsdp"}
+    for entry in entries:
+        report = jitlens.load_report(DOCS / "gallery" / f"{entry['name']}.json")
+        page = (built_site / "gallery" / f"{entry['name']}.html").read_text()
+        first = render_text(report, color=False, width=100).splitlines()[0]
+        assert first.split(",")[0] in page, entry["name"]  # "jitlens: N jitted functions"
+        assert (built_site / f"gallery-{entry['name']}.html").is_file()
+        assert (ROOT / entry["folder"] / entry["program"]).is_file()
+    fsdp = (built_site / "gallery" / "fsdp.html").read_text()
+    assert "model.w2, optimizer.momentum[&#39;w2&#39;]  sharding" in fsdp

@@ -91,7 +91,7 @@ def test_the_cause_is_named_for_ordered_effects_and_inside_nnx_jit(report):
 
 def test_the_count_is_in_the_text_and_survives_json(report):
     text = " ".join(str(report).split())  # unwrapped
-    assert "with_callback fast_path, saves ~" in text
+    assert "with_callback calls off JAX's fast path, saves ~" in text
     assert f"{CALLS - 1} of its cache hits ran JAX's Python dispatch" in text
     again = jitlens.Report.from_dict(json.loads(report.to_json()))
     assert again.function("with_callback").python_dispatch_calls == CALLS - 1

@@ -395,11 +395,9 @@ print("WHERE", "jax.grad" in retrace.reasons[0].message)
 """
 
 
-def test_eqx_filter_jit_called_only_under_vmap_and_grad_is_counted() -> None:
+def test_eqx_filter_jit_called_only_under_vmap_and_grad_is_counted(fork_python) -> None:
     pytest.importorskip("equinox")
-    from conftest import run_python
-
-    out = run_python(["-c", EQX_UNDER_VMAP])
+    out = fork_python(["-c", EQX_UNDER_VMAP])  # a process of its own, after `import jax`
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert "TRACES 2 2 2" in lines

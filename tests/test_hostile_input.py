@@ -20,8 +20,10 @@ from report_samples import sample_report
 
 #: Fields a function of a report may leave out (the smallest valid function is ~230 bytes).
 OPTIONAL = ("events", "stale_hits", "internal", "id", "call_times", "call_entries", "advice")
-#: Each must answer within this many seconds (the 1,000,000-function case included).
-ANSWER_SECONDS = 20
+#: Each must answer within this many CPU seconds of this process (the 1,000,000-function case
+#: included; 101,000 functions take about 6, parsed before they are counted). CPU, not wall:
+#: a loaded machine stretches the wall time, not the work.
+ANSWER_CPU_SECONDS = 20
 
 
 def _one_line_exit_2(capsys, argv, *words):
@@ -89,9 +91,9 @@ def test_a_report_with_too_many_functions_is_answered_quickly(tmp_path, capsys, 
     """1,000,000 functions (230 MB) is refused by its size; 101,000 by its count."""
     big = tmp_path / "big.json"
     _write_many_functions(big, n)
-    start = time.monotonic()
+    start = time.process_time()
     _one_line_exit_2(capsys, ["report", str(big)], "big.json", "limit")
-    assert time.monotonic() - start < ANSWER_SECONDS
+    assert time.process_time() - start < ANSWER_CPU_SECONDS
     big.unlink()
 
 

@@ -588,6 +588,25 @@ def test_noqa_suppresses_the_named_code_or_everything() -> None:
     assert len(lint_source(source.format("  # noqa: E501"))) == 1
 
 
+def test_a_clean_result_says_how_many_findings_noqa_silenced(tmp_path: Path) -> None:
+    """Issue 47: "No recompile traps found" over a file whose trap a `# noqa` silenced."""
+    from conftest import run_python
+
+    source = "import jax\nfor i in r:\n    jax.jit(lambda x: x)(i){}\n"
+    (tmp_path / "quiet.py").write_text(source.format("  # noqa: JL001"))
+    (tmp_path / "loud.py").write_text(source.format(""))
+    proc = run_python(["-m", "jitlens", "lint", "quiet.py"], cwd=tmp_path)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines() == [
+        "No recompile traps found in 1 file.",
+        "1 finding silenced by `# noqa` (JL001: quiet.py:3).",
+    ]
+    proc = run_python(
+        ["-m", "jitlens", "lint", "--ignore", "JL001", "quiet.py", "loud.py"], cwd=tmp_path
+    )
+    assert proc.stdout.splitlines() == ["No recompile traps found in 2 files."]  # none selected
+
+
 def test_columns_are_one_based_characters() -> None:
     source = 'import jax\nfor i in r:\n    s = "é"; jax.jit(lambda x: x)(i)\n'
     (finding,) = lint_source(source)

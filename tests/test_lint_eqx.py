@@ -52,7 +52,9 @@ def test_noqa_and_select(tmp_path, capsys):
     path.write_text(textwrap.dedent(bad).replace("# <-", "# noqa: JL103", 1))
     assert main(["lint", "--select", "JL103", str(path)]) == 1
     out = capsys.readouterr().out
-    assert out.count("JL103") == 2 and "MLP.act" not in out
+    found, silenced = out.split("silenced by `# noqa`")
+    assert found.count("JL103") == 2 and "MLP.act" not in out  # the finding and its rule
+    assert silenced.startswith(" (JL103: ") and silenced.count("JL103") == 1
     assert main(["lint", "--select", "JL101", str(path)]) == 0
 
 

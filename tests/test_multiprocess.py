@@ -67,7 +67,7 @@ GATHER_TIMEOUT = 5
 PEER_HEARTBEAT = 60
 
 
-def _env(port: int, process_id: int, mode: str, peer: str = "") -> dict[str, str]:
+def _env(port: int, process_id: int, mode: str, peer: str = "", end: str = "") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env.update(
         JAX_PLATFORMS="cpu",
@@ -75,6 +75,7 @@ def _env(port: int, process_id: int, mode: str, peer: str = "") -> dict[str, str
         JITLENS_MP_PROCESS_ID=str(process_id),
         JITLENS_MP_MODE=mode,
         JITLENS_MP_WATCHDOG=str(WATCHDOG_SECONDS),
+        JITLENS_MP_END=end,
     )
     if peer:
         env.update(
@@ -95,7 +96,7 @@ def _failure(workdir: Path, what: str) -> str:
 
 @contextlib.contextmanager
 def _children(
-    workdir: Path, mode: str, peer: str = "", jitlens: bool = True
+    workdir: Path, mode: str, peer: str = "", jitlens: bool = True, end: str = ""
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Both processes, started together and always killed on the way out."""
     port = _free_port()
@@ -108,7 +109,7 @@ def _children(
                 procs.append(
                     subprocess.Popen(
                         [sys.executable, *(run if jitlens else []), str(CHILD)],
-                        cwd=workdir, env=_env(port, i, mode, peer),
+                        cwd=workdir, env=_env(port, i, mode, peer, end),
                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     )
                 )  # fmt: skip
@@ -165,13 +166,14 @@ def runs(
 ) -> dict[str, tuple[Path, MergedReport] | PeerRun]:
     """Every pair at once (their start-up is mostly waiting), each in its own directory."""
     root = tmp_path_factory.mktemp("multiprocess")
-    modes = ("same", "diverge", "gather")
+    modes = ("same", "diverge", "gather", "shutdown")
     out: dict[str, tuple[Path, MergedReport] | PeerRun] = {}
     with contextlib.ExitStack() as stack:
         started = {}
         for mode in modes:
             (root / mode).mkdir()
-            started[mode] = stack.enter_context(_children(root / mode, mode))
+            end, run = ("shutdown", "gather") if mode == "shutdown" else ("", mode)
+            started[mode] = stack.enter_context(_children(root / mode, run, end=end))
         for name, (peer, jitlens) in PEER_RUNS.items():
             (root / name).mkdir()
             started[name] = stack.enter_context(
@@ -187,7 +189,7 @@ def runs(
 
 
 def test_reports_carry_their_process_index(runs: dict[str, tuple[Path, MergedReport]]) -> None:
-    for _, merged in (runs[mode] for mode in ("same", "diverge", "gather")):
+    for _, merged in (runs[mode] for mode in ("same", "diverge", "gather", "shutdown")):
         assert merged.process_indices == (0, 1)
         assert merged.process_count == 2
         assert merged.missing_processes == ()
@@ -280,7 +282,10 @@ def test_a_dead_or_hung_peer_costs_the_merged_view_its_report_not_process_0s(
     own = load_report(run.workdir / REPORT_TEMPLATE.format(process_index=0))
     assert (own.process_index, own.process_count) == (0, 2)
     assert own.function("normalize").calls == 4, run.log  # 3 steps, then one after the clear
-    assert not (run.workdir / REPORT_TEMPLATE.format(process_index=1)).exists()
+    if peer == "dead":  # killed from outside: its jitlens run built its report from the journal
+        dead = load_report(run.workdir / REPORT_TEMPLATE.format(process_index=1))
+        assert "ended by SIGKILL" in " ".join(dead.warnings), dead.warnings
+        assert dead.function("normalize").calls == 4
     view = json.loads((run.workdir / MERGED).read_text())
     assert (view["complete"], view["consistent"], view["missing_processes"]) == (False, False, [1])
     assert view["missing_why"] == [
@@ -292,16 +297,32 @@ def test_a_dead_or_hung_peer_costs_the_merged_view_its_report_not_process_0s(
     assert run.log.index("wrote report-0.json") < run.log.index("wrote merged.json"), run.log
 
 
-def test_a_peer_that_ends_by_os_exit_writes_and_publishes_its_report_first(
+def test_a_peer_that_ends_by_os_exit_has_its_report_and_the_merged_view_says_it_is_missing(
     runs: dict[str, Any],
 ) -> None:
-    """``os._exit`` runs no ``atexit`` hook: jitlens writes the report before it, and gathers."""
+    """``os._exit`` runs no ``atexit`` hook, and jitlens catches none: the peer's own ``jitlens
+    run`` builds its report from the journal; it never published one, so the merged view on
+    process 0 is marked incomplete, naming it."""
     run = runs["exited"]
     peers = load_report(run.workdir / REPORT_TEMPLATE.format(process_index=1))
-    assert "ended by os._exit(7)" in " ".join(peers.warnings), peers.warnings
+    assert "ended with status 7" in " ".join(peers.warnings), peers.warnings
+    assert (peers.process_index, peers.process_count) == (1, 2)
     assert peers.function("normalize").calls == 4, run.log
     view = json.loads((run.workdir / MERGED).read_text())
-    assert (view["complete"], view["missing_processes"]) == (True, []), run.log
+    assert (view["complete"], view["missing_processes"]) == (False, [1]), run.log
+
+
+def test_a_program_that_shuts_jax_distributed_down_keeps_each_process_s_own_report(
+    runs: dict[str, Any],
+) -> None:
+    """``jax.distributed.shutdown()`` at the script's end: each process's report keeps its
+    index (it was read while the job was up), and ``--gather`` says why it did not merge."""
+    workdir, merged = runs["shutdown"]
+    assert (merged.process_indices, merged.process_count) == ((0, 1), 2)
+    assert not (workdir / MERGED).exists()
+    for i in (0, 1):
+        log = (workdir / f"process-{i}.log").read_text()
+        assert "shut jax.distributed down itself" in log, log
 
 
 def test_process_0_exits_as_it_would_under_plain_python(runs: dict[str, Any]) -> None:

@@ -161,7 +161,7 @@ def test_marker_fixture_and_every_session_option(pytester: pytest.Pytester) -> N
             f"*test_budgeted.py:{_line('scale(jnp.ones(5))')}: RecompileWarning: jitlens: `scale` was traced 2 times, over its "
             "budget of 1 (@pytest.mark.max_traces).",
             "*= jitlens =*",
-            "jitlens: 3 jitted functions, * traces, * s lost to retraces",
+            "jitlens: 3 jitted functions, * traces, * s lost to recompiles",
             "forward  retraced 2x*",
             "jitlens: wrote the report to out/report.json",
         ]
@@ -231,12 +231,12 @@ def test_the_summary_shows_the_function_whose_budget_failed(pytester: pytest.Pyt
             "E       jitlens*RecompileError: jitlens: `forward` was traced 2 times, over its "
             "budget of 1 (@pytest.mark.max_traces).",
             "*= jitlens =*",
-            "jitlens: 2 of the session's 3 jitted functions retraced or were stopped; only they "
-            "are listed (every function: --jitlens-report PATH).",
-            "jitlens: 2 jitted functions, 3 traces, * s lost to retraces",
+            "jitlens: 2 of the session's 3 jitted functions compiled again or were stopped; "
+            "only they are listed (every function: --jitlens-report PATH).",
+            "jitlens: 2 jitted functions, 3 traces, * s lost to recompiles",
             "other  retraced 1x*",
-            "forward  1 trace(s) stopped by a compile budget   (defined at test_only.py:*)",
-            "  test_only.py:*  trace stopped by a compile budget (call #2)",
+            "forward  1 stopped by a compile budget   (defined at test_only.py:*)",
+            "  test_only.py:*  stopped by a compile budget (call #2)",
             "    x  shape",
             "      f32[2] -> f32[3]",
         ]
@@ -337,3 +337,85 @@ def test_a_session_budget_that_cannot_count_is_a_usage_error_not_an_internal_one
     err = result.stderr.str()
     assert "--jitlens-max-traces: cannot count traces" in err and "INTERNALERROR" not in err
     assert not (pytester.path / "ran").exists()
+
+
+#: A compile with no retrace: the same jit called with an array left where JAX put it, then with
+#: one committed to the device (``jax.device_put``). JAX compiles again from the trace it has;
+#: the body runs once (``RUNS``). Each test makes its own function: JAX's caches are per function.
+RECOMPILE = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+RUNS = []
+
+
+def compile_twice():
+    def step(x):
+        RUNS.append(1)
+        return x + 1
+
+    f = jax.jit(step)
+    f(jnp.ones(3))
+    f(jax.device_put(jnp.ones(3), jax.devices()[0]))
+
+
+@pytest.mark.max_traces(1)
+def test_a_trace_budget_passes():
+    RUNS.clear()
+    compile_twice()
+    assert len(RUNS) == 1
+
+
+@pytest.mark.max_compiles(1)
+def test_a_compile_budget_fails():
+    compile_twice()
+
+
+@pytest.mark.max_compiles(2)
+def test_within_the_compile_budget():
+    def other(x):
+        return x * 2
+
+    f = jax.jit(other)
+    f(jnp.ones(3))
+    f(jax.device_put(jnp.ones(3), jax.devices()[0]))
+
+
+def test_session_budget():
+    compile_twice()  # `step`'s 5th and 6th compiles in the session
+
+
+@pytest.mark.max_compiles("one")
+def test_bad_compile_marker():
+    pass
+"""
+
+
+def test_the_compile_marker_and_option_count_a_recompile_without_a_retrace(
+    pytester: pytest.Pytester,
+) -> None:
+    """Issue 47: a recompile JAX makes from the trace it has passed every trace budget while the
+    table said ``compiles 2``; the ``max_compiles`` marker and ``--jitlens-max-compiles`` count it."""
+    pytester.makepyfile(test_recompile=RECOMPILE)
+    result = pytester.runpytest_inprocess(
+        *_plugin_args(), "-p", "no:xdist", "-p", "no:randomly", "--jitlens-max-compiles=5"
+    )
+    result.assert_outcomes(passed=2, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "jitlens: tracking jitted functions (at most 5 compile(s) per function)",
+            "*_ test_a_compile_budget_fails _*",
+            "E       jitlens*RecompileError: jitlens: `compile_twice.<locals>.step` was compiled 2 "
+            "times, over its budget of 1 (@pytest.mark.max_compiles).",
+            "E         compile_twice.<locals>.step (jax.jit) test_recompile.py:*  recompile (call #2)",
+            "E           x  sharding",
+            "E             uncommitted (default device) -> committed to cpu:0",
+            "*fix: Place `x` one way for every call*",
+            "*_ test_session_budget _*",
+            "E * jitlens*RecompileError: jitlens: `compile_twice.<locals>.step` was compiled 6 "
+            "times, over its budget of 5 (--jitlens-max-compiles).",
+            "*_ test_bad_compile_marker _*",
+            "@pytest.mark.max_compiles needs a budget*",
+        ]
+    )

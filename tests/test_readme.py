@@ -68,6 +68,7 @@ def test_public_names_are_pinned():
             "lint_source",
             "load_report",
             "main",
+            "max_compiles",
             "max_traces",
             "merge_reports",
             "no_retrace",
@@ -93,7 +94,7 @@ def test_guard_tests_pass_in_a_clone_named_jitlens(tmp_path):
     clone = tmp_path / "jitlens"
     shutil.copytree(ROOT / "src", clone / "src")
     (clone / "tests").mkdir()
-    for name in ("conftest.py", "test_guards.py"):
+    for name in ("conftest.py", "_cputime.py", "test_guards.py"):
         shutil.copy(ROOT / "tests" / name, clone / "tests" / name)
     shutil.copy(ROOT / "pyproject.toml", clone / "pyproject.toml")
     proc = run_python(

@@ -16,8 +16,8 @@ from conftest import RECOMPILES_GROUP
 
 CHROMIUM = "/usr/bin/chromium"
 TIMEOUT_SECONDS = 120
-WINDOW = (1280, 1600)
 DOCS_PNG = Path(__file__).parent.parent / "docs" / "report.png"
+TOOLS = Path(__file__).parent.parent / "tools"
 DOCS_MAX_BYTES = 300_000
 FLAGS = (
     "--headless",
@@ -107,16 +107,21 @@ def test_an_error_in_the_page_would_be_seen(tmp_path: Path) -> None:
 
 @pytest.mark.xdist_group(RECOMPILES_GROUP)  # its session fixture runs once
 def test_screenshot(tmp_path: Path, recompiles_run) -> None:
-    """The README's picture is a real run of examples/recompiles.py; ``JITLENS_UPDATE_DOCS=1``
-    saves it as docs/report.png."""
+    """The front page's picture is a real run of examples/recompiles.py, made by
+    tools/docs_screenshot.py (``JITLENS_UPDATE_DOCS=1`` saves it as docs/report.png): the top
+    of the report at 1000 px, read at about its own size where the docs show it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_screenshot", TOOLS / "docs_screenshot.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
     _, _, page = recompiles_run
     png = tmp_path / "report.png"
-    size = f"--window-size={WINDOW[0]},{WINDOW[1]}"
-    _chromium(page, tmp_path / "profile", f"--screenshot={png}", size)
-    data = png.read_bytes()
+    data = tool.screenshot(page, png, tmp_path / "profile")
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert struct.unpack(">II", data[16:24]) == WINDOW
+    assert struct.unpack(">II", data[16:24]) == tool.SIZE
     assert 20_000 < len(data) < DOCS_MAX_BYTES  # not a blank page, small enough for the docs
+    assert struct.unpack(">II", DOCS_PNG.read_bytes()[16:24]) == tool.SIZE  # the docs' is its
     if os.environ.get("JITLENS_UPDATE_DOCS"):
         DOCS_PNG.write_bytes(data)
 

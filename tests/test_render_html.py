@@ -43,7 +43,7 @@ def test_the_duration_says_what_it_covers(page: str) -> None:
 
 def test_user_strings_are_escaped(page: str, dom: html_dom.Node) -> None:
     assert report_samples.XSS not in page
-    assert page.count(XSS_ESCAPED) == 2  # argv and the reason's before value
+    assert page.count(XSS_ESCAPED) == 3  # argv, the reason's before value, the entry it made
     assert len(dom.find_all("script")) == 1
     assert report_samples.XSS in dom.find("article", "retrace", id="fn1-ev1").text()
 
@@ -94,7 +94,7 @@ def test_retrace_marks_link_to_their_explanation(dom: html_dom.Node) -> None:
 def test_shape_specialization_matrix(dom: html_dom.Node) -> None:
     table = dom.find("table", "entries", data_function="Trainer.loss")
     rows = table.find_all("tr", "entry")
-    assert [r.find("code").text() for r in rows] == [
+    assert [r.find("code", "signature").text() for r in rows] == [
         "x: f32[4,4]", "x: f32[2,4]", "x: f32[5,4]", "x: f32[6,4]", "x: bf16[4,4]",
     ]  # fmt: skip
     calls = [[int(d.attrs["data-call"]) for d in r.find_all("circle", "dot")] for r in rows]
@@ -132,17 +132,22 @@ def test_reasons_fixes_and_paths(dom: html_dom.Node) -> None:
     assert reason.find("code", "before").find("del").text() == "e8b8"  # 0x7f3a1d2e8b80
     step = dom.find("section", "function", data_function="step")
     more = step.find("article", id="fn1-ev2")
-    assert len(more.find_all("li", "reason")) == 5
+    (alike,) = more.find_all("li", "reason")  # five leaves of one change: one item naming them
+    assert [m.text() for m in alike.find_all("mark", "path")][:2] == [
+        "batch['tokens']",
+        "batch['mask']",
+    ]
+    assert len(alike.find_all("mark", "path")) == 5
     assert more.text().count("pad the batch") == 1  # one fix for five alike reasons
 
 
 def test_many_reasons_fold_into_details() -> None:
     report = report_samples.sample_report()
     step = report.function("step")
-    reasons = tuple(
-        dataclasses.replace(r, path=f"{r.path}[{i}]")
+    reasons = tuple(  # fifteen leaves, each of its own new shape: fifteen changes
+        dataclasses.replace(r, path=f"{r.path}[{i}]", after=f"f32[{i},{j}]")
         for i in range(3)
-        for r in step.events[2].reasons
+        for j, r in enumerate(step.events[2].reasons)
     )
     many = dataclasses.replace(step.events[2], reasons=reasons)
     step = dataclasses.replace(step, events=(*step.events[:2], many))

@@ -15,10 +15,10 @@ import pytest
 
 import report_samples
 from jitlens._core.report import Event, Reason
-from jitlens._core.retrace_text import MAX_LINES_PER_RETRACE, render_retrace
+from jitlens._core.retrace_text import MAX_CHANGES_SHOWN, render_retrace
 
 GOLDEN = """\
-jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidden)
+jitlens: 4 jitted functions, 12 traces, 1.13 s lost to recompiles (1 internal hidden)
  function      kind                calls  traces  compiles  hits  hit %  trace s  compile s  lost s
 ────────────────────────────────────────────────────────────────────────────────────────────────────
  Trainer.loss  jax.jit                 7       5         5     2    29%     0.15       0.40    0.47
@@ -26,7 +26,7 @@ jitlens: 4 jitted functions, 12 traces, 1.13 s lost to retraces (1 internal hidd
  forward       nnx.jit                 3       3         3     0     0%     0.26       0.21    0.31
  evaluate      nnx.cached_partial      4       1         1     3    75%     0.04       0.01    0.00
 cpu on devbox, process 0/1, 4.2 s tracked (Python and jax start-up not included)
-hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds
+hits = cache hits; compile s = lowering + compiling; lost s = seconds spent compiling again
 persistent compilation cache: 1 program loaded instead of compiled (evaluate)
 
 Trainer.loss  retraced 4x, 0.47 s lost   (defined at train.py:30)
@@ -48,19 +48,16 @@ step  retraced 2x, 0.35 s lost   (defined at loop.py:5)
       static argument 'mode' changed value.
       fix: pass mode as a traced flag, or compile both once up front.
   loop.py:12  retrace #2, 0.19 s
-    batch['tokens']  shape
+    batch['tokens'], batch['mask'], batch['labels'], batch['weights'], batch['positions']  shape
       f32[32,128] -> f32[17,128]
       a new shape compiles a new program.
       fix: pad the batch to a fixed size (drop_remainder=True) or mark the dimension dynamic.
-    batch['mask']  shape: f32[32,128] -> f32[17,128]
-    batch['labels']  shape: f32[32,128] -> f32[17,128]
-    … and 2 more differences (batch['weights'], batch['positions'])
 
 forward  retraced 2x, 0.31 s lost   (defined at case.py:44)
   case.py:54  retrace #1, 0.15 s (call #2)
     model.avg_pool  identity_static  (in 2 retraces)
-      functools.partial(<function avg_po… strides=(2, 2)) at 0x… ->
       functools.partial(<function avg_po… strides=(2, 2)) at 0x…
+      -> functools.partial(<function avg_po… strides=(2, 2)) at 0x…
       functools.partial compares by identity; every new model holds a new one, so its GraphDef never
       equals the cached one.
       fix: call nnx.avg_pool(x, window_shape=(2, 2), strides=(2, 2)) in __call__ instead of storing
@@ -75,13 +72,10 @@ evaluate  1 stale cache hit(s)   (defined at eval.py:31)
 
 GOLDEN_RETRACE = """\
 step (jax.jit) loop.py:12  retrace #2, 0.19 s
-  batch['tokens']  shape
+  batch['tokens'], batch['mask'], batch['labels'], batch['weights'], batch['positions']  shape
     f32[32,128] -> f32[17,128]
     a new shape compiles a new program.
-    fix: pad the batch to a fixed size (drop_remainder=True) or mark the dimension dynamic.
-  batch['mask']  shape: f32[32,128] -> f32[17,128]
-  batch['labels']  shape: f32[32,128] -> f32[17,128]
-  … and 2 more differences (batch['weights'], batch['positions'])"""
+    fix: pad the batch to a fixed size (drop_remainder=True) or mark the dimension dynamic."""
 
 
 def _normalised(text: str) -> str:
@@ -97,32 +91,44 @@ def test_golden_report() -> None:
     assert _normalised(text) == GOLDEN
 
 
-def test_golden_retrace_is_capped_at_eight_lines() -> None:
+def test_golden_retrace_names_every_leaf_that_changed_alike() -> None:
+    """Five fields of one new shape and one fix: one change naming them all, not three lines and
+    "… and 2 more" (issue 47: the user fixed the one leaf shown and the step compiled twice)."""
     step = report_samples.sample_report().function("step")
-    text = render_retrace(step, step.events[2])
-    assert text == GOLDEN_RETRACE
-    assert len(text.splitlines()) <= MAX_LINES_PER_RETRACE
+    assert render_retrace(step, step.events[2]) == GOLDEN_RETRACE
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8, 9, 40])
-def test_any_number_of_reasons_fits_eight_lines(n: int) -> None:
+def _reason_values(i: int) -> Reason:
+    """A leaf of its own values and its own fix: no two of them are one change."""
+    return Reason(
+        "shape", "batch", f"batch[{i}]", f"f32[{i + 8}]", "f32[3]", "new shape.", f"fix {i}"
+    )
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 9, MAX_CHANGES_SHOWN, MAX_CHANGES_SHOWN + 1, 40])
+def test_every_changed_leaf_shows_before_after_and_its_fix(n: int) -> None:
+    """Each of the first ``MAX_CHANGES_SHOWN`` leaves: its path, ``before -> after`` whole and its
+    fix; past them the rest are counted and named, never cut to an after value alone."""
     step = report_samples.sample_report().function("step")
-    event = dataclasses.replace(step.events[2], reasons=tuple(_reason(i) for i in range(n)))
-    lines = render_retrace(step, event).splitlines()
-    assert len(lines) <= MAX_LINES_PER_RETRACE
-    shown = sum(1 for line in lines if line.lstrip().startswith("batch["))
-    more = [line for line in lines if "more difference" in line]
+    event = dataclasses.replace(step.events[2], reasons=tuple(_reason_values(i) for i in range(n)))
+    text = render_retrace(step, event, width=100)
+    shown = min(n, MAX_CHANGES_SHOWN)
+    for i in range(shown):
+        assert f"batch[{i}]  shape" in text and f"f32[{i + 8}] -> f32[3]" in text, text
+        assert f"fix: fix {i}\n" in text + "\n", text
+    more = [line for line in text.splitlines() if "more difference" in line]
     hidden = int(more[0].split("and ")[1].split()[0]) if more else 0
     assert shown + hidden == n
+    assert not more or "all in `--json` / `--html`" in more[0]
 
 
-def test_a_retrace_takes_at_most_eight_screen_lines_at_width_100() -> None:
-    """Long messages and fixes wrap: the budget counts the lines a reader sees, not list items."""
+def test_long_values_put_the_after_value_under_the_before_with_its_arrow() -> None:
+    """A report at width 100: each leaf's values stay whole, ``->`` leading the after value."""
     report = report_samples.sample_report()
     step = report.function("step")
     long = [
-        Reason("identity_static", "model", f"model.block{i}.pool", "partial " * 12,
-               "partial " * 12, "compares by identity; " * 8, f"fix {i}: " + "do this " * 25)
+        Reason("identity_static", "model", f"model.block{i}.pool", "partial " * 7 + str(i),
+               "partial " * 7 + "new", "compares by identity; " * 8, f"fix {i}: " + "do this " * 25)
         for i in range(3)
     ]  # fmt: skip
     wide = dataclasses.replace(step.events[2], reasons=tuple(long))
@@ -130,13 +136,19 @@ def test_a_retrace_takes_at_most_eight_screen_lines_at_width_100() -> None:
     report = dataclasses.replace(report, functions=(step,))
     lines = report.to_text(width=100).splitlines()
     start = next(i for i, line in enumerate(lines) if "retrace #2" in line)
-    assert len(lines[start:]) <= MAX_LINES_PER_RETRACE, "\n".join(lines[start:])
-    assert "model.block0.pool" in lines[start + 1]
-    # the later differences keep one line each (no room for their fixes), none vanishes
-    assert [line.split()[0] for line in lines[-2:]] == ["model.block1.pool", "model.block2.pool"]
+    block = lines[start:]
+    for i in range(3):
+        at = next(
+            j
+            for j, line in enumerate(block)
+            if line.strip() == f"model.block{i}.pool  identity_static"
+        )
+        assert block[at + 1].strip() == "partial " * 6 + f"partial {i}", block
+        assert block[at + 2].strip() == "-> " + "partial " * 7 + "new", block
+        assert any(line.strip().startswith(f"fix: fix {i}: do this") for line in block[at:])
 
 
-def test_report_section_caps_every_retrace() -> None:
+def test_a_change_past_the_cap_is_named_in_the_report_too() -> None:
     report = report_samples.sample_report()
     step = report.function("step")
     wide = dataclasses.replace(step.events[2], reasons=tuple(_reason(i) for i in range(30)))
@@ -145,8 +157,8 @@ def test_report_section_caps_every_retrace() -> None:
     lines = report.to_text(width=100).splitlines()
     start = next(i for i, line in enumerate(lines) if "retrace #2" in line)
     block = lines[start:]
-    assert len(block) <= MAX_LINES_PER_RETRACE
-    assert "… and" in block[-1]
+    assert sum(1 for line in block if line.strip().startswith("fix: fix")) == MAX_CHANGES_SHOWN
+    assert f"… and {30 - MAX_CHANGES_SHOWN} more differences" in block[-1]
 
 
 def test_identical_reasons_fold_into_one_line_with_a_count() -> None:
@@ -308,7 +320,9 @@ def test_the_cause_and_its_fix_come_before_the_advice() -> None:
     )
     others = tuple(f for f in report.functions if f is not loss)
     text = dataclasses.replace(report, functions=(advised, *others)).to_text()
-    assert text.index(loss.events[1].reasons[0].fix[:40]) < text.index("compile_cache, saves")
+    assert text.index(loss.events[1].reasons[0].fix[:40]) < text.index(
+        "the whole run  persistent compilation cache, saves"
+    )
 
 
 def _one(qualname: str, kind: str = "jax.jit", reasons: tuple[Reason, ...] = ()) -> object:
@@ -366,7 +380,7 @@ def test_a_clean_run_says_no_retraces() -> None:
 
 def test_a_logged_retrace_wraps_at_the_width_it_is_given() -> None:
     step = report_samples.sample_report().function("step")
-    long = Reason("identity_static", "m", "m.pool", "partial " * 20, "partial " * 20, "x", "y")
+    long = Reason("identity_static", "m", "m.pool", "a", "b", "partial " * 20, "y")
     event = dataclasses.replace(step.events[1], reasons=(long,))
     assert max(len(line) for line in render_retrace(step, event).splitlines()) > 100
     assert max(len(line) for line in render_retrace(step, event, width=76).splitlines()) <= 76

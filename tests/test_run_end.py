@@ -4,11 +4,10 @@ and the targets python runs (a folder with ``__main__.py``, a zip application)."
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import zipfile
+
+import pytest
 
 from conftest import run_python
 
@@ -49,35 +48,41 @@ def test_calls_in_atexit_handlers_and_lingering_threads_are_in_the_report(tmp_pa
 
 
 TERM = """
-import os, signal, sys, threading, time
+import atexit, os, signal, sys
 import jax, jax.numpy as jnp
 f = jax.jit(lambda x: x + 1)
 f(jnp.ones(2)); f(jnp.ones(3))
-report = sys.argv[1]
+if sys.argv[1] == "atexit":  # the program's own exit hook ends it: jitlens' hook never runs
+    atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))
+else:  # killed while it puts its report in the journal: the frame is cut short
+    import jitlens._core.journal as layout
+    import jitlens._track.journal as journal
 
-def kill_once_the_json_is_written():  # the bad moment: the HTML is being written
-    while not os.path.exists(report):
-        time.sleep(0.0002)
-    os.kill(os.getpid(), signal.SIGTERM)
+    write = journal._write
 
-sys.setswitchinterval(1e-6)  # let the watcher run as soon as the file appears
-threading.Thread(target=kill_once_the_json_is_written, daemon=True).start()
+    def cut_short(j, frame):
+        if frame.get("t") == "final":
+            data = layout.encode(frame)
+            os.write(j.fd, data[: len(data) // 2])
+            os.kill(os.getpid(), signal.SIGKILL)
+        write(j, frame)
+
+    journal._write = cut_short
 """
 
 
-def test_sigterm_while_the_reports_are_written_still_leaves_them_all(tmp_path):
+@pytest.mark.parametrize(("when", "how"), [("atexit", "SIGTERM"), ("final", "SIGKILL")])
+def test_a_program_killed_at_its_exit_still_gets_every_report_built_from_its_journal(
+    tmp_path, when, how
+):
     (tmp_path / "term.py").write_text(TERM)
-    command = ["-m", "jitlens", "run", "--json", "r.json", "--html", "r.html", "term.py", "r.json"]
-    proc = subprocess.run(
-        [sys.executable, *command],
-        cwd=tmp_path,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert proc.returncode == -signal.SIGTERM, proc.stderr  # as without jitlens
-    assert [f["traces"] for f in json.loads((tmp_path / "r.json").read_text())["functions"]] == [2]
+    command = ["-m", "jitlens", "run", "--json", "r.json", "--html", "r.html", "term.py", when]
+    proc = run_python(command, cwd=tmp_path)
+    assert proc.returncode == -getattr(signal, how), proc.stderr  # as without jitlens
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [f["traces"] for f in report["functions"]] == [2]
+    assert [f["calls"] for f in report["functions"]] == [2]
+    assert any(f"ended by {how}" in w for w in report["warnings"]), report["warnings"]
     assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
     assert "jitlens: 1 jitted function" in proc.stderr
     assert "jitlens: wrote r.html" in proc.stderr

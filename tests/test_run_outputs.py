@@ -59,6 +59,28 @@ def test_a_bad_report_path_stops_jitlens_run_before_the_program(prog, capsys, ar
     assert sorted(p.name for p in prog.iterdir()) == ["prog.py"]
 
 
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--json", "trainmod.py", "-m", "trainmod"], ("--json trainmod.py", "the module")),
+        (["--html", "app/__main__.py", "app"], ("app/__main__.py", "the script")),
+        (["--json", "pkg/__init__.py", "-m", "pkg.sub"], ("pkg/__init__.py", "the module pkg")),
+        (["--json", "pkg/sub/__main__.py", "-m", "pkg.sub"], ("pkg/sub/__main__.py", "__main__")),
+    ],
+)
+def test_a_report_path_never_overwrites_the_module_or_folder_python_runs(prog, capsys, argv, words):
+    """``-m MODULE`` and a folder with ``__main__.py``: the files python would run (found as it
+    finds them, nothing imported) are the program's, as the script is."""
+    for name in ("trainmod.py", "app/__main__.py", "pkg/__init__.py", "pkg/sub/__init__.py"):
+        (prog / name).parent.mkdir(parents=True, exist_ok=True)
+        (prog / name).write_text("open('ran', 'w').close()\n")
+    (prog / "pkg" / "sub" / "__main__.py").write_text("open('ran', 'w').close()\n")
+    sources = {p: p.read_text() for p in prog.rglob("*.py")}
+    _refused(capsys, ["run", *argv], *words)
+    assert {p: p.read_text() for p in prog.rglob("*.py")} == sources
+    assert not (prog / "ran").exists()
+
+
 def test_a_hard_link_to_the_script_is_the_script(prog, capsys):
     os.link(prog / "prog.py", prog / "alias.json")
     _refused(capsys, ["run", "--json", "alias.json", "prog.py"], "alias.json", "the script")

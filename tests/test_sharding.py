@@ -77,7 +77,7 @@ def fsdp(code=None):
     s = t.stats(step)
     return s.compiles, [r.fix for e in s.events for r in e.reasons], sums
 compiles, fixes, sums = fsdp()
-code = re.search(r"`([^`]*\[\.\.\.\] = jax\.device_put\([^`]*\))`", fixes[0]).group(1)
+code = re.search(r"`([^`]*\.set_value\(jax\.device_put\([^`]*\))`", fixes[0]).group(1)
 out["fsdp"] = [compiles, fixes, sums, list(fsdp(code))]
 
 # jax's examples/spmd_mnist_classifier_fromscratch.py in small: a step called under
@@ -167,8 +167,9 @@ def test_a_step_that_returns_a_parameter_placed_otherwise_gets_a_fix_that_works(
     """The printed placement, run before the loop: one compile instead of two, same sums."""
     compiles, fixes, sums, (fixed_compiles, fixed_fixes, fixed_sums) = sharding_out["fsdp"]
     assert compiles == 2 and len(fixes) == 1, fixes
-    # in place (`[...] =`): every holder of the Variable (the model, an optimizer) sees it
-    placed = "['w'][...] = jax.device_put(m.shared['w'][...], NamedSharding(mesh, P('model')))`"
+    # in place (`set_value`): every holder of the Variable (the model, an optimizer) sees it
+    placed = "m.shared['w'].set_value(jax.device_put(m.shared['w'].get_value(), "
+    placed += "NamedSharding(mesh, P('model'))))`"
     assert f"{placed} (`mesh`: your mesh)" in fixes[0], fixes[0]
     assert fixed_compiles == 1 and not [f for f in fixed_fixes if "device_put" in f], fixed_fixes
     assert fixed_sums == sums

@@ -27,8 +27,8 @@ NAMES = sorted(p.stem for p in PROGRAMS.glob("c_*.py"))
 
 
 @pytest.fixture(scope="module")
-def trial() -> dict:
-    return trial_runs(NAMES, ("equinox", "optax", "flax", "keras"))
+def trial(fork_python) -> dict:
+    return trial_runs(NAMES, ("equinox", "optax", "flax", "keras"), fork_python)
 
 
 def _reasons(run: dict, fn: str) -> list[dict]:
@@ -136,6 +136,7 @@ def test_python_int_steps_to_jax_jit_are_no_retrace(trial: dict) -> None:
     assert _reasons(run, "private_update") == []
 
 
+@pytest.mark.xdist_group("as_a_user")  # no fixture: a group of its own, as_a_user_trial_c
 def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None:
     """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
     stdout and exit status; jitlens' words on stderr, the fix in the program's names."""

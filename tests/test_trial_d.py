@@ -28,8 +28,8 @@ pytestmark = pytest.mark.xdist_group("trial_d")
 
 
 @pytest.fixture(scope="module")
-def trial() -> dict:
-    return trial_runs(NAMES, ("equinox", "optax", "flax"))
+def trial(fork_python) -> dict:
+    return trial_runs(NAMES, ("equinox", "optax", "flax"), fork_python)
 
 
 def _reasons(run: dict, fn: str) -> list[dict]:
@@ -55,6 +55,7 @@ def test_a_lambda_given_to_a_library_module_by_keyword_gets_a_keyword_fix(trial:
     assert "MLP(activation, ...)" not in fix, fix
 
 
+@pytest.mark.xdist_group("as_a_user")  # no fixture: a group of its own, as_a_user_trial_d
 def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None:
     """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
     stdout and exit status; jitlens' words on stderr name the attribute inside the model."""

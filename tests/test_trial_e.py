@@ -27,8 +27,10 @@ pytestmark = pytest.mark.xdist_group("trial_e")
 
 
 @pytest.fixture(scope="module")
-def trial() -> dict:
-    return trial_runs(NAMES, ("equinox", "optax", "flax", "keras", "numpyro", "blackjax"))
+def trial(fork_python) -> dict:
+    return trial_runs(
+        NAMES, ("equinox", "optax", "flax", "keras", "numpyro", "blackjax"), fork_python
+    )
 
 
 def _reasons(run: dict, fn: str) -> list[dict]:
@@ -78,6 +80,7 @@ def test_a_variable_the_model_sets_and_one_step_pops_gets_the_pop_fix(trial: dic
     assert trial["after"]["e_nnx_vae_sown_loss"]["truth"] == {"train_step": 1, "forward": 1}
 
 
+@pytest.mark.xdist_group("as_a_user")  # no fixture: a group of its own, as_a_user_trial_e
 def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None:
     """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
     stdout and exit status; jitlens' words on stderr, the pop fix in the program's names."""

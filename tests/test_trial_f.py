@@ -46,8 +46,8 @@ CULPRITS = {
 
 
 @pytest.fixture(scope="module")
-def trial() -> dict:
-    return trial_runs(NAMES, ("equinox", "optax", "flax"))
+def trial(fork_python) -> dict:
+    return trial_runs(NAMES, ("equinox", "optax", "flax"), fork_python)
 
 
 def _reasons(run: dict, fn: str) -> list[dict]:

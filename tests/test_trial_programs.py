@@ -17,8 +17,6 @@ from typing import Any
 
 import pytest
 
-from conftest import run_python
-
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 
 
@@ -31,17 +29,19 @@ def _load(program: str) -> Any:
     return module
 
 
-def _truth(program: str, *args: str, env: dict[str, str] | None = None) -> dict:
-    proc = run_python([str(PROGRAMS / program), *args], cwd=PROGRAMS, env=env, timeout=600)
+def _truth(fork_python, program: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    """The program's ``TRUTH`` line, run in a fork after ``import jax`` (each program starts
+    its own tracking before it imports the library that binds ``jax.jit``)."""
+    proc = fork_python([str(PROGRAMS / program), *args], cwd=PROGRAMS, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
 
 
 @pytest.fixture(scope="module")
-def keras_split() -> dict:
+def keras_split(fork_python) -> dict:
     if importlib.util.find_spec("keras") is None:
         pytest.skip("keras is not installed")
-    return _truth("keras_validation_split.py", env={"KERAS_BACKEND": "jax"})
+    return _truth(fork_python, "keras_validation_split.py", env={"KERAS_BACKEND": "jax"})
 
 
 @pytest.mark.xdist_group("trial_keras_split")  # its module fixture runs once
@@ -114,12 +114,12 @@ def test_keras_named_inputs_get_fixes_that_cut_each_array_of_the_dict(keras_spli
     assert after["predictions"] == before["predictions"]
 
 
-def test_keras_steps_under_nnx_jit_are_the_users_rows_and_the_fix_works() -> None:
+def test_keras_steps_under_nnx_jit_are_the_users_rows_and_the_fix_works(fork_python) -> None:
     # KERAS_NNX_ENABLED=true: keras jits its steps with nnx.jit; jitlens once said "no
     # jitted function was called" (the steps were flax-internal rows)
     if importlib.util.find_spec("keras") is None or importlib.util.find_spec("flax") is None:
         pytest.skip("keras and flax are needed")
-    truth = _truth("keras_nnx_fit.py")
+    truth = _truth(fork_python, "keras_nnx_fit.py")
     before, after = truth["before"], truth["after"]
     assert (before["name"], before["kind"]) == ("keras: Sequential.fit train step", "keras")
     assert before["traces"] == before["compiles"] == before["jax_compiles"] == 2
@@ -684,10 +684,10 @@ def test_the_nested_context_fix_applied_compiles_once() -> None:
 
 
 @pytest.fixture(scope="module")
-def numpyro_chains() -> dict:
+def numpyro_chains(fork_python) -> dict:
     if importlib.util.find_spec("numpyro") is None:
         pytest.skip("numpyro is not installed")
-    return _truth("numpyro_chains.py")
+    return _truth(fork_python, "numpyro_chains.py")
 
 
 @pytest.mark.xdist_group("trial_numpyro_chains")  # its module fixture runs once
@@ -895,7 +895,7 @@ def test_every_leaf_placed_otherwise_gets_a_fix_for_the_whole_argument() -> None
         model.kernel[...], model.bias[...] = restore([model.kernel[...], model.bias[...]])
         forward(model, jnp.ones(2))
     fixes = [r.fix for f in t.report().functions for e in f.events for r in e.reasons]
-    assert len(fixes) == 2 and all("[...] = jax.device_put(m." in f for f in fixes), fixes
+    assert len(fixes) == 2 and all(".set_value(jax.device_put(m." in f for f in fixes), fixes
 
 
 def test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work() -> None:

@@ -141,35 +141,37 @@ def test_a_program_started_with_stdout_closed_runs_and_gets_its_summary(tmp_path
 
 
 INTERRUPT = """
-import os, signal, sys, threading, time
 import jax, jax.numpy as jnp
 f = jax.jit(lambda x: x + 1)
 f(jnp.ones(2)); f(jnp.ones(3))
-report = sys.argv[1]
+print("done")
+"""
 
-def ctrl_c_once_the_json_is_written():  # the user gives up waiting while the HTML is written
-    while not os.path.exists(report):
-        time.sleep(0.0002)
-    os.kill(os.getpid(), signal.SIGINT)
-
-# A slow HTML page (fault injection): the Ctrl-C lands while it is written however loaded the
-# machine is (the watcher alone lost the race under load: the page was written first).
+#: ``jitlens run`` as its console script, with a slow HTML page (fault injection) and a Ctrl-C
+#: that lands while the page is written, once the JSON is out (the user gives up waiting).
+SLOW_PARENT = """
+import os, signal, sys, threading, time
 import jitlens._render.html as html
 _render = html.render_html
 html.render_html = lambda r: (time.sleep(30), _render(r))[1]
 
-sys.setswitchinterval(1e-6)  # let the watcher run as soon as the file appears
+def ctrl_c_once_the_json_is_written():
+    while not os.path.exists("r.json"):
+        time.sleep(0.001)
+    os.kill(os.getpid(), signal.SIGINT)
+
 threading.Thread(target=ctrl_c_once_the_json_is_written, daemon=True).start()
-print("done")
+sys.argv = ["-c", "run", "--json", "r.json", "--html", "r.html", "intr.py"]
+from jitlens._cli.main import main
+sys.exit(main(sys.argv[1:]))
 """
 
 
 def test_ctrl_c_while_the_report_is_written_stops_it_with_one_line_and_keeps_the_status(tmp_path):
     (tmp_path / "intr.py").write_text(INTERRUPT)
-    command = ["-m", "jitlens", "run", "--json", "r.json", "--html", "r.html", "intr.py", "r.json"]
-    proc = run_python(command, cwd=tmp_path, timeout=120)
+    proc = run_python(["-c", SLOW_PARENT], cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr  # the program's own status
     assert proc.stdout == "done\n"
     assert "jitlens: interrupted (Ctrl-C) while writing the report" in proc.stderr
-    assert "_at_exit" not in proc.stderr and "jitlens/" not in proc.stderr  # no jitlens traceback
+    assert "Traceback" not in proc.stderr and "jitlens/" not in proc.stderr  # no jitlens traceback
     assert [f["traces"] for f in json.loads((tmp_path / "r.json").read_text())["functions"]] == [2]

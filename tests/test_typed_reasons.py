@@ -52,7 +52,9 @@ ALLOWED = {
     # The sink: the one function that words a retrace leaves out a fix or a message it has
     # already printed (words compared with the words it prints, not to decide a cause).
     ("_core/retrace_text.py", "reason.fix not in fixes"),
-    ("_core/retrace_text.py", "line.text != reason.message"),
+    # ... and prints a fix once, under the last of the changes next to each other that it
+    # fixes (the words it is about to print, compared with the next change's)
+    ("_core/retrace_text.py", "shown[i + 1].reasons[0].fix != reason.fix"),
     ("_exercise/render.py", "f.fix in seen"),
     # The message of an exception the graded solution raised: Python's own account of the
     # error, not a jitlens reason.

@@ -15,9 +15,6 @@ then stops before its first test); jitlens asserts nothing for pytest to rewrite
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from ._errors import ConfigError as ConfigError
 from ._errors import JitlensCompatWarning as JitlensCompatWarning
 from ._errors import JitlensError as JitlensError
@@ -29,10 +26,14 @@ from ._errors import RunawayRecompileWarning as RunawayRecompileWarning
 from ._errors import StaleCacheWarning as StaleCacheWarning
 from ._version import __version__ as __version__
 
+TYPE_CHECKING = False  # (not ``typing``: a tracked program's own typing.py stays its own)
+
 if __doc__ is None:  # python -OO drops the docstring, where pytest reads that marker
     __doc__ = "PYTEST_DONT_REWRITE"
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._audit.audit import AuditError as AuditError
     from ._audit.audit import AuditFinding as AuditFinding
     from ._audit.audit import AuditResult as AuditResult
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from ._merge.merge import MergedReport as MergedReport
     from ._merge.merge import find_divergence as find_divergence
     from ._merge.merge import merge_reports as merge_reports
+    from ._track.compile_budget import max_compiles as max_compiles
     from ._track.guards import get_num_traces as get_num_traces
     from ._track.guards import max_traces as max_traces
     from ._track.guards import reset as reset
@@ -99,6 +101,7 @@ _LAZY = {
     "jit_forward": "_exercise.forward",
     "get_num_traces": "_track.guards",
     "max_traces": "_track.guards",
+    "max_compiles": "_track.compile_budget",
     "reset": "_track.guards",
     "LintFinding": "_lint.lint",
     "LintSkipWarning": "_lint.lint",
@@ -117,6 +120,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'jitlens' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     import sys
@@ -191,6 +196,7 @@ __all__ = [
     "lint_source",
     "load_report",
     "main",
+    "max_compiles",
     "max_traces",
     "merge_reports",
     "no_retrace",

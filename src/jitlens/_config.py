@@ -5,12 +5,15 @@ A bad value fails at once with the list of valid ones.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator, Mapping
-from typing import Any
+from _collections_abc import Mapping  # collections.abc's own (nothing more at start-up)
 
 from ._errors import ConfigError
+
+TYPE_CHECKING = False  # (no ``typing``, ``contextlib``: read at a tracked program's start-up)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -30,6 +33,8 @@ SETTINGS: dict[str, tuple[str, Any, tuple[str, ...] | None]] = {
     # seconds `jitlens run --gather` waits on process 0 for the other processes' reports
     # before it writes the merged view without them (0 or off: does not wait)
     "gather_timeout": ("JITLENS_GATHER_TIMEOUT", 60, None),
+    # where a tracked program keeps its journal while it runs (default: cache_dir/journal)
+    "journal_dir": ("JITLENS_JOURNAL_DIR", "", None),
 }
 
 #: name -> what the setting does (the settings reference is generated from this
@@ -48,6 +53,9 @@ SETTING_DOCS: dict[str, str] = {
     "gather_timeout": "seconds `jitlens run --gather` waits on process 0 for the other "
     "processes' reports before it writes the merged view without them, marked incomplete "
     "(`0` or `off`: does not wait)",
+    "journal_dir": "where a tracked program keeps its journal while it runs, the record "
+    "its report is built from when it ends without Python's exit (a SIGKILL, `os._exit`): "
+    "deleted once the report is out (default: the folder `journal` in `cache_dir`)",
 }
 
 #: Environment variables read outside SETTINGS (where their readers need them before,
@@ -115,7 +123,7 @@ def get(name: str, explicit: Any = None) -> Any:
     return default if raw is None else _parse(name, raw)
 
 
-class _Current(Mapping[str, Any]):
+class _Current(Mapping):  # type: ignore[type-arg]
     """Every setting's value in effect, read when asked (what ``settings()`` hands its block)."""
 
     def __getitem__(self, name: str) -> Any:
@@ -130,8 +138,7 @@ class _Current(Mapping[str, Any]):
         return len(SETTINGS)
 
 
-@contextlib.contextmanager
-def settings(**values: Any) -> Iterator[Mapping[str, Any]]:
+class settings:  # (a function to its users: ``with jitlens.settings(...)``)
     """Scoped jitlens settings: ``with jitlens.settings(log_level="off"): ...``.
 
     Inside the block these values win over the ``JITLENS_*`` environment variables
@@ -150,10 +157,15 @@ def settings(**values: Any) -> Iterator[Mapping[str, Any]]:
 
     See also: ``jax.config.update`` / ``jax.default_device`` for JAX's own options.
     """
-    for name, value in values.items():
-        get(name, value)  # validate now
-    _overrides.append(values)
-    try:
-        yield _Current()
-    finally:
-        _overrides.remove(values)
+
+    def __init__(self, **values: Any) -> None:
+        self._values = values
+
+    def __enter__(self) -> Mapping[str, Any]:
+        for name, value in self._values.items():
+            get(name, value)  # validate now
+        _overrides.append(self._values)
+        return _Current()
+
+    def __exit__(self, *exc: object) -> None:
+        _overrides.remove(self._values)

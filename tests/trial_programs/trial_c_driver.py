@@ -58,7 +58,16 @@ def _scenario(module, fixed: bool) -> dict:
             ],
         }
     same = got.get("same_out", True)
-    return {"truth": truth, "out": got["out"], "same_out": same, "rows": rows, "text": str(report)}
+    return {
+        "truth": truth,
+        "out": got["out"],
+        "same_out": same,
+        "rows": rows,
+        "text": str(report),
+        "extra": got.get("extra"),  # what else a program measured (a compile count)
+        "functions": [f.name for f in report.functions if not f.internal],
+        "user_traces": sum(f.traces for f in report.functions if not f.internal),
+    }
 
 
 def main(scenario: str, programs: list[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -11,7 +12,7 @@ from typing import Any
 from .. import _compat
 from .._compat.flax_api import LAZY_NNX as nnx
 from .._core.files import write_atomic
-from .._core.key import Entry, Path, short_repr
+from .._core.key import Entry, Path, keeping_values, short_repr
 from .._core.kinds import EntryKind, ReasonKind, WordsKind
 from .._core.signature import walk_graphdef
 from .._core.words import Template, Words
@@ -25,7 +26,7 @@ from .model import AuditFinding as AuditFinding
 from .model import AuditResult as AuditResult
 from .render import render_audit as render_audit
 from .target import AuditError as AuditError
-from .target import _exc_text, _user_frame
+from .target import _exc_text, _user_frame, load_target
 from .target import load_factory as load_factory
 
 SPLIT_MSG = Template(
@@ -38,7 +39,15 @@ SPLIT_FIX = Template(
     "Fix the attribute the error names: arrays, Variables and Modules belong in data attributes, "
     "configuration in hashable statics.",
 )
-FACTORY_RAISED = "{name}() raised {error}{at}"
+FACTORY_RAISED = "{name}() raised{at}: {error}"
+#: A factory that raised in a module holding a mesh: the context its sharded layers need.
+NEEDS_MESH = (
+    "\nIf it builds parameters sharded over a mesh, it needs the mesh entered, as a program does "
+    "around it; audit a factory that enters your `{mesh}`, then `jitlens audit FILE.py:make`:\n"
+    "    def make():\n"
+    "        with jax.set_mesh({mesh}):\n"
+    "            return {name}()"
+)
 #: A Module class named where a factory is expected: the commonest first try.
 NEEDS_ARGUMENTS = (
     "{name} needs arguments ({params}) and audit calls it with none; add a factory that "
@@ -93,16 +102,21 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
     traces once training runs, where shapes and values show too.
     """
     start = time.perf_counter()
+    notes: tuple[str, ...] = ()
+    module, entered = None, False
     if isinstance(factory, str):
-        target, factory = factory, load_factory(factory)
+        loaded = load_target(factory)
+        target, factory, notes = factory, loaded.factory, loaded.notes
+        module, entered = loaded.module, loaded.in_context
     else:
         target = getattr(factory, "__qualname__", None) or repr(factory)
     name = getattr(factory, "__name__", "factory")
-    built = _build(factory, name)
+    built = _build(factory, name, module, entered)
     for library in libraries.declared():  # models keyed their own way (eqx.filter_jit's)
         roots = library.roots(built)
         if roots is not None:
-            return library.audit(target, roots, library.roots(_build(factory, name)) or [], start)
+            again = library.roots(_build(factory, name)) or []
+            return dataclasses.replace(library.audit(target, roots, again, start), notes=notes)
     roots_a = _roots(built, name)
     roots_b = _roots(_build(factory, name), name)
     a, rejected = _describe(roots_a)
@@ -118,10 +132,13 @@ def audit(factory: Callable[[], Any] | str) -> AuditResult:
         statics=sum(1 for e in a.values() if e.kind == EntryKind.STATIC and e.in_graph),
         seconds=time.perf_counter() - start,
         findings=tuple(sorted(findings, key=lambda f: SEVERITIES.index(f.severity))),
+        notes=notes,
     )
 
 
-def _build(factory: Callable[[], Any], name: str) -> Any:
+def _build(
+    factory: Callable[[], Any], name: str, module: Any = None, in_context: bool = False
+) -> Any:
     required = _required_parameters(factory)
     if required:
         example = ", ".join(EXAMPLE_ARGUMENTS.get(p, f"{p}=...") for p in required)
@@ -132,7 +149,21 @@ def _build(factory: Callable[[], Any], name: str) -> Any:
         return factory()
     except Exception as exc:
         error, at = _exc_text(exc), _user_frame(exc)
-        raise AuditError(FACTORY_RAISED.format(name=name, error=error, at=at)) from exc
+        text = FACTORY_RAISED.format(name=name, error=error, at=at)
+        mesh = _mesh_held(module)
+        if mesh is not None and not in_context:
+            text += NEEDS_MESH.format(mesh=mesh, name=name)
+        raise AuditError(text) from exc
+
+
+def _mesh_held(module: Any) -> str | None:
+    """The name of a device mesh the factory's module holds (``mesh = jax.make_mesh(...)``), or
+    None: a factory whose layers shard their parameters is built inside it."""
+    for key, value in vars(module).items() if module is not None else ():
+        kind = type(value)
+        if kind.__name__ in ("Mesh", "AbstractMesh") and kind.__module__.startswith("jax"):
+            return key
+    return None
 
 
 def _required_parameters(factory: Callable[[], Any]) -> list[str]:
@@ -179,7 +210,11 @@ def _role(obj: Any) -> str:
         return "optimizer"
     if isinstance(obj, nnx.metrics.Metric):
         return "metrics"
-    return "rngs" if isinstance(obj, nnx.Rngs) else "model"
+    if isinstance(obj, nnx.Rngs):
+        return "rngs"
+    if not isinstance(obj, nnx.Module) and callable(getattr(obj, "update", None)):
+        return "optimizer"  # an optimizer of the program's own (an nnx.Pytree with `update`)
+    return "model"
 
 
 def _describe(
@@ -192,7 +227,8 @@ def _describe(
     for name, node in roots:
         flat = _compat.flatten_node(node, ref_index)
         if flat is not None:
-            walk_graphdef(flat[0], flat[1], (("arg", name),), out)
+            with keeping_values():  # the audit holds both builds itself, and drops them with it
+                walk_graphdef(flat[0], flat[1], (("arg", name),), out)
             continue
         try:
             nnx.split(node)

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._compat.equinox_api import is_eqx_module_class
 from .._core.explain import diff_keys
-from .._core.key import Entry, Key, Path, StaticVal, render_path
+from .._core.key import Entry, Key, Path, StaticVal, keeping_values, render_path
 from .._core.kinds import EntryKind, ReasonKind, RowKind, WordsKind
 from .._core.signature import describe_value
 from .._core.words import Template
@@ -66,8 +66,9 @@ def _role(obj: Any, i: int) -> str:
 
 def _describe(roots: list[tuple[str, Any]]) -> dict[Path, Entry]:
     out: dict[Path, Entry] = {}
-    for name, obj in roots:
-        describe_value(obj, (("arg", name),), out, None, static_leaves=True)
+    with keeping_values():  # the audit holds both builds itself, and drops them with it
+        for name, obj in roots:
+            describe_value(obj, (("arg", name),), out, None, static_leaves=True)
     return out
 
 
@@ -79,7 +80,14 @@ def audit_equinox(
     key_a = Key(entries=a, config=(), signature="", fingerprint="")
     key_b = Key(entries=b, config=(), signature="", fingerprint="")
     reasons = frontend_words(diff_keys(key_a, key_b), key_b)
-    findings = [AuditFinding("error", r.kind, r.path, r.before, r.after, *r.said) for r in reasons]
+    # the optax optimizer returned beside the model: Equinox passes `opt_state` to filter_jit,
+    # not the optimizer (its examples close over it, built once); rebuilt and passed, it would
+    # compile again: a warning, as an nnx.Optimizer's transform is
+    beside = {name for name, obj in roots_b if not _is_module(obj)}
+    findings = [
+        AuditFinding(_severity(r, beside), r.kind, r.path, r.before, r.after, *r.said)
+        for r in reasons
+    ]
     differing = {r.path for r in reasons}
     findings += [f for p, e in b.items() if (f := _number(p, e, b, differing)) is not None]
     return AuditResult(
@@ -90,6 +98,13 @@ def audit_equinox(
         findings=tuple(sorted(findings, key=lambda f: SEVERITIES.index(f.severity))),
         jit=RowKind.EQX_FILTER_JIT,
     )
+
+
+def _severity(r: Any, beside: set[str]) -> str:
+    """An error where a model's own key differs; a warning for what the factory returned beside
+    the models (the optimizer): a recompile only if the program passes it to the jit rebuilt."""
+    root = r.where[0][1] if r.where and r.where[0][0] == "arg" else None
+    return "warning" if root in beside else "error"
 
 
 def _number(p: Path, e: Entry, entries: dict[Path, Entry], skip: set[str]) -> AuditFinding | None:

@@ -28,6 +28,9 @@ class AuditResult:
     findings: tuple[AuditFinding, ...]
     #: The jit whose cache key was audited (``eqx.filter_jit`` for eqx.Modules).
     jit: str = "nnx.jit"
+    #: How the target was loaded and built, in words: the statements of a script without a
+    #: main guard that were left out, the ``with`` block the factory was built in.
+    notes: tuple[str, ...] = ()
 
     def _of(self, severity: str) -> tuple[AuditFinding, ...]:
         return tuple(f for f in self.findings if f.severity == severity)

@@ -14,6 +14,8 @@ SUMMARY = "{errors} error{es}, {warnings} warning{ws}, {infos} info."
 ERRORS_FOOTER = "Each error recompiles every {jit} function for each new instance (exit 1)."
 CLEAN = "No recompile traps found: two fresh builds give equal cache keys."
 EVIDENCE_BUILDS = "builds: {before} -> {after}"
+#: How the target was loaded and built (``AuditResult.notes``).
+NOTE = "note: {note}"
 EVIDENCE_NEW = "builds: {value}, a new object in each"
 EVIDENCE_SHARED = "value: {value}, one object shared by both builds"
 EVIDENCE_VALUE = "value: {value}"
@@ -59,6 +61,11 @@ def render_audit(result: AuditResult, *, color: bool = False, width: int = 100) 
         except Exception:
             pass
     lines = wrap_at_joints(_header(result), width)
+    for note in result.notes:
+        lines += textwrap.wrap(
+            glue_code(NOTE.format(note=note)), width, subsequent_indent="  ",
+            break_on_hyphens=False, break_long_words=False,
+        )  # fmt: skip
     for f in result.findings:
         lines += ["", f"{f.severity:<8} {f.path}  ({f.kind})"]
         for text in (f.message, _evidence(f), f"fix: {f.fix}"):
@@ -83,6 +90,8 @@ def _render_rich(result: AuditResult, width: int) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=True, highlight=False, emoji=False)
     console.print(Text(_header(result), style="bold"))
+    for note in result.notes:
+        console.print(Text(NOTE.format(note=note), style="dim"))
     if result.findings:
         table = Table(box=box.SIMPLE_HEAD, expand=True, pad_edge=False, leading=1)
         table.add_column("severity", no_wrap=True)

@@ -11,18 +11,36 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _compat
+from .. import _pyast as pyast
 from .._errors import JitlensError
+from .._record import record
+from . import script
 
 BAD_TARGET = "TARGET must be FILE.py:FACTORY or package.module:FACTORY, got {target!r}"
 NO_FILE = "file not found: {path}"
 NO_MODULE = "no module named {module!r} (is it installed, or on PYTHONPATH?)"
-IMPORT_FAILED = "importing {where} raised {error}{at}"
+#: ``at``: where in the user's code (`` at file:line``), before the error's own words (which
+#: may end in a URL: nothing follows them).
+IMPORT_FAILED = "importing {where} raised{at}: {error}"
 NO_ATTR = "{where} has no attribute {name!r}; callables defined there: {names}"
 NOT_CALLABLE = "{where}:{name} is a {type}, not a callable that builds the model"
 
 
 class AuditError(JitlensError, ValueError):
     """The audit target cannot be loaded or built (bad TARGET, import error, factory raised)."""
+
+
+@record
+class Target:
+    """A loaded ``TARGET``: the callable to build with, and what the audit should say about
+    how it loaded it (the statements of a script it left out, the ``with`` it builds in)."""
+
+    factory: Callable[[], Any]
+    notes: tuple[str, ...] = ()
+    #: Built inside the ``with`` block its script calls it in.
+    in_context: bool = False
+    #: The module the factory is defined in (what a failing build's hint reads).
+    module: types.ModuleType | None = None
 
 
 def load_factory(target: str) -> Callable[[], Any]:
@@ -32,13 +50,19 @@ def load_factory(target: str) -> Callable[[], Any]:
         AuditError: malformed target, missing file or module, import error,
             no such attribute, or not callable.
     """
+    return load_target(target).factory
+
+
+def load_target(target: str) -> Target:
+    """:func:`load_factory`, and how it was loaded (:class:`Target`)."""
     where, sep, name = target.rpartition(":")
     if not sep or not where or not name:
         raise AuditError(BAD_TARGET.format(target=target))
+    found: script.Script | None = None
     if where.endswith(".py") or "/" in where or os.sep in where:
         if not os.path.isfile(where):
             raise AuditError(NO_FILE.format(path=where))
-        module = _import_file(where)
+        module, found = _import_file(where)
     else:
         try:
             module = importlib.import_module(where)
@@ -56,7 +80,13 @@ def load_factory(target: str) -> Callable[[], Any]:
         obj = getattr(obj, part)
     if not callable(obj):
         raise AuditError(NOT_CALLABLE.format(where=where, name=name, type=type(obj).__name__))
-    return obj
+    if found is None:
+        return Target(obj, (), module=module)
+    file = _compat.short_path(os.path.abspath(where))
+    notes = [n for n in (found.note(file),) if n]
+    obj, context = script.in_context(obj, module, found, name.rpartition(".")[2], file)
+    notes += [context] if context else []
+    return Target(obj, tuple(notes), module=module, in_context=context is not None)
 
 
 def _defined_callables(module: types.ModuleType) -> list[str]:
@@ -69,8 +99,9 @@ def _defined_callables(module: types.ModuleType) -> list[str]:
     ]
 
 
-def _import_file(path: str) -> types.ModuleType:
-    """Import a file under a private name (never as ``__main__``), beside its neighbours."""
+def _import_file(path: str) -> tuple[types.ModuleType, script.Script]:
+    """Import a file under a private name (never as ``__main__``), beside its neighbours: whole
+    when it guards its main part, else its definitions only (``script.run_definitions``)."""
     path = os.path.abspath(path)
     stem = os.path.splitext(os.path.basename(path))[0]
     modname = "_jitlens_audit_" + "".join(c if c.isalnum() else "_" for c in stem)
@@ -81,20 +112,32 @@ def _import_file(path: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module  # dataclasses and pickling look classes up here
     try:
-        spec.loader.exec_module(module)
+        with open(path, encoding="utf-8") as stream:
+            source = stream.read()
+        tree = pyast.parse(source, path)
+        if script.guarded(tree):
+            spec.loader.exec_module(module)
+            return module, script.Script((), script.contexts(tree))
+        return module, script.run_definitions(module, source, path)
     except Exception as exc:
         del sys.modules[modname]
         raise AuditError(_import_failed(_compat.short_path(path), exc)) from exc
-    return module
 
 
 def _import_failed(where: str, exc: BaseException) -> str:
     return IMPORT_FAILED.format(where=where, error=_exc_text(exc), at=_user_frame(exc))
 
 
-def _exc_text(exc: BaseException, limit: int = 160) -> str:
+#: Longest error text quoted; a longer one is cut at a space, never inside a word or a URL.
+EXC_LIMIT = 600
+
+
+def _exc_text(exc: BaseException, limit: int = EXC_LIMIT) -> str:
     text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}"[:limit] if text else type(exc).__name__
+    whole = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if len(whole) <= limit:
+        return whole
+    return whole[: whole.rfind(" ", 0, limit)].rstrip(" .,;:") + " …"
 
 
 def _user_frame(exc: BaseException) -> str:

@@ -1,38 +1,38 @@
 """jitlens inside the program's own interpreter: ``JITLENS=1 python prog.py`` and ``jitlens run``.
 
 Imported at interpreter start-up by the ``jitlens_autostart.pth`` file that
-installing jitlens puts in site-packages, only when ``JITLENS`` is set (or by
-the bootstrap ``sitecustomize`` ``jitlens run`` puts on ``PYTHONPATH`` where
-that file is not processed). Python itself then runs the program; jitlens
+installing jitlens puts in site-packages, only when ``JITLENS`` is set. Python
+itself then runs the program; jitlens
 
 * imports nothing heavy at start-up: it waits for the program's own
   ``import jax`` (so settings the program makes in ``os.environ`` before it,
   ``JAX_ENABLE_X64`` among them, are read by JAX as under ``python``; shells,
   ``pip`` and every process that never imports JAX pay nothing);
-* keeps the terminal (descriptor 2 as it is now, :mod:`jitlens._track.sink`):
-  the live retrace lines, its warnings and the summary go there, never into
-  the program's ``sys.stderr`` replacement or its ``warnings`` records;
+* records as it goes, in a journal (``_track/journal.py``): the calls, traces,
+  compiles and reasons a report needs are on disk when they happen, so whatever
+  ends the process (SIGKILL, ``os._exit``, a signal, an ``exec``) the report can be
+  built from it by whoever outlives the program: ``jitlens run``, its parent, or
+  later ``jitlens report JOURNAL``. jitlens catches no ending: no signal handler,
+  no wrapper of ``os._exit``, no audit hook, no ``SystemExit`` of its own;
 * registers its exit work with ``atexit`` before the program runs, so it runs
   after the program's own ``atexit`` hooks, which Python runs after its
-  thread-pool hooks and thread joins: calls made there are in the report, and
-  jitlens never waits on a thread Python would have stopped. JAX's own exit
-  hooks (clear the backends, shut ``jax.distributed`` down) run right after
-  the report, as a ``--gather`` needs the processes connected;
-* writes the report before the endings that run no ``atexit`` hook: SIGTERM and
-  SIGHUP, ``os._exit``, ``os.exec*``, a signal the program sends itself with its
-  default action (:mod:`.signals`, :func:`_ending`). Python has no hook after
-  ``atexit`` (``threading``'s exit hooks run before the program's ``atexit``
-  hooks, the finalisation audit events after), so an ``atexit`` hook of the
-  program's calling ``os._exit`` is caught at the ``os._exit``.
+  thread-pool hooks and thread joins: calls made there are in the report.
+  JAX's own exit hooks (clear the backends, shut ``jax.distributed`` down) run
+  right after the report, as a ``--gather`` needs the processes connected.
+
+Under ``jitlens run`` (the program's parent, :mod:`.supervise`) the exit work
+puts the whole report in the journal and the parent writes the files and the
+summary; the settings come in ``JITLENS_RUN``, and jitlens' variables are taken
+out of the program's ``os.environ`` (the process environment keeps them, for an
+``os.execv`` of the program itself). Under ``JITLENS=1`` the exit work writes the
+files and the summary itself (``JITLENS_REPORT`` / ``JITLENS_HTML``), on the
+terminal kept at start-up.
 
 Only the main program is tracked: processes it starts (``multiprocessing``
-spawn workers, ``subprocess`` Pythons) inherit the environment but see another
-pid in ``JITLENS_MAIN_PID`` and are left alone unless ``JITLENS_CHILDREN=1``.
-A program that re-executes itself (``os.execv``, same pid) is tracked again
-from the new image's start, and a line says what the report does not hold.
-Under ``JITLENS=1`` the summary goes to the terminal at exit when something
-was jitted, and ``JITLENS_REPORT`` / ``JITLENS_HTML`` name report files;
-under ``jitlens run`` the options come in ``JITLENS_RUN`` (:mod:`.run`).
+spawn workers, ``subprocess`` Pythons) see another pid in ``JITLENS_MAIN_PID``
+and are left alone unless ``JITLENS_CHILDREN=1``. A program that re-executes
+itself (``os.execv``, same pid) is tracked again from the new image's start,
+in a journal of its own, and a line says what the report does not hold.
 """
 
 from __future__ import annotations
@@ -41,41 +41,33 @@ import _thread
 import atexit
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
-from .environ import BOOTSTRAP as BOOTSTRAP
-from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
+from .environ import CHILDREN, EXIT_LINES, IMAGE, INTERRUPTED, MAIN_PID, RUN
 
 #: The modules loaded before jitlens armed (``__future__`` is jitlens' own: its modules'
 #: ``from __future__ import annotations``; Python's start-up never imports it).
 _BEFORE = frozenset(sys.modules) - {"__future__"}
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (``typing`` is not imported at start-up: a program's typing.py is its own)
     from types import ModuleType
+    from typing import Any
 
 # Imported by every Python process of a tracked program's environment (its children
 # too, which leave at once): nothing heavy here, and nothing JAX itself does not
 # import before tracking starts (``_start``).
 
-#: The exit summary stays under 60 lines for any program (all of it: --json / --html).
-EXIT_LINES = 56
 
 REEXECUTED = (
     "jitlens: the program re-executed itself (os.exec*, same process): tracking starts again "
-    "from here; the calls made before the exec are in the report written then, which this "
+    "from here; the calls made before the exec are in the earlier image's journal, which this "
     "image's report replaces\n"
 )
 NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
 UNSEEN = (
     "jitlens: the program imported jax where jitlens could not see it (an import hook of its "
-    "own, with importlib.import_module): nothing was tracked, no report file written\n"
+    "own that finds jax itself): nothing was tracked, no report file written\n"
 )
-#: In the report (its warnings) when the program did not reach Python's exit.
-ENDED = (
-    "the program was ended by {how} before Python's exit was done: this report holds the calls "
-    "made until then"
-)
-INTERRUPTED = "jitlens: interrupted (Ctrl-C) while writing the report; the rest was not written\n"
 
 _STARTED = [False]
 _LOCK = _thread.allocate_lock()
@@ -93,9 +85,9 @@ class _Session:
         self.tracker: Any = None
         self.live: Any = None
         self.jax_hooks: tuple[Any, ...] = ()
-        self.finish: Any = None
-        self.exit_code: int | None = None  # jitlens run's own verdict on the program (budgets)
-        self.exit_message: str | None = None
+        self.done = False
+        #: This image came from an ``os.exec*`` of the tracked program itself.
+        self.reexecuted = False
         #: The environment's report paths a tracked child leaves to its parent (their names).
         self.parents_paths: list[str] = []
 
@@ -110,22 +102,18 @@ def _truthy(value: str | None) -> bool:
 class _JaxWatcher:
     """Starts tracking right after the program's own ``import jax`` finishes.
 
-    A meta path finder (``find_spec`` is all ``sys.meta_path`` asks of one). It
-    leaves as soon as it has found ``jax``, and leaves jax's loader as the finders
-    after it made it: ``jax.__loader__`` is Python's own (or the program's import
-    hook's, as under ``python``).
-
-    A program may put its own import hook first (typeguard's ``install_import_hook()``,
-    a tracer, a lazy importer), one that finds every module itself: the watcher would
-    never be asked for ``jax``. The ``import`` audit event, raised before ``sys.meta_path``
-    is searched, puts the watcher back in front for that one import (:func:`_audit`).
+    A meta path finder (``find_spec`` is all ``sys.meta_path`` asks of one), placed
+    right before Python's own ``PathFinder`` (what the program finds first in
+    ``sys.meta_path`` is what python put there). It leaves as soon as it has found
+    ``jax``, and leaves jax's loader as the finders after it made it: ``jax.__loader__``
+    is Python's own (or the program's import hook's, as under ``python``).
     """
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != "jax" or _STARTED[0]:
             return None
-        _remove_watcher()
         spec = _find_spec(name, path, target)
+        _remove_watcher()
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader = spec.loader
@@ -139,7 +127,7 @@ class _JaxWatcher:
             if _jitlens_importing():
                 # jitlens' own import of jax (the program used jitlens' API, track() or
                 # max_traces, before it imported jax): tracking needs jitlens whole, so it
-                # starts at the next import once jitlens' modules are in (see _audit)
+                # starts once jitlens' modules are in (``resume``)
                 _PENDING[0] = True
                 return
             _start()
@@ -149,10 +137,12 @@ class _JaxWatcher:
 
 
 def _find_spec(name: str, path: Any, target: Any) -> Any:
-    """What the program's finders (all of ``sys.meta_path`` but the watcher) find, in order."""
-    for finder in list(sys.meta_path):
+    """What the finders after the watcher find, in order."""
+    finders = list(sys.meta_path)
+    mine = next((i for i, f in enumerate(finders) if f is _WATCHER), -1)
+    for finder in finders[mine + 1 :]:
         find = getattr(finder, "find_spec", None)
-        if finder is _WATCHER or find is None:
+        if find is None:
             continue
         spec = find(name, path, target)
         if spec is not None:
@@ -170,15 +160,23 @@ def _remove_watcher() -> None:
         pass
 
 
+def _place_watcher() -> None:
+    """The watcher goes right before Python's ``PathFinder`` (last, if there is none)."""
+    at = next(
+        (i for i, f in enumerate(sys.meta_path) if getattr(f, "__name__", "") == "PathFinder"),
+        len(sys.meta_path),
+    )
+    sys.meta_path.insert(at, _WATCHER)
+
+
 #: jax was imported by jitlens' own modules while they were being imported: tracking starts
-#: at the first import after they are all in.
+#: once they are all in.
 _PENDING = [False]
 
 
 def resume() -> None:
     """Start tracking put off while jitlens' own modules imported jax, once they are all in
-    (called by ``jitlens.__getattr__`` after it imports a piece of jitlens' API, and at the
-    next import of the process); never raises."""
+    (called by ``jitlens.__getattr__`` after it imports a piece of jitlens' API); never raises."""
     try:
         if _PENDING[0] and not _jitlens_importing():
             _PENDING[0] = False
@@ -199,98 +197,34 @@ def _jitlens_importing() -> bool:
     return False
 
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """An audit hook: before Python searches ``sys.meta_path`` for ``jax``, the watcher is first;
-    and the start jitlens' own import of jax put off (:data:`_PENDING`) happens at the first
-    import after jitlens' modules are in.
-
-    Runs for every audited event of the process (hooks cannot be removed), so it
-    returns at the first test; it never raises (an audit hook's exception aborts
-    the operation it audits)."""
-    if event != "import" or _STARTED[0]:
-        # equality, not a set: the hook runs at every id() call (an audit event), and a hash
-        # of the event's name (a new string each time) costs more than three length checks
-        if event == "os.kill" or event == "os.exec" or event == "os.killpg":
-            _ending(event, args)
-        return
-    if _PENDING[0]:
-        resume()
-        return
+def _hide(names: tuple[str, ...]) -> None:
+    """Take jitlens' variables out of the program's ``os.environ``, as under ``python`` (no
+    ``unsetenv``: the process environment keeps them, so that ``os.execv`` of the program
+    itself is tracked again, and the program's children find ``JITLENS_MAIN_PID`` not
+    theirs)."""
     try:
-        if args[0] == "jax" and sys.meta_path[0] is not _WATCHER:
-            _remove_watcher()
-            sys.meta_path.insert(0, _WATCHER)
+        data, encode = os.environ._data, os.environ.encodekey  # type: ignore[attr-defined]
+        for name in names:
+            data.pop(encode(name), None)
     except Exception:
         pass
-
-
-def _ending(event: str, args: tuple[Any, ...]) -> None:
-    """The program is about to end its process without Python's exit: write the report first.
-
-    ``os.execv`` (and the other ``os.exec*``) replaces the process with another program,
-    and a signal the program sends itself whose action is the default one (a handler that
-    puts ``SIG_DFL`` back and kills the process again, as checkpointing code does; SIGKILL)
-    ends it at once: no ``atexit`` hook runs. Their audit events come before the call; an
-    exec that will fail (no such executable) or a signal the process ignores, blocks or
-    handles ends nothing, and writes nothing. Never raises (that would abort the call).
-    """
-    try:
-        session = SESSION[0]
-        finish = session.finish if session is not None else None
-        if finish is None or finish.started or os.getpid() != session.pid:  # type: ignore[union-attr]
-            return
-        if event == "os.exec":
-            if not os.access(args[0], os.X_OK):
-                return
-            how = "an os.exec* call (the process became another program)"
-        else:
-            how = _self_kill(event, args[0], args[-1])
-            if how is None:
-                return
-        finish.within(how)
-    except BaseException:
-        pass
-
-
-def _self_kill(event: str, target: int, signum: int) -> str | None:
-    """The signal's name when ``os.kill(target, signum)`` / ``os.killpg`` kills this process now."""
-    import signal
-
-    me = os.getpid()
-    group = os.getpgrp()
-    if event == "os.kill":
-        mine = target in (me, 0, -group)
-    else:
-        mine = target in (0, group)
-    if not mine or signum == 0:
-        return None
-    name = signal.Signals(signum).name
-    if name == "SIGKILL" or (
-        name not in _HARMLESS
-        and signal.getsignal(signum) is signal.SIG_DFL
-        and signum not in signal.pthread_sigmask(signal.SIG_BLOCK, ())
-    ):
-        return name
-    return None
-
-
-#: Signals whose default action does not end the process (nothing to write for them).
-_HARMLESS = frozenset(
-    {"SIGCHLD", "SIGCONT", "SIGURG", "SIGWINCH", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU"}
-)
 
 
 def _arm() -> None:
     """At start-up: decide whether this process is tracked, and wait for ``import jax``."""
     pid = str(os.getpid())
     owner = os.environ.get(MAIN_PID)
-    if owner and owner != pid and not _truthy(os.environ.get(CHILDREN)):
+    settings = os.environ.get(RUN)
+    children = _truthy(os.environ.get(CHILDREN))
+    if settings is not None:  # jitlens run's program (or one of its children)
+        _hide(("JITLENS", RUN, MAIN_PID, IMAGE))
+    if owner and owner != pid and not children:
         return  # a child of the tracked program
     from .. import _config
     from .._errors import ConfigError
 
     try:
-        if not _config.get("enabled"):
+        if not _config.get("enabled") and settings is None:
             return
         # every setting read once the program runs, checked now: a bad one means no
         # tracking, never a program stopped in the middle of its `import jax`
@@ -303,7 +237,7 @@ def _arm() -> None:
 
     try:  # a child tracked by JITLENS_CHILDREN=1 never writes over its parent's report files
         mine = not owner or owner == pid
-        run = _json_loads(os.environ[RUN]) if os.environ.get(RUN) and mine else None
+        run = _json_loads(settings) if settings and mine else None
         args = run_args(run) if run is not None else None
     except Exception as exc:
         _warn(f"{RUN} is not jitlens run's ({type(exc).__name__}: {exc}); not tracking")
@@ -317,27 +251,54 @@ def _arm() -> None:
             return
         if not mine:
             parents = leave_the_parents_paths(args)
-    os.environ[MAIN_PID] = pid
     reexecuted = os.environ.get(IMAGE) == pid
-    os.environ[IMAGE] = pid
+    os.environ[MAIN_PID] = os.environ[IMAGE] = pid  # for the process: its children, an exec
+    if run is not None:
+        # (not for the program, which python would not show them; under JITLENS=1 they stay,
+        # as the user's JITLENS does: a child started with a copy of os.environ is left alone)
+        _hide((MAIN_PID, IMAGE))
     from .._track import sink
 
-    sink.open_terminal()
+    if run is not None:
+        sink.follow_terminal(run.get("terminal"))
+    else:
+        sink.open_terminal()
     if reexecuted:
         sink.write(REEXECUTED)
     if run is None:
         check_report_paths(args)
-    SESSION[0] = _Session(os.getpid(), run, args)
-    SESSION[0].parents_paths = parents
+    session = SESSION[0] = _Session(os.getpid(), run, args)
+    session.parents_paths = parents
+    session.reexecuted = reexecuted
+    # the journal's modules now, before the script's folder is on sys.path: its mmap is
+    # Python's, not a program's own mmap.py (under JITLENS=1 it opens at `import jax`)
+    __import__("jitlens._track.journal")
+    if run is not None:
+        _open_journal(session)  # now: jitlens run hears of a program that never imports jax
     atexit.register(_at_exit)  # before the program's own hooks: it runs after them
+    _place_watcher()
     if "jax" in sys.modules:
         _start()
-    else:
-        sys.meta_path.insert(0, _WATCHER)
-        try:
-            sys.addaudithook(_audit)
-        except Exception:  # a hook of the program's refused it: the watcher alone
-            pass
+
+
+def _open_journal(session: _Session) -> None:
+    from .._core.journal import journal_dir, new_path
+    from .._track import journal
+
+    run = session.run or {}
+    path = run.get("journal") or new_path(journal_dir(), session.pid)
+    settings = {"outputs": dict(getattr(session.args, "given_outputs", {}) or {})}
+    if run:
+        settings["supervisor"] = run.get("supervisor")
+    problem = None
+    for n in range(1, 100):  # a re-executed image: a journal of its own, next to the first
+        candidate = path if n == 1 else f"{path}.{n}"
+        start = journal.start_frame(sys.argv, settings)
+        problem = journal.open_journal(candidate, start, 0.0, bool(session.args.include_internal))
+        if problem is None or not os.path.exists(candidate):
+            break
+    if problem is not None:
+        _warn(problem + "; the report is written at Python's exit only")
 
 
 def _json_loads(text: str) -> Any:
@@ -363,26 +324,32 @@ def _start() -> None:
         return
     # site-packages are all on sys.path by now (a venv's system ones come after the .pth files)
     _PATH_AT_START[:] = [p for p in sys.path if isinstance(p, str)]
+    before = frozenset(sys.modules)
     try:
         from .. import _compat, _config
+        from .._track import journal
         from .._track.tracker import Tracker
         from . import live_run
-        from .signals import Finish, install, watch_os_exit
 
         run = session.run or {}
         session.live = live_run.LiveRun(
             quiet=bool(run.get("quiet")),
             fail_on_retrace=bool(run.get("fail_on_retrace")),
             max_traces=run.get("max_traces"),
+            fail_on_recompile=bool(run.get("fail_on_recompile")),
+            max_compiles=run.get("max_compiles"),
         )
         include_internal = session.args.include_internal or _config.get("include_internal")
         tracker = Tracker(include_internal=include_internal, timeline=True)
+        if session.run is None:
+            _open_journal(session)
         tracker.start()
+        journal.started(tracker.started_at())
         session.tracker = tracker
         problem = session.live.start()
         if problem is not None:  # a budget that cannot count refuses to run the program
             _warn(problem)
-            _flush_and_exit(2)
+            _refuse(session)
         if any(
             "://" in str(getattr(session.args, k, None) or "") for k in ("json", "html", "trace")
         ):
@@ -393,24 +360,28 @@ def _start() -> None:
         session.jax_hooks = tuple(_compat.exit_hooks())
         for hook in session.jax_hooks:  # run right after the report (see _at_exit)
             atexit.unregister(hook)
-        session.finish = Finish(lambda: _finish(session))
-        install(session.finish)  # SIGTERM / SIGHUP: the report, then the signal's death
-        watch_os_exit(session.finish, session.pid)  # os._exit skips atexit: the report first
     except Exception as exc:  # never break the program that imported jax
         _warn(f"could not start tracking ({type(exc).__name__}: {exc}); your program is unaffected")
+    _forget_start_up_imports(before)  # (the journal's mmap, which jax does not import)
 
 
-def _flush_and_exit(code: int) -> None:
+def _refuse(session: _Session) -> None:
+    """A budget that cannot count: the program does not run (status 2), as ``jitlens run``
+    refuses a bad option before it starts."""
+    from .._track import journal
+
+    journal.close(delete=True)
+    session.done = True
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:
             pass
-    os._exit(code)
+    os._exit(2)
 
 
 def _at_exit() -> None:
-    """The last ``atexit`` hook: the report, then JAX's own exit hooks, then jitlens' verdict."""
+    """The last ``atexit`` hook: the report, then JAX's own exit hooks."""
     session = SESSION[0]
     if session is None:
         return
@@ -419,35 +390,39 @@ def _at_exit() -> None:
         # in it as under python (jitlens took them off the list the child inherited)
         _run_jax_hooks(session)
         return
-    if session.finish is None:
-        run = session.run
-        if _STARTED[0] or (run or {}).get("quiet"):
-            return
-        from .._track import sink
+    if session.done:
+        return
+    session.done = True
+    from .._track import journal
 
-        if "jax" in sys.modules:  # imported, never seen: not "never imported", not silence
-            sink.write(UNSEEN)
-        elif run is not None and not _failed():
-            sink.write(NO_JAX)
+    journal.exiting()
+    if session.tracker is None:
+        _not_tracked(session)
         return
     try:
-        session.finish()
+        with _importable():
+            _write_report(session)
     except KeyboardInterrupt:  # Ctrl-C while jitlens writes: stop writing, keep the status
         from .._track import sink
 
         sink.write(INTERRUPTED)
     finally:
         _run_jax_hooks(session)
-    if session.exit_code is not None:
-        _flush_and_exit(session.exit_code)
-    if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
-        # Python dies of SIGINT after an uncaught KeyboardInterrupt, unless code run during
-        # finalisation clears its flag (the report's rendering does): die of it here
-        import signal
 
-        from .signals import die_of
 
-        die_of(signal.SIGINT)
+def _not_tracked(session: _Session) -> None:
+    """The program never imported jax (or jitlens did not see it): say so, once."""
+    from .._track import journal, sink
+
+    run = session.run
+    said = None
+    if "jax" in sys.modules:  # imported, never seen: not "never imported", not silence
+        said = UNSEEN
+    elif run is not None and not _failed():
+        said = NO_JAX
+    if said is not None and not (run or {}).get("quiet") and not session.reexecuted:
+        sink.write(said)
+    journal.close(delete=run is None)  # jitlens run's parent reads the journal's lines
 
 
 class _importable:
@@ -488,47 +463,41 @@ def _failed() -> bool:
     return getattr(sys, "last_value", None) is not None
 
 
-def _finish(session: _Session) -> None:
-    """Write the report files and the summary (once: see ``signals.Finish``)."""
-    with _importable():
-        _write_report(session)
-
-
 def _write_report(session: _Session) -> None:
-    from .._track import sink
+    from .._track import journal, sink
 
     failed = _failed()
-    # a signal or os._exit ends the program with its own status: no verdict of jitlens' stands
-    ending = session.finish.ending if session.finish is not None else None
-    verdict = session.live.stop(failed) if session.live is not None else None
-    if verdict is not None and session.run is not None and ending is None:
-        session.exit_code, session.exit_message = verdict
+    violations = session.live.stop(failed) if session.live is not None else None
+    if violations is not None:
+        journal.verdict(*violations)
     try:
         session.tracker.stop()
         report = session.tracker.report()
-        if ending is not None:
-            import dataclasses
-
-            said = (*report.warnings, ENDED.format(how=ending))
-            report = dataclasses.replace(report, warnings=said)
     except Exception as exc:  # never turn a program's result into a jitlens failure
         _warn(f"could not take the report ({type(exc).__name__}: {exc})")
         return
     args = session.args
+    written: list[str] = []
     try:
         if getattr(args, "gather", None):  # issue 23: one merged report on process 0
             from .gather import write_gathered
             from .outputs import shown, write_outputs
 
-            clean = not failed and session.exit_code is None
+            clean = not failed and not violations
             written = write_gathered(report, args, clean, write_outputs, shown)
-        else:
+        elif session.run is None:
             from .outputs import write_outputs
 
             written = write_outputs(report, args)
     except Exception as exc:
         _warn(f"could not write the report ({type(exc).__name__}: {exc})")
-        written = []
+    if session.run is not None:  # jitlens run writes the files and the summary from here
+        if journal.final(report, written, failed):
+            journal.close(delete=False)
+            return
+        from .outputs import write_outputs
+
+        written += write_outputs(report, args)  # no journal: the files are written here
     if not args.quiet:
         _summary(session, report, failed)
         sink.write("".join(f"jitlens: wrote {path}\n" for path in written))
@@ -537,8 +506,12 @@ def _write_report(session: _Session) -> None:
 
             names = " or ".join(session.parents_paths)
             sink.write(PARENTS_PATH.format(pid=session.pid, names=names))
-    if session.exit_message:
-        sink.write(session.exit_message + "\n")
+    own = journal.current_path()
+    journal.close(delete=True)
+    if session.run is None:
+        from .._journals import recover
+
+        recover(sink.write, own)  # earlier runs that ended without their report
 
 
 class _Terminal:
@@ -574,14 +547,14 @@ def _summary(session: _Session, report: Any, failed: bool) -> None:
         _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
 
 
-def _forget_start_up_imports() -> None:
+def _forget_start_up_imports(before: frozenset[str] = _BEFORE) -> None:
     """Drop from ``sys.modules`` the standard modules jitlens imported while arming (``json``,
-    ``linecache``, ``tokenize``, ``token``, ``__future__``): the program's own ``token.py`` or
-    ``json.py`` next to its script must be the module its ``import`` finds, as under
-    ``python``, not the standard one jitlens happened to load first. jitlens keeps its
-    references; the program's next ``import json`` loads the module afresh."""
+    ``mmap``, ``struct``...): the program's own ``json.py`` or ``mmap.py`` next to its script
+    must be the module its ``import`` finds, as under ``python``, not the standard one
+    jitlens happened to load first. jitlens keeps its references; the program's next
+    ``import json`` loads the module afresh."""
     try:
-        for name in set(sys.modules) - _BEFORE:
+        for name in set(sys.modules) - before:
             if name.partition(".")[0] in _FORGOTTEN:
                 sys.modules.pop(name, None)
     except Exception:
@@ -591,10 +564,14 @@ def _forget_start_up_imports() -> None:
 #: The standard modules :func:`_forget_start_up_imports` drops: stateless ones a program may
 #: shadow with a file of its own. Not ``threading`` or ``weakref`` (the hook imports them
 #: too): a second copy of those splits the process' state (which threads exit waits for).
-_FORGOTTEN = frozenset({"json", "linecache", "tokenize", "token", "__future__", "fnmatch"})
+_FORGOTTEN = frozenset(
+    {"json", "linecache", "tokenize", "token", "__future__", "fnmatch", "mmap", "struct", "zlib"}
+)
 
 
 try:
     _arm()
+except Exception as exc:  # never stop the interpreter's start-up over jitlens
+    _warn(f"could not arm ({type(exc).__name__}: {exc}); not tracking")
 finally:
     _forget_start_up_imports()

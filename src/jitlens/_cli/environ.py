@@ -1,7 +1,8 @@
-"""The environment variables ``jitlens run`` and ``JITLENS=1`` use to reach the program's interpreter.
+"""What ``jitlens run`` and the program it runs share: the environment variables that reach the
+program's interpreter, and the words and limits of the exit summary either may write.
 
-Kept apart so that ``jitlens run`` (which only sets them) does not import
-:mod:`.autostart` (which arms jitlens when imported).
+Kept apart so that ``jitlens run`` does not import :mod:`.autostart` (which arms jitlens
+when imported).
 """
 
 #: Set in the environment by the tracked program; its children see another pid.
@@ -12,5 +13,7 @@ CHILDREN = "JITLENS_CHILDREN"
 RUN = "JITLENS_RUN"
 #: The pid whose program image armed jitlens last: the same pid again means an ``exec``.
 IMAGE = "JITLENS_IMAGE"
-#: Where the bootstrap ``sitecustomize`` finds jitlens (when its .pth is not processed).
-BOOTSTRAP = "JITLENS_BOOTSTRAP"
+
+#: The exit summary stays under 60 lines for any program (all of it: --json / --html).
+EXIT_LINES = 56
+INTERRUPTED = "jitlens: interrupted (Ctrl-C) while writing the report; the rest was not written\n"

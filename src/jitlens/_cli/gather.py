@@ -30,6 +30,17 @@ NEEDS_INDEX = (
 )
 NOT_GATHERED = "jitlens: --gather skipped ({why}); each process wrote its own report"
 GATHER_FAILED = "jitlens: --gather failed ({error}); each process wrote its own report"
+SHUT_DOWN = (
+    "the program shut jax.distributed down itself before its end; merge the reports with "
+    "jitlens merge"
+)
+
+
+def _connected() -> bool:
+    """Is ``jax.distributed`` still up (the program may have called its ``shutdown()``)?"""
+    from .. import _compat
+
+    return _compat.distributed_state() is not None
 
 
 def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -71,8 +82,14 @@ def write_gathered(
     from .._track.process import ProcessInfo, expand_path_template
 
     written = write_outputs(report, args)  # this process's JSON, HTML and trace, first
-    if not clean or report.process_count <= 1:
-        why = "the program failed" if not clean else "a single-process run"
+    if not clean or report.process_count <= 1 or not _connected():
+        why = (
+            "the program failed"
+            if not clean
+            else "a single-process run"
+            if report.process_count <= 1
+            else SHUT_DOWN
+        )
         sink.write(NOT_GATHERED.format(why=why) + "\n")
         return written
     try:

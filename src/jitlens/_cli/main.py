@@ -93,9 +93,16 @@ def _report_main(argv: list[str]) -> int:
     from .outputs import add_output_options
 
     p = argparse.ArgumentParser(
-        prog="jitlens report", description="Show a saved jitlens JSON report."
+        prog="jitlens report",
+        description="Show a saved jitlens JSON report, or the report of a journal a tracked "
+        "program left (it ended without Python's exit: a SIGKILL, os._exit); with no REPORT, "
+        "list the journals left.",
     )
-    p.add_argument("report", help="a report written by `jitlens run --json`")
+    p.add_argument(
+        "report",
+        nargs="?",
+        help="a report written by `jitlens run --json`, or a journal (`*.jitlens-journal`)",
+    )
     add_output_options(p)
     p.add_argument(
         "--include-internal", action="store_true", help="also show JAX's and Flax's own helpers"
@@ -107,6 +114,10 @@ def _report_main(argv: list[str]) -> int:
 
     add_color_option(p)
     args = p.parse_args(argv)
+    if args.report is None:
+        from .._journals import list_journals
+
+        return list_journals(sys.stdout)
     from .._core.report import load_report
     from .._errors import ReportError
     from .outputs import anchor_outputs, output_problem
@@ -116,9 +127,15 @@ def _report_main(argv: list[str]) -> int:
     if problem is not None:
         print(f"jitlens report: {problem}", file=sys.stderr)
         return 2
+    from .._core.journal import JournalError, is_journal
+    from .._journals import report_of_journal
+
     try:
-        report = load_report(args.report)
-    except ReportError as exc:
+        if is_journal(args.report):
+            report = report_of_journal(args.report, args.include_internal)
+        else:
+            report = load_report(args.report)
+    except (ReportError, JournalError) as exc:
         print(f"jitlens report: {exc}", file=sys.stderr)
         return 2
     from .._render.text import render_text

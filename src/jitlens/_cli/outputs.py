@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # (no ``typing``: imported at a tracked program's start-up)
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterable
     from types import SimpleNamespace
+    from typing import Any
 
     from .._render.outputs import Output
 
@@ -100,17 +101,24 @@ def shown(path: str, args: Any) -> str:
     return path if rel.startswith(os.pardir) else rel
 
 
-def write_outputs(report: Any, args: Any) -> list[str]:
-    """Write each report file asked for, on its own; returns the paths written (as shown)."""
+def write_outputs(report: Any, args: Any, pid: int | None = None) -> list[str]:
+    """Write each report file asked for, on its own; returns the paths written (as shown).
+    The paths' fields name the report's process (``pid``: the program's, when not this one)."""
     if not any(getattr(args, name, None) for name in KINDS):
         return []  # nothing asked for (and the writers are not imported)
     from .._render.outputs import write_outputs as write
     from .._track import sink
+    from .._track.process import ProcessInfo
 
+    info = ProcessInfo(report.process_index, report.process_count, report.host, pid)
     # a failure's line goes where jitlens' words go: never into the program's own
     # sys.stderr replacement (a log file it opened), which is all sys.stderr is at exit
     return write(
-        report, outputs_of(args), lambda p: shown(p, args), lambda line: sink.write(line + "\n")
+        report,
+        outputs_of(args),
+        lambda p: shown(p, args),
+        lambda line: sink.write(line + "\n"),
+        info,
     )
 
 

@@ -1,23 +1,20 @@
 """``jitlens run``: let Python itself run the program, with jitlens active from its start.
 
 jitlens does not imitate the interpreter's runner (``sys.path`` rules, ``-P``
-/ ``-I``, the shutdown order of thread-pool hooks, threads and ``atexit``,
-``exec``): each imitation fails on the next edge. Like ``ddtrace-run`` and
-``opentelemetry-instrument``, ``jitlens run`` checks its options, puts them in
-the environment (``JITLENS_RUN``) and replaces itself (``os.execve``, same
-process) with ``python [the interpreter's own flags] SCRIPT ARGS`` or
-``python -m MODULE ARGS``. The interpreter activates jitlens at start-up
-through the same hook as ``JITLENS=1`` (``jitlens_autostart.pth``, or a
-bootstrap ``sitecustomize`` where that file is not processed), tracking starts
-when the program imports ``jax``, and the report is written by an ``atexit``
-hook that runs after the program's own hooks and thread joins
-(:mod:`jitlens._cli.autostart`). The program's start-up, ``sys.path``, import
-order against its own ``os.environ`` changes, shutdown and exit status are
-Python's own.
+/ ``-I``, the shutdown order of thread-pool hooks, threads and ``atexit``): each
+imitation fails on the next edge. ``jitlens run`` checks its options and starts
+``python [the interpreter's own flags] SCRIPT ARGS`` (or ``-m MODULE``, ``-c``,
+``-``) as its child, with the options in the environment (``JITLENS_RUN``, which
+the program's ``os.environ`` does not show). The interpreter activates jitlens at
+start-up through ``jitlens_autostart.pth`` (as ``JITLENS=1`` does), tracking
+starts when the program imports ``jax``, and everything the report needs goes
+into a journal as it happens. ``jitlens run`` waits as the program's parent
+(:mod:`.supervise`): it passes signals on, and when the program ends, however it
+ends, builds the report from the journal, writes the files and the summary, and
+exits as the program did.
 
-``main(argv)`` called inside another program (pytest, a notebook) cannot
-replace that process: it runs the same command as a child and relays its
-output.
+``main(argv)`` called inside another program (pytest, a notebook) runs the same
+child with its output captured and relayed.
 """
 
 from __future__ import annotations
@@ -42,13 +39,16 @@ if TYPE_CHECKING:  # the launcher imports argparse only to parse options it was 
 
 #: jitlens' own directory (its frames are hidden from the program's tracebacks).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: The folder whose ``sitecustomize`` activates jitlens where its .pth file is not processed.
-BOOTSTRAP_DIR = os.path.join(_PACKAGE_DIR, "_bootstrap")
 #: The start-up hook installing jitlens puts in site-packages.
 PTH_NAME = "jitlens_autostart.pth"
 CANNOT_ACTIVATE = (
     "jitlens run: cannot activate jitlens in this interpreter ({why}): jitlens_autostart.pth is "
-    "not in its site-packages; install jitlens into {python}, or run without {flag}"
+    "not processed; run without -S"
+)
+NOT_INSTALLED = (
+    "jitlens run: cannot activate jitlens in {python}: jitlens_autostart.pth is not in its "
+    "site-packages (or its user site-packages is off); install jitlens into that interpreter "
+    "(python -m pip install jitlens)"
 )
 
 #: Broken as argparse breaks a usage: at most 80 columns, options under the first one.
@@ -103,6 +103,8 @@ DEFAULTS: dict[str, Any] = {
     "trace": None,
     "fail_on_retrace": False,
     "max_traces": None,
+    "fail_on_recompile": False,
+    "max_compiles": None,
     "include_internal": False,
     "quiet": False,
     "color": "auto",
@@ -176,7 +178,7 @@ def main(argv: list[str]) -> int:
     script = args.target[0] if args.module is None else None
     if script in ("-", "-c"):  # python -c COMMAND, python - (stdin): no script file
         script = None
-    problem = output_problem(args, [(script, f"the script {script}")] if script else [])
+    problem = output_problem(args, program_files(script, args.module))
     if problem is not None:  # before the program runs: a typo must not cost the run
         print(f"jitlens run: {problem}", file=sys.stderr)
         return 2
@@ -187,15 +189,75 @@ def main(argv: list[str]) -> int:
         return 2
     python = sys.executable
     flags = interpreter_flags()
-    target = ["-m", args.module, *args.target] if args.module is not None else args.target
+    if args.module is not None:
+        target = ["-m", args.module, *args.target]
+    elif args.target[0].startswith("-") and args.target[0] not in ("-", "-c"):
+        target = ["--", *args.target]  # a script named -x.py: python's own `--`
+    else:
+        target = args.target
     command = [python, *flags, *target]
-    env = program_env(args)
-    if _owns_the_process():
+    owner = _owns_the_process()
+    env = program_env(args, owner)
+    from .supervise import die_as, spawn_and_wait
+
+    if owner:
         for stream in (sys.stdout, sys.stderr):  # None: python started with that descriptor closed
             if stream is not None:
                 stream.flush()
-        os.execve(python, command, env)  # the same process: signals and exit status are python's
-    return _run_child(command, env)
+        status, follower = spawn_and_wait(command, env)
+        return die_as(_finished(status, follower, args))
+    status, follower = _run_child(command, env)
+    status = _finished(status, follower, args)
+    return status if status >= 0 else 128 - status
+
+
+def _finished(status: int, follower: Any, args: Any) -> int:
+    """The report of the program that ended with ``status``; a Ctrl-C while it is written
+    stops the writing and keeps the program's status."""
+    from .environ import INTERRUPTED
+    from .supervise import finish
+
+    try:
+        return finish(status, follower, args)
+    except KeyboardInterrupt:
+        sys.stderr.write(INTERRUPTED)
+        return status
+
+
+def program_files(script: str | None, module: str | None) -> list[tuple[str, str]]:
+    """The program's own files, which no report path may overwrite: the script (a folder's or a
+    zip application's ``__main__.py`` too), or the module ``-m`` runs and the packages above
+    it, found as python will find them (the working folder first), without importing any."""
+    if script is not None:
+        found = [(script, f"the script {script}")]
+        main = os.path.join(script, "__main__.py")
+        if os.path.isdir(script) and os.path.isfile(main):
+            found.append((main, f"the script {main}"))
+        return found
+    if not module:
+        return []  # -c COMMAND, or the program read from stdin
+    from importlib.machinery import PathFinder
+
+    found = []
+    search: list[str] | None = [os.getcwd(), *sys.path[1:]] if not sys.flags.safe_path else None
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        try:
+            spec = PathFinder.find_spec(part, search)
+        except (ImportError, ValueError, OSError):
+            return found
+        if spec is None or spec.origin is None:
+            return found
+        name = ".".join(parts[: i + 1])
+        if os.path.isfile(spec.origin):
+            found.append((spec.origin, f"the module {name}"))
+        search = list(spec.submodule_search_locations or ())
+        if i == len(parts) - 1 and search:  # -m PACKAGE runs its __main__.py
+            for folder in search:
+                main = os.path.join(folder, "__main__.py")
+                if os.path.isfile(main):
+                    found.append((main, f"the module {name}.__main__"))
+    return found
 
 
 def interpreter_flags() -> list[str]:
@@ -234,14 +296,16 @@ def _subprocess_flags() -> list[str]:
     return subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
 
 
-def program_env(args: argparse.Namespace) -> dict[str, str]:
-    """The program's environment: the user's, plus what activates jitlens in it."""
+def program_env(args: argparse.Namespace, owner: bool = True) -> dict[str, str]:
+    """The program's environment: the user's, plus what activates jitlens in it (which the
+    program's ``os.environ`` will not show) and where its journal goes."""
+    from .._core.journal import journal_dir, new_path
     from .environ import CHILDREN, IMAGE, MAIN_PID, RUN
 
     settings = {
-        "json": args.json,
         "html": args.html,
         "trace": args.trace,
+        "json": args.json,
         "given_outputs": args.given_outputs,
         "launch_cwd": args.launch_cwd,
         "gather": args.gather,
@@ -250,19 +314,25 @@ def program_env(args: argparse.Namespace) -> dict[str, str]:
         "color": args.color,
         "fail_on_retrace": bool(args.fail_on_retrace),
         "max_traces": args.max_traces,
+        "fail_on_recompile": bool(args.fail_on_recompile),
+        "max_compiles": args.max_compiles,
+        "journal": new_path(journal_dir(), os.getpid()),
+        "supervisor": os.getpid(),
+        "terminal": _stderr_identity() if owner else None,
     }
-    env = {k: v for k, v in os.environ.items() if k not in (IMAGE, CHILDREN)}
-    env.update({"JITLENS": "1", RUN: json.dumps(settings), MAIN_PID: str(os.getpid())})
-    if not _owns_the_process():
-        del env[MAIN_PID]  # the child is the program: it claims the environment itself
-    if not _pth_active():
-        from .environ import BOOTSTRAP
-
-        env[BOOTSTRAP] = os.path.dirname(_PACKAGE_DIR)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (BOOTSTRAP_DIR, env.get("PYTHONPATH", "")) if p
-        )
+    env = {k: v for k, v in os.environ.items() if k not in (IMAGE, CHILDREN, MAIN_PID)}
+    env.update({"JITLENS": "1", RUN: json.dumps(settings)})
     return env
+
+
+def _stderr_identity() -> list[int] | None:
+    """``[device, inode]`` of this process's descriptor 2: the program writes jitlens' lines
+    there itself while its own descriptor 2 is that file."""
+    try:
+        st = os.fstat(2)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino]
 
 
 def _pth_active() -> bool:
@@ -279,12 +349,8 @@ def _cannot_activate() -> str | None:
     if _pth_active():
         return None
     if sys.flags.no_site:
-        why, flag = "python -S: no site-packages, no sitecustomize", "-S"
-    elif sys.flags.ignore_environment:
-        why, flag = "python -E / -I ignores PYTHONPATH", "-E / -I"
-    else:
-        return None  # the bootstrap sitecustomize on PYTHONPATH activates it
-    return CANNOT_ACTIVATE.format(why=why, python=sys.executable, flag=flag)
+        return CANNOT_ACTIVATE.format(why="python -S: no site-packages", python=sys.executable)
+    return NOT_INSTALLED.format(python=sys.executable)
 
 
 def _unreadable(script: str) -> str | None:
@@ -320,14 +386,22 @@ def _owns_the_process() -> bool:
     return name in ("jitlens", "__main__.py", "-c") and sys.argv[1:2] == ["run"]
 
 
-def _run_child(command: list[str], env: dict[str, str]) -> int:
-    """Inside another program: run the command as a child, relay its output, return its status."""
+def _run_child(command: list[str], env: dict[str, str]) -> tuple[int, Any]:
+    """Inside another program: run the command as a child, relay its output; ``(its status,
+    the follower of its journal)``."""
     import subprocess
 
+    from .._core.journal import Follower
+    from .supervise import env_journal
+
+    follower = Follower(env_journal(env))
     done = subprocess.run(command, env=env, capture_output=True)
     for data, stream in ((done.stdout, sys.stdout), (done.stderr, sys.stderr)):
         _relay(data, stream)
-    return done.returncode if done.returncode >= 0 else 128 - done.returncode
+    said = "".join(follower.poll())
+    if said and sys.stderr is not None:
+        sys.stderr.write(said)
+    return done.returncode, follower
 
 
 def _relay(data: bytes, stream: Any) -> None:

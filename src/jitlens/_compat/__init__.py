@@ -52,8 +52,10 @@ from .frames import TraceFrame as TraceFrame
 from .frames import caller as caller
 from .frames import find_locals as find_locals
 from .frames import framework_packages as framework_packages
+from .frames import holds_user_code as holds_user_code
 from .frames import is_model_library_file as is_model_library_file
 from .frames import is_user_file as is_user_file
+from .frames import model_api as model_api
 from .frames import name_in_frame as name_in_frame
 from .frames import short_path as short_path
 from .frames import user_call_site as user_call_site

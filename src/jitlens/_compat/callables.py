@@ -16,6 +16,7 @@ import sys
 import types
 from typing import Any
 
+from .._peek import class_attr, is_a, static_attr
 from . import flax_api
 from .frames import is_user_file, short_path
 
@@ -30,21 +31,36 @@ METHOD = "method"
 
 
 def _inner(target: Any) -> tuple[str, Any] | None:
-    if isinstance(target, functools.partial):
+    if is_a(target, functools.partial):
         return PARTIAL, target.func
-    if isinstance(target, types.MethodType):
+    if is_a(target, types.MethodType):
         return METHOD, target.__func__
-    try:
-        inner = getattr(target, "__wrapped__", None)
-    except Exception:
-        inner = None
+    inner = _wrapped(target)
     if inner is not None:
         return WRAPPED, inner
-    if flax_api.is_nnx_wrapper(target) or isinstance(target, flax_api.NNX_INNER_FNS):
+    if flax_api.is_nnx_wrapper(target) or is_a(target, flax_api.NNX_INNER_FNS):
         inner = getattr(target, "fun", None) or getattr(target, "f", None)
         if inner is not None:
             return NNX, inner
     return None
+
+
+def _wrapped(target: Any) -> Any:
+    """``target.__wrapped__`` as stored, or computed by a library's property (Equinox's
+    wrappers); a property or ``__getattr__`` of the program's is not run."""
+    inner = static_attr(target, "__wrapped__")
+    if inner is not None:
+        return inner
+    prop = class_attr(type(target), "__wrapped__")
+    code = getattr(getattr(prop, "fget", None), "__code__", None)
+    if type(prop) is not property or not is_a(code, types.CodeType):
+        return None
+    if is_user_file(code.co_filename):
+        return None
+    try:
+        return getattr(target, "__wrapped__", None)
+    except Exception:
+        return None
 
 
 def unwrap_chain(fn: Any) -> list[tuple[str, Any]]:

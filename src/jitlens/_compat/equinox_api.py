@@ -257,5 +257,6 @@ LIBRARY = Library(
     loaded=loaded,
     builds_models=True,
     layer_prefix="eqx.nn.",
+    model_apis=(("equinox", "eqx"),),
     missing=missing,
 )

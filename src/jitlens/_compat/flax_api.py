@@ -87,7 +87,12 @@ def loaded() -> bool:
 #: What jitlens knows of flax (``_compat/libraries``); its private pieces are probed by
 #: ``probe`` itself. A layer is written ``nnx.Linear``.
 LIBRARY = Library(
-    distribution="flax", packages=("flax",), loaded=loaded, builds_models=True, layer_prefix="nnx."
+    distribution="flax",
+    packages=("flax",),
+    loaded=loaded,
+    builds_models=True,
+    layer_prefix="nnx.",
+    model_apis=(("flax.nnx", "nnx"), ("flax.linen", "linen")),
 )
 
 
@@ -213,9 +218,21 @@ def is_graph_node(x: Any) -> bool:
     """Is ``x`` an NNX object (a Module, an Optimizer, a Variable...)? False without flax."""
     load_if_imported()
     try:
-        return bool(graphlib.is_graph_node(x)) or isinstance(x, nnx.Variable)
+        t = type(x)  # (by type: isinstance and flax's check read a program's __class__)
+        if issubclass(t, nnx.Variable):
+            return True
+        registry = getattr(graphlib, "GRAPH_REGISTRY", None)
+        if registry is None:
+            return bool(graphlib.is_graph_node(x))
+        if t in registry:
+            return True
+        # an array ref is JAX's own object; any other type of the program's is no graph node
+        return t.__module__.partition(".")[0] in _JAX_PACKAGES and bool(graphlib.is_graph_node(x))
     except Exception:
         return False
+
+
+_JAX_PACKAGES = frozenset({"jax", "jaxlib"})
 
 
 def flatten_node(node: Any, ref_index: Any = None) -> tuple[Any, list[Any]] | None:

@@ -15,9 +15,10 @@ import os
 import sys
 import sysconfig
 from collections.abc import Mapping
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
+from .._peek import is_a, static_attr
 from .._record import record
 from . import libraries
 
@@ -130,11 +131,19 @@ def _framework_roots() -> tuple[str, ...]:
     return tuple(dict.fromkeys(roots))
 
 
-def is_user_file(filename: str) -> bool:
-    """False for JAX, Flax, optax, Equinox, jitlens, the standard library and friends.
+#: Folders pip installs packages into: every file under one is a library's (dm-haiku,
+#: diffrax, optimistix... whichever), never the user's to edit. A project installed editable
+#: (``pip install -e .``) stays in its own folder, the user's.
+INSTALLED_FOLDERS = tuple(os.sep + name + os.sep for name in ("site-packages", "dist-packages"))
 
-    Decided by the folders the loaded packages live in, never by a name in the
-    path: a project cloned into ``jitlens/`` or named ``jax-experiments`` is the user's.
+
+def is_user_file(filename: str) -> bool:
+    """False for JAX, Flax, optax, Equinox, jitlens, the standard library, any installed
+    package (a file under ``site-packages``: :data:`INSTALLED_FOLDERS`) and friends.
+
+    Decided by the folders the loaded packages live in and the folders pip installs into,
+    never by a name in the path: a project cloned into ``jitlens/`` or named
+    ``jax-experiments`` is the user's.
     """
     hit = _USER_CACHE.get(filename)
     if hit is not None:
@@ -149,9 +158,8 @@ def is_user_file(filename: str) -> bool:
         result = False
     else:
         path = _absolute(filename) if not filename.startswith("<") else filename
-        site = os.sep + "site-packages" + os.sep
-        in_framework_pkg = site in path and any((site + p + os.sep) in path for p in frameworks)
-        result = not (path.startswith(_ROOTS) or in_framework_pkg) or path in _USER_CODE_IN_JITLENS
+        installed = any(folder in path for folder in INSTALLED_FOLDERS)
+        result = not (path.startswith(_ROOTS) or installed) or path in _USER_CODE_IN_JITLENS
     _USER_CACHE[filename] = result
     return result
 
@@ -177,15 +185,34 @@ def is_model_library_file(filename: str) -> bool:
     return hit
 
 
-#: A file this many folders above the working one at most is shown relative to it
-#: (``../prog.py``, as pytest shows it); one further away by its normalised absolute path.
-MAX_UP = 2
+_API_CACHE: dict[str, str] = {}
+
+
+def model_api(filename: str) -> str:
+    """The model API a library file belongs to (``Library.model_apis``: ``nnx``, ``linen``,
+    ``haiku``, ``eqx``), as imported by the program; "" for any other file. A loop whose
+    body runs such a file's modules is fixed in that API's terms."""
+    hit = _API_CACHE.get(filename)
+    if hit is None:
+        path = _absolute(filename)
+        hit = ""
+        for module, api in libraries.model_apis():
+            f = getattr(sys.modules.get(module), "__file__", None)
+            if f and path.startswith(os.path.dirname(os.path.abspath(f)) + os.sep):
+                hit = api
+                break
+        if len(_API_CACHE) > 10_000:
+            _API_CACHE.clear()
+        _API_CACHE[filename] = hit
+    return hit
 
 
 def short_path(filename: str) -> str:
-    """A path as tracebacks and pytest show it, normalised (``sub/../prog.py`` is
-    ``prog.py``): relative to the working directory when below it or at most ``MAX_UP``
-    folders above; package-relative for installed code; else absolute."""
+    """A path as Python's tracebacks and pytest show it, normalised (``sub/../prog.py`` is
+    ``prog.py``): relative to the working directory when below it (as pytest shows a test);
+    package-relative for installed code; else absolute, as a traceback names a script run
+    from another folder (``python ../../x/y.py`` fails "in /home/me/x/y.py", never in
+    ``../../x/y.py``, which reads wrong as soon as the reader is in another folder)."""
     if filename.startswith("<"):
         return filename
     here = working_dir()
@@ -195,10 +222,7 @@ def short_path(filename: str) -> str:
         rel = os.path.relpath(filename, here)
     except ValueError:  # another drive
         return os.path.normpath(filename)
-    up = 0
-    while rel.startswith(".." + os.sep, up * 3):
-        up += 1
-    if up == 0:
+    if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
         return rel
     full = _absolute(filename)
     if full.startswith(PACKAGE_DIR + os.sep):
@@ -206,7 +230,7 @@ def short_path(filename: str) -> str:
     site = os.sep + "site-packages" + os.sep
     if site in full:
         return full.split(site, 1)[1]
-    return rel if up <= MAX_UP else full
+    return full
 
 
 #: The working folder as last read: the program may remove it (``os.chdir(d); os.rmdir(d)``),
@@ -275,12 +299,32 @@ def find_locals(
 
 def package_of(fn: Any) -> str | None:
     """The installed library (a ``framework_packages()`` name) whose file defines ``fn``."""
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    filename = getattr(code, "co_filename", None)
-    if not isinstance(filename, str):
+    code = static_attr(
+        static_attr(fn, "__func__", fn), "__code__"
+    )  # (no code of the program's runs)
+    if not is_a(code, CodeType):
         return None
-    return library_of_file(filename, framework_packages())
+    return library_of_file(code.co_filename, framework_packages())
+
+
+def holds_user_code(obj: Any) -> bool:
+    """Does ``obj``, a library's object (a keras model), hold code of the user's: a method of
+    its class (or a base of it) defined in a user file (``class CustomModel(keras.Model)`` with
+    its own ``train_step``)? A model built of the library's parts alone holds none."""
+    if obj is None:
+        return False
+    try:
+        mro = type(obj).__mro__
+    except Exception:
+        return False
+    for cls in mro[:-1]:
+        for value in list(vars(cls).values())[:256]:
+            func = getattr(value, "__func__", value)
+            code = getattr(func, "__code__", None)
+            filename = getattr(code, "co_filename", None)
+            if isinstance(filename, str) and is_user_file(filename):
+                return True
+    return False
 
 
 def library_of_file(filename: str, names: tuple[str, ...]) -> str | None:

@@ -3,8 +3,9 @@
 jitlens must not import what the program did not (flax brings optax and
 treescope, ~0.4 s and a different ``sys.modules``). A front-end whose library
 is not loaded yet is installed the moment the program's own import of it
-finishes: :func:`when_imported` puts a finder first on ``sys.meta_path`` that
-wraps the module's loader, so the callback runs right after the module's code
+finishes: :func:`when_imported` puts a finder on ``sys.meta_path``, right before
+Python's own ``PathFinder`` (what the program finds first there is what python put
+there, or the program's own import hooks), that wraps the module's loader, so the callback runs right after the module's code
 has executed, in the importing thread, before the import statement returns.
 
 The finder only ever answers for the names it waits for, and a callback that
@@ -56,8 +57,10 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name not in _WAITING:
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+        finders = list(sys.meta_path)
+        mine = next((i for i, f in enumerate(finders) if f is self), -1)
+        for finder in finders[mine + 1 :]:  # (those before it found nothing)
+            if not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None:
@@ -78,6 +81,14 @@ def _uninstall_if_idle() -> None:
             pass
 
 
+def _before_path_finder() -> int:
+    """Where Python's ``PathFinder`` is on ``sys.meta_path`` (the end, if it is not there)."""
+    for i, finder in enumerate(sys.meta_path):
+        if getattr(finder, "__name__", "") == "PathFinder":
+            return i
+    return len(sys.meta_path)
+
+
 def when_imported(name: str, callback: Callable[[], None]) -> bool:
     """Call ``callback()`` once module ``name`` is imported: now if it already is.
 
@@ -89,7 +100,7 @@ def when_imported(name: str, callback: Callable[[], None]) -> bool:
     with _LOCK:
         _WAITING.setdefault(name, []).append(callback)
         if _FINDER not in sys.meta_path:
-            sys.meta_path.insert(0, _FINDER)
+            sys.meta_path.insert(_before_path_finder(), _FINDER)
     return False
 
 

@@ -55,6 +55,9 @@ class Library:
     #: How its users write the class of one of its layers, before the class's name
     #: (``nnx.`` + ``Linear``); "" when it has none.
     layer_prefix: str = ""
+    #: ``(module, api)``: the model API whose modules a package of it holds, most specific
+    #: first (``("flax.nnx", "nnx")``): a loop the trace unrolled is fixed in its API's terms.
+    model_apis: tuple[tuple[str, str], ...] = ()
     #: ``(piece, what jitlens loses)`` for each of its private pieces the installed version
     #: lacks (none while the program has not imported it).
     missing: Callable[[], list[tuple[str, str]]] = _nothing_missing
@@ -84,6 +87,13 @@ def packages() -> tuple[str, ...]:
 def model_packages() -> tuple[str, ...]:
     """The top-level packages of the libraries whose loops build the user's model."""
     return tuple(dict.fromkeys(p for lib in declared() if lib.builds_models for p in lib.packages))
+
+
+@functools.cache
+def model_apis() -> tuple[tuple[str, str], ...]:
+    """Every library's ``(module, model API)``, most specific first."""
+    pairs = [pair for lib in declared() for pair in lib.model_apis]
+    return tuple(sorted(pairs, key=lambda pair: -pair[0].count(".")))
 
 
 def layer_prefix(module: str) -> str:

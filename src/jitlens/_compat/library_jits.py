@@ -20,6 +20,7 @@ import types
 from types import FrameType
 from typing import Any
 
+from .._peek import class_attr, instance_dict, is_a, static_attr
 from .frames import frames_up as frames_up
 from .frames import is_user_file
 from .frames import library_of_file as library_of_file
@@ -182,14 +183,22 @@ class LibraryClosure:
 _SHARED_VALUES = (bool, int, str, bytes, type(None))
 
 
-def library_closure(fn: Any, user: FrameType | None) -> LibraryClosure | None:
+def library_closure(
+    fn: Any, user: FrameType | None, names: dict[str, Any] | None = None
+) -> LibraryClosure | None:
     """``fn`` as a :class:`LibraryClosure` when a factory of one of :data:`LIBRARIES` made
     it (a closure in the library's file holding data); ``user``: the user's frame that
-    called it, whose variables name what the user passed."""
+    called it, whose variables name what the user passed (or ``names``, the variables of
+    several frames)."""
     top = package_of(fn)
-    func = getattr(fn, "__func__", fn)
-    code, cells = getattr(func, "__code__", None), getattr(func, "__closure__", None)
-    if top not in LIBRARIES or code is None or not cells:
+    func = static_attr(fn, "__func__", fn)
+    code, cells = static_attr(func, "__code__"), static_attr(func, "__closure__")
+    if (
+        top not in LIBRARIES
+        or not is_a(code, types.CodeType)
+        or not is_a(cells, tuple)
+        or not cells
+    ):
         return None
     data: dict[str, Any] = {}
     part = None
@@ -200,18 +209,19 @@ def library_closure(fn: Any, user: FrameType | None) -> LibraryClosure | None:
             continue
         if callable(value):
             part = part or _factory_call(name, value, top)
-        elif not isinstance(value, (type, types.ModuleType)):
+        elif not is_a(value, (type, types.ModuleType)):
             data[name] = value
     if not data:
         return None
-    local = dict(user.f_locals) if user is not None else {}
+    local = names if names is not None else dict(user.f_locals) if user is not None else {}
     held = {
         id(v)
         for v in _leaves(list(data.values()))
-        if not callable(v) and not isinstance(v, _SHARED_VALUES)
+        if not callable(v) and not is_a(v, _SHARED_VALUES)
     }
     params = tuple(k for k, v in local.items() if id(v) in held and not k.startswith("_"))
-    spelled = _spelled(fn, local) or getattr(func, "__name__", "?")
+    name = static_attr(func, "__name__")
+    spelled = _spelled(fn, local) or (name if is_a(name, str) else "?")
     return LibraryClosure(top, spelled, tuple(data), params[:4], part)
 
 
@@ -223,12 +233,15 @@ def _leaves(values: list[Any], limit: int = 128) -> list[Any]:
     while queue and len(out) < limit:
         v = queue.pop(0)
         out.append(v)
-        if isinstance(v, (tuple, list)):
-            queue.extend(v[:16])
-        elif isinstance(v, dict):
-            queue.extend(list(v.values())[:16])
+        t = type(v)
+        if issubclass(t, (tuple, list)):  # (a named tuple too, read by the builtin's own methods)
+            base = tuple if issubclass(t, tuple) else list
+            queue.extend(list(base.__iter__(v))[:16])
+        elif issubclass(t, dict):
+            queue.extend(list(dict.values(v))[:16])
         elif callable(v):
-            for cell in getattr(getattr(v, "__func__", v), "__closure__", None) or ():
+            cells = static_attr(static_attr(v, "__func__", v), "__closure__")
+            for cell in cells if is_a(cells, tuple) else ():
                 try:
                     queue.append(cell.cell_contents)
                 except ValueError:
@@ -240,8 +253,10 @@ def _factory_call(name: str, value: Any, top: str) -> tuple[str, str] | None:
     """``("kernel", "blackjax.mcmc.hmc.build_kernel()")``: ``value`` made by a public function
     of its module (``build_kernel.<locals>.kernel``), called with no argument when it made
     ``value`` from its defaults alone (else ``(...)``)."""
-    func = getattr(value, "__func__", value)
-    qualname, module = getattr(func, "__qualname__", ""), getattr(func, "__module__", None)
+    func = static_attr(value, "__func__", value)
+    qualname, module = static_attr(func, "__qualname__"), static_attr(func, "__module__")
+    if not is_a(qualname, str):
+        return None
     outer, sep, _ = qualname.partition(".<locals>.")
     if not sep or "." in outer or outer.startswith("_") or not isinstance(module, str):
         return None
@@ -284,13 +299,12 @@ def _spelled(fn: Any, local: dict[str, Any]) -> str | None:
         if v is fn:
             return name
     for name, v in local.items():
-        fields = getattr(type(v), "_fields", None) or list(getattr(v, "__dict__", {}))[:32]
-        for attr in fields if isinstance(fields, (tuple, list)) else ():
-            try:
-                if getattr(v, attr, None) is fn:
-                    return f"{name}.{attr}"
-            except Exception:
-                continue
+        fields = class_attr(type(v), "_fields")
+        if not is_a(fields, tuple):
+            fields = list(instance_dict(v) or ())[:32]
+        for attr in fields:
+            if is_a(attr, str) and static_attr(v, attr) is fn:
+                return f"{name}.{attr}"
     return None
 
 

@@ -42,10 +42,13 @@ See also:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .._record import record
 from .advice_cost import compile_cost
 from .kinds import AdviceKind
-from .report import Advice, FunctionReport
+from .report import Advice, Event, FunctionReport
+from .runinfo import PersistentCache
 
 #: ``dispatch``: advise only when the estimated saving of the whole run is at
 #: least this many seconds ...
@@ -87,13 +90,21 @@ DISPATCH_FIX = (
     "once + `jax.jit` for the hottest loop"
 )
 COMPILE_CACHE_OFF = (
-    "compiled {n}x for {seconds:.2f} s with the persistent compilation cache off: "
+    "compiled {n}x{of} for {seconds:.2f} s with the persistent compilation cache off: "
     "the next run compiles all of it again"
 )
 COMPILE_CACHE_BELOW = (
-    "compiled {n}x for {seconds:.2f} s in compiles shorter than "
+    "compiled {n}x{of} for {seconds:.2f} s in compiles shorter than "
     "jax_persistent_cache_min_compile_time_secs={threshold:g}: none of it was cached"
 )
+#: Which functions a run's compile-cache hint covers.
+COMPILE_CACHE_OF = " ({functions})"
+#: Functions named in a run's compile-cache hint; the rest are counted.
+RUN_NAMES = 3
+#: The minimum compile time to cache that the fix sets: the same for every run of a program
+#: (half the shortest compile, rounded, was 0.5 one run and 0.2 the next on a loaded machine).
+#: A compile this short reads back from disk about as fast as it compiles.
+CACHE_MIN_COMPILE_HINT = 0.1
 COMPILE_CACHE_FIX_OFF = (
     'jax.config.update("jax_compilation_cache_dir", {dir}) at the start of the program '
     "(or JAX_COMPILATION_CACHE_DIR=...){threshold}"
@@ -186,6 +197,8 @@ class Environment:
     cache_dir: str | None
     cache_enabled: bool
     min_compile_seconds: float
+    #: ``jax.default_backend()``: whose measured rates the predictions use (``platforms``).
+    platform: str = ""
 
 
 def _duration(seconds: float) -> str:
@@ -194,16 +207,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} us"
 
 
-def cached_partial_saving(sample: DispatchSample) -> float:
+def cached_partial_saving(sample: DispatchSample, latency: float = 0.0) -> float:
     """Seconds per call that ``nnx.cached_partial`` saves, given host/device overlap.
 
     With asynchronous dispatch a loop runs at ``max(host, device)`` per call;
     removing ``s`` of host time saves ``max(h, d) - max(h - s, d)``: nothing
-    when the compiled program is the slower part.
+    when the compiled program is the slower part. ``latency``: the platform's
+    ``Calibration.ready_latency_seconds``, the part of the sampled device time that is
+    the accelerator reporting back (a loop dispatches the next call meanwhile).
     """
     if sample.cached_graph_seconds is None:
         return 0.0
-    h, d = sample.host_seconds, sample.device_seconds
+    h, d = sample.host_seconds, max(0.0, sample.device_seconds - latency)
     s = min(CACHED_PARTIAL_FACTOR * sample.cached_graph_seconds, h)
     return max(h, d) - max(h - s, d)
 
@@ -212,9 +227,12 @@ def dispatch(fn: FunctionReport, sample: DispatchSample | None, env: Environment
     """``dispatch`` advice for a default-mode ``nnx.jit`` function, or None."""
     if sample is None or sample.samples == 0 or not fn.cache_hits or not sample.cached_args:
         return None
-    per_call = cached_partial_saving(sample)
+    from .platforms import calibration  # with the first report, not at a program's start
+
+    latency = calibration(env.platform).ready_latency_seconds
+    per_call = cached_partial_saving(sample, latency)
     total = per_call * fn.cache_hits
-    call_time = max(sample.host_seconds, sample.device_seconds)
+    call_time = max(sample.host_seconds, sample.device_seconds - latency)
     if (
         total < DISPATCH_MIN_SECONDS
         or total < DISPATCH_MIN_RUN_SHARE * env.run_seconds
@@ -240,42 +258,73 @@ def dispatch(fn: FunctionReport, sample: DispatchSample | None, env: Environment
 
 def compile_cache(fn: FunctionReport, env: Environment) -> Advice | None:
     """``compile_cache`` advice: compile seconds the next run could read from disk."""
+    return _compile_cache([fn], env, COMPILE_CACHE_MIN_SECONDS)
+
+
+def _missed(fn: FunctionReport, env: Environment) -> list[Event]:
+    """The compiles of ``fn`` the persistent cache did not keep for the next run."""
     compiled = [e for e in fn.events if e.compiled and not e.persistent_cache_hit]
-    cache_on = env.cache_enabled and bool(env.cache_dir)
-    if cache_on:
-        missed = [e for e in compiled if e.compile_seconds < env.min_compile_seconds]
-    else:
-        missed = compiled
-    seconds = sum(e.compile_seconds for e in missed)
-    if seconds < COMPILE_CACHE_MIN_SECONDS:
+    if env.cache_enabled and bool(env.cache_dir):
+        return [e for e in compiled if e.compile_seconds < env.min_compile_seconds]
+    return compiled
+
+
+def _compile_cache(
+    functions: Sequence[FunctionReport], env: Environment, least: float
+) -> Advice | None:
+    """What the persistent cache would save the next run on ``functions`` (one function's, or
+    the whole run's), at least ``least`` seconds; its setting is the same for every run of a
+    program (:data:`CACHE_MIN_COMPILE_HINT`): one that followed this run's compile times
+    changed from run to run on a loaded machine."""
+    missed = {fn.qualname: _missed(fn, env) for fn in functions}
+    events = [e for es in missed.values() for e in es]
+    seconds = sum(e.compile_seconds for e in events)
+    if not events or seconds < least:
         return None
-    shortest = min(e.compile_seconds for e in missed)
-    # within 2x of the threshold, a faster next run may fall below it: lower it too
-    lower = shortest < 2 * env.min_compile_seconds
-    setting = COMPILE_CACHE_FIX_THRESHOLD.format(value=_floor(shortest / 2))
-    if cache_on:
+    hint = CACHE_MIN_COMPILE_HINT if env.min_compile_seconds > CACHE_MIN_COMPILE_HINT else 0.0
+    setting = COMPILE_CACHE_FIX_THRESHOLD.format(value=hint)
+    names = [name for name, es in missed.items() if es]
+    of = "" if len(functions) == 1 else COMPILE_CACHE_OF.format(functions=_names(names))
+    if env.cache_enabled and bool(env.cache_dir):
         message = COMPILE_CACHE_BELOW.format(
-            n=len(missed), seconds=seconds, threshold=env.min_compile_seconds
+            n=len(events), of=of, seconds=seconds, threshold=env.min_compile_seconds
         )
         fix = setting
     else:
-        message = COMPILE_CACHE_OFF.format(n=len(missed), seconds=seconds)
-        fix = COMPILE_CACHE_FIX_OFF.format(
-            dir=CACHE_DIR_HINT, threshold=f" and {setting}" if lower else ""
-        )
+        message = COMPILE_CACHE_OFF.format(n=len(events), of=of, seconds=seconds)
+        fix = COMPILE_CACHE_FIX_OFF.format(dir=CACHE_DIR_HINT, threshold=f" and {setting}")
     return Advice("compile_cache", message, fix, round(seconds, 6))
 
 
-def _floor(seconds: float) -> float:
-    """A round threshold at or below ``seconds``.
+def _names(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``3 functions (a, b, c)`` (at most :data:`RUN_NAMES` named)."""
+    if len(names) <= 2:
+        return " and ".join(names)
+    shown = ", ".join(names[:RUN_NAMES]) + (", …" if len(names) > RUN_NAMES else "")
+    return f"{len(names)} functions ({shown})"
 
-    Called with half the shortest compile, so that compiles of the same
-    program on a slower or faster next run stay above it and are cached.
-    """
-    for step in (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01):
-        if step <= seconds:
-            return step
-    return 0.0
+
+def run_advice(
+    functions: Sequence[FunctionReport], cache: PersistentCache | None
+) -> tuple[Advice, tuple[str, ...]] | None:
+    """The run's one compile-cache hint, and the functions whose compiles it counts: every
+    function's compiles the persistent cache would keep, summed (one setting serves them all;
+    said once per function it was the same fix over and over), none when some function has no
+    ``compile_cache`` advice of its own to give. ``cache``: the run's cache settings
+    (``Report.run.persistent_cache``); unknown (an older report), the functions' own
+    ``compile_cache`` advice is summed as it was written."""
+    own = [(fn, a) for fn in functions for a in fn.advice if a.kind is AdviceKind.COMPILE_CACHE]
+    if not own:
+        return None
+    names = tuple(fn.qualname for fn, _ in own)
+    if cache is None or cache.enabled is None:
+        top = max(own, key=lambda p: p[1].estimated_saving_seconds or 0.0)[1]
+        total = sum(a.estimated_saving_seconds or 0.0 for _, a in own)
+        return Advice(top.kind, top.message, top.fix, round(total, 6)), names
+    env = Environment(0.0, cache.dir, cache.enabled, cache.min_compile_time_secs or 1.0)
+    found = _compile_cache(functions, env, COMPILE_CACHE_MIN_SECONDS)
+    names = tuple(fn.qualname for fn in functions if _missed(fn, env))
+    return (found, names) if found is not None else None
 
 
 def entries(fn: FunctionReport) -> Advice | None:
@@ -387,6 +436,7 @@ def advise(
       ()
     """
     from .advice_leaves import many_leaves  # loaded when a report is advised on, not at start
+    from .platforms import calibration
 
     found = [
         disable_jit(eager_calls),
@@ -395,7 +445,7 @@ def advise(
         entries(fn),
         bucketing(fn),
         fast_path(fn, fast_path_timed),  # issue 24
-        *compile_cost(fn),  # issue 34
+        *compile_cost(fn, calibration(env.platform)),  # issues 34, 45
         many_leaves(fn, sample, env),
     ]
     chosen = [a for a in found if a is not None]

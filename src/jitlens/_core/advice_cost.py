@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .kinds import STACKED_LAYERS_FIXES, AdviceKind
+from .kinds import LOOP_FIXES, ROW_KIND_API, STACKED_LAYERS_FIXES, AdviceKind
 from .report import Advice, Event, FunctionReport
 
-if TYPE_CHECKING:  # .cost loads with the first long compile
+if TYPE_CHECKING:  # .cost loads with the first long compile, .platforms with a report
     from .cost import CompileCost, LoopCost
+    from .platforms import Calibration
 
 #: ``compile_cost``: a program is read (``_track/cost.py``) and advised on only when its
 #: trace + lowering + compile took at least this long ("well under a second": nothing).
@@ -40,25 +41,19 @@ LOOP_MIN_ITERATIONS = 8
 #: updating the carry). Calibrated: 8-64 layers of a 23-equation MLP block, loop vs
 #: scan, predicted saving 0.9-1.1x the measured one; ``benchmarks/compile_cost.py``.
 SCAN_BODY_FACTOR = 3.0
-#: ... and a program with a rolled loop still costs at least this much to trace and
-#: compile (the loop, slicing the stacked inputs, nnx.scan's state handling): the
-#: scan versions in ``benchmarks/compile_cost.py`` took 0.3-1.9 s on a shared 2-core
-#: machine; without the floor small NNX programs were predicted to save 1.5-2.8x
-#: what they did.
-SCAN_FLOOR_SECONDS = 0.4
-#: A captured constant's share of a program's compile: ``CONST_SECONDS_PER_MIB`` per
-#: MiB (XLA embeds it in the program, hashes and folds it; measured 0.04-0.09 s/MiB
-#: for 1-34 MiB tables, matmul and add, jax 0.10.2 CPU, loaded) against
-#: ``EQN_SECONDS`` per equation (2.6-5.8 ms measured for 184-1472 equations). Only
-#: the ratio is used: the seconds come from the measured compile, so the estimate
-#: follows the machine's speed.
-CONST_SECONDS_PER_MIB = 0.06
+#: ... and a program with a rolled loop still costs at least the platform's
+#: ``Calibration.scan_floor_seconds`` to trace and compile (the loop, slicing the stacked
+#: inputs, nnx.scan's state handling): the scan versions in ``benchmarks/compile_cost.py``
+#: took 0.3-1.9 s on a shared 2-core CPU, 0.1-0.3 s on a TPU v5e; without the floor small
+#: NNX programs were predicted to save 1.5-2.8x what they did (``_core/platforms.py``).
+#: A captured constant's share of a program's compile: the platform's
+#: ``Calibration.const_seconds_per_mib`` per MiB (XLA embeds it in the program, hashes
+#: and folds it; measured 0.04-0.09 s/MiB for 1-34 MiB tables, matmul and add, jax 0.10.2
+#: CPU, loaded; about 0.01 s/MiB on a TPU v5e) against ``EQN_SECONDS`` per equation
+#: (2.6-5.8 ms measured for 184-1472 equations, CPU). The seconds come from the measured
+#: compile, above the platform's ``const_floor_seconds``, at most
+#: ``const_max_factor`` times the per-MiB rate.
 EQN_SECONDS = 4e-3
-#: What the program costs without its constants, at least (an argument of the same
-#: size compiled in 0.05-0.5 s in ``benchmarks/compile_cost.py``).
-CONST_FLOOR_SECONDS = 0.3
-#: ... and a constant costs at most this multiple of ``CONST_SECONDS_PER_MIB`` per MiB.
-CONST_MAX_FACTOR = 2.0
 #: What tracing one equation costs at most (measured 0.04-0.25 ms per equation for the
 #: programs of ``benchmarks/compile_cost_trial.py``, grads included, loaded 2-core machine):
 #: a trace longer than this per equation spent the rest in the user's Python. When an array
@@ -150,32 +145,41 @@ def _where(file: str, line: int) -> str:
     return f"{file}:{line}"
 
 
-def loop_saving(cost: CompileCost, loop: LoopCost, seconds: float) -> float:
+def loop_saving(
+    cost: CompileCost, loop: LoopCost, seconds: float, cal: Calibration | None = None
+) -> float:
     """Seconds a rolled loop would save on one compile of this program.
 
     Compile time grows with the equations XLA sees; rolled, the loop counts
     its body ``SCAN_BODY_FACTOR`` times instead of ``iterations`` times, and
-    the program costs at least ``SCAN_FLOOR_SECONDS``.
+    the program costs at least the platform's ``scan_floor_seconds``.
     """
     if cost.eqns <= 0:
         return 0.0
+    floor = (cal or _cpu()).scan_floor_seconds
     after = cost.eqns - loop.eqns + min(loop.eqns, SCAN_BODY_FACTOR * loop.body_eqns)
-    return max(0.0, seconds - max(SCAN_FLOOR_SECONDS, seconds * after / cost.eqns))
+    return max(0.0, seconds - max(floor, seconds * after / cost.eqns))
 
 
-def constant_saving(nbytes: int, cost: CompileCost, seconds: float) -> float:
+def constant_saving(
+    nbytes: int, cost: CompileCost, seconds: float, cal: Calibration | None = None
+) -> float:
     """Seconds passing a captured constant as an argument would save on one compile.
 
     The constant's share of the program (its bytes against all constants' and
-    the equations, weighed by ``CONST_SECONDS_PER_MIB`` and ``EQN_SECONDS``) of
-    the measured seconds above ``CONST_FLOOR_SECONDS``, at most
-    ``CONST_MAX_FACTOR`` times its own rate.
+    the equations, weighed by the platform's ``const_seconds_per_mib`` and
+    ``EQN_SECONDS``) of the measured seconds above its ``const_floor_seconds``,
+    at most ``const_max_factor`` times its own rate; nothing for an array smaller than
+    the platform's ``const_min_mib`` (whose passing saved nothing measurable there).
     """
-    mine = CONST_SECONDS_PER_MIB * nbytes / 2**20
-    everything = CONST_SECONDS_PER_MIB * max(cost.const_bytes, nbytes) / 2**20
+    cal = cal or _cpu()
+    if cal.const_seconds_per_mib <= 0 or nbytes < cal.const_min_mib * 2**20:
+        return 0.0
+    mine = cal.const_seconds_per_mib * nbytes / 2**20
+    everything = cal.const_seconds_per_mib * max(cost.const_bytes, nbytes) / 2**20
     share = mine / (everything + EQN_SECONDS * cost.eqns)
-    # the share of a small program is large; its constant still costs no more than ~2x the rate
-    return min(max(0.0, seconds - CONST_FLOOR_SECONDS) * share, CONST_MAX_FACTOR * mine)
+    # the share of a small program is large; its constant still costs no more than the cap
+    return min(max(0.0, seconds - cal.const_floor_seconds) * share, cal.const_max_factor * mine)
 
 
 def built_saving(nbytes: int, cost: CompileCost, trace_seconds: float) -> float:
@@ -198,7 +202,7 @@ def _costed(fn: FunctionReport) -> list[tuple[Event, CompileCost]]:
     ]
 
 
-def _unrolled(fn: FunctionReport) -> list[Advice]:
+def _unrolled(fn: FunctionReport, cal: Calibration) -> list[Advice]:
     """``unrolled_loop`` advice: one per loop, its saving summed over the compiles it made."""
     found: dict[tuple[str, int], list[Any]] = {}
     for e, cost in _costed(fn):
@@ -206,7 +210,7 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             if loop.eqns < LOOP_MIN_SHARE * cost.eqns or loop.iterations < LOOP_MIN_ITERATIONS:
                 continue
             slot = found.setdefault((loop.file, loop.line), [loop, cost, e, 0.0])
-            slot[3] += loop_saving(cost, loop, e.seconds)
+            slot[3] += loop_saving(cost, loop, e.seconds, cal)
     out = []
     if found:
         from .cost import LoopKind
@@ -237,12 +241,24 @@ def _unrolled(fn: FunctionReport) -> list[Advice]:
             message, fix = UNROLLED_SCAN_MESSAGE.format(**fields), UNROLLED_FIXES["unroll"]
         else:
             message = UNROLLED_MESSAGE.format(**fields)
-            # layers of a library stacked its way (``STACKED_LAYERS_FIXES``), else JAX's scan
-            fix = STACKED_LAYERS_FIXES.get(fn.kind, UNROLLED_FIXES["jax"])
+            fix = _loop_fix(fn, loop)
         out.append(
             Advice(AdviceKind.UNROLLED_LOOP, message, fix.format(**fields), round(saving, 6))
         )
     return out
+
+
+def _loop_fix(fn: FunctionReport, loop: LoopCost) -> str:
+    """The fix of a loop by what it walks over, in the terms of the library its body runs.
+
+    Layers whose body ran no library file take the API of the function's jit (an NNX
+    module reading its ``nnx.Param``s with plain JAX); a loop whose walk is unknown (an
+    older report) gets the layers fix of the jit's library, else JAX's scan.
+    """
+    if not loop.walk:
+        return STACKED_LAYERS_FIXES.get(fn.kind, UNROLLED_FIXES["jax"])
+    api = loop.api or (ROW_KIND_API.get(fn.kind, "") if loop.walk == "layers" else "")
+    return LOOP_FIXES.get((str(loop.walk), api)) or LOOP_FIXES[(str(loop.walk), "")]
 
 
 def _size(nbytes: int) -> str:
@@ -254,7 +270,7 @@ def _root(name: str) -> str:
     return name.partition("[")[0]
 
 
-def _constants(fn: FunctionReport) -> list[Advice]:
+def _constants(fn: FunctionReport, cal: Calibration) -> list[Advice]:
     """``captured_constant`` advice: one per variable holding captured arrays, summed over
     the compiles (the arrays of one list or dict are passed together)."""
     found: dict[tuple[Any, ...], list[Any]] = {}
@@ -266,7 +282,7 @@ def _constants(fn: FunctionReport) -> list[Advice]:
             built = 0.0
             if not c.name and c.line:  # built while tracing: the trace's excess too
                 built = built_saving(c.nbytes, cost, e.trace_seconds)
-            slot[1] += built + constant_saving(c.nbytes, cost, e.seconds - built)
+            slot[1] += built + constant_saving(c.nbytes, cost, e.seconds - built, cal)
     name = _callable_name(fn)
     function = f"`{name}`" if name else "the jitted function"
     out = []
@@ -330,6 +346,15 @@ def _compile_bound(fn: FunctionReport) -> list[Advice]:
     return [Advice(AdviceKind.COMPILE_BOUND, message, fix, None)]
 
 
-def compile_cost(fn: FunctionReport) -> list[Advice]:
-    """The compile-cost rules on one function (nothing when it compiled in under ``COST_MIN_SECONDS``)."""
-    return [*_unrolled(fn), *_constants(fn), *_compile_bound(fn)]
+def compile_cost(fn: FunctionReport, cal: Calibration | None = None) -> list[Advice]:
+    """The compile-cost rules on one function (nothing when it compiled in under
+    ``COST_MIN_SECONDS``), with the rates measured on its platform (``cal``; the CPU's
+    when None)."""
+    cal = cal or _cpu()
+    return [*_unrolled(fn, cal), *_constants(fn, cal), *_compile_bound(fn)]
+
+
+def _cpu() -> Calibration:
+    from .platforms import calibration  # with the first report, not at a program's start
+
+    return calibration(None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from .kinds import AdviceKind
+from .platforms import calibration
 from .report import Advice, FunctionReport
 
 #: Advise from this many leaves in one call's arguments (and sample such a jax.jit's hits).
@@ -60,11 +61,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.0f} us"
 
 
-def raveled_saving(sample: Any) -> float:
+def raveled_saving(sample: Any, latency: float = 0.0) -> float:
     """Seconds per call that one array instead of ``sample``'s leaves saves (the module's
-    docstring has the model); with asynchronous dispatch a loop runs at ``max(host, device)``."""
+    docstring has the model); with asynchronous dispatch a loop runs at ``max(host, device)``,
+    the device part less the platform's ready latency (``platforms.Calibration``)."""
     leaves = sum(n for _, n in sample.leaves)
-    h, d = sample.host_seconds, sample.device_seconds
+    h, d = sample.host_seconds, max(0.0, sample.device_seconds - latency)
     after = max(RAVELED_HOST_SECONDS, d + leaves * UNRAVEL_SECONDS_PER_LEAF)
     return max(0.0, max(h, d) - after)
 
@@ -78,9 +80,10 @@ def many_leaves(fn: FunctionReport, sample: Any, env: Any) -> Advice | None:
     leaves = sum(n for _, n in sample.leaves)
     if leaves < MANY_LEAVES_MIN:
         return None
-    per_call = raveled_saving(sample)
+    latency = calibration(getattr(env, "platform", "")).ready_latency_seconds
+    per_call = raveled_saving(sample, latency)
     total = per_call * fn.cache_hits
-    call_time = max(sample.host_seconds, sample.device_seconds)
+    call_time = max(sample.host_seconds, sample.device_seconds - latency)
     if (
         total < MIN_SECONDS
         or total < MIN_RUN_SHARE * env.run_seconds

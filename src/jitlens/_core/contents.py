@@ -17,8 +17,11 @@ from __future__ import annotations
 import enum
 import functools
 import hashlib
+import sys
 import types
 from typing import Any
+
+from .._peek import class_attr, dataclass_fields, is_a, own_fields, static_attr
 
 #: Values read per object at most (items, attributes, characters / 64 of a string,
 #: elements / 64 of a NumPy array) before the object counts as too big to check.
@@ -53,7 +56,7 @@ def contents(value: Any) -> str | None:
         >>> contents(Box())
         'Box(a=1, b=[2, 3])'
     """
-    if isinstance(value, IMMUTABLE):
+    if is_a(value, IMMUTABLE):
         return None
     for attempt in range(2):
         try:
@@ -85,9 +88,9 @@ def _leaf(value: Any) -> str:
     identity: replaced by another, it reads differently (no ``__repr__`` of the user's runs)."""
     t = type(value)
     if issubclass(t, enum.Enum):
-        return f"{t.__qualname__}.{value.name}"
+        return f"{t.__qualname__}.{static_attr(value, '_name_')}"
     if issubclass(t, types.ModuleType):
-        return f"<module {value.__name__}>"
+        return f"<module {static_attr(value, '__name__')}>"
     name = getattr(value, "__qualname__", None) if issubclass(t, _LEAVES) else None
     shown = f" {name}" if isinstance(name, str) else ""
     return f"<{t.__qualname__}{shown} at {hex(id(value))}>"
@@ -150,7 +153,7 @@ class _Reader:
         elif issubclass(t, (str, bytes, int, float, complex)):
             base = next(b for b in (str, bytes, int, float, complex) if issubclass(t, b))
             parts.append(base.__repr__(value))
-        fields = _own_fields(value, t)
+        fields = own_fields(value)
         if fields is None and not parts:
             return _leaf(value)  # no state of its own to read (a C object, a builtin)
         if fields:
@@ -179,27 +182,112 @@ def _array_text(value: Any, t: type, reader: _Reader) -> str | None:
         return None
 
 
-def _own_fields(value: Any, t: type) -> list[tuple[str, Any]] | None:
-    """``(name, value)`` of the instance's ``__dict__`` and ``__slots__``, read with
-    ``object.__getattribute__`` (no user ``__getattr__`` or property runs); None when it
-    has neither."""
-    out: list[tuple[str, Any]] = []
-    found = False
-    try:
-        own = object.__getattribute__(value, "__dict__")
-    except Exception:
-        own = None
-    if isinstance(own, dict):
-        found = True
-        out += [(str(k), v) for k, v in dict.items(own)]
-    for cls in t.__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name in ("__dict__", "__weakref__"):
-                continue
-            found = True
-            try:
-                out.append((name, object.__getattribute__(value, name)))
-            except Exception:
-                continue  # an unset slot
-    return out if found else None
+#: Builtin numbers, equal across their types (``1 == 1.0 == True``).
+_NUMBERS = frozenset({bool, int, float, complex})
+
+
+def same_values(a: Any, b: Any) -> bool | None:
+    """Would ``a == b`` hold, told without running the program's code? None: cannot tell.
+
+    Builtin values and containers compare as the builtins do (an item ``is`` itself
+    first, so one NaN object equals itself); a dataclass whose ``__eq__`` the dataclass
+    decorator generated compares its fields; a class without ``__eq__`` compares by
+    identity. A class with an ``__eq__`` of its own cannot be told (its code decides).
+
+    Example:
+        >>> same_values((1, "a", [2.0]), (1, "a", [2.0])), same_values(float("nan"), float("nan"))
+        (True, False)
+    """
+    return _same(a, b, MAX_DEPTH, [MAX_VALUES])
+
+
+def _same(a: Any, b: Any, depth: int, left: list[int]) -> bool | None:
+    left[0] -= 1
+    if a is b:
+        return True
+    if left[0] < 0 or depth <= 0:
+        return None
+    t = type(a)
+    if t is not type(b):
+        return bool(a == b) if _number(t) and _number(type(b)) else False
+    if t in _SCALARS or t is str or t is bytes:
+        return bool(a == b)
+    if (
+        t is tuple
+        or t is list
+        or (issubclass(t, tuple) and class_attr(t, "__eq__") is tuple.__eq__)
+    ):
+        base = tuple if issubclass(t, tuple) else list
+        if base.__len__(a) != base.__len__(b):
+            return False
+        return _all(
+            _same(x, y, depth - 1, left)
+            for x, y in zip(base.__iter__(a), base.__iter__(b), strict=True)
+        )
+    if t is set or t is frozenset:
+        plain = all(type(x) in _SCALARS or type(x) in (str, bytes) for x in (*a, *b))
+        return bool(t.__eq__(a, b)) if plain else None
+    if t is dict:
+        keys_a, keys_b = dict.keys(a), dict.keys(b)
+        if not all(type(k) in _SCALARS or type(k) in (str, bytes) for k in (*keys_a, *keys_b)):
+            return None  # (keys of the program's: their __hash__ and __eq__ would run)
+        if keys_a != keys_b:
+            return False
+        return _all(_same(v, dict.__getitem__(b, k), depth - 1, left) for k, v in dict.items(a))
+    if issubclass(t, functools.partial):
+        return _same((a.func, a.args, a.keywords), (b.func, b.args, b.keywords), depth - 1, left)
+    if issubclass(t, _LEAVES):
+        return False  # functions, classes, modules, enum members: equal only to themselves
+    eq = class_attr(t, "__eq__")
+    if eq is object.__eq__:
+        return False
+    from .shown import library_type
+
+    if library_type(t):  # a library's object (a treedef, a GraphDef record): its own __eq__
+        try:
+            return bool(a == b)
+        except Exception:
+            return None
+    fields = dataclass_fields(a) if _generated_eq(t, eq) else None
+    if fields is not None:
+        names = [f.name for f in fields if f.compare]
+        return _same(
+            tuple(static_attr(a, n, _ABSENT) for n in names),
+            tuple(static_attr(b, n, _ABSENT) for n in names),
+            depth - 1,
+            left,
+        )
+    return None
+
+
+_ABSENT = object()
+
+
+def _number(t: type) -> bool:
+    """A builtin number or a NumPy scalar (``np.int64(3) == 3``, by NumPy's own code)."""
+    if t in _NUMBERS:
+        return True
+    np = sys.modules.get("numpy")
+    return np is not None and issubclass(t, np.generic) and t.__module__.startswith("numpy")
+
+
+def _all(results: Any) -> bool | None:
+    unknown = False
+    for r in results:
+        if r is False:
+            return False
+        unknown = unknown or r is None
+    return None if unknown else True
+
+
+def _generated_eq(t: type, eq: Any) -> bool:
+    """Is ``t.__eq__`` the one ``@dataclasses.dataclass`` wrote (fields compared as a tuple)?"""
+    params = class_attr(t, "__dataclass_params__")
+    code = getattr(eq, "__code__", None)
+    return (
+        params is not None
+        and bool(getattr(params, "eq", False))
+        and type(eq) is types.FunctionType
+        and code is not None
+        and code.co_filename.startswith("<")
+    )

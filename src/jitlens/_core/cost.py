@@ -23,6 +23,7 @@ from typing import Any
 
 from .._pyast import parse
 from .fields import NUM, as_list, build_fields, check_type
+from .loop_walk import LoopWalk, classify
 
 #: Lines kept per program (the largest first).
 LINES_MAX = 12
@@ -49,6 +50,7 @@ class LoopKind(enum.StrEnum):
 
 LOOP_KINDS: tuple[LoopKind, ...] = tuple(LoopKind)
 
+
 #: ``(file, line, function, the function's first line, the user's?)``, outermost first;
 #: frames of a model library (flax, equinox) are kept, marked False, for their loops.
 Frame = tuple[str, int, str, int, bool]
@@ -56,11 +58,19 @@ Frame = tuple[str, int, str, int, bool]
 
 @dataclasses.dataclass(frozen=True)
 class Eqn:
-    """One equation: its primitive, how many copies XLA compiles, the user's frames."""
+    """One equation: its primitive, how many copies XLA compiles, the user's frames, and
+    (where known) its pass, its outputs' shapes and the values it reads and writes."""
 
     primitive: str
     weight: int
     stack: tuple[Frame, ...]
+    #: Recorded by a backward pass (``jax.grad``'s transpose): repeats of a loop there are
+    #: searched apart from the forward pass's.
+    backward: bool = False
+    shapes: tuple[tuple[int, ...], ...] = ()
+    #: ``(value id, elements)`` of what it reads; the ids of what it writes.
+    reads: tuple[tuple[int, int], ...] = ()
+    writes: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +99,12 @@ class LoopCost:
     via: str = ""
     #: An unrolled scan's trip count (``iterations`` is its unroll); 0 when not one or unknown.
     length: int = 0
+    #: What the loop walks over (a ``LoopWalk``): layers, a stacked array, steps through time,
+    #: independent iterations; "" when unknown.
+    walk: LoopWalk | str = ""
+    #: The model library whose modules run in the loop's body (``nnx``, ``linen``, ``haiku``,
+    #: ``eqx``); "" when the body is plain JAX or unknown.
+    api: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,28 +242,51 @@ def period(seq: Sequence[object]) -> int:
     return best
 
 
-def trip_count(seq: Sequence[object]) -> int:
-    """How many times the loop whose equations are ``seq`` ran: its repeats over the period.
+def repetition(seq: Sequence[object]) -> tuple[int, int, int]:
+    """``(period, end of the repeats, iterations)`` of the loop whose equations are ``seq``.
 
     The tail after the last repeat is not an iteration (``_repeats_until``); a last
     iteration a few equations short (a last layer without its activation) still
     counts (the quotient is rounded).
     """
     p = period(seq)
-    return int(_repeats_until(seq, p) / p + 0.5)
+    end = _repeats_until(seq, p)
+    return p, end, int(end / p + 0.5)
+
+
+def trip_count(seq: Sequence[object]) -> int:
+    """How many times the loop whose equations are ``seq`` ran: its repeats over the period."""
+    return repetition(seq)[2]
+
+
+def _most_common(names: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for name in names:
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    return max(counts, key=lambda k: counts[k]) if counts else ""
 
 
 def find_loops(
-    eqns: Sequence[Eqn], loop_at: Callable[[str, int, int], SourceLoop | None]
+    eqns: Sequence[Eqn],
+    loop_at: Callable[[str, int, int], SourceLoop | None],
+    api_of: Callable[[str], str] | None = None,
 ) -> tuple[LoopCost, ...]:
     """Python loops the trace unrolled: equations under a loop line, and its trip count.
 
     ``loop_at(file, line, first_line)`` names the outermost loop spanning a
     frame's line inside the function starting at ``first_line``. An equation belongs to the first (outermost) frame of its
     stack that is inside a loop; the trip count is the number of times the
-    loop's sequence of (frames below the loop, primitive) repeats.
+    loop's sequence of (frames below the loop, primitive, output shapes) repeats:
+    iterations of other shapes (an image pyramid's halving levels) are no repeats.
+    Under ``jax.grad`` the backward pass records the loop's lines again, in reverse and
+    with other primitives: the repeats are searched in the forward pass (else the
+    backward), and the loop's equations are both passes' (a rolled loop's transpose is
+    rolled too). ``api_of(file)`` names the model library of a file (``nnx``, ``linen``,
+    ``haiku``, ``eqx``; "" for none), read from the frames that run in the loop's body.
     """
     groups: dict[tuple[str, int], tuple[SourceLoop, Frame, str, list[Eqn], list[object]]] = {}
+    apis: dict[tuple[str, int], list[str]] = {}
     cache: dict[tuple[str, int, int], SourceLoop | None] = {}
     for e in eqns:
         for i, frame in enumerate(e.stack):
@@ -263,17 +302,34 @@ def find_loops(
             via = "" if user or shown is frame else fn
             g = groups.setdefault((file, loop.line), (loop, shown, via, [], []))
             g[3].append(e)
-            g[4].append((e.primitive, e.stack[i:]))
+            g[4].append((e.primitive, e.stack[i:], e.shapes))
+            if api_of is not None and not e.backward:
+                library = next((f[0] for f in e.stack[i:] if not f[4]), "")
+                apis.setdefault((file, loop.line), []).append(api_of(library) if library else "")
             break
     found = []
-    for loop, shown, via, members, seq in groups.values():
+    for key, (loop, shown, via, members, seq) in groups.items():
         total = sum(e.weight for e in members)
-        iterations = trip_count(seq)
+        forward = [j for j, e in enumerate(members) if not e.backward]
+        backward = [j for j, e in enumerate(members) if e.backward]
+        iterations, walk = 0, LoopWalk.UNKNOWN
+        for part in (forward, backward):
+            p, end, n = repetition([seq[j] for j in part]) if len(part) > 1 else (1, 0, 0)
+            if n >= 2:
+                iterations = n
+                if part is forward:
+                    walk = classify([members[j] for j in part], [seq[j] for j in part], p, end)
+                break
         if iterations < 2:
             continue
         line = loop.line if not via else shown[1]
         body = -(-total // iterations)
-        found.append(LoopCost(shown[0], line, shown[2], loop.kind, iterations, total, body, via))
+        api = _most_common(apis.get(key, ()))
+        found.append(
+            LoopCost(
+                shown[0], line, shown[2], loop.kind, iterations, total, body, via, 0, walk, api
+            )
+        )
     found.sort(key=lambda x: -x.eqns)
     return tuple(found[:LOOPS_MAX])
 

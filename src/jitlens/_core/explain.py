@@ -7,21 +7,21 @@ decides *what*."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
+import types
 from collections.abc import Sequence
 from typing import Any
 
 from .._compat import cache_keys
+from .._peek import dataclass_fields, is_a, static_attr
 from .._record import record
 from . import callees
+from .difference import first_difference
 from .key import (
     Entry,
     Key,
     Path,
     StaticVal,
     changed_in_place,
-    compares_by_identity,
     diff_texts,
     render_path,
     same_type,
@@ -30,6 +30,7 @@ from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
 from .lazy import OnFirstUse
 from .paths import Entries, code_path, parent_in, under, written_path
 from .report import Reason
+from .shown import closure_bundle
 
 R, W = OnFirstUse(".rank", __package__), OnFirstUse(".reasons", __package__)  # at a retrace
 N = OnFirstUse(".nearest", __package__)  # the closest compiled key, at a retrace
@@ -233,11 +234,11 @@ def _entry_reasons(
             code = code_path(p[:-1] if variable else p, entries)
             weak = (a.short(), b.short(), a.dtype, b.weak, variable, code, b.dtype)
             out.append(W.weak_type(arg, path, *weak, nodes=(p, entries)))
-        if a.sharding != b.sharding:
+        if a.sharding != b.sharding or a.devices != b.devices:  # (the devices: of its mesh)
             default = "uncommitted (default device)"
             placed = (a.sharding or default, b.sharding or default, b.sharding_type)
-            target = f"{code_path(p[:-1], entries)}[...]" if variable else ""  # placed in place
-            out.append(W.sharding(arg, path, *placed, target=target))
+            held = code_path(p[:-1], entries) if variable else ""  # placed in place
+            out.append(W.sharding(arg, path, *placed, held, (a.devices, b.devices)))
         return out
     if eo.kind == EntryKind.STATIC:
         assert eo.static is not None and en.static is not None
@@ -326,7 +327,7 @@ def _static(
                 p = (*p, *parts)
                 path = render_path(p)
                 old, new = part_old, part_new
-                boxed = boxed or dataclasses.is_dataclass(a)
+                boxed = boxed or dataclass_fields(a) is not None
     attr = str(p[-1][1]) if len(p) > 1 else arg
     if W.is_nan(old.value()) and W.is_nan(new.value()):
         return _at(_nan(arg, path, attr, old, new, boxed), p)
@@ -335,7 +336,7 @@ def _static(
         return _at(W.dtype_spelling(arg, path, attr, old, new), p)
     if old.fresh and new.fresh:
         return _at(identity(arg, path, attr, old, new), p)
-    mode_flag = attr in W.MODE_FLAGS and isinstance(new.value(), bool)
+    mode_flag = attr in W.MODE_FLAGS and type(new.value()) is bool
     if layer and not mode_flag and not field:  # a flax layer's own configuration
         before, after = diff_texts(old.full_text(), new.full_text())
         return _at(W.layer_config(arg, path, layer, before, after), p)
@@ -354,7 +355,7 @@ def _mutation(arg: str, path: str, then: str, now: str, new: StaticVal) -> Reaso
 
 def _nan(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, boxed: bool) -> Reason:
     """Two NaNs: one shared NaN object hits, unless even it missed (Python >= 3.13 dataclass)."""
-    same_object = old.value() is new.value()
+    same_object = old.alive() and new.alive() and old.value() is new.value()
     if same_object or (boxed and cache_keys.dataclass_fields_skip_identity()):
         return W.nan_field(arg, path, attr, old, new)
     return W.nan_static(arg, path, attr, old, new)
@@ -362,93 +363,7 @@ def _nan(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, boxed: 
 
 def _closure_bundle(a: Any) -> bool:
     """A library object made of closures (an optax transform): the user rebuilds the whole."""
-    return "GradientTransformation" in type(a).__qualname__ or (
-        isinstance(a, tuple) and hasattr(a, "init") and hasattr(a, "update")
-    )
-
-
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        return a is b or bool(a == b)
-    except Exception:
-        return False
-
-
-def first_difference(
-    a: Any, b: Any, depth: int = 0, *, unequal: bool = False
-) -> tuple[Path, Any, Any] | None:
-    """The path (below the value) and the two parts where ``a`` and ``b`` first differ.
-
-    Descends into containers compared item by item (tuples, lists, dicts,
-    dataclasses, partials, GraphDef-like records); stops at anything else.
-    ``None`` when they are equal. ``unequal``: the caller knows they differ (``a == b``
-    is not run again: it may be the user's, slow or counting its calls).
-    """
-    if not unequal and _equal(a, b):
-        return None
-    here: tuple[Path, Any, Any] = ((), a, b)
-    if depth > 24 or type(a) is not type(b):
-        return here
-    if isinstance(a, functools.partial):
-        pairs: list[tuple[Any, Any, Any]] = [(("attr", "func"), a.func, b.func)]
-        if len(a.args) != len(b.args) or set(a.keywords) != set(b.keywords):
-            return here if _equal(a.func, b.func) else ((("attr", "func"),), a.func, b.func)
-        pairs += [(("item", i), x, y) for i, (x, y) in enumerate(zip(a.args, b.args, strict=False))]
-        pairs += [(("attr", k), a.keywords[k], b.keywords[k]) for k in a.keywords]
-    elif isinstance(a, tuple) and hasattr(type(a), "_fields"):  # a NamedTuple
-        pairs = [(("attr", f), x, y) for f, x, y in zip(type(a)._fields, a, b, strict=False)]
-    elif isinstance(a, (tuple, list)):
-        if len(a) != len(b):
-            return here
-        pairs = [(("item", i), x, y) for i, (x, y) in enumerate(zip(a, b, strict=False))]
-    elif isinstance(a, dict):
-        if list(a) != list(b) and set(a) != set(b):
-            return here
-        pairs = [(("item", k), a[k], b[k]) for k in a]
-    elif dataclasses.is_dataclass(a) and not isinstance(a, type):
-        params = getattr(type(a), "__dataclass_params__", None)
-        if params is None or not params.eq:
-            return here  # eq=False: compared by identity, fields don't matter
-        pairs = [
-            (("attr", f.name), getattr(a, f.name, None), getattr(b, f.name, None))
-            for f in dataclasses.fields(a)
-            if f.compare
-        ]
-    elif _record_like(a):  # GraphDef, NodeDef, Static...: compare their fields
-        pairs = [(("attr", f), getattr(a, f), getattr(b, f)) for f in _record_fields(a)]
-    elif not compares_by_identity(a) and _plain_attrs(a) and _plain_attrs(b):
-        # a class with its own __eq__ over its attributes: name the attribute
-        va, vb = _plain_attrs(a), _plain_attrs(b)
-        if set(va) != set(vb):
-            return here
-        pairs = [(("attr", k), va[k], vb[k]) for k in va]
-    else:
-        return here
-    for part, x, y in pairs:
-        if not _equal(x, y):
-            deeper = first_difference(x, y, depth + 1)
-            if deeper is None:
-                continue
-            return ((part, *deeper[0]), deeper[1], deeper[2])
-    return here
-
-
-def _plain_attrs(a: Any) -> dict[str, Any]:
-    d = getattr(a, "__dict__", None)
-    if not isinstance(d, dict) or len(d) > 32:
-        return {}
-    return {k: v for k, v in d.items() if isinstance(k, str) and not k.startswith("_")}
-
-
-def _record_fields(a: Any) -> tuple[str, ...]:
-    fields = getattr(type(a), "__match_args__", None)
-    return tuple(fields) if isinstance(fields, tuple) else ()
-
-
-def _record_like(a: Any) -> bool:
-    """A flax record type (``GraphDef``, ``NodeDef``, ``Static``): compared field by field."""
-    mod = getattr(type(a), "__module__", "") or ""
-    return mod.startswith("flax.") and bool(_record_fields(a))
+    return "GradientTransformation" in type(a).__qualname__ or closure_bundle(a)
 
 
 def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:
@@ -505,8 +420,8 @@ def _compared(key: Key) -> str:
 
 def data_free_vars(fn: Any) -> tuple[str, ...]:
     """Names a closure reads from its enclosing function that hold data (not functions or modules)."""
-    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
-    if code is None or not cells:
+    code, cells = static_attr(fn, "__code__"), static_attr(fn, "__closure__")
+    if not is_a(code, types.CodeType) or not is_a(cells, tuple):
         return ()
     out = []
     for name, cell in zip(code.co_freevars, cells, strict=False):
@@ -514,7 +429,7 @@ def data_free_vars(fn: Any) -> tuple[str, ...]:
             v = cell.cell_contents
         except ValueError:
             continue
-        if callable(v) or isinstance(v, type) or type(v).__name__ == "module" or _closure_bundle(v):
+        if callable(v) or is_a(v, (type, types.ModuleType)) or _closure_bundle(v):
             continue  # an optax transform is not data: it cannot be passed as an argument
         out.append(name)
     return tuple(out)

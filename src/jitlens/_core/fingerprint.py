@@ -16,6 +16,8 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from .._peek import own_fields
+
 #: How deep, how many items per container or object, how long the text gets.
 _STATE_DEPTH = 3
 _STATE_ITEMS = 16
@@ -77,7 +79,7 @@ class _Reader:
                 f"{self.state(k, depth - 1)}: {self.state(v, depth - 1)}" for k, v in pairs
             )
             parts.append("{" + inner + "}")
-        fields = _own_fields(value)[:_STATE_ITEMS]
+        fields = (own_fields(value) or [])[:_STATE_ITEMS]
         if fields:
             parts.append(
                 "(" + ", ".join(f"{k}={self.state(v, depth - 1)}" for k, v in fields) + ")"
@@ -97,25 +99,3 @@ class _Reader:
         """A set's items in an order that does not depend on their hashes (by their text)."""
         base = set if issubclass(type(value), set) else frozenset
         return sorted(base.__iter__(value), key=lambda item: self.state(item, 1))
-
-
-def _own_fields(value: Any) -> list[tuple[str, Any]]:
-    """``(name, value)`` of the instance's ``__dict__`` and ``__slots__``, read with
-    ``object.__getattribute__`` (never a user's ``__getattr__`` or property)."""
-    out: list[tuple[str, Any]] = []
-    try:
-        own = object.__getattribute__(value, "__dict__")
-    except Exception:
-        own = None
-    if isinstance(own, dict):
-        out += [(str(k), v) for k, v in dict.items(own)]
-    for cls in type(value).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name in ("__dict__", "__weakref__"):
-                continue
-            try:
-                out.append((name, object.__getattribute__(value, name)))
-            except Exception:
-                continue  # an unset slot
-    return out

@@ -14,6 +14,8 @@ import inspect
 import sys
 from typing import Any
 
+from .._peek import instance_dict, is_a
+
 
 def changed_attributes(old: Any, new: Any) -> list[str] | None:
     """The instance attributes whose values differ from ``old`` to ``new`` (``[]``: the same
@@ -21,22 +23,27 @@ def changed_attributes(old: Any, new: Any) -> list[str] | None:
     the same names (``__slots__``, a builtin), or a value that will not compare."""
     if old is None or new is None or type(old) is not type(new):
         return None
+    a, b = instance_dict(old), instance_dict(new)
+    if a is None or b is None:
+        return None
+    if set(a) != set(b) or not all(type(k) is str and k.isidentifier() for k in a):
+        return None
+    return [k for k in a if not _same(a[k], b[k])]
+
+
+def _same(x: Any, y: Any) -> bool:
+    """Equal, told without the program's ``__eq__``: by the builtins' rules, else by all the
+    two hold (an array of many values, a value too big to read: changed)."""
+    from .contents import contents, known, same_values
+
     try:
-        a, b = dict(vars(old)), dict(vars(new))
-    except TypeError:
-        return None
-    if set(a) != set(b) or not all(isinstance(k, str) and k.isidentifier() for k in a):
-        return None
-    changed = []
-    for k in a:
-        x, y = a[k], b[k]
-        try:
-            same = x is y or bool(x == y)
-        except Exception:  # an array of many values: not one truth
-            same = False
-        if not same:
-            changed.append(k)
-    return changed
+        verdict = same_values(x, y)
+    except Exception:  # an array of many values: not one truth
+        return False
+    if verdict is not None:
+        return verdict
+    a, b = contents(x), contents(y)
+    return known(a) and a == b
 
 
 def array_fields(value: Any) -> tuple[list[str], list[str]] | None:
@@ -46,13 +53,12 @@ def array_fields(value: Any) -> tuple[list[str], list[str]] | None:
 
     jax = sys.modules.get("jax")
     kinds: tuple[type, ...] = (np.ndarray,) + ((jax.Array,) if jax is not None else ())
-    try:
-        attrs = dict(vars(value))
-    except TypeError:
+    attrs = instance_dict(value)
+    if attrs is None:
         return None  # __slots__ or a builtin: no attributes to name
-    if not attrs or not all(isinstance(k, str) and k.isidentifier() for k in attrs):
+    if not attrs or not all(type(k) is str and k.isidentifier() for k in attrs):
         return None
-    data = [k for k, v in attrs.items() if isinstance(v, kinds)]
+    data = [k for k, v in attrs.items() if is_a(v, kinds)]
     if not data:
         return None
     return data, [k for k in attrs if k not in data]

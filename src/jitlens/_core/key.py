@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import hashlib
-import inspect
 import keyword
 import re
 import sys
 import types
-import weakref
 from typing import Any
 
-from .._compat import libraries
+from .._peek import dataclass_fields, is_a, static_attr
 from .._record import record
+from .held import GONE, hold
+from .held import keeping_values as keeping_values
 from .kinds import EntryKind
+from .shown import closure_bundle, short_repr, user_repr
 
 #: A path part: ("arg", name) at the root, ("attr", name) for graph/object
 #: attributes, ("item", key) for dict keys and sequence indices.
@@ -40,113 +40,9 @@ _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 _REPR_MAX = 120
 
 
-#: Packages whose ``__repr__`` jitlens may call while describing a key: they run
-#: no user code (a user's own ``__repr__`` is only called to explain a retrace). The
-#: libraries ``_compat`` declares (``_compat.libraries``: Flax, Equinox, ...) are added.
-_LIBRARY_REPRS = frozenset(
-    {
-        "builtins",
-        "enum",
-        "functools",
-        "collections",
-        "jax",
-        "jaxlib",
-        "numpy",
-        "optax",
-        "ml_dtypes",
-        "typing",
-        "dataclasses",
-    }
-)
-
-
-@functools.cache
-def _library_reprs() -> frozenset[str]:
-    return _LIBRARY_REPRS | frozenset(libraries.packages())
-
-
-def user_repr(value: Any) -> bool:
-    """Does ``repr(value)`` run the user's own ``__repr__`` (code JAX would never call)?"""
-    fn = getattr(type(value), "__repr__", None)
-    mod = getattr(fn, "__module__", None)
-    if mod is None:  # a slot wrapper: object.__repr__ or a builtin's
-        return False
-    return mod.partition(".")[0] not in _library_reprs()
-
-
-def _own_attr(value: Any, name: str) -> Any:
-    """``value.name`` from its own ``__dict__`` (never a user ``__getattr__``)."""
-    try:
-        return vars(value).get(name)
-    except TypeError:
-        return None
-
-
-#: Modules whose scalar types are shown as their users write them (``jnp.float32``).
-_NUMPY_ALIASES = {"jax.numpy": "jnp", "numpy": "np"}
-
-
-def short_repr(value: Any, limit: int = _REPR_MAX, *, user: bool = True) -> str:
-    """A one-line repr, shortened (a failing ``__repr__`` never raises).
-
-    ``user=False``: a value whose ``__repr__`` is the user's own is shown as
-    ``<Type object>`` instead of calling it (describing a key calls no user code).
-    """
-    if not user and user_repr(value) and not isinstance(value, functools.partial):
-        return f"<{type(value).__qualname__} object>"
-    try:
-        if isinstance(value, functools.partial):
-            parts = [getattr(value.func, "__name__", repr(value.func))]
-            parts += [short_repr(a, 40, user=user) for a in value.args]
-            parts += [f"{k}={short_repr(v, 40, user=user)}" for k, v in value.keywords.items()]
-            text = f"{type(value).__module__}.{type(value).__qualname__}({', '.join(parts)})"
-            text = text.replace("functools.partial", "functools.partial")
-        elif isinstance(value, type):
-            module = _NUMPY_ALIASES.get(getattr(value, "__module__", ""))
-            text = f"{module}.{value.__qualname__}" if module else f"<class '{value.__qualname__}'>"
-        elif closure_bundle(value):
-            # its repr is a row of closure addresses, alike for every build: name the maker
-            maker = getattr(value.init, "__qualname__", "").split(".<locals>")[0] or "optax"
-            text = f"<{type(value).__qualname__} made by {maker}()>"
-        elif inspect.ismethod(value):
-            owner = type(value.__self__).__name__
-            text = f"<bound method {value.__func__.__qualname__} of {owner}>"
-        elif inspect.isfunction(value) or inspect.isbuiltin(value):
-            text = f"<function {value.__qualname__}>"
-        elif callable(value) and isinstance(_own_attr(value, "__qualname__"), str):
-            # a decorated function object (custom_jvp, a jit wrapper): name it as one
-            text = f"<function {value.__qualname__}>"
-        else:
-            text = repr(value)
-            if " object at 0x" in text and isinstance(getattr(value, "__dict__", None), dict):
-                # the default repr says nothing: show the attributes that make the value
-                public = [(k, v) for k, v in vars(value).items() if not k.startswith("_")]
-                fields = ", ".join(f"{k}={short_repr(v, 30, user=user)}" for k, v in public[:6])
-                text = f"{type(value).__qualname__}({fields}{', ...' * (len(public) > 6)})"
-    except Exception:
-        text = f"<{type(value).__name__} object>"
-    text = " ".join(text.split())
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
-
-
-def closure_bundle(value: Any) -> bool:
-    """A tuple of closures made by one call (an optax transform: ``init`` and ``update``):
-    equal only to itself, since its closures are; each build is a new object."""
-    try:
-        return (
-            isinstance(value, tuple)
-            and callable(getattr(value, "init", None))
-            and callable(getattr(value, "update", None))
-        )
-    except Exception:
-        return False
-
-
 def is_number(v: Any) -> bool:
     """A Python int or float, not a bool (a static whose program jitlens compares)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return is_a(v, (int, float)) and not is_a(v, bool)
 
 
 def compares_by_identity(value: Any) -> bool:
@@ -154,7 +50,7 @@ def compares_by_identity(value: Any) -> bool:
     if value is None or value is Ellipsis or value is NotImplemented:
         return False  # singletons: identity is their value
     eq = getattr(type(value), "__eq__", None)
-    return eq is object.__eq__ or (isinstance(value, type) and type(value).__eq__ is type.__eq__)
+    return eq is object.__eq__ or (is_a(value, type) and type(value).__eq__ is type.__eq__)
 
 
 def is_named(value: Any) -> bool:
@@ -165,25 +61,27 @@ def is_named(value: Any) -> bool:
     module level) compare by identity, yet they are values: ``act=relu`` then
     ``act=gelu`` is a changed value, not a fresh object.
     """
-    if isinstance(value, (enum.Enum, types.ModuleType)):
+    if is_a(value, (enum.Enum, types.ModuleType)):
         return True
-    try:
-        mod = sys.modules.get(getattr(value, "__module__", None) or "")
-        qual = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    except Exception:
-        return False
-    if mod is None or not isinstance(qual, str) or "<" in qual:
+    module = static_attr(value, "__module__")
+    mod = sys.modules.get(module) if is_a(module, str) else None
+    qual = static_attr(value, "__qualname__")
+    if not is_a(qual, str):
+        qual = static_attr(value, "__name__")
+    if mod is None or not is_a(qual, str) or "<" in qual:
         return False  # <locals>, <lambda>: made anew by each run of the code around it
     obj: Any = mod
-    try:
-        for part in qual.split("."):
-            obj = getattr(obj, part)
-    except Exception:
-        return False
+    for part in qual.split("."):
+        obj = static_attr(obj, part, _GONE)
+        if obj is _GONE:
+            return False
     if obj is value:
         return True
     # bound methods of named objects, staticmethods seen through their class
-    return inspect.ismethod(value) and is_named(value.__self__) and obj is value.__func__
+    return type(value) is types.MethodType and is_named(value.__self__) and obj is value.__func__
+
+
+_GONE = object()
 
 
 def fresh_object(value: Any) -> bool:
@@ -223,19 +121,18 @@ def diff_texts(before: str, after: str, limit: int = 80) -> tuple[str, str]:
 
 
 class StaticVal:
-    """A static as JAX compares it, without keeping identity-compared objects alive."""
+    """A static as JAX compares it, without keeping the program's objects alive."""
 
     __slots__ = (
+        "_hold",
         "_last",
-        "_ref",
-        "_strong",
-        "_text",
         "addr",
         "fresh",
         "identity",
         "key_text",
         "snapshot",
         "state",
+        "text",
         "type_name",
     )
 
@@ -244,69 +141,70 @@ class StaticVal:
         #: A rebuilt equal-looking object would miss too (see :func:`fresh_object`).
         # a bound method compares its object by identity, whatever the object's __eq__
         self.fresh = (
-            self.identity or inspect.ismethod(value) or closure_bundle(value)
+            self.identity or type(value) is types.MethodType or closure_bundle(value)
         ) and not is_named(value)
         self.type_name = _type_name(value)
-        # the user's own __repr__ waits until a retrace needs the text (JAX never calls it)
-        self._text: str | None = None if user_repr(value) else short_repr(value, user=False)
-        self.key_text = self._text if self._text is not None else _state_text(value, self.type_name)
-        #: The text when described (None for a user ``__repr__`` other than a dataclass's, not
-        #: called then): compared later with :func:`snapshot_text` of the object, it shows a
-        #: static changed in place after its compile.
-        self.snapshot = self._text if self._text is not None else _fields_text(value)
+        #: Made now, without the program's code (its ``__repr__`` is never called): the
+        #: object may be gone when a retrace is worded.
+        self.text = short_repr(value)
+        own = user_repr(value)
+        self.key_text = self.text if not own else _state_text(value, self.type_name)
+        #: The text when described (None for a user ``__repr__`` other than a dataclass's):
+        #: compared later with :func:`snapshot_text` of the object, it shows a static changed
+        #: in place after its compile.
+        self.snapshot = self.text if not own else _fields_text(value)
         from .contents import contents  # what it holds (None if immutable): compared, not shown
 
         self.state = contents(value)
         self.addr = id(value)
-        self._ref: Any = None
-        self._strong: Any = None
-        #: ``(other, same)`` of the last comparison: an explanation asks twice of one pair
-        #: (is the entry the same? then, what changed?), the user's ``__eq__`` runs once.
+        #: How to get the object back (``held.hold``): weakly (alive while JAX's cache or the
+        #: program holds it), as plain builtin data, or a tuple rebuilt from its items held
+        #: so: jitlens keeps no object of the program's alive.
+        self._hold = hold(value)
+        #: ``(other, same)`` of the last comparison: an explanation asks twice of one pair.
         self._last: tuple[StaticVal, bool] | None = None
-        if self.identity:
-            try:
-                self._ref = weakref.ref(value)
-            except TypeError:
-                self._ref = None  # compared by id below
-        else:
-            self._strong = value
 
     def same(self, other: StaticVal) -> bool:
         if self.identity != other.identity:
             return False
         if self.identity:
-            if self._ref is not None and other._ref is not None:
-                a, b = self._ref(), other._ref()
-                return a is not None and a is b
+            if self._hold is not None and other._hold is not None:
+                a = self._hold()
+                return a is not GONE and a is other._hold()
             return self.addr == other.addr and self.type_name == other.type_name
         last = self._last
         if last is not None and last[0] is other:
             return last[1]
-        try:
-            same = bool(self._strong == other._strong)
-        except Exception:
-            same = False
+        same = _same_static(self, other)
         self._last = (other, same)
         return same
 
-    @property
-    def text(self) -> str:
-        """The value's short repr (computed on first use when it is the user's own)."""
-        if self._text is None:
-            v = self.value()
-            self._text = short_repr(v) if v is not None else f"<{self.type_name} object>"
-        return self._text
-
     def value(self) -> Any:
-        """The value if still alive (identity statics may have been collected)."""
-        if self._ref is not None:
-            return self._ref()
-        return self._strong
+        """The value if still alive (a static jitlens holds weakly may have been collected)."""
+        v = self._hold() if self._hold is not None else GONE
+        return None if v is GONE else v
+
+    def alive(self) -> bool:
+        """Is the value still there (held as plain data, or weakly and not collected)?"""
+        return self._hold is not None and self._hold() is not GONE
+
+    def is_object(self, obj: Any) -> bool:
+        """Was this static described from ``obj`` itself? An object jitlens cannot hold (a
+        dict, a list) is known by its address: while JAX's cache holds the compiled one, no
+        other object has it."""
+        if self._hold is None:
+            return id(obj) == self.addr and _type_name(obj) == self.type_name
+        return self.alive() and self.value() is obj
+
+    def same_object(self, other: StaticVal) -> bool:
+        """Were both statics described from the very same object?"""
+        if self._hold is None and other._hold is None:
+            return self.addr == other.addr and self.type_name == other.type_name
+        return self.alive() and other.alive() and self.value() is other.value()
 
     def full_text(self, limit: int = 4_000) -> str:
-        """A longer repr than ``text`` (for showing where two long values differ)."""
-        v = self.value()
-        return self.text if v is None else short_repr(v, limit)
+        """A longer text than ``text`` (for showing where two long values differ)."""
+        return short_repr(self.value(), limit) if self.alive() else self.text
 
     def display(self) -> str:
         if self.fresh and " at 0x" not in self.text:
@@ -327,7 +225,7 @@ def looks_alike(a: StaticVal, b: StaticVal) -> bool:
 def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
     """Is ``b`` the very object ``a`` was described from, changed since (what it holds
     differs; an object too big to read counts as unchanged: not known)?"""
-    if a.identity or a.value() is not b.value():
+    if a.identity or not a.same_object(b):
         return False
     if a.snapshot is not None and b.snapshot is not None and a.snapshot != b.snapshot:
         return True
@@ -338,22 +236,42 @@ def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
 
 def snapshot_text(value: Any) -> str | None:
     """The text :attr:`StaticVal.snapshot` holds for ``value``, made now (no user code runs)."""
-    return short_repr(value, user=False) if not user_repr(value) else _fields_text(value)
+    return short_repr(value) if not user_repr(value) else _fields_text(value)
+
+
+def _same_static(a: StaticVal, b: StaticVal) -> bool:
+    """Would JAX find the two statics equal, told without the program's ``__eq__``?
+
+    The values themselves when both are still there: their equality told as the builtins
+    would (``contents.same_values``: builtins, containers, dataclasses), else all they hold
+    now; else what was read of them when described: all they held, or their text.
+    """
+    from .contents import contents, known, same_values
+
+    if a.alive() and b.alive():
+        va, vb = a.value(), b.value()
+        verdict = same_values(va, vb)
+        if verdict is not None:
+            return verdict
+        now = contents(va), contents(vb)  # (JAX compares the objects as they are now)
+        if known(now[0]) and known(now[1]):
+            return now[0] == now[1]
+    if a.type_name != b.type_name:
+        return False
+    if known(a.state) and known(b.state):
+        return a.state == b.state
+    return a.key_text == b.key_text and a.snapshot == b.snapshot
 
 
 def _fields_text(value: Any) -> str | None:
     """``Cfg(k=1)`` for a dataclass instance, read field by field (its ``__repr__`` is not
     called: it is generated into the user's module, so it counts as theirs); else None."""
-    if isinstance(value, type) or not dataclasses.is_dataclass(value):
+    fields = dataclass_fields(value)
+    if fields is None:
         return None
-    try:
-        parts = [
-            f"{f.name}={short_repr(object.__getattribute__(value, f.name), 30, user=False)}"
-            for f in dataclasses.fields(value)
-            if f.repr
-        ]
-    except Exception:
-        return None
+    parts = [
+        f"{f.name}={short_repr(static_attr(value, f.name, '?'), 30)}" for f in fields if f.repr
+    ]
     return f"{type(value).__qualname__}({', '.join(parts)})"
 
 
@@ -362,7 +280,7 @@ def _state_text(value: Any, type_name: str) -> str:
     code (:mod:`.fingerprint`; loaded by the first such static)."""
     from .fingerprint import state_text
 
-    return state_text(value, type_name, leaf=lambda v: short_repr(v, 40, user=False), own=user_repr)
+    return state_text(value, type_name, leaf=lambda v: short_repr(v, 40), own=user_repr)
 
 
 def _type_name(value: Any) -> str:
@@ -381,9 +299,10 @@ class Aval:
     sharding: str
     #: The ``jax.vmap`` batch axis when the shape is the batched value's.
     batch_axis: int | None = None
-    #: The class of the array's sharding (``NamedSharding``, ``SingleDeviceSharding``), ""
-    #: when not placed; ``sharding`` says where, in words.
+    #: Its sharding's class (``NamedSharding``...), "" unplaced; ``sharding`` says where.
     sharding_type: str = dataclasses.field(default="", compare=False)
+    #: Its mesh's device ids in order (JAX keys the device assignment); () off a mesh.
+    devices: tuple[int, ...] = ()
 
     def short(self) -> str:
         s = f"{self.dtype}[{','.join(map(str, self.shape))}]"
@@ -478,14 +397,19 @@ def _render_parts(path: Path) -> str:
             out.append(f"jit({name}=...)")
         elif (
             kind == "attr"
-            and isinstance(name, str)
+            and is_a(name, str)
             and name.isidentifier()
             and not keyword.iskeyword(name)
         ):
             out.append(f".{name}")
         else:
-            out.append(f"[{name!r}]")
+            out.append(f"[{short_repr(name, 60)}]")  # (a dict key's own repr is not called)
     return "".join(out)
+
+
+def _key_text(path: Path) -> str:
+    """``path`` as text for a fingerprint (a dict key of the program's is not ``repr``'d)."""
+    return _render_parts(path)
 
 
 def _entry_text(e: Entry) -> str:
@@ -510,13 +434,13 @@ def signature_text(entries: dict[Path, Entry], names: list[str]) -> str:
             parts.append(f"{name}: {e.aval.short()}")
         elif e.kind == EntryKind.STATIC and e.static is not None:
             parts.append(
-                f"{name}={short_repr(e.static.value(), 40, user=False) if e.static.value() is not None else e.static.key_text}"
+                f"{name}={short_repr(e.static.value(), 40) if e.static.alive() else e.static.key_text}"
             )
         elif e.kind == EntryKind.NONE:
             parts.append(f"{name}: None")
         elif e.in_graph or e.kind == EntryKind.VAR:
             sub = [
-                f"{p!r}{_entry_text(v)}"
+                f"{_key_text(p)}{_entry_text(v)}"
                 for p, v in entries.items()
                 if p[0] == root[0] and len(p) > 1 and p[1][0] != "passed"
             ]
@@ -539,19 +463,20 @@ def _one_object(static: StaticVal) -> bool:
     value = static.value()
     if static.identity:
         return not _module_level(value)
-    return isinstance(value, tuple) and any(
-        inspect.isfunction(x) and not _module_level(x) for x in value
+    return is_a(value, tuple) and any(
+        is_a(x, types.FunctionType) and not _module_level(x) for x in tuple.__iter__(value)
     )
 
 
 def _module_level(value: Any) -> bool:
     """A function or class reachable by its module and name: the same object in every key."""
-    if not (inspect.isfunction(value) or inspect.isbuiltin(value) or isinstance(value, type)):
+    if not is_a(value, (types.FunctionType, types.BuiltinFunctionType, type)):
         return False
-    module = inspect.getmodule(value)
-    obj: Any = module
-    for part in getattr(value, "__qualname__", "<").split("."):
-        obj = getattr(obj, part, None)
+    module = static_attr(value, "__module__")
+    obj: Any = sys.modules.get(module) if is_a(module, str) else None
+    qual = static_attr(value, "__qualname__")
+    for part in (qual if is_a(qual, str) else "<").split("."):
+        obj = static_attr(obj, part)
     return obj is value
 
 

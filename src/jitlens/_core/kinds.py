@@ -286,16 +286,122 @@ _NNX_STACKED_LAYERS = (
     "them with `@nnx.scan` in place of the loop at {where} (plain arrays: "
     "`jax.lax.scan`); XLA compiles one block, ~{body:,} equations instead of {eqns:,}"
 )
-#: How the users of a row kind's library keep its layers stacked and scan over them, instead
-#: of a Python loop over a list of layers that the trace unrolled: the fix of such an
-#: ``unrolled_loop`` (``_core/advice_cost``) in a function of that kind. Other kinds: JAX's scan.
+_EQX_STACKED_LAYERS = (
+    "build the {n} layers stacked with `eqx.filter_vmap` and apply them with "
+    "`jax.lax.scan` over `eqx.partition`ed arrays in place of the loop at {where}; "
+    "XLA compiles one layer, ~{body:,} equations instead of {eqns:,}"
+)
+_ONE_STEP = "XLA compiles one step, ~{body:,} equations instead of {eqns:,}"
+_CARRY = "the state it carries from one step to the next as the carry"
+#: The fix of a Python loop the trace unrolled, by what the loop walks over (``LoopWalk``'s
+#: value) and the model API whose modules run in its body (``Library.model_apis``; "" for
+#: plain JAX, also the default of every walk): ``_core/advice_cost`` fills it with the loop.
+LOOP_FIXES: dict[tuple[str, str], str] = {
+    ("layers", ""): (
+        "stack the {n} layers' parameters once, outside the jitted function (`jax.vmap` of "
+        "the init over `jax.random.split(key, {n})`, or `jax.tree.map(lambda *p: "
+        "jnp.stack(p), *layers)`) and apply them with `jax.lax.scan(lambda x, p: "
+        "(layer(x, p), None), x, stacked)` in place of the loop at {where}; XLA compiles "
+        "one layer, ~{body:,} equations instead of {eqns:,}"
+    ),
+    ("layers", "nnx"): _NNX_STACKED_LAYERS,
+    ("layers", "eqx"): _EQX_STACKED_LAYERS,
+    ("layers", "linen"): (
+        "apply the {n} blocks as one `nn.scan(Block, variable_axes={{'params': 0}}, "
+        "split_rngs={{'params': True}}, length={n})` (its `__call__` returning `(x, None)`) "
+        "in place of the loop at {where}: Flax creates their parameters stacked; XLA "
+        "compiles one block, ~{body:,} equations instead of {eqns:,}"
+    ),
+    ("layers", "haiku"): (
+        "apply the {n} blocks as `hk.layer_stack({n})(lambda x: Block()(x))(x)` in place of "
+        "the loop at {where}: Haiku creates their parameters stacked and scans over them; "
+        "XLA compiles one block, ~{body:,} equations instead of {eqns:,}"
+    ),
+    ("stacked", ""): (
+        "turn the body of the loop at {where} into a function and run it with "
+        "`jax.lax.scan` over the stacked arrays it slices (`ws[i]` becomes the scanned "
+        "element), what one iteration passes to the next as the carry: XLA compiles the "
+        "body once, ~{body:,} equations instead of {eqns:,}"
+    ),
+    ("steps", ""): (
+        "run the steps of the loop at {where} with `jax.lax.scan`, " + _CARRY + " and the "
+        "per-step inputs it slices as `xs` (their step axis first); " + _ONE_STEP
+    ),
+    ("steps", "nnx"): (
+        "run the steps of the loop at {where} with `nnx.scan` (`in_axes=(nnx.Carry, 1)` "
+        "over the per-step inputs), " + _CARRY + "; for a recurrent cell `nnx.RNN(cell)` "
+        "runs it over the time axis; " + _ONE_STEP
+    ),
+    ("steps", "linen"): (
+        "run the steps of the loop at {where} with `nn.scan` (for a recurrent cell, "
+        "`nn.RNN(cell)`), " + _CARRY + "; " + _ONE_STEP
+    ),
+    ("steps", "haiku"): (
+        "run the steps of the loop at {where} with `hk.scan` (for a recurrent core, "
+        "`hk.dynamic_unroll(core, xs, state)`), " + _CARRY + "; " + _ONE_STEP
+    ),
+    ("carry", ""): (
+        "run the {n} steps of the loop at {where} as `jax.lax.fori_loop(0, {n}, step, "
+        "state)`, " + _CARRY + " (`jax.lax.scan(..., length={n})` to keep per-step "
+        "outputs); " + _ONE_STEP
+    ),
+    ("carry", "nnx"): (
+        "run the {n} steps of the loop at {where} as `nnx.fori_loop(0, {n}, step, state)` "
+        "(its step may call your modules), " + _CARRY + "; " + _ONE_STEP
+    ),
+    ("carry", "linen"): (
+        "run the {n} steps of the loop at {where} with `nn.scan(..., length={n})`, "
+        + _CARRY
+        + "; "
+        + _ONE_STEP
+    ),
+    ("carry", "haiku"): (
+        "run the {n} steps of the loop at {where} as `hk.fori_loop(0, {n}, step, state)`, "
+        + _CARRY
+        + "; "
+        + _ONE_STEP
+    ),
+    ("independent", ""): (
+        "compute one iteration of the loop at {where} as a function and map it over the "
+        "{n} iterations with `jax.vmap` (no iteration reads another's result; then sum or "
+        "stack the results as the loop did): XLA compiles one iteration, ~{body:,} "
+        "equations instead of {eqns:,}"
+    ),
+    ("independent", "nnx"): (
+        "compute one iteration of the loop at {where} as a function and map it over the "
+        "{n} iterations with `nnx.vmap` (`jax.vmap` if it calls no module; no iteration "
+        "reads another's result): XLA compiles one iteration, ~{body:,} equations instead "
+        "of {eqns:,}"
+    ),
+    ("independent", "eqx"): (
+        "compute one iteration of the loop at {where} as a function and map it over the "
+        "{n} iterations with `eqx.filter_vmap` (no iteration reads another's result): XLA "
+        "compiles one iteration, ~{body:,} equations instead of {eqns:,}"
+    ),
+    ("independent", "linen"): (
+        "compute one iteration of the loop at {where} in a module and map it over the {n} "
+        "iterations with `nn.vmap` (no iteration reads another's result): XLA compiles one "
+        "iteration, ~{body:,} equations instead of {eqns:,}"
+    ),
+    ("independent", "haiku"): (
+        "compute one iteration of the loop at {where} as a function and map it over the "
+        "{n} iterations with `hk.vmap(..., split_rng=False)` (no iteration reads another's "
+        "result): XLA compiles one iteration, ~{body:,} equations instead of {eqns:,}"
+    ),
+}
+#: How the users of a row kind's library keep its layers stacked, for a loop whose walk is
+#: unknown (a report of an older jitlens, or no data flow read): the jit's library is then
+#: the best guess. Other kinds: JAX's scan.
 STACKED_LAYERS_FIXES: dict[RowKind, str] = {
     **dict.fromkeys(sorted(NNX_ROW_KINDS), _NNX_STACKED_LAYERS),
-    RowKind.EQX_FILTER_JIT: (
-        "build the {n} layers stacked with `eqx.filter_vmap` and apply them with "
-        "`jax.lax.scan` over `eqx.partition`ed arrays in place of the loop at {where}; "
-        "XLA compiles one layer, ~{body:,} equations instead of {eqns:,}"
-    ),
+    RowKind.EQX_FILTER_JIT: _EQX_STACKED_LAYERS,
+}
+#: The model API of a row kind's library: the API of a loop over layers whose body ran
+#: none of a library's files (an NNX module reading its ``nnx.Param``s with plain JAX).
+ROW_KIND_API: dict[RowKind, str] = {
+    **dict.fromkeys(sorted(NNX_ROW_KINDS), "nnx"),
+    RowKind.EQX_FILTER_JIT: "eqx",
+    RowKind.NN_JIT: "linen",
 }
 
 

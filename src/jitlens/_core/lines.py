@@ -39,6 +39,9 @@ class Role(StrEnum):
     CAUSE = "cause"
     #: What to do: a ``fix:`` line.
     FIX = "fix"
+    #: A line of code a fix ends with, to copy as it is: never wrapped (a broken line of code
+    #: is no code; a terminal narrower than it wraps it, and the copy stays whole).
+    CODE = "code"
     #: Something that is expected and fine (a bounded set of buckets, no retraces).
     OK = "ok"
     #: A warning about what jitlens or the run could not see.

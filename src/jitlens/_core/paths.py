@@ -8,7 +8,7 @@ tuples (whose items cannot be assigned: no assignment is printed then).
 
 from __future__ import annotations
 
-from .key import Entry, Path, render_path
+from .key import Entry, Path, render_path, short_repr
 
 #: A key's entries by path (``Key.entries``).
 Entries = dict[Path, Entry]
@@ -33,7 +33,7 @@ def code_path(p: Path, entries: Entries | None) -> str:
         if kind == "attr" and isinstance(name, str) and name.isidentifier() and not mapping:
             out += f".{name}"
         else:
-            out += f"[{name!r}]"
+            out += f"[{short_repr(name, 60)}]"  # (a dict key's own repr is not called)
     return out
 
 

@@ -31,6 +31,7 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
         nodes = (_optax_nodes(o), _optax_nodes(n))
         reasons = [_optax_made(r, o, n, nodes) for r in reasons]
     reasons = _whole_arguments(reasons, n)
+    reasons = _placed_together(reasons)
     reasons = _library_made(reasons, o, n)
     tx_changed = any(_is_optax_transform(r) for r in reasons)
     made = [r for r in reasons if Fact.OPTAX_MADE in r.facts]
@@ -71,6 +72,22 @@ def _whole_arguments(reasons: list[Reason], n: dict[Path, Entry]) -> list[Reason
         folded[id(leaves[0])] = W.whole_argument(leaves, render_path((root,)))
         gone.update(id(r) for r in leaves[1:])
     return [folded.get(id(r), r) for r in reasons if id(r) not in gone]
+
+
+def _placed_together(reasons: list[Reason]) -> list[Reason]:
+    """Leaves of several arguments (or nnx Variables, placed in place) all placed otherwise the
+    same way: the model's parameter and its optimizer's momentum, say. Each keeps its reason; they
+    share one fix that places every one of them, a line each: a fix naming one leaf left the
+    others to compile again (the reader applied the fix shown and the step compiled twice)."""
+    groups: dict[tuple[str, str], list[Reason]] = {}
+    for r in reasons:
+        if r.kind is ReasonKind.SHARDING and r.fix_kind is FixKind.SHARDING:
+            groups.setdefault((r.before, r.after), []).append(r)
+    shared: dict[int, Reason] = {}
+    for leaves in groups.values():
+        if len(leaves) > 1:
+            shared.update(zip(map(id, leaves), W.placed_together(leaves), strict=True))
+    return [shared.get(id(r), r) for r in reasons] if shared else reasons
 
 
 def _placed_leaf(r: Reason, n: dict[Path, Entry]) -> tuple[str, str] | None:

@@ -1,15 +1,15 @@
 """Plain text of one retrace: the lines every output shares (logs, guard errors, renderers).
 
 A retrace is shown as a header (call site, which retrace, seconds, call index)
-and its reasons, most decisive first, at most :data:`MAX_LINES_PER_RETRACE`
-lines. Each :class:`~.lines.Line` says what it is (its :class:`~.lines.Role`);
+and its changes, most decisive first: every changed leaf with before -> after and
+its fix (:class:`Change`: leaves that changed alike share one). Each :class:`~.lines.Line` says what it is (its :class:`~.lines.Role`);
 the terminal renderer styles it by that, log records and ``RecompileError``
 messages print it as it is.
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
 import textwrap
 from collections.abc import Sequence
@@ -20,8 +20,14 @@ from .lines import Line, Role
 from .report import Event, FunctionReport, Reason, StaleHit, Unchecked
 
 LOG = logging.getLogger("jitlens")
-#: Lines one retrace may take (header included), however many reasons it has.
-MAX_LINES_PER_RETRACE = 8
+#: Changes (leaves that changed alike, :class:`Change`) listed under one retrace in text; the
+#: rest are counted and named, and the JSON and HTML list them all.
+MAX_CHANGES_SHOWN = 16
+#: Paths named for one change; the rest are counted.
+MAX_PATHS_SHOWN = 12
+MORE_PATHS = " and {n} more"
+#: A change's head and values share a line up to this width when no width is given.
+ONE_LINE_WIDTH = 100
 #: Longest ``before``/``after`` repr shown in full; longer ones are cut in the middle.
 MAX_VALUE_CHARS = 70
 UNKNOWN = "?"
@@ -30,7 +36,7 @@ RETRACE_LABELS = {
     "trace": "first trace",
     "retrace": "retrace #{number}",
     "compile": "recompile",
-    "stopped": "trace stopped by a compile budget",
+    "stopped": "stopped by a compile budget",
 }
 #: Calls are numbered from 1, as retraces are: call #6 is the sixth call (``call_index`` 5).
 CALL_SUFFIX = " (call #{index})"
@@ -56,7 +62,7 @@ def no_reason(kind: str, n: int) -> str:
 
 
 FIX_LINE = "fix: {fix}"
-MORE_LINE = "… and {n} more difference{s} ({paths})"
+MORE_LINE = "… and {n} more difference{s} ({paths}), all in `--json` / `--html`"
 STALE_HEADER = "warning: stale cache hit at {call_site} (call #{index})"
 RETRACE_TITLE = "{qualname} ({kind}) {header}"
 FALLBACK = "jitlens could not render this report; raw data follows.\n{raw}"
@@ -86,26 +92,36 @@ def values_text(reason: Reason, others: Sequence[Reason] = ()) -> str:
     )
 
 
-def _first_values(values: str) -> str:
-    """A chain of values (``values_text``'s ``a -> b | b -> c``) cut after its first change
-    (the reason's count says how many there were)."""
-    return values.split(" | ")[0] + " | …"
-
-
-def _reason_lines(
-    reason: Reason, count: int, values: str, detailed: bool, noun: str = "retraces"
-) -> list[Line]:
-    where = reason.path or reason.argument
-    counted = REASON_COUNT.format(n=count, noun=noun) if count > 1 else ""
-    if detailed or len(where) + len(values) > MAX_VALUE_CHARS:
-        head = REASON_HEAD.format(path=where, kind=reason.kind, count=counted)
-        lines: list[Line] = [Line(2, head, Role.SUBJECT), Line(4, values, Role.EVIDENCE)]
+def _reason_lines(change: Change, width: int | None, detailed: bool, noun: str) -> list[Line]:
+    """A change's head (its paths, kind and count) and its values: one line when it fits the
+    width, else the values on a line of their own; with ``detailed``, its message under them."""
+    reason = change.reasons[0]
+    counted = REASON_COUNT.format(n=change.count, noun=noun) if change.count > 1 else ""
+    paths = _paths(change)
+    line = REASON_LINE.format(path=paths, kind=reason.kind, count=counted, values=change.values)
+    room = width or ONE_LINE_WIDTH
+    if detailed or len(line) + 2 > room:
+        head = REASON_HEAD.format(path=paths, kind=reason.kind, count=counted)
+        lines: list[Line] = [Line(2, head, Role.SUBJECT)]
+        before, after = shorten(reason.before), shorten(reason.after)
+        if len(change.values) + 4 > room and change.values == f"{before} -> {after}":
+            # too long for one line: the after value under the before, the arrow leading it
+            lines += [Line(4, before, Role.EVIDENCE), Line(4, f"-> {after}", Role.EVIDENCE)]
+        else:
+            lines.append(Line(4, change.values, Role.EVIDENCE))
     else:
-        line = REASON_LINE.format(path=where, kind=reason.kind, count=counted, values=values)
         lines = [Line(2, line, Role.SUBJECT)]
     if detailed and reason.message:
         lines.append(Line(4, reason.message, Role.CAUSE))
     return lines
+
+
+def _paths(change: Change) -> str:
+    """The paths of a change's leaves, the first ``MAX_PATHS_SHOWN`` of them named."""
+    named = [r.path or r.argument for r in change.reasons]
+    shown = ", ".join(named[:MAX_PATHS_SHOWN])
+    more = len(named) - MAX_PATHS_SHOWN
+    return shown + (MORE_PATHS.format(n=more) if more > 0 else "")
 
 
 def call_number(call_index: int | None) -> str:
@@ -119,23 +135,8 @@ def fix_lines(fix: str, indent: int) -> list[Line]:
     first, *code = fix.split("\n")
     return [
         Line(indent, FIX_LINE.format(fix=first), Role.FIX),
-        *(Line(indent + 4, line, Role.FIX) for line in code),
+        *(Line(indent + 4, line, Role.CODE) for line in code),
     ]
-
-
-def _height(block: Sequence[Line], width: int | None) -> int:
-    """Screen lines ``block`` takes when wrapped at ``width`` (``None``: one per line)."""
-    if width is None:
-        return len(block)
-    return sum(_screen_lines(line.text, max(width - line.indent, 20)) for line in block)
-
-
-@functools.lru_cache(maxsize=4096)  # a report's retraces share their words
-def _screen_lines(text: str, room: int) -> int:
-    """Screen lines ``text`` takes wrapped at ``room`` (a line that fits is one: no wrap)."""
-    if len(text) <= room and "\t" not in text:  # a tab may take up to 8 columns
-        return 1
-    return max(1, len(textwrap.wrap(text, room)))
 
 
 def _retrace_number(fn: FunctionReport, event: Event) -> int:
@@ -152,14 +153,13 @@ def retrace_lines(
     also: int = 0,
     width: int | None = None,
 ) -> list[Line]:
-    """The header and reasons of one retrace, at most ``MAX_LINES_PER_RETRACE`` lines.
+    """The header and every change of one retrace: its leaves, before -> after and its fix.
 
-    The most decisive reason comes first with its cause; later ones get one line
-    each, a fix is shown once however many reasons share it, and what does not
-    fit is summed up as ``… and N more differences``. With ``width``, the budget
-    counts screen lines after wrapping at that width (the terminal's), so a long
-    message or fix costs what it takes on screen. A first reason too tall even
-    alone loses its message before anything else.
+    The most decisive change comes first with its cause (the first change of each kind says
+    why); leaves that changed alike are one change naming them all, a fix is shown once, under
+    the last change it fixes, and past ``MAX_CHANGES_SHOWN`` changes the rest are counted and
+    named (``… and N more differences``). ``width``: the width the lines will be wrapped at (a
+    change's values go on a line of their own when its head and values do not fit one).
     """
     return retrace_block(fn, event, reasons, also, width)[0]
 
@@ -170,14 +170,10 @@ def retrace_block(
     reasons: Sequence[Folded],
     also: int = 0,
     width: int | None = None,
-    later: frozenset[tuple[str, str, str, str]] = frozenset(),
     number: int | None = None,
 ) -> tuple[list[Line], list[Folded]]:
-    """:func:`retrace_lines`, and the reasons that did not fit (a report shows them under a
-    later retrace that has them too, so that a distinct retrace never vanishes).
-
-    ``later``: fold keys of reasons a later retrace has: one that does not fit here with its
-    fix is left to that retrace instead of shrinking to one line."""
+    """:func:`retrace_lines`, and the reasons past ``MAX_CHANGES_SHOWN`` (a report shows those
+    a later retrace has under that retrace, so that a distinct retrace never vanishes)."""
     if number is None:
         number = _retrace_number(fn, event)
     label = RETRACE_LABELS.get(event.kind, event.kind).format(number=number)
@@ -192,54 +188,61 @@ def retrace_block(
         also=ALSO_SUFFIX.format(n=also) if also else "",
     )
     lines: list[Line] = [Line(0, header, Role.EVENT)]
-    ordered = list(reasons)  # the explainer's order: the reason whose fix removes the trace first
+    every = changes(reasons)
+    shown, rest = every[:MAX_CHANGES_SHOWN], every[MAX_CHANGES_SHOWN:]
+    kinds: set[str] = set()
     fixes: set[str] = set()
-    deferred: list[Folded] = []
-    for shown, (reason, count, values) in enumerate(ordered):
-        block = _reason_lines(reason, count, values, detailed=shown == 0, noun=_noun(fn, reason))
-        if reason.fix and reason.fix not in fixes:
-            block.extend(fix_lines(reason.fix, 4))
-        room = MAX_LINES_PER_RETRACE - _height(lines, width)
-        room -= 1 if shown < len(ordered) - 1 else 0
-        if shown == 0 and _height(block, width) > room and len(block) > 1:
-            # the values on the head line first: the message (the why) goes last
-            merged = [_one_line(reason, count, values, _noun(fn, reason), None), *block[2:]]
-            if block[1].text == values and _height(merged, width) < _height(block, width):
-                block = merged
-        if shown == 0 and _height(block, width) > room and " | " in values:
-            # then the chain of values gives way to its first change
-            short = _first_values(values)
-            cut = [_one_line(reason, count, short, _noun(fn, reason), None)]
-            cut += [line for line in block if line.role in (Role.CAUSE, Role.FIX)]
-            if _height(cut, width) < _height(block, width):
-                block = cut
-        if shown == 0 and _height(block, width) > room and reason.message:
-            block = [line for line in block if line.text != reason.message]
-        if _height(block, width) > room and shown > 0:
-            if fold_key(reason) in later:
-                deferred.append((reason, count, values))
-                continue
-            # no room for its fix: one line still says what changed
-            block = [_one_line(reason, count, values, _noun(fn, reason))]
-        if _height(block, width) > room and shown == 0 and reason.fix:
-            # the first reason never gives way whole: one line says what changed, then its
-            # fix (a fix with lines of code may take more than the budget)
-            fix = [line for line in block if line.role is Role.FIX]
-            block = [_one_line(reason, count, values, _noun(fn, reason)), *fix]
-            if _height(block, width) > room:
-                lines.extend(block)
-                fixes.add(reason.fix)
-                continue
-        if _height(block, width) > room:
-            rest = [r.path or r.argument for r, _, _ in ordered[shown:]]
-            paths = ", ".join(shorten(p, 24) for p in rest[:3]) + (", …" if len(rest) > 3 else "")
-            more = MORE_LINE.format(n=len(rest), s="" if len(rest) == 1 else "s", paths=paths)
-            lines.append(Line(2, more, Role.NOTE))
-            return lines, [*deferred, *ordered[shown:]]
-        if len(block) > 1 or shown == 0:
+    for i, change in enumerate(shown):
+        reason = change.reasons[0]
+        detailed = reason.kind not in kinds  # the why of each kind of change, once
+        kinds.add(reason.kind)
+        lines += _reason_lines(change, width, detailed, _noun(fn, reason))
+        last = i == len(shown) - 1 or shown[i + 1].reasons[0].fix != reason.fix
+        if reason.fix and last and reason.fix not in fixes:  # under the last change it fixes
+            lines += fix_lines(reason.fix, 4)
             fixes.add(reason.fix)
-        lines.extend(block)
-    return lines, deferred
+    if not rest:
+        return lines, []
+    cut = [r for c in rest for r in c.reasons]
+    paths = ", ".join(shorten(r.path or r.argument, 24) for r in cut[:3])
+    paths += ", …" if len(cut) > 3 else ""
+    lines.append(
+        Line(
+            2, MORE_LINE.format(n=len(cut), s="" if len(cut) == 1 else "s", paths=paths), Role.NOTE
+        )
+    )
+    return lines, [(r, c.count, c.values) for c in rest for r in c.reasons]
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """Leaves of one retrace that changed alike: one kind, the same values, the same fix (the
+    model's parameter and its optimizer's momentum placed otherwise; five batch fields of one new
+    shape). What every output of a retrace shows, all of it: the text, the live log, a budget's
+    error and the HTML list each change's leaves, before -> after and its fix."""
+
+    reasons: tuple[Reason, ...]
+    #: How many retraces had it (folded across a function's retraces; 1 for one retrace).
+    count: int
+    #: ``before -> after``, or the chain of them (:func:`values_text`).
+    values: str
+
+
+def changes(reasons: Sequence[Folded]) -> list[Change]:
+    """``reasons`` (in the explainer's order: what removes the retrace first) as changes: leaves
+    with one kind, values and fix together, and changes sharing one fix next to each other, at
+    the place of the first (the fix is shown once, under the last of them)."""
+    groups: dict[tuple[str, str, str, int], list[Reason]] = {}
+    counts: dict[tuple[str, str, str, int], tuple[int, str]] = {}
+    for reason, count, values in reasons:
+        key = (reason.kind, values, reason.fix, count)
+        groups.setdefault(key, []).append(reason)
+        counts[key] = (count, values)
+    made = [Change(tuple(rs), *counts[key]) for key, rs in groups.items()]
+    by_fix: dict[str, list[Change]] = {}
+    for change in made:
+        by_fix.setdefault(change.reasons[0].fix or str(id(change)), []).append(change)
+    return [change for alike in by_fix.values() for change in alike]
 
 
 def _wrapped(indent: int, text: str, width: int | None) -> str:
@@ -250,14 +253,6 @@ def _wrapped(indent: int, text: str, width: int | None) -> str:
         text, max(width, 40), initial_indent=pad, subsequent_indent=pad + "  ",
         break_on_hyphens=False,
     )  # fmt: skip
-
-
-def _one_line(reason: Reason, count: int, values: str, noun: str, limit: int | None = 40) -> Line:
-    counted = REASON_COUNT.format(n=count, noun=noun) if count > 1 else ""
-    where = reason.path or reason.argument
-    shown = values if limit is None else shorten(values, limit)
-    text = REASON_LINE.format(path=where, kind=reason.kind, count=counted, values=shown)
-    return Line(2, text, Role.SUBJECT)
 
 
 def _noun(fn: FunctionReport, reason: Reason) -> str:
@@ -337,7 +332,7 @@ def fallback(report: object) -> str:
 def render_retrace(
     fn: FunctionReport, event: Event, width: int | None = None, number: int | None = None
 ) -> str:
-    """One retrace as plain text for a log record or an error message (at most 8 lines).
+    """One retrace as plain text for a log record or an error message: every change, its fix.
 
     ``number``: the retrace's number where the caller numbered it (default: its place
     among the function's retraces).
@@ -356,15 +351,20 @@ def render_retrace(
         folded = [(r, 1, values_text(r)) for r in event.reasons]
         lines = retrace_block(fn, event, folded, width=width, number=number)[0]
         head = RETRACE_TITLE.format(qualname=fn.qualname, kind=fn.kind, header=lines[0].text)
-        body = [(line.indent, line.text) for line in lines[1:]]
+        body = lines[1:]
         chosen = buckets.bucketed(fn.events) if event.kind is EventKind.RETRACE else []
         if chosen:  # the retraces so far are a deliberate bucket set: said as the summary says
             from .reasons import bucketed
 
-            body = [(2, bucketed(s).make()) for s in chosen]
+            body = [Line(2, bucketed(s).make(), Role.OK) for s in chosen]
         if not event.reasons and event.kind != EventKind.TRACE:
-            body.append((2, no_reason(event.kind, 1)))
-        return "\n".join([_wrapped(0, head, width), *(_wrapped(i, t, width) for i, t in body)])
+            body.append(Line(2, no_reason(event.kind, 1), Role.NOTE))
+        return "\n".join(
+            [
+                _wrapped(0, head, width),
+                *(_wrapped(b.indent, b.text, None if b.role is Role.CODE else width) for b in body),
+            ]
+        )
     except Exception:
         LOG.exception("jitlens: rendering a retrace failed")
         return fallback(event)

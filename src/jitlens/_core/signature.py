@@ -11,53 +11,69 @@ import dataclasses
 import hashlib
 import inspect
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import jax
 
 from .. import _compat
+from .._peek import is_a, static_attr
 from .key import (
     _ADDR,
     Aval,
     Entry,
     Key,
     Path,
-    PathPart,
     StaticVal,
     _entry_text,
+    _key_text,
     _type_name,
     render_path,
     short_repr,
     signature_text,
 )
 from .kinds import EntryKind
+from .tree_nodes import (
+    declared_static_fields,
+    is_graphdef,
+    key_part,
+    meta_fields,
+    node_data,
+    state_leaves,
+    weak_ref,
+)
 
 if TYPE_CHECKING:
     from .jax_flat import Shape
-
-# --------------------------------------------------------------------------
-# Rendering paths
-# --------------------------------------------------------------------------
-
 
 # --------------------------------------------------------------------------
 # Describing values
 # --------------------------------------------------------------------------
 
 
-def _aval_of(x: Any) -> Aval | None:
-    batched = _compat.batched_value(x) if isinstance(x, jax.core.Tracer) else None
+#: Where the array and scalar types whose aval JAX computes live (``jax.typeof``).
+_ARRAY_MODULES = frozenset({"numpy", "jax", "jaxlib", "ml_dtypes"})
+_SCALARS = (bool, int, float, complex)
+
+
+def aval_of(x: Any) -> Aval | None:
+    """``x`` as the key describes an array there: shape, dtype, weak type, placement (None when
+    it is no array)."""
+    t = type(x)
+    tracer = issubclass(t, jax.core.Tracer)
+    batched = _compat.batched_value(x) if tracer else None
     if batched is not None:  # under vmap: the batch size is part of the compiled key
-        inner = _aval_of(batched[0])
+        inner = aval_of(batched[0])
         return None if inner is None else dataclasses.replace(inner, batch_axis=batched[1])
-    if isinstance(x, jax.core.Tracer):
+    if tracer:
         a = x.aval
-    else:
+    elif t in _SCALARS or t.__module__.partition(".")[0] in _ARRAY_MODULES:
         try:
             a = jax.typeof(x)
         except Exception:
             return None
+    else:
+        return None  # an object of the program's: JAX's typeof would run its code
     shape = tuple(int(d) if isinstance(d, int) else d for d in getattr(a, "shape", ()))
     try:
         dtype = a.str_short(short_dtypes=True).split("[")[0]
@@ -65,13 +81,28 @@ def _aval_of(x: Any) -> Aval | None:
         dtype = str(getattr(a, "dtype", "?"))
     sharding = _sharding_of(x)
     placed = type(getattr(x, "sharding", None)).__name__ if sharding else ""
-    return Aval(shape, dtype, bool(getattr(a, "weak_type", False)), sharding, sharding_type=placed)
+    devices = _mesh_devices(x) if sharding else ()
+    weak = bool(getattr(a, "weak_type", False))
+    return Aval(shape, dtype, weak, sharding, sharding_type=placed, devices=devices)
+
+
+def _mesh_devices(x: Any) -> tuple[int, ...]:
+    """The ids of the devices of the mesh ``x`` is placed on, in the mesh's order (JAX keys a
+    compile on this device assignment), or () when it is placed on no mesh."""
+    mesh = getattr(getattr(x, "sharding", None), "mesh", None)
+    devices = getattr(mesh, "devices", None)  # an AbstractMesh has none
+    try:
+        return tuple(int(d.id) for d in devices.flat) if devices is not None else ()
+    except Exception:
+        return ()
 
 
 def _sharding_of(x: Any) -> str:
     """Where an input lives, in the words of the sharding part of the key."""
+    if is_a(x, jax.core.Tracer) or type(x) in _SCALARS:
+        return ""
     sh = getattr(x, "sharding", None)
-    if sh is None or isinstance(x, jax.core.Tracer):
+    if sh is None:
         return ""
     committed = bool(getattr(x, "committed", getattr(x, "_committed", False)))
     name = type(sh).__name__
@@ -99,14 +130,14 @@ def _sharding_of(x: Any) -> str:
 
 
 def _is_array_like(x: Any) -> bool:
-    return isinstance(x, (jax.Array, jax.core.Tracer, bool, int, float, complex)) or (
+    return is_a(x, (jax.Array, jax.core.Tracer, bool, int, float, complex)) or (
         hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     )
 
 
 def _leaf_value(v: Any) -> Any:
-    if isinstance(v, jax.Array) or isinstance(v, jax.core.Tracer):
-        return v
+    if is_a(v, (jax.Array, jax.core.Tracer)) or not _compat.is_graph_node(v):
+        return v  # (a value of the program's: no method of its class is called)
     for getter in ("get_raw_value", "get_value"):
         g = getattr(v, getter, None)
         if callable(g):
@@ -171,7 +202,7 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
         if v is None:
             out[path] = Entry(EntryKind.OPAQUE, target="", in_graph=True)
             return
-        a = _aval_of(v) if _is_array_like(v) else None
+        a = aval_of(v) if _is_array_like(v) else None
         if a is not None:
             out[path] = Entry(EntryKind.AVAL, aval=a, in_graph=True)
         else:
@@ -203,14 +234,14 @@ def walk_graphdef(gd: Any, leaves: list[Any], root: Path, out: dict[Path, Entry]
         item = tname in _MAPPING_NODES or tname in _SEQUENCE_NODES
         for _ in range(nd.num_attributes):
             k, v = next(attrs)
-            if isinstance(k, str) and (
+            if type(k) is str and (
                 k.startswith("_pytree__") or (k.startswith("_") and _is_flax_type(nd.type))
             ):
                 # nnx bookkeeping: its changes show up as the attribute they describe.
                 if type(v).__name__ == "NodeAttr":
                     _skip(next(nodes))
                 continue
-            child = (*path, ("item" if item or not isinstance(k, str) else "attr", k))
+            child = (*path, ("item" if item or type(k) is not str else "attr", k))
             vk = type(v).__name__
             if vk == "Static":
                 out[child] = Entry(EntryKind.STATIC, static=StaticVal(v.value), in_graph=True)
@@ -269,19 +300,6 @@ def describe_value(
             stack.extend(reversed(children))
 
 
-def _state_leaves(st: Any) -> list[Any]:
-    """The leaves of one of a NodeStates' states: a flat list, or a nested ``nnx.State``.
-
-    ``nnx.pmap`` / ``nnx.vmap`` split into nested States (keys sorted, as the
-    graph's attributes are), the default ``nnx.jit`` mode into flat lists.
-    """
-    if isinstance(st, (list, tuple)):
-        return list(st)
-    if isinstance(st, Mapping):
-        return jax.tree_util.tree_leaves(st, is_leaf=_compat.is_graph_node)
-    return [st]
-
-
 def _describe_one(
     x: Any,
     path: Path,
@@ -298,7 +316,7 @@ def _describe_one(
             out[path] = Entry(EntryKind.OPAQUE, target="?")
             return []
         if not _is_leaf_shape(shape):
-            node_type, aux = _node_data(shape[0])
+            node_type, aux = node_data(shape[0])
             if node_type is type(None):  # as a None seen is described
                 out[path] = Entry(EntryKind.NONE)
                 return []
@@ -307,11 +325,11 @@ def _describe_one(
     if x is None:
         out[path] = Entry(EntryKind.NONE)
         return []
-    if _compat.NODE_STATES is not None and isinstance(x, _compat.NODE_STATES):
-        leaves = [leaf for st in x.states for leaf in _state_leaves(st)]
+    if _compat.NODE_STATES is not None and is_a(x, _compat.NODE_STATES):
+        leaves = [leaf for st in x.states for leaf in state_leaves(st)]
         walk_graphdef(x._graphdef, leaves, path, out)
         return []
-    if _is_graphdef(x):  # the functional API's graphdef: name the attribute that changed
+    if is_graphdef(x):  # the functional API's graphdef: name the attribute that changed
         walk_graphdef(x, [], path, out)
         return []
     if _compat.is_graph_node(x):
@@ -319,19 +337,19 @@ def _describe_one(
         if flat is not None:
             walk_graphdef(flat[0], flat[1], path, out)
             return []
-    if isinstance(x, (jax.Array, jax.core.Tracer)) or (
+    if is_a(x, (jax.Array, jax.core.Tracer)) or (
         hasattr(type(x), "__array__") and hasattr(type(x), "dtype")
     ):
-        a = _aval_of(x)
+        a = aval_of(x)
         out[path] = (
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
         )
         return []
-    if isinstance(x, (bool, int, float, complex)):
+    if is_a(x, _SCALARS):
         if static_leaves:
             out[path] = Entry(EntryKind.STATIC, static=StaticVal(x))
             return []
-        a = _aval_of(x)
+        a = aval_of(x)
         out[path] = (
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.OPAQUE, target=_type_name(x))
         )
@@ -341,7 +359,7 @@ def _describe_one(
         from .jax_flat import is_leaf as _is_leaf_shape
 
     if shape is not None and not _is_leaf_shape(shape):
-        node_type, aux = _node_data(shape[0])
+        node_type, aux = node_data(shape[0])
         if node_type is type(x) and flattens_in_user_code(node_type):
             return _describe_node(x, path, out, node_type, aux, shape, None)
     try:
@@ -350,12 +368,12 @@ def _describe_one(
         out[path] = Entry(EntryKind.OPAQUE, target=_type_name(x))
         return []
     if treedef.num_nodes == 1 and treedef.num_leaves == 1 and not children[0][0]:
-        a = _aval_of(x)
+        a = aval_of(x)
         out[path] = (
             Entry(EntryKind.AVAL, aval=a) if a else Entry(EntryKind.STATIC, static=StaticVal(x))
         )
         return []
-    node_type, aux = _node_data(treedef)
+    node_type, aux = node_data(treedef)
     return _describe_node(x, path, out, node_type, aux, shape, children)
 
 
@@ -372,21 +390,21 @@ def _describe_node(
     keys) or, when ``None``, from JAX's ``shape`` (keyed by position: naming them would take
     the user's flatten)."""
     seen = x is not None
-    static_fields = (_static_fields(x) or _meta_fields(x, aux)) if seen else ()
+    static_fields = (declared_static_fields(x) or meta_fields(x, aux)) if seen else ()
     out[path] = Entry(
         EntryKind.NODE,
         type_name=getattr(node_type, "__qualname__", str(node_type)),
-        type_ref=_weak(node_type),
+        type_ref=weak_ref(node_type),
         meta=(),
     )
     if static_fields:
         # a dataclass pytree (flax.struct, equinox): name each static field
         for name in static_fields:
             out[(*path, ("attr", name))] = Entry(
-                EntryKind.STATIC, static=StaticVal(getattr(x, name, None))
+                EntryKind.STATIC, static=StaticVal(static_attr(x, name))
             )
     elif aux is not None and not (
-        isinstance(x, (dict, list, tuple))
+        is_a(x, (dict, list, tuple))
         if seen
         else isinstance(node_type, type) and issubclass(node_type, (dict, list, tuple))
     ):
@@ -405,76 +423,9 @@ def _describe_node(
     if shapes is None or len(shapes) != len(children):
         shapes = [None] * len(children)
     return [
-        (child, (*path, *(_key_part(k) for k in kp)), sh)
+        (child, (*path, *(key_part(k) for k in kp)), sh)
         for (kp, child), sh in zip(children, shapes, strict=True)
     ]
-
-
-def _is_graphdef(x: Any) -> bool:
-    t = type(x)
-    return (
-        t.__name__ == "GraphDef"
-        and (t.__module__ or "").startswith("flax.")
-        and hasattr(x, "nodes")
-        and hasattr(x, "attributes")
-    )
-
-
-def _static_fields(x: Any) -> tuple[str, ...]:
-    """Names of a dataclass pytree's static (aux-data) fields, if it declares them."""
-    if not dataclasses.is_dataclass(x) or isinstance(x, type):
-        return ()
-    try:
-        return tuple(
-            f.name
-            for f in dataclasses.fields(x)
-            if f.metadata.get("pytree_node", True) is False or f.metadata.get("static") is True
-        )
-    except TypeError:
-        return ()
-
-
-def _meta_fields(x: Any, aux: Any) -> tuple[str, ...]:
-    """A ``jax.tree_util.register_dataclass`` pytree's meta fields, in their aux-data order: the
-    registry keeps their names in C++, so each aux value is matched to the one field holding
-    that very object (no match, or two fields holding it: unnamed, the aux tuple is shown)."""
-    if not isinstance(aux, tuple) or not aux or not dataclasses.is_dataclass(x):
-        return ()
-    names = [f.name for f in dataclasses.fields(x)]
-    found: list[str] = []
-    for value in aux:
-        holders = [n for n in names if n not in found and getattr(x, n, None) is value]
-        if len(holders) != 1:
-            return ()
-        found.append(holders[0])
-    return tuple(found)
-
-
-def _weak(t: Any) -> Any:
-    try:
-        return weakref.ref(t)
-    except TypeError:
-        return None
-
-
-def _node_data(treedef: Any) -> tuple[Any, Any]:
-    try:
-        nd = treedef.node_data()
-        if nd is None:
-            return type(None), None
-        return nd
-    except Exception:
-        return object, None
-
-
-def _key_part(k: Any) -> PathPart:
-    if hasattr(k, "key"):
-        return ("item", k.key)
-    if hasattr(k, "idx"):
-        return ("item", k.idx)
-    if hasattr(k, "name"):
-        return ("attr", k.name)
-    return ("item", str(k))
 
 
 # --------------------------------------------------------------------------
@@ -566,14 +517,14 @@ def describe_call(
     for i, (name, a) in enumerate(zip(names, args, strict=True)):
         p: Path = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry(EntryKind.PASSED, target="positional")
-        if i in nstatic and not _is_graphdef(a):
+        if i in nstatic and not is_graphdef(a):
             out[p] = Entry(EntryKind.STATIC, static=StaticVal(a), typed=True)
         else:
             describe_value(a, p, out, ref_index, static_leaves, arg_shapes[i])
     for name in sorted(kwargs):
         p = (("arg", name),)
         out[(*p, ("passed", ""))] = Entry(EntryKind.PASSED, target="keyword")
-        if name in static_argnames and not _is_graphdef(kwargs[name]):
+        if name in static_argnames and not is_graphdef(kwargs[name]):
             out[p] = Entry(EntryKind.STATIC, static=StaticVal(kwargs[name]), typed=True)
         else:
             describe_value(kwargs[name], p, out, ref_index, static_leaves, kwarg_shapes.get(name))
@@ -581,7 +532,9 @@ def describe_call(
     sig = signature_text(out, names + sorted(kwargs))
     # Entries are in walk order (deterministic), so no sorting is needed.
     fp = hashlib.blake2b(
-        _ADDR.sub("", sig + "|".join(f"{p!r}={_entry_text(e)}" for p, e in out.items())).encode(),
+        _ADDR.sub(
+            "", sig + "|".join(f"{_key_text(p)}={_entry_text(e)}" for p, e in out.items())
+        ).encode(),
         digest_size=4,
     ).hexdigest()
     return Key(entries=out, config=cfg, signature=sig, fingerprint=fp)

@@ -33,6 +33,8 @@ class FixKind(_Kind):
     VAR_WEAK = "var_weak"
     VAR_ASSIGN = "var_assign"
     SHARDING = "sharding"
+    MESH_DEVICES = "mesh_devices"
+    SHARDING_GROUP = "sharding_group"
     STATIC_GRAPH = "static_graph"
     STATIC_ARG = "static_arg"
     STATIC_AUX = "static_aux"
@@ -140,6 +142,10 @@ class FixKind(_Kind):
     LIBRARY_BUILD = "library_build"
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
+    # _track/owned.py (a library's code or object built per call: the user's line that builds it)
+    LIBRARY_OWNED_JIT = "library_owned_jit"
+    LIBRARY_OWNED_OBJECT = "library_owned_object"
+    LIBRARY_REBUILT = "library_rebuilt"
     # _track/frontends/numpyro.py (sequential chains; a step closed over the model's arguments)
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
@@ -151,6 +157,23 @@ class FixKind(_Kind):
     KERAS_RECOMPILE = "keras_recompile"
     KERAS_RAGGED_DICT = "keras_ragged_dict"
     KERAS_RAGGED_PREDICT_DICT = "keras_ragged_predict_dict"
+
+
+#: Fixes by what they edit, for ``_track/owned.py`` (a target in a library's file moves to the
+#: user's line that builds it): the jitted function's definition, the object holding a changed
+#: attribute, the class of a static value.
+EDITS_DEFINITION = frozenset(
+    {FixKind.NEW_FUNCTION, FixKind.CLOSURE, FixKind.NEW_LAMBDA, FixKind.METHOD}
+    | {FixKind.NESTED_NEW_FUNCTION, FixKind.EQX_NEW_FUNCTION}
+)
+EDITS_OWNER = frozenset(
+    {FixKind.FUNCTION, FixKind.BOUND_METHOD, FixKind.PARTIAL_GRAPH, FixKind.PARTIAL_DATA}
+    | {FixKind.NAN_FIELD, FixKind.EQX_MODULE_FUNCTION, FixKind.EQX_MODULE_PARTIAL}
+)
+EDITS_VALUE = frozenset(
+    {FixKind.NO_EQ, FixKind.NO_EQ_VALUES, FixKind.NO_EQ_TRACED, FixKind.ARRAYS_PYTREE}
+    | {FixKind.CLASS}
+)
 
 
 #: The fix kinds a library's own words give a reason, by the kind of that reason: their
@@ -187,6 +210,9 @@ REWORDED: dict[FixKind, ReasonKind] = {
     FixKind.LIBRARY_BUILD: ReasonKind.NEW_FUNCTION,
     FixKind.LIBRARY_STATIC: ReasonKind.IDENTITY_STATIC,
     FixKind.LIBRARY_CALL: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_OWNED_JIT: ReasonKind.NEW_FUNCTION,
+    FixKind.LIBRARY_OWNED_OBJECT: ReasonKind.IDENTITY_STATIC,
+    FixKind.LIBRARY_REBUILT: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_SEQUENTIAL: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_MODEL_ARGS: ReasonKind.NEW_FUNCTION,
     FixKind.NUMPYRO_STATE_TYPE: ReasonKind.WEAK_TYPE,
@@ -279,6 +305,7 @@ class MessageKind(_Kind):
     SHARDING = "sharding"
     SHARDING_WHY = "sharding_why"
     SHARDING_LEAVES = "sharding_leaves"
+    MESH_DEVICES = "mesh_devices"
     # reasons/cache_cleared.py
     CLEARED = "cleared"
     EVICTED = "evicted"
@@ -300,6 +327,10 @@ class MessageKind(_Kind):
     LIBRARY_CLOSURE = "library_closure"
     LIBRARY_STATIC = "library_static"
     LIBRARY_CALL = "library_call"
+    BUILT_AT = "built_at"
+    BUILT_SOMEWHERE = "built_somewhere"
+    JITTED_ANEW = "jitted_anew"
+    LIBRARY_REBUILT = "library_rebuilt"
     NUMPYRO_SEQUENTIAL = "numpyro_sequential"
     NUMPYRO_MODEL_ARGS = "numpyro_model_args"
     NUMPYRO_STATE_TYPE = "numpyro_state_type"

@@ -86,7 +86,10 @@ NOT_ALL_HITS = (
     "cache{why}; run every call through the jitted function, outside jax.disable_jit()"
 )
 UNDER_DISABLE_JIT = " (they ran eagerly under jax.disable_jit())"
-FLOW_OK = "every call received x and the model's parameters; {returned}"
+FLOW_OK = (
+    "every call received x and the model's parameters; {returned}, which changes with x, the "
+    "kernel and the bias"
+)
 RETURNED_SAME = "returned the last call's output itself"
 RETURNED_CONVERTED = "returned the last call's output, converted (reshape/ravel/flatten/view/astype/asarray/device_get)"
 NOT_RECORDED = "no nnx.jit call was recorded, so none can be shown to have computed the output"
@@ -127,6 +130,23 @@ EAGER_FORWARD = (
     "{name}"
 )
 RETURNED_UNKNOWN = "what was returned cannot be related to the calls ({why})"
+#: The last call's output, read back from the jaxpr it ran (``dependence``): what it was
+#: computed from, never judged by its numbers.
+NOT_READ = (
+    "the output of the last call of {name} is not computed from {what}: its equations never "
+    "read {them} (the values came from another input, e.g. `answer + 0 * x.sum()` with the "
+    "model never run); return model(x) computed inside {name}"
+)
+NOT_MOVED = (
+    "the output of the last call of {name} does not change with {what}: run again with other "
+    "values of {them}, it gives the same output (they are read, then discarded, e.g. "
+    "`model(x) * 0 + answer`); return model(x) itself from {name}"
+)
+DEPENDENCE_UNKNOWN = (
+    "whether the output of the last call of {name} is computed from x and the model's "
+    "parameters could not be checked ({why})"
+)
+ROLE_WORDS: dict[str, str] = {"x": "x", "kernel": "the kernel", "bias": "the bias"}
 PROBE_OK = "raised {type}: {message}"
 PROBE_ACCEPTED = "returned {what}: {label} is {why}; raise ValueError, {argument} must be {allowed}"
 PROBE_EXITED = "raised {type} (not an Exception) instead of ValueError/TypeError: {message}"
@@ -443,6 +463,9 @@ def judge_data_flow(case: CheckCase, result: Mapping[str, Any]) -> CheckFinding:
         if returned["call"] != indexed[-1][0]:
             text = RETURNED_EARLIER.format(call=positions[returned["call"]], total=len(calls))
             return CheckFinding(subject, "fail", text)
+        unsound = _not_computed_from(returned.get("depends"), name)
+        if unsound is not None:
+            return CheckFinding(subject, "fail", unsound)
         how = RETURNED_SAME if returned["how"] == "same" else RETURNED_CONVERTED
         return CheckFinding(subject, "pass", FLOW_OK.format(returned=how))
     values = VALUES_EQUAL if returned.get("equal_to_last") else VALUES_DIFFER
@@ -450,6 +473,27 @@ def judge_data_flow(case: CheckCase, result: Mapping[str, Any]) -> CheckFinding:
     kind = "a NumPy array" if returned.get("numpy") else ARRAY_TYPES.get(kind, with_article(kind))
     text = RETURNED_NOT_DERIVED.format(type=kind, name=name, values=values)
     return CheckFinding(subject, "fail", text)
+
+
+def _not_computed_from(facts: Any, name: str) -> str | None:
+    """Why the last call's output is not computed from x, the kernel and the bias (the
+    child's ``dependence`` facts), or None when it is."""
+    if not isinstance(facts, Mapping) or "error" in facts:
+        why = facts.get("error") if isinstance(facts, Mapping) else "not recorded"
+        return DEPENDENCE_UNKNOWN.format(name=name, why=why)
+    roles = ("x", "kernel", "bias")
+    unread = [r for r in roles if not facts.get(r, {}).get("read")]
+    unmoved = [r for r in roles if not facts.get(r, {}).get("moves")]
+    for found, template in ((unread, NOT_READ), (unmoved, NOT_MOVED)):
+        if found:
+            words = [ROLE_WORDS[r] for r in found]
+            return template.format(name=name, what=_listed(words, "and"), them=_listed(words, "or"))
+    return None
+
+
+def _listed(words: list[str], conjunction: str) -> str:
+    """``x, the kernel and the bias``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {conjunction} {words[-1]}"
 
 
 def judge_probe(probe: BadInput, outcome: Outcome | None) -> CheckFinding:

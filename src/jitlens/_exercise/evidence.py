@@ -19,7 +19,9 @@ ravel, flatten, a same-dtype view, a lossless ``astype``, ``np.asarray`` / ``np.
 (``np.asarray(y).flatten()``) is seen by a profile hook on that method. Any
 other operation makes an array of unknown origin. The model applied outside
 any jitted call (a Module's ``__call__`` on concrete arrays) is noted as an
-eager forward pass. The parent judges these facts (``criteria``).
+eager forward pass. Whether the call's output is *computed from* x, the kernel and the
+bias is read from the jaxpr the call ran (``dependence``): ``model(x) * 0 + answer`` is
+the call's own output too. The parent judges these facts (``criteria``).
 
 Runs in the child only, layered over the tracker's own ``__call__`` patch of
 the nnx wrapper classes; it never changes what a call returns or raises.
@@ -34,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from . import provenance
+from . import dependence, provenance
 
 #: Calls recorded per case (a wrapper re-created in a loop makes many).
 MAX_CALLS = 256
@@ -53,6 +55,8 @@ class CaseEvidence:
         self.param_shapes = dict(param_shapes)
         self.calls: list[dict[str, Any]] = []
         self.outputs: list[list[Any]] = []  # strong references: their buffers stay unique
+        #: What each call handed ``jax.jit`` and got back (``dependence.capture``), or None.
+        self.inner: list[dependence.InnerCall | None] = []
         self.more = 0
         #: id(array made by a conversion) -> (the call whose output it came from, the array).
         self.derived: dict[int, tuple[int, Any]] = {}
@@ -128,13 +132,21 @@ class CaseEvidence:
             call[name] = any(_shape(leaf) == tuple(shape) for leaf in leaves)
         return call
 
-    def done(self, wrapper: Any, call: dict[str, Any], out: Any, disabled: bool) -> None:
+    def done(
+        self,
+        wrapper: Any,
+        call: dict[str, Any],
+        out: Any,
+        disabled: bool,
+        inner: list[dependence.InnerCall],
+    ) -> None:
         if not call:
             return
         call["disabled"] = disabled
         call["ids"] = _record_ids(wrapper)
         self.calls.append(call)
         self.outputs.append([leaf for leaf in _arrays(out)])
+        self.inner.append(inner[0] if inner else None)
 
     def returned(self, out: Any) -> dict[str, Any]:
         """How ``out`` relates to the calls' outputs: which call, and how (same/converted).
@@ -145,12 +157,18 @@ class CaseEvidence:
         found: dict[str, Any] = {"type": f"{type(out).__module__}.{type(out).__qualname__}"}
         for i in range(len(self.outputs) - 1, -1, -1):
             if any(leaf is out for leaf in self.outputs[i]):
-                return found | {"call": i, "how": "same"}
+                return found | {"call": i, "how": "same", "depends": self.depends(i, [out])}
         call = self.origin(out)
         if call is None:
             call = self.copy_origin(out)
         if call is not None:
-            return found | {"call": call, "how": "converted"}
+            size = int(np.size(out))
+            made_from = [leaf for leaf in self.outputs[call] if int(np.size(leaf)) == size]
+            return found | {
+                "call": call,
+                "how": "converted",
+                "depends": self.depends(call, made_from),
+            }
         if self.outputs and self.outputs[-1]:
             last = self.outputs[-1][0]
             with contextlib.suppress(Exception):
@@ -158,6 +176,17 @@ class CaseEvidence:
                 found["equal_to_last"] = bool(same)
         found["numpy"] = isinstance(out, np.ndarray)
         return found
+
+    def depends(self, call: int, made_from: list[Any]) -> dict[str, Any]:
+        """Whether the outputs ``made_from`` of call ``call`` depend on x, the kernel and the
+        bias (``dependence.depends``), or why that is not known."""
+        inner = self.inner[call] if call < len(self.inner) else None
+        if inner is None:
+            return {"error": "what the call handed jax.jit was not recorded"}
+        try:
+            return dependence.depends(inner, made_from, self.x_values, self.param_shapes)
+        except Exception as exc:  # an odd program: say what, the parent judges
+            return {"error": f"{type(exc).__name__}: {exc}"[:200]}
 
     def summary(self, out: Any, returned: bool) -> dict[str, Any]:
         data: dict[str, Any] = {"calls": self.calls, "more_calls": self.more}
@@ -267,11 +296,12 @@ class Recorder:
                 call, disabled = {}, False
             case.inside += 1
             try:
-                out = original(wrapper, *args, **kwargs)
+                with dependence.capture(wrapper) as inner:
+                    out = original(wrapper, *args, **kwargs)
             finally:
                 case.inside -= 1
             with contextlib.suppress(Exception):
-                case.done(wrapper, call, out, disabled)
+                case.done(wrapper, call, out, disabled, inner)
             return out
 
         __call__.__jitlens_evidence__ = True  # type: ignore[attr-defined]

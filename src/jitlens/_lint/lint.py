@@ -43,6 +43,10 @@ MISSING = "jitlens lint: error: path not found: {path}"
 UNKNOWN_CODE = "unknown rule code {code!r}; valid codes: {codes}"
 FOUND = "Found {n} recompile trap{s} in {files} file{fs}."
 CLEAN = "No recompile traps found in {files} file{fs}."
+#: Findings a ``# noqa`` comment silenced: said, so that "no traps" is not read as "none there".
+SILENCED = "{n} finding{s} silenced by `# noqa` ({codes}: {where})."
+#: Places named in ``SILENCED``; the rest are counted.
+MAX_SILENCED = 5
 UNLINTED = "{n} file{s} could not be linted (see the errors above)."
 NOT_PYTHON = "{path}: not a Python file (no .py suffix, no python #! line); not linted"
 #: Suffixes of Python source; a file without one is linted if its #! line names python.
@@ -84,19 +88,25 @@ def lint_source(source: str, filename: str = "<string>") -> list[LintFinding]:
     Raises:
         SyntaxError: ``source`` is not valid Python.
     """
+    return _findings(source, filename)[0]
+
+
+def _findings(source: str, filename: str) -> tuple[list[LintFinding], list[LintFinding]]:
+    """The findings of ``source``, and those its ``# noqa`` comments silenced (a clean result
+    that silenced some says how many)."""
     tree = pyast.parse(source, filename)
     lines = source.splitlines()
     noqa = _noqa_lines(source)
     found: dict[tuple[int, int, str], LintFinding] = {}
+    silenced: dict[tuple[int, int, str], LintFinding] = {}
     for hit in run_rules(tree):
         line = getattr(hit.node, "lineno", 1)
         suppressed = noqa.get(line, ())
-        if suppressed is None or hit.code in suppressed:
-            continue
         col = _column(lines, line, getattr(hit.node, "col_offset", 0))
         finding = LintFinding(hit.code, filename, line, col, hit.message, hit.fix)
-        found.setdefault((line, col, hit.code), finding)
-    return [found[key] for key in sorted(found)]
+        into = silenced if suppressed is None or hit.code in suppressed else found
+        into.setdefault((line, col, hit.code), finding)
+    return [found[key] for key in sorted(found)], [silenced[key] for key in sorted(silenced)]
 
 
 def lint_paths(
@@ -113,19 +123,23 @@ def lint_paths(
     """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    findings, skipped, notes, _ = _lint_files([os.fspath(p) for p in paths])
+    findings, skipped, notes, _, _ = _lint_files([os.fspath(p) for p in paths])
     for message in [*notes, *skipped]:
         warnings.warn(message, LintSkipWarning, stacklevel=2)
     return findings
 
 
-def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], list[str], int]:
+def _lint_files(
+    paths: list[str],
+) -> tuple[list[LintFinding], list[str], list[str], int, list[LintFinding]]:
     """Findings, error messages for files that could not be linted, notes for files given
-    that are not Python (README.md: not an error), and the number linted."""
+    that are not Python (README.md: not an error), the number linted, and the findings
+    ``# noqa`` comments silenced."""
     for path in paths:
         if not os.path.exists(path):
             raise FileNotFoundError(MISSING.format(path=path))
     findings: list[LintFinding] = []
+    silenced: list[LintFinding] = []
     skipped: list[str] = []
     notes = [NOT_PYTHON.format(path=p) for p in paths if not _is_python(p)]
     paths = [p for p in paths if _is_python(p)]
@@ -138,7 +152,9 @@ def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], list[st
         try:
             with tokenize.open(path) as stream:
                 source = stream.read()
-            findings.extend(lint_source(source, path))
+            kept, quiet = _findings(source, path)
+            findings.extend(kept)
+            silenced.extend(quiet)
         except SyntaxError as exc:
             error = f"cannot parse: {exc.msg}"
             skipped.append(
@@ -150,7 +166,7 @@ def _lint_files(paths: list[str]) -> tuple[list[LintFinding], list[str], list[st
         except Exception as exc:  # one odd file must not stop the others
             error = f"jitlens internal error ({type(exc).__name__}: {exc}), please report it"
             skipped.append(SKIPPED.format(path=path, line=1, col=1, error=error))
-    return findings, skipped, notes, len(files) - len(skipped)
+    return findings, skipped, notes, len(files) - len(skipped), silenced
 
 
 def _is_python(path: str) -> bool:
@@ -272,13 +288,15 @@ def cli_main(argv: list[str]) -> int:
         if problem is not None:
             print(f"jitlens lint: {path}: {problem}", file=sys.stderr)
             return 2
-    findings, skipped, notes, files = _lint_files(args.paths)
-    findings = [
-        f
-        for f in findings
-        if (args.select is None or f.code in args.select)
-        and (args.ignore is None or f.code not in args.ignore)
-    ]
+    findings, skipped, notes, files, silenced = _lint_files(args.paths)
+
+    def chosen(f: LintFinding) -> bool:
+        return (args.select is None or f.code in args.select) and (
+            args.ignore is None or f.code not in args.ignore
+        )
+
+    findings = [f for f in findings if chosen(f)]
+    silenced = [f for f in silenced if chosen(f)]
     for message in [*notes, *skipped]:
         print(message, file=sys.stderr)
     if args.format == "json":
@@ -287,7 +305,7 @@ def cli_main(argv: list[str]) -> int:
         for line in _render_github(findings, skipped, notes):
             print(line)
     else:
-        print(_render_text(findings, files, len(skipped)))
+        print(_render_text(findings, files, len(skipped), silenced))
     return 1 if findings or skipped else 0
 
 
@@ -335,8 +353,14 @@ def _github_props(path: str, line: int, col: int, title: str) -> str:
     return f"file={prop(path)},line={line},col={col},title={prop(title)}"
 
 
-def _render_text(findings: list[LintFinding], files: int, unlinted: int = 0) -> str:
-    """One ``path:line:col: CODE message`` line per finding, its fix indented below."""
+def _render_text(
+    findings: list[LintFinding],
+    files: int,
+    unlinted: int = 0,
+    silenced: Sequence[LintFinding] = (),
+) -> str:
+    """One ``path:line:col: CODE message`` line per finding, its fix indented below; then the
+    count, and how many ``# noqa`` silenced (a clean result is not clean code)."""
     lines = [f"{finding}\n    fix: {finding.fix}" for finding in findings]
     fs = "" if files == 1 else "s"
     if findings:
@@ -345,6 +369,12 @@ def _render_text(findings: list[LintFinding], files: int, unlinted: int = 0) -> 
         lines.append(FOUND.format(n=len(findings), s=s, files=paths, fs="" if paths == 1 else "s"))
     else:
         lines.append(CLEAN.format(files=files, fs=fs))
+    if silenced:
+        codes = ", ".join(dict.fromkeys(f.code for f in silenced))
+        where = ", ".join(dict.fromkeys(f"{f.path}:{f.line}" for f in silenced[:MAX_SILENCED]))
+        more = ", …" if len({(f.path, f.line) for f in silenced}) > MAX_SILENCED else ""
+        n = len(silenced)
+        lines.append(SILENCED.format(n=n, s="" if n == 1 else "s", codes=codes, where=where + more))
     if unlinted:
         lines.append(UNLINTED.format(n=unlinted, s="" if unlinted == 1 else "s"))
     return "\n".join(lines)

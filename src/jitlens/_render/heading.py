@@ -14,11 +14,13 @@ from .._core.report import total_traces
 if TYPE_CHECKING:
     from .._core.report import Report
 
-TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to retraces{hidden}"
+#: "lost to recompiles": a retrace's seconds and those of a compile from the cached trace (a new
+#: sharding under ``nnx.jit``): every compile again, whether or not Python traced again.
+TITLE = "jitlens: {functions}, {traces}, {lost:.2f} s lost to recompiles{hidden}"
 HIDDEN = " ({n} internal hidden)"
 CAPTION = (
     "{backend} on {host}, process {index}/{count}, {duration:.1f} s tracked{not_included}\n"
-    "hits = cache hits; compile s = lowering + compiling; lost s = the retraces' seconds"
+    "hits = cache hits; compile s = lowering + compiling; lost s = seconds spent compiling again"
 )
 #: What ``Report.duration_seconds`` leaves out: it runs from the start of tracking, which
 #: under ``jitlens run``, ``JITLENS=1`` and the pytest plugin comes after Python and jax

@@ -21,14 +21,26 @@ from .._core.report import (
     fold_reasons,
     total_traces,
 )
-from .._core.retrace_text import UNCHECKED_HEADER, call_number, fold_key, unchecked_text
+from .._core.retrace_text import (
+    UNCHECKED_HEADER,
+    Change,
+    call_number,
+    changes,
+    fold_key,
+    unchecked_text,
+    values_text,
+)
+from .._core.runinfo import RunInfo
+from .advice import advice_title, costliest, made_smaller, ranked
 from .heading import NOT_INCLUDED
+from .html_assets import ADVICE_CSS, CSS, JS, LEGEND
 from .svg import entries_table, program_size_html, time_origin, time_span, timeline_svg
-from .text import bucketed_text, costliest, notices, percent, reused_text, sorted_functions
+from .text import bucketed_text, notices, percent, reused_text, sorted_functions, table_name
 
 LOG = logging.getLogger("jitlens")
 
-#: Reasons shown before the rest of one retrace folds into "… and N more".
+#: Changes (leaves that changed alike) shown before the rest of one retrace folds into
+#: "… and N more" (a click away: every change is in the page).
 MAX_REASONS_SHOWN = 7
 #: Longest before / after repr shown whole (a big array's repr can run to megabytes).
 MAX_VALUE_CHARS = 2000
@@ -70,181 +82,45 @@ COLUMNS = (
 COLUMN_TITLES = {
     "trace s": "tracing the Python function, every trace",
     "compile s": "lowering + compiling, every trace",
-    "lost s": "the retraces' tracing + lowering + compiling: what fixing them saves",
+    "lost s": (
+        "compiling again: the retraces' and the recompiles' tracing + lowering + compiling, "
+        "what fixing them saves"
+    ),
 }
-LEGEND = (
-    '<p class="legend"><svg width="14" height="14"><circle class="mark hit" cx="7" cy="7" r="4"/>'
-    '</svg> cache hit <svg width="14" height="14"><rect class="mark trace" x="2" y="2" width="10" '
-    'height="10"/></svg> first trace <svg width="14" height="14"><rect class="mark retrace" x="3" '
-    'y="3" width="8" height="8" transform="rotate(45 7 7)"/></svg> retrace '
-    '<span class="swatch trace-bar"></span> tracing <span class="swatch lower-bar"></span> '
-    'lowering <span class="swatch compile-bar"></span> compiling</p>'
-)
 
-CSS = """
-:root{--fg:#1d2330;--mute:#667085;--line:#e4e7ec;--bg:#fff;--soft:#f6f7f9;--hit:#5b7bd5;
---trace:#2f9e44;--retrace:#e03131;--compile:#ae3ec9;--tb:#f59f00;--lb:#15aabf;--cb:#7048e8}
-*{box-sizing:border-box}body{margin:0 auto;max-width:1220px;padding:24px 32px;color:var(--fg);
-background:var(--bg);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:0}h3{font-size:14px;margin:16px 0 6px;
-color:var(--mute);text-transform:uppercase;letter-spacing:.04em}h4{font-size:14px;margin:0 0 6px}
-code,pre,.mono{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.meta,.argv{color:var(--mute);margin:2px 0}.cards{display:flex;gap:12px;margin:14px 0}
-.card{border:1px solid var(--line);border-radius:8px;padding:8px 14px;min-width:120px}
-.card b{display:block;font-size:22px}.card span{color:var(--mute);font-size:12px}
-.card.warn b{color:var(--retrace)}a{color:inherit}a:hover{color:var(--hit)}
-.functions a{text-decoration:none;font-weight:600}
-#jl-errors{background:#fff0f0;border:1px solid var(--retrace);padding:8px;white-space:pre-wrap}
-table{border-collapse:collapse}table.functions{width:100%;margin-bottom:6px}
-.functions th,.functions td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:right}
-.functions th:nth-child(-n+2),.functions td:nth-child(-n+2){text-align:left}
-.functions tr.internal{display:none;color:var(--mute)}.show-internal .functions tr.internal{
-display:table-row}.functions tr.retraced td.lost{color:var(--retrace);font-weight:600}
-.functions thead th{font-weight:600;color:var(--mute);font-size:12px}
-section.function{border:1px solid var(--line);border-radius:8px;padding:14px 18px;margin:18px 0}
-svg.timeline{width:100%;height:auto;display:block;background:var(--soft);border-radius:6px}
-.mark.hit{fill:var(--hit);opacity:.75}.mark.trace{fill:var(--trace)}.mark.retrace{
-fill:var(--retrace)}.mark.compile{fill:var(--compile)}.trace-bar{fill:var(--tb);
-background:var(--tb)}.lower-bar{fill:var(--lb);background:var(--lb)}.compile-bar{
-fill:var(--cb);background:var(--cb)}.axis,.tick{stroke:#98a2b3}text.tick{stroke:none;
-fill:var(--mute);font-size:10px;text-anchor:middle}.lane-label{fill:var(--mute);font-size:11px}.hl{stroke:#111;stroke-width:2}
-.legend{color:var(--mute);font-size:12px}.legend svg{vertical-align:-2px}.swatch{
-display:inline-block;width:14px;height:8px;margin-left:8px}
-table.entries td,table.entries th{padding:2px 8px;text-align:left;vertical-align:middle;
-border-bottom:1px solid var(--line)}table.entries th{color:var(--mute);font-weight:500;
-font-size:12px}td.num{text-align:right}td.unknown{color:var(--mute);max-width:36em;
-font-size:12px}.lane{stroke:var(--line)}
-.dot.hit{fill:var(--hit)}.dot.trace{fill:var(--trace)}.dot.retrace{fill:var(--retrace)}
-.dot.compile{fill:var(--compile)}
-article.retrace{border-left:3px solid var(--retrace);padding:6px 12px;margin:10px 0;
-background:var(--soft);border-radius:0 6px 6px 0}article.stale{border-color:#f08c00;
-background:#fff9db}.retrace .split{color:var(--mute);font-weight:400}ul.reasons{margin:0;
-padding-left:18px}li.reason{margin:6px 0}.kind{font:600 11px/1 ui-monospace,monospace;
-background:#fff;border:1px solid var(--line);border-radius:4px;padding:2px 5px}
-mark.path{background:#fff3bf;padding:0 2px;border-radius:3px;font-family:ui-monospace,monospace}
-.count{color:var(--mute)}.values code{word-break:break-all}del{background:#ffe3e3;
-text-decoration:none}ins{background:#d3f9d8;text-decoration:none}.message{margin:3px 0;
-color:#344054}.fix{margin:3px 0;white-space:pre-line}.fix .label{font-weight:700;color:var(--trace)}
-details summary{cursor:pointer;color:var(--mute)}
-#jl-tip{position:fixed;z-index:10;max-width:560px;padding:6px 9px;border-radius:6px;
-background:#1d2330;color:#fff;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;
-white-space:pre-wrap;pointer-events:none;box-shadow:0 2px 8px rgba(0,0,0,.25)}
-svg.timeline{cursor:crosshair;user-select:none}.brush{fill:rgba(91,123,213,.18);
-stroke:var(--hit)}button.jl-reset{font-size:11px;margin-left:8px;text-transform:none;
-letter-spacing:0;cursor:pointer}.mark.retrace.expected{fill:var(--mute)}
-article.retrace.expected{border-color:var(--mute)}.message code,.fix code{background:#eef1f5;
-padding:0 3px;border-radius:3px}
-"""
-
-ADVICE_CSS = """
-section.advice{border:1px solid var(--line);border-left:3px solid var(--hit);border-radius:8px;
-padding:10px 18px;margin:18px 0}section.advice li{margin:8px 0}.saving{font-weight:700;
-color:var(--trace)}svg.cost{display:block;max-width:100%;height:auto}svg.cost text{
-font:12px ui-monospace,SFMono-Regular,Menlo,monospace;fill:currentColor;white-space:pre}
-"""
+#: The card of compiles from a cached trace, by whether there is one.
+RECOMPILES_CARD = {True: "recompile without a retrace", False: "recompiles without a retrace"}
 ADVICE_HEAD = "Advice: what else costs time, most valuable first"
 ADVICE_SAVING = "saves ~{seconds:.2f} s"
 ADVICE_UNKNOWN = "saving not measurable"
 
 
-def _advice_panel(functions: Sequence[FunctionReport], ids: dict[int, str]) -> str:
-    """The advice of every function, ranked by estimated saving (empty when there is none)."""
-    items = [(fn, a) for fn in functions for a in fn.advice]
+def _advice_panel(
+    functions: Sequence[FunctionReport], ids: dict[int, str], run: RunInfo | None
+) -> str:
+    """The advice, ranked by estimated saving, each kind in words (empty when there is none):
+    the text's (``advice.ranked``), the persistent cache one hint for the run."""
+    items = ranked(functions, run)
     if not items:
         return ""
-    items.sort(key=lambda p: (p[1].kind != "disable_jit", -(p[1].estimated_saving_seconds or 0.0)))
     rows = []
-    for fn, a in items:
-        saving = (
+    for subject, fn, a in items:
+        shown = (
             ADVICE_UNKNOWN
             if a.estimated_saving_seconds is None
             else ADVICE_SAVING.format(seconds=a.estimated_saving_seconds)
             + SAVING_SCOPE.get(a.kind, "")
         )
-        anchor = ids.get(id(fn))
-        name = escape(fn.qualname)
+        anchor = ids.get(id(fn)) if fn is not None else None
+        name = escape(subject)
         link = f'<a href="#{anchor}">{name}</a>' if anchor else name
         rows.append(
             f'<li data-advice="{escape(a.kind)}"><b>{link}</b> <span class="kind">'
-            f'{escape(a.kind)}</span> <span class="saving">{escape(saving)}</span>'
+            f'{escape(advice_title(a.kind))}</span> <span class="saving">{escape(shown)}</span>'
             f'<div class="message">{escape(a.message)}</div><div class="fix">'
             f'<span class="label">fix:</span> <code>{escape(a.fix)}</code></div></li>'
         )
     return f'<section class="advice"><h3>{ADVICE_HEAD}</h3><ul>{"".join(rows)}</ul></section>'
-
-
-JS = """
-(function(){
-var errors=document.getElementById("jl-errors");
-window.onerror=function(msg,src,line){errors.hidden=false;
-errors.textContent+=msg+" ("+line+")\\n";};
-var box=document.getElementById("jl-show-internal");
-if(box){box.addEventListener("change",function(){
-document.body.classList.toggle("show-internal",box.checked);});}
-document.querySelectorAll("section.function").forEach(function(sec){
-sec.addEventListener("mouseover",function(ev){var c=ev.target.getAttribute("data-call");
-sec.querySelectorAll(".hl").forEach(function(e){e.classList.remove("hl");});
-if(c!==null){sec.querySelectorAll('[data-call="'+c+'"]').forEach(function(e){
-e.classList.add("hl");});}});});
-var tip=document.getElementById("jl-tip");
-function showTip(ev){var t=ev.target.closest?ev.target.closest("[data-tip]"):null;
-if(!t){tip.hidden=true;return;}tip.textContent=t.getAttribute("data-tip");tip.hidden=false;
-var x=ev.clientX+14,y=ev.clientY+14;var w=tip.offsetWidth,h=tip.offsetHeight;
-if(x+w>window.innerWidth-4){x=Math.max(4,ev.clientX-w-14);}
-if(y+h>window.innerHeight-4){y=Math.max(4,ev.clientY-h-14);}
-tip.style.left=x+"px";tip.style.top=y+"px";}
-document.addEventListener("mouseover",showTip);document.addEventListener("mousemove",function(ev){
-if(!tip.hidden){showTip(ev);}});
-var svgs=[].slice.call(document.querySelectorAll("svg.timeline")),NS=svgs.length?svgs[0].namespaceURI:null;
-var full=svgs.length?[+svgs[0].getAttribute("data-t0"),+svgs[0].getAttribute("data-t1")]:[0,1];
-var view=full.slice();
-function fmt(t){return (Math.round(t*1e6)/1e6)+" s";}
-function ticks(a,b){var raw=(b-a)/6,m=Math.pow(10,Math.floor(Math.log10(raw))),step=10*m;
-[1,2,5,10].some(function(k){if(k*m>=raw){step=k*m;return true;}return false;});
-var out=[];for(var t=Math.ceil((a-full[0])/step)*step;full[0]+t<=b+1e-12;t+=step){out.push(t);}
-return out;}
-function layout(svg){var a=view[0],b=view[1],L=+svg.getAttribute("data-left"),
-R=+svg.getAttribute("data-right"),k=(R-L)/Math.max(b-a,1e-9);
-function X(t){return L+(t-a)*k;}
-svg.querySelectorAll("[data-t]").forEach(function(e){var t=+e.getAttribute("data-t"),
-d=+(e.getAttribute("data-d")||0),out=t+d<a||t>b;e.style.display=out?"none":"";
-if(out){return;}if(e.tagName==="circle"){e.setAttribute("cx",X(t).toFixed(1));return;}
-if(e.classList.contains("bar")){var x0=X(Math.max(t,a)),x1=X(Math.min(t+d,b));
-e.setAttribute("x",x0.toFixed(1));e.setAttribute("width",Math.max(x1-x0,1).toFixed(1));return;}
-var x=X(t);e.setAttribute("x",(x-4.5).toFixed(1));
-if(e.classList.contains("retrace")){e.setAttribute("transform","rotate(45 "+x.toFixed(1)+" 18)");}});
-var g=svg.querySelector("g.ticks");while(g.firstChild){g.removeChild(g.firstChild);}
-ticks(a,b).forEach(function(t){var x=X(full[0]+t).toFixed(1),l=document.createElementNS(NS,"line"),
-s=document.createElementNS(NS,"text");l.setAttribute("class","tick");l.setAttribute("x1",x);
-l.setAttribute("x2",x);l.setAttribute("y1","48");l.setAttribute("y2","52");
-s.setAttribute("class","tick");s.setAttribute("x",x);s.setAttribute("y","63");
-s.textContent=fmt(t);g.appendChild(l);g.appendChild(s);});
-svg.setAttribute("data-view",a.toFixed(6)+" "+b.toFixed(6));}
-function zoom(a,b){view=[Math.max(a,full[0]),Math.min(b,full[1])];svgs.forEach(layout);}
-window.jitlensZoom=zoom;
-function svgX(svg,ev){var p=svg.createSVGPoint();p.x=ev.clientX;p.y=ev.clientY;
-return p.matrixTransform(svg.getScreenCTM().inverse()).x;}
-function timeAt(svg,x){var L=+svg.getAttribute("data-left"),R=+svg.getAttribute("data-right");
-return view[0]+(Math.min(Math.max(x,L),R)-L)/(R-L)*(view[1]-view[0]);}
-svgs.forEach(function(svg){var start=null,brush=null;
-svg.addEventListener("mousedown",function(ev){if(ev.button!==0){return;}start=svgX(svg,ev);
-brush=document.createElementNS(NS,"rect");brush.setAttribute("class","brush");
-brush.setAttribute("y","4");brush.setAttribute("height","46");brush.setAttribute("x",start);
-brush.setAttribute("width","0");svg.appendChild(brush);ev.preventDefault();});
-svg.addEventListener("mousemove",function(ev){if(start===null){return;}var x=svgX(svg,ev);
-brush.setAttribute("x",Math.min(x,start));brush.setAttribute("width",Math.abs(x-start));});
-function end(ev){if(start===null){return;}var x=svgX(svg,ev),a=start;start=null;
-svg.removeChild(brush);if(Math.abs(x-a)>4){zoom(timeAt(svg,Math.min(a,x)),timeAt(svg,Math.max(a,x)));
-ev.preventDefault();}}
-svg.addEventListener("mouseup",end);svg.addEventListener("mouseleave",function(ev){
-if(start!==null){end(ev);}});
-svg.addEventListener("dblclick",function(){zoom(full[0],full[1]);});});
-document.querySelectorAll("button.jl-reset").forEach(function(b){
-b.addEventListener("click",function(){zoom(full[0],full[1]);});});
-svgs.forEach(function(svg){svg.setAttribute("data-view",view[0].toFixed(6)+" "+view[1].toFixed(6));});
-document.body.setAttribute("data-rendered","ok");
-})();
-"""
 
 
 def _highlight(text: str, path: str) -> str:
@@ -298,23 +174,53 @@ def _diff(before: str, after: str) -> str:
     )
 
 
-def _reason_html(reason: Reason, count: int, alike: Sequence[Reason], seen: set[str]) -> str:
-    """One reason; a message or fix already shown in the same retrace is not repeated."""
+def _change_html(
+    change: Change, alike: Sequence[Reason], seen: set[str], kinds: set[str], fixed: bool
+) -> str:
+    """One change: its leaves, their values, its message (once per kind of change) and, under
+    the last change it fixes (``fixed``), its fix; a message or fix already shown in the same
+    retrace is not repeated."""
+    reason = change.reasons[0]
     pairs = list(dict.fromkeys((r.before, r.after) for r in (reason, *alike)))
     where = reason.path or reason.argument
-    counted = f' <span class="count">{COUNT.format(n=count)}</span>' if count > 1 else ""
+    paths = ", ".join(
+        f'<mark class="path">{escape(r.path or r.argument)}</mark>' for r in change.reasons
+    )
+    counted = (
+        f' <span class="count">{COUNT.format(n=change.count)}</span>' if change.count > 1 else ""
+    )
     parts = [
         f'<li class="reason" data-kind="{escape(reason.kind)}"><span class="kind">'
-        f'{escape(reason.kind)}</span> <mark class="path">{escape(where)}</mark>{counted}',
+        f"{escape(reason.kind)}</span> {paths}{counted}",
         *(_diff(b, a) for b, a in pairs[:MAX_VALUE_PAIRS]),
     ]
-    if reason.message and reason.message not in seen:
+    if reason.message and reason.message not in seen and reason.kind not in kinds:
         parts.append(f'<p class="message">{_highlight(reason.message, where)}</p>')
-    if reason.fix and reason.fix not in seen:
+        seen.add(reason.message)
+        kinds.add(reason.kind)
+    if reason.fix and fixed and reason.fix not in seen:
+        first, *code = reason.fix.split("\n")
         label = '<span class="label">fix</span>'
-        parts.append(f'<p class="fix">{label} {_highlight(reason.fix, where)}</p>')
-    seen.update((reason.message, reason.fix))
+        parts.append(f'<p class="fix">{label} {_highlight(first, where)}</p>')
+        if code:  # the lines of code it ends with, as they are, to copy
+            parts.append(f'<pre class="code"><code>{escape(chr(10).join(code))}</code></pre>')
+        seen.add(reason.fix)
     return "".join(parts) + "</li>"
+
+
+def _changes_html(ordered: Sequence[tuple[Reason, int, list[Reason]]]) -> list[str]:
+    """The changes of one retrace (``retrace_text.changes``: leaves that changed alike are one),
+    each fix under the last change it fixes, as the text shows them."""
+    alike = {id(r): others for r, _, others in ordered}
+    every = changes([(r, n, values_text(r, others)) for r, n, others in ordered])
+    seen: set[str] = set()
+    kinds: set[str] = set()
+    items = []
+    for i, change in enumerate(every):
+        fix = change.reasons[0].fix
+        fixed = i == len(every) - 1 or every[i + 1].reasons[0].fix != fix
+        items.append(_change_html(change, alike[id(change.reasons[0])], seen, kinds, fixed))
+    return items
 
 
 def _duration(seconds: float) -> str:
@@ -386,9 +292,8 @@ def _explanations(fi: int, fn: FunctionReport) -> tuple[str, dict[int, str]]:
         anchors[i] = home[fold_key(event.reasons[0])]
         if id(event) in own:
             ordered = own.pop(id(event))  # the explainer's order: what removes the trace first
-            seen: set[str] = set()
-            items = [_reason_html(r, n, alike, seen) for r, n, alike in ordered]
-            also = len(event.reasons) - len(items)
+            items = _changes_html(ordered)
+            also = len(event.reasons) - len(ordered)
             articles.append(_retrace_html(fn, event, number, key[id(event)], items, also))
     note = "".join(
         f'<p class="legend">{escape(bucketed_text(b))}</p>' for b in buckets.bucketed(fn.events)
@@ -424,7 +329,7 @@ def _unchecked_html(fn: FunctionReport, u: Unchecked) -> str:
 def _cells(fn: FunctionReport) -> list[str]:
     rate = fn.hit_rate
     return [
-        fn.qualname,
+        table_name(fn),
         fn.kind,
         "?" if fn.calls is None else str(fn.calls),
         "?" if fn.traces is None else str(fn.traces),
@@ -464,9 +369,10 @@ def _section(report: Report, fi: int, fn: FunctionReport, span: float, origin: f
     meta = FUNCTION_META.format(
         kind=fn.kind, defined_at=fn.defined_at, call_site=fn.first_call_site
     )
-    explained = f"<h3>Retraces</h3>{articles}" if articles else ""
+    title = "Retraces and recompiles" if fn.recompiles else "Retraces"
+    explained = f"<h3>{title}</h3>{articles}" if articles else ""
     warnings = f"<h3>Warnings</h3>{stale}" if stale else ""
-    program = program_size_html(costliest(fn))  # issue 34
+    program = program_size_html(costliest(fn)) if made_smaller(fn) else ""  # issue 34
     return (
         f'<section class="function" id="fn{fi}" data-function="{escape(fn.qualname)}">'
         f'<h2>{escape(fn.qualname)}</h2><p class="meta">{escape(meta)}</p>{explained}{warnings}'
@@ -499,12 +405,15 @@ def _page(report: Report) -> str:
     )  # fmt: skip
     lost = sum(f.seconds_lost for f in users)
     retraces = sum(f.retraces for f in users)
+    recompiles = sum(f.recompiles for f in users)
     stale = sum(len(f.stale_hits) for f in users)
     figures = (
         (str(len(users)), "jitted function" + "s" * (len(users) != 1), False),
         (total_traces(users), "trace" + "s" * (total_traces(users) != "1"), False),
         (str(retraces), "retrace" + "s" * (retraces != 1), retraces > 0),
-        (f"{lost:.2f} s", "lost to retraces", lost > 0),
+        # a compile from the cached trace (a new sharding) is no retrace, but costs the same
+        *([(str(recompiles), RECOMPILES_CARD[recompiles == 1], True)] if recompiles else []),
+        (f"{lost:.2f} s", "lost to recompiles", lost > 0),
         (str(stale), "stale cache hits", stale > 0),
     )
     cards = "".join(
@@ -531,7 +440,7 @@ def _page(report: Report) -> str:
         f"</head>"
         f'<body><header><h1>jitlens report</h1><p class="meta">{escape(meta)}</p>{argv}</header>'
         f'<div id="jl-errors" hidden></div><div class="cards">{cards}</div>'
-        f"{_table(everything, ids)}{toggle}{LEGEND}{note}{sections}{_advice_panel(users, ids)}"
+        f"{_table(everything, ids)}{toggle}{LEGEND}{note}{sections}{_advice_panel(users, ids, report.run)}"
         f'<div id="jl-tip" role="tooltip" hidden></div><script>{JS}</script></body></html>'
     )
 

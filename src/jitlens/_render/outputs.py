@@ -224,13 +224,15 @@ def write_outputs(
     outputs: Sequence[Output],
     shown: Callable[[str], str] = lambda p: p,
     problem: Callable[[str], Any] | None = None,
+    info: ProcessInfo | None = None,
 ) -> list[str]:
     """Write every output, each on its own; returns the paths written (as ``shown`` gives them).
 
     A failure is passed to ``problem`` as one line naming the user's path
-    (default: printed to stderr) and does not stop the other outputs.
+    (default: printed to stderr) and does not stop the other outputs. ``info``: the process
+    the report's fields name (default: this one; ``jitlens run`` writes its program's).
     """
-    info = process_info()
+    info = info or process_info()
     written = []
     for out in outputs:
         try:

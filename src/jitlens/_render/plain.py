@@ -169,9 +169,14 @@ def piece_lines(
         return None if shown is None else [shown]
     if kind == "line":
         line, room = piece[1], width - piece[1].indent
-        if not one_cell(line.text) or room < 1 or (color and styles is None):
+        if not one_cell(line.text) or (color and styles is None):
             return None
         style = styles[line.role] if styles is not None else ""
+        if line.role == "code":  # a line of code is never wrapped (``Role.CODE``): whole, to copy
+            shown = paint(" " * line.indent + line.text, style, color)
+            return None if shown is None else [shown]
+        if room < 1:
+            return None
         out = []
         for part in wrap(glue_code(line.text) if piece[2] else line.text, room):
             shown = paint(part, style, color)

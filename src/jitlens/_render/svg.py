@@ -9,6 +9,7 @@ from html import escape
 from .._core.cost import CompileCost
 from .._core.kinds import EventKind
 from .._core.report import Event, FunctionReport
+from .._core.retrace_text import changes, values_text
 
 #: Drawing size of a timeline in SVG user units; the page scales it to its width.
 WIDTH = 960
@@ -43,6 +44,8 @@ UNKNOWN_UNSEEN = (
     "began, or by another wrapper of the same function, or alike to the entry above)"
 )
 NO_CALL_TIMES = "call times were not recorded for this function"
+#: What an entry's list of changes is (on hover).
+MADE_TITLE = "what this entry was compiled for, against the closest entry compiled before it"
 AXIS_LABEL = "{t:g} s"
 CALL_AXIS = "calls #{first} … #{last} in order →"
 LABELS = {"trace": "first trace", "retrace": "retrace #{number}", "compile": "recompile"}
@@ -220,6 +223,27 @@ def _entry_signatures(fn: FunctionReport, went_to: list[int]) -> dict[int, str]:
     return dict(sorted(signatures.items(), key=lambda item: (item[0] < 0, item[0])))
 
 
+def _what_made(fn: FunctionReport) -> dict[int, str]:
+    """What each entry was compiled for, beyond its signature: the changes of the event that made
+    it (``before -> after`` of each leaf: a sharding that only a compile reads is no part of the
+    signature, and two entries alike but for it looked the same)."""
+    made: dict[int, str] = {}
+    for event in fn.events:
+        if event.entry < 0 or event.entry in made or not event.reasons:
+            continue
+        folded = [(r, 1, values_text(r)) for r in event.reasons]  # each side cut at 70
+        items = "".join(
+            f'<li><span class="kind">{escape(c.reasons[0].kind)}</span> '
+            + ", ".join(
+                f'<mark class="path">{escape(r.path or r.argument)}</mark>' for r in c.reasons
+            )
+            + f": <code>{escape(c.values)}</code></li>"
+            for c in changes(folded)
+        )
+        made[event.entry] = f'<ul class="made" title="{escape(MADE_TITLE)}">{items}</ul>'
+    return made
+
+
 def _strip_cell(strip: str, calls: int, rows: int, first: bool) -> str:
     if calls:
         return f'<td class="strip">{strip}</td>'
@@ -238,7 +262,11 @@ def entries_table(fn: FunctionReport) -> str:
     signatures = _entry_signatures(fn, went_to)
     step = (STRIP_WIDTH - 2 * MARGIN) / max(n - 1, 1)
     radius = min(max(step * 0.4, 1.2), 5.0)
-    traces = {e: sum(1 for ev in fn.events if ev.entry == e) for e in signatures}
+    traces = {
+        e: sum(1 for ev in fn.events if ev.entry == e and ev.kind != "compile") for e in signatures
+    }
+    compiles = {e: sum(1 for ev in fn.events if ev.entry == e and ev.compiled) for e in signatures}
+    made = _what_made(fn)
     rows: list[str] = []
     for entry, signature in signatures.items():
         dots: list[str] = []
@@ -261,7 +289,7 @@ def entries_table(fn: FunctionReport) -> str:
             + "</svg>"
         )
         shown = (
-            f'<td><code class="signature">{escape(signature) or "?"}</code></td>'
+            f'<td><code class="signature">{escape(signature) or "?"}</code>{made.get(entry, "")}</td>'
             if entry >= 0
             else f'<td class="unknown">{escape(signature)}</td>'  # words, not a signature
         )
@@ -269,13 +297,15 @@ def entries_table(fn: FunctionReport) -> str:
             f'<tr class="entry" data-entry="{entry}"><td class="num">{f"#{entry}" if entry >= 0 else "?"}</td>'
             f"{shown}"
             f'<td class="num">{calls if n else "?"}</td><td class="num">{traces[entry]}</td>'
+            f'<td class="num">{compiles[entry]}</td>'
             f"{_strip_cell(strip, n, len(signatures), entry == next(iter(signatures)))}</tr>"
         )
     first = fn.first_call_index + 1
     axis = escape(CALL_AXIS.format(first=first, last=first + n - 1)) if n else ""
     return (
         f'<table class="entries" data-function="{escape(fn.qualname)}"><thead><tr>'
-        f"<th>entry</th><th>signature</th><th>calls</th><th>traces</th><th>{axis}</th>"
+        f"<th>entry</th><th>signature</th><th>calls</th><th>traces</th><th>compiles</th>"
+        f"<th>{axis}</th>"
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 

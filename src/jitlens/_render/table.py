@@ -1,7 +1,10 @@
 """The report's table of functions: its rows, the columns that fit, and who lays it out.
 
 One row per function (wrappers of one code folded), its figures as text; columns are
-dropped, least useful first, until the rest fit the width. A table of fewer than
+dropped, least useful first, until the rest fit the width. A row's name drops its kind's
+prefix while the kind column is shown (``Sequential.evaluate test step`` beside ``keras``)
+and a name up to ``WHOLE_NAME`` characters stays on one line: a column that matters less
+gives way first. A table of fewer than
 ``plain.BIG_TABLE`` rows is laid out by rich when it does not fit at its natural width
 (its layout, pinned by golden text); a bigger one by ``plain.folded_table``, whose cost
 per row is the same at any width.
@@ -39,6 +42,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
 #: The function column gets at least this many characters before others are dropped.
 MIN_NAME_WIDTH = 24
+#: A name up to this long stays on one line: a column that matters less gives way first.
+WHOLE_NAME = 32
 #: A name's longest word is never broken below this width (``build_update_fn.<locals>.update``).
 MAX_WORD_WIDTH = 48
 #: A folded row's name in the table: where and how often it traced are in its explanation.
@@ -62,12 +67,15 @@ def seconds_text(value: float) -> str:
     return f"{value:.2f}" if math.isfinite(value) else RT.UNKNOWN
 
 
-def row_cells(fn: FunctionReport, include_internal: bool) -> list[str]:
-    """The cells of ``fn``'s row, every column."""
+def row_cells(fn: FunctionReport, include_internal: bool, kind_shown: bool = True) -> list[str]:
+    """The cells of ``fn``'s row, every column (``kind_shown``: the name without the kind's
+    prefix, which the kind column says)."""
     rate = fn.hit_rate
     name = (
         TABLE_FOLDED.format(qualname=fn.wrapped_qualname, n=fn.wrappers)
         if fn.wrappers > 1 and fn.wrapped_qualname
+        else table_name(fn)
+        if kind_shown
         else fn.qualname
     )
     name += " (internal)" if fn.internal and include_internal else ""
@@ -86,18 +94,46 @@ def row_cells(fn: FunctionReport, include_internal: bool) -> list[str]:
     ]
 
 
+def table_name(fn: FunctionReport) -> str:
+    """A row's name in a table that has a kind column: ``Sequential.evaluate test step``, not
+    ``keras: Sequential.evaluate test step`` beside the kind ``keras`` (the row wrapped)."""
+    prefix = f"{fn.kind}: "
+    return fn.qualname.removeprefix(prefix) if fn.qualname != prefix else fn.qualname
+
+
+def rows_and_columns(
+    functions: Sequence[FunctionReport], include_internal: bool, width: int
+) -> tuple[list[list[str]], list[int]]:
+    """The table's rows and the columns that fit ``width``: a row's name without its kind's
+    prefix while the kind column is shown, with it when the kind column gave way."""
+    rows = [row_cells(fn, include_internal) for fn in functions]
+    keep = columns(rows, width)
+    if 1 not in keep:
+        rows = [row_cells(fn, include_internal, kind_shown=False) for fn in functions]
+        keep = columns(rows, width)
+    return rows, keep
+
+
 def columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
     """Indices of the columns that fit ``width``, dropping the least useful first."""
     natural = [
         max(len(name), *(len(row[i]) for row in rows)) + 2 for i, (name, _) in enumerate(COLUMNS)
     ]
-    natural[0] = min(natural[0], max(MIN_NAME_WIDTH, longest_word(rows)) + 2)
+    natural[0] = min(natural[0], name_floor(rows) + 2)
     keep = list(range(len(COLUMNS)))
     for name in DROPPABLE:
         if sum(natural[i] for i in keep) <= width:
             break
         keep.remove([n for n, _ in COLUMNS].index(name))
     return keep
+
+
+def name_floor(rows: Sequence[Sequence[str]]) -> int:
+    """The width the function column keeps before other columns give way: a name up to
+    ``WHOLE_NAME`` whole (a row of 2-3 lines at 100 columns read badly), a longer one at least
+    ``MIN_NAME_WIDTH``, never breaking its longest word."""
+    longest = max(len(row[0]) for row in rows)
+    return max(MIN_NAME_WIDTH, longest_word(rows), min(longest, WHOLE_NAME))
 
 
 def longest_word(rows: Sequence[Sequence[str]]) -> int:
@@ -107,10 +143,10 @@ def longest_word(rows: Sequence[Sequence[str]]) -> int:
 
 
 def name_width(rows: Sequence[Sequence[str]], width: int) -> int:
-    """The least width of the function column: its names, short ones whole, never below the
-    longest word (capped), never above half the width."""
+    """The least width of the function column: its names, up to ``WHOLE_NAME`` whole, never
+    below the longest word (capped), never above half the width."""
     longest = max(len(row[0]) for row in rows)
-    return min(max(min(longest, MIN_NAME_WIDTH), longest_word(rows)), width // 2)
+    return min(name_floor(rows), longest, width // 2)
 
 
 def lay_out(
@@ -143,8 +179,7 @@ def rich_table(
     from rich.text import Text
 
     out = Table(box=box.SIMPLE_HEAD, collapse_padding=True, show_edge=False)
-    rows = [row_cells(fn, include_internal) for fn in functions]
-    keep = columns(rows, width)
+    rows, keep = rows_and_columns(functions, include_internal, width)
     for i in keep:
         name, justify = COLUMNS[i]
         if i == 0:

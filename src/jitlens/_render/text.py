@@ -14,20 +14,21 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._core.advice import SAVING_SCOPE
 from .._core.fold import fold_wrappers
 from .._core.kinds import EventKind
 from .._core.lazy import OnFirstUse
 from .._core.lines import Line, Role
-from .._core.report import Event, FunctionReport, Report, fold_reasons
+from .._core.report import FunctionReport, Report, fold_reasons
+from .advice import advice_lines, compile_cost_lines
 from .heading import heading as _heading
 from .heading import plural as plural
 from .plain import GLUE as GLUE
 from .plain import glue_code as glue_code
 from .plain import piece_lines
 from .plain import unglue as unglue
-from .table import COLUMNS, RowStyle, columns, lay_out, rich_table, row_cells
+from .table import COLUMNS, RowStyle, lay_out, rich_table, rows_and_columns
 from .table import percent as percent
+from .table import table_name as table_name
 
 #: The retrace text and the size buckets, loaded by the first function that retraced.
 RT = OnFirstUse(".._core.retrace_text", __package__)
@@ -54,6 +55,7 @@ STYLES: dict[Role, str] = {
     Role.EVIDENCE: "",
     Role.CAUSE: "",
     Role.FIX: "green",
+    Role.CODE: "green",
     Role.OK: "green",
     Role.WARNING: "yellow",
     Role.NOTE: "dim",
@@ -94,23 +96,11 @@ COMPILED_AGAIN = "compiled {m}x more from a cached trace, no retrace, {lost:.2f}
 EXPECTED_COUNT = "{n} expected (a first compile the program needs, not counted)"
 STALE_COUNT = "{n} stale cache hit(s)"
 UNCHECKED_COUNT = "{n} static(s) not checked"
-STOPPED_COUNT = "{n} trace(s) stopped by a compile budget"
+STOPPED_COUNT = "{n} stopped by a compile budget"
 #: At most this many lines when a line budget is given (``jitlens run`` at exit).
 TABLE_ROWS = 20
 MORE_FUNCTIONS = "... {n:,} more function(s): see `--json` or `--html` for all."
 MORE_LINES = "... {n:,} more line(s) of explanations: see `--json` or `--html` for all."
-ADVICE_TITLE = "advice: what else costs time, most valuable first"
-ADVICE_LINE = "{qualname}  {kind}{saving}: {message}"
-ADVICE_SAVING = ", saves ~{seconds:.2f} s"
-ADVICE_FIX = "fix: {fix}"
-ADVICE_MORE = "also: {kinds}"
-COST_TITLE = "compile cost: what the longest compiles are made of"
-COST_LINE = (
-    "{qualname}  {seconds:.2f} s to trace + compile {eqns:,} equations; "
-    "{share:.0%} of them from {where} ({function}){extra}"
-)
-COST_LOOP = "; loop at {where} x{n}"
-COST_CONSTS = "; {size} of captured constants"
 #: Why the persistent cache could not help (``Report.run.notes``, issue 23).
 CACHE_NOTE = "{message}"
 CACHE_FIX = "fix: {fix}"
@@ -176,7 +166,7 @@ def _explanations(fn: FunctionReport, width: int | None = None) -> list[Line]:
         carried = [item for item in carried if item not in due]
         also = len(event.reasons) - len(own)
         later = frozenset(RT.fold_key(r) for e in retraces[i + 1 :] for r in e.reasons)
-        block, cut = RT.retrace_block(fn, event, own, also, _less(width, 2), later)
+        block, cut = RT.retrace_block(fn, event, own, also, _less(width, 2))
         lines += _indented(block, 2)
         carried += [item for item in cut if RT.fold_key(item[0]) in later]
     for kind in ("retrace", "compile"):
@@ -211,70 +201,8 @@ def _less(width: int | None, indent: int) -> int | None:
     return None if width is None else width - indent
 
 
-def _saving(seconds: float | None, kind: str) -> str:
-    if seconds is None:
-        return ""
-    return ADVICE_SAVING.format(seconds=seconds) + SAVING_SCOPE.get(kind, "")
-
-
-def advice_lines(functions: Sequence[FunctionReport]) -> list[Line]:
-    """The advice section: at most 3 lines per function (top advice and its fix, then the rest)."""
-    advised = [f for f in functions if f.advice]
-    if not advised:
-        return []
-    advised.sort(key=lambda f: -(f.advice[0].estimated_saving_seconds or 0.0))
-    lines: list[Line] = [Line(0, ADVICE_TITLE, Role.SECTION)]
-    for fn in advised:
-        top, *rest = fn.advice
-        text = ADVICE_LINE.format(
-            qualname=fn.qualname,
-            kind=top.kind,
-            saving=_saving(top.estimated_saving_seconds, top.kind),
-            message=top.message,
-        )
-        lines.append(Line(2, text, Role.SUBJECT))
-        lines.append(Line(4, ADVICE_FIX.format(fix=top.fix), Role.FIX))
-        if rest:
-            kinds = ", ".join(a.kind + _saving(a.estimated_saving_seconds, a.kind) for a in rest)
-            lines.append(Line(4, ADVICE_MORE.format(kinds=kinds), Role.NOTE))
-    return lines
-
-
-def costliest(fn: FunctionReport) -> Event | None:
-    """The function's longest compile whose program jitlens read (``Event.cost``), or None."""
-    costed = [e for e in fn.events if e.cost is not None and e.cost.eqns > 0]
-    return max(costed, key=lambda e: e.seconds) if costed else None
-
-
-def compile_cost_lines(functions: Sequence[FunctionReport]) -> list[Line]:
-    """One line per function whose long compile was read: the line that makes it big."""
-    lines: list[Line] = []
-    for fn in functions:
-        e = costliest(fn)
-        if e is None or e.cost is None or not e.cost.lines:
-            continue
-        cost, top = e.cost, e.cost.lines[0]
-        extra = ""
-        if cost.loops:
-            loop = cost.loops[0]
-            extra += COST_LOOP.format(where=f"{loop.file}:{loop.line}", n=loop.iterations)
-        if cost.const_bytes >= 1 << 20:
-            extra += COST_CONSTS.format(size=f"{cost.const_bytes / 2**20:.1f} MiB")
-        text = COST_LINE.format(
-            qualname=fn.qualname,
-            seconds=e.seconds,
-            eqns=cost.eqns,
-            share=top.eqns / cost.eqns,
-            where=f"{top.file}:{top.line}",
-            function=top.function,
-            extra=extra,
-        )
-        lines.append(Line(2, text, Role.EVIDENCE))
-    return [Line(0, COST_TITLE, Role.SECTION), *lines] if lines else []
-
-
 def sorted_functions(report: Report, include_internal: bool = False) -> list[FunctionReport]:
-    """Functions worth a look first: most seconds lost to retraces, then most traces.
+    """Functions worth a look first: most seconds lost to recompiles, then most traces.
 
     Many wrappers of the same code (a jit built per call) are folded into one row.
     """
@@ -286,7 +214,7 @@ def sorted_functions(report: Report, include_internal: bool = False) -> list[Fun
 def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:
     """``text``'s lines no wider than ``width``, broken after a ``joint`` before a space.
 
-    A legend is a list of definitions (``lost s = the retraces' seconds`` stays whole), a
+    A legend is a list of definitions (``hits = cache hits`` stays whole), a
     summary a few sentences (``joint=". "``).
     """
     out: list[str] = []
@@ -364,8 +292,7 @@ def _pieces(
     else:
         title, caption = _heading(report, include_internal)
         out.append(("text", title, TITLE_STYLE))
-        rows = [row_cells(fn, include_internal) for fn in functions]
-        keep = columns(rows, width)
+        rows, keep = rows_and_columns(functions, include_internal, width)
         cells = [[COLUMNS[i][0] for i in keep], *([row[i] for i in keep] for row in rows)]
         right = [COLUMNS[i][1] == "right" for i in keep]
         out.append(("table", functions, include_internal, cells, right))
@@ -385,7 +312,7 @@ def _pieces(
     if costs:
         out.append(("blank",))
     out += [("line", line, True) for line in costs]
-    advice = advice_lines(functions)
+    advice = advice_lines(functions, report.run)
     if advice:
         out.append(("blank",))
     out += [("line", line, True) for line in advice]
@@ -429,9 +356,9 @@ def _laid_out(piece: Piece, width: int, color: bool) -> list[str] | None:
 
 
 def _row_styles(functions: Sequence[FunctionReport]) -> list[RowStyle]:
-    """Each row's name and seconds-lost styles (lost in red where it retraced)."""
+    """Each row's name and seconds-lost styles (lost in red where recompiles lost time)."""
     lost = {True: STYLES[Role.ALERT], False: STYLES[Role.TEXT]}
-    return [(STYLES[Role.SUBJECT], lost[bool(fn.retraces)]) for fn in functions]
+    return [(STYLES[Role.SUBJECT], lost[bool(fn.seconds_lost)]) for fn in functions]
 
 
 def _rich(pieces: Sequence[Piece], color: bool, width: int) -> Console:
@@ -446,6 +373,10 @@ def _print(console: Console, piece: Piece, width: int) -> None:
 
     if piece[0] == "text":
         console.print(Text(piece[1], style=piece[2]))
+    elif piece[0] == "line" and piece[1].role is Role.CODE:  # whole, to copy
+        line = piece[1]
+        text = Text(" " * line.indent + line.text, style=STYLES[line.role])
+        console.print(text, no_wrap=True, overflow="ignore", crop=False)
     elif piece[0] == "line":
         console.print(styled(piece[1], glue=piece[2]))
     elif piece[0] == "table":

@@ -54,16 +54,20 @@ def wants_sample(rec: Record, n: int) -> bool:
     """Is call ``n`` of ``rec`` one to sample (default-mode nnx.jit, a sampling index)?"""
     if n < SAMPLE_FROM or n % SAMPLE_EVERY or n >= ADVICE_CALLS[0]:
         return False  # a few samples, even when a timeline keeps more calls detailed
-    if fastpath.is_slow(rec):  # its hits run JAX's Python dispatch: what would fixing it save?
-        return True
-    mode = rec.sample_mode
-    if mode is None:
-        wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
-        mode = rec.sample_mode = (
-            rec.kind == RowKind.NNX_JIT
-            and wrapper is not None
-            and _compat.nnx_kind(wrapper) == RowKind.NNX_JIT
-        ) or _many_leaves(rec)
+    try:  # (on a call of the program's: nothing of jitlens' may raise into it)
+        if fastpath.is_slow(rec):  # its hits run JAX's Python dispatch: what would fixing save?
+            return True
+        mode = rec.sample_mode
+        if mode is None:
+            wrapper = rec.wrapper_ref() if rec.wrapper_ref is not None else None
+            mode = rec.sample_mode = (
+                rec.kind == RowKind.NNX_JIT
+                and wrapper is not None
+                and _compat.nnx_kind(wrapper) == RowKind.NNX_JIT
+            ) or _many_leaves(rec)
+    except Exception as exc:  # a lazy import the program's own audit hook refuses, ...
+        internal_failure("choosing the calls to sample for advice", exc)
+        mode = rec.sample_mode = False
     return bool(mode)
 
 
@@ -88,6 +92,24 @@ def _leaves(rec: Record) -> tuple[tuple[str, int], ...]:
     return tuple(counts.items())
 
 
+def _arrays(value: Any, depth: int) -> list[Any]:
+    """The JAX arrays in ``value``: in builtin containers and NNX objects (flattened by flax),
+    never through a pytree of the program's (its flatten is its code: JAX runs it at the call)."""
+    t = type(value)
+    if issubclass(t, jax.Array):
+        return [value]
+    if depth <= 0:
+        return []
+    if t is tuple or t is list:
+        return [a for v in value for a in _arrays(v, depth - 1)]
+    if t is dict:
+        return [a for v in dict.values(value) for a in _arrays(v, depth - 1)]
+    if _compat.is_graph_node(value):
+        flat = _compat.flatten_node(value)
+        return [a for v in flat[1] for a in _arrays(v, 1)] if flat is not None else []
+    return []
+
+
 def sampled_call(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run one call as the user made it, timing host and device parts (see the module doc)."""
     __tracebackhide__ = True
@@ -95,7 +117,7 @@ def sampled_call(fn: Any, rec: Record, args: tuple[Any, ...], kwargs: dict[str, 
         # Under vmap/grad the arguments are tracers: nothing to time, no sample.
         ready = _compat.trace_state_clean()
         if ready:
-            jax.block_until_ready((args, kwargs))
+            jax.block_until_ready(_arrays((args, kwargs), 4))
     except Exception:
         ready = False  # e.g. a donated input: the call itself will say so
     if not ready:
@@ -166,7 +188,16 @@ def environment(run_seconds: float) -> Environment:
         cache_dir=getattr(cfg, "jax_compilation_cache_dir", None) or None,
         cache_enabled=bool(getattr(cfg, "jax_enable_compilation_cache", True)),
         min_compile_seconds=float(getattr(cfg, "jax_persistent_cache_min_compile_time_secs", 1.0)),
+        platform=_platform(),
     )
+
+
+def _platform() -> str:
+    """The platform the program ran on (its backends exist: the report reads them too)."""
+    try:
+        return str(jax.default_backend())
+    except Exception:
+        return ""
 
 
 def dispatch_sample(rec: Record) -> DispatchSample | None:

@@ -17,7 +17,7 @@ from typing import Any
 from .. import _compat
 from .._compat.frames import working_dir
 from .._record import record
-from . import advisor
+from . import advisor, ties
 from .records import SETTLED_CALLS, Record
 from .state import (
     ADVICE_CALLS,
@@ -57,6 +57,8 @@ _ARRAYISH: dict[type, bool] = {}
 #: Module, an Optimizer), whose static structure it cannot see but which stay one
 #: object from call to call; a new model built per epoch is then a new signature.
 _BY_IDENTITY: dict[type, bool] = {}
+#: Where the array types read by shape and dtype live.
+_ARRAY_MODULES = frozenset({"numpy", "jax", "jaxlib"})
 #: Python values a static argument compares by: part of the light signature.
 _SCALARS = frozenset({bool, int, float, complex, str, type(None)})
 #: At most this many container items enter one call's light signature; a bigger
@@ -87,7 +89,12 @@ def _light_value(a: Any, static: bool, budget: list[int], objs: list[Any]) -> An
     t = type(a)
     arrayish = _ARRAYISH.get(t)
     if arrayish is None:
-        arrayish = _ARRAYISH[t] = hasattr(t, "shape") and hasattr(t, "dtype")
+        # JAX's and NumPy's arrays only: a class of the program's may compute its shape
+        arrayish = _ARRAYISH[t] = (
+            t.__module__.partition(".")[0] in _ARRAY_MODULES
+            and hasattr(t, "shape")
+            and hasattr(t, "dtype")
+        )
     if arrayish:
         return (a.shape, a.dtype)
     if t is tuple or t is list or t is dict:
@@ -266,13 +273,20 @@ def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed
     # an object named by identity died and another took its address: not the same signature
     reused = known is not None and any(ref() is None for ref in known[1])
     if not missed:
+        if known is not None and not reused and known[0] < 0:  # shared by two entries
+            return ties.tied_entry(rec, light, args, kwargs)
         return -1 if known is None or reused else known[0]
     b = tls.last_built
     entry = b.entry if b is not None and b.record is rec else -1
     if known is None or reused or known[0] == entry:
         rec.entry_by_light[light] = (entry, tuple(weakref.ref(o) for o in objs))
+    elif entry >= 0 and (known[0] >= 0 or rec.ties.get(light) is not None):
+        # a new entry of the same light signature: what tells them apart (``ties``)
+        ties.note_shared(rec, light, known[0], b)
+        rec.entry_by_light[light] = (-1, ())
     else:
         rec.entry_by_light[light] = (-1, ())
+        rec.ties[light] = None
     return entry
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _compat
 from .._compat import jaxpr_api
 from .._core import advice_cost
+from .._peek import instance_dict, is_a, static_attr
 from .records import EventBuilder, Record
 from .state import internal_failure
 
@@ -38,7 +39,9 @@ NAME_SEARCH_MAX = 5_000
 
 
 def note_trace_end(b: EventBuilder, frame: Any) -> None:
-    """Keep a weak reference to the jaxpr JAX traced for ``b`` until its compile ends.
+    """Keep a weak reference to the jaxpr JAX traced for ``b`` until its compile ends (and,
+    for a library's step around an object holding the user's code, read whether it ran any:
+    ``Record.library_visibility``).
 
     Weak: JAX's own trace cache keeps the jaxpr alive through lowering and
     compiling; a trace that never compiles (``.trace()``, ``eval_shape``) must
@@ -50,18 +53,31 @@ def note_trace_end(b: EventBuilder, frame: Any) -> None:
     except TypeError:
         ref = None
     b.traced = (ref, jaxpr_api.outer_codes(frame)) if ref is not None else None
+    rec = b.record
+    if rec.user_code_only and not rec.ran_user_code:  # a library's step: whose code it ran
+        rec.note_user_code(jaxpr_api.runs_user_code(frame, _compat.is_user_file))
 
 
-def note_compiled(b: EventBuilder) -> None:
-    """The compile of ``b`` ended: read its program if it took long, then let the jaxpr go."""
+def note_compiled(b: EventBuilder, frame: Any = None) -> None:
+    """The compile of ``b`` ended: read its program if it took long, then let the jaxpr go.
+
+    ``frame``: the compile event's caller, for a compile whose trace jitlens did not see
+    end as ``b``'s (a library's own jit traced inside another trace, a compile with no
+    trace before it): its program is read from JAX's compiling frame
+    (``jaxpr_api.compiling_jaxpr``), whoever's jit it is.
+    """
     traced, b.traced = b.traced, None
-    if traced is None or b.persistent_cache_hit:
-        return
-    closed = traced[0]()
-    if closed is None:
+    if b.persistent_cache_hit or b.cost is not None:
         return
     # a short compile gets no compile-cost advice: reading it would cost without use
     if b.trace_seconds + b.lower_seconds + b.compile_seconds < advice_cost.COST_MIN_SECONDS:
+        return
+    closed = traced[0]() if traced is not None else None
+    if closed is None and frame is not None:
+        found = jaxpr_api.compiling_jaxpr(frame)
+        if found is not None:
+            closed, traced = found[0], (None, jaxpr_api.outer_codes(found[1]))
+    if closed is None or traced is None:
         return
     t0 = time.perf_counter()
     try:
@@ -77,8 +93,10 @@ def collect(rec: Record | None, closed: Any, outer: tuple[CodeType, ...]) -> Com
 
     """Flatten a ``ClosedJaxpr`` and attribute it to the user's source."""
     flat, consts, scans = jaxpr_api.flatten(closed, outer, _keep)
-    eqns = [Eqn(e.primitive, e.weight, e.stack) for e in flat]
-    loops = list(find_loops(eqns, _loop_at))
+    eqns = [
+        Eqn(e.primitive, e.weight, e.stack, e.backward, e.shapes, e.reads, e.writes) for e in flat
+    ]
+    loops = list(find_loops(eqns, _loop_at, _compat.model_api))
     for s in scans:
         users = [f for f in s.stack if f[4]]
         if not users:
@@ -156,7 +174,12 @@ def _consts(rec: Record | None, facts: list[tuple[Any, Any]]) -> tuple[ConstCost
 
 
 def _names(fn: Any) -> list[tuple[str, Any]]:
-    """``(name, value)`` of what the traced function can reach: closure, globals, attributes."""
+    """``(name, value)`` of what the traced function can reach: closure, globals, attributes.
+
+    Read as Python stores them (``_peek``): the instance ``__dict__``, the closure's cells,
+    the globals. No property, ``__getattr__`` or ``__getattribute__`` of the program's runs
+    (a ``shape`` property may load a dataset), and only JAX's and NumPy's arrays are read
+    for a shape."""
     out: list[tuple[str, Any]] = []
     seen: set[int] = set()
 
@@ -165,41 +188,43 @@ def _names(fn: Any) -> list[tuple[str, Any]]:
             return
         seen.add(id(value))
         out.append((name, value))
-        if depth <= 0 or hasattr(value, "shape") or isinstance(value, types.ModuleType):
+        t = type(value)
+        if depth <= 0 or _array_type(t) or issubclass(t, (type, types.ModuleType)):
             return
-        if isinstance(value, (list, tuple)):
-            for i, v in enumerate(value[:256]):
+        if issubclass(t, (list, tuple)):  # (a named tuple too: the builtin's own iteration)
+            base = tuple if issubclass(t, tuple) else list
+            for i, v in enumerate(list(base.__iter__(value))[:256]):
                 add(f"{name}[{i}]", v, depth - 1)
-        elif isinstance(value, dict):
-            for k, v in list(value.items())[:256]:
-                add(f"{name}[{k!r}]", v, depth - 1)
-        elif callable(value) and hasattr(value, "__code__"):
+        elif issubclass(t, dict):
+            for k, v in list(dict.items(value))[:256]:
+                if type(k) in (str, int):
+                    add(f"{name}[{k!r}]", v, depth - 1)
+        elif issubclass(t, (types.FunctionType, types.MethodType)):
             scan_fn(value, depth - 1)
-        elif hasattr(value, "__dict__") and not isinstance(value, type):
-            try:
-                attrs = list(vars(value).items())[:256]
-            except TypeError:
-                return
-            for k, v in attrs:
-                add(f"{name}.{k}", v, depth - 1)
+        else:
+            attrs = instance_dict(value)
+            for k, v in list(attrs.items())[:256] if attrs is not None else ():
+                if type(k) is str:
+                    add(f"{name}.{k}", v, depth - 1)
 
     def scan_fn(f: Any, depth: int) -> None:
-        self_obj = getattr(f, "__self__", None)
-        if self_obj is not None and not isinstance(self_obj, types.ModuleType):
+        self_obj = static_attr(f, "__self__")
+        if self_obj is not None and not is_a(self_obj, types.ModuleType):
             add("self", self_obj, depth)
         f = _compat.unwrap(f)
-        f = getattr(f, "__func__", f)
-        code = getattr(f, "__code__", None)
-        if code is None:
+        f = static_attr(f, "__func__", f)
+        code = static_attr(f, "__code__")
+        if not is_a(code, types.CodeType):
             return
-        for name, cell in zip(
-            code.co_freevars, getattr(f, "__closure__", None) or (), strict=False
-        ):
+        cells = static_attr(f, "__closure__")
+        for name, cell in zip(code.co_freevars, cells if is_a(cells, tuple) else (), strict=False):
             try:
                 add(name, cell.cell_contents, depth)
             except ValueError:
                 continue
-        glob = getattr(f, "__globals__", {})
+        glob = static_attr(f, "__globals__")
+        if type(glob) is not dict:
+            return
         for name in code.co_names:
             if name in glob:
                 add(name, glob[name], depth)
@@ -214,23 +239,30 @@ def _name_of(obj: Any, shape: tuple[int, ...], dtype: str, names: list[tuple[str
     for name, value in names:
         if value is obj:
             return name
+    arrays = [(name, value) for name, value in names if _array_type(type(value))]
     ptr = _data_pointer(obj)
     if ptr is not None:
-        for name, value in names:
+        for name, value in arrays:
             if _data_pointer(value) == ptr and _shape(value) == shape:
                 return name
     alike = [
         name
-        for name, value in names
+        for name, value in arrays
         if _shape(value) == shape and str(getattr(value, "dtype", "")) == dtype
     ]
     return alike[0] if len(alike) == 1 else ""
 
 
+def _array_type(t: type) -> bool:
+    """JAX's and NumPy's arrays (a class of the program's may compute its ``shape``)."""
+    return t.__module__.partition(".")[0] in _ARRAY_MODULES and hasattr(t, "shape")
+
+
+_ARRAY_MODULES = frozenset({"numpy", "jax", "jaxlib"})
+
+
 def _shape(value: Any) -> tuple[int, ...] | None:
     """An array's shape; None for anything else reachable by name (``np.shape`` is a function)."""
-    if isinstance(value, (type, types.ModuleType)):
-        return None
     try:
         return tuple(int(d) for d in value.shape)
     except Exception:

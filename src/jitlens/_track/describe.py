@@ -19,10 +19,11 @@ from .._core import explain as _explain
 from .._core.key import Key
 from .._core.kinds import EventKind
 from .._core.signature import describe_call
+from . import owned
 from .frontend import of_kind
 from .records import EventBuilder, Record
 from .registry import REGISTRY
-from .state import deref, tls
+from .state import deref, internal_failure, tls
 
 
 def _as_wrapper(rec: Record) -> _explain.Wrapper:
@@ -133,6 +134,9 @@ def describe_and_explain(
             own = of_kind(rec.kind)
             if reasons and own is not None:  # in its front-end's words (eqx.filter_jit, pmap, ...)
                 reasons = own.reword(rec, list(reasons), key)
+            if reasons and not rec.internal:  # a fix edits only code in the user's files
+                reasons = owned.in_users_code(rec, list(reasons), key, names_fn, args, kwargs)
+                reasons = [owned.rebuilt_kernel(rec, r, rec.user_fn()) for r in reasons]
             if reasons:
                 b.kind = EventKind.RETRACE
                 b.reasons = tuple(reasons)
@@ -144,3 +148,55 @@ def describe_and_explain(
     finally:
         tls.busy = False
         b.explain_seconds = time.perf_counter() - t
+
+
+def describe_only(
+    rec: Record, b: EventBuilder, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """A compile's key and what differs from the closest compiled one, into ``b``, filing
+    nothing: a compile budget's message, at the start of a compile it may stop."""
+    tls.busy = True
+    try:
+        key = describe_call(
+            rec.user_fn(),
+            args,
+            kwargs,
+            rec.static_argnums,
+            rec.static_argnames,
+            _compat.trace_context(),
+            rec.options,
+            static_leaves=rec.frontend is not None and rec.frontend.static_leaves,
+        )
+        b.signature = key.signature
+        live, cleared = rec.live_and_cleared()
+        b.reasons = tuple(_explain.differences(key, live, cleared))
+    except Exception as exc:
+        internal_failure("describing a compile", exc)
+    finally:
+        tls.busy = False
+
+
+def entry_by_key(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """The compiled entry a cache hit's arguments fill: the filed key equal to theirs (-1: none,
+    or the key could not be described). Costs a description of the arguments, as a trace does:
+    ``ties`` asks only for hits their light signature cannot tie."""
+    tls.busy = True
+    try:
+        key = describe_call(
+            rec.user_fn(),
+            args,
+            kwargs,
+            rec.static_argnums,
+            rec.static_argnames,
+            _compat.trace_context(),
+            rec.options,
+        )
+        for k in reversed(rec.keys):
+            if k.fingerprint == key.fingerprint and not _explain.diff_keys(k, key):
+                return int(getattr(k, "entry", -1))
+        return -1
+    except Exception as exc:
+        internal_failure("tying a cache hit to its entry", exc)
+        return -1
+    finally:
+        tls.busy = False

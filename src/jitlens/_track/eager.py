@@ -32,6 +32,8 @@ from .state import tls
 if TYPE_CHECKING:
     pass
 
+#: What the trace of an eager row's body was (its signature in the reports): no jit's.
+EAGER_SIGNATURE = "(run eagerly, outside any jit: {primitive} traced its body for this call)"
 #: Control-flow transformations run outside jit -> the primitive JAX compiles for each call.
 EAGER_PRIMITIVES = {
     "lax.scan": "scan",
@@ -241,6 +243,7 @@ def describe(rec: Record, b: EventBuilder, frame: FrameType | None) -> None:
     primitive = EAGER_PRIMITIVES.get(outer or "")
     if primitive is None:
         return
+    b.signature = EAGER_SIGNATURE.format(primitive=outer)  # not inside another function's trace
     tls.nested_pending = (b, primitive, None)
     if rec.traces <= 1:
         return

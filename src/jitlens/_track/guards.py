@@ -57,6 +57,9 @@ _UNSET: Any = object()
 class _Watch:
     """The trace budget and count of one guarded function."""
 
+    #: How the budget names itself (its errors, its self-check).
+    source = SOURCE
+
     def __init__(self, budget: int | None, on_exceed: OnExceed, target: Any, body: bool) -> None:
         self.budget = budget
         self.on_exceed = on_exceed
@@ -75,7 +78,7 @@ class _Watch:
             if self.active:
                 return
             self.active = True
-        hooks.activate_counting(SOURCE)
+        hooks.activate_counting(self.source)
         weakref.finalize(owner, hooks.deactivate_counting).atexit = False
 
     def matches(
@@ -189,7 +192,7 @@ class Guarded(Generic[P, R]):
             watch.activate(self)
         try:
             out = self.__dict__["_fn"](*args, **kwargs)
-            hooks.confirm_counting(SOURCE)  # a pending self-check, before a call passes
+            hooks.confirm_counting(watch.source)  # a pending self-check, before a call passes
             return out  # type: ignore[no-any-return]
         except (RecompileError, RecompileWarning) as error:
             if isinstance(error, RecompileError) and not getattr(
@@ -217,7 +220,7 @@ class Guarded(Generic[P, R]):
 
     def __repr__(self) -> str:
         watch: _Watch = self.__dict__["__jitlens_watch__"]
-        return f"<jitlens.max_traces({watch.budget}) of {self.__dict__['_fn']!r}>"
+        return f"<jitlens.{watch.source}({watch.budget}) of {self.__dict__['_fn']!r}>"
 
 
 def _jitted_target(fn: Any) -> Any:

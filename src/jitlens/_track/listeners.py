@@ -17,8 +17,18 @@ from .. import _compat
 from .._core.kinds import EventKind, Fact, ReasonKind
 from .._errors import JitlensError, RecompileWarning
 from .._record import record
-from . import calls, cost, flows, live, nested, pcache, selfcheck  # live: issue 24, cost: 34
+from . import calls, cost, flows, journal, live, nested, pcache, selfcheck  # live: issue 24
 from .calls import CountedCall, find_call, note_miss, take_back_miss
+from .compiling import (
+    TRACES_SEEN,
+    compile_only,
+    compile_start,
+    same_fun,
+    stale_builder,
+    take_started,
+    unfile_key,
+)
+from .compiling import ended as compile_ended
 from .describe import describe_and_explain
 from .frontend import Frontend, frontend_of
 from .records import MAX_EVENTS, EventBuilder, Record
@@ -33,8 +43,6 @@ from .state import (
     update_threshold,
 )
 
-#: Has any trace-start event reached jitlens in this process?
-TRACES_SEEN = [False]
 #: The signature shown for a trace that ran inside another function's trace.
 NESTED_SIGNATURE = "(traced inside another function's trace)"
 #: What a compile budget raises on purpose (``RecompileWarning`` under ``-W error``).
@@ -65,11 +73,15 @@ def on_scalar(event: str, value: float, **kw: Any) -> None:
             tls.nevents = note_event()  # after TRACING: see calls._file_timed
         elif event == _compat.COMPILE_EVENT or event == _compat.LOWER_EVENT:
             tls.nevents = note_event()
+            if event == _compat.COMPILE_EVENT and REGISTRY.on_compile:
+                compile_start(kw.get("fun_name", "?"))  # a compile budget may stop it here
             return
         else:
             return
         if tls.busy:
             return
+    except (PassThrough, *GUARD_ERRORS):  # a compile budget's, at a compile's start
+        raise
     except Exception as exc:
         internal_failure("counting a trace", exc)
         return
@@ -122,21 +134,8 @@ def _drop_trace(b: EventBuilder) -> None:
         if b in rec.events:  # not already taken back (a guard's abort, a cached trace)
             rec.events.remove(b)
             rec.traces = max(0, rec.traces - 1)
-        _unfile_key(b)
-
-
-def _unfile_key(b: EventBuilder) -> None:
-    """Take back the key an uncompiled trace filed, if still the last (record's lock held),
-    and this thread's trace in progress is not ``b`` any more."""
-    rec = b.record
-    if b.key is not None and b.key in rec.keys and b.entry == rec.n_entries - 1:
-        rec.keys.remove(b.key)
-        rec.n_entries -= 1
-    b.key = None
-    if tls.building is b:
-        tls.building = None
-    if tls.last_built is b:
-        tls.last_built = None
+        unfile_key(b)
+    journal.note(rec)
 
 
 def settle_open_trace() -> None:
@@ -162,11 +161,10 @@ def _same_flat(info: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """JAX's flattening of the traced arguments, if those are the arguments described."""
     if info is None or info.flat is None or len(args) != len(info.args):
         return None
-    if any(a is not b for a, b in zip(args, info.args, strict=True)):
-        return None
-    if kwargs.keys() != info.kwargs.keys() or any(kwargs[k] is not info.kwargs[k] for k in kwargs):
-        return None
-    return info.flat
+    same = all(a is b for a, b in zip(args, info.args, strict=True))
+    if same and kwargs.keys() == info.kwargs.keys():
+        return info.flat if all(kwargs[k] is info.kwargs[k] for k in kwargs) else None
+    return None
 
 
 def trace_start(fun_name: str) -> bool:
@@ -178,8 +176,7 @@ def trace_start(fun_name: str) -> bool:
         _unreadable_trace(frame)
     fun = info.fun if info is not None else None
     if isinstance(fun, calls.COUNTING_TYPES) or _compat.is_pjit_function(fun):
-        # make_jaxpr / grad of a jitted object: a transparent wrapper. The inner
-        # function's own trace, if its body runs, is counted as a nested trace.
+        # make_jaxpr / grad of a jitted object: transparent; its body's trace counts as nested
         return False
     call = find_call(frame) if frame is not None else None
     if call is None and _compat.shape_only_trace(frame) and REGISTRY.find_by_fun(fun) is None:
@@ -236,6 +233,7 @@ def trace_start(fun_name: str) -> bool:
     b.jax_name = fun_name
     if user is not None and fe is not None and info is not None:
         b.frontend_key = fe.cache_key(info.args)
+    rec.note_library_trace(tls.building if tls.depth > 1 else None)  # the trace it is inside
     tls.building = b
     with rec.lock:
         rec.traces += 1
@@ -277,6 +275,7 @@ def trace_start(fun_name: str) -> bool:
                 raise PassThrough(err) from None
             except Exception as exc:
                 internal_failure("checking a compile budget", exc)
+    journal.note(rec)  # the trace and its reasons, before its body runs
     return call is not None
 
 
@@ -289,8 +288,6 @@ UNPACK_PROBLEM = (
 FRAME_PROBLEM = (
     "JAX's trace frame ({name}) cannot be read (traces cannot be attributed to functions)"
 )
-#: JAX compiled a function whose trace it never announced.
-SILENT_TRACE_PROBLEM = "JAX compiled {name} without announcing its trace (trace counts unknown)"
 
 
 def _unreadable_trace(frame: Any) -> None:
@@ -363,7 +360,8 @@ def abort_trace(b: EventBuilder | None) -> None:
             b.kind = EventKind.STOPPED
             if len(rec.stopped) < MAX_EVENTS:
                 rec.stopped.append(b)
-        _unfile_key(b)
+        unfile_key(b)
+    journal.note(rec)
 
 
 # ------------------------------------------------------------------ nested traces
@@ -393,6 +391,7 @@ def uncount_trace(b: EventBuilder | None) -> None:
         if r.kind is not ReasonKind.CACHE_CLEARED and Fact.EQUAL_KEY not in r.facts
     )
     b.detached = taken or True  # the miss taken back (its call's frame), or True
+    journal.note(rec)
 
 
 def nested_trace(fun: Any, frame: Any) -> None:
@@ -412,9 +411,9 @@ def nested_trace(fun: Any, frame: Any) -> None:
         rec = nested.untracked_record(fun, frame)
     if rec is None:  # a user's body under lax.map / scan / cond / while outside jit
         rec = nested.eager_record(fun, frame)
-    if rec is None or (rec.internal and not rec.counts_calls):
-        # JAX's own helpers made before tracking: no calls counted, no row to keep right
-        return
+    if rec is None or (rec.internal and not rec.counts_calls):  # JAX's helpers made before
+        return  # tracking: no calls counted, no row to keep right
+    rec.note_library_trace(tls.building)  # inside another function's trace
     call = find_call(frame)
     if call is not None and call.record is rec and tls.depth == 0:
         note_miss(rec, call.frame_id)  # e.g. under jax.checkpoint / lax.scan at top level
@@ -427,16 +426,12 @@ def nested_trace(fun: Any, frame: Any) -> None:
         if len(rec.events) < MAX_EVENTS:
             rec.events.append(b)
     nested.describe(rec, b, fun, frame)  # key and reasons, as at top level
+    journal.note(rec)
     for cb in list(REGISTRY.on_trace):
         cb(rec, b)
 
 
 # ------------------------------------------------------------------ durations
-
-
-def _log_retrace(rec: Record, b: EventBuilder) -> None:
-    """Log a retrace (logger ``jitlens``, INFO) once its compile time is known."""
-    live.log_retrace(rec, b)  # issue 24: folded, with record.jitlens, runaway warning, profiler
 
 
 def on_duration(event: str, secs: float, **kw: Any) -> None:
@@ -449,13 +444,15 @@ def on_duration(event: str, secs: float, **kw: Any) -> None:
         if not REGISTRY.active:
             return
         _duration(event, secs, kw.get("fun_name", "?"))
+    except GUARD_ERRORS:  # a compile budget's, at the end of a compile JAX announced no start of
+        raise
     except Exception as exc:
         internal_failure("timing a trace or compile", exc)
 
 
 def _duration(event: str, secs: float, fun_name: str) -> None:
     b = tls.building
-    if b is not None and event == _compat.COMPILE_EVENT and _stale_builder(b):
+    if b is not None and event == _compat.COMPILE_EVENT and stale_builder(b):
         tls.building = b = None  # its trace never compiled (lower/eval_shape/make_jaxpr)
     if b is None:
         if event == _compat.COMPILE_EVENT:
@@ -468,19 +465,22 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
             flows.note_program(b, frame)
         cost.note_trace_end(b, frame)
     elif event == _compat.LOWER_EVENT:
-        if _same_fun(b, fun_name):
+        if same_fun(b, fun_name):
             b.lower_seconds += secs
     elif event == _compat.COMPILE_EVENT:
-        if _same_fun(b, fun_name):
+        if same_fun(b, fun_name):
+            counted = take_started(fun_name)
             b.compile_seconds += secs
             b.compiled = True
-            cost.note_compiled(b)  # issue 34: what a long compile was made of
+            cost.note_compiled(
+                b, _compat.caller(2)
+            )  # issues 34, 45: what a long compile was made of
             if b.detached:  # a cached trace after all: the event is this compile
                 if b.detached is not True:  # its call compiled after all: a miss again
                     note_miss(b.record, b.detached)
                 b.detached = False
                 with b.record.lock:
-                    first = _first_compile_of_a_nested_trace(b.record)
+                    first = b.record.uncompiled_nested_trace()
                     if first is not None:  # traced inside another jit, compiled now: one event
                         first.compiled = True
                         first.lower_seconds += b.lower_seconds
@@ -492,95 +492,15 @@ def _duration(event: str, secs: float, fun_name: str) -> None:
                     b.record.compiles += 1
             nested.claim_compile(b, secs)  # jitlens-frontends: an eager lax.scan's compile
             tls.building = None
-            if b.kind == EventKind.RETRACE:
-                try:
-                    _log_retrace(b.record, b)
+            journal.note(b.record)  # the compile and its durations
+            if b.kind == EventKind.RETRACE:  # logged once its compile time is known: folded,
+                try:  # with record.jitlens, the runaway warning, the profiler (issue 24)
+                    live.log_retrace(b.record, b)
                 except Exception as exc:
                     internal_failure("logging a retrace", exc)
+            compile_ended(b.record, b, counted)
         else:
             compile_only(fun_name, secs)
-
-
-def _first_compile_of_a_nested_trace(rec: Record) -> EventBuilder | None:
-    """The function's only trace, made inside another jit's trace (which compiles none of
-    it), when nothing of it compiled yet: the compile now served from that trace is its
-    first, not a compile "again"."""
-    if rec.compiles or any(e.compiled for e in rec.events):
-        return None
-    traces = [e for e in rec.events if e.kind is EventKind.TRACE]
-    return traces[0] if len(traces) == 1 and len(rec.events) == 1 else None
-
-
-def _stale_builder(b: EventBuilder) -> bool:
-    """Is this compile happening in a tracked call other than the one that traced ``b``?"""
-    found = find_call(_compat.caller(4))
-    return found is not None and (found.record is not b.record or found.index != b.call_index)
-
-
-def _same_fun(b: EventBuilder, fun_name: str) -> bool:
-    return fun_name in (f"jit({b.jax_name})", b.jax_name, f"pjit({b.jax_name})")
-
-
-def compile_only(fun_name: str, secs: float) -> None:
-    """A compile with no trace before it (AOT ``.compile()``, a new placement, an evicted executable).
-
-    JAX's trace cache ignores some parts of the full key (e.g. which device a
-    committed input lives on): those recompile without re-running Python. When
-    the compile happens inside a tracked call, its key is described and
-    explained like a retrace's.
-    """
-    name = fun_name[4:-1] if fun_name.startswith("jit(") else fun_name
-    frame = _compat.caller(3)
-    found = find_call(frame)
-    if nested.claim_compile_only(name, secs, found):  # an eager vmap/grad's compile
-        return
-    cur = found if found is not None and found.record.jax_name == name else None
-    rec = cur.record if cur is not None else None
-    if cur is not None:
-        note_miss(cur.record, cur.frame_id)
-    if rec is None:
-        with REGISTRY.lock:
-            rec = next((r for r in reversed(REGISTRY.records) if r.jax_name == name), None)
-    if rec is None:
-        rec = REGISTRY.record_for_untracked(None, name, None)
-        if not TRACES_SEEN[0]:  # every first compile follows a trace JAX announces
-            selfcheck.runtime_problem(SILENT_TRACE_PROBLEM.format(name=name))
-    with rec.lock:
-        first = _first_compile_of_a_nested_trace(rec)
-        if first is not None:  # traced inside another jit, compiled now from that trace
-            first.compiled = True
-            first.compile_seconds += secs
-            rec.compiles += 1
-            return
-    b = EventBuilder(
-        rec,
-        EventKind.COMPILE,
-        cur.index if cur is not None and cur.record is rec else None,
-        _compat.user_call_site(frame),
-        time.perf_counter() - secs,
-    )
-    b.compile_seconds = secs
-    b.compiled = True
-    b.jax_name = name
-    if cur is not None and cur.record is rec and not rec.internal:
-        try:
-            describe_and_explain(
-                rec,
-                b,
-                rec.user_fn(),
-                cur.args,
-                cur.kwargs,
-                rec.static_argnums,
-                rec.static_argnames,
-                first=False,
-                compile_only=True,
-            )
-        except Exception as exc:
-            internal_failure("explaining a compile", exc)
-    with rec.lock:
-        rec.compiles += 1
-        rec.events.append(b)
-    live.check_runaway(rec, b)  # issue 24: recompiles without a retrace count too
 
 
 # ------------------------------------------------------------------ plain events

@@ -50,7 +50,12 @@ from .state import internal_failure, log
 LIVE_FULL = 3
 
 FULL_LINE = "jitlens: {text}"
-FOLDED_LINE = "jitlens: `{name}` retrace #{number} at {site}: {reason}"
+FOLDED_LINE = "jitlens: `{name}` {label} at {site}: {reason}"
+#: How a folded line names its event: a retrace, or a compile from the cached trace.
+FOLDED_LABELS = {
+    "retrace": "retrace #{number}",
+    "compile": "recompile without a retrace (#{number})",
+}
 FOLDED_NOTE = (
     " (further retraces of `{name}` are folded: one line at retrace 8, 16, 32, …; "
     "all of them are in the summary at exit)"
@@ -177,22 +182,29 @@ def _level(number: int) -> int:
     return logging.DEBUG
 
 
-def _log_width() -> int | None:
+#: The width a logged retrace is wrapped at where stderr is no terminal (a log file, a pipe, a
+#: notebook): the report's, so that no line runs to hundreds of characters. A line of code a
+#: fix ends with stays whole, to copy; ``record.jitlens`` holds the data, for machines.
+LOG_WIDTH = 100
+
+
+def _log_width() -> int:
     """The width to wrap a logged retrace at: the terminal's when stderr is one (or COLUMNS
-    asks for one), less the ``jitlens: `` prefix; ``None`` (whole lines, for grep) in a log
-    file or a pipe."""
+    asks for one), else :data:`LOG_WIDTH`, less the ``jitlens: `` prefix."""
     try:
         tty = sys.stderr is not None and sys.stderr.isatty()
     except Exception:  # a program's own stream object
         tty = False
-    if not (tty or os.environ.get("COLUMNS", "").isdigit()):
-        return None
-    columns = shutil.get_terminal_size((100, 24)).columns
+    columns = LOG_WIDTH
+    if tty or os.environ.get("COLUMNS", "").isdigit():
+        columns = shutil.get_terminal_size((LOG_WIDTH, 24)).columns
     return max(40, columns - len(FULL_LINE.format(text="")))
 
 
 def log_retrace(rec: Record, b: EventBuilder) -> None:
-    """A retrace compiled (its seconds are known): log it, maybe warn, close its profiler mark."""
+    """A retrace compiled (its seconds are known), or a compile from a cached trace with a
+    cause (a parameter placed otherwise under ``nnx.jit``: no retrace, one compile more): log
+    it, maybe warn, close its profiler mark."""
     try:
         _close_annotation(b)
     except Exception as exc:
@@ -209,15 +221,17 @@ def log_retrace(rec: Record, b: EventBuilder) -> None:
                 width = _log_width()
                 text = FULL_LINE.format(text=_explained(rec, b, width, number))
             else:
+                label = FOLDED_LABELS.get(b.kind, FOLDED_LABELS["retrace"])
                 text = FOLDED_LINE.format(
                     name=rec.qualname,
-                    number=number,
+                    label=label.format(number=number),
                     site=b.call_site,
                     reason=_first_reason(b.reasons),
                 )
                 if number == LIVE_FULL + 1:
                     text += FOLDED_NOTE.format(name=rec.qualname)
-            _queue(level, text, event_data(rec, b, "retrace", number))
+            kind = "recompile" if b.kind == EventKind.COMPILE else "retrace"
+            _queue(level, text, event_data(rec, b, kind, number))
     _write()
     check_runaway(rec, b)
 

@@ -25,7 +25,7 @@ from .._compat import transforms_api
 from .._core.explain import data_free_vars
 from .._core.kinds import ReasonKind, RowKind
 from .._core.report import Reason
-from . import calls, eager
+from . import calls, eager, owned
 from .calls import find_call
 from .describe import describe_and_explain
 from .eager import EAGER_PRIMITIVES, PRIMITIVE_JITS
@@ -154,6 +154,7 @@ def _describe(rec: Record, b: EventBuilder, fun: Any, frame: FrameType | None) -
     if b.reasons and outer is not None:
         alone = len(b.reasons) == 1
         b.reasons = tuple(_under(rec, r, outer, alone, user_fn) for r in b.reasons)
+        b.reasons = tuple(owned.rebuilt_kernel(rec, r, user_fn, outer) for r in b.reasons)
 
 
 def claim_compile(outer: EventBuilder, secs: float) -> None:

@@ -27,11 +27,13 @@ BAD_TEMPLATE = (
 
 
 class ProcessInfo(NamedTuple):
-    """Where a report comes from: ``(process_index, process_count, host)``."""
+    """Where a report comes from: ``(process_index, process_count, host)``, and the program's pid
+    (``None``: this process's)."""
 
     process_index: int
     process_count: int
     host: str
+    pid: int | None = None
 
 
 def process_info() -> ProcessInfo:
@@ -134,7 +136,7 @@ def expand_path_template(path: str, info: ProcessInfo | None = None) -> str:
         "process_index": info.process_index,
         "process_count": info.process_count,
         "host": info.host,
-        "pid": os.getpid(),
+        "pid": info.pid if info.pid is not None else os.getpid(),
     }
     try:
         return path.format(**values)

@@ -26,6 +26,7 @@ from .._core.report import (
     StaleHit,
 )
 from .._record import record
+from . import journal
 from .state import weak
 
 if TYPE_CHECKING:
@@ -187,6 +188,10 @@ class Record:
         self.created = time.perf_counter()
         self.first_call_site = ""
         self.calls_counter = itertools.count()
+        #: Where each counted call stores its index (``n`` from ``calls_counter``): the
+        #: record's slot of the journal's file-backed mmap (``_track/journal.py``), which a
+        #: killed process leaves behind, or a slot nobody reads.
+        self.cell = journal.cell_for(self.id)
         self.miss_calls = 0
         self.last_miss_frame: object = None
         self.inlined_calls = 0
@@ -221,6 +226,8 @@ class Record:
         self.timed_until = sys.maxsize
         #: light signature -> (entry, weak references to the objects it names by identity)
         self.entry_by_light: dict[Any, tuple[int, tuple[Any, ...]]] = {}
+        #: light signature shared by two entries -> how its hits are tied to one (``ties``)
+        self.ties: dict[Any, Any] = {}
         self.n_entries = 0
         self.lock = threading.Lock()
         self.static_argnums: tuple[int, ...] = ()
@@ -242,6 +249,48 @@ class Record:
         #: Are the record's statics the user's (a front-end that hands JAX its own
         #: function, e.g. a pmap), rather than the ones in JAX's trace frame?
         self.own_statics = False
+        #: A jit a library made around the user's code (a keras step, numpyro's sample loop,
+        #: blackjax's loop): the user's row only while what it traced is the user's own
+        #: (:meth:`library_visibility`).
+        self.library_made = False
+        #: Its traces that ran inside another function's trace: part of that trace.
+        self.nested_traces = 0
+        #: The library object it serves holds code of the user's (a keras model whose class
+        #: the user wrote): the row is the user's only when a trace ran some of it.
+        self.user_code_only = False
+        #: Did a trace of it run the user's code? None: not known (yet).
+        self.ran_user_code: bool | None = None
+
+    def note_library_trace(self, outer: EventBuilder | None) -> None:
+        """A trace of this record begins (not yet counted) inside the trace ``outer`` is
+        building, or at top level (None): a library's jit decides again whether it is the
+        user's row. Inside the user's trace it is part of it; inside a library's own
+        transformation (numpyro's pmap over chains) it is not."""
+        if not self.library_made:
+            return
+        inside = outer is not None and outer.record is not self and not outer.record.internal
+        with self.lock:
+            self.nested_traces += inside
+            self.traces += 1
+            self.library_visibility()
+            self.traces -= 1
+
+    def note_user_code(self, ran: bool | None) -> None:
+        """Whether a trace of this library step ran the user's code (None: not known)."""
+        if ran is not None:
+            self.ran_user_code = ran
+            self.library_visibility()
+
+    def library_visibility(self) -> None:
+        """A library's jit is the user's row unless every trace of it ran inside another
+        function's trace (numpyro's sample loop in the user's ``jax.jit``: one trace, the
+        user's) or, serving an object that holds the user's code, none of its traces ran any
+        (keras' ``evaluate`` step of a model whose own ``train_step`` is the user's): such a
+        row stays visible under ``--include-internal`` and adds nothing to the user's totals."""
+        if not self.library_made:
+            return
+        nested = self.traces > 0 and self.nested_traces >= self.traces
+        self.internal = nested or (self.user_code_only and self.ran_user_code is False)
 
     @property
     def calls(self) -> int:
@@ -266,9 +315,19 @@ class Record:
             k.cleared, k.clears_seen = True, None
         if gone:
             self.entry_by_light.clear()
+            self.ties.clear()
         live = [k for k in self.keys if not k.cleared]
         cleared = [k for k in self.keys if k.cleared]
         return live, cleared
+
+    def uncompiled_nested_trace(self) -> EventBuilder | None:
+        """The function's only trace, made inside another jit's trace (which compiles none of
+        it), when nothing of it compiled yet: the compile now served from that trace is its
+        first, not a compile "again" (the lock held)."""
+        if self.compiles or any(e.compiled for e in self.events):
+            return None
+        traces = [e for e in self.events if e.kind is EventKind.TRACE]
+        return traces[0] if len(traces) == 1 and len(self.events) == 1 else None
 
     def add_key(self, key: Key) -> int:
         """Remember ``key``; return its entry index (equal keys share an entry)."""
@@ -324,12 +383,13 @@ class Record:
             stopped=len(self.stopped),
         )
 
-    def freeze(self, base: Counts, top: Counts, t0: float) -> FunctionReport:
-        """The figures between two snapshots as a FunctionReport (times relative to ``t0``)."""
+    def freeze(self, base: Counts, top: Counts, t0: float, keys: bool = True) -> FunctionReport:
+        """The figures between two snapshots as a FunctionReport (times relative to ``t0``);
+        ``keys``: the events keep their keys (``jitlens diff``; not in the journal's frames)."""
         keyed: set[str] = set()  # issue 23: one key per distinct signature, a few dozen at most
 
         def with_key(e: EventBuilder) -> bool:
-            if e.signature in keyed or len(keyed) >= KEYED_SIGNATURES_MAX:
+            if not keys or e.signature in keyed or len(keyed) >= KEYED_SIGNATURES_MAX:
                 return False
             keyed.add(e.signature)
             return True
@@ -372,6 +432,18 @@ class Record:
             stopped=tuple(e.freeze(t0, False) for e in self.stopped[base.stopped : top.stopped]),
         )
 
+    def journal_state(self, t0: float, written: int | None, tail: int) -> tuple[Any, ...]:
+        """For the journal's frame: ``(figures with the events from tail_from on, tail_from,
+        events now, calls, calls that were not hits)``; ``written``: the events already in the
+        journal (``None``: none), of which the last ``tail`` are written again."""
+        with self.lock:
+            top = self.snapshot()
+        n = top.events
+        tail_from = min(n if written is None else written, max(0, n - tail))
+        fn = self.freeze(Counts(events=tail_from, call_times=top.call_times), top, t0, keys=False)
+        not_hits = top.miss_calls + top.inlined + top.failed - top.failed_misses + top.eager
+        return fn, tail_from, n, top.calls, not_hits
+
     def explain_retrace(
         self, b: EventBuilder, t0: float, width: int | None = None, number: int | None = None
     ) -> str:
@@ -403,6 +475,7 @@ class Record:
             del self.keys[:-keep]
         self.window_seq = self.early_seq = -1
         self.entry_by_light.clear()
+        self.ties.clear()
 
     def mark_cleared(self) -> None:
         self.window_seq = self.early_seq = -1
@@ -410,3 +483,4 @@ class Record:
             k.cleared = True
             k.clears_seen = None  # counted as cleared: a later jax.clear_caches() adds nothing
         self.entry_by_light.clear()
+        self.ties.clear()

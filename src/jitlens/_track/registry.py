@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import _compat
 from .._core.kinds import RowKind
+from . import journal
 from .frontend import Frontend, registered
 from .records import MAX_SIBLINGS, EventBuilder, Record
 from .state import finalize, weak
@@ -82,6 +83,9 @@ class Registry:
         self.depth = 0
         self.include_internal_keys = False
         self.on_trace: list[Callable[[Record, EventBuilder], None]] = []
+        #: Compile budgets, called at each compile's start (``compiling.compile_start``);
+        #: empty unless one is open, so that a compile costs nothing more.
+        self.on_compile: list[Callable[[Record, EventBuilder], None]] = []
         self.on_stale: list[Callable[[Record, Any], None]] = []
         #: Front-end records by :func:`_frontend_index`, latest last.
         self.by_frontend: OrderedDict[tuple[str, str, Any], Record] = OrderedDict()
@@ -182,6 +186,7 @@ class Registry:
                 rec.internal = False
             else:
                 name = _compat.built_by_library(fun, made_at)
+                rec.library_made = name is not None
             if name is not None:
                 rec.internal = False
                 self.rename(rec, name)
@@ -382,3 +387,17 @@ def _frontend_index(frontend: Frontend, key: Any, user_fn: Any) -> tuple[str, st
 
 
 REGISTRY = Registry()
+
+
+def _all_records() -> list[Record]:
+    with REGISTRY.lock:
+        return list(REGISTRY.records)
+
+
+def _journal_stale(rec: Record | None, hits: Any) -> None:
+    if rec is not None:
+        journal.note(rec)  # a stale hit, when it happens
+
+
+journal.RECORDS[0] = _all_records
+REGISTRY.on_stale.append(_journal_stale)

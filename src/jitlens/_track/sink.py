@@ -1,15 +1,20 @@
-"""Where jitlens' own words go: the real terminal when jitlens runs the program from outside.
+"""Where jitlens' own words go: the terminal the program started with, not the program's.
 
 Under ``jitlens run`` and ``JITLENS=1`` the program does not know jitlens is
 there, so nothing jitlens says may enter the program's own machinery: not the
 ``sys.stderr`` of the moment (a ``contextlib.redirect_stderr`` buffer, pytest's
 ``capsys``), not its ``warnings`` records (``catch_warnings(record=True)``) or
-its ``warnings.showwarning`` (which may raise ``SystemExit``). At start-up,
-before the program runs, :func:`open_terminal` keeps a duplicate of file
-descriptor 2 as it was then; the live retrace lines, jitlens' warnings and the
-exit summary are written there. pytest's ``capfd`` swaps descriptor 2 itself
-for the length of a test, and jitlens' lines still reach the terminal: they
-are jitlens' output, not the program's.
+its ``warnings.showwarning`` (which may raise ``SystemExit``).
+
+* Under ``jitlens run`` (:func:`follow_terminal`) jitlens holds no descriptor of
+  the program's: a line goes to descriptor 2 while that is still the file
+  ``jitlens run`` itself writes to (so it comes in order with the program's own
+  lines), else into the journal, which ``jitlens run`` shows (pytest's ``capfd``
+  swapped descriptor 2 for a test: jitlens' lines are not the test's output).
+* Under ``JITLENS=1`` nobody outlives the program to show them: at start-up,
+  before the program runs, :func:`open_terminal` keeps a duplicate of
+  descriptor 2, closed in every process forked from the program (a daemon's
+  double fork must not hold the caller's pipe open).
 
 Inside the program's own code (``jitlens.track()``, the pytest plugin), where
 the user asked for jitlens, its warnings are ordinary Python warnings and
@@ -19,16 +24,21 @@ of it is logged instead, never raised into the program).
 
 from __future__ import annotations
 
-import contextlib
-import linecache
+import _thread
 import os
 import sys
-import threading
-import warnings
-from typing import Any
 
-#: The duplicate of descriptor 2 taken at start-up (``None``: jitlens runs inside the program).
+TYPE_CHECKING = False  # (no ``typing``, ``threading``: imported at a tracked program's start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+#: The duplicate of descriptor 2 taken at start-up under ``JITLENS=1``; 2 under ``jitlens run``
+#: (``None``: jitlens runs inside the program).
 TERMINAL: list[int | None] = [None]
+#: Under ``jitlens run``: lines descriptor 2 cannot take go to the journal.
+_FOLLOW = [False]
+#: How a line goes into the journal (set when it opens: ``journal.say``); False: it did not.
+SAY: list[Any] = [lambda text: False]
 #: The file the terminal descriptor was open on: (device, inode), to know it is still ours.
 _IDENTITY: list[tuple[int, int] | None] = [None]
 #: The terminal's encoding, as Python set up ``sys.stderr`` for it (``PYTHONIOENCODING``, locale).
@@ -50,20 +60,42 @@ _ASCII = str.maketrans(
         "≈": "~",
     }
 )
-_LOCK = threading.Lock()
+_LOCK = _thread.allocate_lock()
 
 
 def open_terminal() -> None:
-    """Keep the terminal as it is before the program runs (once; not inherited by children)."""
+    """``JITLENS=1``: keep the terminal as it is before the program runs (once; not inherited
+    by the program's children, closed in a forked one)."""
     if TERMINAL[0] is not None:
         return
     try:
         fd = os.dup(2)  # non-inheritable: the program's children never see it
         _IDENTITY[0] = _identity(fd)
         TERMINAL[0] = fd
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forked)
     except OSError:  # no descriptor 2: jitlens writes to sys.stderr as a library would
         TERMINAL[0] = None
     _ENCODING[0] = getattr(sys.__stderr__, "encoding", None) or "utf-8"
+
+
+def follow_terminal(identity: list[int] | None) -> None:
+    """``jitlens run``: write to descriptor 2 while it is ``identity`` (``jitlens run``'s own
+    stderr: ``[device, inode]``), else into the journal for ``jitlens run`` to show."""
+    TERMINAL[0] = 2
+    _FOLLOW[0] = True
+    _IDENTITY[0] = (identity[0], identity[1]) if identity else None
+    _ENCODING[0] = getattr(sys.__stderr__, "encoding", None) or "utf-8"
+
+
+def _forked() -> None:
+    fd = TERMINAL[0]
+    TERMINAL[0] = None
+    if fd is not None and fd != 2:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _encode(text: str) -> bytes:
@@ -110,25 +142,36 @@ def write(text: str) -> None:
     """Write ``text`` where jitlens' words go; never raises."""
     fd = TERMINAL[0]
     if fd is None:
-        with contextlib.suppress(Exception):
+        try:
             sys.stderr.write(text)
             sys.stderr.flush()
+        except Exception:
+            pass
         return
-    with contextlib.suppress(Exception):
+    try:
         sys.__stderr__.flush()  # type: ignore[union-attr]  # the program's lines before ours
+    except Exception:
+        pass
     data = _encode(text)
-    with _LOCK, contextlib.suppress(OSError), _no_sigpipe():
-        fd = _terminal_fd()
-        while data and fd is not None:
-            data = data[os.write(fd, data) :]
+    with _LOCK:
+        old = _block_sigpipe()
+        try:
+            fd = _terminal_fd()
+            if fd is None and _FOLLOW[0] and SAY[0](text):
+                return
+            while data and fd is not None:
+                data = data[os.write(fd, data) :]
+        except OSError:
+            pass
+        finally:
+            _unblock_sigpipe(old)
 
 
-@contextlib.contextmanager
-def _no_sigpipe() -> Any:
+def _block_sigpipe() -> Any:
     """A write of jitlens' to a pipe its reader closed (``jitlens run prog.py 2>&1 | head -1``)
     fails quietly, even in a program that put SIGPIPE's default action back (CLI tools do):
     the signal would kill the program for jitlens' words. SIGPIPE is blocked in this thread
-    for the write, and one it raised is taken off before it is unblocked."""
+    for the write (returns the mask to put back, or ``None``: nothing was blocked)."""
     import signal
 
     sigpipe = getattr(signal, "SIGPIPE", None)
@@ -137,16 +180,22 @@ def _no_sigpipe() -> Any:
         or not hasattr(signal, "pthread_sigmask")
         or signal.getsignal(sigpipe) is signal.SIG_IGN  # python's own setting: EPIPE only
     ):
-        yield
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {sigpipe})
+
+
+def _unblock_sigpipe(old: Any) -> None:
+    """Put the mask back, once a SIGPIPE the write raised is taken off."""
+    if old is None:
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {sigpipe})
+    import signal
+
     try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            if sigpipe in signal.sigpending() and sigpipe not in old:
-                signal.sigtimedwait({sigpipe}, 0)
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if signal.SIGPIPE in signal.sigpending() and signal.SIGPIPE not in old:
+            signal.sigtimedwait({signal.SIGPIPE}, 0)
+    except Exception:
+        pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def isatty() -> bool:
@@ -166,6 +215,8 @@ def warn(message: str | Warning, category: type[Warning], stacklevel: int = 2) -
     (``-W error``) or a ``showwarning`` that raises is stepped around.
     """
     if TERMINAL[0] is None:
+        import warnings
+
         try:
             warnings.warn(message, category, stacklevel=stacklevel + 1)
         except Exception:
@@ -179,6 +230,8 @@ def warn(message: str | Warning, category: type[Warning], stacklevel: int = 2) -
     except Exception:
         filename, lineno = "sys", 1
     try:
+        import linecache
+
         line = linecache.getline(filename, lineno).strip()
     except Exception:
         line = ""

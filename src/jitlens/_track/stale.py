@@ -11,7 +11,6 @@ GraphDef walk away from the hot loop) and when a report is built.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import weakref
 from typing import Any
@@ -23,6 +22,7 @@ from .._core.report import StaleHit
 from .._core.signature import walk_graphdef
 from .._core.words import Template, Words
 from .._errors import StaleCacheWarning
+from .._peek import dataclass_fields, is_a, static_attr
 from . import sink
 from .state import internal_failure
 
@@ -270,16 +270,16 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                 sv = entry.static
                 if sv is None or (sv.snapshot is None and sv.state is None):
                     continue
-                value = sv.value()
-                if isinstance(value, _IMMUTABLE) or (path, sv.addr) in rec.stale_seen:
-                    continue
-                change = _change(sv, value)
-                if change is None:
+                if (path, sv.addr) in rec.stale_seen:
                     continue
                 if names is None:
                     names = arg_names(rec.user_fn(), len(args))
-                if _resolve(path, names, args, kwargs) is not value:
-                    continue  # this call did not pass it
+                value = _resolve(path, names, args, kwargs)
+                if value is _MISSING or is_a(value, _IMMUTABLE) or not sv.is_object(value):
+                    continue  # this call did not pass it (or it cannot change)
+                change = _change(sv, value)
+                if change is None:
+                    continue
                 rec.stale_seen.add((path, sv.addr))
                 frame = _compat.user_frame(_compat.caller(2))
                 held = _held_as(path, names, args, kwargs, frame)
@@ -291,12 +291,12 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
         own = of_kind(rec.kind)
         held = own.held_statics(rec, args, _compat.user_frame(_compat.caller(2))) if own else []
         for shown, root, sv, value in held:  # statics its library keyed by a hash (nn.jit)
-            if isinstance(value, _IMMUTABLE):
+            if is_a(value, _IMMUTABLE):
                 continue
-            then = sv.value()
+            same = sv.is_object(value)
             # not the object compiled for, at an equal hash (a freed one's address reused):
             # said once per field and compile, whichever objects come after
-            seen = (shown, sv.addr) if then is value else (shown, "other", id(sv))
+            seen = (shown, sv.addr) if same else (shown, "other", id(sv))
             if seen in rec.stale_seen:
                 continue
             change = _change(sv, value)
@@ -308,7 +308,7 @@ def check_statics(rec: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any
                 _unchecked(rec, n, path)
                 continue
             site = _compat.user_call_site(_compat.caller(2))
-            other = None if then is value else _OTHER_FREED if then is None else _OTHER_LIVE
+            other = None if same else _OTHER_LIVE if sv.alive() else _OTHER_FREED
             found.append(_inplace_hit(rec, n, site, path, change, value, other=other))
         if found:
             rec.stale_hits.extend(found)
@@ -396,13 +396,20 @@ def _resolve(path: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[st
     else:
         return _MISSING
     for kind, name in rest:
-        try:
-            if kind == "attr":
-                d = getattr(obj, "__dict__", None)
-                obj = d[name] if d is not None and name in d else object.__getattribute__(obj, name)
-            else:
-                obj = obj[name]
-        except Exception:
+        if kind == "attr":
+            obj = static_attr(obj, name, _MISSING)
+        elif issubclass(type(obj), dict) and type(name) in (str, int):
+            obj = dict.get(obj, name, _MISSING)  # (as stored: no __getitem__ of the program's)
+        elif issubclass(type(obj), (tuple, list)) and type(name) is int:
+            base = tuple if issubclass(type(obj), tuple) else list
+            obj = (
+                base.__getitem__(obj, name)
+                if -base.__len__(obj) <= name < base.__len__(obj)
+                else _MISSING
+            )
+        else:
+            return _MISSING  # (a container of the program's: its __getitem__ is not run)
+        if obj is _MISSING:
             return _MISSING
     return obj
 
@@ -465,7 +472,7 @@ def _example(kind: Any, shown: str, root: str, before: str, after: str, value: A
         items = ", ".join(f"{k!r}: {v!r}" for k, v in changed)
         return f"`{_assign(kind, shown, root, f'{{**{shown}, {items}}}')}`"
     fields = _changed_fields(before, after)
-    if fields and dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if fields and dataclass_fields(value) is not None:
         items = ", ".join(f"{k}={v}" for k, v in fields)
         return f"`{_assign(kind, shown, root, f'dataclasses.replace({shown}, {items})')}`"
     new = _assign(kind, shown, root, f"copy.copy({shown})")
@@ -513,10 +520,10 @@ def _fields(text: str) -> dict[str, str] | None:
 
 def _changed_items(before: str, value: Any) -> list[tuple[Any, Any]]:
     """The items of a dict of literals that differ from its text at compile (``before``)."""
-    if not isinstance(value, dict):
+    if type(value) is not dict:
         return []
     literal = (int, float, complex, str, bytes, bool, type(None))
-    if not all(isinstance(x, literal) for kv in value.items() for x in kv):
+    if not all(type(x) in literal for kv in value.items() for x in kv):
         return []  # (no repr of the user's objects: they may run code)
     try:
         old = ast.literal_eval(before)

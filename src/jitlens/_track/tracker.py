@@ -75,6 +75,10 @@ class Tracker:
         self._pcache_base = pcache.snapshot()  # issue 23: persistent-cache events since start
         self._open = True
 
+    def started_at(self) -> float:
+        """When the window opened (``time.perf_counter``): event times count from there."""
+        return self._start_t
+
     def stop(self) -> None:
         if not self._open:
             return
@@ -107,7 +111,7 @@ class Tracker:
 
         settle_open_trace()  # a trace interrupted before its body, with no trace since
 
-        index, count, host = process_info()
+        index, count, host, _ = process_info()
         end = self._end_t if self._end_t is not None else time.perf_counter()
         with REGISTRY.lock:
             records = list(REGISTRY.records)

@@ -94,7 +94,8 @@ _NAMES: dict[str, tuple[str, ...]] = {
     ),
     ".sharding": tuple(
         (
-            "NAMED_SHARDING SHARDING_FIX SHARDING_LEAVES_MSG SHARDING_MSG SHARDING_WHY "
+            "MESH_DEVICES_FIX MESH_DEVICES_MSG NAMED_SHARDING SHARDING_FIX SHARDING_GROUP_FIX "
+            "SHARDING_LEAVES_MSG SHARDING_MSG SHARDING_WHY mesh_devices placed_together "
             "sharding whole_argument"
         ).split()
     ),
@@ -226,6 +227,8 @@ __all__ = [
     "LENGTH_MSG",
     "LIBRARY_MADE_FIX",
     "LIMIT",
+    "MESH_DEVICES_FIX",
+    "MESH_DEVICES_MSG",
     "MESH_FIX",
     "METHOD_FIX",
     "MODE_FIX",
@@ -277,6 +280,7 @@ __all__ = [
     "SHAPE_FIX",
     "SHAPE_MSG",
     "SHARDING_FIX",
+    "SHARDING_GROUP_FIX",
     "SHARDING_LEAVES_MSG",
     "SHARDING_MSG",
     "SHARDING_WHY",
@@ -348,6 +352,7 @@ __all__ = [
     "layer_config",
     "library_made",
     "library_reason",
+    "mesh_devices",
     "mutated_static",
     "mutated_static_miss",
     "nan_field",
@@ -362,6 +367,7 @@ __all__ = [
     "numpyro_reasons",
     "optax_kind",
     "optax_state",
+    "placed_together",
     "pytree_key",
     "pytree_kind_change",
     "reused_shapes",

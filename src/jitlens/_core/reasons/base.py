@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..._peek import is_a
 from ..kinds import Fact, SubjectKind
 from ..reason import Reason
 from ..template_kinds import FixKind
@@ -116,7 +117,7 @@ def is_nan(value: Any) -> bool:
     """Is ``value`` a float NaN (Python or NumPy scalar, real or complex)?"""
     import numpy as np
 
-    if not isinstance(value, (float, complex, np.floating, np.complexfloating)):
+    if not is_a(value, (float, complex, np.floating, np.complexfloating)):
         return False  # NaT (a datetime) is not NaN
     try:
         return bool(value != value)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import sys
+import types
 from typing import Any
 
 from ..._compat import optax_api
+from ..._peek import has_static_attr, instance_dict, is_a, static_attr
 from ..builds import same_build
 from ..instances import array_fields, changed_attributes, pytree_registration
 from ..key import StaticVal, is_number, short_repr
@@ -296,16 +297,17 @@ def _identity_fix(
     if not attr.isidentifier():  # a list item or dict key: name things generically
         attr = "fn"
     tname = sv.type_name
-    if isinstance(value, functools.partial) or tname in (
+    if is_a(value, functools.partial) or tname in (
         "functools.partial",
         "jax.tree_util.Partial",
         "Partial",
     ):
-        func = getattr(value, "func", None)
-        fname = getattr(func, "__name__", "f")
-        fq = _qualified(func) if func is not None else fname
+        func = static_attr(value, "func")
+        fq = _qualified(func) if func is not None else "f"
+        keywords = static_attr(value, "keywords")
         kws = ", ".join(
-            f"{k}={short_repr(v, 30)}" for k, v in getattr(value, "keywords", {}).items()
+            f"{k}={short_repr(v, 30)}"
+            for k, v in (dict.items(keywords) if type(keywords) is dict else ())
         )
         desc = f"a {tname}"
         if not in_graph:
@@ -324,11 +326,11 @@ def _identity_fix(
                 data = f"`self.{attr} = nnx.data(jax.tree_util.Partial({fq}, ...))`"
             fix, fk = _PARTIAL_DATA_WHOLE.words(call=call, data=data), K.PARTIAL_DATA
         return IdentityFix(SubjectKind.PARTIAL, desc, fk, fix)
-    if isinstance(value, type) or tname == "type":
-        fix = CLASS_FIX.words(name=getattr(value, "__qualname__", attr))
+    if is_a(value, type) or tname == "type":
+        fix = CLASS_FIX.words(name=_name(value, attr, "__qualname__"))
         return IdentityFix(SubjectKind.CLASS, "a class object", K.CLASS, fix)
-    if inspect.ismethod(value):
-        name = getattr(value, "__name__", "method")
+    if type(value) is types.MethodType:
+        name = _name(value.__func__, "method")
         if in_graph:
             return IdentityFix(
                 SubjectKind.BOUND_METHOD,
@@ -337,7 +339,7 @@ def _identity_fix(
                 BOUND_METHOD_FIX.words(name=name),
             )
         obj = value.__self__
-        owner = getattr(obj, "__name__", "class") if isinstance(obj, type) else type(obj).__name__
+        owner = _name(obj, "class") if is_a(obj, type) else type(obj).__name__
         return IdentityFix(
             SubjectKind.BOUND_METHOD,
             f"a method bound to a new `{owner}` object",
@@ -345,19 +347,20 @@ def _identity_fix(
             BOUND_METHOD_ARG_FIX.words(owner=owner, name=name),
         )
     if callable(value) and (
-        inspect.isfunction(value) or inspect.isbuiltin(value) or hasattr(value, "__code__")
+        is_a(value, (types.FunctionType, types.BuiltinFunctionType))
+        or has_static_attr(value, "__code__")
     ):
-        name = getattr(value, "__name__", "fn")
+        name = _name(value, "fn")
         if name == "<lambda>":
             subject, desc = SubjectKind.LAMBDA, "a lambda"
-        elif "<locals>" in getattr(value, "__qualname__", ""):
+        elif "<locals>" in _name(value, "", "__qualname__"):
             subject, desc = SubjectKind.CLOSURE, "a nested function (closure)"
         else:
             subject, desc = SubjectKind.FUNCTION, "a function"
         target = f"self.{attr}" if in_graph else path
         fix = FUNCTION_FIX.words(name=attr if name == "<lambda>" else name, target=target)
         return IdentityFix(subject, desc, K.FUNCTION, fix)
-    if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or hasattr(
+    if tname.endswith(("PjitFunction", "JitWrapped", "SimpleJitWrapped")) or has_static_attr(
         value, "lower"
     ):
         return IdentityFix(
@@ -416,11 +419,11 @@ def instance_fix(value: Any, old: Any, tn: str, in_graph: bool, unstatic: Words)
     if changed == [] or old is None:  # a rebuild, or no earlier instance to compare (the audit)
         return K.NO_EQ, NO_EQ_FIX.words(type=tn)
     numbers = changed is not None and all(
-        is_number(getattr(old, a)) and is_number(getattr(value, a)) for a in changed
+        is_number(static_attr(old, a)) and is_number(static_attr(value, a)) for a in changed
     )
     named = ", ".join(f"`{a}`" for a in changed or ())
     if numbers and not in_graph and changed is not None:
-        meta = [a for a in vars(value) if a not in changed]
+        meta = [a for a in instance_dict(value) or () if a not in changed]
         return K.NO_EQ_TRACED, NO_EQ_TRACED_FIX.as_written(
             type=tn,
             changed=named,
@@ -452,7 +455,7 @@ def optax_build(tx: Any, name: str = "TX") -> Words:
 
 def _qualified(func: Any) -> str:
     """The name a user would write for ``func`` (``nnx.avg_pool``, ``jnp.mean``)."""
-    name = getattr(func, "__name__", "f")
+    name = _name(func, "f")
     for prefix, modname in (
         ("jnp", "jax.numpy"),
         ("jax.nn", "jax.nn"),
@@ -467,13 +470,38 @@ def _qualified(func: Any) -> str:
 
 def _module_level(func: Any) -> bool:
     """True when ``func`` is reachable by name from its module (so it is one object)."""
-    mod = sys.modules.get(getattr(func, "__module__", "") or "")
-    name = getattr(func, "__name__", None)
-    return mod is not None and name is not None and getattr(mod, name, None) is func
+    module, name = static_attr(func, "__module__"), static_attr(func, "__name__")
+    mod = sys.modules.get(module) if is_a(module, str) else None
+    return mod is not None and is_a(name, str) and static_attr(mod, name) is func
+
+
+def _name(value: Any, default: str, attr: str = "__name__") -> str:
+    """``value.__name__`` (or ``attr``) as stored, never by the program's code; else ``default``."""
+    name = static_attr(value, attr)
+    return name if is_a(name, str) else default
+
+
+def _flattens_in_user_code(values: list[Any], depth: int) -> bool:
+    """Does flattening ``values`` run a flatten of the program's (a class it registered)?"""
+    from ..._compat.jax_api import flattens_in_user_code
+
+    for v in values:
+        t = type(v)
+        if t in (tuple, list) and depth > 0:
+            if _flattens_in_user_code(list(t.__iter__(v)), depth - 1):
+                return True
+        elif t is dict and depth > 0:
+            if _flattens_in_user_code(list(dict.values(v)), depth - 1):
+                return True
+        elif flattens_in_user_code(t) or t in (tuple, list, dict):
+            return True
+    return False
 
 
 def _equal_when_rebuilt(value: Any) -> bool:
     """Check that ``jax.tree_util.Partial`` rebuilt twice flattens to equal keys."""
+    if _flattens_in_user_code([*value.args, *value.keywords.values()], 4):
+        return False  # (flattening it would run the program's own flatten)
     try:
         import jax
 

@@ -228,3 +228,47 @@ KERAS_RAGGED_PREDICT_DICT_FIX = Template(
     "`x = {{k: np.pad(v, [(0, n)] + [(0, 0)] * (v.ndim - 1)) for k, v in x.items()}}`, and "
     "drop the last `n` rows of the output.",
 )
+
+
+#: A jitted function whose code is a library's (``jax.jit(f.apply)``, ``f = hk.transform(...)``
+#: built per call): the user cannot redefine it; their line that builds it moves, with the jit.
+LIBRARY_OWNED_JIT_FIX = Template(
+    K.LIBRARY_OWNED_JIT,
+    "`{spelled}` is {library} code (defined at {defined_at}), not yours to edit: {built}. "
+    "Build it once, at module level, and jit it once there: {hoist}; then call `{jit}(...)` "
+    "instead of jitting it on every call.",
+)
+
+
+#: An object of a library's class that compares by identity (a ``diffrax.Event`` holding a
+#: new ``cond_fn``), built per call: the user's line that builds it moves to module level.
+LIBRARY_OWNED_OBJECT_FIX = Template(
+    K.LIBRARY_OWNED_OBJECT,
+    "`{root}` is a `{cls}`, {library} class, not yours to edit: {built}. Build it once, at "
+    "module level, and pass that same object on every call: {hoist}{closure}.",
+)
+
+
+#: Where the user's line that builds a library's object was found (``LIBRARY_OWNED_*_FIX``).
+BUILT_AT = Template(M.BUILT_AT, "your line {site} builds it anew on every call{of}: `{statement}`")
+BUILT_SOMEWHERE = Template(M.BUILT_SOMEWHERE, "your code builds it anew on every call")
+JITTED_ANEW = Template(M.JITTED_ANEW, "your code jits it anew on every call")
+
+
+#: A function of the user's, jitted anew per call, that calls a kernel a library rebuilt around
+#: new values (blackjax's ``nuts.step`` closed over an adapted ``step_size``): hoisting the jit
+#: as it is would freeze the first kernel; the library's own builder takes them as arguments.
+LIBRARY_REBUILT_MSG = Template(
+    M.LIBRARY_REBUILT,
+    "`{name}` calls `{var}`, which is `{spelled}`: a function {library} builds anew around the "
+    "values passed to it (here {params}), so each build makes `{name}` a new function, "
+    "compiled again ({count} earlier wrapper(s) of the same code, defined at {defined_at}).",
+)
+
+
+LIBRARY_REBUILT_FIX = Template(
+    K.LIBRARY_REBUILT,
+    "Build `{part} = {factory}` once at module level and pass {params} as arguments instead "
+    "of building `{spelled}` with them: {jit_once}; in `{name}`, call `{call}` in place of "
+    "`{var}(...)`. One compile then serves every value.",
+)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..._peek import dataclass_fields, is_a, static_attr
 from ..key import Entry, Path, StaticVal, diff_texts
 from ..key import is_number as is_number
 from ..kinds import Fact, ReasonKind, SubjectKind
@@ -354,19 +355,22 @@ def data_fields(a: Any, b: Any) -> tuple[str, list[str], list[str]] | None:
     pytree is traced as it is), or what changed is not all floats."""
     import jax
 
-    if type(a) is not type(b) or not dataclasses.is_dataclass(a) or isinstance(a, type):
-        return None
+    from ..._compat.jax_api import flattens_in_user_code
+
+    fields = dataclass_fields(a)
+    if type(a) is not type(b) or fields is None or flattens_in_user_code(type(a)):
+        return None  # (a pytree of the program's is one already: its flatten is not run)
     try:
         if not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(a)):
             return None  # a pytree already
     except Exception:
         return None
     data, meta = [], []
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name, None), getattr(b, f.name, None)
+    for f in fields:
+        x, y = static_attr(a, f.name), static_attr(b, f.name)
         changed = not _equal(x, y)
         # a float enters arithmetic; an int may set a shape or a loop count: it stays static
-        if changed and not (f.init and isinstance(x, float) and isinstance(y, float)):
+        if changed and not (f.init and type(x) is float and type(y) is float):
             return None
         if f.init:
             (data if changed else meta).append(f.name)
@@ -374,10 +378,11 @@ def data_fields(a: Any, b: Any) -> tuple[str, list[str], list[str]] | None:
 
 
 def _equal(a: Any, b: Any) -> bool:
-    try:
-        return a is b or bool(a == b)
-    except Exception:
-        return False
+    """Equal by the builtins' rules (``contents.same_values``), never by the program's
+    ``__eq__``: what cannot be told counts as changed."""
+    from ..contents import same_values
+
+    return same_values(a, b) is True
 
 
 def static_value(
@@ -492,13 +497,13 @@ def as_dtype(value: Any) -> Any:
     ``np.dtype('float32')``), or None for anything else."""
     import numpy as np
 
-    if isinstance(value, np.dtype):
+    if is_a(value, np.dtype):
         return value
-    if isinstance(value, str):  # a dtype's full name only: 'f' or 'a' are other strings too
+    if type(value) is str:  # a dtype's full name only: 'f' or 'a' are other strings too
         named = _DTYPE_NAME.fullmatch(value) is not None
     else:
-        named = isinstance(value, type) and (
-            issubclass(value, np.generic) or getattr(value, "__module__", "") in _SCALAR_MODULES
+        named = is_a(value, type) and (
+            issubclass(value, np.generic) or static_attr(value, "__module__") in _SCALAR_MODULES
         )
     if not named:
         return None

@@ -9,6 +9,7 @@ before tracking started is seen through JAX's monitoring events only (no calls).
 
 from __future__ import annotations
 
+import copy
 import functools
 import sys
 import time
@@ -53,25 +54,28 @@ class TrackedJit:
 
     Looks like the ``jax.jit`` object it wraps: the same ``repr``, ``__wrapped__``,
     ``__name__``/``__doc__``/``__signature__``, ``lower``/``trace``/``eval_shape``/
-    ``clear_cache``... (forwarded), binding as a method. ``copy``/``deepcopy``
-    return it unchanged (an object holding a jitted function deep-copies); pickling
-    pickles the jax.jit object, as without jitlens. Calls go straight through once
-    tracking stopped.
+    ``clear_cache``... (forwarded), binding as a method. ``copy``/``deepcopy`` make
+    what they make of the jax.jit object (a new object, equal only to itself, without
+    the original's ``__wrapped__`` and names, sharing its trace cache), counted in the
+    same row; pickling pickles the jax.jit object, as without jitlens. Calls go straight
+    through once tracking stopped.
     """
 
     __slots__ = ("__dict__", "__weakref__", "_counter", "_jitted", "_record")
 
-    def __init__(self, jitted: Any, record: Record) -> None:
+    def __init__(self, jitted: Any, record: Record, *, copied: bool = False) -> None:
         self._jitted = jitted
         self._record = record
         self._counter = record.calls_counter
         self._executables = _compat.executable_counter(jitted)
-        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__", "__wrapped__"):
             try:
                 self.__dict__[attr] = getattr(jitted, attr)
             except AttributeError:
                 pass
-        self.__dict__["__wrapped__"] = getattr(jitted, "__wrapped__", jitted)
+        if copied:  # the original's wrapper keeps the record's keys while it lives
+            return
+        self.__dict__.setdefault("__wrapped__", jitted)
         finalize(self, record.forget_keys, 1)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -81,12 +85,15 @@ class TrackedJit:
         if not STATE[0]:
             return self._jitted(*args, **kwargs)
         n = next(self._counter)
-        if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
-            try:
-                return _scheduled(self, n, args, kwargs)
-            except BaseException as exc:  # filtered: this frame is not the user's
-                _compat.without_hidden_frames(exc)
-                raise
+        if not n & (n - 1) & 63:  # calls 1, 2, 4, ... and every 64th (and a few more): one test
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
+                self._record.cell[0] = n
+            if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
+                try:
+                    return _scheduled(self, n, args, kwargs)
+                except BaseException as exc:  # filtered: this frame is not the user's
+                    _compat.without_hidden_frames(exc)
+                    raise
         if n < STATE[1]:  # timeline window, the advisor's first calls, or a trace in progress
             try:
                 rec = self._record
@@ -186,10 +193,10 @@ class TrackedJit:
         return (_identity, (self._jitted,))
 
     def __copy__(self) -> Any:
-        return self
+        return TrackedJit(copy.copy(self._jitted), self._record, copied=True)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-        return self
+        return TrackedJit(copy.deepcopy(self._jitted, memo), self._record, copied=True)
 
 
 class _LeanJit(TrackedJit):
@@ -215,12 +222,15 @@ class _LeanJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
-        if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
-            try:
-                return _scheduled(self, n, args, kwargs)
-            except BaseException as exc:  # filtered: this frame is not the user's
-                _compat.without_hidden_frames(exc)
-                raise
+        if not n & (n - 1) & 63:  # calls 1, 2, 4, ... and every 64th (and a few more): one test
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
+                self._record.cell[0] = n
+            if not n & (n - 1) and n:  # calls 1, 2, 4, ...: the check of statics changed in place
+                try:
+                    return _scheduled(self, n, args, kwargs)
+                except BaseException as exc:  # filtered: this frame is not the user's
+                    _compat.without_hidden_frames(exc)
+                    raise
         if n < rec.timed_until and n < WINDOW[0]:
             t = _now()
             try:
@@ -280,12 +290,15 @@ class _SettledJit(TrackedJit):
                 _compat.without_hidden_frames(exc)
                 raise
         n = next(self._counter)
-        if not n & (n - 1):  # calls 1, 2, 4, ...: the check of statics changed in place
-            try:
-                return _scheduled(self, n, args, kwargs)
-            except BaseException as exc:  # filtered: this frame is not the user's
-                _compat.without_hidden_frames(exc)
-                raise
+        if not n & (n - 1) & 63:  # calls 1, 2, 4, ... and every 64th (and a few more): one test
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
+                self._record.cell[0] = n
+            if not n & (n - 1):  # calls 1, 2, 4, ...: the check of statics changed in place
+                try:
+                    return _scheduled(self, n, args, kwargs)
+                except BaseException as exc:  # filtered: this frame is not the user's
+                    _compat.without_hidden_frames(exc)
+                    raise
         try:
             return self._jitted(*args, **kwargs) if kwargs else self._jitted(*args)
         except PassThrough as exc:

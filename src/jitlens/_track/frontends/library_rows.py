@@ -47,7 +47,10 @@ def library_record(
         counts_calls=counts_calls,
     )
     rec.internal = False
-    REGISTRY.rename(rec, step.name, step.owner() if step.owner is not None else None)
+    rec.library_made = True
+    owner = step.owner() if step.owner is not None else None
+    rec.user_code_only = _compat.holds_user_code(owner)
+    REGISTRY.rename(rec, step.name, owner)
     sa = options.get("static_argnums")
     rec.static_argnums = (sa,) if isinstance(sa, int) else tuple(sa or ())
     rec.options = options_of(options)

@@ -76,6 +76,8 @@ def make_nnx_call(original: Callable[..., Any]) -> Callable[..., Any]:
                 internal_failure("recording an nnx.jit call", exc)
                 return original(self, *args, **kwargs)
             n = next(rec.calls_counter)
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
+                rec.cell[0] = n
             detailed = n < STATE[1]  # timeline window, or another trace in progress
             try:
                 if n & (n - 1):  # not on the schedule of the in-place check (1, 2, 4, ...)

@@ -54,6 +54,8 @@ def make_frontend_call(original: Callable[..., Any], frontend: Any) -> Callable[
                 internal_failure(f"recording an {frontend.kind} call", exc)
                 return original(wrapper, is_lower, args, kwargs)
             n = next(rec.calls_counter)
+            if not n & 63 or not n & (n - 1):  # the journal's copy, kept if the process dies
+                rec.cell[0] = n
             detailed = n < STATE[1]  # timeline window, or another trace in progress
             try:
                 if n & (n - 1) or not n:  # not on the schedule of the in-place check

@@ -1,0 +1,531 @@
+"""Every way a program can end, under plain ``python``, ``jitlens run`` and ``JITLENS=1``.
+
+jitlens catches no ending (issue 49): it records as it goes, in a journal, and
+``jitlens run`` (the program's parent) builds the report from it however the
+program ended. Each ending here was written to break that promise, and each runs
+as a user runs it, in fresh processes: the program's stdout (its own counters, and
+what it observes of its process: signal handlers, import hooks, environment,
+``SystemExit``, ``os._exit``, recursion depth) and its exit status must be plain
+python's; the report must hold the traces and calls its counters say it made, and
+say how it ended when that was not Python's own exit. Under ``JITLENS=1`` (nobody
+outlives the program) such an ending leaves the journal, read back here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import ROOT, run_python
+from jitlens import main
+
+pytestmark = pytest.mark.xdist_group("endings")
+
+PROG = r"""
+import atexit, os, signal, sys, threading, time
+
+mode = sys.argv[1]
+T, C = [0], [0]
+
+
+def observe():
+    handlers = [str(signal.getsignal(s)) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)]
+    asked = ("JITLENS_REPORT", "JITLENS_JOURNAL_DIR")  # the user's own settings
+    env = sorted(
+        k for k in os.environ if k.startswith("JITLENS_") and k not in asked or k == "PYTHONPATH"
+    )
+
+    def depth(n=0):
+        try:
+            return depth(n + 1)
+        except RecursionError:
+            return n
+
+    import mmap  # the program's own mmap.py, next to it (jitlens' journal maps a file too)
+
+    print("SEES", handlers, type(sys.meta_path[0]).__name__, env, "sitecustomize" in sys.modules,
+          SystemExit.__module__, type(os._exit).__name__, depth(), mmap.__name__, mmap.OWN,
+          flush=True)
+
+
+def truth():
+    print("TRUTH", T[0], C[0], flush=True)
+
+
+if mode == "thread_import":  # jax imported (and tracking started) in a thread
+    box = []
+    threading.Thread(target=lambda: box.append(__import__("jax"))).start()
+    while not box:
+        time.sleep(0.01)
+import jax, jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    T[0] += 1
+    return x + 1
+
+
+def call(n):
+    C[0] += 1
+    return f(jnp.ones(n))
+
+
+call(1); call(2); call(2)
+observe()
+
+
+def checkpoint(signum, frame):  # saves, then dies of the signal as if unhandled
+    truth()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def saved(signum, frame):
+    print("checkpoint saved", flush=True)
+    sys.exit(0)
+
+
+STOP, previous = [], None
+
+
+def chain(signum, frame):  # a library's handler: its own work, then the one it replaced
+    print("graceful", flush=True)
+    if callable(previous):  # SIG_DFL under python: not called
+        previous(signum, frame)
+    STOP.append(signum)
+
+
+if mode in ("SIGTERM", "SIGHUP", "SIGKILL"):
+    truth()
+    os.kill(os.getpid(), getattr(signal, mode))
+    time.sleep(60)
+elif mode == "raise_signal":
+    truth()
+    signal.raise_signal(signal.SIGTERM)
+elif mode == "pthread_kill":
+    truth()
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+    time.sleep(60)
+elif mode == "thread_import":
+    truth()
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+elif mode == "checkpoint":
+    signal.signal(signal.SIGTERM, checkpoint)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+elif mode == "default_only":  # install my handler only if the default is in place
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, saved)
+    call(3)
+    truth()
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+elif mode == "chain":  # the program ends gracefully through Python's exit
+    previous = signal.signal(signal.SIGTERM, chain)
+    os.kill(os.getpid(), signal.SIGTERM)
+    while not STOP:
+        time.sleep(0.01)
+    call(8)
+    truth()
+    sys.exit(3)
+elif mode == "own_exit":
+    signal.signal(signal.SIGTERM, lambda s, fr: (call(4), truth(), os._exit(7)))
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+elif mode == "from_os":
+    from os import _exit
+
+    truth()
+    _exit(5)
+elif mode == "posix":
+    import posix
+
+    truth()
+    posix._exit(6)
+elif mode == "thread_exit":
+    threading.Thread(target=lambda: (call(5), truth(), os._exit(8))).start()
+    time.sleep(60)
+elif mode == "atexit_exit":  # registered after jitlens' hook: runs first, never returns
+    atexit.register(lambda: (call(3), truth(), os._exit(4)))
+elif mode == "abort":
+    truth()
+    os.abort()
+elif mode == "sigpipe":  # a reader that went away, with SIGPIPE's default action back
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    r, w = os.pipe()
+    os.close(r)
+    truth()
+    os.write(w, b"lost")
+elif mode == "sigint_default":
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    truth()
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(60)
+elif mode == "execv_fails":  # an exec that cannot run, and the program goes on
+    for bad in ("/", os.devnull, "x" * 5000):
+        try:
+            os.execv(bad, [bad])
+        except OSError as exc:
+            print("exec failed", type(exc).__name__, flush=True)
+    call(3); call(4)
+    truth()
+elif mode == "execv":
+    truth()
+    os.execv(sys.executable, [sys.executable, "-c", "print('exec ok')"])
+elif mode == "sys_exit_caught":
+    try:
+        sys.exit(3)
+    except SystemExit as exc:
+        print("caught", exc.code, flush=True)
+    call(3)
+    truth()
+elif mode == "argparse":
+    import argparse
+
+    truth()
+    argparse.ArgumentParser(prog="p").parse_args(["--nope"])
+elif mode == "keyboard_interrupt":
+    truth()
+    raise KeyboardInterrupt
+elif mode == "console":  # Ctrl-C shown in an embedded console, then a normal exit
+    import code
+
+    code.InteractiveConsole().push("raise KeyboardInterrupt")
+    truth()
+elif mode == "late_imports_refused":  # the program's own audit hook forbids late imports
+    def no_imports(event, args):
+        if event == "import":
+            raise RuntimeError(f"import {args[0]} refused")
+
+    sys.addaudithook(no_imports)
+    call(3); call(3)
+    truth()
+"""
+
+#: mode -> (exit status under python, the report says "ended by ..." (None: Python's exit))
+ENDINGS: dict[str, tuple[int, str | None]] = {
+    "SIGTERM": (-signal.SIGTERM, "by SIGTERM"),
+    "SIGHUP": (-signal.SIGHUP, "by SIGHUP"),
+    "SIGKILL": (-signal.SIGKILL, "by SIGKILL"),
+    "raise_signal": (-signal.SIGTERM, "by SIGTERM"),
+    "pthread_kill": (-signal.SIGTERM, "by SIGTERM"),
+    "thread_import": (-signal.SIGTERM, "by SIGTERM"),
+    "checkpoint": (-signal.SIGTERM, "by SIGTERM"),
+    "default_only": (0, None),
+    "chain": (3, None),
+    "own_exit": (7, "with status 7"),
+    "from_os": (5, "with status 5"),
+    "posix": (6, "with status 6"),
+    "thread_exit": (8, "with status 8"),
+    "atexit_exit": (4, "with status 4"),
+    "abort": (-signal.SIGABRT, "by SIGABRT"),
+    "sigpipe": (-signal.SIGPIPE, "by SIGPIPE"),
+    "sigint_default": (-signal.SIGINT, "by SIGINT"),
+    "execv_fails": (0, None),
+    "execv": (0, "by an os.exec* call"),
+    "sys_exit_caught": (0, None),
+    "argparse": (2, None),
+    "keyboard_interrupt": (-signal.SIGINT, None),
+    "console": (0, None),
+    "late_imports_refused": (0, None),
+}
+#: Endings also run under ``JITLENS=1``, where nobody outlives the program but its journal.
+UNDER_ENV = ("SIGKILL", "own_exit", "default_only", "execv_fails", "thread_import")
+
+
+def _run(tmp, mode: str, runner: str):
+    journals = tmp / f"journal-{mode}-{runner}"
+    env = {"JITLENS_JOURNAL_DIR": str(journals)}
+    if runner == "python":
+        return run_python(["prog.py", mode], cwd=tmp, env=env, timeout=180), None, journals
+    report = tmp / f"{mode}-{runner}.json"
+    if runner == "run":
+        command = ["-m", "jitlens", "run", "--json", str(report), "prog.py", mode]
+        return run_python(command, cwd=tmp, env=env, timeout=180), report, journals
+    env.update({"JITLENS": "1", "JITLENS_REPORT": str(report)})
+    return run_python(["prog.py", mode], cwd=tmp, env=env, timeout=180), report, journals
+
+
+@pytest.fixture(scope="module")
+def endings(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("endings")
+    (tmp / "prog.py").write_text(PROG)
+    (tmp / "mmap.py").write_text("OWN = True\n")
+    runs = [(m, r) for m in ENDINGS for r in ("python", "run")]
+    runs += [(m, "env") for m in UNDER_ENV]
+    with ThreadPoolExecutor(4) as pool:  # fresh processes, waited on together
+        done = dict(zip(runs, pool.map(lambda r: _run(tmp, *r), runs), strict=True))
+    return done
+
+
+def _truth(stdout: str) -> list[int]:
+    line = next(line for line in stdout.splitlines() if line.startswith("TRUTH"))
+    return [int(x) for x in line.split()[1:]]
+
+
+def _report_of(report_path, journals):
+    """The report a run left: its file, or (nobody outlived the program) its journal's, read as
+    a user reads it (``jitlens report JOURNAL --json PATH``)."""
+    if not report_path.exists():
+        (left,) = journals.iterdir()
+        assert main(["report", str(left), "--json", str(report_path)]) == 0
+    return json.loads(report_path.read_text())
+
+
+@pytest.mark.parametrize("mode", list(ENDINGS))
+def test_the_program_ends_as_under_python_and_its_report_holds_what_it_counted(endings, mode):
+    status, ended_by = ENDINGS[mode]
+    plain = endings[mode, "python"][0]
+    assert plain.returncode == status, plain.stderr
+    for runner in ("run", "env"):
+        if (mode, runner) not in endings:
+            continue
+        proc, report_path, journals = endings[mode, runner]
+        assert proc.returncode == status, (runner, proc.stderr)
+        seen = proc.stdout
+        if runner == "env":  # JITLENS=1 is the user's, and the pid of the program beside it
+            seen = seen.replace("'JITLENS_IMAGE', 'JITLENS_MAIN_PID'", "")
+        assert seen == plain.stdout, runner  # its counters, and what it saw of itself
+        report = _report_of(report_path, journals)
+        (row,) = [f for f in report["functions"] if f["name"] == "f"]
+        assert [row["traces"], row["calls"]] == _truth(plain.stdout), (runner, row)
+        said = [w for w in report["warnings"] if "before Python's exit" in w]
+        assert len(said) == (ended_by is not None), (runner, report["warnings"])
+        if ended_by is not None:  # (under JITLENS=1 nobody saw how)
+            how = ended_by if runner == "run" else "in a way nobody saw"
+            assert f"ended {how}" in said[0], (runner, said)
+        if runner == "run":
+            assert "jitlens: 1 jitted function" in proc.stderr, proc.stderr
+            assert not list(journals.glob("*")), "jitlens run leaves no journal behind"
+        elif ended_by is None:
+            assert not list(journals.glob("*")), "a clean end leaves no journal behind"
+
+
+def test_python_s_own_words_reach_the_user_unchanged(endings):
+    for mode in ("argparse", "keyboard_interrupt", "console"):
+        plain = endings[mode, "python"][0]
+        tracked = endings[mode, "run"][0]
+        python_lines = [line for line in plain.stderr.splitlines() if line.strip()]
+        assert python_lines and all(line in tracked.stderr for line in python_lines), mode
+    assert endings["execv", "python"][0].stdout.endswith("exec ok\n")
+
+
+CAUGHT = """
+import sys
+import jax, jax.numpy as jnp
+import jitlens
+
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(1))
+try:
+    f(jnp.ones(2))
+except jitlens.RecompileError:
+    print("caught", flush=True)
+try:
+    sys.exit(3)
+except SystemExit:  # the program's own SystemExit: caught as under python
+    print("exit caught", flush=True)
+sys.exit(eval(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "said"),
+    [
+        ("None", 1, "exiting 1 as --fail-on-retrace asks"),
+        ("2**63", 255, "chose its own exit status, 255: it stands"),
+        ("2**40", 1, "exiting 1 as --fail-on-retrace asks"),
+        ("'no'", 1, "chose its own exit status, 1: it stands"),
+    ],
+)
+def test_a_swallowed_budget_fails_a_program_that_exits_0_and_python_s_status_stands(
+    tmp_path, code, status, said
+):
+    (tmp_path / "caught.py").write_text(CAUGHT)
+    command = ["-m", "jitlens", "run", "--fail-on-retrace", "caught.py", code]
+    proc = run_python(command, cwd=tmp_path, timeout=120)
+    assert proc.returncode == status, proc.stderr
+    assert said in proc.stderr
+    assert proc.stdout == "caught\nexit caught\n"
+
+
+def test_jitlens_report_builds_the_report_of_a_journal_left_behind(endings, tmp_path):
+    """``JITLENS=1`` and a SIGKILL: the journal stays, and ``jitlens report`` reads it."""
+    _proc, _report, journals = endings["SIGKILL", "env"]
+    (left,) = journals.iterdir()
+    out = tmp_path / "r.json"
+    done = run_python(["-m", "jitlens", "report", str(left), "--json", str(out)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "in a way nobody saw" in done.stdout
+    (row,) = [f for f in json.loads(out.read_text())["functions"] if f["name"] == "f"]
+    assert [row["traces"], row["calls"]] == _truth(endings["SIGKILL", "python"][0].stdout)
+
+
+def test_a_signal_sent_to_jitlens_run_reaches_the_program_once(tmp_path):
+    """``kill <jitlens run's pid>`` (a container's stop, a scheduler): the program gets it, its
+    own handler runs once, and jitlens run ends as the program did."""
+    (tmp_path / "wait.py").write_text(
+        "import signal, sys, time\nimport jax\n"
+        "seen = []\nsignal.signal(signal.SIGTERM, lambda s, f: seen.append(s))\n"
+        "print('ready', flush=True)\n"
+        "while not seen:\n    time.sleep(0.01)\n"
+        "time.sleep(0.5)\nprint('handled', len(seen), flush=True)\nsys.exit(4)\n"
+    )
+    import os
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitlens", "run", "wait.py"],
+        cwd=tmp_path,
+        env={**os.environ, "JAX_PLATFORMS": "cpu", "JITLENS_JOURNAL_DIR": str(tmp_path / "j")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 4, err
+    assert out == "handled 1\n"
+
+
+DAEMON = """
+import os, sys, time
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x + 1)(jnp.ones(2))
+if os.fork() == 0:  # a daemon, as daemonizing code makes one: double fork, stdio on /dev/null
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        with open("daemon.pid", "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(120)
+        open("daemon.done", "w").close()
+    os._exit(0)
+while not os.path.exists("daemon.pid"):
+    time.sleep(0.01)
+print("started", flush=True)
+"""
+
+
+@pytest.mark.parametrize("runner", ["run", "env"])
+def test_a_daemon_the_program_leaves_does_not_hold_the_caller_s_pipes(tmp_path, runner):
+    """The caller reads the program's output to its end: a daemon that closed its stdio holds
+    no descriptor of jitlens' on that pipe (the run waited 2 minutes for it before)."""
+    import os
+    import sys
+
+    (tmp_path / "daemon.py").write_text(DAEMON)
+    command = ["-m", "jitlens", "run", "daemon.py"] if runner == "run" else ["daemon.py"]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", **({"JITLENS": "1"} if runner == "env" else {})}
+    try:
+        proc = subprocess.run(
+            [sys.executable, *command], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=100,
+        )  # fmt: skip
+        assert proc.returncode == 0 and proc.stdout == "started\n", proc.stderr
+        assert not (tmp_path / "daemon.done").exists()  # the run ended before the daemon did
+    finally:
+        os.kill(int((tmp_path / "daemon.pid").read_text()), signal.SIGKILL)
+
+
+#: Where jitlens' source may set a signal's action, patch ``os._exit`` or ``builtins``, hook
+#: Python's audit events or duplicate a descriptor, and why none of them is inside a program
+#: it watches under ``jitlens run`` (docs/explanation/how-jitlens-run-works.md).
+INTERCEPTIONS_ALLOWED = {
+    "_cli/supervise.py": "jitlens run's own process: it dies of the program's signal",
+    "_track/sink.py": "JITLENS=1 only (nobody outlives the program to show its lines): a copy "
+    "of descriptor 2, closed in every forked process",
+    "_audit/limits.py": "jitlens audit's own process, which runs the user's factory: its own "
+    "deadline and a guard against the factory ending that process",
+}
+INTERCEPTION = re.compile(
+    r"signal\.signal\(|addaudithook\(|os\._exit\s*=|builtins\.\w+\s*=|sys\.excepthook\s*=|"
+    r"os\.dup2?\(|sys\.exit\s*=|sitecustomize"
+)
+
+
+def test_nothing_in_src_intercepts_a_program_s_ending_outside_the_documented_exceptions():
+    src = ROOT / "src" / "jitlens"
+    found = {
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        for line in path.read_text().splitlines()
+        if INTERCEPTION.search(line.split("#", 1)[0])
+    }
+    assert found <= set(INTERCEPTIONS_ALLOWED), sorted(found - set(INTERCEPTIONS_ALLOWED))
+
+
+LATE_IMPORTS = """
+import sys
+import equinox as eqx
+import jax, jax.numpy as jnp
+from flax import nnx
+
+model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+T = {"nnx": 0, "eqx": 0}
+
+
+@nnx.jit
+def fwd(m, x):
+    T["nnx"] += 1
+    return m(x)
+
+
+@eqx.filter_jit
+def step(x):
+    T["eqx"] += 1
+    return x * 2
+
+
+def no_imports(event, args):  # from here on, nothing new may be imported
+    if event == "import":
+        raise RuntimeError(f"import {args[0]} refused")
+
+
+fwd(model, jnp.ones((1, 2))); step(jnp.ones(1))
+sys.addaudithook(no_imports)
+for n in (1, 2, 2, 3, 3, 3):  # retraces, hits, the stale checks at calls 1, 2, 4
+    fwd(model, jnp.ones((n, 2))); step(jnp.ones(n))
+print("TRUTH", T["nnx"], T["eqx"], flush=True)
+"""
+
+
+def test_a_program_that_refuses_late_imports_runs_as_under_python(tmp_path):
+    """jitlens' lazy imports (a retrace's words, the advice, the stale check) refused by the
+    program's own audit hook: jitlens steps aside, the program runs on and its report is out."""
+    (tmp_path / "late.py").write_text(LATE_IMPORTS)
+    plain = run_python(["late.py"], cwd=tmp_path)
+    tracked = run_python(["-m", "jitlens", "run", "--json", "r.json", "late.py"], cwd=tmp_path)
+    assert plain.returncode == tracked.returncode == 0, tracked.stderr
+    assert tracked.stdout == plain.stdout == "TRUTH 3 3\n"
+    rows = {f["name"]: f for f in json.loads((tmp_path / "r.json").read_text())["functions"]}
+    assert (rows["fwd"]["traces"], rows["step"]["traces"]) == (3, 3)
+
+
+def test_a_script_named_like_an_option_and_a_module_imported_again_are_run_and_counted(tmp_path):
+    """``jitlens run -- -weird.py`` runs that script, as ``python -- -weird.py`` does; a module
+    taken out of ``sys.modules`` and imported again makes new jitted functions, counted too."""
+    (tmp_path / "mymod.py").write_text("import jax\n\n@jax.jit\ndef f(x):\n    return x + 1\n")
+    (tmp_path / "-weird.py").write_text(
+        "import sys, jax.numpy as jnp\nimport mymod\nmymod.f(jnp.ones(2))\n"
+        "del sys.modules['mymod']\nimport mymod as again\n"
+        "for _ in range(3):\n    again.f(jnp.ones(2))\nprint('done')\n"
+    )
+    plain = run_python(["--", "-weird.py"], cwd=tmp_path)
+    tracked = run_python(
+        ["-m", "jitlens", "run", "--json", "r.json", "--", "-weird.py"], cwd=tmp_path
+    )
+    assert plain.returncode == tracked.returncode == 0, tracked.stderr
+    assert tracked.stdout == plain.stdout == "done\n"
+    rows = json.loads((tmp_path / "r.json").read_text())["functions"]
+    assert sorted(f["calls"] for f in rows if f["name"] == "f") == [1, 3]
