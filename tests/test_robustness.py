@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import dataclasses
 import gc
 import inspect
 import json
@@ -713,6 +714,47 @@ def test_the_closest_key_is_the_one_the_full_diffs_chose() -> None:
         keys = [_key(*rng.choice(pool)) for _ in range(rng.randint(1, 6))]
         new = _key(*rng.choice(pool))
         assert nearest.nearest(new, keys) is _old_rule(new, keys)
+
+
+def _placed(key: Key, devices: tuple[int, ...]) -> Key:
+    """``key`` with its arrays on a mesh of ``devices`` (no program needs 2 devices for it)."""
+    entries = {
+        p: e if e.aval is None else dataclasses.replace(
+            e, aval=dataclasses.replace(e.aval, devices=devices)
+        )
+        for p, e in key.entries.items()
+    }  # fmt: skip
+    return dataclasses.replace(key, entries=entries)
+
+
+class _Cfg:
+    """A static compared by the value it holds (its own ``__eq__``), held weakly by a key."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Cfg
+
+    def __hash__(self) -> int:
+        return 1
+
+
+def test_the_closest_key_tells_what_a_key_keeps_now() -> None:
+    """What a key holds since it holds no program object alive and keys a mesh's devices: an
+    array on other devices of its mesh differs (a placement), and a static whose object was
+    collected equals nothing, not a None static; both as the full diffs choose."""
+    a = _placed(_key(_leaves(3, 2)), (0, 1))
+    b = _placed(_key(_leaves(3, 2)), (1, 0))
+    new = _placed(_key(_leaves(3, 2)), (0, 1))
+    assert nearest.distance(b, new) == len(explain.diff_keys(b, new)) == 3  # a leaf each
+    assert nearest.nearest(new, [a, b]) is a is _old_rule(new, [a, b])
+    cfg = _Cfg()
+    gone = _key(_leaves(3, 2), cfg)
+    del cfg
+    gc.collect()
+    static = gone.entries[(("arg", "s"),)].static
+    assert static is not None and not static.alive() and not static.identity
+    other = _key(_leaves(3, 2, first=3), None)
+    new = _key(_leaves(3, 2), None)
+    assert nearest.nearest(new, [gone, other]) is other is _old_rule(new, [gone, other])
 
 
 def test_the_reasons_package_names_its_builders_however_its_modules_load() -> None:

@@ -19,7 +19,6 @@ then built for that one key only.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from itertools import compress
 from operator import ne
@@ -199,8 +198,9 @@ def _weigh(p: Path, eo: Entry, en: Entry) -> tuple[int, bool]:
 
 
 def _aval_weight(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
-    """The reasons two arrays' tokens give: shape, dtype, weak type, placement (a typed PRNG
-    key's raw data differs in shape too: one reason)."""
+    """The reasons two arrays' tokens give: shape, dtype, weak type, placement (its sharding
+    and its mesh's devices: one reason; a typed PRNG key's raw data differs in shape too: one
+    reason)."""
     _, shape_a, dtype_a, weak_a, sharding_a, _ = a
     _, shape_b, dtype_b, weak_b, sharding_b, _ = b
     key_change = dtype_a != dtype_b and "key<" in dtype_a + dtype_b
@@ -252,9 +252,9 @@ def _token(e: Entry) -> Any:
     kind = e.kind
     if kind is EntryKind.AVAL:
         a = e.aval
-        return (
-            _Loose() if a is None else (_AVAL, a.shape, a.dtype, a.weak, a.sharding, a.batch_axis)
-        )
+        if a is None:
+            return _Loose()
+        return (_AVAL, a.shape, a.dtype, a.weak, (a.sharding, a.devices), a.batch_axis)
     if kind is EntryKind.STATIC:
         return _Loose() if e.static is None else _static_token(e.static)
     if kind is EntryKind.NODE or kind is EntryKind.VAR:
@@ -266,16 +266,16 @@ def _token(e: Entry) -> Any:
 
 
 def _static_token(s: StaticVal) -> Any:
-    """An identity static: its object's weak reference (one per live object, never reused
-    while a key holds it); a plain builtin value: its type and value; else loose."""
-    value = s.value()
+    """An identity static: its object as the key holds it (``StaticVal.object_token``: never
+    one token for two objects while a key holds them), or its address where the key could not
+    hold it, as ``StaticVal.same`` compares; a plain builtin value: its type and value; else
+    loose (equal to nothing)."""
     if s.identity:
-        if value is None:
-            return _Loose()  # collected: equal to nothing (``StaticVal.same``)
-        try:
-            return ("is", id(weakref.ref(value)))
-        except TypeError:
-            return ("at", s.addr, s.type_name)
+        token = s.object_token()
+        return _Loose() if token is None else token
+    if not s.alive():  # collected, or not held: ``StaticVal.same`` reads what was described
+        return _Loose()
+    value = s.value()
     if _plain(value):
         return ("==", type(value), value)
     return _Loose()
