@@ -157,3 +157,17 @@ def dispatch_pair() -> list[Report]:
         report(0, [step("f32[8,3]", "f32[4,3]", entries=(0, 1, 0))]),
         report(1, [step("f32[8,3]", "f32[4,3]", entries=(0, 1, 1))]),
     ]
+
+
+def job(processes: int, missing: Sequence[int] = (), odd: Sequence[int] = ()) -> list[Report]:
+    """A job of ``processes`` processes running ``train_step``, ``Trainer.evaluate`` and
+    ``log_metrics``; the ``odd`` ones get a 12-row batch at call 1 (a retrace the others do
+    not make), the ``missing`` ones gave no report. Built as data: a thousand in a second."""
+    out = []
+    for p in range(processes):
+        if p in missing:
+            continue
+        shapes = ("f32[8,3]", "f32[12,3]") if p in odd else ("f32[8,3]",)
+        log = function("log_metrics", [event(0, "loss: f32[]", time=0.9)], defined_at="train.py:50")
+        out.append(report(p, [step(*shapes), evaluate(), log], process_count=processes))
+    return out

@@ -476,8 +476,9 @@ def _reports_to_lay_out() -> list[object]:
 @pytest.mark.parametrize("width", [40, 60, 80, 83, 100, 140])
 def test_the_text_laid_out_without_rich_is_rich_s_own(width: int) -> None:
     """The exit summary is written without importing rich when nothing needs its layout
-    (no colour, no line to wrap, a table at its natural width): that text must be exactly
-    the one rich lays out, and the plain way must be the one taken for a clean run."""
+    (no line to wrap, a table at its natural width): that text must be exactly the one rich
+    lays out, in colour too, and the plain way must be the one taken for a clean run. A
+    report with a piece that needs rich gives rich that piece alone: the same text."""
     from jitlens._render import text as T
     from jitlens._render.plain import layout
 
@@ -491,4 +492,99 @@ def test_the_text_laid_out_without_rich_is_rich_s_own(width: int) -> None:
                 plain_taken += 1
                 assert T._cut(plain, max_lines) == by_rich, (report, width)
             assert T._render(report, False, width, include_internal, max_lines) == by_rich  # type: ignore[arg-type]
+            in_colour = T._export(T._rich(pieces, True, width), True, max_lines)
+            assert T._render(report, True, width, include_internal, max_lines) == in_colour  # type: ignore[arg-type]
     assert plain_taken >= (6 if width >= 80 else 0)
+
+
+def _many(n: int, name_width: int) -> object:
+    """A report of ``n`` functions, the first named ``name_width`` characters long."""
+    fn = report_samples.sample_report().function("forward")
+    names = [f"mod.fn_{i}" for i in range(n)]
+    names[0] = ("mod.very_long_name_" * 20)[:name_width]
+    functions = tuple(
+        dataclasses.replace(fn, name=q, qualname=q, id=i + 1) for i, q in enumerate(names)
+    )
+    return dataclasses.replace(report_samples.sample_report(), functions=functions)
+
+
+@pytest.mark.parametrize("name_width", [20, 300])
+@pytest.mark.parametrize("color", [False, True])
+def test_a_big_table_costs_the_same_per_row_at_any_width(
+    name_width: int, color: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: 10,000 functions took 78 s when one name was wider than the terminal (rich
+    measures every row of a table again for each) against 14 s otherwise. A table of
+    ``BIG_TABLE`` rows or more is laid out without rich at any width, and a piece rich must
+    lay out goes to rich alone (a line is wrapped as rich wraps it, without rich, when its
+    characters take one cell each): here rich lays out nothing; every line keeps to the width."""
+    from rich.console import Console
+
+    from jitlens._render import plain
+
+    report = _many(plain.BIG_TABLE, name_width)
+    printed: list[type] = []
+    real = Console.print
+
+    def counted(self: Console, *objects: object, **kw: object) -> None:
+        printed.extend(type(o) for o in objects)
+        real(self, *objects, **kw)
+
+    monkeypatch.setattr(Console, "print", counted)
+    text = report.to_text(width=100, color=color)  # type: ignore[attr-defined]
+    assert printed == []  # no table, no line: rich lays out nothing
+    lines = text.splitlines()
+    visible = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
+    assert max(len(line) for line in visible) <= 100
+    shown = "\n".join(visible)
+    assert all(f" mod.fn_{i} " in shown for i in (1, 17, plain.BIG_TABLE - 1))
+    # the long name is all there, cut into lines of its column under one another
+    long = report.functions[0].qualname  # type: ignore[attr-defined]
+    at = next(i for i, v in enumerate(visible) if v.startswith(" mod.very_long_name_"))
+    column = [v[1:].split("  ")[0].strip() for v in visible[at : at + 8]]
+    assert "".join(column).startswith(long)
+
+
+def test_a_table_too_big_for_rich_keeps_rich_s_columns() -> None:
+    """The big table's header and rows are the columns and cells rich shows for a small one."""
+    from jitlens._render import plain
+
+    small = _many(3, 20).to_text(width=100).splitlines()  # type: ignore[attr-defined]
+    big = _many(plain.BIG_TABLE, 20).to_text(width=100).splitlines()  # type: ignore[attr-defined]
+    assert big[1:3] == small[1:3]  # header and rule
+    assert big[3] == small[3]
+
+
+def test_lines_wrapped_without_rich_are_wrapped_as_rich_wraps_them() -> None:
+    """A line too long for its width is wrapped by ``plain.wrap`` as rich wraps it: spaces
+    between and after words, words longer than a line, code spans kept whole, every role's
+    colour; checked against rich on lines drawn at random."""
+    import random
+
+    from jitlens._core.lines import Line, Role
+    from jitlens._render import text as T
+    from jitlens._render.plain import piece_lines
+
+    rng = random.Random(44)
+    words = [
+        "a",
+        "fix:",
+        "`self.act = act`",
+        "x" * 70,
+        "\u2192",
+        "model.layers[3]",
+        "\u00d72",
+        "\u2026",
+    ]
+    for _ in range(400):
+        parts = [rng.choice(words) if rng.random() < 0.5 else "w" * rng.randint(1, 30)
+                 for _ in range(rng.randint(0, 14))]  # fmt: skip
+        text = "".join(p + " " * rng.choice((0, 1, 1, 1, 2, 3)) for p in parts)
+        text = " " * rng.choice((0, 0, 2)) + text
+        width, indent = rng.randint(20, 120), rng.choice((0, 2, 4, 8))
+        piece = ("line", Line(indent, text, rng.choice(list(Role))), rng.random() < 0.7)
+        for color in (False, True):
+            ours = piece_lines(piece, width, color, T.STYLES)
+            assert ours is not None
+            by_rich = T._export(T._rich([piece], color, width), color)
+            assert T._cut(T.unglue("\n".join(ours)), None) == by_rich, (text, width, indent)

@@ -4,7 +4,8 @@ It reaches into jitlens on purpose (tests/test_public_api.py lists
 why): it breaks jitlens' own pieces, reads how many hooks a guard installed, calls where
 jitlens does not look, and pins the boundaries it keeps (the user's files, the self-check's
 verdict read as untrusted input, the locals a counted call hands to its trace), and feeds
-the explainer equal keys no program can be made to produce on cue.
+the explainer equal keys no program can be made to produce on cue, and counts the work it
+does on 64 made-up keys of thousands of leaves (issue 44: reasons built for one key only).
 
 Fault injection: each private JAX/Flax piece jitlens reads is removed or
 renamed in a child process, and the program must compute the same results
@@ -17,23 +18,27 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import dataclasses
 import gc
 import inspect
 import json
 import pathlib
+import random
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from flax import nnx
 
 import jitlens
 from jitlens import JitlensInternalWarning, RecompileError, _compat, max_traces, no_retrace
-from jitlens._core import explain, rank, signature
+from jitlens._core import explain, nearest, rank, signature
+from jitlens._core.key import Key
 from jitlens._core.signature import describe_call
 from jitlens._track import calls, registry, selfcheck, state
 
@@ -595,3 +600,176 @@ def test_an_internal_failure_is_in_the_report_of_its_own_window_only(
         ["RuntimeError: injected jitlens failure"],
     ]
     assert said == [1, 0, 0]  # warned once per cause and process
+
+
+# ---------------------------------------------------------------- the explainer's work (issue 44)
+
+
+def _fn(d: Any, s: Any = None) -> None:
+    """The function whose keys are described (its parameter names name the paths)."""
+
+
+def _key(d: Any, s: Any = None) -> Key:
+    return describe_call(_fn, (d, s), {}, static_argnums=(1,))
+
+
+def _leaves(n: int, size: int, first: int | None = None) -> dict[str, np.ndarray]:
+    d = {f"k{i}": np.ones((size,), np.float32) for i in range(n)}
+    if first is not None:
+        d["k0"] = np.ones((first,), np.float32)
+    return d
+
+
+def _old_rule(new: Key, previous: Sequence[Key]) -> Key | None:
+    """The choice before issue 44, the oracle: every key's full diff, the fewest weighted
+    reasons (a signature 3, a static changed in place since its compile 0), ties the newest."""
+    weight = {"signature": 3, "mutated_static": 0}
+    best: tuple[int, int] | None = None
+    chosen = None
+    for i, k in enumerate(previous):
+        score = (sum(weight.get(r.kind, 1) for r in explain.diff_keys(k, new)), -i)
+        if best is None or score < best:
+            best, chosen = score, k
+    return chosen
+
+
+def test_a_retrace_builds_reasons_for_the_closest_key_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: every live key's full diff (64 x 500 reasons for a 500-leaf dict whose every
+    shape changed, 1.7 s). Now: one diff, the closest key's, and the others only walked."""
+    keys = [_key(_leaves(300, r + 1)) for r in range(64)]
+    new = _key(_leaves(300, 65))
+    diffs: list[Key] = []
+    reasons: list[int] = []
+    real_diff, real_entry = explain.diff_keys, explain._entry_reasons
+
+    def diff(old: Key, n: Key) -> Any:
+        diffs.append(old)
+        return real_diff(old, n)
+
+    def entry(*args: Any) -> Any:
+        reasons.append(1)
+        return real_entry(*args)
+
+    monkeypatch.setattr(explain, "diff_keys", diff)
+    monkeypatch.setattr(explain, "_entry_reasons", entry)
+    found = explain.explain(new, keys)
+    assert diffs == [keys[-1]]  # the newest of 64 equally far keys, as before
+    assert len(reasons) == 300 and len(found) == 300
+    assert {r.kind for r in found} == {"shape"}
+
+
+def test_finding_the_closest_key_walks_only_what_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3,000-leaf dict with one leaf's shape changing per key: each key's walk compares that
+    leaf alone (the others' hashes agree), and each key's digest is made once."""
+    keys = [_key(_leaves(3_000, 2, first=r + 1)) for r in range(16)]
+    compared: list[int] = []
+    digests: list[int] = []
+    real_weight, real_digest = nearest._aval_weight, nearest.Digest.__init__
+
+    def weight(a: Any, b: Any) -> int:
+        compared.append(1)
+        return real_weight(a, b)
+
+    def made(self: nearest.Digest, entries: Any) -> None:
+        digests.append(len(entries))
+        real_digest(self, entries)
+
+    monkeypatch.setattr(nearest, "_aval_weight", weight)
+    monkeypatch.setattr(nearest.Digest, "__init__", made)
+    for r in (16, 17):
+        new = _key(_leaves(3_000, 2, first=r + 1))
+        assert explain.closest(new, keys)[0] is keys[-1]
+        keys.append(new)
+    assert len(compared) == 16 + 17  # one leaf per key walked
+    assert len(digests) == 16 + 2  # each key's digest once, however often it is compared
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 2 and roll < 0.25:
+        return {f"a{i}": _random_value(rng, depth + 1) for i in rng.sample(range(5), 3)}
+    if depth < 2 and roll < 0.4:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(1, 3))]
+    if roll < 0.5:
+        return None
+    if roll < 0.6:
+        return rng.choice((1.0, 2.0))  # a weak-typed scalar
+    dtype = rng.choice((np.float32, np.int32, np.float16))
+    return np.ones(rng.choice(((2,), (3,), (2, 2))), dtype)
+
+
+def _random_static(rng: random.Random) -> Any:
+    return rng.choice((1, 2, True, 1.0, "a", ("a", 1), None, float("nan"), np.float32))
+
+
+def test_the_closest_key_is_the_one_the_full_diffs_chose() -> None:
+    """The digests' distance picks the key every full diff picked (fewest weighted reasons,
+    ties the newest) on random keys: nested dicts and lists, None, weak scalars, dtypes,
+    shapes, statics of every plain kind and a NaN."""
+    rng = random.Random(44)
+    for _ in range(60):
+        pool = [(_random_value(rng), _random_static(rng)) for _ in range(4)]
+        keys = [_key(*rng.choice(pool)) for _ in range(rng.randint(1, 6))]
+        new = _key(*rng.choice(pool))
+        assert nearest.nearest(new, keys) is _old_rule(new, keys)
+
+
+def _placed(key: Key, devices: tuple[int, ...]) -> Key:
+    """``key`` with its arrays on a mesh of ``devices`` (no program needs 2 devices for it)."""
+    entries = {
+        p: e if e.aval is None else dataclasses.replace(
+            e, aval=dataclasses.replace(e.aval, devices=devices)
+        )
+        for p, e in key.entries.items()
+    }  # fmt: skip
+    return dataclasses.replace(key, entries=entries)
+
+
+class _Cfg:
+    """A static compared by the value it holds (its own ``__eq__``), held weakly by a key."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Cfg
+
+    def __hash__(self) -> int:
+        return 1
+
+
+def test_the_closest_key_tells_what_a_key_keeps_now() -> None:
+    """What a key holds since it holds no program object alive and keys a mesh's devices: an
+    array on other devices of its mesh differs (a placement), and a static whose object was
+    collected equals nothing, not a None static; both as the full diffs choose."""
+    a = _placed(_key(_leaves(3, 2)), (0, 1))
+    b = _placed(_key(_leaves(3, 2)), (1, 0))
+    new = _placed(_key(_leaves(3, 2)), (0, 1))
+    assert nearest.distance(b, new) == len(explain.diff_keys(b, new)) == 3  # a leaf each
+    assert nearest.nearest(new, [a, b]) is a is _old_rule(new, [a, b])
+    cfg = _Cfg()
+    gone = _key(_leaves(3, 2), cfg)
+    del cfg
+    gc.collect()
+    static = gone.entries[(("arg", "s"),)].static
+    assert static is not None and not static.alive() and not static.identity
+    other = _key(_leaves(3, 2, first=3), None)
+    new = _key(_leaves(3, 2), None)
+    assert nearest.nearest(new, [gone, other]) is other is _old_rule(new, [gone, other])
+
+
+def test_the_reasons_package_names_its_builders_however_its_modules_load() -> None:
+    """``reasons.shape`` is the builder of a shape reason whichever way its module was loaded
+    first (the import system binds a package's submodule under its name); ``SPECS`` holds
+    every kind in order."""
+    import importlib
+
+    from jitlens._core import reasons
+    from jitlens._core.kinds import ReasonKind
+
+    for kind in ReasonKind:
+        importlib.import_module(f"jitlens._core.reasons.{kind.value}")
+        if kind.value in reasons.__all__:  # a builder named as its module (``shape``)
+            assert callable(getattr(reasons, kind.value)), kind
+    assert list(reasons.SPECS) == sorted(ReasonKind, key=lambda k: reasons.SPECS[k].order)
+    assert set(reasons.SPECS) == set(ReasonKind)
+    assert all(hasattr(reasons, name) for name in reasons.__all__)

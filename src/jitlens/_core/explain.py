@@ -7,7 +7,6 @@ decides *what*."""
 
 from __future__ import annotations
 
-import functools
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -26,7 +25,6 @@ from .key import (
     diff_texts,
     render_path,
     same_type,
-    snapshot_text,
 )
 from .kinds import NNX_ROW_KINDS, EntryKind, RowKind
 from .lazy import OnFirstUse
@@ -35,6 +33,7 @@ from .report import Reason
 from .shown import closure_bundle
 
 R, W = OnFirstUse(".rank", __package__), OnFirstUse(".reasons", __package__)  # at a retrace
+N = OnFirstUse(".nearest", __package__)  # the closest compiled key, at a retrace
 
 
 def _arg(path: Path) -> str:
@@ -298,14 +297,17 @@ def _static(
     anything else unequal is a changed value, shown where it differs (``entries``: the jit's).
     """
     un = None if in_graph or aux else W.unstatic(entries, arg)  # how to make it not static
-    identity = functools.partial(W.identity_static, in_graph=in_graph, unstatic=un)
+
+    def identity(*found: Any) -> Reason:  # its words are read only for a fresh object
+        return W.identity_static(*found, in_graph=in_graph, unstatic=un)
+
     field = not in_graph and not aux and len(p) > 1 and p[0][0] == "arg"
     if not same_type(old, new) and old.same(new):
         return _at(W.static_type(arg, path, old, new), p)
     if changed_in_place(old, new):
         then, now = old.snapshot or old.key_text, new.snapshot or new.text
         return _at(_mutation(arg, path, then, now, new), p)
-    mutated = _mutated(old, new)
+    mutated = N.mutated_text(old, new)
     if mutated is not None:
         return _at(_mutation(arg, path, old.snapshot or old.key_text, mutated, new), p)
     boxed = in_graph  # compared as a dataclass field (flax's graph records, a user's dataclass)
@@ -359,41 +361,16 @@ def _nan(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal, boxed: 
     return W.nan_static(arg, path, attr, old, new)
 
 
-def _mutated(old: StaticVal, new: StaticVal) -> str | None:
-    """The compiled static's text now if changed in place since its compile into what the new
-    value looks like (so the change is why they differ); else None."""
-    then = old.snapshot
-    if then is None or old.identity or new.snapshot != then:
-        return None
-    value = old.value()
-    if value is None:
-        return None
-    now = snapshot_text(value)
-    return now if now is not None and now != then else None
-
-
 def _closure_bundle(a: Any) -> bool:
     """A library object made of closures (an optax transform): the user rebuilds the whole."""
     return "GradientTransformation" in type(a).__qualname__ or closure_bundle(a)
 
 
-_WEIGHT = {"signature": 3, "mutated_static": 0}
-
-
 def closest(new: Key, previous: Sequence[Key]) -> tuple[Key | None, list[Reason]]:
-    """The previous key with the fewest differences (ties: most recent) and the diff."""
-    best: tuple[int, int] | None = None
-    best_key: Key | None = None
-    best_reasons: list[Reason] = []
-    for i, k in enumerate(previous):
-        rs = diff_keys(k, new)
-        # an argument added or removed weighs more than a few values inside one; a static
-        # changed in place since its compile weighs nothing: the new key equals what was
-        # compiled, so that entry is the one the user expected to hit
-        score = (sum(_WEIGHT.get(r.kind, 1) for r in rs), -i)
-        if best is None or score < best:
-            best, best_key, best_reasons = score, k, rs
-    return best_key, best_reasons
+    """The previous key with the fewest differences (ties: most recent) and the diff: found by
+    :func:`.nearest.nearest` without building reasons, which are built for that key only."""
+    best = N.nearest(new, previous)
+    return best, (diff_keys(best, new) if best is not None else [])
 
 
 def explain(

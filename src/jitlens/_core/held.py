@@ -101,6 +101,18 @@ class _Tuple:
         return GONE if any(v is GONE for v in items) else tuple.__new__(self.type, items)
 
 
+def held_object(holder: Any) -> Any:
+    """A token of the object ``holder`` holds as one object (weakly, or as it is): equal for
+    two holders of that object, never for two objects while both holders live (the address of
+    its weak reference, kept by the holder, or of the object itself); None when collected, or
+    held as its items (a tuple rebuilt on each read is no one object)."""
+    if type(holder) is _Weak:
+        return ("is", id(holder.ref)) if holder.ref() is not None else None
+    if type(holder) is _Plain:
+        return ("is", id(holder.value))
+    return None
+
+
 #: Set in a thread by :func:`keeping_values`.
 _KEEPING = threading.local()
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from .._peek import dataclass_fields, is_a, static_attr
 from .._record import record
-from .held import GONE, hold
+from .held import GONE, held_object, hold
 from .held import keeping_values as keeping_values
 from .kinds import EntryKind
 from .shown import closure_bundle, short_repr, user_repr
@@ -201,6 +201,15 @@ class StaticVal:
         if self._hold is None and other._hold is None:
             return self.addr == other.addr and self.type_name == other.type_name
         return self.alive() and other.alive() and self.value() is other.value()
+
+    def object_token(self) -> Any:
+        """What ``same`` compares of a static compared by identity, as hashable data: equal for
+        two statics of one live object, never for two objects while both statics live (one not
+        held: its address, as ``same`` compares it); None when it cannot say (collected, or held
+        as its items)."""
+        if self._hold is None:
+            return ("at", self.addr, self.type_name)
+        return held_object(self._hold)
 
     def full_text(self, limit: int = 4_000) -> str:
         """A longer text than ``text`` (for showing where two long values differ)."""

@@ -14,11 +14,16 @@ from typing import Any
 
 class OnFirstUse:
     """Stands for the module ``name`` (relative to ``package``): the first attribute read
-    imports it; each read is then one ``sys.modules`` look-up more than a plain global."""
+    imports it, and each read after it is one attribute look-up more than a plain global
+    (a report of 10,000 functions reads the retrace text's words 80,000 times)."""
 
     def __init__(self, name: str, package: str | None) -> None:
         self._name = name
         self._package = package
+        self._module: Any = None
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self._name, self._package), attr)
+        module = self._module
+        if module is None:
+            module = self._module = importlib.import_module(self._name, self._package)
+        return getattr(module, attr)

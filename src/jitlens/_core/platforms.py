@@ -9,7 +9,7 @@ rates as ``benchmarks/run_all.py`` measured them on one platform (``jax.default_
 (``Environment.platform``). ``benchmarks/run_all.py --platform`` prints each prediction
 next to the saving measured by applying the advice, on the platform it runs on.
 
-Measured (jax 0.10.2, ``benchmarks/run_all.py --platform``; ``docs/explanation/performance.md``):
+Measured (jax 0.10.2, ``benchmarks/run_all.py --platform``; ``docs/develop/performance.md``):
 
 * cpu, a shared 2-core VM: rolled programs compiled in 0.3-1.9 s; captured tables cost
   0.04-0.09 s/MiB; a tiny program's outputs are ready 2-3 us after its call returns.

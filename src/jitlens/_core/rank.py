@@ -10,6 +10,7 @@ and a fix names who makes the value (optax, not the user's ``__init__``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,15 +21,13 @@ from .kinds import EntryKind, Fact, ReasonKind, SubjectKind, reason_order
 from .report import Reason
 from .template_kinds import FixKind
 
-#: Kinds whose change a library may make (their ``KindSpec.structure``): optax, a layer.
-_STRUCTURE_KINDS = frozenset(k for k, spec in W.SPECS.items() if spec.structure)
 _NNX_OPTIMIZER = "nnx.Optimizer"
 
 
 def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> list[Reason]:
     """``reasons`` (one diff of ``o`` -> ``n``), most decisive first: by kind, except that a new
     optimizer (``optimizer.tx``) leads the state changes it causes."""
-    if any(r.kind in _STRUCTURE_KINDS for r in reasons):  # one pass over each key, not per reason
+    if any(_structure(r.kind) for r in reasons):  # one pass over each key, not per reason
         nodes = (_optax_nodes(o), _optax_nodes(n))
         reasons = [_optax_made(r, o, n, nodes) for r in reasons]
     reasons = _whole_arguments(reasons, n)
@@ -45,6 +44,13 @@ def rank(reasons: list[Reason], o: dict[Path, Entry], n: dict[Path, Entry]) -> l
             reason_order(r.kind),
         ),
     )
+
+
+@functools.cache
+def _structure(kind: ReasonKind) -> bool:
+    """A kind whose change a library may make (its ``KindSpec.structure``): optax, a layer; read
+    from that kind's module alone (a retrace imports the words of its own kinds only)."""
+    return W.kind_spec(kind).structure
 
 
 def _whole_arguments(reasons: list[Reason], n: dict[Path, Entry]) -> list[Reason]:
@@ -113,7 +119,7 @@ def _library_made(
     for r in reasons:
         # a Variable the program replaced by an array: its assignment, not the layer's making
         mine = r.fix_kind is FixKind.VAR_REPLACED
-        cls = _layer_class(r, o, n) if r.kind in _STRUCTURE_KINDS and not mine else ""
+        cls = _layer_class(r, o, n) if _structure(r.kind) and not mine else ""
         if cls and Fact.OPTAX_MADE not in r.facts:
             args = ", ".join(config.get(r.where[:-1], []))
             r = W.library_made(r, cls, f" (here {args})" if args else "")
@@ -141,7 +147,7 @@ def _optax_made(
     nodes: tuple[list[tuple[Path, str]], list[tuple[Path, str]]],
 ) -> Reason:
     """A structure change in state optax builds (an optimizer's ``opt_state``): worded so."""
-    if r.kind not in _STRUCTURE_KINDS:
+    if not _structure(r.kind):
         return r
     cls = _optax_class(r.where, o, nodes[0]) or _optax_class(r.where, n, nodes[1])
     return W.optax_state(r, "" if cls == _NNX_OPTIMIZER else cls) if cls else r

@@ -8,6 +8,7 @@ The tracker builds them; nothing here imports JAX.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -248,7 +249,7 @@ class FunctionReport:
             and not e.expected
         )
 
-    @property
+    @functools.cached_property  # read per row, per line and per sum of a report's text
     def bucketed(self) -> bool:
         """Every retrace is a shape of a deliberate bucket set, each compiled once, or of a
         few shapes the program needs, each passed from a line of its own and reused (a

@@ -64,7 +64,8 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     # Imported here: `jitlens merge --help` answers without loading the merge machinery.
     from .merge import merge_reports
-    from .render import render_merged_html, render_merged_text
+    from .page import render_merged_html
+    from .render import render_merged_text
 
     problem = _output_problem(args)
     if problem is not None:

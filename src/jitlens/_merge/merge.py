@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from .._core.report import Event, FunctionReport, Report
+from .._core.report import FunctionReport, Report
 from .._errors import ReportError
 from .model import BRANCH_KINDS as BRANCH_KINDS
 from .model import DIVERGENCE_KINDS as DIVERGENCE_KINDS
@@ -19,6 +18,7 @@ from .model import Divergence as Divergence
 from .model import DivergenceKind as DivergenceKind
 from .model import MergedFunction as MergedFunction
 from .model import MergedReport as MergedReport
+from .model import event_key, process_runs
 from .pcache import cache_differences  # issue 23
 
 NO_REPORTS = "jitlens merge needs at least one report"
@@ -56,9 +56,6 @@ FIXES: dict[DivergenceKind, str] = {
         "data shards and `if jax.process_index() == 0:` blocks)"
     ),
 }
-
-#: An object address: ``0x7f..`` in a repr, ``@…3a60`` in a signature (``_core.key``).
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+|(?<=@…)[0-9a-f]{4}")
 
 
 def _validate(reports: Sequence[Report], sources: Sequence[str]) -> tuple[Report, ...]:
@@ -102,7 +99,10 @@ def _match(reports: Sequence[Report], include_internal: bool) -> list[MergedFunc
             base = (fn.qualname, fn.defined_at)
             occ = occurrences.get(base, 0)
             occurrences[base] = occ + 1
-            table.setdefault((*base, occ), [None] * len(reports))[p] = fn
+            key = (*base, occ)
+            if key not in table:  # a new list per process was the merge's whole cost at 10^4
+                table[key] = [None] * len(reports)
+            table[key][p] = fn
     merged = []
     for (qualname, defined_at, occ), recs in table.items():
         first = next(r for r in recs if r is not None)
@@ -118,18 +118,6 @@ def _match(reports: Sequence[Report], include_internal: bool) -> list[MergedFunc
             )
         )
     return merged
-
-
-def _normalise(text: str) -> str:
-    """Object addresses differ between processes without meaning anything."""
-    return _ADDRESS.sub("0x…", text)
-
-
-def _event_key(e: Event) -> tuple[Any, ...]:
-    reasons = tuple(
-        (r.kind, r.argument, r.path, _normalise(r.before), _normalise(r.after)) for r in e.reasons
-    )
-    return (e.kind, e.call_index, _normalise(e.signature), reasons)
 
 
 def _groups(values: dict[int, Any]) -> list[tuple[tuple[int, ...], Any]]:
@@ -176,7 +164,7 @@ def _make(
 
 
 def _plist(ps: Sequence[int]) -> str:
-    return ("process " if len(ps) == 1 else "processes ") + ", ".join(map(str, ps))
+    return ("process " if len(ps) == 1 else "processes ") + process_runs(ps)
 
 
 def _missing(
@@ -204,7 +192,7 @@ def _trace_parting(
     fn: MergedFunction, present: dict[int, FunctionReport], start: dict[int, float]
 ) -> Divergence | None:
     """First position where the trace/compile sequences of the processes differ."""
-    keys = {p: [_event_key(e) for e in rec.events] for p, rec in present.items()}
+    keys = {p: [event_key(e) for e in rec.events] for p, rec in present.items()}
     for i in range(max(len(k) for k in keys.values())):
         at = {p: (k[i] if i < len(k) else None) for p, k in keys.items()}
         if len(set(at.values())) == 1:
@@ -366,9 +354,10 @@ def merge_reports(
     See also:
         :func:`find_divergence` for the divergences alone; ``jitlens merge`` on the command line.
     """
-    from . import render as _render  # registers merged.to_text() and to_html()
+    from . import page as _page  # registers merged.to_html()
+    from . import render as _render  # registers merged.to_text()
 
-    del _render
+    del _page, _render
     ordered = _validate(reports, sources)
     if len(sources) == len(reports):
         by_report = {id(r): s for r, s in zip(reports, sources, strict=True)}

@@ -6,15 +6,21 @@ import dataclasses
 import enum
 import html
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._core.report import FunctionReport, Reason, Report, _to_jsonable
+from .._core.report import Event, FunctionReport, Reason, Report, _to_jsonable
 
 #: The text and HTML renderers, registered by ``jitlens._merge.render`` (``str(merged)``,
 #: ``merged.to_text()``, ``merged.to_html()``), which ``merge_reports`` imports.
 TEXT: list[Callable[..., str] | None] = [None]
 HTML: list[Callable[..., str] | None] = [None]
+
+#: What a process list says of the processes it leaves out (``process_runs(..., limit)``).
+MORE_PROCESSES = " and {n:,} more"
+#: An object address: ``0x7f..`` in a repr, ``@…3a60`` in a signature (``_core.key``).
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+|(?<=@…)[0-9a-f]{4}")
 
 MERGE_SCHEMA = "jitlens.merge"
 MERGE_SCHEMA_VERSION = 1
@@ -238,9 +244,10 @@ class MergedReport:
         return self.to_text()
 
 
-def process_runs(ps: Sequence[int]) -> str:
+def process_runs(ps: Sequence[int], limit: int | None = None) -> str:
     """``0, 2, 5-4095``: process indices in order, a run of three or more as its ends (a job
-    of thousands with most reports missing is one line, not a screenful of numbers)."""
+    of thousands with most reports missing is one line, not a screenful of numbers); with
+    ``limit``, its first ``limit`` runs and how many processes the rest hold."""
     out: list[str] = []
     ordered = sorted(set(ps))
     i = 0
@@ -248,12 +255,43 @@ def process_runs(ps: Sequence[int]) -> str:
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
+        if limit is not None and len(out) >= limit:
+            return ", ".join(out) + MORE_PROCESSES.format(n=len(ordered) - i)
         if j - i >= 2:
             out.append(f"{ordered[i]}-{ordered[j]}")
         else:
             out.extend(map(str, ordered[i : j + 1]))
         i = j + 1
     return ", ".join(out)
+
+
+def normalise(text: str) -> str:
+    """Object addresses differ between processes without meaning anything."""
+    return _ADDRESS.sub("0x…", text)
+
+
+def event_key(e: Event) -> tuple[Any, ...]:
+    """What two processes' events must share to be the same trace (addresses aside)."""
+    reasons = tuple(
+        (r.kind, r.argument, r.path, normalise(r.before), normalise(r.after)) for r in e.reasons
+    )
+    return (e.kind, e.call_index, normalise(e.signature), reasons)
+
+
+def alike(merged: MergedReport) -> list[tuple[int, ...]]:
+    """The processes grouped by what they ran: the same functions, each with the same calls,
+    traces, compiles, events and programs per call; the biggest group first, then by their
+    lowest process."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for position, index in enumerate(merged.process_indices):
+        ran = tuple(
+            None
+            if (r := fn.reports[position]) is None
+            else (r.calls, r.traces, r.compiles, r.call_entries, tuple(map(event_key, r.events)))
+            for fn in merged.functions
+        )
+        groups.setdefault(ran, []).append(index)
+    return sorted((tuple(ps) for ps in groups.values()), key=lambda ps: (-len(ps), ps[0]))
 
 
 def _process_dict(report: Report, source: str) -> dict[str, Any]:

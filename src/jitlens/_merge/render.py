@@ -1,8 +1,8 @@
-"""Terminal text and HTML of a merged multi-process view: divergences first, then a table."""
+"""Terminal text of a merged multi-process view: divergences first, then a table (its HTML:
+``page``)."""
 
 from __future__ import annotations
 
-import html
 import logging
 import re
 from collections.abc import Sequence
@@ -70,18 +70,19 @@ def _count(n: int, noun: str, plural: str = "") -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
-def _procs(ps: Sequence[int]) -> str:
-    return ("process " if len(ps) == 1 else "processes ") + process_runs(ps)
+def procs(ps: Sequence[int], limit: int | None = None) -> str:
+    return ("process " if len(ps) == 1 else "processes ") + process_runs(ps, limit)
 
 
-def _branch_lines(branch: Branch) -> list[Line]:
+def branch_lines(branch: Branch, limit: int | None = None) -> list[Line]:
+    """What one group of processes did; ``limit``: runs of its processes named at most."""
     if branch.kind is BranchKind.NONE and branch.signature:
         template = NONE_RAN
     else:
         template = BRANCH_LINES.get(branch.kind, "{procs}  " + branch.kind)
     calls = CALLS_SUFFIX.format(n=branch.calls) if branch.calls is not None else ""
     head = template.format(
-        procs=_procs(branch.processes),
+        procs=procs(branch.processes, limit),
         call=UNKNOWN if branch.call_index is None else branch.call_index,
         signature=shorten(branch.signature) or UNKNOWN,
         calls=calls,
@@ -110,12 +111,12 @@ def divergence_lines(div: Divergence, number: int, total: int) -> list[Line]:
         header += OCCURRENCE.format(n=div.occurrence + 1)
     lines: list[Line] = [Line(0, header, Role.ALERT), Line(2, div.message, Role.CAUSE)]
     for branch in div.branches:
-        lines.extend(_branch_lines(branch))
+        lines.extend(branch_lines(branch))
     lines.append(Line(2, FIX_LINE.format(fix=div.fix), Role.FIX))
     return lines
 
 
-def _cell(values: Sequence[int | None], indices: Sequence[int]) -> str:
+def _cell(values: Sequence[int | None], indices: Sequence[int], limit: int | None = None) -> str:
     """One figure per process, folded: ``3`` when all agree, else ``1 on 0, 2; 2 on 1``."""
     groups: dict[int | None, list[int]] = {}
     for index, value in zip(indices, values, strict=True):
@@ -124,24 +125,26 @@ def _cell(values: Sequence[int | None], indices: Sequence[int]) -> str:
         (value,) = groups
         return UNKNOWN if value is None else str(value)
     return "; ".join(
-        f"{UNKNOWN if v is None else v} on {', '.join(map(str, ps))}" for v, ps in groups.items()
+        f"{UNKNOWN if v is None else v} on {process_runs(ps, limit)}" for v, ps in groups.items()
     )
 
 
-def _row(fn: MergedFunction, indices: Sequence[int]) -> list[str]:
+def row(fn: MergedFunction, indices: Sequence[int], limit: int | None = None) -> list[str]:
+    """The cells of ``fn``'s row of the functions table; ``limit``: runs of processes named
+    at most in a cell."""
     present = [(i, r) for i, r in zip(indices, fn.reports, strict=True) if r is not None]
     have = [i for i, _ in present]
-    absent = [i for i in indices if i not in have]
+    absent = sorted(set(indices) - set(have))
     status = STATUS_DIVERGED if fn.diverged else STATUS_OK
     if absent:
-        status = STATUS_MISSING.format(procs=", ".join(map(str, absent)))
+        status = STATUS_MISSING.format(procs=process_runs(absent, limit))
     name = fn.qualname + (OCCURRENCE.format(n=fn.occurrence + 1) if fn.occurrence else "")
     return [
         name,
         fn.defined_at,
-        _cell([r.calls for _, r in present], have),
-        _cell([r.traces for _, r in present], have),
-        _cell([r.compiles for _, r in present], have),
+        _cell([r.calls for _, r in present], have, limit),
+        _cell([r.traces for _, r in present], have, limit),
+        _cell([r.compiles for _, r in present], have, limit),
         status,
     ]
 
@@ -151,12 +154,12 @@ def _table(merged: MergedReport) -> Table:
     for name, justify in COLUMNS:
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for fn in merged.functions:
-        cells = _row(fn, merged.process_indices)
+        cells = row(fn, merged.process_indices)
         table.add_row(*(Text(c) for c in cells), style="red" if fn.diverged else "")
     return table
 
 
-def _title(merged: MergedReport) -> str:
+def title(merged: MergedReport) -> str:
     diverged = len({(d.qualname, d.defined_at, d.occurrence) for d in merged.divergences})
     return TITLE.format(
         processes=len(merged.reports),
@@ -167,7 +170,7 @@ def _title(merged: MergedReport) -> str:
         if diverged
         else CONSISTENT
         if merged.complete
-        else INCOMPLETE.format(processes=_procs(merged.missing_processes)),
+        else INCOMPLETE.format(processes=procs(merged.missing_processes)),
     )
 
 
@@ -180,9 +183,9 @@ def merged_lines(merged: MergedReport) -> list[Line]:
         if merged.divergences
         else Role.HEADLINE
     )
-    lines: list[Line] = [Line(0, _title(merged), verdict)]
+    lines: list[Line] = [Line(0, title(merged), verdict)]
     if merged.missing_processes:
-        text = MISSING_PROCESSES.format(processes=_procs(merged.missing_processes))
+        text = MISSING_PROCESSES.format(processes=procs(merged.missing_processes))
         lines.append(Line(2, text, Role.WARNING))
         lines += [Line(4, why, Role.WARNING) for why in merged.missing_why]
     if merged.divergences or merged.complete:
@@ -236,114 +239,4 @@ def render_merged_text(
         return _fallback(merged)
 
 
-# --------------------------------------------------------------------------
-# HTML
-# --------------------------------------------------------------------------
-
-CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
-.bad{color:#b00020}.ok{color:#1b7f3b}.dim{color:#666}
-.div{border-left:4px solid #b00020;padding:.3em .8em;margin:.8em 0;background:#fff5f5}
-.fix{color:#1b7f3b}code,td.m{font-family:ui-monospace,monospace}
-table{border-collapse:collapse}td,th{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left}
-tr.bad td{background:#fff0f0}iframe{width:100%;height:32em;border:1px solid #ccc}
-"""
-PAGE = (
-    '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-    "<title>{title}</title><style>{css}</style></head><body>\n{body}\n</body></html>\n"
-)
-
-
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _html_divergence(div: Divergence, number: int, total: int) -> str:
-    parts = [
-        f"<div class='div'><b>{_e(DIVERGENCE_HEADER.format(number=number, total=total, qualname=div.qualname, defined_at=div.defined_at))}</b>",
-        f"<p>{_e(div.message)}</p><ul>",
-    ]
-    for branch in div.branches:
-        head, *reasons = _branch_lines(branch)
-        items = "".join(
-            f"<li class='fix'>{_e(line.text)}</li>"
-            if line.role is Role.FIX
-            else f"<li><code>{_e(line.text)}</code></li>"
-            for line in reasons
-        )
-        parts.append(f"<li>{_e(head.text)}{'<ul>' + items + '</ul>' if items else ''}</li>")
-    parts.append(f"</ul><p class='fix'>{_e(FIX_LINE.format(fix=div.fix))}</p></div>")
-    return "".join(parts)
-
-
-def _html_table(merged: MergedReport) -> str:
-    head = "".join(f"<th>{_e(name)}</th>" for name, _ in COLUMNS)
-    rows = []
-    for fn in merged.functions:
-        tds = "".join(f"<td class='m'>{_e(c)}</td>" for c in _row(fn, merged.process_indices))
-        rows.append(f"<tr class='{'bad' if fn.diverged else ''}'>{tds}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-def _html_process(merged: MergedReport, position: int) -> str:
-    """One process's own report: the single-report HTML renderer when present, else a table."""
-    report = merged.reports[position]
-    source = merged._sources()[position]
-    summary = f"process {report.process_index} on {report.host}" + (
-        f" ({source})" if source else ""
-    )
-    body = ""
-    try:
-        from .._render.html import render_html  # type: ignore[import-not-found,unused-ignore]
-
-        body = f"<iframe srcdoc='{_e(render_html(report))}'></iframe>"
-    except Exception:
-        LOG.debug("jitlens: per-process HTML unavailable, using a plain table", exc_info=True)
-    if not body:
-        rows = "".join(
-            f"<tr><td class='m'>{_e(f.qualname)}</td><td>{_e(f.calls)}</td><td>{'?' if f.traces is None else f.traces}</td>"
-            f"<td class='m'>{_e(' | '.join(e.signature for e in f.events))}</td></tr>"
-            for f in report.functions
-        )
-        body = (
-            "<table><thead><tr><th>function</th><th>calls</th><th>traces</th>"
-            f"<th>signatures</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    return f"<details><summary>{_e(summary)}</summary>{body}</details>"
-
-
-def _render_html(merged: MergedReport) -> str:
-    title = _title(merged)
-    parts = [f"<h1 class='{'bad' if merged.divergences else 'ok'}'>{_e(title)}</h1>"]
-    if merged.missing_processes:
-        parts.append(
-            f"<p class='dim'>{_e(MISSING_PROCESSES.format(processes=_procs(merged.missing_processes)))}</p>"
-        )
-    note = HANG_NOTE if merged.divergences else CONSISTENT_NOTE
-    parts.append(f"<p class='dim'>{_e(note)}</p>")
-    total = len(merged.divergences)
-    parts.extend(_html_divergence(d, n, total) for n, d in enumerate(merged.divergences, 1))
-    parts.append("<h2>Functions</h2>" + _html_table(merged))
-    parts.append("<h2>Processes</h2>")
-    parts.extend(_html_process(merged, i) for i in range(len(merged.reports)))
-    return PAGE.format(title=_e(title), css=CSS, body="\n".join(parts))
-
-
-def render_merged_html(merged: MergedReport) -> str:
-    """The merged view as one self-contained, escaped HTML page (no scripts, no network).
-
-    Each process's own report is embedded in a collapsed section, rendered by
-    the single-report HTML renderer when available, else as a small table.
-    Never raises: on an internal failure it logs and returns the text view in a ``<pre>``.
-    """
-    try:
-        return _render_html(merged)
-    except Exception:
-        LOG.exception("jitlens: rendering the merged HTML failed")
-        text = render_merged_text(merged, color=False)
-        return PAGE.format(title="jitlens merge", css=CSS, body=f"<pre>{_e(text)}</pre>")
-
-
 _model.TEXT[0] = render_merged_text
-_model.HTML[0] = render_merged_html

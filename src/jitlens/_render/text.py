@@ -7,9 +7,7 @@ nothing needs rich's layout: most exit summaries.
 from __future__ import annotations
 
 import io
-import math
 import os
-import re
 import shutil
 import sys
 import textwrap
@@ -24,7 +22,13 @@ from .._core.report import FunctionReport, Report, fold_reasons
 from .advice import advice_lines, compile_cost_lines
 from .heading import heading as _heading
 from .heading import plural as plural
-from .plain import layout
+from .plain import GLUE as GLUE
+from .plain import glue_code as glue_code
+from .plain import piece_lines
+from .plain import unglue as unglue
+from .table import COLUMNS, RowStyle, lay_out, rich_table, rows_and_columns
+from .table import percent as percent
+from .table import table_name as table_name
 
 #: The retrace text and the size buckets, loaded by the first function that retraced.
 RT = OnFirstUse(".._core.retrace_text", __package__)
@@ -33,7 +37,6 @@ B = OnFirstUse(".._core.buckets", __package__)
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.padding import Padding
-    from rich.table import Table
 
     from .._core import buckets
     from .._core.retrace_text import Folded
@@ -59,36 +62,9 @@ STYLES: dict[Role, str] = {
     Role.TEXT: "",
 }
 
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("function", "left"),
-    ("kind", "left"),
-    ("calls", "right"),
-    ("traces", "right"),
-    ("compiles", "right"),
-    ("hits", "right"),
-    ("hit %", "right"),
-    ("trace s", "right"),
-    ("compile s", "right"),
-    ("lost s", "right"),
-)
-#: A `code span` up to this long is never broken by wrapping (`self.act = act`); a longer one
-#: would not fit a line anyway.
-GLUED_CODE = 64
-CODE_SPAN = re.compile(r"`[^`\n]+`")
-#: Stands for a space inside a code span while rich wraps (a private-use character: rich
-#: breaks lines at any Unicode space, U+00A0 included).
-GLUE = "\ue000"
 #: The table's title and legend, as rich draws a table's own title and caption.
 TITLE_STYLE = "italic"
 CAPTION_STYLE = "dim italic"
-#: Columns given up, in this order, when the width cannot hold them all.
-DROPPABLE = ("hit %", "trace s", "kind", "hits", "compile s", "compiles")
-#: The function column gets at least this many characters before others are dropped.
-MIN_NAME_WIDTH = 24
-#: A name up to this long stays on one line: a column that matters less gives way first.
-WHOLE_NAME = 32
-#: A name's longest word is never broken below this width (``build_update_fn.<locals>.update``).
-MAX_WORD_WIDTH = 48
 NO_FUNCTIONS_SEEN = (
     "jitlens: saw no jitted function ({backend} on {host}, {duration:.1f} s tracked), but it cannot "
     "see everything on these versions:"
@@ -110,8 +86,6 @@ NO_RETRACES = "no retraces: no function compiled again."
 FUNCTION_HEADER = "{qualname}  {summary}   (defined at {defined_at})"
 #: Folded wrappers' name already says where their code is defined (``fold.FOLDED``).
 FOLDED_HEADER = "{qualname}  {summary}"
-#: A folded row's name in the table: where and how often it traced are in its explanation.
-TABLE_FOLDED = "{qualname} ×{n}"  # noqa: RUF001 (a count, read as "times")
 RETRACED = "retraced {n}x, {lost:.2f} s lost"
 RECOMPILED = "retraced {n}x and compiled {m}x more from a cached trace, {lost:.2f} s lost"
 COMPILED_AGAIN = "compiled {m}x more from a cached trace, no retrace, {lost:.2f} s lost"
@@ -132,34 +106,8 @@ CACHE_NOTE = "{message}"
 CACHE_FIX = "fix: {fix}"
 
 
-def percent(rate: float) -> str:
-    """A rate as a percentage that never rounds to a bound it did not reach: 938/941 is 99.7%."""
-    for digits in range(4):
-        text = f"{rate:.{digits}%}"
-        shown = float(text[:-1])
-        if (rate < 1 and shown >= 100) or (rate > 0 and shown <= 0):
-            continue
-        return text
-    return "<0.001%" if rate < 0.5 else ">99.999%"
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.2f}" if math.isfinite(value) else RT.UNKNOWN
-
-
 def _indented(lines: Sequence[Line], by: int) -> list[Line]:
     return [line.indented(by) for line in lines]
-
-
-def glue_code(text: str, room: int = GLUED_CODE) -> str:
-    """``text`` with the spaces of each short `code span` made unbreakable (``GLUE``), so that
-    wrapping keeps a fix's code on one line, ready to copy (``unglue`` puts the spaces back)."""
-    return CODE_SPAN.sub(lambda m: m[0].replace(" ", GLUE) if len(m[0]) <= room else m[0], text)
-
-
-def unglue(text: str) -> str:
-    """The spaces ``glue_code`` made unbreakable, spaces again."""
-    return text.replace(GLUE, " ")
 
 
 def styled(line: Line, *, glue: bool = False) -> Padding:
@@ -253,50 +201,6 @@ def _less(width: int | None, indent: int) -> int | None:
     return None if width is None else width - indent
 
 
-def _rows(
-    functions: Sequence[FunctionReport], include_internal: bool, width: int
-) -> tuple[list[list[str]], list[int]]:
-    """The table's rows and the columns that fit ``width``: a row's name without its kind's
-    prefix while the kind column is shown, with it when the kind column gave way."""
-    rows = [_row(fn, include_internal) for fn in functions]
-    keep = _columns(rows, width)
-    if 1 not in keep:
-        rows = [_row(fn, include_internal, kind_shown=False) for fn in functions]
-        keep = _columns(rows, width)
-    return rows, keep
-
-
-def _row(fn: FunctionReport, include_internal: bool, kind_shown: bool = True) -> list[str]:
-    rate = fn.hit_rate
-    name = (
-        TABLE_FOLDED.format(qualname=fn.wrapped_qualname, n=fn.wrappers)
-        if fn.wrappers > 1 and fn.wrapped_qualname
-        else table_name(fn)
-        if kind_shown
-        else fn.qualname
-    )
-    name += " (internal)" if fn.internal and include_internal else ""
-    return [
-        name,
-        fn.kind,
-        RT.UNKNOWN if fn.calls is None else str(fn.calls),
-        RT.UNKNOWN if fn.traces is None else str(fn.traces),
-        RT.UNKNOWN if fn.compiles is None else str(fn.compiles),
-        RT.UNKNOWN if fn.cache_hits is None else str(fn.cache_hits),
-        RT.UNKNOWN if rate is None else percent(rate),
-        _seconds(fn.trace_seconds),
-        _seconds(fn.lower_seconds + fn.compile_seconds),
-        _seconds(fn.seconds_lost),
-    ]
-
-
-def table_name(fn: FunctionReport) -> str:
-    """A row's name in a table that has a kind column: ``Sequential.evaluate test step``, not
-    ``keras: Sequential.evaluate test step`` beside the kind ``keras`` (the row wrapped)."""
-    prefix = f"{fn.kind}: "
-    return fn.qualname.removeprefix(prefix) if fn.qualname != prefix else fn.qualname
-
-
 def sorted_functions(report: Report, include_internal: bool = False) -> list[FunctionReport]:
     """Functions worth a look first: most seconds lost to recompiles, then most traces.
 
@@ -305,34 +209,6 @@ def sorted_functions(report: Report, include_internal: bool = False) -> list[Fun
     chosen = report.functions if include_internal else report.user_functions()
     folded = fold_wrappers(chosen)
     return sorted(folded, key=lambda f: (-f.seconds_lost, -(f.traces or 0), f.qualname))
-
-
-def _columns(rows: Sequence[Sequence[str]], width: int) -> list[int]:
-    """Indices of the columns that fit ``width``, dropping the least useful first."""
-    natural = [
-        max(len(name), *(len(row[i]) for row in rows)) + 2 for i, (name, _) in enumerate(COLUMNS)
-    ]
-    natural[0] = min(natural[0], _name_floor(rows) + 2)
-    keep = list(range(len(COLUMNS)))
-    for name in DROPPABLE:
-        if sum(natural[i] for i in keep) <= width:
-            break
-        keep.remove([n for n, _ in COLUMNS].index(name))
-    return keep
-
-
-def _name_floor(rows: Sequence[Sequence[str]]) -> int:
-    """The width the function column keeps before other columns give way: a name up to
-    ``WHOLE_NAME`` whole (a row of 2-3 lines at 100 columns read badly), a longer one at least
-    ``MIN_NAME_WIDTH``, never breaking its longest word."""
-    longest = max(len(row[0]) for row in rows)
-    return max(MIN_NAME_WIDTH, _longest_word(rows), min(longest, WHOLE_NAME))
-
-
-def _longest_word(rows: Sequence[Sequence[str]]) -> int:
-    """The longest unbreakable part of a function name, capped at ``MAX_WORD_WIDTH``."""
-    words = [len(w) for row in rows for w in row[0].split()]
-    return min(max(words, default=0), MAX_WORD_WIDTH)
 
 
 def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:
@@ -353,30 +229,6 @@ def wrap_at_joints(text: str, width: int, joint: str = "; ") -> list[str]:
             current = part
         out += textwrap.wrap(current, width, break_on_hyphens=False) or [""]
     return out
-
-
-def _table(functions: Sequence[FunctionReport], include_internal: bool, width: int) -> Table:
-    """The rows, one per function; its title and legend are printed around it at the full width
-    (a table narrower than the terminal wrapped them at its own width)."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(box=box.SIMPLE_HEAD, collapse_padding=True, show_edge=False)
-    rows, keep = _rows(functions, include_internal, width)
-    longest = max(len(row[0]) for row in rows)
-    for i in keep:
-        name, justify = COLUMNS[i]
-        if i == 0:
-            floor = min(_name_floor(rows), longest)
-            table.add_column(name, min_width=min(floor, width // 2), overflow="fold")
-        else:
-            table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for fn, row in zip(functions, rows, strict=True):
-        lost = Role.ALERT if fn.seconds_lost else Role.TEXT  # seconds lost to recompiles
-        styles = {0: STYLES[Role.SUBJECT], len(COLUMNS) - 1: STYLES[lost]}
-        table.add_row(*(Text(row[i], style=styles.get(i, "")) for i in keep))
-    return table
 
 
 def _is_tty() -> bool:
@@ -440,7 +292,7 @@ def _pieces(
     else:
         title, caption = _heading(report, include_internal)
         out.append(("text", title, TITLE_STYLE))
-        rows, keep = _rows(functions, include_internal, width)
+        rows, keep = rows_and_columns(functions, include_internal, width)
         cells = [[COLUMNS[i][0] for i in keep], *([row[i] for i in keep] for row in rows)]
         right = [COLUMNS[i][1] == "right" for i in keep]
         out.append(("table", functions, include_internal, cells, right))
@@ -484,31 +336,53 @@ def notices(report: Report) -> list[str]:
 def _render(
     report: Report, color: bool, width: int, include_internal: bool, max_lines: int | None = None
 ) -> str:
-    pieces = _pieces(report, width, include_internal, max_lines)
-    plain = None if color else layout(pieces, width)
-    if plain is None:
-        return _export(_rich(pieces, color, width), color, max_lines)
-    return _cut(plain, max_lines)
+    out: list[str] = []
+    console: Console | None = None
+    for piece in _pieces(report, width, include_internal, max_lines):
+        lines = _laid_out(piece, width, color)
+        if lines is None:  # this piece needs rich's layout: it alone goes through rich
+            console = console or make_console(width, color)
+            _print(console, piece, width)
+            lines = [console.export_text(styles=color, clear=True).removesuffix("\n")]
+        out += lines
+    return _cut(unglue("\n".join(out)), max_lines)
+
+
+def _laid_out(piece: Piece, width: int, color: bool) -> list[str] | None:
+    """``piece``'s lines written without rich (``plain``), or None: rich lays it out."""
+    if piece[0] != "table":
+        return piece_lines(piece, width, color, STYLES)
+    return lay_out(piece[3], piece[4], width, _row_styles(piece[1]), color)
+
+
+def _row_styles(functions: Sequence[FunctionReport]) -> list[RowStyle]:
+    """Each row's name and seconds-lost styles (lost in red where recompiles lost time)."""
+    lost = {True: STYLES[Role.ALERT], False: STYLES[Role.TEXT]}
+    return [(STYLES[Role.SUBJECT], lost[bool(fn.seconds_lost)]) for fn in functions]
 
 
 def _rich(pieces: Sequence[Piece], color: bool, width: int) -> Console:
-    from rich.text import Text
-
     console = make_console(width, color)
     for piece in pieces:
-        if piece[0] == "text":
-            console.print(Text(piece[1], style=piece[2]))
-        elif piece[0] == "line" and piece[1].role is Role.CODE:  # whole, to copy
-            line = piece[1]
-            text = Text(" " * line.indent + line.text, style=STYLES[line.role])
-            console.print(text, no_wrap=True, overflow="ignore", crop=False)
-        elif piece[0] == "line":
-            console.print(styled(piece[1], glue=piece[2]))
-        elif piece[0] == "table":
-            console.print(_table(piece[1], piece[2], width))
-        else:
-            console.print()
+        _print(console, piece, width)
     return console
+
+
+def _print(console: Console, piece: Piece, width: int) -> None:
+    from rich.text import Text
+
+    if piece[0] == "text":
+        console.print(Text(piece[1], style=piece[2]))
+    elif piece[0] == "line" and piece[1].role is Role.CODE:  # whole, to copy
+        line = piece[1]
+        text = Text(" " * line.indent + line.text, style=STYLES[line.role])
+        console.print(text, no_wrap=True, overflow="ignore", crop=False)
+    elif piece[0] == "line":
+        console.print(styled(piece[1], glue=piece[2]))
+    elif piece[0] == "table":
+        console.print(rich_table(piece[1], piece[2], width, _row_styles(piece[1])))
+    else:
+        console.print()
 
 
 def _export(console: Console, color: bool, max_lines: int | None = None) -> str:

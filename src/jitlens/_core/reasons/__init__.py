@@ -11,276 +11,165 @@ The package is also the one namespace the rest of jitlens reads words from: ever
 and builder is re-exported here under its own name, so ``reasons.shape`` is the builder of a
 shape reason (the module of that name is ``sys.modules["jitlens._core.reasons.shape"]``, or
 ``SPECS[ReasonKind.SHAPE]`` for what it declares).
+
+The kind modules are imported when first read, each alone: a retrace of a shape imports the
+words of shapes (and ``base``), not those of the 15 other kinds; ``SPECS`` imports them all.
+A kind module bound to the package by the import system (``import .shape`` sets the
+package's ``shape``) binds its names instead, so that ``reasons.shape`` stays the builder
+whichever way the module was first imported.
 """
 
 from __future__ import annotations
 
-from ..kinds import ReasonKind
-from ..words import Template, Words, words
-from .base import LIMIT, _cap, _reason, with_article, with_fix
-from .cache_cleared import (
-    CLEARED_FIX,
-    CLEARED_MSG,
-    EVICTED_FIX,
-    EVICTED_MSG,
-    cache_cleared,
-    cache_evicted,
-)
-from .cache_cleared import SPEC as _CACHE_CLEARED
-from .config import (
-    CONFIG_FIX,
-    CONFIG_MSG,
-    JIT_OPTION_FIX,
-    JIT_OPTION_MSG,
-    MESH_FIX,
-    NESTED_CONTEXT_FIX,
-    NESTED_CONTEXT_MSG,
-    NESTED_SHAPE_SUFFIX,
-    TRANSFORM_CONTEXT,
-    VMAP,
-    config,
-    jit_option,
-    nested_context,
-)
-from .config import SPEC as _CONFIG
-from .dtype import DTYPE_FIX, DTYPE_MSG, KEY_FIX, dtype
-from .dtype import SPEC as _DTYPE
-from .graph_structure import (
-    GRAPH_ADDED_MSG,
-    GRAPH_FIX,
-    GRAPH_KIND_FIX,
-    GRAPH_KIND_MSG,
-    LIBRARY_MADE_FIX,
-    NODE_TYPE_FIX,
-    NODE_TYPE_MSG,
-    OPTAX_STATE_FIX,
-    SOW_FIX,
-    VAR_REPLACED_FIX,
-    VAR_REPLACED_MSG,
-    VAR_VALUE_MSG,
-    graph_attribute,
-    graph_kind_change,
-    library_made,
-    node_type_change,
-    optax_state,
-    variable_replaced,
-    variable_value_structure,
-)
-from .graph_structure import SPEC as _GRAPH_STRUCTURE
-from .identity_static import (
-    ARRAYS_PYTREE_FIX,
-    BOUND_METHOD_ARG_FIX,
-    BOUND_METHOD_FIX,
-    CLASS_FIX,
-    CLASS_MSG,
-    FUNCTION_FIX,
-    IDENTITY_MSG,
-    JITTED_FIX,
-    NAN_FIELD_FIX,
-    NAN_FIELD_MSG,
-    NAN_FIX,
-    NAN_MSG,
-    NO_EQ_FIX,
-    NO_EQ_TRACED_FIX,
-    NO_EQ_VALUES_FIX,
-    OPTAX_FIX,
-    OPTAX_KIND_FIX,
-    OPTAX_REBUILT_FIX,
-    PARTIAL_ARG_FIX,
-    PARTIAL_DATA_FIX,
-    PARTIAL_GRAPH_FIX,
-    IdentityFix,
-    _identity_fix,
-    _qualified,
-    class_redefined,
-    identity_static,
-    is_nan,
-    nan_field,
-    nan_static,
-    optax_kind,
-)
-from .identity_static import SPEC as _IDENTITY_STATIC
-from .mutated_static import (
-    MUTATED_FIX,
-    MUTATED_MISS_MSG,
-    MUTATED_MSG,
-    mutated_static,
-    mutated_static_miss,
-)
-from .mutated_static import SPEC as _MUTATED_STATIC
-from .new_function import (
-    CLOSURE_FIX,
-    DIFFERENT_FUNCTION_FIX,
-    DIFFERENT_FUNCTION_MSG,
-    METHOD_FIX,
-    NESTED_NEW_FUNCTION_FIX,
-    NESTED_NEW_FUNCTION_MSG,
-    NEW_FUNCTION_FIX,
-    NEW_FUNCTION_MSG,
-    NEW_LAMBDA_FIX,
-    NEW_PARTIAL_FIX,
-    NEW_PARTIAL_MSG,
-    NUMPYRO_REBUILT_FIX,
-    NUMPYRO_REBUILT_MSG,
-    NUMPYRO_SVI_RUN_FIX,
-    NUMPYRO_SVI_RUN_MSG,
-    different_function,
-    nested_new_function,
-    new_function,
-    new_partial,
-    numpyro_reasons,
-)
-from .new_function import SPEC as _NEW_FUNCTION
-from .pytree_structure import (
-    DIFF_STRUCTURE_FIX,
-    DIFF_STRUCTURE_MSG,
-    LENGTH_FIX,
-    LENGTH_MSG,
-    NONE_FIX,
-    PYTREE_KEY_FIX,
-    PYTREE_KEY_MSG,
-    PYTREE_KIND_FIX,
-    PYTREE_KIND_MSG,
-    SEQUENCES,
-    diff_structure,
-    pytree_key,
-    pytree_kind_change,
-    sequence_length,
-)
-from .pytree_structure import SPEC as _PYTREE_STRUCTURE
-from .shape import (
-    BUCKETED_MSG,
-    KERAS_LENGTH_FIX,
-    KERAS_LENGTH_MSG,
-    KERAS_ON_BATCH_FIX,
-    KERAS_ON_BATCH_MSG,
-    KERAS_RAGGED_FIX,
-    KERAS_RAGGED_MSG,
-    KERAS_RAGGED_PREDICT_FIX,
-    KERAS_RAGGED_WHY,
-    KERAS_SMALL_FIX,
-    KERAS_SMALL_WHY,
-    KERAS_VALIDATION_FIX,
-    PARAM_SHAPE_FIX,
-    SHAPE_FIX,
-    SHAPE_MSG,
-    VMAP_SHAPE_MSG,
-    bucketed,
-    library_reason,
-    reused_shapes,
-    shape,
-    user_path,
-)
-from .shape import SPEC as _SHAPE
-from .sharding import (
-    MESH_DEVICES_FIX,
-    MESH_DEVICES_MSG,
-    NAMED_SHARDING,
-    SHARDING_FIX,
-    SHARDING_GROUP_FIX,
-    SHARDING_LEAVES_MSG,
-    SHARDING_MSG,
-    SHARDING_WHY,
-    mesh_devices,
-    placed_together,
-    sharding,
-    whole_argument,
-)
-from .sharding import SPEC as _SHARDING
-from .signature import (
-    ARG_FIX,
-    ARG_MSG,
-    SIGNATURE_FIX,
-    SIGNATURE_MSG,
-    argument_added_removed,
-    signature,
-)
-from .signature import SPEC as _SIGNATURE
-from .spec import KindSpec
-from .static_type import SPEC as _STATIC_TYPE
-from .static_type import STATIC_TYPE_FIX, STATIC_TYPE_MSG, static_type
-from .static_value import (
-    COUNTER_FIX,
-    COUNTER_MSG,
-    COUNTER_NAMES,
-    DIFF_STATIC_FIX,
-    DIFF_STATIC_MSG,
-    DTYPE_SPELLING_FIX,
-    DTYPE_SPELLING_MSG,
-    LAYER_FIX,
-    LAYER_MSG,
-    MODE_FIX,
-    MODE_FLAGS,
-    MODE_MSG,
-    SIZE_FIX,
-    STATIC_ARG_FIX,
-    STATIC_ARG_UNSURE_FIX,
-    STATIC_AUX_FIX,
-    STATIC_CHOICE_FIX,
-    STATIC_DATACLASS_FIX,
-    STATIC_FIELD_FIX,
-    STATIC_GRAPH_FIX,
-    STATIC_MSG,
-    STATIC_OPTION_ANY,
-    STATIC_OPTION_BOTH,
-    STATIC_OPTION_DROP,
-    STATIC_OPTION_NARROW,
-    STATIC_ROLE_FIX,
-    STATIC_RULE_FIX,
-    STATIC_SHAPE_FIX,
-    as_dtype,
-    counter_static,
-    data_fields,
-    diff_static,
-    dtype_spelling,
-    is_number,
-    layer_config,
-    number_role,
-    static_dataclass_field,
-    static_flow,
-    static_value,
-    unstatic,
-)
-from .static_value import SPEC as _STATIC_VALUE
-from .unknown import (
-    NO_DIFFERENCE_FIX,
-    NO_DIFFERENCE_MSG,
-    UNKNOWN_FIX,
-    UNKNOWN_MSG,
-    no_difference,
-    unknown,
-)
-from .unknown import SPEC as _UNKNOWN
-from .variable_metadata import SPEC as _VARIABLE_METADATA
-from .variable_metadata import VAR_META_FIX, VAR_META_MSG, variable_metadata
-from .weak_type import SPEC as _WEAK_TYPE
-from .weak_type import VAR_ASSIGN_FIX, VAR_WEAK_FIX, WEAK_FIX, WEAK_MSG, WEAK_VALUE_FIX, weak_type
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
-#: One spec per reason kind, in ``ReasonKind``'s order (most decisive first).
-SPECS: dict[ReasonKind, KindSpec] = {
-    spec.kind: spec
-    for spec in sorted(
+from ..kinds import ReasonKind
+
+if TYPE_CHECKING:
+    from .spec import KindSpec
+
+#: The names the package re-exports, by the module that defines them (relative to here).
+_NAMES: dict[str, tuple[str, ...]] = {
+    "..words": tuple("Template Words words".split()),
+    ".base": tuple("LIMIT _cap _reason is_nan with_article with_fix".split()),
+    ".cache_cleared": tuple(
+        "CLEARED_FIX CLEARED_MSG EVICTED_FIX EVICTED_MSG cache_cleared cache_evicted".split()
+    ),
+    ".config": tuple(
         (
-            _NEW_FUNCTION,
-            _CONFIG,
-            _SIGNATURE,
-            _PYTREE_STRUCTURE,
-            _GRAPH_STRUCTURE,
-            _STATIC_VALUE,
-            _IDENTITY_STATIC,
-            _MUTATED_STATIC,
-            _STATIC_TYPE,
-            _VARIABLE_METADATA,
-            _SHAPE,
-            _DTYPE,
-            _WEAK_TYPE,
-            _SHARDING,
-            _CACHE_CLEARED,
-            _UNKNOWN,
-        ),
-        key=lambda s: s.order,
-    )
+            "CONFIG_FIX CONFIG_MSG JIT_OPTION_FIX JIT_OPTION_MSG MESH_FIX NESTED_CONTEXT_FIX "
+            "NESTED_CONTEXT_MSG NESTED_SHAPE_SUFFIX TRANSFORM_CONTEXT VMAP config jit_option "
+            "nested_context"
+        ).split()
+    ),
+    ".dtype": tuple("DTYPE_FIX DTYPE_MSG KEY_FIX dtype".split()),
+    ".graph_structure": tuple(
+        (
+            "GRAPH_ADDED_MSG GRAPH_FIX GRAPH_KIND_FIX GRAPH_KIND_MSG LIBRARY_MADE_FIX "
+            "NODE_TYPE_FIX NODE_TYPE_MSG OPTAX_STATE_FIX SOW_FIX VAR_REPLACED_FIX "
+            "VAR_REPLACED_MSG VAR_VALUE_MSG graph_attribute graph_kind_change library_made "
+            "node_type_change optax_state variable_replaced variable_value_structure"
+        ).split()
+    ),
+    ".identity_static": tuple(
+        (
+            "ARRAYS_PYTREE_FIX BOUND_METHOD_ARG_FIX BOUND_METHOD_FIX CLASS_FIX CLASS_MSG "
+            "FUNCTION_FIX IDENTITY_MSG JITTED_FIX NAN_FIELD_FIX NAN_FIELD_MSG NAN_FIX NAN_MSG "
+            "NO_EQ_FIX NO_EQ_TRACED_FIX NO_EQ_VALUES_FIX OPTAX_FIX OPTAX_KIND_FIX "
+            "OPTAX_REBUILT_FIX PARTIAL_ARG_FIX PARTIAL_DATA_FIX PARTIAL_GRAPH_FIX IdentityFix "
+            "_identity_fix _qualified class_redefined identity_static nan_field "
+            "nan_static optax_kind"
+        ).split()
+    ),
+    ".mutated_static": tuple(
+        "MUTATED_FIX MUTATED_MISS_MSG MUTATED_MSG mutated_static mutated_static_miss".split()
+    ),
+    ".new_function": tuple(
+        (
+            "CLOSURE_FIX DIFFERENT_FUNCTION_FIX DIFFERENT_FUNCTION_MSG METHOD_FIX "
+            "NESTED_NEW_FUNCTION_FIX NESTED_NEW_FUNCTION_MSG NEW_FUNCTION_FIX "
+            "NEW_FUNCTION_MSG NEW_LAMBDA_FIX NEW_PARTIAL_FIX NEW_PARTIAL_MSG "
+            "NUMPYRO_REBUILT_FIX NUMPYRO_REBUILT_MSG NUMPYRO_SVI_RUN_FIX NUMPYRO_SVI_RUN_MSG "
+            "different_function nested_new_function new_function new_partial numpyro_reasons"
+        ).split()
+    ),
+    ".pytree_structure": tuple(
+        (
+            "DIFF_STRUCTURE_FIX DIFF_STRUCTURE_MSG LENGTH_FIX LENGTH_MSG NONE_FIX "
+            "PYTREE_KEY_FIX PYTREE_KEY_MSG PYTREE_KIND_FIX PYTREE_KIND_MSG SEQUENCES "
+            "diff_structure pytree_key pytree_kind_change sequence_length"
+        ).split()
+    ),
+    ".shape": tuple(
+        (
+            "BUCKETED_MSG KERAS_LENGTH_FIX KERAS_LENGTH_MSG KERAS_ON_BATCH_FIX "
+            "KERAS_ON_BATCH_MSG KERAS_RAGGED_FIX KERAS_RAGGED_MSG KERAS_RAGGED_PREDICT_FIX "
+            "KERAS_RAGGED_WHY KERAS_SMALL_FIX KERAS_SMALL_WHY KERAS_VALIDATION_FIX "
+            "PARAM_SHAPE_FIX SHAPE_FIX SHAPE_MSG VMAP_SHAPE_MSG bucketed library_reason "
+            "reused_shapes shape user_path"
+        ).split()
+    ),
+    ".sharding": tuple(
+        (
+            "MESH_DEVICES_FIX MESH_DEVICES_MSG NAMED_SHARDING SHARDING_FIX SHARDING_GROUP_FIX "
+            "SHARDING_LEAVES_MSG SHARDING_MSG SHARDING_WHY mesh_devices placed_together "
+            "sharding whole_argument"
+        ).split()
+    ),
+    ".signature": tuple(
+        "ARG_FIX ARG_MSG SIGNATURE_FIX SIGNATURE_MSG argument_added_removed signature".split()
+    ),
+    ".spec": tuple("KindSpec".split()),
+    ".static_type": tuple("STATIC_TYPE_FIX STATIC_TYPE_MSG static_type".split()),
+    ".static_value": tuple(
+        (
+            "COUNTER_FIX COUNTER_MSG COUNTER_NAMES DIFF_STATIC_FIX DIFF_STATIC_MSG "
+            "DTYPE_SPELLING_FIX DTYPE_SPELLING_MSG LAYER_FIX LAYER_MSG MODE_FIX MODE_FLAGS "
+            "MODE_MSG SIZE_FIX STATIC_ARG_FIX STATIC_ARG_UNSURE_FIX STATIC_AUX_FIX "
+            "STATIC_CHOICE_FIX STATIC_DATACLASS_FIX STATIC_FIELD_FIX STATIC_GRAPH_FIX "
+            "STATIC_MSG STATIC_OPTION_ANY STATIC_OPTION_BOTH STATIC_OPTION_DROP "
+            "STATIC_OPTION_NARROW STATIC_ROLE_FIX STATIC_RULE_FIX STATIC_SHAPE_FIX as_dtype "
+            "counter_static data_fields diff_static dtype_spelling is_number layer_config "
+            "number_role static_dataclass_field static_flow static_value unstatic"
+        ).split()
+    ),
+    ".unknown": tuple(
+        (
+            "NO_DIFFERENCE_FIX NO_DIFFERENCE_MSG UNKNOWN_FIX UNKNOWN_MSG no_difference unknown"
+        ).split()
+    ),
+    ".variable_metadata": tuple("VAR_META_FIX VAR_META_MSG variable_metadata".split()),
+    ".weak_type": tuple(
+        "VAR_ASSIGN_FIX VAR_WEAK_FIX WEAK_FIX WEAK_MSG WEAK_VALUE_FIX weak_type".split()
+    ),
 }
+_FROM: dict[str, str] = {name: module for module, names in _NAMES.items() for name in names}
+
+
+def kind_spec(kind: ReasonKind) -> KindSpec:
+    """What reason kind ``kind`` declares (its module's ``SPEC``), importing that module only."""
+    return importlib.import_module(f".{ReasonKind(kind).value}", __name__).SPEC  # type: ignore[no-any-return]
+
+
+def _bind(module: types.ModuleType, relative: str) -> None:
+    here = sys.modules[__name__].__dict__
+    for name in _NAMES.get(relative, ()):
+        here[name] = getattr(module, name)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SPECS":  # one spec per reason kind, in ``ReasonKind``'s order
+        specs = sorted((kind_spec(kind) for kind in ReasonKind), key=lambda s: s.order)
+        found: Any = {s.kind: s for s in specs}
+    elif name in _FROM:
+        relative = _FROM[name]
+        _bind(importlib.import_module(relative, __name__), relative)
+        found = sys.modules[__name__].__dict__[name]
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    sys.modules[__name__].__dict__[name] = found
+    return found
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FROM, "SPECS"})
+
+
+class _Package(types.ModuleType):
+    """The package, whose kind modules bind their names when the import system binds them."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
+            super().__setattr__(name, value)
+            _bind(value, f".{name}")  # ``shape`` the builder, not the module
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "ARG_FIX",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..._peek import is_a
 from ..kinds import Fact, SubjectKind
 from ..reason import Reason
 from ..template_kinds import FixKind
@@ -110,3 +111,15 @@ def _with_fix(r: Reason, fix_kind: FixKind, fix: Words | str, **changes: Any) ->
 
 def _whole(said: Words | str) -> Words:
     return dataclasses.replace(as_words(said), capped=False)
+
+
+def is_nan(value: Any) -> bool:
+    """Is ``value`` a float NaN (Python or NumPy scalar, real or complex)?"""
+    import numpy as np
+
+    if not is_a(value, (float, complex, np.floating, np.complexfloating)):
+        return False  # NaT (a datetime) is not NaN
+    try:
+        return bool(value != value)
+    except Exception:
+        return False

@@ -121,18 +121,6 @@ NAN_FIX = Template(
 )
 
 
-def is_nan(value: Any) -> bool:
-    """Is ``value`` a float NaN (Python or NumPy scalar, real or complex)?"""
-    import numpy as np
-
-    if not is_a(value, (float, complex, np.floating, np.complexfloating)):
-        return False  # NaT (a datetime) is not NaN
-    try:
-        return bool(value != value)
-    except Exception:
-        return False
-
-
 def nan_static(arg: str, path: str, attr: str, old: StaticVal, new: StaticVal) -> Reason:
     """Two NaNs: equal-looking, never equal. Python's caches compare them by identity."""
     msg = NAN_MSG.words(what=f"`{path}`")

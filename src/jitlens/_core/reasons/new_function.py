@@ -10,9 +10,8 @@ wrappers of one code over different functions (expected).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..._compat.library_jits import LibraryJit
 from ..code import callable_expr, identifier
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..reason import Reason
@@ -28,6 +27,9 @@ from .base import (
     with_fix,
 )
 from .spec import KindSpec
+
+if TYPE_CHECKING:
+    from ..._compat.library_jits import LibraryJit
 
 NEW_FUNCTION_MSG = Template(
     M.NEW_FUNCTION,

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..._compat.library_jits import LibraryJit
-from ..buckets import SharedShape, SizeSet, bucket_step
 from ..kinds import Fact, ReasonKind, SubjectKind
 from ..reason import Reason
 from ..template_kinds import FixKind
@@ -25,6 +23,10 @@ from .base import (
     _with_fix,
 )
 from .spec import KindSpec
+
+if TYPE_CHECKING:  # a keras step's words and a bucket set's: imported where they are read
+    from ..._compat.library_jits import LibraryJit
+    from ..buckets import SharedShape, SizeSet
 
 SHAPE_MSG = Template(
     M.SHAPE,
@@ -81,6 +83,8 @@ BUCKETED_MSG = Template(
 def bucketed(size_set: SizeSet) -> Words:
     """The makings of what the deliberate bucket set ``size_set`` is (``BUCKETED_MSG``)."""
     sizes = ", ".join(map(str, size_set.distinct))
+    from ..buckets import bucket_step
+
     step = bucket_step(size_set.sizes)
     return BUCKETED_MSG.words(path=size_set.path, axis=size_set.axis, sizes=sizes, step=step)
 
