@@ -95,30 +95,35 @@ print("TRUTH", T[0])
 
 
 @pytest.mark.slow
-def test_a_program_whose_own_import_hook_finds_jax_is_tracked(tmp_path):
+def test_a_program_whose_own_import_hook_finds_jax_is_told_why_nothing_was_tracked(tmp_path):
     """An import hook of the program's own ahead of jitlens' on ``sys.meta_path``, finding
-    every module itself: jitlens was never asked for ``jax``, tracked nothing, and
-    ``jitlens run`` said "the program never imported jax". Now the ``import`` audit event
-    puts jitlens' watcher first for that import, which asks the program's hook for the
-    module (so jax is still the hook's). An import Python does not audit
-    (``importlib.import_module``) is said to be unseen, not "never imported"."""
+    every module itself: jitlens is never asked for ``jax``. It used to put its watcher first
+    for that import from the ``import`` audit event; an audit hook is one more thing in the
+    program (issue 49), so jitlens says it could not see the import, and how to let it (its fix
+    applied: the program's output unchanged and every call counted). Never "never imported"."""
     import json
 
     (tmp_path / "hook.py").write_text(IMPORT_HOOK)
+    fixed = IMPORT_HOOK.replace("sys.meta_path.insert(0, FindsEverything())\n", "")
+    fixed = fixed.replace(
+        "import jax.numpy as jnp\n",
+        "import jax.numpy as jnp\nsys.meta_path.insert(0, FindsEverything())\n",
+    )
+    fixed = fixed.replace('"jax" in FindsEverything.found', "True")  # (it found nothing now)
+    (tmp_path / "fixed.py").write_text(fixed)
     plain = _python(["hook.py"], tmp_path)
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout == "hook found jax True SourceFileLoader\nTRUTH 2\n"
-    modes = (["-m", "jitlens", "run", "--json", "run.json", "hook.py"], ["hook.py"])
-    for args, env in zip(modes, ({}, {"JITLENS": "1", "JITLENS_REPORT": "env.json"}), strict=True):
-        tracked = _python(args, tmp_path, **env)
-        assert (tracked.returncode, tracked.stdout) == (0, plain.stdout), tracked.stderr
-    for name in ("run.json", "env.json"):
-        (row,) = json.loads((tmp_path / name).read_text())["functions"]
-        assert (row["calls"], row["traces"], row["cache_hits"]) == (3, 2, 1), (name, row)
-    unseen = _python(["-m", "jitlens", "run", "hook.py", "import_module"], tmp_path)
-    assert unseen.stdout == plain.stdout, unseen.stderr
-    assert "imported jax where jitlens could not see it" in unseen.stderr
-    assert "never imported jax" not in unseen.stderr
+    for args, env in ((["-m", "jitlens", "run", "hook.py"], {}), (["hook.py"], {"JITLENS": "1"})):
+        unseen = _python(args, tmp_path, **env)
+        assert (unseen.returncode, unseen.stdout) == (0, plain.stdout), unseen.stderr
+        assert "imported jax where jitlens could not see it" in unseen.stderr
+        assert "fix: import jax before the program installs that hook" in unseen.stderr
+        assert "never imported jax" not in unseen.stderr
+    applied = _python(["-m", "jitlens", "run", "--json", "run.json", "fixed.py"], tmp_path)
+    assert (applied.returncode, applied.stdout) == (0, plain.stdout), applied.stderr
+    (row,) = json.loads((tmp_path / "run.json").read_text())["functions"]
+    assert (row["calls"], row["traces"], row["cache_hits"]) == (3, 2, 1), row
 
 
 PYTEST_FILE = """

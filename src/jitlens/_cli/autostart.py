@@ -66,7 +66,8 @@ REEXECUTED = (
 NO_JAX = "jitlens: the program never imported jax: nothing to report, no report file written\n"
 UNSEEN = (
     "jitlens: the program imported jax where jitlens could not see it (an import hook of its "
-    "own that finds jax itself): nothing was tracked, no report file written\n"
+    "own, ahead of jitlens' on sys.meta_path, that finds jax itself): nothing was tracked, no "
+    "report file written\n  fix: import jax before the program installs that hook\n"
 )
 
 _STARTED = [False]

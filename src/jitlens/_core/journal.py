@@ -350,8 +350,13 @@ def _last_time(journal: Journal) -> float:
 
 
 def is_journal(path: str) -> bool:
-    """Does ``path`` start with a journal's magic?"""
+    """Is ``path`` a file that starts with a journal's magic? (A FIFO or a device is never
+    opened here: its reader would wait for a writer.)"""
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as f:
             return f.read(len(MAGIC)) == MAGIC
     except OSError:

@@ -117,8 +117,8 @@ def _map(fd: int, size: int) -> tuple[mmap.mmap, int]:
         return mmap.mmap(fd, size, trackfd=False), -1  # type: ignore[call-arg]
     except TypeError:
         pass
-    nxt = os.dup(fd)  # the lowest free number: the one mmap's own dup takes next
-    os.close(nxt)
+    nxt = os.open(os.devnull, os.O_RDONLY)  # the lowest free number: the one mmap's own
+    os.close(nxt)  # duplicate of ``fd`` takes next
     mm = mmap.mmap(fd, size)
     return mm, nxt if _ident(nxt) == _ident(fd) else -2
 
