@@ -509,3 +509,54 @@ def test_a_script_named_like_an_option_and_a_module_imported_again_are_run_and_c
     assert tracked.stdout == plain.stdout == "done\n"
     rows = json.loads((tmp_path / "r.json").read_text())["functions"]
     assert sorted(f["calls"] for f in rows if f["name"] == "f") == [1, 3]
+
+
+BUDGETED = """
+import argparse, hashlib, os, pickle, sys
+import jax, jax.numpy as jnp
+f = jax.jit(lambda x: x + 1)
+f(jnp.ones(1)); f(jnp.ones(1))
+try:
+    argparse.ArgumentParser(prog="p").parse_args(["--nope"])
+except SystemExit as exc:  # argparse's exit, caught by the program
+    print("argparse", exc.code, flush=True)
+print("pickles", pickle.loads(pickle.dumps(os._exit)) is os._exit, flush=True)
+print("ready", flush=True)
+hashlib.pbkdf2_hmac("sha256", b"x", b"y", 200_000_000)  # a long C call (minutes)
+print("finished", flush=True)
+"""
+
+
+def test_a_budgeted_program_exits_and_dies_as_under_python(tmp_path):
+    """Under ``--fail-on-retrace`` argparse's exit is the program's to catch (jitlens' own
+    ``SystemExit`` escaped it), ``os._exit`` pickles (jitlens' wrapper did not), and a SIGTERM
+    sent while the program is inside a long C call ends it at once, as under python (jitlens'
+    handler waited for the call to return: 7-16 s)."""
+    import os
+    import sys
+
+    (tmp_path / "prog.py").write_text(BUDGETED)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    ran = {}
+    for runner, args in (("python", []), ("run", ["-m", "jitlens", "run", "--fail-on-retrace"])):
+        proc = subprocess.Popen(
+            [sys.executable, *args, "prog.py"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        lines = []
+        while not lines or lines[-1] != "ready\n":
+            lines.append(proc.stdout.readline())
+            assert lines[-1], (runner, lines, proc.stderr.read())
+        proc.send_signal(signal.SIGTERM)  # to python; to jitlens run, which passes it on
+        out, err = proc.communicate(timeout=120)
+        ran[runner] = (proc.returncode, "".join(lines) + out, err)
+    plain, tracked = ran["python"], ran["run"]
+    assert plain[:2] == (-signal.SIGTERM, "argparse 2\npickles True\nready\n"), plain
+    assert tracked[:2] == plain[:2], tracked  # no "finished": the C call never returned
+    assert "p: error: unrecognized arguments: --nope" in tracked[2]
+    said = " ".join(tracked[2].split())  # (the summary wraps at the terminal's width)
+    assert "the program ended by SIGTERM, before Python's exit" in said, tracked[2]
