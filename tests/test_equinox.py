@@ -642,7 +642,9 @@ def test_get_num_traces_and_no_retrace_on_filter_jit():
                 f(jnp.ones(2), 0.5)
 
 
-def test_pytest_marker_counts_filter_jit(pytester):
+def test_pytest_marker_counts_filter_jit(pytester, fork_python):
+    from forked_pytest import runpytest_forked
+
     pytester.makepyfile(
         """
         import equinox as eqx, jax.numpy as jnp, pytest
@@ -657,7 +659,7 @@ def test_pytest_marker_counts_filter_jit(pytester):
                 f(jnp.ones(2), lr)
         """
     )
-    result = pytester.runpytest_subprocess()
+    result = runpytest_forked(pytester, fork_python)  # a fork of the JAX server: no start-up
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*lr*"])
 
