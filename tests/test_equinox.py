@@ -583,14 +583,15 @@ def test_results_unchanged_when_jitlens_fails_inside(monkeypatch):
 
 
 @pytest.mark.slow
-def test_max_traces_above_and_below_filter_jit_agree_with_equinox():
+def test_max_traces_above_and_below_filter_jit_agree_with_equinox(fork_python):
     # In a process of its own: equinox keeps a filter_jit's function alive for
     # the process (its jit's cache holds it as a static argument), so a guard
-    # below it, and the hooks it holds installed, outlive the test.
+    # below it, and the hooks it holds installed, outlive the test. (A fork of the server
+    # that imported JAX: the process is what must be thrown away, not its start-up.)
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
     code = "import test_equinox as t; t._guards_on_filter_jit(); print('guards ok')"
-    proc = run_python(["-c", code], cwd=here, env={"PYTHONPATH": path})
+    proc = fork_python(["-c", code], cwd=here, env={"PYTHONPATH": path})
     assert proc.returncode == 0, proc.stderr
     assert "guards ok" in proc.stdout
 
@@ -641,7 +642,9 @@ def test_get_num_traces_and_no_retrace_on_filter_jit():
                 f(jnp.ones(2), 0.5)
 
 
-def test_pytest_marker_counts_filter_jit(pytester):
+def test_pytest_marker_counts_filter_jit(pytester, fork_python):
+    from forked_pytest import runpytest_forked
+
     pytester.makepyfile(
         """
         import equinox as eqx, jax.numpy as jnp, pytest
@@ -656,7 +659,7 @@ def test_pytest_marker_counts_filter_jit(pytester):
                 f(jnp.ones(2), lr)
         """
     )
-    result = pytester.runpytest_subprocess()
+    result = runpytest_forked(pytester, fork_python)  # a fork of the JAX server: no start-up
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*lr*"])
 
@@ -664,7 +667,7 @@ def test_pytest_marker_counts_filter_jit(pytester):
 # ------------------------------------------------------------------ optional, late import
 
 
-def test_jitlens_never_imports_equinox_and_tracks_a_late_import():
+def test_jitlens_never_imports_equinox_and_tracks_a_late_import(fork_python):
     code = textwrap.dedent(
         """
         import sys, jitlens
@@ -682,7 +685,8 @@ def test_jitlens_never_imports_equinox_and_tracks_a_late_import():
         print(row.calls, row.traces, row.cache_hits, T[0])
         """
     )
-    proc = run_python(["-c", code])
+    # a fork of the server that imported JAX only: equinox and jitlens not yet imported
+    proc = fork_python(["-c", code])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["5", "2", "3", "2"]
 

@@ -249,7 +249,7 @@ print(json.dumps({"traces": row.traces, "fixes": fixes}))
 
 
 def test_keras_fit_with_validation_split_gets_a_fix_that_keeps_one_train_shape(
-    tmp_path: Path,
+    tmp_path: Path, fork_python
 ) -> None:
     """`model.fit(x, y, batch_size=16, validation_split=0.2)` on 50 samples: the train part
     (40) ends in a batch of 8. The fix said "drop the remainder (`n = len(x) // 16 * 16`, then
@@ -259,13 +259,12 @@ def test_keras_fit_with_validation_split_gets_a_fix_that_keeps_one_train_shape(
     import importlib.util
     import json
 
-    from conftest import run_python
-
     if importlib.util.find_spec("keras") is None:  # not imported here: its backend is the child's
         pytest.skip("keras is not installed")
     script = tmp_path / "fit.py"
     script.write_text(KERAS_FIT)
-    done = run_python([str(script), "broken"])
+    # forks of the server that imported JAX (keras not yet: it picks its backend in the child)
+    done = fork_python([str(script), "broken"])
     assert done.returncode == 0, done.stderr
     before = json.loads(done.stdout.splitlines()[-1])
     assert before["traces"] == 2
@@ -277,7 +276,7 @@ def test_keras_fit_with_validation_split_gets_a_fix_that_keeps_one_train_shape(
     statements = (
         "v = int(len(x) * 0.2) // 16 * 16 or int(len(x) * 0.2)\nt_ = (len(x) - v) // 16 * 16"
     )
-    done = run_python([str(script), "fixed", statements])
+    done = fork_python([str(script), "fixed", statements])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["traces"] == 1
 
@@ -305,7 +304,9 @@ print("CACHE", sin._cache_size(), update._cache_size(), apply._cache_size(), y[0
 """
 
 
-def test_a_jit_the_user_makes_of_a_library_function_is_the_users_row(tmp_path: Path) -> None:
+def test_a_jit_the_user_makes_of_a_library_function_is_the_users_row(
+    tmp_path: Path, fork_python
+) -> None:
     """`update = jax.jit(opt.update)` (optax's own README loop), `apply = jax.jit(m.apply)`
     (a linen model, Flax's own examples) and `jax.jit(jnp.sin)`, called in the program's loop:
     `jitlens run` said "no jitted function was called", though `sin` compiled twice. A jit the user's own line makes is the user's function,
@@ -316,7 +317,7 @@ def test_a_jit_the_user_makes_of_a_library_function_is_the_users_row(tmp_path: P
 
     script = tmp_path / "library_jits.py"
     script.write_text(LIBRARY_JITS)
-    plain = run_python([str(script)])
+    plain = fork_python([str(script)])  # the ground truth: plain JAX, nothing at start-up
     report = tmp_path / "r.json"
     done = run_python(["-m", "jitlens", "run", "--json", str(report), str(script)])
     assert done.returncode == plain.returncode == 0, done.stderr
@@ -351,13 +352,17 @@ def test_loop():
 """
 
 
-def test_a_compile_budget_counts_a_jit_made_anew_per_iteration(pytester: pytest.Pytester) -> None:
+def test_a_compile_budget_counts_a_jit_made_anew_per_iteration(
+    pytester: pytest.Pytester, fork_python
+) -> None:
     """`@pytest.mark.max_traces(1)` on a test whose loop wraps `jax.jit(lambda ...)` anew per
     iteration passed: 3 compiles of one function, counted 1 per wrapper. The summary folds
     the wrappers into one function ("retraced 2x"); the budget counts them as one too, and
     its error carries the fix for the new wrapper."""
+    from forked_pytest import runpytest_forked
+
     pytester.makepyfile(test_loop=JIT_PER_ITERATION_TEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = runpytest_forked(pytester, fork_python, "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*`test_loop.<locals>.<lambda>` was traced 2 times, over its budget of 1*"]

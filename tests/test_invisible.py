@@ -91,16 +91,18 @@ def test_jax_compile_log_names_the_same_functions(runs, mode) -> None:
 
 
 @pytest.mark.slow
-def test_a_program_that_jits_nothing_prints_nothing_under_jitlens_env(tmp_path) -> None:
+def test_a_program_that_jits_nothing_prints_nothing_under_jitlens_env(
+    tmp_path, fork_python
+) -> None:
     prog = tmp_path / "nothing.py"
     prog.write_text("import jax.numpy as jnp\nprint(float(jnp.ones(3).sum()))\n")
-    plain = run_python([str(prog)], cwd=tmp_path)
+    plain = fork_python([str(prog)], cwd=tmp_path)  # what JAX itself prints: no start-up read
     tracked = run_python([str(prog)], cwd=tmp_path, env={"JITLENS": "1"})
     assert (tracked.returncode, tracked.stdout, tracked.stderr) == (0, "3.0\n", plain.stderr)
 
 
 @pytest.mark.slow
-def test_tracking_imports_no_library_the_program_did_not(tmp_path) -> None:
+def test_tracking_imports_no_library_the_program_did_not(tmp_path, fork_python) -> None:
     code = textwrap.dedent(
         """
         import sys, jax, jax.numpy as jnp, jitlens
@@ -110,7 +112,8 @@ def test_tracking_imports_no_library_the_program_did_not(tmp_path) -> None:
         print(sorted(m for m in ("flax", "optax", "equinox", "treescope") if m in sys.modules))
         """
     )
-    proc = run_python(["-c", code], cwd=tmp_path)
+    # a fork of a server that imported JAX and nothing else (jitlens is imported by the code)
+    proc = fork_python(["-c", code], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
 
@@ -177,7 +180,9 @@ def test_the_tracked_jit_looks_like_what_it_wraps() -> None:
 
 
 @pytest.mark.slow
-def test_the_canary_runs_only_in_jitlens_selfcheck_and_its_verdict_is_read(tmp_path) -> None:
+def test_the_canary_runs_only_in_jitlens_selfcheck_and_its_verdict_is_read(
+    tmp_path, fork_python
+) -> None:
     """A fresh cache folder: a tracked program starts nothing and keeps nothing (issue 29);
     ``jitlens selfcheck`` keeps the verdict; the next program reads it. No program sees a
     canary function."""
@@ -193,7 +198,9 @@ def test_the_canary_runs_only_in_jitlens_selfcheck_and_its_verdict_is_read(tmp_p
         """
     )
     env = {"JITLENS_CACHE_DIR": str(tmp_path / "cache")}
-    first = run_python(["-c", code], cwd=tmp_path, env=env)
+    # the two programs: forks of a server that imported JAX, not jitlens (the folder is read
+    # when jitlens is); `jitlens selfcheck`, under a debugging session's start-up settings, fresh
+    first = fork_python(["-c", code], cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
     assert not (tmp_path / "cache").exists()  # nothing started, nothing written
     # a debugging session's settings and the user's folder do not reach the canary
@@ -206,7 +213,7 @@ def test_the_canary_runs_only_in_jitlens_selfcheck_and_its_verdict_is_read(tmp_p
     assert "jitlens selfcheck: passed" in check.stdout
     (kept,) = list((tmp_path / "cache").glob("selfcheck-*.json"))
     assert '"problems": []' in kept.read_text()
-    second = run_python(["-c", code], cwd=tmp_path, env=env)
+    second = fork_python(["-c", code], cwd=tmp_path, env=env)
     assert first.stdout.replace("canary False", "canary True") == second.stdout
     assert "warnings []" in first.stdout and "names ['<lambda>']" in first.stdout
 

@@ -29,13 +29,14 @@ PROGRAM = HERE / "spy_program.py"
 
 
 @pytest.fixture(scope="module")
-def spied(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The spy program's counts without jitlens and under ``jitlens.track()`` (one process),
-    and under ``JITLENS=1`` (another, its exit report included)."""
+def spied(tmp_path_factory: pytest.TempPathFactory, fork_python) -> dict[str, Any]:
+    """The spy program's counts without jitlens and under ``jitlens.track()`` (one process: a
+    fork of the server that imported JAX, nothing of jitlens), and under ``JITLENS=1`` (a
+    fresh interpreter, its start-up hook and exit report included)."""
     tmp = tmp_path_factory.mktemp("spies")
     got: dict[str, Any] = {}
-    for mode, env in (("both", {}), ("env", {"JITLENS": "1"})):
-        proc = run_python([str(PROGRAM), mode], cwd=tmp, env=env)
+    for mode, run in (("both", fork_python), ("env", run_python)):
+        proc = run([str(PROGRAM), mode], cwd=tmp, env={"JITLENS": "1"} if mode == "env" else {})
         assert proc.returncode == 0, proc.stderr[-3000:]
         got.update(json.loads(proc.stdout.strip().splitlines()[-1]))
         got[f"late {mode}"] = [line for line in proc.stderr.splitlines() if line.startswith("LATE")]

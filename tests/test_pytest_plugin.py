@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from forked_pytest import runpytest_forked
 
 from jitlens import load_report, pytest_plugin
 
@@ -281,7 +282,9 @@ def test_plugin_module_imports_neither_jax_nor_jitlens_core() -> None:
     assert not [n for n in top if isinstance(n, ast.ImportFrom) and n.level], "no jitlens module"
 
 
-def test_the_session_report_is_written_where_pytest_started(pytester: pytest.Pytester) -> None:
+def test_the_session_report_is_written_where_pytest_started(
+    pytester: pytest.Pytester, fork_python
+) -> None:
     """A test that changes directory for good does not move --jitlens-report's file."""
     pytester.makepyfile(
         test_moves="""
@@ -293,7 +296,10 @@ def test_the_session_report_is_written_where_pytest_started(pytester: pytest.Pyt
             os.chdir(tmp_path)
         """
     )
-    result = pytester.runpytest_subprocess(*_plugin_args(), "--jitlens-report=report.json")
+    # a process of its own (the test changes its directory for good): a fork of the JAX server
+    result = runpytest_forked(
+        pytester, fork_python, *_plugin_args(), "--jitlens-report=report.json"
+    )
     result.assert_outcomes(passed=1)
     assert (pytester.path / "report.json").exists()
 
@@ -325,14 +331,16 @@ def test_the_same_command_runs_twice_when_the_report_path_is_a_separate_word(
 
 
 def test_a_session_budget_that_cannot_count_is_a_usage_error_not_an_internal_one(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, fork_python
 ) -> None:
-    """A guard that cannot count refuses to run; pytest says why in one line, not INTERNALERROR."""
+    """A guard that cannot count refuses to run; pytest says why in one line, not INTERNALERROR.
+    (A process of its own, the conftest breaks JAX: a fork of the server that imported JAX,
+    before the plugin or jitlens, as in a fresh ``pytest``.)"""
     pytester.makeconftest(
         "from jax import monitoring\ndel monitoring.register_scalar_listener  # a JAX without it\n"
     )
     pytester.makepyfile(test_mine="def test_one():\n    open('ran', 'w').close()\n")
-    result = pytester.runpytest_subprocess(*_plugin_args(), "--jitlens-max-traces", "1")
+    result = runpytest_forked(pytester, fork_python, *_plugin_args(), "--jitlens-max-traces", "1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "--jitlens-max-traces: cannot count traces" in err and "INTERNALERROR" not in err

@@ -238,9 +238,13 @@ print("TRUTH", T[0], flush=True)
 """
 
 
-def test_a_program_that_re_executes_itself_ends_with_a_report_and_a_clear_line(tmp_path) -> None:
+def test_a_program_that_re_executes_itself_ends_with_a_report_and_a_clear_line(
+    tmp_path, fork_python
+) -> None:
     (tmp_path / "prog.py").write_text(REEXEC)
-    plain = run_python(["prog.py"], cwd=tmp_path)
+    # python's own answer: its first image forked from the server that imported JAX, its
+    # second a fresh `python prog.py` (what os.execv makes of it either way)
+    plain = fork_python(["prog.py"], cwd=tmp_path)
     proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "prog.py"], cwd=tmp_path)
     assert proc.returncode == plain.returncode == 0, proc.stderr
     assert proc.stdout == plain.stdout == "TRUTH 2\n"
@@ -279,11 +283,13 @@ def test_no_warnings():
 """
 
 
-def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(tmp_path) -> None:
+def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(
+    tmp_path, fork_python
+) -> None:
     (tmp_path / "test_quiet.py").write_text(PYTEST_FILE)
     args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_quiet.py"]
     env = {"JITLENS_WARN_RECOMPILES": "1"}
-    plain = run_python(args, cwd=tmp_path, env=env)
+    plain = fork_python(args, cwd=tmp_path, env=env)  # the tests pass: no start-up involved
     tracked = run_python(["-m", "jitlens", "run", *args], cwd=tmp_path, env=env)
     assert "3 passed" in plain.stdout, plain.stdout
     assert tracked.returncode == 0 and "3 passed" in tracked.stdout, tracked.stdout
