@@ -9,6 +9,7 @@ carry the reason kind and path listed in ``tests/cases/README.md``.
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -66,6 +67,12 @@ def _case(num: str):
 
 pytestmark = pytest.mark.xdist_group("cases")
 
+#: XLA compiles the cases without LLVM's optimisation passes (less CPU per compile, issue 48):
+#: traces, keys and reasons are decided before XLA's backend runs.
+FAST_XLA = {
+    "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+}
+
 
 @pytest.fixture(scope="module")
 def case_runs(tmp_path_factory):
@@ -76,7 +83,9 @@ def case_runs(tmp_path_factory):
         path = _case(num)
         report = tmp / f"{num}.json"
         proc = run_python(
-            ["-m", "jitlens", "run", "--quiet", "--json", str(report), str(path)], cwd=tmp
+            ["-m", "jitlens", "run", "--quiet", "--json", str(report), str(path)],
+            cwd=tmp,
+            env=FAST_XLA,
         )
         out[num] = (proc, json.loads(report.read_text()) if report.exists() else None)
     return out

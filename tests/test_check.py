@@ -1,7 +1,8 @@
 """``jitlens check``: each example's exact verdict, the sandbox's failure modes, the CLI, the text.
 
 Every grading runs a child process (JAX import + compiles), so all of them are
-started at once by one module-scoped fixture and shared by the asserts.
+started at once by one module-scoped fixture and shared by the asserts; the cheats share one
+grading (one case each), and the CLI's own process is a fork of ``fork_python``'s server.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import importlib
 import json
 import os
 import pathlib
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -131,7 +131,7 @@ def _check_cli(argv: list[str]) -> int:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterator[dict[str, Any]]:
     """Every grading of this module, started together; values are futures."""
     tmp = tmp_path_factory.mktemp("check")
     pidfile = tmp / "grandchild.pid"
@@ -139,12 +139,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     os.environ["JITLENS_TEST_PIDFILE"] = str(pidfile)
     json_path = tmp / "solution.json"
     code = "import sys; import jitlens; sys.exit(jitlens.main(['check', *sys.argv[1:]]))"
-    cli = subprocess.Popen(
-        [sys.executable, "-c", code, "examples/exercise/solution.py", "--json", str(json_path)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    # A process of its own (its stdout, exit status, its own grading child), forked from the
+    # server that imported JAX once: the command's start-up is not what this grading tests.
+    cli = fork_python.submit(
+        ["-c", code, "examples/exercise/solution.py", "--json", str(json_path)], cwd=ROOT
     )
     small = default_cases()[:1]
     # Everything this fixture imports is imported before the pool starts: pytest
@@ -184,10 +182,15 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                 cases=[CheckCase(n, d_in, features, i, calls, x_seed) for i in range(count)],
                 bad_inputs=(),
             )
-        for name in CHEATS:
-            jobs[name] = pool.submit(
-                check_jit_forward, FIXTURES / f"{name}.py", cases=small, bad_inputs=()
-            )
+        # The cheats in one child (cheats_by_seed.py: case i's seed runs cheat i), each on
+        # the first default case's shape and num_calls = 5.
+        first = small[0]
+        jobs["cheats"] = pool.submit(
+            check_jit_forward,
+            FIXTURES / "cheats_by_seed.py",
+            cases=[dataclasses.replace(first, seed=i, note="") for i in range(len(CHEATS))],
+            bad_inputs=(),
+        )
         secrets = {"WANDB_API_KEY": "w", "HF_TOKEN": "h", "AWS_SECRET_ACCESS_KEY": "a"}
         saved = {k: os.environ.get(k) for k in secrets}
         os.environ.update(secrets)  # read by the child's environment when it starts, now
@@ -201,8 +204,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                     os.environ[k] = v
         jobs["env_probe"] = concurrent.futures.Future()
         jobs["env_probe"].set_result(probe)
-        out, err = cli.communicate(timeout=300)
-        jobs["cli"] = (cli.returncode, out, err, json_path)
+        done = fork_python.wait(cli)
+        out, err = done.stdout, done.stderr
+        jobs["cli"] = (done.returncode, out, err, json_path)
         solution = concurrent.futures.Future()
         if json_path.exists():
             solution.set_result(CheckResult.from_dict(json.loads(json_path.read_text())))
@@ -240,12 +244,15 @@ def test_example_verdict(graded: dict[str, Any], name: str) -> None:
 def test_a_solution_that_games_the_counts_fails_with_the_reason(
     graded: dict[str, Any], name: str
 ) -> None:
-    result = graded[name].result()
+    result = graded["cheats"].result()  # case i is cheat i (cheats_by_seed.py)
+    case = list(CHEATS).index(name)
     key, reason = CHEATS[name]
+    assert result.load_error is None and len(result.cases) == len(CHEATS)
+    assert result.cases[case].seed == case and result.cases[case].num_calls == 5
     assert result.exit_code == 1 and not result.passed
-    (finding,) = result.criterion(key).findings
+    finding = result.criterion(key).findings[case]
     assert finding.status == "fail" and finding.evidence.startswith(reason), finding.evidence
-    assert result.criterion("numbers").passed  # the numbers alone cannot tell
+    assert result.criterion("numbers").findings[case].status == "pass"  # numbers cannot tell
 
 
 def test_every_correct_style_passes(graded: dict[str, Any]) -> None:

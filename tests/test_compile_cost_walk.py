@@ -4,7 +4,7 @@ the loop walks over, repeats that change shape, and a library's own jit.
 Each program of ``tests/trial_programs/h_*.py`` is modelled on public code: MAML's inner
 steps, an NNX LSTM stepped over time and attention computed head by head (all three under
 ``value_and_grad``), a leapfrog integrator in ``eqx.filter_jit``, linen and Haiku blocks in
-a loop under ``jax.jit``, an image pyramid whose levels halve. One subprocess runs them
+a loop under ``jax.jit``, an image pyramid whose levels halve. One forked process runs them
 all, as written and with the advised change applied (``trial_h_driver.py``: 4 iterations,
 every compile read). Asserted: the loop named at its line with its trip count, what it
 walks over, the construct the fix names (in the library the loop's body runs, whichever
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import jitlens
-from conftest import TRIAL_PROGRAMS, run_python
+from conftest import TRIAL_PROGRAMS
 
 #: One worker runs the module: its fixture's subprocess compiles every program once.
 pytestmark = pytest.mark.xdist_group("compile_cost_walk")
@@ -50,9 +50,10 @@ NAMES = [*CASES, "h_neg_image_pyramid", "h_library_jit_nested", "h_diffrax_solve
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict:
+def runs(fork_python) -> dict:
     names = [n for n in NAMES if n not in OPTIONAL or importlib.util.find_spec(OPTIONAL[n])]
-    proc = run_python([str(TRIAL_PROGRAMS / "trial_h_driver.py"), *names], cwd=TRIAL_PROGRAMS)
+    driver = str(TRIAL_PROGRAMS / "trial_h_driver.py")  # a fork: JAX imported, nothing else
+    proc = fork_python([driver, *names], cwd=TRIAL_PROGRAMS)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "JitlensInternalWarning" not in proc.stderr, proc.stderr[-3000:]
     got = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import run_python, trial_runs
+from conftest import trial_runs
 
 #: One worker runs the module: its drivers (every program, before and after its fix) run once.
 pytestmark = pytest.mark.xdist_group("trial_c")
@@ -137,13 +137,16 @@ def test_python_int_steps_to_jax_jit_are_no_retrace(trial: dict) -> None:
 
 
 @pytest.mark.xdist_group("as_a_user")  # no fixture: a group of its own, as_a_user_trial_c
-def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None:
+def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs(
+    fork_python,
+) -> None:
     """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
     stdout and exit status; jitlens' words on stderr, the fix in the program's names."""
     prog = str(PROGRAMS / "c_optax_meta_learning_rate.py")
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("JITLENS", None)
-    plain = subprocess.run([sys.executable, prog], capture_output=True, text=True, env=env)
+    # plain python: what the program prints and returns (a fork: its start-up is not tested)
+    plain = fork_python([prog], env={"NO_COLOR": "1", "COLUMNS": "200"})
     cli = [sys.executable, "-m", "jitlens", "run", prog]
     under = subprocess.run(cli, capture_output=True, text=True, env=env)
     auto = subprocess.run(
@@ -170,11 +173,14 @@ print("TRUTH " + json.dumps({"truth": got["truth"]["gram"], "fixes": fixes}))
 """
 
 
-def test_a_partial_jitted_before_tracking_started_keeps_what_it_binds_in_the_fix() -> None:
+def test_a_partial_jitted_before_tracking_started_keeps_what_it_binds_in_the_fix(
+    fork_python,
+) -> None:
     # `from jax import jit` then `jitlens.track()`: jax.jit is seen through JAX's monitoring
     # only; the row kept `gram` alone and the fix said `gram_jit = jax.jit(gram)`, which
-    # drops `kernel` (jax's examples/kernel_lsq.py)
-    proc = run_python(["-c", LATE], cwd=PROGRAMS)
+    # drops `kernel` (jax's examples/kernel_lsq.py). A fork of the server that imported JAX
+    # (not jitlens): `jit` is bound before jitlens is imported, as in a fresh process.
+    proc = fork_python(["-c", LATE], cwd=PROGRAMS)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
     assert got["truth"] == 3 and len(got["fixes"]) == 2, got

@@ -81,13 +81,16 @@ def test_a_variable_the_model_sets_and_one_step_pops_gets_the_pop_fix(trial: dic
 
 
 @pytest.mark.xdist_group("as_a_user")  # no fixture: a group of its own, as_a_user_trial_e
-def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs() -> None:
+def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs(
+    fork_python,
+) -> None:
     """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
     stdout and exit status; jitlens' words on stderr, the pop fix in the program's names."""
     prog = str(PROGRAMS / "e_nnx_vae_sown_loss.py")
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("JITLENS", None)
-    plain = subprocess.run([sys.executable, prog], capture_output=True, text=True, env=env)
+    # plain python: what the program prints and returns (a fork: its start-up is not tested)
+    plain = fork_python([prog], env={"NO_COLOR": "1", "COLUMNS": "200"})
     cli = [sys.executable, "-m", "jitlens", "run", prog]
     under = subprocess.run(cli, capture_output=True, text=True, env=env)
     auto = subprocess.run(
