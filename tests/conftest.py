@@ -14,6 +14,12 @@ from _cputime import pytest_addoption, pytest_configure  # noqa: F401 (pytest's 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "cases"
 
+# XLA compiles the suite's programs without LLVM's optimisation passes (in the workers, their
+# subprocesses and the fork server's children alike): traces, cache keys, culprits and fixes
+# are decided before XLA's backend runs, and most of a tiny program's compile is those passes.
+# A test about compile options or the persistent cache sets XLA_FLAGS itself.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+
 
 def run_python(
     args: list[str],
