@@ -14,11 +14,11 @@ from _cputime import pytest_addoption, pytest_configure  # noqa: F401 (pytest's 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "cases"
 
-# XLA compiles the suite's programs without LLVM's optimisation passes (in the workers, their
-# subprocesses and the fork server's children alike): traces, cache keys, culprits and fixes
-# are decided before XLA's backend runs, and most of a tiny program's compile is those passes.
-# A test about compile options or the persistent cache sets XLA_FLAGS itself.
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+#: XLA_FLAGS of the fresh interpreters the suite starts (``run_python``): no LLVM optimisation
+#: passes. Traces, cache keys, culprits and fixes are decided before XLA's backend runs, and
+#: most of a tiny program's compile is those passes. Not in the workers or the fork server's
+#: children: their programs compute (50 4M-parameter inits, outputs compared at rtol 1e-5).
+FAST_XLA = "--xla_backend_optimization_level=0"
 
 
 def run_python(
@@ -31,6 +31,7 @@ def run_python(
     """Run ``python ARGS`` in a fresh process (JAX state must not leak between tests)."""
     full_env = {**os.environ, **(env or {})}
     full_env.setdefault("JAX_PLATFORMS", "cpu")
+    full_env.setdefault("XLA_FLAGS", FAST_XLA)
     return subprocess.run(
         [sys.executable, *args],
         cwd=cwd,
