@@ -20,13 +20,11 @@ itself then runs the program; jitlens
   JAX's own exit hooks (clear the backends, shut ``jax.distributed`` down) run
   right after the report, as a ``--gather`` needs the processes connected.
 
-Under ``jitlens run`` (the program's parent, :mod:`.supervise`) the exit work
-puts the whole report in the journal and the parent writes the files and the
-summary; the settings come in ``JITLENS_RUN``, and jitlens' variables are taken
-out of the program's ``os.environ`` (the process environment keeps them, for an
-``os.execv`` of the program itself). Under ``JITLENS=1`` the exit work writes the
-files and the summary itself (``JITLENS_REPORT`` / ``JITLENS_HTML``), on the
-terminal kept at start-up.
+The exit work writes the report files and makes the summary. Under ``jitlens run``
+(the program's parent, :mod:`.supervise`: settings in ``JITLENS_RUN``, jitlens'
+variables out of the program's ``os.environ``) it puts the report and the summary
+in the journal, for the parent to show; under ``JITLENS=1`` it shows the summary
+on the terminal kept at start-up.
 
 Only the main program is tracked: processes it starts (``multiprocessing``
 spawn workers, ``subprocess`` Pythons) see another pid in ``JITLENS_MAIN_PID``
@@ -400,6 +398,7 @@ def _at_exit() -> None:
     if session.tracker is None:
         _not_tracked(session)
         return
+    interrupted = isinstance(getattr(sys, "last_value", None), KeyboardInterrupt)
     try:
         with _importable():
             _write_report(session)
@@ -408,7 +407,19 @@ def _at_exit() -> None:
 
         sink.write(INTERRUPTED)
     finally:
+        if interrupted:
+            _still_interrupted()
         _run_jax_hooks(session)
+
+
+def _still_interrupted() -> None:
+    """After an uncaught ``KeyboardInterrupt`` Python ends by SIGINT (130 in a shell) unless an
+    exit hook evaluated a string (``exec(str)``, as ``dataclasses`` does), which clears that
+    mark: jitlens' report may have. A string raising KeyboardInterrupt marks it again."""
+    try:
+        exec("raise KeyboardInterrupt")
+    except KeyboardInterrupt:
+        pass
 
 
 def _not_tracked(session: _Session) -> None:
@@ -479,26 +490,28 @@ def _write_report(session: _Session) -> None:
         return
     args = session.args
     written: list[str] = []
+    text: str | None = None
     try:
+        from .outputs import write_outputs
+
         if getattr(args, "gather", None):  # issue 23: one merged report on process 0
             from .gather import write_gathered
-            from .outputs import shown, write_outputs
+            from .outputs import shown
 
             clean = not failed and not violations
             written = write_gathered(report, args, clean, write_outputs, shown)
         elif session.run is None:
-            from .outputs import write_outputs
-
             written = write_outputs(report, args)
+        else:  # made here, where the modules are loaded (else by jitlens run, from the journal)
+            made = write_outputs(report, args)
+            text = "" if args.quiet else _summary_text(session, report, failed, strict=True)
+            written = made
     except Exception as exc:
-        _warn(f"could not write the report ({type(exc).__name__}: {exc})")
-    if session.run is not None:  # jitlens run writes the files and the summary from here
-        if journal.final(report, written, failed):
-            journal.close(delete=False)
-            return
-        from .outputs import write_outputs
-
-        written += write_outputs(report, args)  # no journal: the files are written here
+        if session.run is None or getattr(args, "gather", None):
+            _warn(f"could not write the report ({type(exc).__name__}: {exc})")
+    if session.run is not None and journal.final(report, written, failed, text):
+        journal.close(delete=False)  # jitlens run shows the summary
+        return
     if not args.quiet:
         _summary(session, report, failed)
         sink.write("".join(f"jitlens: wrote {path}\n" for path in written))
@@ -515,15 +528,6 @@ def _write_report(session: _Session) -> None:
         recover(sink.write, own)  # earlier runs that ended without their report
 
 
-class _Terminal:
-    """What ``want_color`` asks of a stream: is jitlens' terminal a tty?"""
-
-    def isatty(self) -> bool:
-        from .._track import sink
-
-        return sink.isatty()
-
-
 def _summary(session: _Session, report: Any, failed: bool) -> None:
     from .._track import sink
 
@@ -534,18 +538,23 @@ def _summary(session: _Session, report: Any, failed: bool) -> None:
             if report.functions:
                 sink.write("\n" + render_text(report) + "\n")
             return
-        if report.functions or not failed:
-            from .._render.color import want_color
-
-            text = render_text(
-                report,
-                color=want_color(session.run.get("color") or "auto", _Terminal()),  # type: ignore[arg-type]
-                include_internal=session.args.include_internal,
-                max_lines=EXIT_LINES,
-            )
-            sink.write("\n" + text + "\n")
+        sink.write(_summary_text(session, report, failed))
     except Exception as exc:
         _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
+
+
+def _summary_text(session: _Session, report: Any, failed: bool, strict: bool = False) -> str:
+    """``jitlens run``'s summary, made in the program (``strict``: a failure raises, for the
+    parent to make it instead of a warning here)."""
+    from .outputs import summary_text
+
+    try:
+        return summary_text(report, session.run or {}, session.args, failed, EXIT_LINES)
+    except Exception as exc:
+        if strict:
+            raise
+        _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
+        return ""
 
 
 def _forget_start_up_imports(before: frozenset[str] = _BEFORE) -> None:

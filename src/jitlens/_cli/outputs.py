@@ -200,3 +200,30 @@ def check_report_paths(args: Any) -> None:
         os._exit(2)
     except Exception as exc:  # never break the program over a check
         sink.write(f"jitlens: could not check the report paths ({type(exc).__name__}: {exc})")
+
+
+class _Terminal:
+    """What ``want_color`` asks of a stream: is jitlens' terminal a tty?"""
+
+    def isatty(self) -> bool:
+        from .._track import sink
+
+        return sink.isatty()
+
+
+def summary_text(report: Any, run: dict[str, Any], args: Any, failed: bool, lines: int) -> str:
+    """``jitlens run``'s summary of ``report`` at most ``lines`` long ("" where a failed
+    program jitted nothing), made in the program, where the report's modules are loaded,
+    for the parent to show; coloured as ``jitlens run`` decided for its own stderr."""
+    if not report.functions and failed:
+        return ""
+    from .._render.color import want_color
+    from .._render.text import render_text
+
+    text = render_text(
+        report,
+        color=want_color(run.get("color") or "auto", _Terminal()),  # type: ignore[arg-type]
+        include_internal=args.include_internal,
+        max_lines=lines,
+    )
+    return "\n" + text + "\n"

@@ -311,7 +311,7 @@ def program_env(args: argparse.Namespace, owner: bool = True) -> dict[str, str]:
         "gather": args.gather,
         "include_internal": bool(args.include_internal),
         "quiet": bool(args.quiet),
-        "color": args.color,
+        "color": _color(args.color) if owner else args.color,
         "fail_on_retrace": bool(args.fail_on_retrace),
         "max_traces": args.max_traces,
         "fail_on_recompile": bool(args.fail_on_recompile),
@@ -323,6 +323,13 @@ def program_env(args: argparse.Namespace, owner: bool = True) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (IMAGE, CHILDREN, MAIN_PID)}
     env.update({"JITLENS": "1", RUN: json.dumps(settings)})
     return env
+
+
+def _color(when: str | None) -> str:
+    """``--color``, decided here for the summary the program renders: on this stderr."""
+    from .._render.color import want_color
+
+    return "always" if want_color(when or "auto", sys.stderr) else "never"
 
 
 def _stderr_identity() -> list[int] | None:

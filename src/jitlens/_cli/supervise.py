@@ -251,8 +251,12 @@ def finish(status: int, follower: Any, args: Any) -> int:
         if status == 0 and not args.quiet:
             tell(NOT_TRACKED)
         return status
-    report = _report(journal, status, image, args, exec_ended)
-    written = list((journal.final or {}).get("written") or [])
+    final = journal.final or {}
+    written = list(final.get("written") or [])
+    made = "text" in final and not image and not exec_ended  # the program made its report
+    report = None if made else _report(journal, status, image, args, exec_ended)
+    if made and not args.quiet:
+        tell(str(final["text"]) + "".join(f"jitlens: wrote {path}\n" for path in written))
     if report is not None:
         if not written:  # (a --gather the program finished wrote its own files)
             from .outputs import write_outputs

@@ -327,14 +327,17 @@ def exiting() -> None:
             _failed(j, exc)
 
 
-def final(report: Any, written: list[str], failed: bool) -> bool:
+def final(report: Any, written: list[str], failed: bool, text: str | None = None) -> bool:
     """The whole report at Python's exit (the journal is complete); ``written``: the files the
-    program wrote itself (``--gather``), ``failed``: it ended with an uncaught exception."""
+    program wrote itself, ``failed``: it ended with an uncaught exception, ``text``: the
+    summary it rendered for ``jitlens run`` to show (``None``: the parent renders it)."""
     j = JOURNAL[0]
     if j is None or os.getpid() != j.pid:
         return False
     try:
         frame = {"t": "final", "report": report.to_dict(), "written": written, "failed": failed}
+        if text is not None:
+            frame["text"] = text
         with j.lock:
             _write(j, frame)
         return True
