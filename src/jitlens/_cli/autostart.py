@@ -502,7 +502,9 @@ def _write_report(session: _Session) -> None:
             written = write_gathered(report, args, clean, write_outputs, shown)
         elif session.run is None:
             written = write_outputs(report, args)
-        else:  # made here, where the modules are loaded (else by jitlens run, from the journal)
+        elif not (journal.current_path() or "").rpartition(".")[2].isdigit():  # made here,
+            # where the modules are loaded (else by jitlens run, from the journal: it says what
+            # a re-executed image's report holds, the image's journal being PATH.N)
             made = write_outputs(report, args)
             text = "" if args.quiet else _summary_text(session, report, failed, strict=True)
             written = made
