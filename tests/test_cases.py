@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+import conftest
 from conftest import CASES, ROOT, run_python
 
 #: How the printed ground-truth counters add up to all user traces of the
@@ -69,9 +70,7 @@ pytestmark = pytest.mark.xdist_group("cases")
 
 #: XLA compiles the cases without LLVM's optimisation passes (less CPU per compile, issue 48):
 #: traces, keys and reasons are decided before XLA's backend runs.
-FAST_XLA = {
-    "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
-}
+FAST_XLA = {"XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + conftest.FAST_XLA).strip()}
 
 
 @pytest.fixture(scope="module")

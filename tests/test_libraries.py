@@ -19,6 +19,7 @@ import textwrap
 
 import pytest
 
+import conftest
 from conftest import run_python
 
 PROGRAMS = pathlib.Path(__file__).parent / "libraries"
@@ -32,9 +33,7 @@ def _needs(library: str) -> None:
 
 #: XLA compiles without LLVM's optimisation passes (less CPU per compile, issue 48): the
 #: libraries' traces, keys and compiles are JAX's before XLA's backend runs.
-FAST_XLA = {
-    "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
-}
+FAST_XLA = {"XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + conftest.FAST_XLA).strip()}
 
 
 def _run(tmp_path: pathlib.Path, program: str, env: dict[str, str] | None = None) -> tuple:

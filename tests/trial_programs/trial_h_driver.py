@@ -18,7 +18,11 @@ import sys
 
 # Before JAX starts its backend: XLA compiles without LLVM's optimisation passes (a third less
 # CPU per compile, issue 48); what is read (the HLO, its loops and costs) comes before them.
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "") and __import__(
+    "importlib.metadata"
+).metadata.version("jaxlib").startswith(
+    ("0.9.", "0.10.")
+):  # (tried there; XLA refuses unknown flags)
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
     ).strip()
