@@ -21,16 +21,7 @@ import jitlens
 for _name in ("CI", "PYTEST_XDIST_WORKER"):
     os.environ.pop(_name, None)
 
-# The suite's compile setting (issue 48), before JAX starts its backend: XLA without LLVM's
-# optimisation passes (numpyro's set_host_device_count below keeps the flag)
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "") and __import__(
-    "importlib.metadata"
-).metadata.version("jaxlib").startswith(
-    ("0.9.", "0.10.")
-):  # (tried there; XLA refuses unknown flags)
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-    ).strip()
+import fast_xla  # noqa: F401, E402 (sets XLA_FLAGS before JAX starts its backend)
 
 # numpyro binds `jax.jit` at its import: tracking starts first, as under `jitlens run`
 jitlens.track().start()

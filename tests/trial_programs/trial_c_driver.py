@@ -8,21 +8,10 @@ needs) runs in ``before`` only.
 
 import importlib.util
 import json
-import os
 import pathlib
 import sys
 
-# Before JAX starts its backend (a fork of the suite's server imported JAX, started nothing):
-# XLA compiles these toys without LLVM's optimisation passes, a third less CPU per compile
-# (issue 48). Traces, cache keys, culprits and fixes are decided before XLA's backend runs.
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "") and __import__(
-    "importlib.metadata"
-).metadata.version("jaxlib").startswith(
-    ("0.9.", "0.10.")
-):  # (tried there; XLA refuses unknown flags)
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-    ).strip()
+import fast_xla  # noqa: F401 (sets XLA_FLAGS before JAX starts its backend)
 
 import jitlens
 

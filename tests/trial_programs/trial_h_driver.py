@@ -12,21 +12,10 @@ compiles; ``benchmarks/compile_cost.py`` times the full-size programs.
 
 import importlib
 import json
-import os
 import pathlib
 import sys
 
-# Before JAX starts its backend: XLA compiles without LLVM's optimisation passes (a third less
-# CPU per compile, issue 48); what is read (the HLO, its loops and costs) comes before them.
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", "") and __import__(
-    "importlib.metadata"
-).metadata.version("jaxlib").startswith(
-    ("0.9.", "0.10.")
-):  # (tried there; XLA refuses unknown flags)
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-    ).strip()
-
+import fast_xla  # noqa: F401 (sets XLA_FLAGS before JAX starts its backend)
 import numpy as np
 
 import jitlens
