@@ -150,6 +150,21 @@ def describe_and_explain(
         b.explain_seconds = time.perf_counter() - t
 
 
+def _key_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The key of a call of ``rec`` with ``args``, described as its traces' keys are (the
+    front-end's static leaves included, so that equal calls have equal keys)."""
+    return describe_call(
+        rec.user_fn(),
+        args,
+        kwargs,
+        rec.static_argnums,
+        rec.static_argnames,
+        _compat.trace_context(),
+        rec.options,
+        static_leaves=rec.frontend is not None and rec.frontend.static_leaves,
+    )
+
+
 def describe_only(
     rec: Record, b: EventBuilder, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
@@ -157,16 +172,7 @@ def describe_only(
     nothing: a compile budget's message, at the start of a compile it may stop."""
     tls.busy = True
     try:
-        key = describe_call(
-            rec.user_fn(),
-            args,
-            kwargs,
-            rec.static_argnums,
-            rec.static_argnames,
-            _compat.trace_context(),
-            rec.options,
-            static_leaves=rec.frontend is not None and rec.frontend.static_leaves,
-        )
+        key = _key_of(rec, args, kwargs)
         b.signature = key.signature
         live, cleared = rec.live_and_cleared()
         b.reasons = tuple(_explain.differences(key, live, cleared))
@@ -182,15 +188,7 @@ def entry_by_key(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     ``ties`` asks only for hits their light signature cannot tie."""
     tls.busy = True
     try:
-        key = describe_call(
-            rec.user_fn(),
-            args,
-            kwargs,
-            rec.static_argnums,
-            rec.static_argnames,
-            _compat.trace_context(),
-            rec.options,
-        )
+        key = _key_of(rec, args, kwargs)
         for k in reversed(rec.keys):
             if k.fingerprint == key.fingerprint and not _explain.diff_keys(k, key):
                 return int(getattr(k, "entry", -1))
