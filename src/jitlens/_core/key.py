@@ -243,6 +243,17 @@ def changed_in_place(a: StaticVal, b: StaticVal) -> bool:
     return known(a.state) and known(b.state) and a.state != b.state
 
 
+def _nan_field(a: StaticVal, b: StaticVal) -> bool:
+    """One float NaN on both sides of a graph record's field, where dataclass fields compare
+    without ``is`` first (Python >= 3.13): JAX finds even the very same NaN object unequal."""
+    va, vb = a.value(), b.value()
+    if type(va) is not float or type(vb) is not float or va == va or vb == vb:
+        return False
+    from .._compat import cache_keys
+
+    return cache_keys.dataclass_fields_skip_identity()
+
+
 def snapshot_text(value: Any) -> str | None:
     """The text :attr:`StaticVal.snapshot` holds for ``value``, made now (no user code runs)."""
     return short_repr(value) if not user_repr(value) else _fields_text(value)
@@ -343,6 +354,8 @@ class Entry:
         if self.kind == EntryKind.STATIC:
             assert self.static is not None and other.static is not None
             if (self.typed or other.typed) and not same_type(self.static, other.static):
+                return False
+            if self.in_graph and _nan_field(self.static, other.static):
                 return False
             return self.static.same(other.static) and not changed_in_place(
                 self.static, other.static
