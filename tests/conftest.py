@@ -25,6 +25,16 @@ FAST_XLA = (
     else ""
 )
 
+#: The ``PYTHONPATH`` the suite was started with; its subprocesses get :data:`SUITE_PATH` first
+#: (a stand-in for IPython that refuses to import: flax imports IPython at its own import, 0.45
+#: CPU s in each fresh process that imports flax). The test processes themselves keep IPython.
+USER_PYTHONPATH = os.environ.get("SUITE_USER_PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+SUITE_PATH = str(ROOT / "tests" / "_suite_path")
+os.environ["SUITE_USER_PYTHONPATH"] = USER_PYTHONPATH
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SUITE_PATH, USER_PYTHONPATH) if p)
+if SUITE_PATH in sys.path:  # an xdist worker started with it: the worker keeps IPython
+    sys.path.remove(SUITE_PATH)
+
 
 def run_python(
     args: list[str],

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from conftest import run_python
+from conftest import USER_PYTHONPATH, run_python
 
 pytest.importorskip("IPython")
 
@@ -51,7 +51,9 @@ print("JSON" + json.dumps(outputs))
 
 
 def _session(html: bool) -> dict:
-    proc = run_python(["-c", "import json\n" + SESSION.format(html=html)])
+    # the real IPython: the suite hides it from its other subprocesses (tests/_suite_path)
+    env = {"PYTHONPATH": USER_PYTHONPATH}
+    proc = run_python(["-c", "import json\n" + SESSION.format(html=html)], env=env)
     assert proc.returncode == 0, proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.startswith("JSON"))
     return json.loads(line[4:])
@@ -111,7 +113,8 @@ def test_import_jitlens_stays_cheap_with_the_extension() -> None:
     assert proc.stdout.strip() == "[]"
 
 
-def test_a_real_notebook_through_a_jupyter_kernel(tmp_path) -> None:
+def test_a_real_notebook_through_a_jupyter_kernel(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", USER_PYTHONPATH)  # the kernel's: the real IPython
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
