@@ -80,6 +80,11 @@ call(1); call(2); call(2)
 observe()
 
 
+def wait():  # short sleeps: a signal JAX's threads take wakes no long sleep of the main thread
+    for _ in range(600):
+        time.sleep(0.1)
+
+
 def checkpoint(signum, frame):  # saves, then dies of the signal as if unhandled
     truth()
     signal.signal(signum, signal.SIG_DFL)
@@ -104,25 +109,25 @@ def chain(signum, frame):  # a library's handler: its own work, then the one it 
 if mode in ("SIGTERM", "SIGHUP", "SIGKILL"):
     truth()
     os.kill(os.getpid(), getattr(signal, mode))
-    time.sleep(60)
+    wait()
 elif mode == "raise_signal":
     truth()
     signal.raise_signal(signal.SIGTERM)
 elif mode == "thread_import":  # ... and the signal sent to the main thread itself
     truth()
     signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
-    time.sleep(60)
+    wait()
 elif mode == "checkpoint":
     signal.signal(signal.SIGTERM, checkpoint)
     os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(60)
+    wait()
 elif mode == "default_only":  # install my handler only if the default is in place
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, saved)
     call(3)
     truth()
     os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(60)
+    wait()
 elif mode == "chain":  # the program ends gracefully through Python's exit
     previous = signal.signal(signal.SIGTERM, chain)
     os.kill(os.getpid(), signal.SIGTERM)
@@ -134,7 +139,7 @@ elif mode == "chain":  # the program ends gracefully through Python's exit
 elif mode == "own_exit":
     signal.signal(signal.SIGTERM, lambda s, fr: (call(4), truth(), os._exit(7)))
     os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(60)
+    wait()
 elif mode == "posix":  # os._exit by its other names: one function, nobody's wrapper
     import posix
     from os import _exit
@@ -144,7 +149,7 @@ elif mode == "posix":  # os._exit by its other names: one function, nobody's wra
     posix._exit(6)
 elif mode == "thread_exit":
     threading.Thread(target=lambda: (call(5), truth(), os._exit(8))).start()
-    time.sleep(60)
+    wait()
 elif mode == "atexit_exit":  # registered after jitlens' hook: runs first, never returns
     atexit.register(lambda: (call(3), truth(), os._exit(4)))
 elif mode == "abort":
@@ -160,7 +165,7 @@ elif mode == "sigint_default":
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     truth()
     os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(60)
+    wait()
 elif mode == "goes_on":  # the program goes on where it could have ended, then exits by argparse
     for bad in ("/", os.devnull, "x" * 5000):  # an exec that cannot run
         try:

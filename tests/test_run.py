@@ -196,7 +196,8 @@ if "--fail" in sys.argv:
     raise KeyError("boom")
 if "--sleep" in sys.argv:
     print("ready", flush=True)
-    time.sleep(120)
+    for _ in range(1200):  # a signal JAX's threads take would not end one long sleep
+        time.sleep(0.1)
 """
 
 

@@ -9,6 +9,7 @@ inherits, to run them after its report); a program that catches the
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 
@@ -141,37 +142,54 @@ def test_a_program_started_with_stdout_closed_runs_and_gets_its_summary(tmp_path
 
 
 INTERRUPT = """
+import os, signal, sys
 import jax, jax.numpy as jnp
+
+if "--in-the-program" in sys.argv:  # the program writes its report at its exit
+    import jitlens._render.html as html
+
+    def ctrl_c(report):  # fault injection: the user's Ctrl-C lands while the page is written
+        raise KeyboardInterrupt
+
+    html.render_html = ctrl_c
 f = jax.jit(lambda x: x + 1)
 f(jnp.ones(2)); f(jnp.ones(3))
-print("done")
+print("done", flush=True)
+if "--killed" in sys.argv:  # nobody writes at its exit: jitlens run does, from the journal
+    os.kill(os.getpid(), signal.SIGKILL)
 """
 
-#: ``jitlens run`` as its console script, with a slow HTML page (fault injection) and a Ctrl-C
-#: that lands while the page is written, once the JSON is out (the user gives up waiting).
-SLOW_PARENT = """
-import os, signal, sys, threading, time
+#: ``jitlens run`` in this process, where a Ctrl-C lands while it writes the HTML page (fault
+#: injection: the page's renderer raises it), once the JSON is out.
+INTERRUPTED_PARENT = """
+import sys
 import jitlens._render.html as html
-_render = html.render_html
-html.render_html = lambda r: (time.sleep(30), _render(r))[1]
 
-def ctrl_c_once_the_json_is_written():
-    while not os.path.exists("r.json"):
-        time.sleep(0.001)
-    os.kill(os.getpid(), signal.SIGINT)
+def ctrl_c(report):
+    raise KeyboardInterrupt
 
-threading.Thread(target=ctrl_c_once_the_json_is_written, daemon=True).start()
-sys.argv = ["-c", "run", "--json", "r.json", "--html", "r.html", "intr.py"]
-from jitlens._cli.main import main
+html.render_html = ctrl_c
+sys.argv = ["-c", "run", "--json", "r.json", "--html", "r.html", "intr.py", sys.argv[1]]
+from jitlens._cli.main import main  # (as the console script: the program's parent)
 sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_ctrl_c_while_the_report_is_written_stops_it_with_one_line_and_keeps_the_status(tmp_path):
+@pytest.mark.parametrize(
+    ("where", "status"), [("--in-the-program", 0), ("--killed", -signal.SIGKILL)]
+)
+def test_ctrl_c_while_the_report_is_written_stops_it_with_one_line_and_keeps_the_status(
+    tmp_path, where, status
+):
+    """Where the program writes its report at its exit, and where jitlens run writes it from
+    the journal (the program was killed): the writing stops at the Ctrl-C with one line, the
+    JSON already written stays, nobody writes the rest, and the status is the program's."""
     (tmp_path / "intr.py").write_text(INTERRUPT)
-    proc = run_python(["-c", SLOW_PARENT], cwd=tmp_path, timeout=120)
-    assert proc.returncode == 0, proc.stderr  # the program's own status
+    proc = run_python(["-c", INTERRUPTED_PARENT, where], cwd=tmp_path, timeout=120)
+    assert proc.returncode == status, proc.stderr  # the program's own status
     assert proc.stdout == "done\n"
-    assert "jitlens: interrupted (Ctrl-C) while writing the report" in proc.stderr
+    assert proc.stderr.count("jitlens: interrupted (Ctrl-C) while writing the report") == 1
     assert "Traceback" not in proc.stderr and "jitlens/" not in proc.stderr  # no jitlens traceback
+    assert "could not make its report" not in proc.stderr and "wrote" not in proc.stderr
+    assert not (tmp_path / "r.html").exists()
     assert [f["traces"] for f in json.loads((tmp_path / "r.json").read_text())["functions"]] == [2]

@@ -403,8 +403,9 @@ def _at_exit() -> None:
         with _importable():
             _write_report(session)
     except KeyboardInterrupt:  # Ctrl-C while jitlens writes: stop writing, keep the status
-        from .._track import sink
+        from .._track import journal as written, sink
 
+        written.interrupted()  # (jitlens run does not write it again from the journal)
         sink.write(INTERRUPTED)
     finally:
         if interrupted:

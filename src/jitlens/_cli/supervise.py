@@ -254,7 +254,8 @@ def finish(status: int, follower: Any, args: Any) -> int:
     final = journal.final or {}
     written = list(final.get("written") or [])
     made = "text" in final and not image and not exec_ended  # the program made its report
-    report = None if made else _report(journal, status, image, args, exec_ended)
+    stopped = journal.interrupted and not final  # a Ctrl-C stopped its writing: no more
+    report = None if made or stopped else _report(journal, status, image, args, exec_ended)
     if made and not args.quiet:
         tell(str(final["text"]) + "".join(f"jitlens: wrote {path}\n" for path in written))
     if report is not None:

@@ -107,6 +107,8 @@ class Journal:
         self.warnings: tuple[str, ...] = ()
         #: The program reached Python's exit (jitlens' exit work began).
         self.exited = False
+        #: A Ctrl-C stopped the report's writing at that exit: the user asked for no more.
+        self.interrupted = False
         #: The last frame was cut short (the process died writing it).
         self.torn = False
         #: Where the frames read end (a reader following a live journal goes on from there).
@@ -261,6 +263,8 @@ def _apply(journal: Journal, frame: dict[str, Any]) -> None:
         journal.final = frame
     elif kind == "exit":
         journal.exited = True
+    elif kind == "interrupted":
+        journal.interrupted = True
     elif kind == "tracking":
         journal.start = {**journal.start, "started_at": frame.get("started_at")}
     elif kind == "warnings":

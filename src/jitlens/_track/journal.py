@@ -327,6 +327,17 @@ def exiting() -> None:
             _failed(j, exc)
 
 
+def interrupted() -> None:
+    """A Ctrl-C stopped the report's writing at Python's exit: nobody writes it after."""
+    j = JOURNAL[0]
+    if j is not None and os.getpid() == j.pid:
+        try:
+            with j.lock:
+                _write(j, {"t": "interrupted"})
+        except Exception as exc:
+            _failed(j, exc)
+
+
 def final(report: Any, written: list[str], failed: bool, text: str | None = None) -> bool:
     """The whole report at Python's exit (the journal is complete); ``written``: the files the
     program wrote itself, ``failed``: it ended with an uncaught exception, ``text``: the
