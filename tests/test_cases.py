@@ -5,10 +5,10 @@ globals) and prints them; jitlens' report of the same process must report
 exactly that many traces, and the retraces of the faulty variant must carry
 the reason kind and path listed in ``tests/cases/README.md``.
 
-A few cases, a Flax NNX program and a JAX one among them, run under ``jitlens run --json``
-as a user runs them (:data:`UNDER_RUN`); each of the others runs in a process of its own
-forked from ``fork_python``'s server (JAX imported once) under a fresh ``jitlens.track()``: the counts, culprits and fixes are the tracker's, whichever way
-its report leaves the process.
+A few cases, Flax NNX programs and a JAX one, run under ``jitlens run --json`` as a user
+runs them (:data:`UNDER_RUN`); each of the others runs in a process of its own, forked from
+``fork_python``'s server (JAX imported once), under a fresh ``jitlens.track()``: the counts,
+culprits and fixes are the tracker's, whichever way its report leaves the process.
 """
 
 from __future__ import annotations

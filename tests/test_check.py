@@ -176,12 +176,12 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
     # parses in CPython 3.11 (python/cpython#106905, see jitlens._pyast).
     sys.path.insert(0, str(FIXTURES))
     naive = importlib.import_module("naive_solution")
-    shared_cache = {
+    environ = {
         "JITLENS_TEST_PIDFILE": str(pidfile),
         "JAX_COMPILATION_CACHE_DIR": str(tmp / "xla-cache"),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     }
-    with _environ(shared_cache), concurrent.futures.ThreadPoolExecutor(3) as pool:
+    with _environ(environ), concurrent.futures.ThreadPoolExecutor(3) as pool:
         jobs: dict[str, Any] = {
             "hostile": pool.submit(
                 check_jit_forward,
