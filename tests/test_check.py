@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import jitlens
+from conftest import SUITE_PATH
 from jitlens import CheckError, CheckResult, check_jit_forward
 from jitlens._exercise import check as _check
 from jitlens._exercise import dependence
@@ -320,6 +321,35 @@ def test_the_child_sees_no_secrets_and_runs_in_a_folder_of_its_own(graded: dict[
     cwd = finding.evidence.split("cwd=")[1].split()[0]
     assert cwd != os.getcwd() and "jitlens-check-" in cwd
     assert f"home={cwd}" in finding.evidence
+
+
+#: Run in a fork, IPython visible (the suite hides it from its subprocesses): what the
+#: grader's child imports flax with, and whether the solution can import IPython after it.
+IMPORT_FLAX = f"""
+import importlib.util, sys
+sys.path[:] = [p for p in sys.path if p != {SUITE_PATH!r}]
+from jitlens._exercise.child import import_flax
+import_flax()
+print(sorted(m for m in ("flax.nnx", "IPython") if m in sys.modules))
+try:
+    import IPython
+except ImportError:
+    print("absent" if importlib.util.find_spec("IPython") is None else "refused")
+else:
+    print("imported")
+"""
+
+
+def test_the_child_imports_flax_without_ipython_and_leaves_it_to_the_solution(
+    fork_python: Any,
+) -> None:
+    """flax asks IPython at its import whether it runs in a notebook; the grader's child never
+    does, so it imports flax with IPython hidden (0.3-0.6 CPU s a grading) and unhides it."""
+    proc = fork_python(["-c", IMPORT_FLAX], cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded, solution = proc.stdout.splitlines()
+    assert loaded == "['flax.nnx']"
+    assert solution in ("imported", "absent")  # "absent": IPython is not installed here
 
 
 def test_solution_passes_everything(graded: dict[str, Any]) -> None:
