@@ -1,9 +1,14 @@
-"""Every shared real-world case under ``jitlens run``: counts equal to the script's ground truth, culprit named.
+"""Every shared real-world case under jitlens: counts equal to the script's ground truth, culprit named.
 
 Each case script counts its traces inside the jitted functions (``TRACES``
-globals) and prints them; ``jitlens run --json`` of the same process must
-report exactly that many traces, and the retraces of the faulty variant must
-carry the reason kind and path listed in ``tests/cases/README.md``.
+globals) and prints them; jitlens' report of the same process must report
+exactly that many traces, and the retraces of the faulty variant must carry
+the reason kind and path listed in ``tests/cases/README.md``.
+
+A few cases, Flax NNX programs and a JAX one, run under ``jitlens run --json`` as a user
+runs them (:data:`UNDER_RUN`); each of the others runs in a process of its own, forked from
+``fork_python``'s server (JAX imported once), under a fresh ``jitlens.track()``: the counts,
+culprits and fixes are the tracker's, whichever way its report leaves the process.
 """
 
 from __future__ import annotations
@@ -73,19 +78,40 @@ pytestmark = pytest.mark.xdist_group("cases")
 FAST_XLA = {"XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + conftest.FAST_XLA).strip()}
 
 
+#: Run as the user runs them, ``jitlens run --quiet --json``: an NNX case, the NNX case whose
+#: warning goes to the terminal, a JAX case that configures its devices before JAX starts.
+UNDER_RUN = ("01", "14", "27")
+
+#: The others' driver: the case as ``__main__`` under a fresh tracker, its report as JSON.
+TRACKED = """
+import json, runpy, sys
+import jitlens
+case, out = sys.argv[1:]
+sys.argv = [case]
+tracker = jitlens.track()
+with tracker:
+    runpy.run_path(case, run_name="__main__")
+with open(out, "w") as fh:
+    json.dump(tracker.report().to_dict(), fh)
+"""
+
+
 @pytest.fixture(scope="module")
-def case_runs(tmp_path_factory):
-    """Run every case once under ``jitlens run`` (shared by the tests below)."""
-    out = {}
+def case_runs(tmp_path_factory, fork_python):
+    """Run every case once (shared by the tests below): its process and its report."""
     tmp = tmp_path_factory.mktemp("cases")
-    for num in sorted(TOTAL):
-        path = _case(num)
+    started = {}
+    for num in sorted(set(TOTAL) - set(UNDER_RUN)):
+        command = ["-c", TRACKED, str(_case(num)), str(tmp / f"{num}.json")]
+        started[num] = fork_python.submit(command, cwd=tmp)
+    procs = {}
+    for num in sorted(UNDER_RUN):
+        command = ["-m", "jitlens", "run", "--quiet", "--json", str(tmp / f"{num}.json")]
+        procs[num] = run_python([*command, str(_case(num))], cwd=tmp, env=FAST_XLA)
+    procs.update({num: fork_python.wait(handle) for num, handle in started.items()})
+    out = {}
+    for num, proc in procs.items():
         report = tmp / f"{num}.json"
-        proc = run_python(
-            ["-m", "jitlens", "run", "--quiet", "--json", str(report), str(path)],
-            cwd=tmp,
-            env=FAST_XLA,
-        )
         out[num] = (proc, json.loads(report.read_text()) if report.exists() else None)
     return out
 
