@@ -403,7 +403,8 @@ def _at_exit() -> None:
         with _importable():
             _write_report(session)
     except KeyboardInterrupt:  # Ctrl-C while jitlens writes: stop writing, keep the status
-        from .._track import journal as written, sink
+        from .._track import journal as written
+        from .._track import sink
 
         written.interrupted()  # (jitlens run does not write it again from the journal)
         sink.write(INTERRUPTED)
