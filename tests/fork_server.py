@@ -311,7 +311,9 @@ class ForkRunner:
             server = self.servers[preload] = ForkServer(preload, self._env(None))
         cwd = os.fspath(cwd) if cwd is not None else os.getcwd()
         job_env = self._env(env, server)
-        return server, server.submit(list(args), cwd, job_env, timeout, f"{self.folder}/run")
+        # each server numbers its own jobs: its files' names say which server's they are
+        prefix = f"{self.folder}/run-{list(self.servers).index(preload)}"
+        return server, server.submit(list(args), cwd, job_env, timeout, prefix)
 
     @staticmethod
     def wait(handle: tuple[ForkServer, dict]):
