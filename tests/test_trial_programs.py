@@ -31,8 +31,10 @@ def _load(program: str) -> Any:
 
 def _truth(fork_python, program: str, *args: str, env: dict[str, str] | None = None) -> dict:
     """The program's ``TRUTH`` line, run in a fork after ``import jax`` (each program starts
-    its own tracking before it imports the library that binds ``jax.jit``)."""
-    proc = fork_python([str(PROGRAMS / program), *args], cwd=PROGRAMS, env=env, timeout=600)
+    its own tracking before it imports the library that binds ``jax.jit``), under
+    ``fast_compile.py`` (XLA's cheapest compile: the same traces, fixes and outputs)."""
+    argv = [str(PROGRAMS / "fast_compile.py"), str(PROGRAMS / program), *args]
+    proc = fork_python(argv, cwd=PROGRAMS, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
 
