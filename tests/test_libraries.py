@@ -18,10 +18,10 @@ import pathlib
 import textwrap
 
 import pytest
+from trial_programs.fast_compile import FLAGS
 
 import conftest
 from conftest import run_python
-from trial_programs.fast_compile import FLAGS
 
 PROGRAMS = pathlib.Path(__file__).parent / "libraries"
 #: Runs a script as ``python SCRIPT`` with the flags of :data:`FAST_XLA`, in a fork.

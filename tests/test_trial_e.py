@@ -16,9 +16,9 @@ import subprocess
 import sys
 
 import pytest
+from trial_programs.fast_compile import FLAGS
 
 from conftest import FAST_XLA, check_trial_counts, trial_runs
-from trial_programs.fast_compile import FLAGS
 
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("e_*.py"))
