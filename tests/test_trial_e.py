@@ -4,8 +4,9 @@ that keep their structure and the recompile they hit, or none (negative controls
 each program's docstring, ``tests/trial_programs/e_*``.
 
 Each program counts its own traces (the truth jitlens' counts must equal) and returns its
-outputs; ``trial_runs`` runs them all as written in one fresh process and all with jitlens'
-printed fix applied in another: the fix must remove the retraces and keep the outputs.
+outputs; ``trial_runs`` runs them all as written in one process (a fork of the suite's server,
+under ``fast_compile.py``: XLA's cheapest compile) and all with jitlens' printed fix applied in
+another: the fix must remove the retraces and keep the outputs.
 """
 
 from __future__ import annotations
