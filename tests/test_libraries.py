@@ -18,11 +18,14 @@ import pathlib
 import textwrap
 
 import pytest
+from trial_programs.fast_compile import FLAGS
 
 import conftest
 from conftest import run_python
 
 PROGRAMS = pathlib.Path(__file__).parent / "libraries"
+#: Runs a script as ``python SCRIPT`` with the flags of :data:`FAST_XLA`, in a fork.
+FAST_COMPILE = str(pathlib.Path(__file__).parent / "trial_programs" / "fast_compile.py")
 
 
 def _needs(library: str) -> None:
@@ -31,9 +34,12 @@ def _needs(library: str) -> None:
         pytest.skip(f"{library} is not installed")
 
 
-#: XLA compiles without LLVM's optimisation passes (less CPU per compile, issue 48): the
-#: libraries' traces, keys and compiles are JAX's before XLA's backend runs.
-FAST_XLA = {"XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + conftest.FAST_XLA).strip()}
+#: XLA compiles without LLVM's optimisation passes and with its fusion emitters off (less CPU
+#: per compile, issue 48; ``trial_programs/fast_compile.py``): the libraries' traces, keys and
+#: compiles are JAX's before XLA's backend runs.
+FAST_XLA = {
+    "XLA_FLAGS": " ".join([os.environ.get("XLA_FLAGS", ""), conftest.FAST_XLA, *FLAGS]).strip()
+}
 
 
 def _run(tmp_path: pathlib.Path, program: str, env: dict[str, str] | None = None) -> tuple:
@@ -139,8 +145,8 @@ def test_blackjax_quickstart_three_samplers(tmp_path: pathlib.Path, fork_python)
     assert len(rows["*"]) == 7  # 3 one_step, 3 kernels, the loop: no helper of blackjax's
     assert "0.00 s lost" in proc.stderr
     # the same program under plain python (a fork of the server that imported JAX, nothing
-    # else: its start-up is not what is compared): same output, same JAX trace events
-    plain = fork_python(["blackjax_quickstart.py"], cwd=PROGRAMS, timeout=600)
+    # else: its start-up is not what is compared; the same XLA flags): same output
+    plain = fork_python([FAST_COMPILE, "blackjax_quickstart.py"], cwd=PROGRAMS, timeout=600)
     assert plain.returncode == 0 and plain.stdout == proc.stdout
 
 

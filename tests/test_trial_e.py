@@ -4,8 +4,9 @@ that keep their structure and the recompile they hit, or none (negative controls
 each program's docstring, ``tests/trial_programs/e_*``.
 
 Each program counts its own traces (the truth jitlens' counts must equal) and returns its
-outputs; ``trial_runs`` runs them all as written in one fresh process and all with jitlens'
-printed fix applied in another: the fix must remove the retraces and keep the outputs.
+outputs; ``trial_runs`` runs them all as written in one process (a fork of the suite's server,
+under ``fast_compile.py``: XLA's cheapest compile) and all with jitlens' printed fix applied in
+another: the fix must remove the retraces and keep the outputs.
 """
 
 from __future__ import annotations
@@ -16,20 +17,33 @@ import subprocess
 import sys
 
 import pytest
+from trial_programs.fast_compile import FLAGS
 
-from conftest import check_trial_counts, trial_runs
+from conftest import FAST_XLA, check_trial_counts, trial_runs
 
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("e_*.py"))
+#: ``fast_compile.py``'s flags, for a fresh interpreter (a fork is run under the script).
+FAST_XLA_FLAGS = " ".join([os.environ.get("XLA_FLAGS", ""), FAST_XLA, *FLAGS]).strip()
 
 #: One worker runs the module: its drivers run once.
 pytestmark = pytest.mark.xdist_group("trial_e")
 
 
+def fast(fork_python):
+    """``fork_python`` that runs each script under ``fast_compile.py`` (XLA's cheapest
+    compile: the programs' traces, culprits, fixes and rounded outputs are the same)."""
+
+    def run(args: list[str], **kwargs: object):
+        return fork_python([str(PROGRAMS / "fast_compile.py"), *args], **kwargs)
+
+    return run
+
+
 @pytest.fixture(scope="module")
 def trial(fork_python) -> dict:
     return trial_runs(
-        NAMES, ("equinox", "optax", "flax", "keras", "numpyro", "blackjax"), fork_python
+        NAMES, ("equinox", "optax", "flax", "keras", "numpyro", "blackjax"), fast(fork_python)
     )
 
 
@@ -87,10 +101,12 @@ def test_as_a_user_runs_it_the_output_and_exit_status_are_the_programs(
     """``python prog.py``, ``jitlens run prog.py`` and ``JITLENS=1 python prog.py``: the same
     stdout and exit status; jitlens' words on stderr, the pop fix in the program's names."""
     prog = str(PROGRAMS / "e_nnx_vae_sown_loss.py")
+    # all three with XLA's cheapest compile (the same flags: the same numbers printed)
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "NO_COLOR": "1", "COLUMNS": "200"}
+    env.update(XLA_FLAGS=FAST_XLA_FLAGS)
     env.pop("JITLENS", None)
     # plain python: what the program prints and returns (a fork: its start-up is not tested)
-    plain = fork_python([prog], env={"NO_COLOR": "1", "COLUMNS": "200"})
+    plain = fast(fork_python)([prog], env={"NO_COLOR": "1", "COLUMNS": "200"})
     cli = [sys.executable, "-m", "jitlens", "run", prog]
     under = subprocess.run(cli, capture_output=True, text=True, env=env)
     auto = subprocess.run(

@@ -5,8 +5,9 @@ package of the tests' own under ``tests/fixtures/site-packages``, so that the li
 tested where none of those libraries is installed).
 
 Every program counts its own traces (the truth) and returns its outputs; ``trial_c_driver.py``
-runs the programs as written in one fresh process and with jitlens' printed fix applied in
-another, both with 2 host CPU devices (the mesh programs need them; the others do not mind).
+runs the programs as written in one process (a fork of the suite's server) and with jitlens'
+printed fix applied in another, both with 2 host CPU devices (the mesh programs need them; the
+others do not mind).
 A program whose library is missing is left out (``LIBRARIES``), never the whole set.
 """
 
@@ -19,8 +20,7 @@ import pathlib
 
 import pytest
 
-from conftest import check_trial_counts, run_python
-from test_sharding_subprocess import device_env
+from conftest import check_trial_counts
 
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("o_*.py"))
@@ -43,13 +43,16 @@ def _installed(name: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def trial() -> dict:
+def trial(fork_python) -> dict:
     names = [n for n in NAMES if _installed(n)]
     out = {}
     for scenario in ("before", "after"):
-        driver = str(PROGRAMS / "trial_c_driver.py")
-        env = {**device_env(2), "KERAS_BACKEND": "jax"}
-        proc = run_python([driver, scenario, *names], cwd=PROGRAMS, env=env, timeout=600)
+        # a fork of the suite's server, given 2 host devices (and XLA's cheapest compile)
+        # by fast_compile.py before JAX starts its backend, as device_env gives a fresh one
+        driver = [str(PROGRAMS / "fast_compile.py"), "--devices", "2", "trial_c_driver.py"]
+        proc = fork_python(
+            [*driver, scenario, *names], cwd=PROGRAMS, env={"KERAS_BACKEND": "jax"}, timeout=600
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         out[scenario] = json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
     for name in names:  # a program with nothing to fix ran once (``NO_FIX``)

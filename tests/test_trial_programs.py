@@ -20,19 +20,12 @@ import pytest
 PROGRAMS = pathlib.Path(__file__).parent / "trial_programs"
 
 
-def _load(program: str) -> Any:
-    """Import a trial program as a module of its own (its functions are new to JAX)."""
-    path = PROGRAMS / program
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _truth(fork_python, program: str, *args: str, env: dict[str, str] | None = None) -> dict:
     """The program's ``TRUTH`` line, run in a fork after ``import jax`` (each program starts
-    its own tracking before it imports the library that binds ``jax.jit``)."""
-    proc = fork_python([str(PROGRAMS / program), *args], cwd=PROGRAMS, env=env, timeout=600)
+    its own tracking before it imports the library that binds ``jax.jit``), under
+    ``fast_compile.py`` (XLA's cheapest compile: the same traces, fixes and outputs)."""
+    argv = [str(PROGRAMS / "fast_compile.py"), str(PROGRAMS / program), *args]
+    proc = fork_python(argv, cwd=PROGRAMS, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.split("TRUTH ", 1)[1].splitlines()[0])
 
@@ -305,46 +298,6 @@ def test_an_eager_while_loop_over_a_function_and_an_optimizer_gets_their_static_
         assert jnp.allclose(a, b)
 
 
-def test_numpyro_predictive_called_per_key_is_reported_and_the_fix_works() -> None:
-    """numpyro's ``Predictive`` maps the model with ``lax.map`` outside jit, over a function
-    it builds per call: every call traces the model and compiles again; jitlens once said
-    "no jitted function was called"."""
-    if importlib.util.find_spec("numpyro") is None:
-        pytest.skip("numpyro is not installed")
-    import jax
-    import jax.numpy as jnp
-    import numpyro
-    import numpyro.distributions as dist
-    from numpyro.infer import Predictive
-
-    import jitlens
-
-    traces = [0]
-
-    def model(x, y=None):
-        traces[0] += 1
-        w = numpyro.sample("w", dist.Normal(0.0, 1.0))
-        numpyro.sample("y", dist.Normal(w * x, 1.0), obs=y)
-
-    x = jnp.linspace(0.0, 1.0, 4)
-    pred = Predictive(model, {"w": jnp.ones(3)})
-    with jitlens.track() as t, _jax_compiles() as compiled:
-        bad = [float(pred(jax.random.key(i), x)["y"].mean()) for i in range(3)]
-    assert traces[0] == compiled.count("scan") == 3
-    (row,) = [f for f in t.report().functions if not f.internal]
-    assert row.name == "numpyro: Predictive.__call__"
-    assert (row.traces, row.compiles) == (3, 3)
-    fixes = {r.fix for e in row.events for r in e.reasons}
-    (fix,) = fixes
-    assert fix.startswith("Jit the call once, before the loop: `pred_jit = jax.jit(pred)`"), fix
-
-    traces[0] = 0
-    pred_jit = jax.jit(pred)  # the fix applied
-    fixed = [float(pred_jit(jax.random.key(i), x)["y"].mean()) for i in range(3)]
-    assert traces[0] == pred_jit._cache_size() == 1
-    assert fixed == pytest.approx(bad)
-
-
 @pytest.mark.parametrize(
     ("program", "culprit", "rebuilt", "library"),
     [
@@ -353,7 +306,7 @@ def test_numpyro_predictive_called_per_key_is_reported_and_the_fix_works() -> No
     ],
 )
 def test_an_optimizer_rebuilt_per_loop_is_named_and_the_fix_works(
-    program: str, culprit: str, rebuilt: int, library: str
+    program: str, culprit: str, rebuilt: int, library: str, fork_python
 ) -> None:
     if importlib.util.find_spec(library) is None:
         pytest.skip(f"{library} is not installed")
@@ -363,10 +316,8 @@ def test_an_optimizer_rebuilt_per_loop_is_named_and_the_fix_works(
     found = jitlens.lint_source(path.read_text(), str(path))
     assert [f.code for f in found] == ["JL007"]
     assert "optax.adam(0.0" in found[0].message and "before the loop" in found[0].fix
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    bad, fixed = module.run(fixed=False), module.run(fixed=True)
+    runs = _truth(fork_python, "run_modes.py", program, "False", "True")
+    bad, fixed = runs["False"], runs["True"]
     assert bad["traces"] == bad["reported"] == rebuilt
     assert bad["paths"] == [culprit]
     if "fixes" in bad:  # google/flax#5548 was told "Expected once per optimizer build"
@@ -431,214 +382,102 @@ def test_the_first_compile_of_a_jit_traced_inside_another_is_not_called_a_recomp
     assert "no retraces: no function compiled again." in text
 
 
-def test_a_blackjax_sgld_step_is_named_after_sgld_and_its_ragged_minibatch_counted() -> None:
+@pytest.fixture(scope="module")
+def blackjax_runs(fork_python) -> dict:
+    """``trial_programs/blackjax_rebuilt.py``'s scenarios, each as written and with the fix
+    jitlens printed applied, run once in a fork (they ran here, compiled at full cost)."""
+    if importlib.util.find_spec("blackjax") is None:
+        pytest.skip("blackjax is not installed")
+    return _truth(fork_python, "blackjax_rebuilt.py")
+
+
+@pytest.mark.xdist_group("trial_blackjax")  # its module fixture runs once
+def test_a_blackjax_sgld_step_is_named_after_sgld_and_its_ragged_minibatch_counted(
+    blackjax_runs: dict,
+) -> None:
     """blackjax's SGMCMC docs: ``jax.jit(sgld.step)`` over minibatches, the last one smaller.
     The row was once named ``blackjax: gradients.step_fn`` (the module of the gradient
     estimator sgld's step calls), a name the user never wrote."""
-    if importlib.util.find_spec("blackjax") is None:
-        pytest.skip("blackjax is not installed")
-    import blackjax
-    import jax
-    import jax.numpy as jnp
-
-    import jitlens
-
-    traces = [0]
-
-    def loglik(w, batch):
-        traces[0] += 1
-        x, y = batch
-        return -0.5 * jnp.sum((x @ w - y) ** 2)
-
-    grad_fn = blackjax.sgmcmc.gradients.grad_estimator(lambda w: -0.5 * jnp.sum(w**2), loglik, 9)
-    xs, ys = jnp.ones((9, 2)), jnp.ones(9)
-    with jitlens.track() as t:
-        step = jax.jit(blackjax.sgld(grad_fn).step)
-        w = jnp.zeros(2)
-        for i in (0, 4, 8):  # minibatches of 4, 4, then 1
-            w = step(jax.random.key(i), w, (xs[i : i + 4], ys[i : i + 4]), 1e-3)
-    (row,) = [f for f in t.report().functions if not f.internal]
-    assert row.name == "blackjax: sgld.step_fn"
-    assert (row.calls, row.traces) == (3, traces[0]) == (3, 2)
-    (r, _) = [r for e in row.events for r in e.reasons]
-    assert (r.path, r.kind) == ("minibatch[0]", "shape")
+    run = blackjax_runs["sgld_minibatches"]
+    (row,) = run["rows"]
+    assert row["name"] == "blackjax: sgld.step_fn"
+    assert (row["calls"], row["traces"]) == (3, run["truth"]) == (3, 2)
+    (r, _) = run["reasons"]
+    assert (r["path"], r["kind"]) == ("minibatch[0]", "shape")
 
 
-def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms() -> None:
+@pytest.mark.xdist_group("trial_blackjax")  # its module fixture runs once
+def test_a_blackjax_kernel_rebuilt_per_step_size_gets_a_fix_in_blackjax_terms(
+    blackjax_runs: dict,
+) -> None:
     """``jax.jit(blackjax.hmc(..., step_size=s).step)`` per value: the fix once named
     `blackjax: hmc.step_fn` and `kernel_args`, names the user does not have."""
-    if importlib.util.find_spec("blackjax") is None:
-        pytest.skip("blackjax is not installed")
-    import blackjax
-    import jax
-    import jax.numpy as jnp
-
-    import jitlens
-
-    def logdensity(x):
-        return -0.5 * jnp.sum(x**2)
-
-    bad, jitted = [], []
-    with jitlens.track() as t:
-        for step_size in (0.1, 0.2):
-            hmc = blackjax.hmc(
-                logdensity,
-                step_size=step_size,
-                inverse_mass_matrix=jnp.ones(2),
-                num_integration_steps=2,
-            )
-            jitted.append(jax.jit(hmc.step))
-            bad.append(jitted[-1](jax.random.key(0), hmc.init(jnp.ones(2)))[0].position)
-    rows = [f for f in t.report().functions if not f.internal]  # one per jit wrapper
-    assert sum(f.traces for f in rows) == sum(j._cache_size() for j in jitted) == 2
-    (reason,) = [r for f in rows for e in f.events for r in e.reasons]
-    assert reason.path == "hmc.step" and "(here `step_size`)" in reason.message, reason
-    fix = reason.fix
+    run = blackjax_runs["hmc_step_per_step_size"]
+    assert run["traces"] == run["compiled"] == 2  # rows: one per jit wrapper
+    (reason,) = run["reasons"]
+    assert reason["path"] == "hmc.step" and "(here `step_size`)" in reason["message"], reason
+    fix = reason["fix"]
     assert "blackjax: " not in fix and "kernel_args" not in fix, fix
     assert "takes `step_size` as argument(s) and does what `hmc.step` does" in fix, fix
-
-    # the fix applied, as printed: the kernel built once, one jitted step taking step_size
-    module, _, factory = re.search(r"`kernel = ([\w.]+)\(\)`", fix)[1].rpartition(".")
-    kernel = getattr(importlib.import_module(module), factory)()
-    step = jax.jit(
-        lambda rng_key, state, step_size: kernel(
-            rng_key, state, logdensity, step_size, jnp.ones(2), 2
-        )
-    )
-    state = blackjax.hmc.init(jnp.ones(2), logdensity)
-    with jitlens.track() as t:
-        fixed = [step(jax.random.key(0), state, s)[0].position for s in (0.1, 0.2)]
-    assert step._cache_size() == 1
-    assert [r.traces for r in t.report().functions if not r.internal] == [1]
-    assert all(bool((a == b).all()) for a, b in zip(fixed, bad, strict=True))
+    # the fix applied, as printed (`kernel = ...build_kernel()` read from it): the kernel
+    # built once, one jitted step taking step_size
+    fixed = run["fixed"]
+    assert fixed["compiled"] == 1
+    assert fixed["traces"] == [1]
+    assert fixed["same"]  # the same positions as the kernels built per step size
 
 
-def test_a_blackjax_step_passed_as_a_static_kernel_per_step_size_and_the_fix_works() -> None:
+@pytest.mark.xdist_group("trial_blackjax")  # its module fixture runs once
+def test_a_blackjax_step_passed_as_a_static_kernel_per_step_size_and_the_fix_works(
+    blackjax_runs: dict,
+) -> None:
     """blackjax's quickstart ``inference_loop(rng_key, kernel, ...)`` with ``kernel`` static,
     given ``hmc.step`` built per step size: once 'Define the function once at module level
     (`def step_fn(...)`)', blackjax's inner name."""
-    if importlib.util.find_spec("blackjax") is None:
-        pytest.skip("blackjax is not installed")
-    import functools
-
-    import blackjax
-    import jax
-    import jax.numpy as jnp
-
-    import jitlens
-
-    def logdensity(x):
-        return -0.5 * jnp.sum(x**2)
-
-    def build(step_size):
-        return blackjax.hmc(logdensity, step_size, jnp.ones(2), num_integration_steps=2)
-
-    def loop(rng_key, kernel, initial_state):
-        def one_step(state, key):
-            state, _ = kernel(key, state)
-            return state, state.position
-
-        return jax.lax.scan(one_step, initial_state, jax.random.split(rng_key, 3))[1]
-
-    bad = []
-    with jitlens.track() as t:
-        inference_loop = functools.partial(jax.jit, static_argnums=1)(loop)
-        for step_size in (0.1, 0.2):
-            hmc = build(step_size)
-            bad.append(inference_loop(jax.random.key(0), hmc.step, hmc.init(jnp.ones(2))))
-    assert inference_loop._cache_size() == 2
-    (reason,) = [r for f in t.report().functions for e in f.events for r in e.reasons]
-    assert "`kernel` is `hmc.step`" in reason.message and "(here `step_size`)" in reason.message
-    assert reason.fix.startswith("Pass `step_size` to `loop` as argument(s) instead, and build "), (
-        reason.fix
-    )
-
+    run = blackjax_runs["static_kernel_per_step_size"]
+    assert run["compiled"] == 2
+    (reason,) = run["reasons"]
+    message = reason["message"]
+    assert "`kernel` is `hmc.step`" in message and "(here `step_size`)" in message
+    assert reason["fix"].startswith(
+        "Pass `step_size` to `loop` as argument(s) instead, and build "
+    ), reason["fix"]
     # the fix applied: step_size an argument, the step built inside the jitted loop
-    @jax.jit
-    def fixed_loop(rng_key, step_size, initial_state):
-        return loop(rng_key, build(step_size).step, initial_state)
-
-    state = build(0.1).init(jnp.ones(2))
-    fixed = [fixed_loop(jax.random.key(0), s, state) for s in (0.1, 0.2)]
-    assert fixed_loop._cache_size() == 1
-    assert all(bool(jnp.allclose(a, b)) for a, b in zip(fixed, bad, strict=True))
+    assert run["fixed"]["compiled"] == 1
+    assert run["fixed"]["same"]  # allclose to the loop run per step size
 
 
-def test_a_blackjax_warmup_run_per_seed_gets_the_jit_your_call_fix() -> None:
+@pytest.mark.xdist_group("trial_blackjax")  # its module fixture runs once
+def test_a_blackjax_warmup_run_per_seed_gets_the_jit_your_call_fix(blackjax_runs: dict) -> None:
     """``window_adaptation(...).run`` per seed: blackjax jits a new function inside every
     ``run``; the fix once told the user to jit blackjax's own closure."""
-    if importlib.util.find_spec("blackjax") is None:
-        pytest.skip("blackjax is not installed")
-    import blackjax
-    import jax
-    import jax.numpy as jnp
-
-    import jitlens
-
-    def logdensity(x):
-        return -0.5 * jnp.sum(x**2)
-
-    def adapt(seed):
-        warmup = blackjax.window_adaptation(blackjax.hmc, logdensity, num_integration_steps=2)
-        (_, params), _ = warmup.run(jax.random.key(seed), jnp.ones(2), num_steps=3)
-        return float(params["step_size"])
-
-    with jitlens.track() as t, _jax_compiles() as compiled:
-        bad = [adapt(seed) for seed in range(2)]
-    rows = [f for f in t.report().functions if not f.internal]
-    assert sum(f.traces for f in rows) == compiled.count("scan") == 2
-    (reason,) = [r for f in rows for e in f.events for r in e.reasons]
-    assert reason.path == "warmup.run"
-    fix = reason.fix
+    run = blackjax_runs["warmup_per_seed"]
+    assert run["traces"] == run["jax_compiles"] == 2
+    (reason,) = run["reasons"]
+    assert reason["path"] == "warmup.run"
+    fix = reason["fix"]
     assert "`run_jit = jax.jit(warmup.run, static_argnames=('num_steps',))`" in fix, fix
-
     # the fix applied: warmup built once, its run jitted once
-    warmup = blackjax.window_adaptation(blackjax.hmc, logdensity, num_integration_steps=2)
-    run_jit = jax.jit(warmup.run, static_argnames=("num_steps",))
-    fixed = [
-        float(run_jit(jax.random.key(seed), jnp.ones(2), num_steps=3)[0][1]["step_size"])
-        for seed in range(2)
-    ]
-    assert run_jit._cache_size() == 1
-    assert fixed == pytest.approx(bad, rel=1e-5)
+    assert run["fixed"]["compiled"] == 1
+    assert run["fixed"]["out"] == pytest.approx(run["bad"], rel=1e-5)
 
 
-def test_a_blackjax_vi_step_rebuilt_per_learning_rate_gets_the_build_under_jit_fix() -> None:
+@pytest.mark.xdist_group("trial_blackjax")  # its module fixture runs once
+def test_a_blackjax_vi_step_rebuilt_per_learning_rate_gets_the_build_under_jit_fix(
+    blackjax_runs: dict,
+) -> None:
     """No lower-level builder in the closure (meanfield VI over an optax optimizer): the fix
     builds the step inside one jitted function of the user's, the value an argument."""
-    if importlib.util.find_spec("blackjax") is None:
-        pytest.skip("blackjax is not installed")
-    import blackjax
-    import jax
-    import jax.numpy as jnp
-    import optax
-
-    import jitlens
-
-    def logdensity(x):
-        return -0.5 * jnp.sum(x**2)
-
-    bad = []
-    with jitlens.track() as t:
-        for lr in (0.1, 0.2):
-            vi = blackjax.meanfield_vi(logdensity, optax.sgd(lr), num_samples=2)
-            bad.append(jax.jit(vi.step)(jax.random.key(0), vi.init(jnp.ones(2)))[0].mu)
-    (reason,) = [r for f in t.report().functions for e in f.events for r in e.reasons]
-    assert reason.path == "vi.step"
-    assert reason.fix.startswith("Jit one function of your own that takes the values you build "), (
-        reason.fix
-    )
-    assert "builds `vi.step` inside it with them" in reason.fix, reason.fix
-
+    run = blackjax_runs["vi_per_learning_rate"]
+    (reason,) = run["reasons"]
+    assert reason["path"] == "vi.step"
+    assert reason["fix"].startswith(
+        "Jit one function of your own that takes the values you build "
+    ), reason["fix"]
+    assert "builds `vi.step` inside it with them" in reason["fix"], reason["fix"]
     # the fix applied: the learning rate an argument, the step built under jit
-    def one_step(key, state, lr):
-        return blackjax.meanfield_vi(logdensity, optax.sgd(lr), num_samples=2).step(key, state)
-
-    step = jax.jit(one_step)
-    state = blackjax.meanfield_vi(logdensity, optax.sgd(0.1), num_samples=2).init(jnp.ones(2))
-    fixed = [step(jax.random.key(0), state, lr)[0].mu for lr in (0.1, 0.2)]
-    assert step._cache_size() == 1
-    assert all(bool(jnp.allclose(a, b)) for a, b in zip(fixed, bad, strict=True))
+    assert run["fixed"]["compiled"] == 1
+    assert run["fixed"]["same"]  # allclose to the steps built per learning rate
 
 
 def test_an_eager_lax_map_over_a_new_closure_is_linted_and_the_fix_works() -> None:
@@ -738,6 +577,25 @@ def test_numpyro_s_own_state_flipping_weak_type_is_not_blamed_on_the_user(
     assert before["fix"].startswith("Nothing in your model causes it. Pass `progress_bar=False`")
     assert after["traces"] == after["jax_compiles"] == 1, after  # the fix applied
     assert after["mean"] == pytest.approx(before["mean"], rel=1e-5)
+
+
+@pytest.mark.xdist_group("trial_numpyro_chains")  # its module fixture runs once
+def test_numpyro_predictive_called_per_key_is_reported_and_the_fix_works(
+    numpyro_chains: dict,
+) -> None:
+    """numpyro's ``Predictive`` maps the model with ``lax.map`` outside jit, over a function
+    it builds per call: every call traces the model and compiles again; jitlens once said
+    "no jitted function was called"."""
+    before, after = numpyro_chains["predictive"]["before"], numpyro_chains["predictive"]["after"]
+    assert before["truth"] == before["jax_compiles"] == 3
+    (row,) = before["rows"]
+    assert row["name"] == "numpyro: Predictive.__call__"
+    assert (row["traces"], row["compiles"]) == (3, 3)
+    (fix,) = before["fixes"]
+    assert fix.startswith("Jit the call once, before the loop: `pred_jit = jax.jit(pred)`"), fix
+    # the fix applied
+    assert after["truth"] == after["compiled"] == 1
+    assert after["out"] == pytest.approx(before["out"])
 
 
 @pytest.mark.xdist_group("trial_numpyro_chains")  # its module fixture runs once
@@ -898,15 +756,15 @@ def test_every_leaf_placed_otherwise_gets_a_fix_for_the_whole_argument() -> None
     assert len(fixes) == 2 and all(".set_value(jax.device_put(m." in f for f in fixes), fixes
 
 
-def test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work() -> None:
+def test_a_linen_train_state_rebuilt_per_epoch_gets_fixes_that_work(fork_python) -> None:
     # `TrainState.create(apply_fn=MLP().apply, tx=optax.adam(1e-3))` per epoch: jitlens once
     # said to store `type(obj).apply` (apply_fn(variables, x) then breaks) and called the new
     # optimizer "expected once per optimizer build", with an nnx-only `[...] = lr`
     if importlib.util.find_spec("flax") is None or importlib.util.find_spec("optax") is None:
         pytest.skip("flax and optax are needed")
-    module = _load("linen_trainstate_per_epoch.py")
-    fixed, sweep_fixed = module.run("fixed"), module.run("sweep_fixed")  # the fixes applied
-    bad, sweep_bad = module.run("bad"), module.run("sweep_bad")
+    modes = ("fixed", "sweep_fixed", "bad", "sweep_bad")  # the fixes applied, then as written
+    runs = _truth(fork_python, "run_modes.py", "linen_trainstate_per_epoch.py", *modes)
+    fixed, sweep_fixed, bad, sweep_bad = (runs[m] for m in modes)
     assert bad["traces"] == bad["reported"] == 3
     # ... and `train_step` as a new closure when `fixed`'s wrapper of the same code is still
     # remembered (it is weakly held: whether it is depends on when the collector ran)

@@ -8,7 +8,9 @@ Prints one ``TRUTH`` JSON line: per method, jitlens' row, JAX's compiles, the fi
 Then ``MCMC.run`` twice with a progress bar (a sample step stepped in Python) on data of
 one shape, before and after the fix printed (``jit_model_args=True``). Then HMC with a fixed ``num_steps`` and a progress bar, whose own state flips weak type
 after a step, before and after the fix printed (``progress_bar=False``). Then an SVI epoch function that jits ``svi.update`` on every call (a new jit per epoch),
-before and after the fix printed (``update_jit = jax.jit(svi.update)`` once).
+before and after the fix printed (``update_jit = jax.jit(svi.update)`` once). Last,
+``Predictive`` called per key (a ``lax.map`` outside jit over a function it builds per call),
+before and after the fix printed (``pred_jit = jax.jit(pred)``).
 """
 
 import json
@@ -34,7 +36,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
 from jax_compile_log import compiles  # noqa: E402
-from numpyro.infer import HMC, MCMC, NUTS, SVI, Trace_ELBO  # noqa: E402
+from numpyro.infer import HMC, MCMC, NUTS, SVI, Predictive, Trace_ELBO  # noqa: E402
 from numpyro.infer.autoguide import AutoDelta  # noqa: E402
 
 
@@ -145,8 +147,35 @@ def epochs(fixed: bool) -> dict:
     }
 
 
+def predictive() -> dict:
+    traces = [0]
+
+    def counted_model(x, y=None):
+        traces[0] += 1
+        model(x, y)
+
+    x = jnp.linspace(0.0, 1.0, 4)
+    pred = Predictive(counted_model, {"w": jnp.ones(3)})
+    with jitlens.track() as t, compiles() as names:
+        bad = [float(pred(jax.random.key(i), x)["y"].mean()) for i in range(3)]
+    rows = [f for f in t.report().functions if not f.internal]
+    before = {
+        "truth": traces[0],
+        "jax_compiles": names.count("scan"),
+        "rows": [{"name": f.name, "traces": f.traces, "compiles": f.compiles} for f in rows],
+        "fixes": sorted({r.fix for f in rows for e in f.events for r in e.reasons}),
+        "out": bad,
+    }
+    traces[0] = 0
+    pred_jit = jax.jit(pred)  # the fix applied
+    fixed = [float(pred_jit(jax.random.key(i), x)["y"].mean()) for i in range(3)]
+    after = {"truth": traces[0], "compiled": pred_jit._cache_size(), "out": fixed}
+    return {"before": before, "after": after}
+
+
 truth = {m: sample(m) for m in ("parallel", "sequential", "vectorized")}
 truth["hmc"] = {"before": stepped_hmc(True), "after": stepped_hmc(False)}
 truth["rerun"] = {"before": rerun(False), "after": rerun(True)}
 truth["svi"] = {"before": epochs(fixed=False), "after": epochs(fixed=True)}
+truth["predictive"] = predictive()
 print("TRUTH " + json.dumps(truth))
