@@ -6,13 +6,17 @@ Orbax checkpoint, warnings the program records or turns into ``SystemExit``,
 a ``redirect_stderr`` buffer, the program's own child and its SIGCHLD /
 ``os.wait`` / ``psutil`` view, and the loaders of what it imports. Its output
 and exit status are compared with plain ``python``; the counters in its jitted
-bodies are the truth the report must hold.
+bodies are the truth the report must hold. It also holds test_invisible's
+program (nothing jitlens does for itself is observable by the program): JAX's own
+monitoring events it counts, its own patch of ``jax.jit``, the threads it runs and
+the libraries in ``sys.modules``, and JAX's log of its compiles.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -25,11 +29,33 @@ pytestmark = pytest.mark.xdist_group("run_as_python")
 
 PROGRAM = textwrap.dedent(
     """
-    import contextlib, io, json, os, signal, sys, warnings
+    import collections, contextlib, io, json, os, signal, sys, threading, warnings
     os.environ["JAX_ENABLE_X64"] = "1"     # before JAX is imported: JAX must read it
     CHLD = [0]
     signal.signal(signal.SIGCHLD, lambda *a: CHLD.__setitem__(0, CHLD[0] + 1))
+    from jax import monitoring             # (imports jax: tracking starts here)
+    counts = collections.Counter()         # JAX's own events, as the program sees them
+    monitoring.register_event_duration_secs_listener(lambda e, s, **k: counts.update([e]))
+    monitoring.register_scalar_listener(lambda e, v, **k: counts.update([e]))
     import jax, jax.numpy as jnp
+    jits = collections.Counter()
+    original = jax.jit
+    def my_jit(*a, **k):                   # the program's own patch of jax.jit
+        jits["jax"] += 1
+        return original(*a, **k)
+    jax.jit = my_jit
+    @jax.jit
+    def f(x):
+        return x * 2
+    for n in (2, 2, 3):
+        f(jnp.ones(n)).block_until_ready()
+    libraries = ("flax", "optax", "equinox", "treescope", "jitlens_canary")
+    print("counts", sorted(counts.items()))
+    print("jits", dict(jits))
+    print("modules", sorted(m for m in libraries if m in sys.modules))
+    print("threads", sorted(t.name for t in threading.enumerate()))
+    jax.jit = original
+    jax.config.update("jax_log_compiles", False)  # (JAX logs to the redirected stderr below)
 
     T = {"add": 0, "grow": 0, "other": 0}
 
@@ -66,6 +92,7 @@ PROGRAM = textwrap.dedent(
         for n in range(1, 6):
             h(jnp.ones(n))
     print("after showwarning: still running")
+    jax.config.update("jax_log_compiles", True)
 
     import subprocess
     child = "import jax, jax.numpy as jnp; print(float(jax.jit(lambda x: x * 3)(jnp.ones(1))[0]))"
@@ -77,6 +104,7 @@ PROGRAM = textwrap.dedent(
     print("loaders", sorted(set(loaders.values())))
     print("meta_path", [type(f).__module__ for f in sys.meta_path if "jitlens" in
                         type(f).__module__])
+    print("ORBAX FROM HERE", file=sys.stderr, flush=True)
 
     if "--orbax" in sys.argv:
         import tempfile
@@ -109,6 +137,9 @@ PROGRAM = textwrap.dedent(
     sys.stderr = io.StringIO()             # jitlens' last words must not go here
     """
 )
+#: What the program writes to stderr where the modes part: JITLENS=1 runs it without its Orbax
+#: checkpoint (and JAX's log of that checkpoint's compiles).
+ORBAX_FROM_HERE = "ORBAX FROM HERE"
 
 
 #: ``jitlens run`` with ``--gather``: single-process, it says it skipped (on jitlens' terminal).
@@ -119,7 +150,7 @@ RUN_ARGS += ["--gather", "merged.json", "prog.py", "--orbax"]
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, str, str]]:
     """The program under python, jitlens run and JITLENS=1, with a FIFO where the self-check's
-    verdict is kept (a tracked run must not block on it)."""
+    verdict is kept (a tracked run must not block on it) and JAX logging its compiles."""
     from jitlens._track import selfcheck
 
     d = tmp_path_factory.mktemp("as_python")
@@ -128,6 +159,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, 
     cache.mkdir()
     os.mkfifo(cache / f"selfcheck-{selfcheck.verdict_key()}.json")
     env = {"JITLENS_CACHE_DIR": str(cache), "JITLENS_WARN_RECOMPILES": "2"}
+    env["JAX_LOG_COMPILES"] = "1"
     modes = {
         "python": (["prog.py", "--orbax"], {}),
         "run": (RUN_ARGS, {}),
@@ -192,6 +224,37 @@ def test_the_import_hooks_leave_modules_as_pythons_loader_does(runs) -> None:
         assert "meta_path []" in out, (mode, out)
         loaders = out.split("loaders ", 1)[1].splitlines()[0]
         assert "jitlens" not in loaders, (mode, loaders)
+
+
+COMPILED = re.compile(r"jit\(([A-Za-z_]\w*)\)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["run", "env"])
+def test_the_program_sees_the_same_events_jits_threads_and_modules(runs, mode) -> None:
+    """(test_invisible's) No self-check runs in or under the program, and jitlens imports no
+    library the program did not: its own counts of JAX's events, of its jits, its threads and
+    libraries are python's."""
+    seen = ("counts", "jits", "modules", "threads")
+    plain, tracked = _lines(runs["python"][1]), _lines(runs[mode][1])
+    assert "jits {'jax': 1}" in plain and "modules []" in plain
+    assert any(line.startswith("counts [('/jax/") for line in plain), plain
+    assert [x for x in tracked if x.startswith(seen)] == [x for x in plain if x.startswith(seen)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["run", "env"])
+def test_jax_compile_log_names_the_same_functions(runs, mode) -> None:
+    """(test_invisible's) JAX's own log of the program's compiles (``JAX_LOG_COMPILES=1``)."""
+
+    def compiled(stderr: str) -> list[str]:
+        if mode == "env":  # (run without the Orbax checkpoint)
+            stderr = stderr.split(ORBAX_FROM_HERE, 1)[0]
+        return sorted(COMPILED.findall(stderr))
+
+    assert "f" in compiled(runs["python"][2])
+    assert compiled(runs[mode][2]) == compiled(runs["python"][2])
+    assert "canary" not in runs[mode][2]
 
 
 SAFE_PATH = """
@@ -264,7 +327,7 @@ import jax, jax.numpy as jnp
 
 def retrace(name):
     f = jax.jit(lambda x: x + 1)
-    for n in range(1, 5):
+    for n in range(1, 3):  # a retrace: the runaway warning's first (JITLENS_WARN_RECOMPILES=1)
         f(jnp.ones(n))
 
 def test_capsys(capsys):
@@ -288,6 +351,7 @@ def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(
 ) -> None:
     (tmp_path / "test_quiet.py").write_text(PYTEST_FILE)
     args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_quiet.py"]
+    args += ["-p", "no:hypothesispytest"]  # (its plugin's start-up: 1 CPU s of each pytest)
     env = {"JITLENS_WARN_RECOMPILES": "1"}
     plain = fork_python(args, cwd=tmp_path, env=env)  # the tests pass: no start-up involved
     tracked = run_python(["-m", "jitlens", "run", *args], cwd=tmp_path, env=env)
@@ -297,6 +361,11 @@ def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(
 
 
 _TEXT = {"capture_output": True, "text": True, "env": {"JITLENS": "1"}}
+#: The base interpreter's site-packages, where it finds jax and rich (found, not imported).
+FOUND = (
+    "import importlib.util as u, site; assert u.find_spec('jax') and u.find_spec('rich'); "
+    "print(site.getsitepackages()[0])"
+)
 
 
 def test_without_jitlens_pth_jitlens_run_refuses_before_the_program_runs(tmp_path) -> None:
@@ -305,7 +374,7 @@ def test_without_jitlens_pth_jitlens_run_refuses_before_the_program_runs(tmp_pat
     ``jitlens run`` says how to install it and exits 2, the program not run."""
     real = os.path.join(sys.base_prefix, "bin", "python3")
     found = subprocess.run(
-        [real, "-c", "import jax, rich, site; print(site.getsitepackages()[0])"],
+        [real, "-c", FOUND],
         capture_output=True,
         text=True,
     )
