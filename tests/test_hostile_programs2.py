@@ -145,7 +145,8 @@ def test_pytest_with_warnings_as_errors_runs_under_jitlens(tmp_path):
     imports it), and that warning, made an error, stopped the run before its first test.
     Under ``python -OO`` too, where the package has no docstring for pytest to read."""
     (tmp_path / "test_prog.py").write_text(PYTEST_FILE)
-    pytest_args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_prog.py", "-W"]
+    pytest_args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
+    pytest_args += ["test_prog.py", "-W"]  # (hypothesis' plugin: 1 CPU s of each pytest's start)
     runs = (  # (python -OO: pytest's own warning that asserts are off is not this one)
         (["-OO", *pytest_args, "error::pytest.PytestAssertRewriteWarning"], {"JITLENS": "1"}),
         (["-m", "jitlens", "run", *pytest_args, "error"], {}),

@@ -45,13 +45,15 @@ def _python(args: list[str], tmp_path, removed: str, **env: str) -> subprocess.C
 
 
 #: Uses jitlens' API before it imports jax; started in a removed folder, removes the next one
-#: it works in; starts a Python child that imports jax (tracked too under JITLENS_CHILDREN=1); puts a folder where jitlens writes its HTML
-#: report; and replaces sys.stderr with its own log file before it exits.
+#: it works in; starts a Python child running CHILD (``import jax`` where JITLENS_CHILDREN=1
+#: tracks it; a child jitlens leaves alone, that imports jax, is test_run_as_python's); puts a
+#: folder where jitlens writes its HTML report; and replaces sys.stderr with its own log file
+#: before it exits.
 PROGRAM = """
 import os, subprocess, sys, tempfile
 from jitlens import max_traces  # jitlens' API before jax: this import of jitlens imports jax
 import jax, jax.numpy as jnp
-html, log, report = sys.argv[1:]
+html, log, report, child = sys.argv[1:]
 T = [0]
 
 @max_traces(5)
@@ -65,7 +67,7 @@ gone = tempfile.mkdtemp()
 os.chdir(gone)
 os.rmdir(gone)
 f(jnp.ones(2)); f(jnp.ones(2))
-done = subprocess.run([sys.executable, "-c", "import jax"], capture_output=True, text=True)
+done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
 print("child", done.returncode, repr(done.stdout), "report there", os.path.exists(report))
 os.makedirs(html)
 sys.stderr = open(log, "w")
@@ -91,7 +93,7 @@ def test_a_removed_working_folder_a_tracked_child_and_the_programs_own_stderr(tm
     out = {}
     for mode in ("python", "run", "env"):
         html, log, report = (str(tmp_path / f"{mode}.{ext}") for ext in ("html", "log", "json"))
-        args = [prog, html, log, report]
+        args = [prog, html, log, report, "import jax" if mode == "env" else "pass"]
         if mode == "python":
             out[mode] = _python(args, tmp_path, mode)
         elif mode == "run":
@@ -195,6 +197,7 @@ def test_the_pytest_plugin_does_not_say_it_wrote_a_report_it_could_not_write(tmp
     wrote the report to r.json``."""
     (tmp_path / "test_folder.py").write_text("import os\n\ndef test_a():\n    os.mkdir('r.json')\n")
     args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--jitlens-report", "r.json"]
+    args += ["-p", "no:hypothesispytest"]  # (its plugin's start-up: 1 CPU s of each pytest)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     proc = subprocess.run(
         [sys.executable, *args, "test_folder.py"],
