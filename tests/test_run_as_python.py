@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -134,6 +135,8 @@ PROGRAM = textwrap.dedent(
         waited = "no child"
     print("children", psutil.Process().children(recursive=True), waited, "SIGCHLD", CHLD[0])
     print("TRUTH", json.dumps(T))
+    os.makedirs("elsewhere", exist_ok=True)
+    os.chdir("elsewhere")                  # relative report paths: still the launch folder's
     sys.stderr = io.StringIO()             # jitlens' last words must not go here
     """
 )
@@ -143,17 +146,23 @@ ORBAX_FROM_HERE = "ORBAX FROM HERE"
 
 
 #: ``jitlens run`` with ``--gather``: single-process, it says it skipped (on jitlens' terminal).
-RUN_ARGS = ["-m", "jitlens", "run", "--json", "r-run-{process_index}.json"]
+RUN_ARGS = ["-m", "jitlens", "run", "--json", "r-run-{process_index}.json", "--html", "r.html"]
 RUN_ARGS += ["--gather", "merged.json", "prog.py", "--orbax"]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, str, str]]:
+def folder(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """Where the program is launched: braces in its name are no template field of a report's."""
+    return tmp_path_factory.mktemp("exp{a}")
+
+
+@pytest.fixture(scope="module")
+def runs(folder: pathlib.Path) -> dict[str, tuple[int, str, str, str]]:
     """The program under python, jitlens run and JITLENS=1, with a FIFO where the self-check's
     verdict is kept (a tracked run must not block on it) and JAX logging its compiles."""
     from jitlens._track import selfcheck
 
-    d = tmp_path_factory.mktemp("as_python")
+    d = folder
     (d / "prog.py").write_text(PROGRAM)
     cache = d / "cache"
     cache.mkdir()
@@ -224,6 +233,19 @@ def test_the_import_hooks_leave_modules_as_pythons_loader_does(runs) -> None:
         assert "meta_path []" in out, (mode, out)
         loaders = out.split("loaders ", 1)[1].splitlines()[0]
         assert "jitlens" not in loaders, (mode, loaders)
+
+
+@pytest.mark.slow
+def test_report_paths_are_where_the_program_started_after_a_chdir(runs, folder) -> None:
+    """(From test_run.) A relative --json/--html path (or JITLENS_REPORT) names a file in the
+    launch directory, even when the program changes directory before it ends (they used to
+    land in the new one); braces in the launch directory's name are not template fields."""
+    assert runs["run"][0] == runs["env"][0] == 0
+    # {process_index} filled, {a} of the folder not
+    assert json.loads(runs["run"][3])["functions"] and json.loads(runs["env"][3])["functions"]
+    assert "jitlens: wrote r-run-0.json" in runs["run"][2], runs["run"][2][-2000:]
+    assert (folder / "r.html").read_text().rstrip().endswith("</html>")
+    assert sorted(p.name for p in (folder / "elsewhere").iterdir()) == []
 
 
 COMPILED = re.compile(r"jit\(([A-Za-z_]\w*)\)")
