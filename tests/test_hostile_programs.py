@@ -3,7 +3,9 @@
 The program's stdout, its exit status and what it writes to its own files must
 be what ``python`` gives; jitlens' counts must equal the counters in the jitted
 bodies. Each JAX start-up costs seconds, so one program holds several hostile
-moves and runs once per mode.
+moves and runs once per mode (this round's program read from stdin, which closes
+every descriptor and reopens its own files, is now part of test_hostile_programs3's
+program, with its tests).
 """
 
 from __future__ import annotations
@@ -19,102 +21,6 @@ import jitlens
 from conftest import run_python
 
 pytestmark = pytest.mark.xdist_group("hostile_programs")
-
-#: Closes every descriptor (as daemonizing code does) and opens its own files, which take the
-#: numbers jitlens kept (the terminal, the journal and its mapping); clears JAX's monitoring
-#: listeners; then empties sys.path. Read from stdin (`python -`). Its last writes to its files
-#: are flushed at Python's exit, after jitlens closed its journal.
-DESCRIPTORS = """
-import json, os, sys
-import jax, jax.numpy as jnp
-T = [0]
-
-@jax.jit
-def f(x):
-    T[0] += 1
-    return x + 1
-
-f(jnp.ones(1))
-os.closerange(3, 4096)
-files = [open(name, "w") for name in ("a.log", "b.log", "c.log", "d.log")]
-jax.monitoring.clear_event_listeners()  # as a test fixture or a metrics library does
-f(jnp.ones(2))  # a retrace: jitlens' live line and journal frame are not the program's to hold
-f(jnp.ones(2))  # a cache hit
-for fh in files:
-    fh.write("user line\\n")
-    fh.flush()
-print("argv", sys.argv, "file", globals().get("__file__"), "path0", repr(sys.path[0]))
-print("logs", [open(fh.name).read() for fh in files])
-print("TRUTH", T[0])
-for fh in files:
-    fh.write("mine")  # flushed at Python's exit
-sys.path[:] = []  # the report's renderers are imported at exit all the same
-sys.exit(3)
-"""
-
-
-@pytest.fixture(scope="module")
-def descriptors(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, list, dict]]:
-    """The program on stdin under python, jitlens run and JITLENS=1: each run's process, what
-    its four files hold once it has ended, and its report."""
-    tmp = tmp_path_factory.mktemp("descriptors")
-    (tmp / "prog.py").write_text(DESCRIPTORS)
-    modes = {
-        "python": (["-", "x"], {}),
-        "run": (["-m", "jitlens", "run", "--json", "r-run.json", "-", "x"], {}),
-        "env": (["-", "x"], {"JITLENS": "1", "JITLENS_REPORT": "r-env.json"}),
-    }
-    out = {}
-    for mode, (args, env) in modes.items():
-        with open(tmp / "prog.py") as stdin:
-            proc = subprocess.run(
-                [sys.executable, *args],
-                cwd=tmp,
-                env={**os.environ, "JAX_PLATFORMS": "cpu", **env},
-                stdin=stdin,
-                capture_output=True,
-                text=True,
-                timeout=240,
-            )
-        logs = [(tmp / f"{c}.log").read_text() for c in "abcd"]
-        report = tmp / f"r-{mode}.json"
-        out[mode] = (proc, logs, json.loads(report.read_text()) if report.exists() else {})
-    return out
-
-
-@pytest.mark.slow
-def test_descriptors_the_program_reopens_are_its_own_and_stdin_programs_run(descriptors):
-    """``os.closerange`` closed jitlens' duplicate of the terminal and the program's next file
-    took its number: jitlens wrote its live line and summary into the user's log. After
-    ``jax.monitoring.clear_event_listeners()`` the compiles and hits went uncounted. And
-    ``jitlens run -`` (the program on stdin, as ``python -``) said "cannot open '-'"."""
-    plain = descriptors["python"][0]
-    assert plain.returncode == 3, plain.stderr
-    assert "logs ['user line\\n', 'user line\\n', 'user line\\n', 'user line\\n']" in plain.stdout
-    assert "argv ['-', 'x'] file <stdin> path0 ''" in plain.stdout
-    for mode in ("run", "env"):
-        proc, _logs, report = descriptors[mode]
-        assert (proc.returncode, proc.stdout) == (3, plain.stdout), (mode, proc.stderr)
-        assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, (mode, proc.stderr)
-        assert "could not" not in proc.stderr, (mode, proc.stderr)
-        (row,) = report["functions"]
-        assert row["traces"] == 2 and "TRUTH 2" in proc.stdout
-        # counted after the program cleared JAX's listeners (they were 1 and 0)
-        assert (row["calls"], row["compiles"], row["cache_hits"]) == (3, 2, 1), row
-
-
-@pytest.mark.slow
-def test_files_the_program_opens_at_the_journal_s_old_numbers_stay_the_program_s(descriptors):
-    """(From test_journal.) ``os.closerange`` closed the journal's descriptor and the one
-    ``mmap`` keeps; the program's next files took those numbers. jitlens wrote its frames into
-    the program's log, and closing the journal at exit closed the program's file before Python
-    flushed it."""
-    assert descriptors["python"][1] == ["user line\nmine"] * 4
-    for mode in ("run", "env"):
-        proc, logs, _report = descriptors[mode]
-        assert proc.returncode == 3, proc.stderr
-        assert logs == ["user line\nmine"] * 4, (mode, logs)  # only the program's lines
-        assert "retrace #1" in proc.stderr and "could not" not in proc.stderr, proc.stderr
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ report whose figures are the program's own counters (kept in a file the program 
 which survives its death as the journal does). The reader takes hostile files: a
 frame cut short, a size field that lies, a file that is not a journal. (A program that
 closes the journal's descriptors and opens its own files at their numbers: its test is in
-test_hostile_programs.py, on the runs of the stdin program that does that among its moves.)
+test_hostile_programs3.py, on the runs of the stdin program that does that among its moves.)
 """
 
 from __future__ import annotations
