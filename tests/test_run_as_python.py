@@ -368,18 +368,56 @@ def test_no_warnings():
 """
 
 
-def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(
-    tmp_path, fork_python
-) -> None:
-    (tmp_path / "test_quiet.py").write_text(PYTEST_FILE)
-    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_quiet.py"]
-    args += ["-p", "no:hypothesispytest"]  # (its plugin's start-up: 1 CPU s of each pytest)
+#: test_hostile_programs2's: the tests of a project whose pytest settings make warnings errors.
+STRICT_FILE = """
+import jax, jax.numpy as jnp
+T = []
+
+def test_retraces():
+    f = jax.jit(lambda x: T.append(1) or x + 1)
+    f(jnp.ones(1)); f(jnp.ones(2))
+    assert len(T) == 2
+"""
+
+
+@pytest.fixture(scope="module")
+def pytest_runs(tmp_path_factory, fork_python):
+    """``pytest -W error test_quiet.py test_strict.py`` under ``jitlens run --json r.json``, and
+    under python (a fork of the JAX server: the tests pass, no start-up involved)."""
+    tmp = tmp_path_factory.mktemp("pytest")
+    (tmp / "test_quiet.py").write_text(PYTEST_FILE)
+    (tmp / "test_strict.py").write_text(STRICT_FILE)
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    # (hypothesis' plugin: 1 CPU s of each pytest's start; pytest-benchmark warns that xdist is
+    # on when this suite runs under xdist, and a warning is an error here)
+    args += ["-p", "no:hypothesispytest", "-p", "no:benchmark"]
+    args += ["test_quiet.py", "test_strict.py", "-W", "error"]
     env = {"JITLENS_WARN_RECOMPILES": "1"}
-    plain = fork_python(args, cwd=tmp_path, env=env)  # the tests pass: no start-up involved
-    tracked = run_python(["-m", "jitlens", "run", *args], cwd=tmp_path, env=env)
-    assert "3 passed" in plain.stdout, plain.stdout
-    assert tracked.returncode == 0 and "3 passed" in tracked.stdout, tracked.stdout
+    plain = fork_python(args, cwd=tmp, env=env)
+    tracked = run_python(["-m", "jitlens", "run", "--json", "r.json", *args], cwd=tmp, env=env)
+    report = tmp / "r.json"
+    return plain, tracked, json.loads(report.read_text()) if report.exists() else None
+
+
+def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(pytest_runs) -> None:
+    plain, tracked, _report = pytest_runs
+    assert "4 passed" in plain.stdout, plain.stdout
+    assert tracked.returncode == 0 and "4 passed" in tracked.stdout, tracked.stdout
     assert "RunawayRecompileWarning" in tracked.stderr  # on the terminal
+
+
+def test_pytest_with_warnings_as_errors_runs_under_jitlens_run(pytest_runs) -> None:
+    """(From test_hostile_programs2, whose ``JITLENS=1 pytest`` half is there.) ``jitlens run
+    -m pytest`` in a project whose pytest settings say ``filterwarnings = error``: pytest marks
+    every plugin's package for assertion rewriting and warns that ``jitlens`` was imported
+    before it could be rewritten (the start-up hook imports it), and that warning, made an
+    error, stopped the run before its first test."""
+    _plain, proc, report = pytest_runs
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "4 passed" in proc.stdout and "rewritten" not in proc.stdout + proc.stderr
+    assert "jitlens: 2 jitted functions, 8 traces" in proc.stderr, proc.stderr
+    (row,) = [f for f in report["functions"] if f["defined_at"].startswith("test_strict.py")]
+    assert row["traces"] == 2, row
 
 
 _TEXT = {"capture_output": True, "text": True, "env": {"JITLENS": "1"}}
