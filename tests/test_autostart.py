@@ -128,7 +128,7 @@ def work(i):
 if __name__ == "__main__":
     f = jax.jit(lambda x: x * 2)
     f(jnp.ones(2)); f(jnp.ones(3))
-    with mp.get_context("spawn").Pool(2) as pool:
+    with mp.get_context("spawn").Pool(1) as pool:  # (each worker a fresh interpreter)
         print("RESULTS", pool.map(work, range(2)))
 """
 

@@ -1,13 +1,17 @@
 """``jitlens diff`` and the report's ``run`` section, against real runs and a real cache folder.
 
-Each run is ``jitlens run tests/pcache_program.py`` in a fresh process; the
-program prints what JAX itself did (its monitoring events per module, a
-counter in the jitted body), the folder shows what JAX stored. The runs are
-shared by every test (one module-scoped fixture, three rounds of parallel
-processes): cold, warm (its repeat), warm with an XLA flag, warm with a new
-shape, warm from a copy of the folder (another path), warm from the folder with an
-entry made unreadable; a folder whose min entry size keeps everything out (twice); a cache
-enabled after the first compile.
+Each run is ``tests/pcache_program.py`` in a process of its own; the program
+prints what JAX itself did (its monitoring events per module, a counter in the
+jitted body), the folder shows what JAX stored. The runs are shared by every test
+(one module-scoped fixture, three rounds of parallel processes): cold, warm (its
+repeat), warm with an XLA flag, warm with a new shape, warm from a copy of the
+folder (another path), warm from the folder with an entry made unreadable; a
+folder whose min entry size keeps everything out (twice); a cache enabled after
+the first compile. Cold, warm and the XLA flag's run are ``jitlens run`` in fresh
+processes, as a user runs them (the flag is read as JAX's backend starts); the
+others only need a fresh tracker and a process of their own, whose JAX starts no
+cache before the program sets it: a fresh ``jitlens.track()`` in a fork of the
+suite's server that imported JAX (``fork_python``; about 1 CPU s less each).
 """
 
 from __future__ import annotations
@@ -46,6 +50,15 @@ RUNS: dict[str, tuple[dict[str, str], int]] = {
     "moved": ({"PCACHE_DIR": "moved"}, 2),
 }
 TIMEOUT = 180.0
+#: The runs made by ``jitlens run`` in a fresh process (the others: :data:`TRACKED` in a fork).
+FRESH = ("cold", "warm", "flag")
+#: ``python -c TRACKED PROGRAM REPORT``: the program under a fresh tracker, its report written.
+TRACKED = (
+    "import runpy, sys, jitlens\n"
+    "with jitlens.track() as t:\n"
+    "    runpy.run_path(sys.argv[1], run_name='__main__')\n"
+    "open(sys.argv[2], 'w').write(t.report().to_json())\n"
+)
 
 
 class Run:
@@ -63,7 +76,7 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+def runs(tmp_path_factory: pytest.TempPathFactory, fork_python) -> dict[str, Run]:
     workdir = tmp_path_factory.mktemp("pcache")
     base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     base["JAX_PLATFORMS"] = "cpu"
@@ -77,20 +90,30 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
             shutil.copytree(workdir / "cache", workdir / "other" / "cache")
             (entry,) = (workdir / "other" / "cache").glob("jit_step-*-cache")
             entry.write_bytes(b"not an executable")
-        procs = {}
+        procs, forks = {}, {}
         for name, (env, r) in RUNS.items():
             if r != round_:
+                continue
+            cwd = workdir / env.get("CWD", "")
+            if name not in FRESH:
+                forks[name] = fork_python.submit(
+                    ["-c", TRACKED, str(PROGRAM), f"{name}.json"], cwd=cwd, env=env, timeout=TIMEOUT
+                )
                 continue
             cmd = [sys.executable, "-m", "jitlens", "run", "-q", "--json", f"{name}.json"]
             procs[name] = subprocess.Popen(
                 [*cmd, str(PROGRAM)],
-                cwd=workdir / env.get("CWD", ""),
+                cwd=cwd,
                 env={**base, **env},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
             )
         deadline = time.monotonic() + TIMEOUT
+        for name, handle in forks.items():
+            forked = fork_python.wait(handle)
+            assert forked.returncode == 0, f"{name}:\n{forked.stdout}{forked.stderr}"
+            outputs[name] = forked.stdout
         for name, proc in procs.items():
             try:
                 out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
@@ -100,7 +123,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
                 pytest.fail(f"{name}: ran over {TIMEOUT} s")
             assert proc.returncode == 0, f"{name}:\n{out}"
             outputs[name] = out
-        for name in procs:  # the folders once every run of the round has ended
+        for name in (*procs, *forks):  # the folders once every run of the round has ended
             done[name] = Run(name, workdir / RUNS[name][0].get("CWD", ""), outputs[name])
     return done
 
@@ -143,6 +166,15 @@ def test_counts_and_cache_outcomes_match_what_jax_did(runs: dict[str, Run]) -> N
     assert warm.run.notes == () and cold.run.notes == ()
     assert runs["flag"].report.run.key_flags == (FLAG,)
     assert Report.from_dict(json.loads(warm.to_json())).run == warm.run
+
+
+@pytest.mark.xdist_group("diff_runs")  # its module fixture runs once
+def test_persistent_cache_loads_are_not_compiles(runs: dict[str, Run]) -> None:
+    """(test_run's) ``jitlens run`` in a second process with a warm on-disk cache: the
+    program's one trace is a persistent-cache hit, not a compile."""
+    cold, warm = _step(runs["cold"].report), _step(runs["warm"].report)
+    assert (cold.traces, cold.compiles, cold.persistent_cache_hits) == (1, 1, 0)
+    assert (warm.traces, warm.compiles, warm.persistent_cache_hits) == (1, 0, 1)
 
 
 @pytest.mark.xdist_group("diff_runs")  # its module fixture runs once

@@ -3,7 +3,9 @@
 The program's stdout, its exit status and what it writes to its own files must
 be what ``python`` gives; jitlens' counts must equal the counters in the jitted
 bodies. Each JAX start-up costs seconds, so one program holds several hostile
-moves and runs once per mode.
+moves and runs once per mode (this round's program read from stdin, which closes
+every descriptor and reopens its own files, is now part of test_hostile_programs3's
+program, with its tests).
 """
 
 from __future__ import annotations
@@ -20,79 +22,11 @@ from conftest import run_python
 
 pytestmark = pytest.mark.xdist_group("hostile_programs")
 
-#: Closes every descriptor (as daemonizing code does) and opens its own files, which take the
-#: number jitlens kept for the terminal; clears JAX's monitoring listeners; then empties
-#: sys.path. Read from stdin (`python -`).
-DESCRIPTORS = """
-import json, os, sys
-import jax, jax.numpy as jnp
-T = [0]
-
-@jax.jit
-def f(x):
-    T[0] += 1
-    return x + 1
-
-f(jnp.ones(1))
-os.closerange(3, 4096)
-files = [open(name, "w") for name in ("a.log", "b.log", "c.log")]
-jax.monitoring.clear_event_listeners()  # as a test fixture or a metrics library does
-f(jnp.ones(2))  # a retrace: jitlens' live line is not the program's to hold
-f(jnp.ones(2))  # a cache hit
-for fh in files:
-    fh.write("user line\\n")
-    fh.flush()
-print("argv", sys.argv, "file", globals().get("__file__"), "path0", repr(sys.path[0]))
-print("logs", [open(fh.name).read() for fh in files])
-print("TRUTH", T[0])
-sys.path[:] = []  # the report's renderers are imported at exit all the same
-sys.exit(3)
-"""
-
 
 @pytest.mark.slow
-def test_descriptors_the_program_reopens_are_its_own_and_stdin_programs_run(tmp_path):
-    """``os.closerange`` closed jitlens' duplicate of the terminal and the program's next file
-    took its number: jitlens wrote its live line and summary into the user's log. After
-    ``jax.monitoring.clear_event_listeners()`` the compiles and hits went uncounted. And
-    ``jitlens run -`` (the program on stdin, as ``python -``) said "cannot open '-'"."""
-    (tmp_path / "prog.py").write_text(DESCRIPTORS)
-    modes = {
-        "python": (["-", "x"], {}),
-        "run": (["-m", "jitlens", "run", "--json", "r-run.json", "-", "x"], {}),
-        "env": (["-", "x"], {"JITLENS": "1", "JITLENS_REPORT": "r-env.json"}),
-    }
-    out = {}
-    for mode, (args, env) in modes.items():
-        with open(tmp_path / "prog.py") as stdin:
-            out[mode] = subprocess.run(
-                [sys.executable, *args],
-                cwd=tmp_path,
-                env={**os.environ, "JAX_PLATFORMS": "cpu", **env},
-                stdin=stdin,
-                capture_output=True,
-                text=True,
-                timeout=240,
-            )
-    plain = out["python"]
-    assert plain.returncode == 3, plain.stderr
-    assert "logs ['user line\\n', 'user line\\n', 'user line\\n']" in plain.stdout
-    assert "argv ['-', 'x'] file <stdin> path0 ''" in plain.stdout
-    for mode in ("run", "env"):
-        proc = out[mode]
-        assert (proc.returncode, proc.stdout) == (3, plain.stdout), (mode, proc.stderr)
-        assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, (mode, proc.stderr)
-        assert "could not" not in proc.stderr, (mode, proc.stderr)
-        (row,) = json.loads((tmp_path / f"r-{mode}.json").read_text())["functions"]
-        assert row["traces"] == 2 and "TRUTH 2" in proc.stdout
-        # counted after the program cleared JAX's listeners (they were 1 and 0)
-        assert (row["calls"], row["compiles"], row["cache_hits"]) == (3, 2, 1), row
-
-
-@pytest.mark.slow
-def test_python_dash_c_runs_under_jitlens_run_as_under_python(tmp_path):
+def test_python_dash_c_runs_under_jitlens_run_as_under_python(tmp_path, fork_python):
     code = "import sys, jax; print(sys.argv, repr(sys.path[0])); jax.jit(abs)(-1); sys.exit(4)"
-    plain = run_python(["-c", code, "a", "-b"], cwd=tmp_path)
+    plain = fork_python(["-c", code, "a", "-b"], cwd=tmp_path)  # python's answer: no start-up read
     tracked = run_python(["-m", "jitlens", "run", "--quiet", "-c", code, "a", "-b"], cwd=tmp_path)
     assert plain.returncode == tracked.returncode == 4, tracked.stderr
     assert plain.stdout == tracked.stdout == "['-c', 'a', '-b'] ''\n"

@@ -143,18 +143,18 @@ def test_pytest_with_warnings_as_errors_runs_under_jitlens(tmp_path):
     ``filterwarnings = error``: pytest marks every plugin's package for assertion rewriting
     and warns that ``jitlens`` was imported before it could be rewritten (the start-up hook
     imports it), and that warning, made an error, stopped the run before its first test.
-    Under ``python -OO`` too, where the package has no docstring for pytest to read."""
+    Under ``python -OO`` too, where the package has no docstring for pytest to read. (The
+    ``jitlens run`` half runs this file beside test_run_as_python's pytest file, in one session
+    there: each is a fresh interpreter importing JAX and pytest.)"""
     (tmp_path / "test_prog.py").write_text(PYTEST_FILE)
-    pytest_args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_prog.py", "-W"]
-    runs = (  # (python -OO: pytest's own warning that asserts are off is not this one)
-        (["-OO", *pytest_args, "error::pytest.PytestAssertRewriteWarning"], {"JITLENS": "1"}),
-        (["-m", "jitlens", "run", *pytest_args, "error"], {}),
-    )
-    for args, env in runs:
-        proc = _python(args, tmp_path, **env)
-        assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-2000:])
-        assert "1 passed" in proc.stdout and "rewritten" not in proc.stdout + proc.stderr
-        assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, proc.stderr
+    pytest_args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
+    pytest_args += ["test_prog.py", "-W"]  # (hypothesis' plugin: 1 CPU s of each pytest's start)
+    # (python -OO: pytest's own warning that asserts are off is not this one)
+    args = ["-OO", *pytest_args, "error::pytest.PytestAssertRewriteWarning"]
+    proc = _python(args, tmp_path, JITLENS="1")
+    assert proc.returncode == 0, (args, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "1 passed" in proc.stdout and "rewritten" not in proc.stdout + proc.stderr
+    assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, proc.stderr
 
 
 LATIN_1 = """

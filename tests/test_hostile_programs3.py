@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -28,30 +29,43 @@ IN_A_REMOVED_FOLDER = (
 )
 
 
-def _python(args: list[str], tmp_path, removed: str, **env: str) -> subprocess.CompletedProcess:
-    """``python ARGS`` started in the folder ``tmp_path / removed``, removed before it starts."""
+def _python(
+    args: list[str], tmp_path, removed: str, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess:
+    """``python ARGS`` started in the folder ``tmp_path / removed``, removed before it starts
+    (with the file ``stdin`` on its standard input)."""
     folder = tmp_path / removed
     folder.mkdir()
     full = {**os.environ, "JAX_PLATFORMS": "cpu", **env}
     full = {k: v for k, v in full.items() if not k.startswith("PYTEST_XDIST")}
     launcher = {k: v for k, v in full.items() if not k.startswith("JITLENS")}
-    return subprocess.run(
-        [sys.executable, "-c", IN_A_REMOVED_FOLDER, str(folder), json.dumps(full), *args],
-        env=launcher,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    with open(stdin or os.devnull) as given:
+        return subprocess.run(
+            [sys.executable, "-c", IN_A_REMOVED_FOLDER, str(folder), json.dumps(full), *args],
+            env=launcher,
+            stdin=given,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
 
 
-#: Uses jitlens' API before it imports jax; started in a removed folder, removes the next one
-#: it works in; starts a Python child that imports jax (tracked too under JITLENS_CHILDREN=1); puts a folder where jitlens writes its HTML
-#: report; and replaces sys.stderr with its own log file before it exits.
+#: One program, read from stdin (``python - x``) and started in a removed folder, with the
+#: moves of two rounds (test_hostile_programs' stdin program joined this one: each mode is a
+#: fresh interpreter importing JAX). It uses jitlens' API before it imports jax; removes the
+#: next folder it works in; closes every descriptor (as daemonizing code does) and opens its own
+#: files, which take the numbers jitlens kept (the terminal, the journal and its mapping);
+#: clears JAX's monitoring listeners; starts a Python child running ``PROG_CHILD`` (``import
+#: jax`` where JITLENS_CHILDREN=1 tracks it; a child jitlens leaves alone, that imports jax, is
+#: test_run_as_python's); puts a folder where jitlens writes its HTML report; replaces
+#: sys.stderr with its own log file; writes its files' last lines unflushed (Python flushes
+#: them at its exit, after jitlens closed its journal); empties sys.path; exits 3.
 PROGRAM = """
 import os, subprocess, sys, tempfile
 from jitlens import max_traces  # jitlens' API before jax: this import of jitlens imports jax
 import jax, jax.numpy as jnp
-html, log, report = sys.argv[1:]
+names = ("HTML", "LOG", "REPORT", "CHILD", "LOGS")  # (its arguments are python's: `-`, `x`)
+html, log, report, child, logs = (os.environ["PROG_" + name] for name in names)
 T = [0]
 
 @max_traces(5)
@@ -64,17 +78,58 @@ f(jnp.ones(1))
 gone = tempfile.mkdtemp()
 os.chdir(gone)
 os.rmdir(gone)
-f(jnp.ones(2)); f(jnp.ones(2))
-done = subprocess.run([sys.executable, "-c", "import jax"], capture_output=True, text=True)
+os.closerange(3, 4096)
+files = [open(os.path.join(logs, name), "w") for name in ("a.log", "b.log", "c.log", "d.log")]
+jax.monitoring.clear_event_listeners()  # as a test fixture or a metrics library does
+f(jnp.ones(2))  # a retrace: jitlens' live line and journal frame are not the program's to hold
+f(jnp.ones(2))  # a cache hit
+for fh in files:
+    fh.write("user line\\n")
+    fh.flush()
+done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
 print("child", done.returncode, repr(done.stdout), "report there", os.path.exists(report))
+print("argv", sys.argv, "file", globals().get("__file__"), "path0", repr(sys.path[0]))
+print("logs", [open(fh.name).read() for fh in files])
+print("TRUTH", T[0])
+for fh in files:
+    fh.write("mine")  # flushed at Python's exit
 os.makedirs(html)
 sys.stderr = open(log, "w")
-print("TRUTH", T[0])
+sys.path[:] = []  # the report's renderers are imported at exit all the same
+sys.exit(3)
 """
 
 
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple:
+    """The program under python, jitlens run and JITLENS=1: each mode's process, what its four
+    files hold once it has ended, its report (where it wrote one), and the folder of it all."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    (tmp / "prog.py").write_text(PROGRAM)
+    out = {}
+    for mode in ("python", "run", "env"):
+        html, log, report = (str(tmp / f"{mode}.{ext}") for ext in ("html", "log", "json"))
+        (tmp / f"logs-{mode}").mkdir()
+        paths = {"PROG_HTML": html, "PROG_LOG": log, "PROG_REPORT": report}
+        paths["PROG_LOGS"] = str(tmp / f"logs-{mode}")
+        paths["PROG_CHILD"] = "import jax" if mode == "env" else "pass"
+        stdin = str(tmp / "prog.py")
+        if mode == "python":
+            proc = _python(["-", "x"], tmp, mode, stdin, **paths)
+        elif mode == "run":
+            jitlens = ["-m", "jitlens", "run", "--json", report, "--html", html]
+            proc = _python([*jitlens, "-", "x"], tmp, mode, stdin, **paths)
+        else:
+            paths.update(JITLENS_REPORT=report, JITLENS_HTML=html)
+            proc = _python(["-", "x"], tmp, mode, stdin, JITLENS="1", JITLENS_CHILDREN="1", **paths)
+        logs = [(tmp / f"logs-{mode}" / f"{c}.log").read_text() for c in "abcd"]
+        done = pathlib.Path(report)
+        out[mode] = (proc, logs, json.loads(done.read_text()) if done.exists() else {})
+    return out, tmp
+
+
 @pytest.mark.slow
-def test_a_removed_working_folder_a_tracked_child_and_the_programs_own_stderr(tmp_path):
+def test_a_removed_working_folder_a_tracked_child_and_the_programs_own_stderr(runs):
     """Four breaks of one program. (0) ``from jitlens import max_traces`` before ``import
     jax`` (or ``JITLENS=1 pytest --jitlens-report``): jitlens' own modules imported jax, the
     start-up hook started tracking inside that import, failed on its half-imported modules
@@ -86,33 +141,58 @@ def test_a_removed_working_folder_a_tracked_child_and_the_programs_own_stderr(tm
     child tracked by ``JITLENS_CHILDREN=1`` wrote its own report over ``JITLENS_REPORT``, the
     parent's file. (3) A report file jitlens could not write was said on ``sys.stderr`` at
     exit: the program's own log file by then."""
-    (tmp_path / "prog.py").write_text(PROGRAM)
-    prog = str(tmp_path / "prog.py")
-    out = {}
-    for mode in ("python", "run", "env"):
-        html, log, report = (str(tmp_path / f"{mode}.{ext}") for ext in ("html", "log", "json"))
-        args = [prog, html, log, report]
-        if mode == "python":
-            out[mode] = _python(args, tmp_path, mode)
-        elif mode == "run":
-            jitlens = ["-m", "jitlens", "run", "--json", report, "--html", html]
-            out[mode] = _python([*jitlens, *args], tmp_path, mode)
-        else:
-            paths = {"JITLENS_REPORT": report, "JITLENS_HTML": html}
-            out[mode] = _python(args, tmp_path, mode, JITLENS="1", JITLENS_CHILDREN="1", **paths)
-    plain = out["python"]
-    assert plain.returncode == 0, plain.stderr
-    assert plain.stdout.endswith("report there False\nTRUTH 2\n"), plain.stdout
+    out, tmp = runs
+    plain = out["python"][0]
+    assert plain.returncode == 3, plain.stderr
+    assert "report there False\n" in plain.stdout and plain.stdout.endswith("TRUTH 2\n")
     for mode in ("run", "env"):
-        proc = out[mode]
-        assert (proc.returncode, proc.stdout) == (0, plain.stdout), (mode, proc.stderr[-3000:])
+        proc, _logs, report = out[mode]
+        assert (proc.returncode, proc.stdout) == (3, plain.stdout), (mode, proc.stderr[-3000:])
         assert "stepped aside" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
         assert "could not start" not in proc.stderr, proc.stderr
-        (row,) = json.loads((tmp_path / f"{mode}.json").read_text())["functions"]
+        (row,) = report["functions"]
         assert (row["calls"], row["traces"], row["cache_hits"]) == (3, 2, 1), (mode, row)
-        assert f"jitlens: cannot write {tmp_path / mode}.html: Is a directory" in proc.stderr
-        assert (tmp_path / f"{mode}.log").read_text() == "", mode  # the program's own file
-        assert f"jitlens: wrote {tmp_path / mode}.json" in proc.stderr, proc.stderr
+        assert f"jitlens: cannot write {tmp / mode}.html: Is a directory" in proc.stderr
+        assert (tmp / f"{mode}.log").read_text() == "", mode  # the program's own file
+        assert f"jitlens: wrote {tmp / mode}.json" in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
+def test_descriptors_the_program_reopens_are_its_own_and_stdin_programs_run(runs):
+    """(From test_hostile_programs.) ``os.closerange`` closed jitlens' duplicate of the terminal
+    and the program's next file took its number: jitlens wrote its live line and summary into
+    the user's log. After ``jax.monitoring.clear_event_listeners()`` the compiles and hits went
+    uncounted. And ``jitlens run -`` (the program on stdin, as ``python -``) said "cannot open
+    '-'"."""
+    out, _tmp = runs
+    plain = out["python"][0]
+    assert plain.returncode == 3, plain.stderr
+    assert "logs ['user line\\n', 'user line\\n', 'user line\\n', 'user line\\n']" in plain.stdout
+    assert "argv ['-', 'x'] file <stdin> path0 ''" in plain.stdout
+    for mode in ("run", "env"):
+        proc, _logs, report = out[mode]
+        assert (proc.returncode, proc.stdout) == (3, plain.stdout), (mode, proc.stderr)
+        assert "jitlens: 1 jitted function, 2 traces" in proc.stderr, (mode, proc.stderr)
+        assert "could not" not in proc.stderr, (mode, proc.stderr)
+        (row,) = report["functions"]
+        assert row["traces"] == 2 and "TRUTH 2" in proc.stdout
+        # counted after the program cleared JAX's listeners (they were 1 and 0)
+        assert (row["calls"], row["compiles"], row["cache_hits"]) == (3, 2, 1), row
+
+
+@pytest.mark.slow
+def test_files_the_program_opens_at_the_journal_s_old_numbers_stay_the_program_s(runs):
+    """(From test_journal.) ``os.closerange`` closed the journal's descriptor and the one
+    ``mmap`` keeps; the program's next files took those numbers. jitlens wrote its frames into
+    the program's log, and closing the journal at exit closed the program's file before Python
+    flushed it."""
+    out, _tmp = runs
+    assert out["python"][1] == ["user line\nmine"] * 4
+    for mode in ("run", "env"):
+        proc, logs, _report = out[mode]
+        assert proc.returncode == 3, proc.stderr
+        assert logs == ["user line\nmine"] * 4, (mode, logs)  # only the program's lines
+        assert "retrace #1" in proc.stderr and "could not" not in proc.stderr, proc.stderr
 
 
 NO_JAX = "print('ran')\n"
@@ -195,6 +275,7 @@ def test_the_pytest_plugin_does_not_say_it_wrote_a_report_it_could_not_write(tmp
     wrote the report to r.json``."""
     (tmp_path / "test_folder.py").write_text("import os\n\ndef test_a():\n    os.mkdir('r.json')\n")
     args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--jitlens-report", "r.json"]
+    args += ["-p", "no:hypothesispytest"]  # (its plugin's start-up: 1 CPU s of each pytest)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     proc = subprocess.run(
         [sys.executable, *args, "test_folder.py"],

@@ -1,15 +1,16 @@
 """Nothing jitlens does for itself is observable by the program it watches.
 
-A pure-JAX program that counts JAX's own monitoring events, patches ``jax.jit``
-to count its own jits, lists the threads it runs and the libraries in
-``sys.modules``, and logs its compiles prints the same under ``python``,
-``jitlens run`` and ``JITLENS=1``: no self-check runs in or under the program,
-and jitlens imports no library the program did not.
+A program that counts JAX's own monitoring events, patches ``jax.jit`` to count
+its own jits, lists the threads it runs and the libraries in ``sys.modules``, and
+logs its compiles prints the same under ``python``, ``jitlens run`` and
+``JITLENS=1``: no self-check runs in or under the program, and jitlens imports no
+library the program did not. That program is the start of test_run_as_python's (one
+run per mode holds both: each is a fresh interpreter importing JAX), where its two
+tests are; the drivers below need only a fresh tracker.
 """
 
 from __future__ import annotations
 
-import re
 import textwrap
 import traceback
 from pathlib import Path
@@ -20,74 +21,6 @@ import pytest
 
 import jitlens
 from conftest import counted, run_python
-
-PROGRAM = textwrap.dedent(
-    """
-    import collections, sys, threading
-    from jax import monitoring
-    counts = collections.Counter()
-    monitoring.register_event_duration_secs_listener(lambda e, s, **k: counts.update([e]))
-    monitoring.register_scalar_listener(lambda e, v, **k: counts.update([e]))
-    import jax, jax.numpy as jnp
-    jits = collections.Counter()
-    original = jax.jit
-    def my_jit(*a, **k):
-        jits["jax"] += 1
-        return original(*a, **k)
-    jax.jit = my_jit
-    @jax.jit
-    def f(x):
-        return x * 2
-    for n in (2, 2, 3):
-        f(jnp.ones(n)).block_until_ready()
-    libraries = ("flax", "optax", "equinox", "treescope", "jitlens_canary")
-    print("counts", sorted(counts.items()))
-    print("jits", dict(jits))
-    print("modules", sorted(m for m in libraries if m in sys.modules))
-    print("threads", sorted(t.name for t in threading.enumerate()))
-    """
-)
-
-COMPILED = re.compile(r"jit\(([A-Za-z_]\w*)\)")
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
-    folder = tmp_path_factory.mktemp("invisible")
-    prog = folder / "prog.py"
-    prog.write_text(PROGRAM)
-    env = {"JAX_LOG_COMPILES": "1"}
-    out = {}
-    for name, args, extra in (
-        ("python", [str(prog)], {}),
-        ("run", ["-m", "jitlens", "run", str(prog)], {}),
-        ("env", [str(prog)], {"JITLENS": "1"}),
-    ):
-        proc = run_python(args, cwd=folder, env={**env, **extra})
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        out[name] = (proc.stdout, proc.stderr)
-    return out
-
-
-@pytest.mark.xdist_group("invisible_runs")  # its module fixture runs once
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["run", "env"])
-def test_the_program_sees_the_same_events_jits_threads_and_modules(runs, mode) -> None:
-    plain, tracked = runs["python"][0], runs[mode][0]
-    assert "counts" in plain and "'jax': 1" in plain
-    assert tracked == plain
-
-
-@pytest.mark.xdist_group("invisible_runs")  # its module fixture runs once
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["run", "env"])
-def test_jax_compile_log_names_the_same_functions(runs, mode) -> None:
-    def compiled(stderr: str) -> list[str]:
-        return sorted(COMPILED.findall(stderr))
-
-    assert "f" in compiled(runs["python"][1])
-    assert compiled(runs[mode][1]) == compiled(runs["python"][1])
-    assert "canary" not in runs[mode][1]
 
 
 @pytest.mark.slow

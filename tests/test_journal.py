@@ -3,7 +3,9 @@
 A training loop killed by SIGKILL at random points under ``jitlens run`` leaves a
 report whose figures are the program's own counters (kept in a file the program maps,
 which survives its death as the journal does). The reader takes hostile files: a
-frame cut short, a size field that lies, a file that is not a journal.
+frame cut short, a size field that lies, a file that is not a journal. (A program that
+closes the journal's descriptors and opens its own files at their numbers: its test is in
+test_hostile_programs3.py, on the runs of the stdin program that does that among its moves.)
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def step(x, w):
 w = jnp.ones((4, 4))
 for i in range(4000):
     if i == 1 and where == "thread":  # at a moment nobody chose: a trace, a compile, a hit...
-        delay = rng.uniform(0.0, 1.5)
+        delay = rng.uniform(0.0, 0.6)  # (the loop retraces for its first ~0.6 s, hits between)
         threading.Thread(target=lambda: (time.sleep(delay), os.kill(os.getpid(), 9))).start()
     n = 2 + (i // 25) % 7  # a new shape every 25 steps: retraces, and cache hits between
     V[1] += 1
@@ -258,6 +260,7 @@ def test_a_pytest_session_killed_leaves_its_journal_and_the_next_session_reports
     journals = tmp_path / "journals"
     env = {"JITLENS_JOURNAL_DIR": str(journals)}
     args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    args += ["-p", "no:hypothesispytest"]  # (its plugin's start-up: 1 CPU s of each pytest)
     killed = run_python(
         [*args, "--jitlens-report", "r.json", "test_killed.py"], cwd=tmp_path, env=env
     )
@@ -269,31 +272,3 @@ def test_a_pytest_session_killed_leaves_its_journal_and_the_next_session_reports
     (row,) = [f for f in json.loads((tmp_path / "r.json").read_text())["functions"]]
     assert (row["traces"], row["calls"]) == (2, 2)
     assert list(journals.iterdir()) == []
-
-
-REOPENS = """
-import os, sys
-import jax, jax.numpy as jnp
-f = jax.jit(lambda x: x + 1)
-f(jnp.ones(1))
-os.closerange(3, 4096)  # the journal's descriptors and the mapping's own go too
-logs = [open(f"{i}.log", "w") for i in range(4)]  # ... and the files take their numbers
-f(jnp.ones(2))  # a retrace: a frame to write
-for fh in logs:
-    fh.write("mine")  # flushed at Python's exit, after jitlens closed its journal
-print(sorted(os.listdir(".")))
-"""
-
-
-def test_files_the_program_opens_at_the_journal_s_old_numbers_stay_the_program_s(tmp_path):
-    """``os.closerange`` closed the journal's descriptor and the one ``mmap`` keeps; the
-    program's next files took those numbers. jitlens wrote its frames into the program's log,
-    and closing the journal at exit closed the program's file before Python flushed it."""
-    (tmp_path / "prog.py").write_text(REOPENS)
-    for args, env in ((["prog.py"], {"JITLENS": "1"}), (["-m", "jitlens", "run", "prog.py"], {})):
-        for log in tmp_path.glob("*.log"):
-            log.unlink()
-        proc = run_python(args, cwd=tmp_path, env=env)
-        assert proc.returncode == 0, proc.stderr
-        assert [(tmp_path / f"{i}.log").read_bytes() for i in range(4)] == [b"mine"] * 4
-        assert "retrace #1" in proc.stderr and "could not" not in proc.stderr, proc.stderr

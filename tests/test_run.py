@@ -66,9 +66,21 @@ def test_same_argv_name_path_exit_code_and_counts(program, tmp_path):
     assert "double" in proc.stderr  # the summary table goes to stderr
 
 
+@pytest.fixture(scope="module")
+def failed(program, tmp_path_factory):
+    """``jitlens run --json R main.py --fail`` and ``python main.py --fail``: a KeyError raised
+    in the program's own code after its jitted calls (one run for the two tests reading it)."""
+    report = tmp_path_factory.mktemp("failed") / "r.json"
+    proc = run_python(
+        ["-m", "jitlens", "run", "--json", str(report), "main.py", "--fail"], cwd=program
+    )
+    plain = run_python(["main.py", "--fail"], cwd=program)
+    return proc, plain, report
+
+
 @pytest.mark.xdist_group("run_program")  # its module fixture runs once
-def test_exceptions_keep_their_traceback_and_exit_code(program):
-    proc = run_python(["-m", "jitlens", "run", "main.py", "--fail"], cwd=program)
+def test_exceptions_keep_their_traceback_and_exit_code(failed):
+    proc = failed[0]
     assert proc.returncode == 1
     assert "KeyError: 'boom'" in proc.stderr
     assert 'main.py", line 9, in <module>' in proc.stderr
@@ -91,37 +103,6 @@ def test_missing_script_is_a_clear_error(tmp_path):
     proc = run_python(["-m", "jitlens", "run", "nope.py"], cwd=tmp_path)
     assert proc.returncode == 2
     assert "cannot open 'nope.py'" in proc.stderr
-
-
-def test_persistent_cache_loads_are_not_compiles(tmp_path):
-    """Second process with a warm on-disk cache: persistent_cache_hits, compiles 0."""
-    script = tmp_path / "pc.py"
-    script.write_text(
-        textwrap.dedent(f"""
-        import jax, jax.numpy as jnp
-        jax.config.update("jax_compilation_cache_dir", {str(tmp_path / "cache")!r})
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-
-        @jax.jit
-        def f(x):
-            return jnp.sin(x) * 2 + 1
-
-        f(jnp.ones(8)).block_until_ready()
-    """)
-    )
-    reports = []
-    for i in range(2):
-        out = tmp_path / f"r{i}.json"
-        proc = run_python(
-            ["-m", "jitlens", "run", "-q", "--json", str(out), str(script)], cwd=tmp_path
-        )
-        assert proc.returncode == 0, proc.stderr
-        (f,) = [x for x in json.loads(out.read_text())["functions"] if x["name"] == "f"]
-        reports.append(f)
-    first, second = reports
-    assert (first["traces"], first["compiles"], first["persistent_cache_hits"]) == (1, 1, 0)
-    assert (second["traces"], second["compiles"], second["persistent_cache_hits"]) == (1, 0, 1)
 
 
 def test_report_command_validates_input(tmp_path):
@@ -187,17 +168,14 @@ def _demo_words(text: str) -> str:
 ARGS_PROGRAM = """
 import sys, time
 print("argv", sys.argv, flush=True)
-if "--fail" not in sys.argv and "--sleep" not in sys.argv:
+if "--sleep" not in sys.argv:
     raise SystemExit  # argv is all these runs show: no JAX start-up (about 2 CPU s each)
 import jax, jax.numpy as jnp
 f = jax.jit(lambda x: x * 2)
 f(jnp.ones(3)); f(jnp.ones(4))
-if "--fail" in sys.argv:
-    raise KeyError("boom")
-if "--sleep" in sys.argv:
-    print("ready", flush=True)
-    for _ in range(1200):  # a signal JAX's threads take would not end one long sleep
-        time.sleep(0.1)
+print("ready", flush=True)
+for _ in range(1200):  # a signal JAX's threads take would not end one long sleep
+    time.sleep(0.1)
 """
 
 
@@ -231,18 +209,11 @@ def test_everything_after_the_program_belongs_to_it(args_program, command, argv)
     assert f"argv {argv.format(d=args_program)}" in proc.stdout
 
 
-@pytest.mark.xdist_group("run_args_program")  # its module fixture runs once
-def test_the_traceback_is_pythons_and_the_summary_follows_it_and_files_follow_the_umask(
-    args_program, tmp_path
-):
+@pytest.mark.xdist_group("run_program")  # its module fixture runs once
+def test_the_traceback_is_pythons_and_the_summary_follows_it_and_files_follow_the_umask(failed):
     """Python prints the traceback, then runs the atexit hooks: jitlens' summary is one of them
     (issue 29: the old runner printed it first by imitating the interpreter)."""
-    report = tmp_path / "r.json"
-    proc = run_python(
-        ["-m", "jitlens", "run", "--json", str(report), "prog.py", "--fail"],
-        cwd=args_program,
-    )
-    plain = run_python(["prog.py", "--fail"], cwd=args_program)
+    proc, plain, report = failed
     assert proc.returncode == plain.returncode == 1
     summary, traceback = proc.stderr.index("jitlens: 1 jitted"), proc.stderr.index("Traceback")
     assert traceback < summary
@@ -309,33 +280,3 @@ def test_a_signal_writes_the_report_then_kills_the_program_as_without_jitlens(
     assert "jitlens: 1 jitted" in err
     if signame == "SIGINT":  # python's traceback, then the atexit hooks (the summary)
         assert err.index("KeyboardInterrupt") < err.index("jitlens: 1 jitted")
-
-
-CHDIR_PROGRAM = """
-import os, jax, jax.numpy as jnp
-f = jax.jit(lambda x: x + 1)
-f(jnp.ones(2)); f(jnp.ones(3))
-os.chdir("elsewhere")
-"""
-
-
-def test_report_paths_are_where_the_program_started_after_a_chdir(tmp_path):
-    """A relative --json/--html path (or JITLENS_REPORT) names a file in the launch directory,
-    even when the program changes directory before it ends (they used to land in the new one);
-    braces in the launch directory's name are not template fields (one run shows both)."""
-    here = tmp_path / "exp{a}"
-    (here / "elsewhere").mkdir(parents=True)
-    (here / "prog.py").write_text(CHDIR_PROGRAM)
-    proc = run_python(
-        ["-m", "jitlens", "run", "--json", "r-{pid}.json", "--html", "r.html", "prog.py"], cwd=here
-    )
-    assert proc.returncode == 0, proc.stderr
-    (written,) = here.glob("r-*.json")
-    assert written.name[2:-5].isdigit(), written.name  # {pid} filled, {a} of the folder not
-    assert f"jitlens: wrote {written.name}" in proc.stderr
-    assert json.loads(written.read_text())["functions"][0]["traces"] == 2
-    assert (here / "r.html").exists()
-    proc = run_python(["prog.py"], cwd=here, env={"JITLENS": "1", "JITLENS_REPORT": "e.json"})
-    assert proc.returncode == 0, proc.stderr
-    assert (here / "e.json").exists()
-    assert sorted(p.name for p in (here / "elsewhere").iterdir()) == []

@@ -6,13 +6,18 @@ Orbax checkpoint, warnings the program records or turns into ``SystemExit``,
 a ``redirect_stderr`` buffer, the program's own child and its SIGCHLD /
 ``os.wait`` / ``psutil`` view, and the loaders of what it imports. Its output
 and exit status are compared with plain ``python``; the counters in its jitted
-bodies are the truth the report must hold.
+bodies are the truth the report must hold. It also holds test_invisible's
+program (nothing jitlens does for itself is observable by the program): JAX's own
+monitoring events it counts, its own patch of ``jax.jit``, the threads it runs and
+the libraries in ``sys.modules``, and JAX's log of its compiles.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -25,11 +30,33 @@ pytestmark = pytest.mark.xdist_group("run_as_python")
 
 PROGRAM = textwrap.dedent(
     """
-    import contextlib, io, json, os, signal, sys, warnings
+    import collections, contextlib, io, json, os, signal, sys, threading, warnings
     os.environ["JAX_ENABLE_X64"] = "1"     # before JAX is imported: JAX must read it
     CHLD = [0]
     signal.signal(signal.SIGCHLD, lambda *a: CHLD.__setitem__(0, CHLD[0] + 1))
+    from jax import monitoring             # (imports jax: tracking starts here)
+    counts = collections.Counter()         # JAX's own events, as the program sees them
+    monitoring.register_event_duration_secs_listener(lambda e, s, **k: counts.update([e]))
+    monitoring.register_scalar_listener(lambda e, v, **k: counts.update([e]))
     import jax, jax.numpy as jnp
+    jits = collections.Counter()
+    original = jax.jit
+    def my_jit(*a, **k):                   # the program's own patch of jax.jit
+        jits["jax"] += 1
+        return original(*a, **k)
+    jax.jit = my_jit
+    @jax.jit
+    def f(x):
+        return x * 2
+    for n in (2, 2, 3):
+        f(jnp.ones(n)).block_until_ready()
+    libraries = ("flax", "optax", "equinox", "treescope", "jitlens_canary")
+    print("counts", sorted(counts.items()))
+    print("jits", dict(jits))
+    print("modules", sorted(m for m in libraries if m in sys.modules))
+    print("threads", sorted(t.name for t in threading.enumerate()))
+    jax.jit = original
+    jax.config.update("jax_log_compiles", False)  # (JAX logs to the redirected stderr below)
 
     T = {"add": 0, "grow": 0, "other": 0}
 
@@ -66,6 +93,7 @@ PROGRAM = textwrap.dedent(
         for n in range(1, 6):
             h(jnp.ones(n))
     print("after showwarning: still running")
+    jax.config.update("jax_log_compiles", True)
 
     import subprocess
     child = "import jax, jax.numpy as jnp; print(float(jax.jit(lambda x: x * 3)(jnp.ones(1))[0]))"
@@ -77,6 +105,7 @@ PROGRAM = textwrap.dedent(
     print("loaders", sorted(set(loaders.values())))
     print("meta_path", [type(f).__module__ for f in sys.meta_path if "jitlens" in
                         type(f).__module__])
+    print("ORBAX FROM HERE", file=sys.stderr, flush=True)
 
     if "--orbax" in sys.argv:
         import tempfile
@@ -106,28 +135,40 @@ PROGRAM = textwrap.dedent(
         waited = "no child"
     print("children", psutil.Process().children(recursive=True), waited, "SIGCHLD", CHLD[0])
     print("TRUTH", json.dumps(T))
+    os.makedirs("elsewhere", exist_ok=True)
+    os.chdir("elsewhere")                  # relative report paths: still the launch folder's
     sys.stderr = io.StringIO()             # jitlens' last words must not go here
     """
 )
+#: What the program writes to stderr where the modes part: JITLENS=1 runs it without its Orbax
+#: checkpoint (and JAX's log of that checkpoint's compiles).
+ORBAX_FROM_HERE = "ORBAX FROM HERE"
 
 
 #: ``jitlens run`` with ``--gather``: single-process, it says it skipped (on jitlens' terminal).
-RUN_ARGS = ["-m", "jitlens", "run", "--json", "r-run-{process_index}.json"]
+RUN_ARGS = ["-m", "jitlens", "run", "--json", "r-run-{process_index}.json", "--html", "r.html"]
 RUN_ARGS += ["--gather", "merged.json", "prog.py", "--orbax"]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, str, str]]:
+def folder(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """Where the program is launched: braces in its name are no template field of a report's."""
+    return tmp_path_factory.mktemp("exp{a}")
+
+
+@pytest.fixture(scope="module")
+def runs(folder: pathlib.Path) -> dict[str, tuple[int, str, str, str]]:
     """The program under python, jitlens run and JITLENS=1, with a FIFO where the self-check's
-    verdict is kept (a tracked run must not block on it)."""
+    verdict is kept (a tracked run must not block on it) and JAX logging its compiles."""
     from jitlens._track import selfcheck
 
-    d = tmp_path_factory.mktemp("as_python")
+    d = folder
     (d / "prog.py").write_text(PROGRAM)
     cache = d / "cache"
     cache.mkdir()
     os.mkfifo(cache / f"selfcheck-{selfcheck.verdict_key()}.json")
     env = {"JITLENS_CACHE_DIR": str(cache), "JITLENS_WARN_RECOMPILES": "2"}
+    env["JAX_LOG_COMPILES"] = "1"
     modes = {
         "python": (["prog.py", "--orbax"], {}),
         "run": (RUN_ARGS, {}),
@@ -192,6 +233,50 @@ def test_the_import_hooks_leave_modules_as_pythons_loader_does(runs) -> None:
         assert "meta_path []" in out, (mode, out)
         loaders = out.split("loaders ", 1)[1].splitlines()[0]
         assert "jitlens" not in loaders, (mode, loaders)
+
+
+@pytest.mark.slow
+def test_report_paths_are_where_the_program_started_after_a_chdir(runs, folder) -> None:
+    """(From test_run.) A relative --json/--html path (or JITLENS_REPORT) names a file in the
+    launch directory, even when the program changes directory before it ends (they used to
+    land in the new one); braces in the launch directory's name are not template fields."""
+    assert runs["run"][0] == runs["env"][0] == 0
+    # {process_index} filled, {a} of the folder not
+    assert json.loads(runs["run"][3])["functions"] and json.loads(runs["env"][3])["functions"]
+    assert "jitlens: wrote r-run-0.json" in runs["run"][2], runs["run"][2][-2000:]
+    assert (folder / "r.html").read_text().rstrip().endswith("</html>")
+    assert sorted(p.name for p in (folder / "elsewhere").iterdir()) == []
+
+
+COMPILED = re.compile(r"jit\(([A-Za-z_]\w*)\)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["run", "env"])
+def test_the_program_sees_the_same_events_jits_threads_and_modules(runs, mode) -> None:
+    """(test_invisible's) No self-check runs in or under the program, and jitlens imports no
+    library the program did not: its own counts of JAX's events, of its jits, its threads and
+    libraries are python's."""
+    seen = ("counts", "jits", "modules", "threads")
+    plain, tracked = _lines(runs["python"][1]), _lines(runs[mode][1])
+    assert "jits {'jax': 1}" in plain and "modules []" in plain
+    assert any(line.startswith("counts [('/jax/") for line in plain), plain
+    assert [x for x in tracked if x.startswith(seen)] == [x for x in plain if x.startswith(seen)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["run", "env"])
+def test_jax_compile_log_names_the_same_functions(runs, mode) -> None:
+    """(test_invisible's) JAX's own log of the program's compiles (``JAX_LOG_COMPILES=1``)."""
+
+    def compiled(stderr: str) -> list[str]:
+        if mode == "env":  # (run without the Orbax checkpoint)
+            stderr = stderr.split(ORBAX_FROM_HERE, 1)[0]
+        return sorted(COMPILED.findall(stderr))
+
+    assert "f" in compiled(runs["python"][2])
+    assert compiled(runs[mode][2]) == compiled(runs["python"][2])
+    assert "canary" not in runs[mode][2]
 
 
 SAFE_PATH = """
@@ -264,7 +349,7 @@ import jax, jax.numpy as jnp
 
 def retrace(name):
     f = jax.jit(lambda x: x + 1)
-    for n in range(1, 5):
+    for n in range(1, 3):  # a retrace: the runaway warning's first (JITLENS_WARN_RECOMPILES=1)
         f(jnp.ones(n))
 
 def test_capsys(capsys):
@@ -283,20 +368,64 @@ def test_no_warnings():
 """
 
 
-def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(
-    tmp_path, fork_python
-) -> None:
-    (tmp_path / "test_quiet.py").write_text(PYTEST_FILE)
-    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_quiet.py"]
+#: test_hostile_programs2's: the tests of a project whose pytest settings make warnings errors.
+STRICT_FILE = """
+import jax, jax.numpy as jnp
+T = []
+
+def test_retraces():
+    f = jax.jit(lambda x: T.append(1) or x + 1)
+    f(jnp.ones(1)); f(jnp.ones(2))
+    assert len(T) == 2
+"""
+
+
+@pytest.fixture(scope="module")
+def pytest_runs(tmp_path_factory, fork_python):
+    """``pytest -W error test_quiet.py test_strict.py`` under ``jitlens run --json r.json``, and
+    under python (a fork of the JAX server: the tests pass, no start-up involved)."""
+    tmp = tmp_path_factory.mktemp("pytest")
+    (tmp / "test_quiet.py").write_text(PYTEST_FILE)
+    (tmp / "test_strict.py").write_text(STRICT_FILE)
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    # (hypothesis' plugin: 1 CPU s of each pytest's start; pytest-benchmark warns that xdist is
+    # on when this suite runs under xdist, and a warning is an error here)
+    args += ["-p", "no:hypothesispytest", "-p", "no:benchmark"]
+    args += ["test_quiet.py", "test_strict.py", "-W", "error"]
     env = {"JITLENS_WARN_RECOMPILES": "1"}
-    plain = fork_python(args, cwd=tmp_path, env=env)  # the tests pass: no start-up involved
-    tracked = run_python(["-m", "jitlens", "run", *args], cwd=tmp_path, env=env)
-    assert "3 passed" in plain.stdout, plain.stdout
-    assert tracked.returncode == 0 and "3 passed" in tracked.stdout, tracked.stdout
+    plain = fork_python(args, cwd=tmp, env=env)
+    tracked = run_python(["-m", "jitlens", "run", "--json", "r.json", *args], cwd=tmp, env=env)
+    report = tmp / "r.json"
+    return plain, tracked, json.loads(report.read_text()) if report.exists() else None
+
+
+def test_pytest_under_jitlens_run_sees_no_jitlens_output_in_its_captures(pytest_runs) -> None:
+    plain, tracked, _report = pytest_runs
+    assert "4 passed" in plain.stdout, plain.stdout
+    assert tracked.returncode == 0 and "4 passed" in tracked.stdout, tracked.stdout
     assert "RunawayRecompileWarning" in tracked.stderr  # on the terminal
 
 
+def test_pytest_with_warnings_as_errors_runs_under_jitlens_run(pytest_runs) -> None:
+    """(From test_hostile_programs2, whose ``JITLENS=1 pytest`` half is there.) ``jitlens run
+    -m pytest`` in a project whose pytest settings say ``filterwarnings = error``: pytest marks
+    every plugin's package for assertion rewriting and warns that ``jitlens`` was imported
+    before it could be rewritten (the start-up hook imports it), and that warning, made an
+    error, stopped the run before its first test."""
+    _plain, proc, report = pytest_runs
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "4 passed" in proc.stdout and "rewritten" not in proc.stdout + proc.stderr
+    assert "jitlens: 2 jitted functions, 8 traces" in proc.stderr, proc.stderr
+    (row,) = [f for f in report["functions"] if f["defined_at"].startswith("test_strict.py")]
+    assert row["traces"] == 2, row
+
+
 _TEXT = {"capture_output": True, "text": True, "env": {"JITLENS": "1"}}
+#: The base interpreter's site-packages, where it finds jax and rich (found, not imported).
+FOUND = (
+    "import importlib.util as u, site; assert u.find_spec('jax') and u.find_spec('rich'); "
+    "print(site.getsitepackages()[0])"
+)
 
 
 def test_without_jitlens_pth_jitlens_run_refuses_before_the_program_runs(tmp_path) -> None:
@@ -305,7 +434,7 @@ def test_without_jitlens_pth_jitlens_run_refuses_before_the_program_runs(tmp_pat
     ``jitlens run`` says how to install it and exits 2, the program not run."""
     real = os.path.join(sys.base_prefix, "bin", "python3")
     found = subprocess.run(
-        [real, "-c", "import jax, rich, site; print(site.getsitepackages()[0])"],
+        [real, "-c", FOUND],
         capture_output=True,
         text=True,
     )

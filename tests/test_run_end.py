@@ -12,7 +12,7 @@ import pytest
 from conftest import run_python
 
 LATE = """
-import atexit, threading, time
+import atexit, os, threading, time
 import jax, jax.numpy as jnp
 T, C = [0], [0]
 
@@ -35,16 +35,35 @@ def worker():
 
 threading.Thread(target=worker).start()
 call(2)
+os.close(2)  # the program closes its stderr: its retraces from here are said in the journal
 """
 
 
-def test_calls_in_atexit_handlers_and_lingering_threads_are_in_the_report(tmp_path):
-    (tmp_path / "late.py").write_text(LATE)
-    proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "late.py"], cwd=tmp_path)
+@pytest.fixture(scope="module")
+def late(tmp_path_factory):
+    """``jitlens run --json r.json late.py``: its process, and its report."""
+    tmp = tmp_path_factory.mktemp("late")
+    (tmp / "late.py").write_text(LATE)
+    proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "late.py"], cwd=tmp)
+    report = tmp / "r.json"
+    return proc, json.loads(report.read_text()) if report.exists() else None
+
+
+@pytest.mark.xdist_group("run_end_late")  # its module fixture runs once
+def test_calls_in_atexit_handlers_and_lingering_threads_are_in_the_report(late):
+    proc, report = late
     assert proc.returncode == 0, proc.stderr
     truth = next(line.split()[1:] for line in proc.stdout.splitlines() if "TRUTH" in line)
-    (f,) = json.loads((tmp_path / "r.json").read_text())["functions"]
+    (f,) = report["functions"]
     assert [str(f["traces"]), str(f["calls"])] == truth == ["5", "7"]
+
+
+@pytest.mark.xdist_group("run_end_late")  # its module fixture runs once
+def test_a_program_that_closes_stderr_keeps_its_exit_status(late):
+    """(The program above closes descriptor 2 before its last calls.)"""
+    proc, report = late
+    assert proc.returncode == 0
+    assert report["functions"]
 
 
 TERM = """
@@ -88,15 +107,6 @@ def test_a_program_killed_at_its_exit_still_gets_every_report_built_from_its_jou
     assert "jitlens: wrote r.html" in proc.stderr
 
 
-def test_a_program_that_closes_stderr_keeps_its_exit_status(tmp_path):
-    (tmp_path / "closer.py").write_text(
-        "import os, jax, jax.numpy as jnp\njax.jit(lambda x: x + 1)(jnp.ones(2))\nos.close(2)\n"
-    )
-    proc = run_python(["-m", "jitlens", "run", "--json", "r.json", "closer.py"], cwd=tmp_path)
-    assert proc.returncode == 0
-    assert json.loads((tmp_path / "r.json").read_text())["functions"]
-
-
 APP = """
 import sys
 import jax, jax.numpy as jnp
@@ -106,7 +116,7 @@ helper.f(jnp.ones(2)); helper.f(jnp.ones(3))
 """
 
 
-def test_a_folder_with_main_and_a_zip_app_run_as_with_python(tmp_path):
+def test_a_folder_with_main_and_a_zip_app_run_as_with_python(tmp_path, fork_python):
     app = tmp_path / "app"
     app.mkdir()
     (app / "__main__.py").write_text(APP)
@@ -119,7 +129,9 @@ def test_a_folder_with_main_and_a_zip_app_run_as_with_python(tmp_path):
         proc = run_python(
             ["-m", "jitlens", "run", "--json", str(report), target, "--", "x"], cwd=tmp_path
         )
-        plain = run_python([target, "--", "x"], cwd=tmp_path)
+        # python's answer from a fork of the server that imported JAX: runpy runs a folder or
+        # a zip as python does (its __main__.py, the target first on sys.path)
+        plain = fork_python([target, "--", "x"], cwd=tmp_path)
         assert proc.returncode == plain.returncode == 0, proc.stderr
         assert proc.stdout == plain.stdout == "argv ['--', 'x'] path0 True\n"
         assert [f["traces"] for f in json.loads(report.read_text())["functions"]] == [2]

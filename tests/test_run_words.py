@@ -7,10 +7,13 @@ interpreter importing jax: seconds).
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import subprocess
 import sys
+
+import pytest
 
 #: Shapes padded to buckets (multiples of 16), then served from the cache.
 BUCKETS = """
@@ -91,7 +94,7 @@ try:
     f(jnp.ones(2))
     f(jnp.ones(3))
 except Exception:
-    pass
+    print("caught", flush=True)
 {end}
 """
 
@@ -101,27 +104,43 @@ CHOSEN = (
     "raise SystemExit('bye')",
     "def stop():\n    try:\n        raise SystemExit(6)\n    finally:\n        print('cleaned up')\n\n\nstop()",
 )
-#: ... or none (a SystemExit caught: the program went on to end as python ends).
-NOT_CHOSEN = ("try:\n    raise SystemExit(7)\nexcept SystemExit:\n    pass",)
+#: ... or none: a SystemExit caught, and a ``sys.exit(5)`` in a thread (it ends the thread, not
+#: the program), then ``sys.exit()``: the program ends as python ends, with status 0.
+NOT_CHOSEN = (
+    "import sys, threading\n"
+    "try:\n    raise SystemExit(7)\nexcept SystemExit:\n    pass\n"
+    "(t := threading.Thread(target=sys.exit, args=(5,))).start() or t.join() or sys.exit()",
+)
 
 
-def test_a_status_the_program_chooses_stands_under_fail_on_retrace(tmp_path: pathlib.Path) -> None:
+@pytest.fixture(scope="module")
+def statuses(tmp_path_factory) -> tuple[pathlib.Path, dict[str, tuple[int, str, str]]]:
+    """Each ending under ``jitlens run --fail-on-retrace`` after the caught RecompileError, and
+    alone under python (the ground truth: without jitlens nothing is raised before it)."""
+    tmp = tmp_path_factory.mktemp("statuses")
+    procs = {}
+    for i, end in enumerate(CHOSEN + NOT_CHOSEN):
+        (tmp / f"p{i}.py").write_text(CAUGHT.format(end=end))
+        (tmp / f"plain{i}.py").write_text(end + "\n")
+        procs[end] = _start(["run", "--fail-on-retrace", "--json", f"r{i}.json", f"p{i}.py"], tmp)
+        procs["python " + end] = _start([f"plain{i}.py"], tmp, python=True)
+    return tmp, _finish(procs)
+
+
+@pytest.mark.xdist_group("run_words_statuses")  # its module fixture runs once
+def test_a_status_the_program_chooses_stands_under_fail_on_retrace(statuses) -> None:
     """A program that caught jitlens' RecompileError and then ended by ``raise
     SystemExit(5)`` (or from inside ``try/finally``) exited 1 under ``--fail-on-retrace``,
     where python exits 5: only ``sys.exit(5)`` was seen. Every way of choosing a status now
     stands as plain python gives it (a message: status 1, the message on stderr); a
     SystemExit the program caught chooses none: the swallowed violation fails it. (Python's
     status is that of the ending alone: without jitlens nothing is raised before it.)"""
-    procs = {}
+    tmp, runs = statuses
     for i, end in enumerate(CHOSEN + NOT_CHOSEN):
-        (tmp_path / f"p{i}.py").write_text(CAUGHT.format(end=end))
-        (tmp_path / f"plain{i}.py").write_text(end + "\n")
-        procs[end] = _start(["run", "--fail-on-retrace", f"p{i}.py"], tmp_path)
-        procs["python " + end] = _start([f"plain{i}.py"], tmp_path, python=True)
-    runs = _finish(procs)
-    for end in CHOSEN + NOT_CHOSEN:
-        status, _stdout, stderr = runs[end]
+        status, stdout, stderr = runs[end]
         python_status, _out, python_stderr = runs["python " + end]
+        assert stdout.startswith("caught\n"), (end, stdout, stderr)  # jitlens' RecompileError
+        assert json.loads((tmp / f"r{i}.json").read_text())["functions"], end  # the report
         if end in NOT_CHOSEN:
             assert python_status == 0 and status == 1, (end, stderr)
             assert "exiting 1 as --fail-on-retrace asks" in stderr, (end, stderr)
@@ -129,3 +148,18 @@ def test_a_status_the_program_chooses_stands_under_fail_on_retrace(tmp_path: pat
         assert python_status != 0 and status == python_status, (end, status, stderr)
         assert f"chose its own exit status, {python_status}: it stands" in stderr, (end, stderr)
         assert python_stderr in stderr, (end, python_stderr, stderr)  # "bye", as python says it
+
+
+@pytest.mark.xdist_group("run_words_statuses")  # its module fixture runs once
+def test_a_sys_exit_in_a_thread_chooses_no_status_under_fail_on_retrace(statuses) -> None:
+    """(From test_trust_exit.) ``sys.exit(5)`` in a thread ends the thread, not the program;
+    its ``sys.exit()`` then is a success, which ``--fail-on-retrace`` fails (the program that
+    chooses no status above does both)."""
+    tmp, runs = statuses
+    (end,) = NOT_CHOSEN
+    assert "threading.Thread(target=sys.exit, args=(5,))" in end
+    status, stdout, stderr = runs[end]
+    assert (runs["python " + end][0], status) == (0, 1), stderr
+    assert stdout.startswith("caught\n")
+    assert "exiting 1 as --fail-on-retrace asks" in stderr
+    assert json.loads((tmp / f"r{len(CHOSEN)}.json").read_text())["functions"]
