@@ -15,14 +15,16 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "cases"
 
 #: XLA_FLAGS of the whole suite (its workers, the fork server's children, the interpreters it
-#: starts): no LLVM optimisation passes. Traces, cache keys, culprits and fixes are decided
-#: before XLA's backend runs, and most of a tiny program's compile is those passes (the test
-#: processes' own CPU 90 -> 65 s on eight in-process files, measured side by side). Outputs a
-#: fix keeps are compared with a float32 tolerance: a constant passed as an argument instead of
-#: folded changes the last bits. Only on the jaxlib versions it was tried with: XLA refuses a
-#: flag it does not know. Set before any test module imports JAX (JAX reads it once).
+#: starts): no LLVM optimisation passes, and XLA:CPU's older loop emitters instead of its fusion
+#: emitters. Traces, cache keys, culprits and fixes are decided before XLA's backend runs, and
+#: most of a tiny program's compile is the backend (the test processes' own CPU 90 -> 65 s on
+#: eight in-process files with the first flag; test_fixes 34 -> 21 and test_advice 19 -> 12
+#: CPU s with the second, measured side by side). Outputs a fix keeps are compared with a
+#: float32 tolerance: a constant passed as an argument instead of folded changes the last bits.
+#: Only on the jaxlib versions it was tried with: XLA refuses a flag it does not know. Set
+#: before any test module imports JAX (JAX reads it once).
 FAST_XLA = (
-    "--xla_backend_optimization_level=0"
+    "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
     if __import__("importlib.metadata").metadata.version("jaxlib").startswith(("0.9.", "0.10."))
     else ""
 )
