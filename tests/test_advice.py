@@ -369,7 +369,7 @@ if len(sys.argv) > 1:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(sys.argv[2]))
 
 def slow(x):
-    for i in range(200):
+    for i in range(400):
         x = jnp.sin(x @ x.T + i) if i % 2 else jnp.cumsum(x, axis=i % 2)
     return x
 
@@ -396,7 +396,7 @@ def test_compile_cache_advice_then_hit_with_the_advised_setting(tmp_path, fork_p
     (advice,) = [a for a in first.advice if a.kind == "compile_cache"]
     # issue 34: the same fresh process finds the Python loop the trace unrolled (its data once
     # the compile took 0.5 s; its advice once the predicted saving is worth saying)
-    loop_line = SLOW.splitlines().index("    for i in range(200):") + 1
+    loop_line = SLOW.splitlines().index("    for i in range(400):") + 1
     (cost,) = [e.cost for e in first.events if e.cost is not None]
     (found_loop,) = [lp for lp in cost.loops if lp.line == loop_line]
     assert found_loop.file.endswith("slow.py") and found_loop.iterations >= 40

@@ -78,8 +78,11 @@ class Run:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, fork_python) -> dict[str, Run]:
     workdir = tmp_path_factory.mktemp("pcache")
-    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    base = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
     base["JAX_PLATFORMS"] = "cpu"
+    # the fresh runs' XLA flags are the forks' (the server's: the suite's own), or the cache
+    # keys of the forked runs and the fresh ones would differ by them
+    suite_flags = os.environ.get("XLA_FLAGS", "")
     done: dict[str, Run] = {}
     outputs: dict[str, str] = {}
     for round_ in range(3):
@@ -104,7 +107,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, fork_python) -> dict[str, Run
             procs[name] = subprocess.Popen(
                 [*cmd, str(PROGRAM)],
                 cwd=cwd,
-                env={**base, **env},
+                env={**base, **env, "XLA_FLAGS": f"{suite_flags} {env.get('XLA_FLAGS', '')}"},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -164,7 +167,9 @@ def test_counts_and_cache_outcomes_match_what_jax_did(runs: dict[str, Run]) -> N
     assert len(written) == 1 and written[0] in runs["cold"].folder
     assert warm.run.persistent_cache.hits >= 1 and warm.run.persistent_cache.writes == 0
     assert warm.run.notes == () and cold.run.notes == ()
-    assert runs["flag"].report.run.key_flags == (FLAG,)
+    suite = os.environ.get("XLA_FLAGS", "").split()  # the suite's own, in every run's key
+    assert runs["flag"].report.run.key_flags == tuple(sorted({*suite, FLAG}))
+    assert warm.run.key_flags == tuple(sorted(suite))
     assert Report.from_dict(json.loads(warm.to_json())).run == warm.run
 
 

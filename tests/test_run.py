@@ -174,6 +174,8 @@ import jax, jax.numpy as jnp
 f = jax.jit(lambda x: x * 2)
 f(jnp.ones(3)); f(jnp.ones(4))
 print("ready", flush=True)
+import faulthandler
+faulthandler.dump_traceback_later(60)  # where it is, if the signal has not ended it by then
 for _ in range(1200):  # a signal JAX's threads take would not end one long sleep
     time.sleep(0.1)
 """
@@ -260,6 +262,11 @@ def test_a_signal_writes_the_report_then_kills_the_program_as_without_jitlens(
 
     sig = getattr(signal, signame)
     report = tmp_path / "r.json"
+    # a terminal's program: pytest started in the background of a script inherits SIGINT
+    # ignored, and so would every process it starts (python then installs no Ctrl-C handler)
+    ignored = signal.getsignal(sig) is signal.SIG_IGN
+    if ignored:
+        signal.signal(sig, signal.SIG_DFL)  # (while the program starts; the worker's after)
     proc = subprocess.Popen(
         [sys.executable, "-m", "jitlens", "run", "--json", str(report), "prog.py", "--sleep"],
         cwd=args_program,
@@ -268,12 +275,19 @@ def test_a_signal_writes_the_report_then_kills_the_program_as_without_jitlens(
         stderr=subprocess.PIPE,
         text=True,
     )
+    if ignored:
+        signal.signal(sig, signal.SIG_IGN)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("ready"):
             break
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:  # the stacks the program dumped at 60 s say where
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError(f"still running 90 s after {signame}:\n{err[-6000:]}") from None
     assert proc.returncode == -sig, err  # killed by the signal, as python would be
     data = json.loads(report.read_text())
     assert [f["traces"] for f in data["functions"]] == [2]
