@@ -42,31 +42,6 @@ if SUITE_PATH in sys.path:  # an xdist worker started with it: the worker keeps 
     sys.path.remove(SUITE_PATH)
 
 
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent under -p no:xdist
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """``--dist loadgroup`` with every ``xdist_group`` handed out before the single tests.
-
-    xdist orders its units by how many tests each holds, so a group of one or two costly tests
-    (a library program, a module's shared run: 10-60 CPU s) tied with the ~1,300 single tests
-    and could be handed out last, one worker running it while the other had finished. Groups
-    first, then the singles, which fill the gaps at the end.
-    """
-    if config.getoption("dist", None) != "loadgroup":
-        return None
-    from xdist.scheduler import LoadGroupScheduling
-
-    class GroupsFirst(LoadGroupScheduling):
-        def schedule(self) -> None:
-            if self.collection is None and self.collection_is_completed:
-                for node, ids in list(self.registered_collections.items()):
-                    single = [self._split_scope(n) == n for n in ids]
-                    order = sorted(range(len(ids)), key=single.__getitem__)
-                    self.registered_collections[node] = [ids[i] for i in order]
-            super().schedule()
-
-    return GroupsFirst(config, log)
-
-
 def run_python(
     args: list[str],
     *,
