@@ -318,22 +318,21 @@ def verdict(violations: int, flag: str) -> None:
 
 def exiting() -> None:
     """The program reached Python's exit: jitlens' exit work begins."""
-    j = JOURNAL[0]
-    if j is not None and os.getpid() == j.pid:
-        try:
-            with j.lock:
-                _write(j, {"t": "exit"})
-        except Exception as exc:
-            _failed(j, exc)
+    _mark("exit")
 
 
 def interrupted() -> None:
     """A Ctrl-C stopped the report's writing at Python's exit: nobody writes it after."""
+    _mark("interrupted")
+
+
+def _mark(kind: str) -> None:
+    """A frame that only says ``kind`` happened, written by the journal's own process."""
     j = JOURNAL[0]
     if j is not None and os.getpid() == j.pid:
         try:
             with j.lock:
-                _write(j, {"t": "interrupted"})
+                _write(j, {"t": kind})
         except Exception as exc:
             _failed(j, exc)
 
