@@ -369,15 +369,7 @@ def test_no_warnings():
 
 
 #: test_hostile_programs2's: the tests of a project whose pytest settings make warnings errors.
-STRICT_FILE = """
-import jax, jax.numpy as jnp
-T = []
-
-def test_retraces():
-    f = jax.jit(lambda x: T.append(1) or x + 1)
-    f(jnp.ones(1)); f(jnp.ones(2))
-    assert len(T) == 2
-"""
+from test_hostile_programs2 import PYTEST_FILE as STRICT_FILE  # noqa: E402
 
 
 @pytest.fixture(scope="module")
