@@ -181,7 +181,7 @@ def _weigh(p: Path, eo: Entry, en: Entry) -> tuple[int, bool]:
         return _aval_weight(_token(eo), _token(en)) if eo.aval and en.aval else 1, False
     if kind is EntryKind.STATIC:
         assert eo.static is not None and en.static is not None
-        return (0 if _mutated_hit(eo.static, en.static) else 1), False
+        return (0 if _changed_since_compile(eo.static, en.static) else 1), False
     if kind is EntryKind.NODE or kind is EntryKind.VAR:
         if eo.type_name != en.type_name or not _same_class(eo, en):
             return 1, False  # a node of another type: one reason, nothing below it
@@ -211,10 +211,10 @@ def _aval_weight(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
     )
 
 
-def _mutated_hit(old: StaticVal, new: StaticVal) -> bool:
-    """A static changed in place since its compile (weighs nothing: the new key is what was
-    compiled, the entry the program expected to hit; JAX up to 0.10 hits it with stale code,
-    from 0.11 the changed entry matches nothing, and its one reason says both)."""
+def _changed_since_compile(old: StaticVal, new: StaticVal) -> bool:
+    """A static changed in place since its compile: weighs nothing, that entry is the one the
+    program meant (JAX up to 0.10 hits it with stale code; from 0.11 it matches nothing, and
+    the mutation is the reason an equal new value missed)."""
     return changed_in_place(old, new) or mutated_text(old, new) is not None
 
 
