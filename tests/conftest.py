@@ -42,6 +42,46 @@ if SUITE_PATH in sys.path:  # an xdist worker started with it: the worker keeps 
     sys.path.remove(SUITE_PATH)
 
 
+def _plugins_from_outside() -> list[str]:
+    """The pytest plugins installed here that jitlens' ``[test]`` extra does not bring
+    (hypothesis' and pytest-benchmark's on a machine that has them: 0.9 CPU s at each pytest
+    start, in the workers and the ~12 pytest sessions the suite starts). A newcomer's machine
+    has none of them; the suite runs as it does there. jitlens' own plugin, xdist and the
+    plugins of the extra's dependencies stay (the tests read them loaded by entry point)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    brought, todo = set(), [("jitlens", frozenset({"test"}))]
+    while todo:
+        name, extras = todo.pop()
+        if (canonicalize_name(name), extras) in brought:
+            continue
+        brought.add((canonicalize_name(name), extras))
+        try:
+            requires = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            req = Requirement(line)
+            envs = [{"extra": e} for e in extras | {""}]
+            if req.marker is None or any(req.marker.evaluate(e) for e in envs):
+                todo.append((req.name, frozenset(req.extras)))
+    names = {name for name, _ in brought}
+    return sorted(
+        ep.name
+        for ep in metadata.entry_points(group="pytest11")
+        if ep.dist is not None and canonicalize_name(ep.dist.name) not in names
+    )
+
+
+if "SUITE_PLUGINS_BLOCKED" not in os.environ:  # the controller: its workers inherit it
+    _blocked = " ".join(f"-p no:{name}" for name in _plugins_from_outside())
+    os.environ["SUITE_PLUGINS_BLOCKED"] = _blocked
+    os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {_blocked}".strip()
+
+
 def run_python(
     args: list[str],
     *,

@@ -294,7 +294,7 @@ def _entry_of(rec: Record, args: tuple[Any, ...], kwargs: dict[str, Any], missed
 #: for each counting function's code: (record, call index, args, kwargs). A
 #: record local that is not a :class:`Record` is a counting wrapper holding one
 #: as ``_record`` (``TrackedJit``). Front-end adapters add their counting
-#: frames with :func:`register_counting_frame`; ``tests/test_invisible.py``
+#: frames with :func:`register_counting_frame`; ``tests/test_robustness.py``
 #: pins every name against the code objects.
 CALL_LOCALS: dict[Any, tuple[str, str, str, str]] = {
     call_detailed.__code__: ("rec", "n", "args", "kwargs"),
