@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -234,6 +235,8 @@ UNDER_ENV = ("SIGKILL", "own_exit", "default_only", "goes_on", "thread_import")
 
 #: The ending whose python answer comes from a fresh interpreter (see the module's docstring).
 FRESH = "keyboard_interrupt"
+#: The report the SIGKILL ending asks for under ``JITLENS=1`` (``JITLENS_REPORT``).
+ASKED = "SIGKILL-env-asked.json"
 
 
 def _sees(stdout: str) -> str:
@@ -250,7 +253,9 @@ def _run(tmp, mode: str, runner: str):
     if runner == "run":
         command = ["-m", "jitlens", "run", "--json", str(report), "prog.py", mode]
         return run_python(command, cwd=tmp, env=env, timeout=180), report, journals
-    env.update({"JITLENS": "1", "JITLENS_REPORT": str(report)})
+    # (SIGKILL: the report it asks for is the one the next tracked run writes from its journal)
+    asked = tmp / ASKED if mode == "SIGKILL" else report
+    env.update({"JITLENS": "1", "JITLENS_REPORT": str(asked)})
     return run_python(["prog.py", mode], cwd=tmp, env=env, timeout=180), report, journals
 
 
@@ -377,6 +382,25 @@ def test_jitlens_report_builds_the_report_of_a_journal_left_behind(endings, tmp_
     assert "in a way nobody saw" in done.stdout
     (row,) = [f for f in json.loads(out.read_text())["functions"] if f["name"] == "f"]
     assert [row["traces"], row["calls"]] == _truth(endings["SIGKILL", "python"][0].stdout)
+
+
+def test_the_next_tracked_run_builds_the_report_a_killed_run_left(endings, tmp_path):
+    """(From test_journal.) ``JITLENS=1`` and the OOM killer (the SIGKILL ending): nobody
+    outlived the program; the next ``jitlens run`` writes the report that run asked for, and
+    says so in one line. (On a copy of its journal: the tests above read the journal too.)"""
+    _proc, _report, journals = endings["SIGKILL", "env"]
+    asked = journals.parent / ASKED
+    assert len(list(journals.iterdir())) == 1 and not asked.exists()
+    mine = tmp_path / "journals"
+    shutil.copytree(journals, mine)
+    (tmp_path / "other.py").write_text("print('other')\n")
+    env = {"JITLENS_JOURNAL_DIR": str(mine)}
+    second = run_python(["-m", "jitlens", "run", "other.py"], cwd=tmp_path, env=env)
+    assert second.returncode == 0 and second.stdout == "other\n"
+    assert "an earlier run (pid" in second.stderr and "wrote" in second.stderr, second.stderr
+    (row,) = [f for f in json.loads(asked.read_text())["functions"] if f["name"] == "f"]
+    assert [row["traces"], row["calls"]] == _truth(endings["SIGKILL", "python"][0].stdout)
+    assert list(mine.iterdir()) == []
 
 
 def test_a_signal_sent_to_jitlens_run_reaches_the_program_once(tmp_path):
@@ -523,7 +547,9 @@ def test_a_program_that_refuses_late_imports_runs_as_under_python(tmp_path, fork
     assert (rows["fwd"]["traces"], rows["step"]["traces"]) == (3, 3)
 
 
-def test_a_script_named_like_an_option_and_a_module_imported_again_are_run_and_counted(tmp_path):
+def test_a_script_named_like_an_option_and_a_module_imported_again_are_run_and_counted(
+    tmp_path, fork_python
+):
     """``jitlens run -- -weird.py`` runs that script, as ``python -- -weird.py`` does; a module
     taken out of ``sys.modules`` and imported again makes new jitted functions, counted too."""
     (tmp_path / "mymod.py").write_text("import jax\n\n@jax.jit\ndef f(x):\n    return x + 1\n")
@@ -532,7 +558,8 @@ def test_a_script_named_like_an_option_and_a_module_imported_again_are_run_and_c
         "del sys.modules['mymod']\nimport mymod as again\n"
         "for _ in range(3):\n    again.f(jnp.ones(2))\nprint('done')\n"
     )
-    plain = run_python(["--", "-weird.py"], cwd=tmp_path)
+    # python's answer from a fork of the JAX server (no start-up read): the script it runs
+    plain = fork_python(["-weird.py"], cwd=tmp_path)
     tracked = run_python(
         ["-m", "jitlens", "run", "--json", "r.json", "--", "-weird.py"], cwd=tmp_path
     )
