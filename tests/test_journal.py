@@ -5,7 +5,9 @@ report whose figures are the program's own counters (kept in a file the program 
 which survives its death as the journal does). The reader takes hostile files: a
 frame cut short, a size field that lies, a file that is not a journal. (A program that
 closes the journal's descriptors and opens its own files at their numbers: its test is in
-test_hostile_programs3.py, on the runs of the stdin program that does that among its moves.)
+test_hostile_programs3.py, on the runs of the stdin program that does that among its moves.
+The next tracked run building the report a ``JITLENS=1`` run killed by SIGKILL left: in
+test_endings.py, on that file's SIGKILL ending.)
 """
 
 from __future__ import annotations
@@ -203,34 +205,6 @@ def test_a_journal_left_behind_is_listed_and_its_process_named(tmp_path, monkeyp
     out = capsys.readouterr().out
     assert f"pid {START['pid']}" in out and "train.py" in out
     assert "jitlens report " + str(tmp_path) in out
-
-
-RECOVER = """
-import os, signal
-import jax, jax.numpy as jnp
-f = jax.jit(lambda x: x + 1)
-f(jnp.ones(1)); f(jnp.ones(2)); f(jnp.ones(2))
-os.kill(os.getpid(), signal.SIGKILL)
-"""
-
-
-def test_the_next_tracked_run_builds_the_report_a_killed_run_left(tmp_path):
-    """``JITLENS=1`` and the OOM killer: nobody outlived the program; the next ``jitlens run``
-    writes the report that run asked for, and says so in one line."""
-    (tmp_path / "killed.py").write_text(RECOVER)
-    (tmp_path / "other.py").write_text("print('other')\n")
-    journals = tmp_path / "journals"
-    env = {"JITLENS_JOURNAL_DIR": str(journals), "JITLENS": "1", "JITLENS_REPORT": "left.json"}
-    first = run_python(["killed.py"], cwd=tmp_path, env=env)
-    assert first.returncode == -9
-    assert len(list(journals.iterdir())) == 1 and not (tmp_path / "left.json").exists()
-    env = {"JITLENS_JOURNAL_DIR": str(journals)}
-    second = run_python(["-m", "jitlens", "run", "other.py"], cwd=tmp_path, env=env)
-    assert second.returncode == 0 and second.stdout == "other\n"
-    assert "an earlier run (pid" in second.stderr and "wrote" in second.stderr, second.stderr
-    (row,) = json.loads((tmp_path / "left.json").read_text())["functions"]
-    assert (row["traces"], row["calls"]) == (2, 3)
-    assert list(journals.iterdir()) == []
 
 
 def test_a_running_program_s_journal_is_listed_as_running(tmp_path, monkeypatch, capsys):

@@ -530,7 +530,9 @@ print("DONE", T[0], flush=True)
 )
 def test_a_compile_budget_stops_a_recompile_without_a_retrace(tmp_path, options, status):
     (tmp_path / "prog.py").write_text(RECOMPILE_PROGRAM)
-    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "COLUMNS": "100"}
+    # (the suite's XLA_FLAGS kept: its cheaper compiles)
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    env = {"XLA_FLAGS": flags.strip(), "COLUMNS": "100"}
     command = ["-m", "jitlens", "run", "--json", "r.json", *options, "prog.py"]
     proc = subprocess.run(
         [sys.executable, *command],

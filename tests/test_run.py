@@ -48,13 +48,11 @@ def program(tmp_path_factory):
 
 
 @pytest.mark.xdist_group("run_program")  # its module fixture runs once
-def test_same_argv_name_path_exit_code_and_counts(program, tmp_path):
-    report = tmp_path / "r.json"
-    proc = run_python(
-        ["-m", "jitlens", "run", "--json", str(report), "main.py", "a", "7"], cwd=program
-    )
-    assert proc.returncode == 7, proc.stderr
-    assert "argv ['main.py', 'a', '7']" in proc.stdout
+def test_same_argv_name_path_and_counts(failed):
+    """(The program's own exit status, ``sys.exit(3)``, is test_endings' "chain" ending.)"""
+    proc, _plain, report = failed
+    assert proc.returncode == 1, proc.stderr
+    assert "argv ['main.py', 'a', '--fail']" in proc.stdout
     assert "name __main__" in proc.stdout
     assert "path0_is_script_dir True" in proc.stdout
     data = json.loads(report.read_text())
@@ -68,13 +66,14 @@ def test_same_argv_name_path_exit_code_and_counts(program, tmp_path):
 
 @pytest.fixture(scope="module")
 def failed(program, tmp_path_factory):
-    """``jitlens run --json R main.py --fail`` and ``python main.py --fail``: a KeyError raised
-    in the program's own code after its jitted calls (one run for the two tests reading it)."""
+    """``jitlens run --json R main.py a --fail`` and ``python main.py a --fail``: a KeyError
+    raised in the program's own code after its jitted calls (one run for the three tests
+    reading it)."""
     report = tmp_path_factory.mktemp("failed") / "r.json"
     proc = run_python(
-        ["-m", "jitlens", "run", "--json", str(report), "main.py", "--fail"], cwd=program
+        ["-m", "jitlens", "run", "--json", str(report), "main.py", "a", "--fail"], cwd=program
     )
-    plain = run_python(["main.py", "--fail"], cwd=program)
+    plain = run_python(["main.py", "a", "--fail"], cwd=program)
     return proc, plain, report
 
 

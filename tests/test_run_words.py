@@ -7,6 +7,7 @@ interpreter importing jax: seconds).
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import pathlib
@@ -55,23 +56,33 @@ def test_the_live_log_and_the_summary_say_one_thing_of_buckets_and_paths(
     Both now say the summary's words, made once in ``_core/reasons/shape.py``. And a program
     run as ``../prog.py`` (or by an absolute path through ``sub/..``) is shown by its
     normalised path as tracebacks show it: relative to the working folder when below it
-    (``prog.py``), else absolute; it was ``/…/sub/../prog.py``."""
+    (``prog.py``), else absolute; it was ``/…/sub/../prog.py``. Issue 46 (test_user_paths'):
+    a script outside the working folder is named by its absolute path everywhere jitlens
+    prints one: the live log, the summary, the JSON report, the HTML page; never ``../``."""
     (tmp_path / "prog.py").write_text(BUCKETS)
     sub = tmp_path / "sub"
     sub.mkdir()
+    outputs = ["--json", str(tmp_path / "r.json"), "--html", str(tmp_path / "r.html")]
     runs = _finish(
         {
-            "up": _start(["run", "../prog.py"], sub),
+            "up": _start(["run", *outputs, "../prog.py"], sub),
             "absolute": _start(["run", str(sub / ".." / "prog.py")], tmp_path),
         }
     )
-    for name, shown in (("up", str(tmp_path / "prog.py")), ("absolute", "prog.py")):
+    full = str(tmp_path / "prog.py")
+    for name, shown in (("up", full), ("absolute", "prog.py")):
         status, _stdout, raw = runs[name]
         assert status == 0, raw
         stderr = " ".join(raw.split())  # (a long absolute path wraps the log's line)
         assert f"(jax.jit) {shown}:6 retrace #2" in stderr, (name, stderr)
         assert f"(defined at {shown}:4)" in stderr, (name, stderr)
         assert "/../" not in stderr and "sub/.." not in stderr, (name, stderr)
+    assert "../" not in runs["up"][2], runs["up"][2]
+    (fn,) = json.loads((tmp_path / "r.json").read_text())["functions"]
+    assert fn["defined_at"] == f"{full}:4", fn["defined_at"]
+    assert all(e["call_site"] == f"{full}:6" for e in fn["events"]), fn["events"]
+    page = html.unescape((tmp_path / "r.html").read_text())
+    assert f"defined at {full}:4" in page and "../prog.py" not in page
     stderr = " ".join(runs["up"][2].split())
     words = (
         "`x` axis 0 took 16, 32, 48 (multiples of 16): a bounded set of buckets, each "
