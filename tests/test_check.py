@@ -27,9 +27,10 @@ from conftest import SUITE_PATH
 from jitlens import CheckError, CheckResult, check_jit_forward
 from jitlens._exercise import check as _check
 from jitlens._exercise import dependence
+from jitlens._exercise import sandbox as _sandbox
 from jitlens._exercise.check import BAD_INPUTS, BadInput, CheckCase, _locate, default_cases
 from jitlens._exercise.child import encode, make_x, reference
-from jitlens._exercise.criteria import CheckFinding, CriterionResult, judge_probe
+from jitlens._exercise.criteria import CheckFinding, CriterionResult, judge, judge_probe
 from jitlens._exercise.render import render_check
 from jitlens._exercise.sandbox import Outcome
 
@@ -159,8 +160,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
     variables are among those the child keeps): a fresh child would otherwise compile again
     what the one before it compiled, nnx.Linear's initialisers above all (run eagerly, ~0.5
     CPU s a model shape). It changes no trace, call or output the criteria read; the CLI's
-    grading of solution.py runs without it, as a user's does. One example (single_call.py) is
-    graded alone first, so that the others start with the default cases' shapes compiled.
+    grading of solution.py runs without it, as a user's does. The six failing examples are
+    graded in one child, in turn (``_grade_in_turn``), first, so that the others start with
+    the default cases' shapes compiled.
     """
     tmp = tmp_path_factory.mktemp("check")
     pidfile = tmp / "grandchild.pid"
@@ -177,6 +179,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
     # parses in CPython 3.11 (python/cpython#106905, see jitlens._pyast).
     sys.path.insert(0, str(FIXTURES))
     naive = importlib.import_module("naive_solution")
+    examples_in_turn = importlib.import_module("examples_in_turn")
     environ = {
         "JITLENS_TEST_PIDFILE": str(pidfile),
         "JAX_COMPILATION_CACHE_DIR": str(tmp / "xla-cache"),
@@ -207,12 +210,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
         for case in default_cases():
             refs = reference(dataclasses.asdict(case))
             _check._REFERENCES[case.reference_key] = {k: encode(v) for k, v in refs.items()}
-        first = "single_call"
-        jobs[first] = concurrent.futures.Future()
-        jobs[first].set_result(check_jit_forward(EXAMPLES / f"{first}.py", bad_inputs=()))
-        for name in VERDICTS:  # solution.py: graded by the CLI, below
-            if name not in ("solution", first):
-                jobs[name] = pool.submit(check_jit_forward, EXAMPLES / f"{name}.py", bad_inputs=())
+        # The failing examples in one child, in turn (solution.py: graded by the CLI, below),
+        # graded first, so that the others start with the default cases' shapes compiled.
+        examples = examples_in_turn.EXAMPLES
+        jobs.update(_grade_in_turn(examples, default_cases()))
         # naive_solution.py as a function (the child imports its module by name).
         jobs["naive"] = pool.submit(
             check_jit_forward, naive.jit_forward, cases=small, bad_inputs=BAD_INPUTS[:6]
@@ -244,6 +245,45 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
         jobs["pidfile"] = pidfile
         yield jobs
     sys.path.remove(str(FIXTURES))
+
+
+def _grade_in_turn(names: tuple[str, ...], cases: list[CheckCase]) -> dict[str, Any]:
+    """Each example's grading on ``cases``, all graded by one child (examples_in_turn.py runs
+    the examples in turn, ``len(cases)`` calls each): the grader's own run of the repeated
+    cases, then each example's share of it judged by the grader's own ``judge``, as a grading
+    of that example alone would have been (the same cases, facts, references and process)."""
+    runs: list[_sandbox.SandboxRun] = []
+    every = tuple(cases) * len(names)
+
+    def judging(cases: Any, probes: Any, run: _sandbox.SandboxRun) -> Any:
+        if tuple(cases) == every:  # this grading's (the other threads' pass through)
+            runs.append(run)
+        return judge(cases, probes, run)
+
+    _check.judge = judging
+    try:
+        merged = check_jit_forward(FIXTURES / "examples_in_turn.py", cases=every, bad_inputs=())
+    finally:
+        _check.judge = judge
+    assert merged.load_error is None and len(runs) == 1, merged.load_error
+    (run,) = runs
+    out: dict[str, Any] = {}
+    for k, name in enumerate(names):
+        first = k * len(cases)
+
+        def share(by_index: dict[int, Any]) -> dict[int, Any]:
+            return {i - first: v for i, v in by_index.items() if first <= i < first + len(cases)}
+
+        part = dataclasses.replace(
+            run, outcomes=share(run.outcomes), references=share(run.references)
+        )
+        result = CheckResult(
+            str(EXAMPLES / f"{name}.py"), 0, tuple(cases), (), judge(cases, (), part),
+            None, merged.seconds, run.processes,
+        )  # fmt: skip
+        out[name] = concurrent.futures.Future()
+        out[name].set_result(result)
+    return out
 
 
 def statuses(result: CheckResult, key: str) -> tuple[str, ...]:
