@@ -29,7 +29,7 @@ from jitlens._exercise import check as _check
 from jitlens._exercise import dependence
 from jitlens._exercise import sandbox as _sandbox
 from jitlens._exercise.check import BAD_INPUTS, BadInput, CheckCase, _locate, default_cases
-from jitlens._exercise.child import encode, make_x, reference
+from jitlens._exercise.child import make_x, reference
 from jitlens._exercise.criteria import CheckFinding, CriterionResult, judge, judge_probe
 from jitlens._exercise.render import render_check
 from jitlens._exercise.sandbox import Outcome
@@ -205,13 +205,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
                 cases=[CheckCase(n, d_in, features, i, calls, x_seed) for i in range(count)],
                 bad_inputs=(),
             )
-        # The examples share the default cases: compute their references once, here,
-        # while the CLI and the hostile run are already running.
-        for case in default_cases():
-            refs = reference(dataclasses.asdict(case))
-            _check._REFERENCES[case.reference_key] = {k: encode(v) for k, v in refs.items()}
         # The failing examples in one child, in turn (solution.py: graded by the CLI, below),
-        # graded first, so that the others start with the default cases' shapes compiled.
+        # graded first, so that the others start with the default cases' shapes compiled and
+        # the first case's references known (the child computes a repeated case's once).
         examples = examples_in_turn.EXAMPLES
         jobs.update(_grade_in_turn(examples, default_cases()))
         # naive_solution.py as a function (the child imports its module by name).
