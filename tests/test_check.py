@@ -84,6 +84,9 @@ CHEATS: dict[str, tuple[str, str]] = {
     ),
 }
 
+#: The case of cheats_by_seed.py's grading that runs env_probe.py, after the cheats.
+PROBE = len(CHEATS)
+
 #: Issue 30: tests/fixtures/provenance_cheats.py, one cheat per case (the seed picks it). Each
 #: makes its jitted calls on the real model and x and returns the right values; the reason
 #: Data flow must give. Equal values passed all but the eager forward pass before.
@@ -217,18 +220,17 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
         for name in ("hostile_import", "jit_forward_not_callable"):
             jobs[name] = pool.submit(check_jit_forward, FIXTURES / f"{name}.py", cases=small)
         # The cheats in one child (cheats_by_seed.py: case i's seed runs cheat i), each on
-        # the first default case's shape and num_calls = 5.
-        jobs["cheats"] = pool.submit(
-            check_jit_forward,
-            FIXTURES / "cheats_by_seed.py",
-            cases=[dataclasses.replace(small[0], seed=i, note="") for i in range(len(CHEATS))],
-            bad_inputs=(),
-        )
+        # the first default case's shape and num_calls = 5, then env_probe.py (seed 7), the
+        # grader's environment holding secrets when it starts the child.
         secrets = {"WANDB_API_KEY": "w", "HF_TOKEN": "h", "AWS_SECRET_ACCESS_KEY": "a"}
         with _environ(secrets):  # read by the child's environment when it starts, now
-            probe = check_jit_forward(FIXTURES / "env_probe.py", cases=small, bad_inputs=())
-        jobs["env_probe"] = concurrent.futures.Future()
-        jobs["env_probe"].set_result(probe)
+            cheats = check_jit_forward(
+                FIXTURES / "cheats_by_seed.py",
+                cases=[dataclasses.replace(small[0], seed=i, note="") for i in range(PROBE + 1)],
+                bad_inputs=(),
+            )
+        jobs["cheats"] = concurrent.futures.Future()
+        jobs["cheats"].set_result(cheats)
         done = fork_python.wait(cli)
         out, err = done.stdout, done.stderr
         jobs["cli"] = (done.returncode, out, err, json_path)
@@ -307,7 +309,7 @@ def test_a_solution_that_games_the_counts_fails_with_the_reason(
     result = graded["cheats"].result()  # case i is cheat i (cheats_by_seed.py)
     case = list(CHEATS).index(name)
     key, reason = CHEATS[name]
-    assert result.load_error is None and len(result.cases) == len(CHEATS)
+    assert result.load_error is None and len(result.cases) == len(CHEATS) + 1  # + env_probe
     assert result.cases[case].seed == case and result.cases[case].num_calls == 5
     assert result.exit_code == 1 and not result.passed
     finding = result.criterion(key).findings[case]
@@ -352,7 +354,7 @@ def test_a_cheat_with_the_right_values_fails_on_provenance(graded: dict[str, Any
 
 
 def test_the_child_sees_no_secrets_and_runs_in_a_folder_of_its_own(graded: dict[str, Any]) -> None:
-    (finding,) = graded["env_probe"].result().criterion("numbers").findings
+    finding = graded["cheats"].result().criterion("numbers").findings[PROBE]  # env_probe.py
     assert "raised RuntimeError: secrets=[] cwd=" in finding.evidence
     cwd = finding.evidence.split("cwd=")[1].split()[0]
     assert cwd != os.getcwd() and "jitlens-check-" in cwd
