@@ -659,7 +659,9 @@ def test_pytest_marker_counts_filter_jit(pytester, fork_python):
                 f(jnp.ones(2), lr)
         """
     )
-    result = runpytest_forked(pytester, fork_python)  # a fork of the JAX server: no start-up
+    # a fork of the JAX server: no start-up; hypothesis' plugin imports hypothesis at the
+    # summary (1.5 CPU s of each pytest process, its modules assertion-rewritten)
+    result = runpytest_forked(pytester, fork_python, "-p", "no:hypothesispytest")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*lr*"])
 
