@@ -265,15 +265,15 @@ def _grade_in_turn(names: tuple[str, ...], cases: list[CheckCase]) -> dict[str, 
         _check.judge = judge
     assert merged.load_error is None and len(runs) == 1, merged.load_error
     (run,) = runs
+
+    def share(by_index: dict[int, Any], first: int) -> dict[int, Any]:
+        return {i - first: v for i, v in by_index.items() if first <= i < first + len(cases)}
+
     out: dict[str, Any] = {}
     for k, name in enumerate(names):
         first = k * len(cases)
-
-        def share(by_index: dict[int, Any]) -> dict[int, Any]:
-            return {i - first: v for i, v in by_index.items() if first <= i < first + len(cases)}
-
         part = dataclasses.replace(
-            run, outcomes=share(run.outcomes), references=share(run.references)
+            run, outcomes=share(run.outcomes, first), references=share(run.references, first)
         )
         result = CheckResult(
             str(EXAMPLES / f"{name}.py"), 0, tuple(cases), (), judge(cases, (), part),
