@@ -1,8 +1,9 @@
 """``jitlens check``: each example's exact verdict, the sandbox's failure modes, the CLI, the text.
 
 Every grading runs a child process (JAX import + compiles), so all of them are
-started at once by one module-scoped fixture and shared by the asserts; the cheats share one
-grading (one case each), the hostile behaviours one model shape, the children one persistent
+started at once by one module-scoped fixture and shared by the asserts; the cheats (and the
+environment probe) share one grading (one case each), the six failing examples one child (in
+turn, each judged apart), the hostile behaviours one model shape, the children one persistent
 compilation cache, and the CLI's own process is a fork of ``fork_python``'s server.
 """
 
