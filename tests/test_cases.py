@@ -5,10 +5,13 @@ globals) and prints them; jitlens' report of the same process must report
 exactly that many traces, and the retraces of the faulty variant must carry
 the reason kind and path listed in ``tests/cases/README.md``.
 
-A few cases, Flax NNX programs and a JAX one, run under ``jitlens run --json`` as a user
-runs them (:data:`UNDER_RUN`); each of the others runs in a process of its own, forked from
-``fork_python``'s server (JAX imported once), under a fresh ``jitlens.track()``: the counts,
-culprits and fixes are the tracker's, whichever way its report leaves the process.
+Two cases, a Flax NNX program and a JAX one, run under ``jitlens run --json`` as a user
+runs them (:data:`UNDER_RUN`); the others run one after another in one process, forked from
+``fork_python``'s server (JAX imported once), each as ``__main__`` under a fresh
+``jitlens.track()`` of its own, with its own standard streams and exit status: the counts,
+culprits and fixes are the tracker's, whichever way its report leaves the process. (Each case
+defines its own functions and sets no global JAX option; flax's import and its eager
+initialisers' compiles are then paid once, not once per case.)
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -78,21 +82,36 @@ pytestmark = pytest.mark.xdist_group("cases")
 FAST_XLA = {"XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + conftest.FAST_XLA).strip()}
 
 
-#: Run as the user runs them, ``jitlens run --quiet --json``: an NNX case, the NNX case whose
-#: warning goes to the terminal, a JAX case that configures its devices before JAX starts.
-UNDER_RUN = ("01", "14", "27")
+#: Run as the user runs them, ``jitlens run --quiet --json``: an NNX case whose warning goes to
+#: the terminal, a JAX case that configures its devices before JAX starts. (What the tests read
+#: of the others is the tracker's, the same under ``jitlens run``: a fresh interpreter each,
+#: about 1.6 CPU s, showed nothing more.)
+UNDER_RUN = ("14", "27")
 
-#: The others' driver: the case as ``__main__`` under a fresh tracker, its report as JSON.
+#: The others' driver: each case in turn as ``__main__`` under a fresh tracker, its streams
+#: captured, its exit status as ``python CASE`` would give it, its report as JSON (none when it
+#: failed): ``OUT/NUM.run.json``.
 TRACKED = """
-import json, runpy, sys
+import contextlib, io, json, os, runpy, sys, traceback
 import jitlens
-case, out = sys.argv[1:]
-sys.argv = [case]
-tracker = jitlens.track()
-with tracker:
-    runpy.run_path(case, run_name="__main__")
-with open(out, "w") as fh:
-    json.dump(tracker.report().to_dict(), fh)
+out, *cases = sys.argv[1:]
+for case in cases:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    sys.argv = [case]
+    tracker, code, report = jitlens.track(), 0, None
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            with tracker:
+                runpy.run_path(case, run_name="__main__")
+            report = tracker.report().to_dict()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    run = {"returncode": code, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+    with open(os.path.join(out, os.path.basename(case)[:2] + ".run.json"), "w") as fh:
+        json.dump({**run, "report": report}, fh)
 """
 
 
@@ -100,19 +119,24 @@ with open(out, "w") as fh:
 def case_runs(tmp_path_factory, fork_python):
     """Run every case once (shared by the tests below): its process and its report."""
     tmp = tmp_path_factory.mktemp("cases")
-    started = {}
-    for num in sorted(set(TOTAL) - set(UNDER_RUN)):
-        command = ["-c", TRACKED, str(_case(num)), str(tmp / f"{num}.json")]
-        started[num] = fork_python.submit(command, cwd=tmp)
-    procs = {}
+    tracked = sorted(set(TOTAL) - set(UNDER_RUN))
+    started = fork_python.submit(
+        ["-c", TRACKED, str(tmp), *(str(_case(num)) for num in tracked)], cwd=tmp
+    )
+    out = {}
     for num in sorted(UNDER_RUN):
         command = ["-m", "jitlens", "run", "--quiet", "--json", str(tmp / f"{num}.json")]
-        procs[num] = run_python([*command, str(_case(num))], cwd=tmp, env=FAST_XLA)
-    procs.update({num: fork_python.wait(handle) for num, handle in started.items()})
-    out = {}
-    for num, proc in procs.items():
+        proc = run_python([*command, str(_case(num))], cwd=tmp, env=FAST_XLA)
         report = tmp / f"{num}.json"
         out[num] = (proc, json.loads(report.read_text()) if report.exists() else None)
+    driver = fork_python.wait(started)
+    assert driver.returncode == 0, driver.stderr[-3000:]
+    for num in tracked:
+        run = json.loads((tmp / f"{num}.run.json").read_text())
+        proc = subprocess.CompletedProcess(
+            [str(_case(num))], run["returncode"], run["stdout"], run["stderr"]
+        )
+        out[num] = (proc, run["report"])
     return out
 
 

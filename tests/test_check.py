@@ -1,8 +1,9 @@
 """``jitlens check``: each example's exact verdict, the sandbox's failure modes, the CLI, the text.
 
 Every grading runs a child process (JAX import + compiles), so all of them are
-started at once by one module-scoped fixture and shared by the asserts; the cheats share one
-grading (one case each), the hostile behaviours one model shape, the children one persistent
+started at once by one module-scoped fixture and shared by the asserts; the cheats (and the
+environment probe) share one grading (one case each), the six failing examples one child (in
+turn, each judged apart), the hostile behaviours one model shape, the children one persistent
 compilation cache, and the CLI's own process is a fork of ``fork_python``'s server.
 """
 
@@ -27,9 +28,10 @@ from conftest import SUITE_PATH
 from jitlens import CheckError, CheckResult, check_jit_forward
 from jitlens._exercise import check as _check
 from jitlens._exercise import dependence
+from jitlens._exercise import sandbox as _sandbox
 from jitlens._exercise.check import BAD_INPUTS, BadInput, CheckCase, _locate, default_cases
-from jitlens._exercise.child import encode, make_x, reference
-from jitlens._exercise.criteria import CheckFinding, CriterionResult, judge_probe
+from jitlens._exercise.child import make_x, reference
+from jitlens._exercise.criteria import CheckFinding, CriterionResult, judge, judge_probe
 from jitlens._exercise.render import render_check
 from jitlens._exercise.sandbox import Outcome
 
@@ -82,6 +84,9 @@ CHEATS: dict[str, tuple[str, str]] = {
         "equations never read the kernel or the bias",
     ),
 }
+
+#: The case of cheats_by_seed.py's grading that runs env_probe.py, after the cheats.
+PROBE = len(CHEATS)
 
 #: Issue 30: tests/fixtures/provenance_cheats.py, one cheat per case (the seed picks it). Each
 #: makes its jitted calls on the real model and x and returns the right values; the reason
@@ -159,8 +164,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
     variables are among those the child keeps): a fresh child would otherwise compile again
     what the one before it compiled, nnx.Linear's initialisers above all (run eagerly, ~0.5
     CPU s a model shape). It changes no trace, call or output the criteria read; the CLI's
-    grading of solution.py runs without it, as a user's does. One example (single_call.py) is
-    graded alone first, so that the others start with the default cases' shapes compiled.
+    grading of solution.py runs without it, as a user's does. The six failing examples are
+    graded in one child, in turn (``_grade_in_turn``), first, so that the others start with
+    the default cases' shapes compiled.
     """
     tmp = tmp_path_factory.mktemp("check")
     pidfile = tmp / "grandchild.pid"
@@ -177,6 +183,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
     # parses in CPython 3.11 (python/cpython#106905, see jitlens._pyast).
     sys.path.insert(0, str(FIXTURES))
     naive = importlib.import_module("naive_solution")
+    examples_in_turn = importlib.import_module("examples_in_turn")
     environ = {
         "JITLENS_TEST_PIDFILE": str(pidfile),
         "JAX_COMPILATION_CACHE_DIR": str(tmp / "xla-cache"),
@@ -202,17 +209,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
                 cases=[CheckCase(n, d_in, features, i, calls, x_seed) for i in range(count)],
                 bad_inputs=(),
             )
-        # The examples share the default cases: compute their references once, here,
-        # while the CLI and the hostile run are already running.
-        for case in default_cases():
-            refs = reference(dataclasses.asdict(case))
-            _check._REFERENCES[case.reference_key] = {k: encode(v) for k, v in refs.items()}
-        first = "single_call"
-        jobs[first] = concurrent.futures.Future()
-        jobs[first].set_result(check_jit_forward(EXAMPLES / f"{first}.py", bad_inputs=()))
-        for name in VERDICTS:  # solution.py: graded by the CLI, below
-            if name not in ("solution", first):
-                jobs[name] = pool.submit(check_jit_forward, EXAMPLES / f"{name}.py", bad_inputs=())
+        # The failing examples in one child, in turn (solution.py: graded by the CLI, below),
+        # graded first, so that the others start with the default cases' shapes compiled and
+        # the first case's references known (the child computes a repeated case's once).
+        examples = examples_in_turn.EXAMPLES
+        jobs.update(_grade_in_turn(examples, default_cases()))
         # naive_solution.py as a function (the child imports its module by name).
         jobs["naive"] = pool.submit(
             check_jit_forward, naive.jit_forward, cases=small, bad_inputs=BAD_INPUTS[:6]
@@ -220,18 +221,17 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
         for name in ("hostile_import", "jit_forward_not_callable"):
             jobs[name] = pool.submit(check_jit_forward, FIXTURES / f"{name}.py", cases=small)
         # The cheats in one child (cheats_by_seed.py: case i's seed runs cheat i), each on
-        # the first default case's shape and num_calls = 5.
-        jobs["cheats"] = pool.submit(
-            check_jit_forward,
-            FIXTURES / "cheats_by_seed.py",
-            cases=[dataclasses.replace(small[0], seed=i, note="") for i in range(len(CHEATS))],
-            bad_inputs=(),
-        )
+        # the first default case's shape and num_calls = 5, then env_probe.py (seed 7), the
+        # grader's environment holding secrets when it starts the child.
         secrets = {"WANDB_API_KEY": "w", "HF_TOKEN": "h", "AWS_SECRET_ACCESS_KEY": "a"}
         with _environ(secrets):  # read by the child's environment when it starts, now
-            probe = check_jit_forward(FIXTURES / "env_probe.py", cases=small, bad_inputs=())
-        jobs["env_probe"] = concurrent.futures.Future()
-        jobs["env_probe"].set_result(probe)
+            cheats = check_jit_forward(
+                FIXTURES / "cheats_by_seed.py",
+                cases=[dataclasses.replace(small[0], seed=i, note="") for i in range(PROBE + 1)],
+                bad_inputs=(),
+            )
+        jobs["cheats"] = concurrent.futures.Future()
+        jobs["cheats"].set_result(cheats)
         done = fork_python.wait(cli)
         out, err = done.stdout, done.stderr
         jobs["cli"] = (done.returncode, out, err, json_path)
@@ -244,6 +244,45 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fork_python: Any) -> Iterat
         jobs["pidfile"] = pidfile
         yield jobs
     sys.path.remove(str(FIXTURES))
+
+
+def _grade_in_turn(names: tuple[str, ...], cases: list[CheckCase]) -> dict[str, Any]:
+    """Each example's grading on ``cases``, all graded by one child (examples_in_turn.py runs
+    the examples in turn, ``len(cases)`` calls each): the grader's own run of the repeated
+    cases, then each example's share of it judged by the grader's own ``judge``, as a grading
+    of that example alone would have been (the same cases, facts, references and process)."""
+    runs: list[_sandbox.SandboxRun] = []
+    every = tuple(cases) * len(names)
+
+    def judging(cases: Any, probes: Any, run: _sandbox.SandboxRun) -> Any:
+        if tuple(cases) == every:  # this grading's (the other threads' pass through)
+            runs.append(run)
+        return judge(cases, probes, run)
+
+    _check.judge = judging
+    try:
+        merged = check_jit_forward(FIXTURES / "examples_in_turn.py", cases=every, bad_inputs=())
+    finally:
+        _check.judge = judge
+    assert merged.load_error is None and len(runs) == 1, merged.load_error
+    (run,) = runs
+
+    def share(by_index: dict[int, Any], first: int) -> dict[int, Any]:
+        return {i - first: v for i, v in by_index.items() if first <= i < first + len(cases)}
+
+    out: dict[str, Any] = {}
+    for k, name in enumerate(names):
+        first = k * len(cases)
+        part = dataclasses.replace(
+            run, outcomes=share(run.outcomes, first), references=share(run.references, first)
+        )
+        result = CheckResult(
+            str(EXAMPLES / f"{name}.py"), 0, tuple(cases), (), judge(cases, (), part),
+            None, merged.seconds, run.processes,
+        )  # fmt: skip
+        out[name] = concurrent.futures.Future()
+        out[name].set_result(result)
+    return out
 
 
 def statuses(result: CheckResult, key: str) -> tuple[str, ...]:
@@ -271,7 +310,7 @@ def test_a_solution_that_games_the_counts_fails_with_the_reason(
     result = graded["cheats"].result()  # case i is cheat i (cheats_by_seed.py)
     case = list(CHEATS).index(name)
     key, reason = CHEATS[name]
-    assert result.load_error is None and len(result.cases) == len(CHEATS)
+    assert result.load_error is None and len(result.cases) == len(CHEATS) + 1  # + env_probe
     assert result.cases[case].seed == case and result.cases[case].num_calls == 5
     assert result.exit_code == 1 and not result.passed
     finding = result.criterion(key).findings[case]
@@ -316,7 +355,7 @@ def test_a_cheat_with_the_right_values_fails_on_provenance(graded: dict[str, Any
 
 
 def test_the_child_sees_no_secrets_and_runs_in_a_folder_of_its_own(graded: dict[str, Any]) -> None:
-    (finding,) = graded["env_probe"].result().criterion("numbers").findings
+    finding = graded["cheats"].result().criterion("numbers").findings[PROBE]  # env_probe.py
     assert "raised RuntimeError: secrets=[] cwd=" in finding.evidence
     cwd = finding.evidence.split("cwd=")[1].split()[0]
     assert cwd != os.getcwd() and "jitlens-check-" in cwd

@@ -66,8 +66,22 @@ def _run_issue(tmp_path, act_def: str, act: str) -> tuple[str, dict]:
     return proc.stdout + proc.stderr, json.loads((tmp_path / "r.json").read_text())
 
 
+def _track_issue(tmp_path, capsys, act_def: str, act: str) -> tuple[str, dict]:
+    """The issue's program as ``__main__`` in this process, under a fresh ``jitlens.track()``:
+    what it printed, and the tracker's report as ``jitlens run --json`` writes it."""
+    import runpy
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(ISSUE.format(act_def=act_def, act=act)))
+    capsys.readouterr()
+    with jitlens.track() as tracker:
+        runpy.run_path(str(prog), run_name="__main__")
+    return capsys.readouterr().out, tracker.report().to_dict()
+
+
 @pytest.mark.slow
-def test_issue_program_is_explained_and_its_fix_gives_one_trace(tmp_path):
+def test_issue_program_is_explained_and_its_fix_gives_one_trace(tmp_path, capsys):
+    """As a user runs it (``jitlens run``); the fixed program in this process, tracked."""
     out, data = _run_issue(tmp_path, "", "lambda z: jax.nn.relu(z)  # a new function per instance")
     assert "TRACES 3" in out
     (f,) = [r for r in data["functions"] if r["name"] == "f"]
@@ -83,7 +97,7 @@ def test_issue_program_is_explained_and_its_fix_gives_one_trace(tmp_path):
     before = [line for line in out.splitlines() if line.startswith("OUTS")]
     fixed_dir = tmp_path / "fixed"
     fixed_dir.mkdir()
-    out2, data2 = _run_issue(fixed_dir, "def act(z):\n    return jax.nn.relu(z)", "act")
+    out2, data2 = _track_issue(fixed_dir, capsys, "def act(z):\n    return jax.nn.relu(z)", "act")
     assert "TRACES 1" in out2
     (f2,) = [r for r in data2["functions"] if r["name"] == "f"]
     assert (f2["calls"], f2["traces"], f2["cache_hits"]) == (3, 1, 2)
@@ -659,7 +673,9 @@ def test_pytest_marker_counts_filter_jit(pytester, fork_python):
                 f(jnp.ones(2), lr)
         """
     )
-    result = runpytest_forked(pytester, fork_python)  # a fork of the JAX server: no start-up
+    # a fork of the JAX server: no start-up; hypothesis' plugin imports hypothesis at the
+    # summary (1.5 CPU s of each pytest process, its modules assertion-rewritten)
+    result = runpytest_forked(pytester, fork_python, "-p", "no:hypothesispytest")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*lr*"])
 

@@ -119,11 +119,14 @@ def _line(needle: str, nth: int = 0) -> int:
 def _plugin_args() -> list[str]:
     """Load the plugin once: by its entry point when installed, else by module name.
 
-    pytest-benchmark, when installed, is kept out: it warns inside xdist workers.
+    pytest-benchmark, when installed, is kept out: it warns inside xdist workers; so is
+    hypothesis' plugin, which imports hypothesis at the summary (1.5 CPU s of each pytest
+    process, hypothesis' modules assertion-rewritten): no test here uses it.
     """
     entry_points = importlib.metadata.entry_points(group="pytest11")
     installed = any(ep.value == pytest_plugin.__name__ for ep in entry_points)
-    return ["-p", "no:benchmark"] + ([] if installed else ["-p", pytest_plugin.__name__])
+    kept_out = ["-p", "no:benchmark", "-p", "no:hypothesispytest"]
+    return kept_out + ([] if installed else ["-p", pytest_plugin.__name__])
 
 
 def test_marker_fixture_and_every_session_option(pytester: pytest.Pytester) -> None:

@@ -541,7 +541,7 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     :data:`MAX_FUNCTIONS` functions are read: a FIFO, a device or a hostile
     file is refused with one line, never hangs or exhausts memory.
     """
-    from .files import inert_pairs, read_regular
+    from .files import loads_inert, read_regular
 
     try:
         # utf-8-sig: a report saved again by an editor that marks UTF-8 (Notepad, PowerShell)
@@ -553,7 +553,7 @@ def load_report(path: str | os.PathLike[str]) -> Report:
             f"{path}: not a jitlens report (not UTF-8 text: byte {exc.start})"
         ) from None
     try:
-        data = json.loads(text, object_pairs_hook=inert_pairs)
+        data = loads_inert(text)
     except json.JSONDecodeError as exc:
         raise ReportError(
             f"{path}: not valid JSON (truncated or edited?): {exc.msg} at line {exc.lineno}"
