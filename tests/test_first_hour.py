@@ -209,10 +209,10 @@ def test_the_command_list_fits_80_columns_in_a_newcomers_words(
     assert listed == known.split(", ")
 
 
-def test_every_commands_help_fits_80_columns() -> None:
+def test_every_commands_help_fits_80_columns(fork_python) -> None:
     """`jitlens lint --help` at COLUMNS=80: its description and exit-status lines ran to 100
     and 97 characters, a rule's summary to 83, `jitlens run`'s usage line to 209."""
-    proc = run_python(["-c", _EVERY_HELP], env={"COLUMNS": "80"})
+    proc = fork_python(["-c", _EVERY_HELP], env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.count("== ") >= 9, out
@@ -220,7 +220,7 @@ def test_every_commands_help_fits_80_columns() -> None:
     assert not too_long, "\n".join(too_long)
 
 
-#: Each command's --help in one fresh process (argparse exits after printing it).
+#: Each command's --help in one process of its own (argparse exits after printing it).
 _EVERY_HELP = """
 import contextlib, io, jitlens
 buf = io.StringIO()
