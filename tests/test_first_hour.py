@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RECOMPILES_GROUP, ROOT, run_python
+from conftest import RECOMPILES_GROUP, ROOT
 
 PYPROJECT = ROOT / "pyproject.toml"
 
@@ -60,12 +60,13 @@ print("generated")
 """
 
 
-def test_the_docs_extra_alone_builds_the_generated_reference(tmp_path: Path) -> None:
+def test_the_docs_extra_alone_builds_the_generated_reference(tmp_path: Path, fork_python) -> None:
     """README: `pip install '.[docs]'`, then sphinx. The reference is generated from the
     code, and it documents the pytest plugin's options from the plugin itself, which
     imports pytest: with the docs extra alone the build stopped at "No module named
-    'pytest'"."""
-    proc = run_python(
+    'pytest'". (A fork of the suite's server: JAX, a requirement of jitlens, imported; no
+    other distribution.)"""
+    proc = fork_python(
         ["-c", ONLY_DOCS_EXTRA, str(ROOT / "docs" / "_ext"), str(tmp_path), str(PYPROJECT)],
         cwd=tmp_path,
     )
