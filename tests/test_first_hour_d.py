@@ -313,12 +313,13 @@ def test_a_jit_the_user_makes_of_a_library_function_is_the_users_row(
     whoever wrote the function inside; JAX's own cache sizes are the ground truth."""
     import json
 
+    from conftest import run_python
+
     script = tmp_path / "library_jits.py"
     script.write_text(LIBRARY_JITS)
     plain = fork_python([str(script)])  # the ground truth: plain JAX, nothing at start-up
     report = tmp_path / "r.json"
-    # `jitlens run` in a fork too: what is checked is its rows, not its start-up
-    done = fork_python(["-m", "jitlens", "run", "--json", str(report), str(script)])
+    done = run_python(["-m", "jitlens", "run", "--json", str(report), str(script)])
     assert done.returncode == plain.returncode == 0, done.stderr
     assert done.stdout == plain.stdout
     sizes = [int(n) for n in plain.stdout.split("CACHE")[1].split()[:3]]

@@ -1,9 +1,9 @@
 """Explainer and advice leftovers on programs nobody on the team had run jitlens on
 (``tests/leftovers2_program.py``: four programs in one process, each jitted body counting its
-own traces). The program runs as a user runs it, ``jitlens run --json`` (in a fork of the
-suite's server: JAX imported, not jitlens; its start-up is not what is checked), as written,
-then again with jitlens' printed fixes applied (the pytree fix of 1 is taken from the report
-and written into the class): the fixes must remove the retraces and keep the outputs.
+own traces). The program runs as a user runs it, ``jitlens run --json``, in a fresh process as
+written, then again with jitlens' printed fixes applied (the pytree fix of 1 is taken from
+the report and written into the class): the fixes must remove the retraces and keep the
+outputs.
 
 1. jax#28418 made to work: a copy of the static object changed each step, or a new instance
    each step: never "reuse one instance" (that is the stale hit jax#28418 reported) but trace
@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import pytest
 
 import jitlens
+from conftest import run_python
 
 PROGRAM = pathlib.Path(__file__).parent / "leftovers2_program.py"
 
@@ -38,10 +39,10 @@ PROGRAM = pathlib.Path(__file__).parent / "leftovers2_program.py"
 pytestmark = pytest.mark.xdist_group("leftovers2")
 
 
-def _run(fork_python, path: pathlib.Path, scenario: str, tmp: pathlib.Path) -> dict:
+def _run(path: pathlib.Path, scenario: str, tmp: pathlib.Path) -> dict:
     report = tmp / f"{scenario}.json"
     env = {"NO_COLOR": "1", "COLUMNS": "100"}
-    proc = fork_python(
+    proc = run_python(
         ["-m", "jitlens", "run", "--json", str(report), str(path), scenario], cwd=tmp, env=env
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -70,12 +71,12 @@ def _applied(source: str, before: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, fork_python) -> dict:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tmp = tmp_path_factory.mktemp("leftovers2")
-    before = _run(fork_python, PROGRAM, "before", tmp)
+    before = _run(PROGRAM, "before", tmp)
     fixed = tmp / "fixed_program.py"
     fixed.write_text(_applied(PROGRAM.read_text(), before))
-    return {"before": before, "after": _run(fork_python, fixed, "after", tmp)}
+    return {"before": before, "after": _run(fixed, "after", tmp)}
 
 
 def test_counts_equal_the_programs_own_and_the_fixes_keep_the_outputs(runs: dict) -> None:

@@ -1,8 +1,7 @@
 """Jits a library makes around the user's code (Keras 3, numpyro, blackjax), as a user runs them.
 
-Each library's public example runs once under ``jitlens run --json`` as a user runs it, in a
-fork of the suite's server (``fork_python``: JAX imported, not the library nor jitlens, whose
-start-up is not what is checked here; the suite's XLA flags, its cheapest compile). The
+Each library's public example runs once under ``jitlens run --json`` in a fresh
+process (one subprocess per library: each costs seconds of compiling). The
 program counts JAX's own trace events (``tests/libraries/_truth.py``); the
 rows must add up to them, retraces must name the user's arguments and a fix in
 the library's terms, and the program's second half, with that fix applied on a
@@ -19,9 +18,13 @@ import pathlib
 import textwrap
 
 import pytest
+from trial_programs.fast_compile import FLAGS
+
+import conftest
+from conftest import run_python
 
 PROGRAMS = pathlib.Path(__file__).parent / "libraries"
-#: Runs a script as ``python SCRIPT`` with XLA's cheapest compile, in a fork.
+#: Runs a script as ``python SCRIPT`` with the flags of :data:`FAST_XLA`, in a fork.
 FAST_COMPILE = str(pathlib.Path(__file__).parent / "trial_programs" / "fast_compile.py")
 
 
@@ -31,14 +34,20 @@ def _needs(library: str) -> None:
         pytest.skip(f"{library} is not installed")
 
 
-def _run(
-    fork_python, tmp_path: pathlib.Path, program: str, env: dict[str, str] | None = None
-) -> tuple:
+#: XLA compiles without LLVM's optimisation passes and with its fusion emitters off (less CPU
+#: per compile, issue 48; ``trial_programs/fast_compile.py``): the libraries' traces, keys and
+#: compiles are JAX's before XLA's backend runs.
+FAST_XLA = {
+    "XLA_FLAGS": " ".join([os.environ.get("XLA_FLAGS", ""), conftest.FAST_XLA, *FLAGS]).strip()
+}
+
+
+def _run(tmp_path: pathlib.Path, program: str, env: dict[str, str] | None = None) -> tuple:
     out = tmp_path / "report.json"
-    proc = fork_python(
+    proc = run_python(
         ["-m", "jitlens", "run", "--color", "never", "--json", str(out), program],
         cwd=PROGRAMS,
-        env=env,
+        env={**FAST_XLA, **(env or {})},
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -53,11 +62,9 @@ def _reasons(row: dict) -> list[dict]:
     return [r for e in row["events"] if e["kind"] == "retrace" for r in e["reasons"]]
 
 
-def test_keras_mnist_convnet_fit_evaluate_predict(tmp_path: pathlib.Path, fork_python) -> None:
+def test_keras_mnist_convnet_fit_evaluate_predict(tmp_path: pathlib.Path) -> None:
     _needs("keras")
-    _proc, truth, rows = _run(
-        fork_python, tmp_path, "keras_mnist_convnet.py", {"KERAS_BACKEND": "jax"}
-    )
+    _proc, truth, rows = _run(tmp_path, "keras_mnist_convnet.py", {"KERAS_BACKEND": "jax"})
     jax = truth["jax"]
     # rows equal JAX's own trace events of keras' three steps
     for step in ("train", "test", "predict"):
@@ -99,9 +106,9 @@ def test_keras_mnist_convnet_fit_evaluate_predict(tmp_path: pathlib.Path, fork_p
         assert rows[name]["traces"] == 1, name
 
 
-def test_numpyro_nuts_and_svi_examples(tmp_path: pathlib.Path, fork_python) -> None:
+def test_numpyro_nuts_and_svi_examples(tmp_path: pathlib.Path) -> None:
     _needs("numpyro")
-    _proc, truth, rows = _run(fork_python, tmp_path, "numpyro_examples.py")
+    _proc, truth, rows = _run(tmp_path, "numpyro_examples.py")
     jax = truth["jax"]
     loop = rows["numpyro: MCMC sample loop (NUTS)"]
     assert loop["traces"] == jax["_fori_collect_loop"] == 1 and loop["kind"] == "numpyro"
@@ -120,7 +127,7 @@ def test_numpyro_nuts_and_svi_examples(tmp_path: pathlib.Path, fork_python) -> N
 
 def test_blackjax_quickstart_three_samplers(tmp_path: pathlib.Path, fork_python) -> None:
     _needs("blackjax")
-    proc, truth, rows = _run(fork_python, tmp_path, "blackjax_quickstart.py")
+    proc, truth, rows = _run(tmp_path, "blackjax_quickstart.py")
     one_step = [r for r in rows["*"] if r["name"] == "one_step"]
     assert sum(r["traces"] for r in one_step) == truth["body_runs"]["one_step"] == 3
     # three kernels, each compiled once on purpose: expected, nothing lost, no "rebuilt" fix
