@@ -1249,3 +1249,43 @@ def test_a_captured_constant_is_named_without_running_the_programs_code(monkeypa
     ((event,),) = [f.events for f in t.report().functions if f.name == "sums"]
     assert event.cost is not None and [c.name for c in event.cost.consts] == ["holder.table"]
     assert float(out[0]) == 1.0 + 3.0
+
+
+def test_a_function_s_loops_read_from_its_block_are_the_whole_file_s() -> None:
+    """A loop is looked for in the function a frame runs: in a long file (a model library's)
+    only that function's block is parsed. Its loops, at every line of every function of a long
+    file (NumPy's ``recfunctions``), are the ones the whole file's parse finds; a short file,
+    module code and a lambda are read from the whole file."""
+    import ast
+    import inspect
+
+    from numpy.lib import recfunctions as module
+
+    from jitlens._core.cost import (
+        CUT_MIN_LINES,
+        enclosing_loop,
+        function_loops,
+        source_loops,
+    )
+
+    source = inspect.getsource(module)
+    lines = source.splitlines(True)
+    assert len(lines) >= CUT_MIN_LINES
+    whole = source_loops(source)
+    cut = 0
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        block = function_loops(lines, first)
+        assert block is not None, (node.name, first)
+        cut += bool(block)
+        for line in range(first, node.end_lineno + 1):
+            assert enclosing_loop(block, line, first) == enclosing_loop(whole, line, first)
+    assert cut >= 5  # functions with loops of their own among them
+    assert function_loops(lines, 1) is None  # module code
+    short = "def f(x):\n    for _ in range(3):\n        x = x + 1\n    return x\n"
+    assert function_loops(short.splitlines(True), 1) is None
+    assert function_loops(short.splitlines(True) * CUT_MIN_LINES, 5) is not None
+    lam = ["g = lambda xs: [x for x in xs]\n"] * CUT_MIN_LINES
+    assert function_loops(lam, 2) is None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RECOMPILES_GROUP, ROOT, run_python
+from conftest import RECOMPILES_GROUP, ROOT
 
 PYPROJECT = ROOT / "pyproject.toml"
 
@@ -60,12 +60,13 @@ print("generated")
 """
 
 
-def test_the_docs_extra_alone_builds_the_generated_reference(tmp_path: Path) -> None:
+def test_the_docs_extra_alone_builds_the_generated_reference(tmp_path: Path, fork_python) -> None:
     """README: `pip install '.[docs]'`, then sphinx. The reference is generated from the
     code, and it documents the pytest plugin's options from the plugin itself, which
     imports pytest: with the docs extra alone the build stopped at "No module named
-    'pytest'"."""
-    proc = run_python(
+    'pytest'". (A fork of the suite's server: JAX, a requirement of jitlens, imported; no
+    other distribution.)"""
+    proc = fork_python(
         ["-c", ONLY_DOCS_EXTRA, str(ROOT / "docs" / "_ext"), str(tmp_path), str(PYPROJECT)],
         cwd=tmp_path,
     )
@@ -209,10 +210,10 @@ def test_the_command_list_fits_80_columns_in_a_newcomers_words(
     assert listed == known.split(", ")
 
 
-def test_every_commands_help_fits_80_columns() -> None:
+def test_every_commands_help_fits_80_columns(fork_python) -> None:
     """`jitlens lint --help` at COLUMNS=80: its description and exit-status lines ran to 100
     and 97 characters, a rule's summary to 83, `jitlens run`'s usage line to 209."""
-    proc = run_python(["-c", _EVERY_HELP], env={"COLUMNS": "80"})
+    proc = fork_python(["-c", _EVERY_HELP], env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.count("== ") >= 9, out
@@ -220,7 +221,7 @@ def test_every_commands_help_fits_80_columns() -> None:
     assert not too_long, "\n".join(too_long)
 
 
-#: Each command's --help in one fresh process (argparse exits after printing it).
+#: Each command's --help in one process of its own (argparse exits after printing it).
 _EVERY_HELP = """
 import contextlib, io, jitlens
 buf = io.StringIO()

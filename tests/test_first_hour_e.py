@@ -29,6 +29,8 @@ from conftest import run_python
 from test_sharding_subprocess import device_env
 
 PROGRAM = pathlib.Path(__file__).parent / "trial_programs" / "first_hour_fsdp_momentum.py"
+#: Runs a script in a fork with ``--devices N`` host CPU devices (a fork cannot take XLA_FLAGS).
+FAST_COMPILE = PROGRAM.parent / "fast_compile.py"
 PLACED = "-> NamedSharding(mesh('data': 2, 'model': 4), P('model'))"
 CODE = (
     "model.w2.set_value(jax.device_put(model.w2.get_value(), NamedSharding(mesh, P('model'))))",
@@ -102,7 +104,7 @@ def test_the_figures_say_what_they_are(fsdp: dict) -> None:
 
 
 def test_the_printed_fix_applied_compiles_the_step_once_with_the_same_losses(
-    fsdp: dict, tmp_path: pathlib.Path
+    fsdp: dict, tmp_path: pathlib.Path, fork_python
 ) -> None:
     """The fix as printed (its lines of code, run after the model is built): one compile, the
     same losses, and ``max_compiles(1)`` on the step passes."""
@@ -112,7 +114,9 @@ def test_the_printed_fix_applied_compiles_the_step_once_with_the_same_losses(
     assert tuple(code) == CODE
     fix = tmp_path / "fix.py"
     fix.write_text("\n".join(code) + "\n")
-    proc = run_python([str(PROGRAM), str(fix), "guard"], cwd=tmp_path, env=device_env(8))
+    # plain python (a fork: its start-up is not tested), 8 host devices as ``device_env(8)``
+    argv = [str(FAST_COMPILE), "--devices", "8", str(PROGRAM), str(fix), "guard"]
+    proc = fork_python(argv, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]  # the compile budget of 1 held
     fixed = _truth(proc.stdout)
     assert fixed["traces"] == 1

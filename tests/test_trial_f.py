@@ -152,11 +152,14 @@ def test_a_static_whose_hash_follows_a_change_in_place_is_a_stale_hit(trial: dic
     assert "reuse" not in after["text"] and "drop `static_argnums=0`" in after["text"]
 
 
-def test_as_a_user_runs_it_the_stale_hit_is_on_stderr_and_the_output_is_the_programs() -> None:
+def test_as_a_user_runs_it_the_stale_hit_is_on_stderr_and_the_output_is_the_programs(
+    fork_python,
+) -> None:
     prog = str(PROGRAMS / "f_jax_28418_hash_mutated_static.py")
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "NO_COLOR": "1", "COLUMNS": "200"}
     env.pop("JITLENS", None)
-    plain = subprocess.run([sys.executable, prog], capture_output=True, text=True, env=env)
+    # plain python: what the program prints and returns (a fork: its start-up is not tested)
+    plain = fork_python([prog], env={"NO_COLOR": "1", "COLUMNS": "200"})
     cli = [sys.executable, "-m", "jitlens", "run", prog]
     under = subprocess.run(cli, capture_output=True, text=True, env=env)
     assert plain.returncode == under.returncode == 0, under.stderr[-2000:]

@@ -3,9 +3,10 @@ all with jitlens' fix applied (``after``): one scenario per process, so that the
 program is measured as a user runs it, with no wrapper of the broken one in the process.
 Prints one ``TRUTH`` JSON line: per program, its own counts and outputs beside jitlens' rows
 and reasons. A program with ``NO_FIX = True`` (a negative control, or a compile the program
-needs) runs in ``before`` only.
+needs) runs in ``before`` only (not even imported in ``after``).
 """
 
+import ast
 import importlib.util
 import json
 import pathlib
@@ -72,6 +73,15 @@ def _scenario(module, fixed: bool) -> dict:
     }
 
 
+def _no_fix(path: pathlib.Path) -> bool:
+    """The program sets ``NO_FIX = True``: read from its source, since importing it would load
+    its libraries and run its module's JAX code in a scenario that does not run it."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["NO_FIX"]:
+            return ast.literal_eval(node.value) is True
+    return False
+
+
 def main(scenario: str, programs: list[str]) -> None:
     sys.path.insert(0, str(HERE))
     # tracking starts before the programs import jax's names (`from jax import jit`), as
@@ -79,11 +89,11 @@ def main(scenario: str, programs: list[str]) -> None:
     jitlens.track().start()
     result = {}
     for program in programs:
+        if scenario == "after" and _no_fix(HERE / f"{program}.py"):
+            continue  # nothing to apply: its "after" is its "before" (``trial_runs``)
         spec = importlib.util.spec_from_file_location(program, HERE / f"{program}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        if scenario == "after" and getattr(module, "NO_FIX", False):
-            continue  # nothing to apply: its "after" is its "before" (``trial_runs``)
         result[program] = _scenario(module, scenario == "after")
     print("TRUTH " + json.dumps(result))
 

@@ -138,19 +138,26 @@ def _keep(file: str) -> bool | None:
     return False if _compat.is_model_library_file(file) else None
 
 
-_LOOPS: dict[str, tuple[int, tuple[SourceLoop, ...]]] = {}
+#: ``(file, first line)`` -> the file's length when read, the loops of the function starting
+#: there (``first line`` 0: of the whole file).
+_LOOPS: dict[tuple[str, int], tuple[int, tuple[SourceLoop, ...]]] = {}
 
 
 def _loop_at(file: str, line: int, first_line: int) -> SourceLoop | None:
-    from .._core.cost import enclosing_loop, source_loops
+    from .._core.cost import enclosing_loop, function_loops, source_loops
 
     lines = linecache.getlines(file)
     if not lines:
         return None
-    cached = _LOOPS.get(file)
+    cached = _LOOPS.get((file, first_line))
     if cached is None or cached[0] != len(lines):
-        cached = (len(lines), source_loops("".join(lines), file))
-        _LOOPS[file] = cached
+        loops = function_loops(lines, first_line, file)
+        if loops is None:  # the whole file's, read once for every function it holds
+            whole = _LOOPS.get((file, 0))
+            if whole is None or whole[0] != len(lines):
+                whole = _LOOPS[(file, 0)] = (len(lines), source_loops("".join(lines), file))
+            loops = whole[1]
+        cached = _LOOPS[(file, first_line)] = (len(lines), loops)
     return enclosing_loop(cached[1], line, first_line)
 
 
