@@ -117,7 +117,10 @@ def test_warn_mode_warns_at_the_users_line_and_lets_the_trace_run(below: bool) -
     guarded(jnp.ones(3))
     with pytest.warns(RecompileWarning, match="over its budget of 1") as caught:
         guarded(jnp.ones(4))
-    assert [w.filename for w in caught] == [__file__]
+    # jitlens' runaway warning counts the whole process's recompiles: the suite's own add up
+    # and it can land in this block too, at the same line; the guard's own warning is one
+    budget = [w for w in caught if not issubclass(w.category, jitlens.RunawayRecompileWarning)]
+    assert [w.filename for w in budget] == [__file__]
     assert len(runs) == get_num_traces(guarded) == 2
 
     with warnings.catch_warnings():
